@@ -1,0 +1,16 @@
+//! Raw ABI declarations of the CoreCLR profiling API.
+//!
+//! Everything here mirrors `corprof.idl`, `cor.h`, `corhdr.h` and `corerror.h` from
+//! dotnet/runtime (`src/coreclr/inc/`) with the original names, so that a reader can put the
+//! IDL beside this crate and compare line by line. Vtables are declared with
+//! [`com_vtable!`], which also records the slot of every method; the test in
+//! `tests/vtable_slots.rs` pins each slot to the order written down in `tests/slots/`.
+//!
+//! This crate has no behaviour: the safe layer is `clrprof-sdk`.
+#![allow(non_snake_case, non_camel_case_types, non_upper_case_globals, clippy::upper_case_acronyms)]
+
+pub mod types;
+pub mod vtable;
+
+pub use types::*;
+pub use vtable::{IUnknownVtbl, Slot, Vtable};
