@@ -4,13 +4,36 @@
 //! dotnet/runtime (`src/coreclr/inc/`) with the original names, so that a reader can put the
 //! IDL beside this crate and compare line by line. Vtables are declared with
 //! [`com_vtable!`], which also records the slot of every method; the test in
-//! `tests/vtable_slots.rs` pins each slot to the order written down in `tests/slots/`.
+//! `tests/callback_slots.rs` and `tests/info_slots.rs` pin each slot to the order written down in `tests/slots/`.
 //!
 //! This crate has no behaviour: the safe layer is `clrprof-sdk`.
-#![allow(non_snake_case, non_camel_case_types, non_upper_case_globals, clippy::upper_case_acronyms)]
+#![allow(
+    non_snake_case,
+    non_camel_case_types,
+    non_upper_case_globals,
+    clippy::upper_case_acronyms
+)]
 
+pub mod callback;
+pub mod consts;
+pub mod corhdr;
+pub mod guids;
+pub mod hresult;
+pub mod info;
+pub mod metadata;
+pub mod misc;
+pub mod structs;
 pub mod types;
 pub mod vtable;
 
+pub use callback::*;
+pub use consts::*;
+pub use corhdr::*;
+pub use guids::*;
+pub use hresult::*;
+pub use info::*;
+pub use metadata::*;
+pub use misc::*;
+pub use structs::*;
 pub use types::*;
-pub use vtable::{IUnknownVtbl, Slot, Vtable};
+pub use vtable::{IUnknownVtbl, RawInterface, Slot, Vtable};

@@ -89,8 +89,11 @@ macro_rules! com_vtable {
 #[repr(C)]
 #[allow(non_snake_case)]
 pub struct IUnknownVtbl {
-    pub QueryInterface:
-        unsafe extern "system" fn(this: *mut c_void, riid: *const GUID, ppv: *mut *mut c_void) -> HRESULT,
+    pub QueryInterface: unsafe extern "system" fn(
+        this: *mut c_void,
+        riid: *const GUID,
+        ppv: *mut *mut c_void,
+    ) -> HRESULT,
     pub AddRef: unsafe extern "system" fn(this: *mut c_void) -> ULONG,
     pub Release: unsafe extern "system" fn(this: *mut c_void) -> ULONG,
 }
@@ -99,9 +102,21 @@ impl Vtable for IUnknownVtbl {
     const INTERFACE: &'static str = "IUnknown";
     fn slots(out: &mut Vec<Slot>) {
         let word = core::mem::size_of::<usize>();
-        out.push(Slot { interface: "IUnknown", method: "QueryInterface", index: core::mem::offset_of!(IUnknownVtbl, QueryInterface) / word });
-        out.push(Slot { interface: "IUnknown", method: "AddRef", index: core::mem::offset_of!(IUnknownVtbl, AddRef) / word });
-        out.push(Slot { interface: "IUnknown", method: "Release", index: core::mem::offset_of!(IUnknownVtbl, Release) / word });
+        out.push(Slot {
+            interface: "IUnknown",
+            method: "QueryInterface",
+            index: core::mem::offset_of!(IUnknownVtbl, QueryInterface) / word,
+        });
+        out.push(Slot {
+            interface: "IUnknown",
+            method: "AddRef",
+            index: core::mem::offset_of!(IUnknownVtbl, AddRef) / word,
+        });
+        out.push(Slot {
+            interface: "IUnknown",
+            method: "Release",
+            index: core::mem::offset_of!(IUnknownVtbl, Release) / word,
+        });
     }
 }
 

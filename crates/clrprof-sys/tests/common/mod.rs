@@ -16,7 +16,10 @@ pub fn check_listing<V: Vtable>(listing: &str) {
         .map(|(n, l)| {
             let mut parts = l.split_whitespace();
             let interface = parts.next().expect("interface name").to_string();
-            let method = parts.next().unwrap_or_else(|| panic!("line `{l}` has no method name")).to_string();
+            let method = parts
+                .next()
+                .unwrap_or_else(|| panic!("line `{l}` has no method name"))
+                .to_string();
             (interface, method, 3 + n)
         })
         .collect();
@@ -26,7 +29,13 @@ pub fn check_listing<V: Vtable>(listing: &str) {
         .map(|s| (s.interface.to_string(), s.method.to_string(), s.index))
         .collect();
     for (i, (exp, act)) in expected.iter().zip(actual.iter()).enumerate() {
-        assert_eq!(exp, act, "{}: slot {} differs (listing vs declaration)", V::INTERFACE, i + 3);
+        assert_eq!(
+            exp,
+            act,
+            "{}: slot {} differs (listing vs declaration)",
+            V::INTERFACE,
+            i + 3
+        );
     }
     assert_eq!(
         expected.len(),
