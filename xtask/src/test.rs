@@ -1,0 +1,100 @@
+//! `cargo xtask test`: the full check the CI runs. Stops at the first failing step.
+
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+
+use crate::util::{cargo, display, run as run_cmd, workspace_root};
+
+const WINDOWS_TARGET: &str = "x86_64-pc-windows-gnu";
+
+pub fn run(extra: &[String]) -> Result<()> {
+    let mut passed: Vec<String> = Vec::new();
+    let mut step = |name: &str, f: &mut dyn FnMut() -> Result<()>| -> Result<()> {
+        println!("\n==> xtask test: {name}");
+        let start = Instant::now();
+        match f() {
+            Ok(()) => {
+                passed.push(format!("{name} ({:.1}s)", start.elapsed().as_secs_f64()));
+                Ok(())
+            }
+            Err(err) => {
+                eprintln!("\n==> xtask test: FAILED at step `{name}`: {err:#}");
+                if !passed.is_empty() {
+                    eprintln!("    passed before it: {}", passed.join(", "));
+                }
+                bail!("step `{name}` failed")
+            }
+        }
+    };
+
+    step("setup", &mut crate::setup::run)?;
+    step("fmt", &mut || {
+        run_cmd(cargo_cmd(&["fmt", "--all", "--check"]))
+    })?;
+    step("clippy", &mut || {
+        run_cmd(cargo_cmd(&[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+    })?;
+    step("test", &mut || {
+        let mut cmd = cargo_cmd(&["test", "--workspace"]);
+        cmd.args(extra);
+        run_cmd(cmd)
+    })?;
+    if windows_target_available() {
+        step("check windows", &mut || {
+            run_cmd(cargo_cmd(&[
+                "check",
+                "--workspace",
+                "--target",
+                WINDOWS_TARGET,
+            ]))
+        })?;
+    } else {
+        println!(
+            "\n==> xtask test: NOTICE: skipping `cargo check --target {WINDOWS_TARGET}`: \
+             the target is not installed and `rustup target add {WINDOWS_TARGET}` failed"
+        );
+    }
+
+    println!("\n==> xtask test: all steps passed: {}", passed.join(", "));
+    Ok(())
+}
+
+fn cargo_cmd(args: &[&str]) -> Command {
+    let mut cmd = Command::new(cargo());
+    cmd.args(args).current_dir(workspace_root());
+    cmd
+}
+
+/// Whether the Windows target's standard library is installed; tries to install it once.
+fn windows_target_available() -> bool {
+    if windows_target_installed() {
+        return true;
+    }
+    let mut add = Command::new("rustup");
+    add.args(["target", "add", WINDOWS_TARGET]);
+    println!("\n==> xtask test: running `{}`", display(&add));
+    matches!(add.status(), Ok(s) if s.success()) && windows_target_installed()
+}
+
+fn windows_target_installed() -> bool {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let Ok(out) = Command::new(rustc).args(["--print", "sysroot"]).output() else {
+        return false;
+    };
+    let sysroot = String::from_utf8_lossy(&out.stdout);
+    std::path::Path::new(sysroot.trim())
+        .join("lib")
+        .join("rustlib")
+        .join(WINDOWS_TARGET)
+        .join("lib")
+        .is_dir()
+}
