@@ -1,1 +1,112 @@
-//! Placeholder.
+//! The profile model of clrprof, the computations on it, and its output formats.
+//!
+//! - [`model`]: [`Profile`] — frames, a stack prefix tree, per-thread samples and (trace
+//!   mode) exact call trees; [`ProfileBuilder`] builds one while interning frames and stacks.
+//! - [`query`]: what the user asks for — [`Metric`], thread, filter, top N ([`Query`]) —
+//!   resolved against a profile into a [`Selection`].
+//! - [`tree`]: the [`MergedTree`] of the selected stacks or call paths; [`top`]: the
+//!   [`TopTable`] of functions (self and inclusive weight, exact calls in trace mode).
+//! - [`output`]: one [`Render`] implementation per format: text, JSON, folded stacks, flame
+//!   graph SVG, speedscope, Chrome trace events, pprof.
+//!
+//! This crate knows nothing of the trace file format; a loader turns a trace into a
+//! [`Profile`].
+//!
+//! ```
+//! use clrprof_analysis::{Profile, Query, output::{Render, Text}};
+//!
+//! let profile = Profile::from_stacks(&[
+//!     ("main", vec!["App!Main()", "App!Parse()"], 3_000_000, 3_000_000),
+//!     ("main", vec!["App!Main()"], 1_000_000, 1_000_000),
+//! ]);
+//! let mut out = Vec::new();
+//! Text::default().render(&profile, &Query::default(), &mut out).unwrap();
+//! assert!(String::from_utf8(out).unwrap().contains("Parse()"));
+//! ```
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod builder;
+mod error;
+pub mod model;
+pub mod output;
+pub mod query;
+pub mod top;
+pub mod tree;
+mod units;
+
+pub use builder::{CallValues, ProfileBuilder};
+pub use error::Error;
+pub use model::{
+    CallNode, CallNodeRecord, CallTree, Frame, FrameIndex, FrameKind, Mode, Profile, Sample,
+    StackIndex, StackNode, ThreadProfile,
+};
+pub use output::{Format, Render};
+pub use query::{Metric, Query, Selection};
+pub use top::{FunctionRow, TopTable};
+pub use tree::{Label, MergedTree, TreeNode, Values};
+
+/// A profile with a query applied: the resolved metric, the selection and the merged tree.
+///
+/// This is what the text and JSON outputs are made from; other front ends can use it too.
+#[derive(Debug, Clone)]
+pub struct Analysis<'p> {
+    /// The profile analysed.
+    pub profile: &'p Profile,
+    /// The metric in force.
+    pub metric: Metric,
+    /// The threads and stacks kept.
+    pub selection: Selection,
+    /// The merged tree of what is kept.
+    pub tree: MergedTree,
+}
+
+impl<'p> Analysis<'p> {
+    /// Validates `profile`, resolves `query` and merges the selected stacks, with a node per
+    /// thread below the root when `per_thread`.
+    pub fn new(profile: &'p Profile, query: &Query, per_thread: bool) -> Result<Self, Error> {
+        profile.validate()?;
+        let metric = query.resolve_metric(profile)?;
+        let selection = Selection::new(profile, query)?;
+        let tree = MergedTree::build(profile, &selection, metric, per_thread);
+        Ok(Analysis {
+            profile,
+            metric,
+            selection,
+            tree,
+        })
+    }
+
+    /// Whether call counts are shown: the profile was recorded in trace mode.
+    pub fn has_calls(&self) -> bool {
+        self.profile.mode == Mode::Trace
+    }
+
+    /// The top table, at most `top` rows.
+    pub fn top(&self, top: Option<usize>) -> TopTable {
+        TopTable::from_tree(self.profile, &self.tree, self.has_calls(), top)
+    }
+
+    /// The weight of everything selected, in the metric in force.
+    pub fn grand_total(&self) -> u64 {
+        self.tree.total().get(self.metric)
+    }
+
+    /// Notes for the reader: the profile's own, then remarks about this analysis.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = self.profile.notes.clone();
+        if self.profile.mode == Mode::Trace {
+            for t in self.tree.threads.iter().filter(|t| !t.from_call_tree) {
+                if self.profile.threads[t.thread].samples.is_empty() {
+                    continue;
+                }
+                notes.push(format!(
+                    "{} has no call tree; its samples are shown, without call counts",
+                    self.profile.threads[t.thread].label()
+                ));
+            }
+        }
+        notes
+    }
+}

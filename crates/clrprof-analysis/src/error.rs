@@ -1,0 +1,43 @@
+//! The crate's error type.
+
+use crate::query::Metric;
+
+/// Why a profile could not be analysed or rendered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `--thread` matched no thread.
+    #[error("no thread matches `{selector}`; threads in this profile: {available}")]
+    NoSuchThread {
+        /// What the user asked for.
+        selector: String,
+        /// The profile's threads, as `name (tid)`, comma-separated.
+        available: String,
+    },
+    /// The metric needs data this profile does not have (calls need trace mode).
+    #[error("metric `{metric}` is only available for profiles recorded in trace mode")]
+    MetricUnavailable {
+        /// The metric asked for.
+        metric: Metric,
+    },
+    /// A metric name that is not one of `cpu`, `wall`, `samples`, `calls`.
+    #[error("unknown metric `{0}` (expected cpu, wall, samples or calls)")]
+    UnknownMetric(String),
+    /// A format name that is not one of [`crate::output::Format`]'s.
+    #[error(
+        "unknown output format `{0}` (expected text, json, folded, flamegraph, speedscope, chrome or pprof)"
+    )]
+    UnknownFormat(String),
+    /// The profile breaks the model's rules (an index out of range, a parent after its child).
+    #[error("invalid profile: {0}")]
+    InvalidProfile(String),
+    /// The flame graph would be empty: nothing selected has a non-zero weight.
+    #[error("nothing to draw: no stack selected has any {0}")]
+    NothingToDraw(&'static str),
+    /// Writing the output failed.
+    #[error("cannot write the report: {0}")]
+    Io(#[from] std::io::Error),
+    /// Serializing JSON failed.
+    #[error("cannot write JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}

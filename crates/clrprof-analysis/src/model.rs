@@ -1,0 +1,379 @@
+//! The in-memory profile: what the agent measured, with ids resolved to names.
+//!
+//! A [`Profile`] owns a table of [`Frame`]s (functions), a prefix tree of stacks
+//! ([`StackNode`]; a stack is named by its leaf node) and one [`ThreadProfile`] per thread.
+//! A thread carries time-ordered [`Sample`]s (sampling mode) and, in trace mode, an exact
+//! calling context tree ([`CallTree`]).
+//!
+//! Every index in the model points backwards: a stack node's parent and a call-tree node's
+//! parent have smaller indices than the node itself. [`Profile::validate`] checks this (and
+//! that every index is in range); the computations in this crate rely on it and call it
+//! first, so a malformed profile gives an [`Error::InvalidProfile`] rather than a panic.
+//! [`ProfileBuilder`](crate::ProfileBuilder) builds profiles that are valid by construction.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::Error;
+
+/// How the agent recorded the profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Periodic stack samples; all numbers are estimates from sampling.
+    Sample,
+    /// An exact calling context tree per thread (exact call counts, sampled time).
+    Trace,
+}
+
+impl Mode {
+    /// The lowercase name used in reports (`sample`, `trace`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Sample => "sample",
+            Mode::Trace => "trace",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Index of a [`Frame`] in [`Profile::frames`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FrameIndex(pub u32);
+
+impl FrameIndex {
+    /// The index as a `usize`, for indexing [`Profile::frames`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Index of a [`StackNode`] in [`Profile::stacks`]; it names the stack ending at that node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StackIndex(pub u32);
+
+impl StackIndex {
+    /// The index as a `usize`, for indexing [`Profile::stacks`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// What kind of code a frame stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FrameKind {
+    /// A managed (.NET) method.
+    Managed,
+    /// A native function (runtime, libraries, the OS).
+    Native,
+    /// A marker standing for the frames dropped when a stack was deeper than the agent keeps.
+    Truncated,
+}
+
+/// A function as shown to the user.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Frame {
+    /// Display name, e.g. `MyApp.Parser.ParseLine(string, int)`.
+    pub name: String,
+    /// The module it lives in, e.g. `MyApp.dll`; empty when unknown.
+    pub module: String,
+    /// Managed, native or a truncation marker.
+    pub kind: FrameKind,
+}
+
+/// One node of the stack prefix tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StackNode {
+    /// The caller's node; `None` for a stack's root (outermost) frame.
+    pub parent: Option<StackIndex>,
+    /// The function at this depth.
+    pub frame: FrameIndex,
+}
+
+/// One sample of one thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// When the sample was taken, in nanoseconds since the session started.
+    pub time_ns: u64,
+    /// The managed stack at that moment; `None` when the thread had no managed frames.
+    pub stack: Option<StackIndex>,
+    /// CPU time the thread consumed in the interval this sample stands for.
+    pub cpu_ns: u64,
+    /// Wall time this sample stands for (the time since the thread's previous sample).
+    pub wall_ns: u64,
+}
+
+/// One node of a thread's calling context tree (trace mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallNode {
+    /// Index of the caller's node in [`CallTree::nodes`]; `None` for a root.
+    pub parent: Option<usize>,
+    /// The function called.
+    pub frame: FrameIndex,
+    /// Exact number of calls along this call path.
+    pub calls: u64,
+    /// Samples whose innermost frame was this node.
+    pub self_samples: u64,
+    /// CPU time sampled with this node innermost.
+    pub self_cpu_ns: u64,
+    /// Wall time sampled with this node innermost.
+    pub self_wall_ns: u64,
+}
+
+/// A thread's calling context tree: one node per distinct call path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallTree {
+    /// The nodes; a node's parent always comes before it.
+    pub nodes: Vec<CallNode>,
+}
+
+/// A call-tree node as found in a recording, with ids instead of indices; see
+/// [`CallTree::from_records`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallNodeRecord {
+    /// The node's id, unique within its thread.
+    pub id: u64,
+    /// The parent's id; `None` for a root.
+    pub parent: Option<u64>,
+    /// The function called.
+    pub frame: FrameIndex,
+    /// Exact number of calls along this call path.
+    pub calls: u64,
+    /// Samples whose innermost frame was this node.
+    pub self_samples: u64,
+    /// CPU time sampled with this node innermost.
+    pub self_cpu_ns: u64,
+    /// Wall time sampled with this node innermost.
+    pub self_wall_ns: u64,
+}
+
+impl CallTree {
+    /// Builds a tree from records in any order, placing every parent before its children.
+    ///
+    /// A record whose parent id never appears (for example because the recording was cut
+    /// short) becomes a root; so does each record on a parent cycle, which a valid recording
+    /// never has. A duplicated id keeps its first record and counts the others in the
+    /// returned number of dropped records.
+    pub fn from_records(records: &[CallNodeRecord]) -> (CallTree, usize) {
+        use std::collections::HashMap;
+        use std::collections::hash_map::Entry;
+
+        let mut by_id: HashMap<u64, usize> = HashMap::with_capacity(records.len());
+        let mut dropped = 0;
+        for (i, r) in records.iter().enumerate() {
+            match by_id.entry(r.id) {
+                Entry::Occupied(_) => dropped += 1,
+                Entry::Vacant(e) => {
+                    e.insert(i);
+                }
+            }
+        }
+
+        // The records kept, in input order.
+        let kept: Vec<usize> = {
+            let mut v: Vec<usize> = by_id.values().copied().collect();
+            v.sort_unstable();
+            v
+        };
+        // The record index of a record's parent, if that parent exists.
+        let parent_of = |i: usize| -> Option<usize> {
+            records[i]
+                .parent
+                .and_then(|p| by_id.get(&p).copied())
+                .filter(|&p| p != i)
+        };
+
+        // Depth-first placement with explicit state: 0 unvisited, 1 in progress, 2 placed.
+        let mut state = vec![0u8; records.len()];
+        let mut new_index = vec![usize::MAX; records.len()];
+        let mut nodes = Vec::with_capacity(kept.len());
+        for &start in &kept {
+            if state[start] == 2 {
+                continue;
+            }
+            // Walk up to the first placed (or missing) ancestor, remembering the chain.
+            let mut chain = vec![start];
+            state[start] = 1;
+            let mut cur = start;
+            while let Some(p) = parent_of(cur) {
+                match state[p] {
+                    0 => {
+                        state[p] = 1;
+                        chain.push(p);
+                        cur = p;
+                    }
+                    // Placed: attach below it. In progress: a cycle; cut it here.
+                    _ => break,
+                }
+            }
+            for &i in chain.iter().rev() {
+                let r = &records[i];
+                let parent = parent_of(i)
+                    .filter(|&p| state[p] == 2)
+                    .map(|p| new_index[p]);
+                new_index[i] = nodes.len();
+                state[i] = 2;
+                nodes.push(CallNode {
+                    parent,
+                    frame: r.frame,
+                    calls: r.calls,
+                    self_samples: r.self_samples,
+                    self_cpu_ns: r.self_cpu_ns,
+                    self_wall_ns: r.self_wall_ns,
+                });
+            }
+        }
+        (CallTree { nodes }, dropped)
+    }
+}
+
+/// Everything recorded for one thread.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadProfile {
+    /// OS thread id.
+    pub tid: u32,
+    /// Thread name; empty when the thread had none.
+    pub name: String,
+    /// Samples in the order they were taken.
+    pub samples: Vec<Sample>,
+    /// The exact calling context tree (trace mode), when the agent wrote one.
+    pub call_tree: Option<CallTree>,
+}
+
+impl ThreadProfile {
+    /// `name (tid)`, or `thread tid` for an unnamed thread.
+    pub fn label(&self) -> String {
+        if self.name.is_empty() {
+            format!("thread {}", self.tid)
+        } else {
+            format!("{} ({})", self.name, self.tid)
+        }
+    }
+}
+
+/// A whole profile: frames, stacks and threads, plus facts about the recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// How the profile was recorded.
+    pub mode: Mode,
+    /// A name for viewers' title bars (typically the profiled program); may be empty.
+    pub name: String,
+    /// Process id of the profiled program; 0 when unknown.
+    pub pid: u32,
+    /// The sampling period in nanoseconds.
+    pub sample_interval_ns: u64,
+    /// Wall-clock time of the session's start, in nanoseconds since the Unix epoch.
+    pub start_unix_ns: u64,
+    /// How long the recording lasted.
+    pub duration_ns: u64,
+    /// The function table.
+    pub frames: Vec<Frame>,
+    /// The stack prefix tree.
+    pub stacks: Vec<StackNode>,
+    /// One entry per thread.
+    pub threads: Vec<ThreadProfile>,
+    /// Remarks for the reader (dropped samples, truncated stacks, ...), shown in reports.
+    pub notes: Vec<String>,
+}
+
+impl Profile {
+    /// An empty profile of the given mode with a 1 ms sample interval.
+    pub fn new(mode: Mode) -> Profile {
+        Profile {
+            mode,
+            name: String::new(),
+            pid: 0,
+            sample_interval_ns: 1_000_000,
+            start_unix_ns: 0,
+            duration_ns: 0,
+            frames: Vec::new(),
+            stacks: Vec::new(),
+            threads: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// The frame at `index`. Panics if it is out of range (see [`Profile::validate`]).
+    pub fn frame(&self, index: FrameIndex) -> &Frame {
+        &self.frames[index.index()]
+    }
+
+    /// The frames of a stack from root (outermost) to leaf (innermost).
+    pub fn stack_frames(&self, stack: StackIndex) -> Vec<FrameIndex> {
+        let mut frames = Vec::new();
+        let mut cur = Some(stack);
+        while let Some(s) = cur {
+            let node = &self.stacks[s.index()];
+            frames.push(node.frame);
+            cur = node.parent;
+        }
+        frames.reverse();
+        frames
+    }
+
+    /// The frames of the path to call-tree node `node`, root first.
+    pub fn call_path(&self, tree: &CallTree, node: usize) -> Vec<FrameIndex> {
+        let mut frames = Vec::new();
+        let mut cur = Some(node);
+        while let Some(n) = cur {
+            frames.push(tree.nodes[n].frame);
+            cur = tree.nodes[n].parent;
+        }
+        frames.reverse();
+        frames
+    }
+
+    /// Checks that every index is in range and every parent precedes its child.
+    pub fn validate(&self) -> Result<(), Error> {
+        let frames = self.frames.len();
+        let bad = |what: String| Err(Error::InvalidProfile(what));
+        if frames > u32::MAX as usize || self.stacks.len() > u32::MAX as usize {
+            return bad("more than 2^32 frames or stacks".into());
+        }
+        for (i, s) in self.stacks.iter().enumerate() {
+            if s.frame.index() >= frames {
+                return bad(format!("stack {i} names frame {} of {frames}", s.frame.0));
+            }
+            if let Some(p) = s.parent
+                && p.index() >= i
+            {
+                return bad(format!("stack {i} has parent {} (not before it)", p.0));
+            }
+        }
+        for t in &self.threads {
+            for s in &t.samples {
+                if let Some(st) = s.stack
+                    && st.index() >= self.stacks.len()
+                {
+                    return bad(format!("a sample of thread {} names stack {}", t.tid, st.0));
+                }
+            }
+            if let Some(tree) = &t.call_tree {
+                for (i, n) in tree.nodes.iter().enumerate() {
+                    if n.frame.index() >= frames {
+                        return bad(format!(
+                            "call-tree node {i} of thread {} names frame {}",
+                            t.tid, n.frame.0
+                        ));
+                    }
+                    if let Some(p) = n.parent
+                        && p >= i
+                    {
+                        return bad(format!(
+                            "call-tree node {i} of thread {} has parent {p} (not before it)",
+                            t.tid
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

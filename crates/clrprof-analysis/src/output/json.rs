@@ -1,0 +1,295 @@
+//! The JSON report, documented in `docs/report-json.md`.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::model::{FrameKind, Mode, Profile};
+use crate::query::{Metric, Query};
+use crate::top::percent;
+use crate::tree::{Label, MergedTree};
+use crate::{Analysis, Error, Render};
+
+/// The JSON report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Json {
+    /// Leave out call-tree nodes whose total is below this percentage of the grand total
+    /// (0 keeps every node with a non-zero weight or, in trace mode, calls).
+    pub tree_threshold_percent: f64,
+    /// Split the call tree per thread (a `thread` node per thread below the root).
+    pub per_thread: bool,
+    /// Indent the output.
+    pub pretty: bool,
+}
+
+impl Default for Json {
+    fn default() -> Self {
+        Json {
+            tree_threshold_percent: 0.0,
+            per_thread: false,
+            pretty: true,
+        }
+    }
+}
+
+impl Render for Json {
+    fn render(&self, profile: &Profile, query: &Query, out: &mut dyn Write) -> Result<(), Error> {
+        let report = report(profile, query, self)?;
+        if self.pretty {
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+        } else {
+            serde_json::to_writer(&mut *out, &report)?;
+        }
+        writeln!(out)?;
+        Ok(())
+    }
+}
+
+/// The CPU part of the JSON report: top-level keys of the report object. Other parts of
+/// clrprof add their own keys next to these (for example with `#[serde(flatten)]`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CpuReport {
+    /// `sample` or `trace`.
+    pub mode: Mode,
+    /// The metric of `total`, `self` and `total` values.
+    pub metric: Metric,
+    /// `ns`, `samples` or `calls`.
+    pub unit: &'static str,
+    /// The weight of everything selected.
+    pub total: u64,
+    /// Number of samples selected.
+    pub samples: u64,
+    /// Sampling period.
+    pub sample_interval_ns: u64,
+    /// Session start, nanoseconds since the Unix epoch.
+    pub start_unix_ns: u64,
+    /// Recording length.
+    pub duration_ns: u64,
+    /// The filter text, when one was given.
+    pub filter: Option<String>,
+    /// The selected threads.
+    pub threads: Vec<ThreadJson>,
+    /// Functions by self weight, heaviest first.
+    pub functions: Vec<FunctionJson>,
+    /// Functions left out by `top`.
+    pub functions_omitted: usize,
+    /// The merged call tree.
+    pub call_tree: CallTreeJson,
+    /// Remarks for the reader.
+    pub notes: Vec<String>,
+}
+
+/// One selected thread in [`CpuReport::threads`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadJson {
+    /// OS thread id.
+    pub tid: u32,
+    /// Thread name; empty when unnamed.
+    pub name: String,
+    /// Samples of the thread that were selected.
+    pub samples: u64,
+    /// Their CPU time.
+    pub cpu_ns: u64,
+    /// Their wall time.
+    pub wall_ns: u64,
+    /// Their weight in the report's metric.
+    pub total: u64,
+}
+
+/// What a function or call-tree node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKind {
+    /// The call tree's root.
+    Root,
+    /// A thread (trees split per thread).
+    Thread,
+    /// A managed method.
+    Managed,
+    /// A native function.
+    Native,
+    /// Frames dropped from a too-deep stack.
+    Truncated,
+    /// Samples taken while the thread had no managed frames.
+    NoStack,
+}
+
+impl NodeKind {
+    fn of(profile: &Profile, label: Label) -> NodeKind {
+        match label {
+            Label::Root => NodeKind::Root,
+            Label::Thread(_) => NodeKind::Thread,
+            Label::NoStack => NodeKind::NoStack,
+            Label::Frame(f) => match profile.frame(f).kind {
+                FrameKind::Managed => NodeKind::Managed,
+                FrameKind::Native => NodeKind::Native,
+                FrameKind::Truncated => NodeKind::Truncated,
+            },
+        }
+    }
+}
+
+/// One row of [`CpuReport::functions`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FunctionJson {
+    /// Display name.
+    pub name: String,
+    /// Module; empty when unknown.
+    pub module: String,
+    /// `managed`, `native`, `truncated` or `no_stack`.
+    pub kind: NodeKind,
+    /// Weight with the function innermost.
+    #[serde(rename = "self")]
+    pub self_weight: u64,
+    /// Weight of the stacks containing the function (recursion counted once).
+    pub total: u64,
+    /// Exact calls (trace mode); `null` in sample mode.
+    pub calls: Option<u64>,
+}
+
+/// [`CpuReport::call_tree`]: the tree as a flat list in depth-first order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallTreeJson {
+    /// Nodes in depth-first order, heaviest child first; `nodes[0]` is the root.
+    pub nodes: Vec<NodeJson>,
+    /// The threshold applied, in percent of the total.
+    pub threshold_percent: f64,
+    /// Subtrees left out by the threshold.
+    pub omitted: usize,
+}
+
+/// One node of [`CallTreeJson::nodes`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeJson {
+    /// Position in `nodes`.
+    pub id: usize,
+    /// The parent's `id`; `null` for the root.
+    pub parent: Option<usize>,
+    /// Distance from the root (the root is 0).
+    pub depth: usize,
+    /// Function (or thread) name.
+    pub name: String,
+    /// Module; empty when unknown.
+    pub module: String,
+    /// What the node is.
+    pub kind: NodeKind,
+    /// Weight with this node innermost.
+    #[serde(rename = "self")]
+    pub self_weight: u64,
+    /// Weight of this node and its callees.
+    pub total: u64,
+    /// Exact calls along this path (trace mode); `null` in sample mode.
+    pub calls: Option<u64>,
+}
+
+/// Computes the CPU part of the JSON report.
+pub fn report(profile: &Profile, query: &Query, options: &Json) -> Result<CpuReport, Error> {
+    let a = Analysis::new(profile, query, options.per_thread)?;
+    let metric = a.metric;
+    let with_calls = a.has_calls();
+    let table = a.top(query.top);
+
+    let threads = a
+        .tree
+        .threads
+        .iter()
+        .map(|t| {
+            let thread = &profile.threads[t.thread];
+            ThreadJson {
+                tid: thread.tid,
+                name: thread.name.clone(),
+                samples: t.values.samples,
+                cpu_ns: t.values.cpu_ns,
+                wall_ns: t.values.wall_ns,
+                total: t.values.get(metric),
+            }
+        })
+        .collect();
+
+    let functions = table
+        .rows
+        .iter()
+        .map(|r| FunctionJson {
+            name: r.label.name(profile).into_owned(),
+            module: r.label.module(profile).to_owned(),
+            kind: NodeKind::of(profile, r.label),
+            self_weight: r.self_weight,
+            total: r.total_weight,
+            calls: r.calls,
+        })
+        .collect();
+
+    Ok(CpuReport {
+        mode: profile.mode,
+        metric,
+        unit: metric.unit(),
+        total: a.grand_total(),
+        samples: a.tree.total().samples,
+        sample_interval_ns: profile.sample_interval_ns,
+        start_unix_ns: profile.start_unix_ns,
+        duration_ns: profile.duration_ns,
+        filter: a.selection.filter().map(str::to_owned),
+        threads,
+        functions,
+        functions_omitted: table.omitted,
+        call_tree: call_tree(&a, options.tree_threshold_percent, with_calls),
+        notes: a.notes(),
+    })
+}
+
+fn call_tree(a: &Analysis<'_>, threshold: f64, with_calls: bool) -> CallTreeJson {
+    let tree: &MergedTree = &a.tree;
+    let grand = a.grand_total();
+    let shown = |n: usize| {
+        let node = &tree.nodes[n];
+        let w = node.total_values.get(a.metric);
+        (w > 0 && percent(w, grand) >= threshold)
+            || (with_calls && node.calls > 0 && threshold <= 0.0)
+    };
+    let node_json = |n: usize, id: usize, parent: Option<usize>, depth: usize| {
+        let node = &tree.nodes[n];
+        NodeJson {
+            id,
+            parent,
+            depth,
+            name: node.label.name(a.profile).into_owned(),
+            module: node.label.module(a.profile).to_owned(),
+            kind: NodeKind::of(a.profile, node.label),
+            self_weight: node.self_values.get(a.metric),
+            total: node.total_values.get(a.metric),
+            calls: with_calls.then_some(node.calls),
+        }
+    };
+
+    let mut nodes = vec![node_json(MergedTree::ROOT, 0, None, 0)];
+    let mut omitted = 0;
+    // (tree node, parent's id, depth), children pushed in reverse to pop heaviest first.
+    let mut stack: Vec<(usize, usize, usize)> = tree.nodes[MergedTree::ROOT]
+        .children
+        .iter()
+        .rev()
+        .map(|&c| (c, 0, 1))
+        .collect();
+    while let Some((n, parent, depth)) = stack.pop() {
+        if !shown(n) {
+            if tree.nodes[n].total_values.get(a.metric) > 0 {
+                omitted += 1;
+            }
+            continue;
+        }
+        let id = nodes.len();
+        nodes.push(node_json(n, id, Some(parent), depth));
+        stack.extend(
+            tree.nodes[n]
+                .children
+                .iter()
+                .rev()
+                .map(|&c| (c, id, depth + 1)),
+        );
+    }
+    CallTreeJson {
+        nodes,
+        threshold_percent: threshold,
+        omitted,
+    }
+}

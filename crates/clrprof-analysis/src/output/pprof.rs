@@ -1,0 +1,259 @@
+//! pprof: a gzip-compressed `perftools.profiles.Profile` protobuf.
+//!
+//! Sample types are `samples/count`, `cpu/nanoseconds`, `wall/nanoseconds` and, in trace
+//! mode, `calls/count`; the default sample type is the query's metric. Each sample is one
+//! distinct stack of one thread (sample mode) or one call path of one thread's call tree
+//! (trace mode), labelled with `thread` (its name) and `thread_id`. Functions carry the
+//! frame name; a location per function points at a mapping per module.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use prost::Message;
+
+use crate::model::{Profile, StackIndex};
+use crate::output::pprof_proto as pb;
+use crate::query::{Metric, NodeMark, Query};
+use crate::tree::{Label, Values};
+use crate::{Analysis, Error, Mode, Render};
+
+/// pprof output (gzip-compressed protobuf).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pprof;
+
+impl Render for Pprof {
+    fn render(&self, profile: &Profile, query: &Query, out: &mut dyn Write) -> Result<(), Error> {
+        let message = encode(profile, query)?;
+        let mut gz = GzEncoder::new(out, Compression::default());
+        gz.write_all(&message.encode_to_vec())?;
+        gz.finish()?;
+        Ok(())
+    }
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+struct Tables<'p> {
+    profile: &'p Profile,
+    strings: Vec<String>,
+    string_index: HashMap<String, i64>,
+    functions: Vec<pb::Function>,
+    locations: Vec<pb::Location>,
+    location_index: HashMap<Label, u64>,
+    mappings: Vec<pb::Mapping>,
+    mapping_index: HashMap<String, u64>,
+}
+
+impl Tables<'_> {
+    fn string(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.string_index.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as i64;
+        self.strings.push(s.to_owned());
+        self.string_index.insert(s.to_owned(), i);
+        i
+    }
+
+    fn mapping(&mut self, module: &str) -> u64 {
+        if module.is_empty() {
+            return 0;
+        }
+        if let Some(&id) = self.mapping_index.get(module) {
+            return id;
+        }
+        let id = self.mappings.len() as u64 + 1;
+        let filename = self.string(module);
+        self.mappings.push(pb::Mapping {
+            id,
+            filename,
+            has_functions: true,
+            ..pb::Mapping::default()
+        });
+        self.mapping_index.insert(module.to_owned(), id);
+        id
+    }
+
+    /// The location id of a function label (ids start at 1; function ids are the same).
+    fn location(&mut self, label: Label) -> u64 {
+        if let Some(&id) = self.location_index.get(&label) {
+            return id;
+        }
+        let id = self.locations.len() as u64 + 1;
+        let name = self.string(&label.name(self.profile));
+        let mapping_id = self.mapping(label.module(self.profile));
+        self.functions.push(pb::Function {
+            id,
+            name,
+            system_name: name,
+            ..pb::Function::default()
+        });
+        self.locations.push(pb::Location {
+            id,
+            mapping_id,
+            line: vec![pb::Line {
+                function_id: id,
+                ..pb::Line::default()
+            }],
+            ..pb::Location::default()
+        });
+        self.location_index.insert(label, id);
+        id
+    }
+}
+
+/// Builds the pprof message (uncompressed) for `profile` under `query`.
+pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
+    let a = Analysis::new(profile, query, false)?;
+    let with_calls = profile.mode == Mode::Trace;
+    let mut t = Tables {
+        profile,
+        strings: vec![String::new()],
+        string_index: HashMap::from([(String::new(), 0)]),
+        functions: Vec::new(),
+        locations: Vec::new(),
+        location_index: HashMap::new(),
+        mappings: Vec::new(),
+        mapping_index: HashMap::new(),
+    };
+
+    let mut type_names = vec![
+        ("samples", "count"),
+        ("cpu", "nanoseconds"),
+        ("wall", "nanoseconds"),
+    ];
+    if with_calls {
+        type_names.push(("calls", "count"));
+    }
+    let sample_type: Vec<pb::ValueType> = type_names
+        .iter()
+        .map(|(ty, unit)| pb::ValueType {
+            r#type: t.string(ty),
+            unit: t.string(unit),
+        })
+        .collect();
+    let values = |v: &Values| {
+        let mut out = vec![to_i64(v.samples), to_i64(v.cpu_ns), to_i64(v.wall_ns)];
+        if with_calls {
+            out.push(to_i64(v.calls));
+        }
+        out
+    };
+
+    let thread_key = t.string("thread");
+    let tid_key = t.string("thread_id");
+    let mut samples = Vec::new();
+    for &ti in &a.selection.threads {
+        let thread = &profile.threads[ti];
+        let name = if thread.name.is_empty() {
+            thread.label()
+        } else {
+            thread.name.clone()
+        };
+        let labels = vec![
+            pb::Label {
+                key: thread_key,
+                str: t.string(&name),
+                ..pb::Label::default()
+            },
+            pb::Label {
+                key: tid_key,
+                num: i64::from(thread.tid),
+                ..pb::Label::default()
+            },
+        ];
+        if let Some(tree) = &thread.call_tree {
+            let marks = a.selection.call_tree_marks(tree);
+            for (i, node) in tree.nodes.iter().enumerate() {
+                let v = Values {
+                    samples: node.self_samples,
+                    cpu_ns: node.self_cpu_ns,
+                    wall_ns: node.self_wall_ns,
+                    calls: node.calls,
+                };
+                if marks[i] != NodeMark::Counted || v.is_zero() {
+                    continue;
+                }
+                let mut location_id: Vec<u64> = profile
+                    .call_path(tree, i)
+                    .into_iter()
+                    .map(|f| t.location(Label::Frame(f)))
+                    .collect();
+                location_id.reverse();
+                samples.push(pb::Sample {
+                    location_id,
+                    value: values(&v),
+                    label: labels.clone(),
+                });
+            }
+        } else {
+            let mut per_stack: HashMap<Option<StackIndex>, Values> = HashMap::new();
+            for s in &thread.samples {
+                if a.selection.keeps_stack(s.stack) {
+                    *per_stack.entry(s.stack).or_default() += Values {
+                        samples: 1,
+                        cpu_ns: s.cpu_ns,
+                        wall_ns: s.wall_ns,
+                        calls: 0,
+                    };
+                }
+            }
+            let mut stacks: Vec<_> = per_stack.into_iter().collect();
+            stacks.sort_unstable_by_key(|(s, _)| *s);
+            for (stack, v) in stacks {
+                let mut location_id: Vec<u64> = match stack {
+                    None => vec![t.location(Label::NoStack)],
+                    Some(s) => profile
+                        .stack_frames(s)
+                        .into_iter()
+                        .map(|f| t.location(Label::Frame(f)))
+                        .collect(),
+                };
+                location_id.reverse();
+                samples.push(pb::Sample {
+                    location_id,
+                    value: values(&v),
+                    label: labels.clone(),
+                });
+            }
+        }
+    }
+
+    let period_type = pb::ValueType {
+        r#type: t.string("cpu"),
+        unit: t.string("nanoseconds"),
+    };
+    let default_sample_type = t.string(match a.metric {
+        Metric::Cpu => "cpu",
+        Metric::Wall => "wall",
+        Metric::Samples => "samples",
+        Metric::Calls => "calls",
+    });
+    let mut comment = vec![t.string(&format!("clrprof {} profile", profile.mode))];
+    if let Some(f) = a.selection.filter() {
+        comment.push(t.string(&format!("filter: stacks with a frame containing \"{f}\"")));
+    }
+    for note in a.notes() {
+        comment.push(t.string(&note));
+    }
+
+    Ok(pb::Profile {
+        sample_type,
+        sample: samples,
+        mapping: t.mappings,
+        location: t.locations,
+        function: t.functions,
+        string_table: t.strings,
+        time_nanos: to_i64(profile.start_unix_ns),
+        duration_nanos: to_i64(profile.duration_ns),
+        period_type: Some(period_type),
+        period: to_i64(profile.sample_interval_ns),
+        comment,
+        default_sample_type,
+        ..pb::Profile::default()
+    })
+}

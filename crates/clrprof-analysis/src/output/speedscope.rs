@@ -1,0 +1,213 @@
+//! speedscope's JSON file format (`https://www.speedscope.app/file-format-schema.json`):
+//! one "sampled" profile per thread.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::model::{Profile, StackIndex};
+use crate::query::{Metric, NodeMark, Query};
+use crate::tree::{Label, NO_STACK_NAME};
+use crate::{Analysis, Error, Render};
+
+/// The schema URL speedscope recognises its files by.
+pub const SPEEDSCOPE_SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
+
+/// speedscope output. In sample mode each thread's profile lists its samples in time
+/// order (so speedscope's "time order" view is a timeline); a thread with a call tree
+/// (trace mode) lists one sample per call path with that path's self weight.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Speedscope;
+
+#[derive(Serialize)]
+struct File {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    shared: Shared,
+    profiles: Vec<SampledProfile>,
+    name: String,
+    #[serde(rename = "activeProfileIndex")]
+    active_profile_index: usize,
+    exporter: String,
+}
+
+#[derive(Serialize)]
+struct Shared {
+    frames: Vec<Frame>,
+}
+
+#[derive(Serialize)]
+struct Frame {
+    name: String,
+    /// speedscope shows `file` with the frame; the module is the closest thing we have.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+}
+
+#[derive(Serialize)]
+struct SampledProfile {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: String,
+    unit: &'static str,
+    #[serde(rename = "startValue")]
+    start_value: u64,
+    #[serde(rename = "endValue")]
+    end_value: u64,
+    samples: Vec<Vec<usize>>,
+    weights: Vec<u64>,
+}
+
+/// Frame table shared by all profiles, filled as frames are first used.
+struct Frames<'p> {
+    profile: &'p Profile,
+    index: HashMap<Label, usize>,
+    frames: Vec<Frame>,
+}
+
+impl Frames<'_> {
+    fn get(&mut self, label: Label) -> usize {
+        if let Some(&i) = self.index.get(&label) {
+            return i;
+        }
+        let frame = match label {
+            Label::Frame(f) => {
+                let f = self.profile.frame(f);
+                Frame {
+                    name: f.name.clone(),
+                    file: (!f.module.is_empty()).then(|| f.module.clone()),
+                }
+            }
+            _ => Frame {
+                name: NO_STACK_NAME.to_owned(),
+                file: None,
+            },
+        };
+        let i = self.frames.len();
+        self.frames.push(frame);
+        self.index.insert(label, i);
+        i
+    }
+
+    fn stack(&mut self, stack: Option<StackIndex>) -> Vec<usize> {
+        match stack {
+            None => vec![self.get(Label::NoStack)],
+            Some(s) => self
+                .profile
+                .stack_frames(s)
+                .into_iter()
+                .map(|f| self.get(Label::Frame(f)))
+                .collect(),
+        }
+    }
+}
+
+impl Render for Speedscope {
+    fn render(&self, profile: &Profile, query: &Query, out: &mut dyn Write) -> Result<(), Error> {
+        let a = Analysis::new(profile, query, false)?;
+        let metric = a.metric;
+        let unit = if metric.is_time() {
+            "nanoseconds"
+        } else {
+            "none"
+        };
+        let mut frames = Frames {
+            profile,
+            index: HashMap::new(),
+            frames: Vec::new(),
+        };
+        let mut profiles = Vec::new();
+        for &t in &a.selection.threads {
+            let thread = &profile.threads[t];
+            let mut samples: Vec<Vec<usize>> = Vec::new();
+            let mut weights: Vec<u64> = Vec::new();
+            if let Some(tree) = &thread.call_tree {
+                let marks = a.selection.call_tree_marks(tree);
+                for (i, node) in tree.nodes.iter().enumerate() {
+                    let w = match metric {
+                        Metric::Cpu => node.self_cpu_ns,
+                        Metric::Wall => node.self_wall_ns,
+                        Metric::Samples => node.self_samples,
+                        Metric::Calls => node.calls,
+                    };
+                    if marks[i] != NodeMark::Counted || w == 0 {
+                        continue;
+                    }
+                    let stack = profile
+                        .call_path(tree, i)
+                        .into_iter()
+                        .map(|f| frames.get(Label::Frame(f)))
+                        .collect();
+                    samples.push(stack);
+                    weights.push(w);
+                }
+            } else {
+                let mut ordered: Vec<_> = thread
+                    .samples
+                    .iter()
+                    .filter(|s| a.selection.keeps_stack(s.stack))
+                    .collect();
+                ordered.sort_by_key(|s| s.time_ns);
+                let mut last: Option<Option<StackIndex>> = None;
+                for s in ordered {
+                    let w = match metric {
+                        Metric::Cpu => s.cpu_ns,
+                        Metric::Wall => s.wall_ns,
+                        Metric::Samples => 1,
+                        Metric::Calls => 0,
+                    };
+                    if w == 0 {
+                        continue;
+                    }
+                    if last == Some(s.stack) {
+                        // Same stack as the previous sample: one longer sample.
+                        if let Some(prev) = weights.last_mut() {
+                            *prev = prev.saturating_add(w);
+                        }
+                        continue;
+                    }
+                    last = Some(s.stack);
+                    samples.push(frames.stack(s.stack));
+                    weights.push(w);
+                }
+            }
+            let total = weights.iter().fold(0u64, |acc, w| acc.saturating_add(*w));
+            profiles.push(SampledProfile {
+                kind: "sampled",
+                name: format!("{} ({})", thread.label(), metric.description()),
+                unit,
+                start_value: 0,
+                end_value: total,
+                samples,
+                weights,
+            });
+        }
+        // Threads with nothing to show only clutter the viewer, unless nothing has anything.
+        if profiles.iter().any(|p| p.end_value > 0) {
+            profiles.retain(|p| p.end_value > 0);
+        }
+        let active_profile_index = profiles
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, p)| (p.end_value, std::cmp::Reverse(*i)))
+            .map_or(0, |(i, _)| i);
+        let file = File {
+            schema: SPEEDSCOPE_SCHEMA,
+            shared: Shared {
+                frames: frames.frames,
+            },
+            profiles,
+            name: if profile.name.is_empty() {
+                format!("clrprof {} profile", profile.mode)
+            } else {
+                profile.name.clone()
+            },
+            active_profile_index,
+            exporter: format!("clrprof@{}", env!("CARGO_PKG_VERSION")),
+        };
+        serde_json::to_writer(&mut *out, &file)?;
+        writeln!(out)?;
+        Ok(())
+    }
+}

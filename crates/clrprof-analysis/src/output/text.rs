@@ -1,0 +1,232 @@
+//! The text report: a header, the top table and optionally an indented call tree.
+
+use std::io::Write;
+
+use crate::model::Profile;
+use crate::query::Query;
+use crate::top::percent;
+use crate::tree::MergedTree;
+use crate::{Analysis, Error, Render, units};
+
+/// The human-readable report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Text {
+    /// Also print the merged call tree.
+    pub tree: bool,
+    /// In the tree, leave out nodes whose total is below this percentage of the grand total.
+    pub tree_threshold_percent: f64,
+    /// Split the tree per thread (a node per thread at the top).
+    pub per_thread: bool,
+    /// Longest function name before the module column is pushed right (longer names are
+    /// printed whole).
+    pub name_width: usize,
+}
+
+impl Default for Text {
+    fn default() -> Self {
+        Text {
+            tree: false,
+            tree_threshold_percent: 0.5,
+            per_thread: false,
+            name_width: 80,
+        }
+    }
+}
+
+impl Render for Text {
+    fn render(&self, profile: &Profile, query: &Query, out: &mut dyn Write) -> Result<(), Error> {
+        let a = Analysis::new(profile, query, self.per_thread)?;
+        write_header(&a, out)?;
+        write_top(&a, query.top, self.name_width, out)?;
+        if self.tree {
+            writeln!(out)?;
+            write_tree(&a, self.tree_threshold_percent, out)?;
+        }
+        let notes = a.notes();
+        if !notes.is_empty() {
+            writeln!(out)?;
+            for n in notes {
+                writeln!(out, "Note: {n}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn write_header(a: &Analysis<'_>, out: &mut dyn Write) -> Result<(), Error> {
+    let p = a.profile;
+    let total = a.tree.total();
+    writeln!(
+        out,
+        "clrprof report: {} mode, metric {} ({}), {} samples, {} of {} threads, duration {}",
+        p.mode,
+        a.metric,
+        a.metric.unit(),
+        total.samples,
+        a.selection.threads.len(),
+        p.threads.len(),
+        units::duration(p.duration_ns),
+    )?;
+    if a.selection.threads.len() != p.threads.len() {
+        let names: Vec<String> = a
+            .selection
+            .threads
+            .iter()
+            .map(|&t| p.threads[t].label())
+            .collect();
+        writeln!(out, "Threads: {}", names.join(", "))?;
+    }
+    if let Some(f) = a.selection.filter() {
+        writeln!(out, "Filter: stacks with a frame containing \"{f}\"")?;
+    }
+    write!(
+        out,
+        "Total {}: {}",
+        a.metric.description(),
+        units::value(a.metric, a.grand_total())
+    )?;
+    if a.has_calls() {
+        write!(
+            out,
+            ", {} calls",
+            a.tree
+                .nodes
+                .iter()
+                .fold(0u64, |acc, n| acc.saturating_add(n.calls))
+        )?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+fn write_top(
+    a: &Analysis<'_>,
+    top: Option<usize>,
+    name_width: usize,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let table = a.top(top);
+    writeln!(out)?;
+    if table.rows.is_empty() {
+        writeln!(out, "No samples match.")?;
+        return Ok(());
+    }
+    let names: Vec<_> = table.rows.iter().map(|r| r.label.name(a.profile)).collect();
+    let width = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp("Function".len(), name_width.max("Function".len()));
+    let calls = a.has_calls();
+
+    write!(
+        out,
+        "{:>7}  {:>10}  {:>7}  {:>10}  ",
+        "Self%", "Self", "Total%", "Total"
+    )?;
+    if calls {
+        write!(out, "{:>10}  ", "Calls")?;
+    }
+    writeln!(out, "{:<width$}  Module", "Function")?;
+    for (row, name) in table.rows.iter().zip(&names) {
+        write!(
+            out,
+            "{:>6.2}%  {:>10}  {:>6.2}%  {:>10}  ",
+            table.percent(row.self_weight),
+            units::value(a.metric, row.self_weight),
+            table.percent(row.total_weight),
+            units::value(a.metric, row.total_weight),
+        )?;
+        if let Some(c) = row.calls {
+            write!(out, "{c:>10}  ")?;
+        }
+        let module = row.label.module(a.profile);
+        if module.is_empty() {
+            writeln!(out, "{name}")?;
+        } else {
+            writeln!(out, "{name:<width$}  {module}")?;
+        }
+    }
+    if table.omitted > 0 {
+        let s = if table.omitted == 1 { "" } else { "s" };
+        writeln!(out, "... {} more function{s} not shown", table.omitted)?;
+    }
+    Ok(())
+}
+
+fn write_tree(a: &Analysis<'_>, threshold: f64, out: &mut dyn Write) -> Result<(), Error> {
+    let tree = &a.tree;
+    let grand = a.grand_total();
+    let calls = a.has_calls();
+    let shown = |n: usize| {
+        let node = &tree.nodes[n];
+        let w = node.total_values.get(a.metric);
+        let visible = w > 0 || (calls && node.calls > 0);
+        visible && percent(w, grand) >= threshold
+    };
+    writeln!(
+        out,
+        "Call tree ({}; paths under {threshold:.2}% of the total are left out):",
+        a.metric.description()
+    )?;
+    write!(out, "{:>7}  {:>7}  {:>10}  ", "Total%", "Self%", "Total")?;
+    if calls {
+        write!(out, "{:>10}  ", "Calls")?;
+    }
+    writeln!(out, "Function")?;
+
+    let zero_weight = |n: usize| {
+        let node = &tree.nodes[n];
+        node.total_values.get(a.metric) == 0 && !(calls && node.calls > 0)
+    };
+    // Children are visited only below shown nodes, so each hidden node met here is the top
+    // of a hidden subtree.
+    let mut elided = 0usize;
+    for (n, depth) in tree.preorder(shown) {
+        if shown(n) {
+            write_tree_line(a, tree, n, depth, grand, calls, out)?;
+        } else if !zero_weight(n) {
+            elided += 1;
+        }
+    }
+    if elided > 0 {
+        let s = if elided == 1 { "" } else { "s" };
+        writeln!(
+            out,
+            "({elided} call path{s} under {threshold:.2}% of the total not shown)"
+        )?;
+    }
+    Ok(())
+}
+
+fn write_tree_line(
+    a: &Analysis<'_>,
+    tree: &MergedTree,
+    n: usize,
+    depth: usize,
+    grand: u64,
+    calls: bool,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let node = &tree.nodes[n];
+    write!(
+        out,
+        "{:>6.2}%  {:>6.2}%  {:>10}  ",
+        percent(node.total_values.get(a.metric), grand),
+        percent(node.self_values.get(a.metric), grand),
+        units::value(a.metric, node.total_values.get(a.metric)),
+    )?;
+    if calls {
+        write!(out, "{:>10}  ", node.calls)?;
+    }
+    let name = node.label.name(a.profile);
+    let module = node.label.module(a.profile);
+    let indent = depth * 2;
+    if module.is_empty() {
+        writeln!(out, "{:indent$}{name}", "")?;
+    } else {
+        writeln!(out, "{:indent$}{name}  [{module}]", "")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! The top table: self and inclusive weight per function.
+
+use std::collections::HashMap;
+
+use crate::model::Profile;
+use crate::query::Metric;
+use crate::tree::{Label, MergedTree};
+
+/// One function's row of the top table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionRow {
+    /// The function ([`Label::Frame`] or [`Label::NoStack`]).
+    pub label: Label,
+    /// Weight with the function innermost.
+    pub self_weight: u64,
+    /// Weight of every stack containing the function, each stack counted once however
+    /// often the function recurses in it.
+    pub total_weight: u64,
+    /// Exact calls of the function: the sum over its call-tree nodes. `None` unless the
+    /// table was made with call counts (trace mode).
+    pub calls: Option<u64>,
+}
+
+/// Functions sorted by self weight, heaviest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopTable {
+    /// The metric of every weight.
+    pub metric: Metric,
+    /// The weight of everything selected: the denominator of the percentages.
+    pub grand_total: u64,
+    /// The rows, at most the `top` asked for.
+    pub rows: Vec<FunctionRow>,
+    /// How many functions were left out by `top`.
+    pub omitted: usize,
+}
+
+impl TopTable {
+    /// Computes the table from a merged tree (split per thread or not). With `with_calls`,
+    /// rows carry exact call counts and a function with calls but no weight is listed too.
+    pub fn from_tree(
+        profile: &Profile,
+        tree: &MergedTree,
+        with_calls: bool,
+        top: Option<usize>,
+    ) -> TopTable {
+        let metric = tree.metric;
+        let mut rows: HashMap<Label, FunctionRow> = HashMap::new();
+        // How many times each function is on the path from the root to the current node.
+        let mut on_path: HashMap<Label, u32> = HashMap::new();
+        // Depth-first walk with explicit enter/leave steps; `true` = leaving.
+        let mut stack: Vec<(usize, bool)> = vec![(MergedTree::ROOT, false)];
+        while let Some((n, leaving)) = stack.pop() {
+            let node = &tree.nodes[n];
+            let label = node.label;
+            if !label.is_function() {
+                if !leaving {
+                    stack.extend(node.children.iter().map(|&c| (c, false)));
+                }
+                continue;
+            }
+            let count = on_path.entry(label).or_insert(0);
+            if leaving {
+                *count -= 1;
+                continue;
+            }
+            let outermost = *count == 0;
+            *count += 1;
+            let row = rows.entry(label).or_insert(FunctionRow {
+                label,
+                self_weight: 0,
+                total_weight: 0,
+                calls: with_calls.then_some(0),
+            });
+            row.self_weight = row.self_weight.saturating_add(node.self_values.get(metric));
+            if outermost {
+                row.total_weight = row
+                    .total_weight
+                    .saturating_add(node.total_values.get(metric));
+            }
+            if let Some(c) = row.calls.as_mut() {
+                *c = c.saturating_add(node.calls);
+            }
+            stack.push((n, true));
+            stack.extend(node.children.iter().map(|&c| (c, false)));
+        }
+
+        let mut rows: Vec<FunctionRow> = rows
+            .into_values()
+            .filter(|r| r.total_weight > 0 || r.calls.is_some_and(|c| c > 0))
+            .collect();
+        rows.sort_by(|a, b| {
+            b.self_weight
+                .cmp(&a.self_weight)
+                .then(b.total_weight.cmp(&a.total_weight))
+                .then(b.calls.cmp(&a.calls))
+                .then_with(|| a.label.name(profile).cmp(&b.label.name(profile)))
+                .then(a.label.cmp(&b.label))
+        });
+        let omitted = match top {
+            Some(n) if rows.len() > n => {
+                let omitted = rows.len() - n;
+                rows.truncate(n);
+                omitted
+            }
+            _ => 0,
+        };
+        TopTable {
+            metric,
+            grand_total: tree.total().get(metric),
+            rows,
+            omitted,
+        }
+    }
+
+    /// `part` as a percentage of the grand total (0 when the total is 0).
+    pub fn percent(&self, part: u64) -> f64 {
+        percent(part, self.grand_total)
+    }
+}
+
+/// `part / whole` in percent, 0 when `whole` is 0.
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
