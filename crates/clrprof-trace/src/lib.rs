@@ -1,1 +1,79 @@
-//! Placeholder.
+//! The clrprof trace format.
+//!
+//! A trace is a 16-byte [`Header`] followed by records. Each record is a `u16` kind, a `u16`
+//! flags field, a `u32` payload length and the payload. The format is specified in
+//! `docs/trace-format.md`; this crate is its implementation, and the doc's table of event
+//! arguments is generated from [`EventKind::arg_names`].
+//!
+//! The same bytes flow from the agent (inside the profiled process) to the `clrprof` CLI over a
+//! socket and from the CLI into the trace file, so this crate serves three users:
+//!
+//! - **The agent** encodes records. [`Event`] and [`Sample`] are `Copy` and can be encoded into a
+//!   caller's `&mut [u8]` with [`Event::encode_into`] and [`Sample::encode_into`], which never
+//!   allocate; [`Record::encode`] appends any record to a `Vec<u8>`.
+//! - **The CLI** checks what arrives with a [`StreamDecoder`], which takes bytes in whatever
+//!   pieces the socket delivers and hands back each complete record both as raw bytes (to copy
+//!   into the file) and decoded. [`Writer`] writes a header and records.
+//! - **`clrprof report`** reads a file with [`Reader`], an iterator of records.
+//!
+//! Decoding never panics and never allocates more than the input justifies: every length and
+//! count is checked against the bytes that remain before anything is reserved. A reader that
+//! cannot read something says why with a [`ReadError`]: not a trace at all, a newer major
+//! version, a truncated file or a corrupt record, each with the byte offset in the file.
+//!
+//! ```
+//! use clrprof_trace::{Event, EventKind, Reader, Record, Writer};
+//!
+//! let mut writer = Writer::new(Vec::new()).unwrap();
+//! let event = Event::new(1_000, 42, EventKind::GARBAGE_COLLECTION_STARTED, &[0b11, 1]);
+//! writer.write(&Record::Event(event)).unwrap();
+//! let bytes = writer.into_inner();
+//!
+//! let records: Vec<Record> = Reader::new(&bytes[..]).unwrap().collect::<Result<_, _>>().unwrap();
+//! assert_eq!(records, [Record::Event(event)]);
+//! assert_eq!(EventKind::GARBAGE_COLLECTION_STARTED.arg_names(), ["generations_collected_mask", "reason"]);
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod error;
+mod event;
+mod header;
+mod kind;
+mod read;
+mod record;
+mod stream;
+mod wire;
+mod write;
+
+pub use error::ReadError;
+pub use event::{EventCategory, EventKind};
+pub use header::Header;
+pub use kind::RecordKind;
+pub use read::Reader;
+pub use record::{
+    AppDomainDef, AssemblyDef, CallTreeNode, ClassDef, Counter, Event, FrameKind, FunctionDef,
+    ModuleDef, NativeFrameDef, Record, RecordingEnd, Sample, SessionEnd, SessionStart, StackDef,
+    ThreadDef, ThreadState,
+};
+pub use stream::{RawRecord, StreamDecoder};
+pub use write::{Writer, write_header};
+
+/// The 8 bytes a trace starts with: `"CLRPROF\0"`.
+pub const MAGIC: [u8; 8] = *b"CLRPROF\0";
+/// The major format version this crate writes and the only one it reads.
+pub const FORMAT_MAJOR: u16 = 1;
+/// The minor format version this crate writes. Files of any minor version of
+/// [`FORMAT_MAJOR`] are readable.
+pub const FORMAT_MINOR: u16 = 0;
+/// Size of the file header in bytes.
+pub const HEADER_LEN: usize = 16;
+/// Size of a record's header (kind, flags, payload length) in bytes.
+pub const RECORD_HEADER_LEN: usize = 8;
+/// The largest payload a record may have (16 MiB). A longer declared length means the file is
+/// corrupt.
+pub const MAX_PAYLOAD_LEN: usize = 16 << 20;
+/// The longest string a writer puts in a record (1 MiB of UTF-8). [`Record::encode`] cuts a
+/// longer string at the last character boundary at or below this length, so that every record
+/// it writes fits in [`MAX_PAYLOAD_LEN`].
+pub const MAX_STR_LEN: usize = 1 << 20;

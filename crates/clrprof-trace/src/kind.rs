@@ -1,0 +1,105 @@
+//! Record kinds.
+
+use std::fmt;
+
+/// The kind of a record: the first `u16` of its header.
+///
+/// Kinds this crate knows have associated constants; any other value is a kind added by a
+/// newer minor version of the format and is read as [`crate::Record::Unknown`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RecordKind(pub u16);
+
+macro_rules! record_kinds {
+    ($($(#[$doc:meta])* $name:ident = $value:literal, $text:literal;)*) => {
+        impl RecordKind {
+            $($(#[$doc])* pub const $name: RecordKind = RecordKind($value);)*
+
+            /// Every kind this version of the format defines, in increasing order.
+            pub const KNOWN: &'static [RecordKind] = &[$(RecordKind::$name),*];
+
+            /// The kind's name as the format doc spells it (`"Function"`), or `None` for a kind
+            /// this crate does not know.
+            pub fn name(self) -> Option<&'static str> {
+                match self {
+                    $(RecordKind::$name => Some($text),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+record_kinds! {
+    /// `SessionStart`: written by the agent when it initializes.
+    SESSION_START = 1, "SessionStart";
+    /// `SessionEnd`: written by the agent at shutdown or detach.
+    SESSION_END = 2, "SessionEnd";
+    /// `RecordingEnd`: appended by the CLI when the recording ends.
+    RECORDING_END = 3, "RecordingEnd";
+    /// `Counter`: the cumulative value of a named agent counter.
+    COUNTER = 4, "Counter";
+    /// `AppDomain` definition.
+    APP_DOMAIN = 16, "AppDomain";
+    /// `Assembly` definition.
+    ASSEMBLY = 17, "Assembly";
+    /// `Module` definition.
+    MODULE = 18, "Module";
+    /// `Class` definition.
+    CLASS = 19, "Class";
+    /// `Function` definition.
+    FUNCTION = 20, "Function";
+    /// `Thread` definition.
+    THREAD = 21, "Thread";
+    /// `NativeFrame` definition.
+    NATIVE_FRAME = 22, "NativeFrame";
+    /// `Stack` node definition.
+    STACK = 23, "Stack";
+    /// `Event`: one profiler callback.
+    EVENT = 32, "Event";
+    /// `Sample`: one sampler tick for one thread.
+    SAMPLE = 33, "Sample";
+    /// `CallTreeNode`: one node of a thread's calling context tree.
+    CALL_TREE_NODE = 34, "CallTreeNode";
+}
+
+impl RecordKind {
+    /// Whether this crate knows the kind.
+    pub fn is_known(self) -> bool {
+        self.name().is_some()
+    }
+}
+
+impl fmt::Debug for RecordKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => write!(f, "RecordKind({} {name})", self.0),
+            None => write!(f, "RecordKind({})", self.0),
+        }
+    }
+}
+
+/// `Function` for a known kind, `kind 99` otherwise.
+impl fmt::Display for RecordKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => f.write_str(name),
+            None => write!(f, "kind {}", self.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_display() {
+        assert_eq!(RecordKind::FUNCTION.name(), Some("Function"));
+        assert_eq!(RecordKind(99).name(), None);
+        assert_eq!(RecordKind::EVENT.to_string(), "Event");
+        assert_eq!(RecordKind(99).to_string(), "kind 99");
+        assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
+        assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(RecordKind::KNOWN.len(), 15);
+    }
+}

@@ -1,0 +1,1038 @@
+//! Records: one typed struct per record kind, their encoding and decoding.
+
+use crate::wire::{FieldError, Fields, Sink, SliceSink, clip};
+use crate::{EventKind, MAX_PAYLOAD_LEN, RECORD_HEADER_LEN, ReadError, RecordKind};
+
+/// A value that can be a payload field.
+trait Field: Sized {
+    fn len(&self) -> usize;
+    fn put<S: Sink>(&self, s: &mut S);
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError>;
+}
+
+macro_rules! int_fields {
+    ($($t:ident),*) => {$(
+        impl Field for $t {
+            fn len(&self) -> usize {
+                std::mem::size_of::<$t>()
+            }
+            fn put<S: Sink>(&self, s: &mut S) {
+                s.put(&self.to_le_bytes());
+            }
+            fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+                f.$t(name)
+            }
+        }
+    )*};
+}
+
+int_fields!(u8, u16, u32, u64, i32);
+
+/// `u8`: 0 or 1 when written; any nonzero value reads as `true`.
+impl Field for bool {
+    fn len(&self) -> usize {
+        1
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        s.put(&[u8::from(*self)]);
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        Ok(f.u8(name)? != 0)
+    }
+}
+
+/// `str`: `u32` byte length and UTF-8 bytes, cut to [`crate::MAX_STR_LEN`] when written.
+impl Field for String {
+    fn len(&self) -> usize {
+        4 + clip(self).len()
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        let text = clip(self);
+        s.put(&(text.len() as u32).to_le_bytes());
+        s.put(text.as_bytes());
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        f.str(name)
+    }
+}
+
+impl Field for EventKind {
+    fn len(&self) -> usize {
+        2
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        s.put(&self.0.to_le_bytes());
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        f.u16(name).map(EventKind)
+    }
+}
+
+/// What a [`StackDef`] node's `frame` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum FrameKind {
+    /// A managed function: `frame` is a `FunctionID` (see [`FunctionDef`]).
+    #[default]
+    Managed,
+    /// A native frame: `frame` is a [`NativeFrameDef`] id.
+    Native,
+    /// The stack was cut here because it was too deep; `frame` is 0.
+    Truncated,
+    /// A frame kind from a newer minor version of the format.
+    Other(u8),
+}
+
+impl FrameKind {
+    /// The byte that encodes this kind.
+    pub fn to_u8(self) -> u8 {
+        match self {
+            FrameKind::Managed => 0,
+            FrameKind::Native => 1,
+            FrameKind::Truncated => 2,
+            FrameKind::Other(v) => v,
+        }
+    }
+
+    /// The kind a byte encodes.
+    pub fn from_u8(v: u8) -> FrameKind {
+        match v {
+            0 => FrameKind::Managed,
+            1 => FrameKind::Native,
+            2 => FrameKind::Truncated,
+            v => FrameKind::Other(v),
+        }
+    }
+}
+
+impl Field for FrameKind {
+    fn len(&self) -> usize {
+        1
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        s.put(&[self.to_u8()]);
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        f.u8(name).map(FrameKind::from_u8)
+    }
+}
+
+/// What a sampled thread was doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ThreadState {
+    /// The thread ran since its previous sample.
+    #[default]
+    Running,
+    /// The thread did not run since its previous sample.
+    Blocked,
+    /// A state from a newer minor version of the format.
+    Other(u8),
+}
+
+impl ThreadState {
+    /// The byte that encodes this state.
+    pub fn to_u8(self) -> u8 {
+        match self {
+            ThreadState::Running => 0,
+            ThreadState::Blocked => 1,
+            ThreadState::Other(v) => v,
+        }
+    }
+
+    /// The state a byte encodes.
+    pub fn from_u8(v: u8) -> ThreadState {
+        match v {
+            0 => ThreadState::Running,
+            1 => ThreadState::Blocked,
+            v => ThreadState::Other(v),
+        }
+    }
+}
+
+impl Field for ThreadState {
+    fn len(&self) -> usize {
+        1
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        s.put(&[self.to_u8()]);
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        f.u8(name).map(ThreadState::from_u8)
+    }
+}
+
+/// A record type: its kind and how its payload is laid out.
+trait Payload: Sized {
+    const KIND: RecordKind;
+    fn payload_len(&self) -> usize;
+    fn write_payload<S: Sink>(&self, s: &mut S);
+    fn read_payload(f: &mut Fields<'_>) -> Result<Self, FieldError>;
+
+    /// Record header and payload.
+    fn write_record<S: Sink>(&self, s: &mut S) {
+        write_record_header(s, Self::KIND, self.payload_len());
+        self.write_payload(s);
+    }
+}
+
+fn write_record_header<S: Sink>(s: &mut S, kind: RecordKind, payload_len: usize) {
+    s.put(&kind.0.to_le_bytes());
+    s.put(&0u16.to_le_bytes());
+    s.put(&(payload_len as u32).to_le_bytes());
+}
+
+macro_rules! records {
+    ($(
+        $(#[$meta:meta])*
+        $ty:ident = $kind:ident {
+            $($(#[$fmeta:meta])* $field:ident: $fty:ty,)*
+        }
+    )*) => {$(
+        $(#[$meta])*
+        pub struct $ty {
+            $($(#[$fmeta])* pub $field: $fty,)*
+        }
+
+        impl Payload for $ty {
+            const KIND: RecordKind = RecordKind::$kind;
+            fn payload_len(&self) -> usize {
+                0 $(+ Field::len(&self.$field))*
+            }
+            fn write_payload<S: Sink>(&self, s: &mut S) {
+                $(Field::put(&self.$field, s);)*
+            }
+            fn read_payload(f: &mut Fields<'_>) -> Result<Self, FieldError> {
+                Ok($ty { $($field: Field::take(f, stringify!($field))?,)* })
+            }
+        }
+
+        impl From<$ty> for Record {
+            fn from(r: $ty) -> Record {
+                Record::$ty(r)
+            }
+        }
+    )*};
+}
+
+records! {
+    /// Kind 1: written by the agent when it initializes.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    SessionStart = SESSION_START {
+        /// Process id of the profiled process.
+        pid: u32,
+        /// The agent's version.
+        agent_version: String,
+        /// The runtime, e.g. `CoreCLR 4.0.30319.0`.
+        runtime: String,
+        /// The highest `ICorProfilerInfo` version the agent found.
+        info_version: u16,
+        /// The highest `ICorProfilerCallback` version the runtime asked for.
+        callback_version: u16,
+        /// Wall-clock time of the session's start, nanoseconds since the Unix epoch.
+        start_unix_ns: u64,
+        /// The `COR_PRF_MONITOR_*` event mask the agent set.
+        event_mask: u64,
+        /// The `COR_PRF_HIGH_*` event mask the agent set.
+        event_mask_high: u64,
+        /// The agent's configuration string.
+        config: String,
+        /// The profiled process's command line.
+        command_line: String,
+    }
+
+    /// Kind 2: written by the agent at shutdown or detach.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    SessionEnd = SESSION_END {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// `shutdown` or `detach`.
+        reason: String,
+    }
+
+    /// Kind 3: appended by the CLI when the recording ends.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    RecordingEnd = RECORDING_END {
+        /// Length of the recording.
+        duration_ns: u64,
+        /// The profiled program's exit code, or -1.
+        exit_code: i32,
+        /// The signal that ended the profiled program, or 0.
+        signal: i32,
+        /// Whether the agent connected to the CLI.
+        agent_connected: bool,
+        /// Whether a [`SessionEnd`] was received.
+        clean: bool,
+    }
+
+    /// Kind 4: the cumulative value of a named agent counter; the last one in a file wins.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    Counter = COUNTER {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// The counter's name, e.g. `events_dropped`.
+        name: String,
+        /// Its value.
+        value: u64,
+    }
+
+    /// Kind 16: an app domain.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    AppDomainDef = APP_DOMAIN {
+        /// `AppDomainID`.
+        id: u64,
+        /// Its name.
+        name: String,
+    }
+
+    /// Kind 17: an assembly.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    AssemblyDef = ASSEMBLY {
+        /// `AssemblyID`.
+        id: u64,
+        /// The app domain it was loaded into.
+        app_domain: u64,
+        /// Its name.
+        name: String,
+    }
+
+    /// Kind 18: a module.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    ModuleDef = MODULE {
+        /// `ModuleID`.
+        id: u64,
+        /// The assembly it belongs to.
+        assembly: u64,
+        /// Its load address.
+        base_address: u64,
+        /// Its file path (or metadata name if it was not loaded from disk).
+        path: String,
+        /// The name of its assembly.
+        assembly_name: String,
+    }
+
+    /// Kind 19: a class.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    ClassDef = CLASS {
+        /// `ClassID`.
+        id: u64,
+        /// The module that defines it.
+        module: u64,
+        /// Its `mdTypeDef` token.
+        token: u32,
+        /// Display name with generic arguments resolved, e.g.
+        /// `System.Collections.Generic.List<int>`.
+        name: String,
+    }
+
+    /// Kind 20: a function.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    FunctionDef = FUNCTION {
+        /// `FunctionID`.
+        id: u64,
+        /// Its class (0 if unknown).
+        class: u64,
+        /// Its module.
+        module: u64,
+        /// Its `mdMethodDef` token.
+        token: u32,
+        /// The declaring type's display name.
+        type_name: String,
+        /// The method's name, with method generic arguments, e.g. `Select<int, string>`.
+        method_name: String,
+        /// Parameter types, e.g. `(int, string)`.
+        signature: String,
+    }
+
+    /// Kind 21: a thread. A later record for the same `tid` replaces the name.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    ThreadDef = THREAD {
+        /// OS thread id.
+        tid: u32,
+        /// Managed `ThreadID`, 0 if unknown.
+        managed_id: u64,
+        /// The thread's name; may be empty.
+        name: String,
+    }
+
+    /// Kind 22: a native frame.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    NativeFrameDef = NATIVE_FRAME {
+        /// Id that [`StackDef::frame`] refers to.
+        id: u64,
+        /// The instruction address.
+        address: u64,
+        /// Path of the library containing it.
+        library: String,
+        /// Symbol name; may be empty.
+        symbol: String,
+    }
+
+    /// Kind 23: a node of the stack tree: a frame and the node of its caller.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    StackDef = STACK {
+        /// Node id; ids start at 1.
+        id: u32,
+        /// The caller's node, 0 for none.
+        parent: u32,
+        /// What `frame` is.
+        frame_kind: FrameKind,
+        /// `FunctionID`, [`NativeFrameDef`] id, or 0.
+        frame: u64,
+    }
+
+    /// Kind 33: one sampler tick for one thread.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    Sample = SAMPLE {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// OS thread id.
+        tid: u32,
+        /// The sampled stack's [`StackDef`] node, 0 if there was no managed stack.
+        stack: u32,
+        /// CPU time the thread consumed since its previous sample.
+        cpu_ns: u64,
+        /// Wall time this sample stands for: the time since the thread's previous sample.
+        wall_ns: u64,
+        /// Whether the thread ran.
+        state: ThreadState,
+    }
+
+    /// Kind 34: one node of a thread's calling context tree (`--mode trace`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    CallTreeNode = CALL_TREE_NODE {
+        /// OS thread id.
+        tid: u32,
+        /// Node id; ids start at 1 per thread.
+        node: u32,
+        /// Parent node, 0 for the root.
+        parent: u32,
+        /// `FunctionID`.
+        function: u64,
+        /// Exact number of calls.
+        calls: u64,
+        /// Samples that found this node on top of the shadow stack.
+        self_samples: u64,
+        /// CPU time attributed to this node itself.
+        self_cpu_ns: u64,
+        /// Wall time attributed to this node itself.
+        self_wall_ns: u64,
+    }
+}
+
+/// Kind 32: one profiler callback.
+///
+/// `Copy` and fixed-size so that the agent can build and encode one without allocating: see
+/// [`Event::encode_into`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Event {
+    /// Nanoseconds since the session's start.
+    pub ts: u64,
+    /// OS thread id of the thread the callback ran on.
+    pub tid: u32,
+    /// The callback.
+    pub event: EventKind,
+    /// Unused entries are always 0, so that derived equality compares only the args.
+    args: [u64; Event::MAX_ARGS],
+    len: u8,
+}
+
+impl Event {
+    /// Most args an event carries.
+    pub const MAX_ARGS: usize = 8;
+    /// Encoded size of an event with [`MAX_ARGS`](Self::MAX_ARGS) args, record header included.
+    pub const MAX_ENCODED_LEN: usize = RECORD_HEADER_LEN + 18 + 8 * Event::MAX_ARGS;
+
+    /// An event with the given args; args past the first [`MAX_ARGS`](Self::MAX_ARGS) are
+    /// dropped.
+    pub fn new(ts: u64, tid: u32, event: EventKind, args: &[u64]) -> Event {
+        let n = args.len().min(Event::MAX_ARGS);
+        let mut arr = [0u64; Event::MAX_ARGS];
+        arr[..n].copy_from_slice(&args[..n]);
+        Event {
+            ts,
+            tid,
+            event,
+            args: arr,
+            len: n as u8,
+        }
+    }
+
+    /// The args, in order; [`EventKind::arg_names`] says what each means.
+    pub fn args(&self) -> &[u64] {
+        &self.args[..usize::from(self.len).min(Event::MAX_ARGS)]
+    }
+
+    /// The `i`-th arg, if the event has one.
+    pub fn arg(&self, i: usize) -> Option<u64> {
+        self.args().get(i).copied()
+    }
+
+    /// The encoded size of this event, record header included.
+    pub fn encoded_len(&self) -> usize {
+        RECORD_HEADER_LEN + self.payload_len()
+    }
+
+    /// Encodes the record (header and payload) at the start of `buf` without allocating.
+    /// Returns the bytes written, or `None` (with `buf` partly written) if it does not fit;
+    /// [`MAX_ENCODED_LEN`](Self::MAX_ENCODED_LEN) bytes always suffice.
+    pub fn encode_into(&self, buf: &mut [u8]) -> Option<usize> {
+        if buf.len() < self.encoded_len() {
+            return None;
+        }
+        let mut sink = SliceSink::new(buf);
+        self.write_record(&mut sink);
+        sink.finish()
+    }
+}
+
+impl Payload for Event {
+    const KIND: RecordKind = RecordKind::EVENT;
+
+    fn payload_len(&self) -> usize {
+        8 + 4 + 2 + 4 + 8 * self.args().len()
+    }
+
+    fn write_payload<S: Sink>(&self, s: &mut S) {
+        self.ts.put(s);
+        self.tid.put(s);
+        self.event.put(s);
+        (self.args().len() as u32).put(s);
+        for a in self.args() {
+            a.put(s);
+        }
+    }
+
+    fn read_payload(f: &mut Fields<'_>) -> Result<Self, FieldError> {
+        let ts = f.u64("ts")?;
+        let tid = f.u32("tid")?;
+        let event = EventKind::take(f, "event")?;
+        let n = f.count("args", 8, Event::MAX_ARGS)?;
+        let mut args = [0u64; Event::MAX_ARGS];
+        for slot in args.iter_mut().take(n) {
+            *slot = f.u64("args")?;
+        }
+        Ok(Event {
+            ts,
+            tid,
+            event,
+            args,
+            len: n as u8,
+        })
+    }
+}
+
+impl From<Event> for Record {
+    fn from(e: Event) -> Record {
+        Record::Event(e)
+    }
+}
+
+impl Sample {
+    /// The encoded size of a sample, record header included.
+    pub const ENCODED_LEN: usize = RECORD_HEADER_LEN + 8 + 4 + 4 + 8 + 8 + 1;
+
+    /// Encodes the record (header and payload) at the start of `buf` without allocating.
+    /// Returns the bytes written ([`ENCODED_LEN`](Self::ENCODED_LEN)), or `None` if `buf` is
+    /// shorter.
+    pub fn encode_into(&self, buf: &mut [u8]) -> Option<usize> {
+        if buf.len() < Sample::ENCODED_LEN {
+            return None;
+        }
+        let mut sink = SliceSink::new(buf);
+        self.write_record(&mut sink);
+        sink.finish()
+    }
+}
+
+/// One record of a trace.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Record {
+    /// Kind 1.
+    SessionStart(SessionStart),
+    /// Kind 2.
+    SessionEnd(SessionEnd),
+    /// Kind 3.
+    RecordingEnd(RecordingEnd),
+    /// Kind 4.
+    Counter(Counter),
+    /// Kind 16.
+    AppDomainDef(AppDomainDef),
+    /// Kind 17.
+    AssemblyDef(AssemblyDef),
+    /// Kind 18.
+    ModuleDef(ModuleDef),
+    /// Kind 19.
+    ClassDef(ClassDef),
+    /// Kind 20.
+    FunctionDef(FunctionDef),
+    /// Kind 21.
+    ThreadDef(ThreadDef),
+    /// Kind 22.
+    NativeFrameDef(NativeFrameDef),
+    /// Kind 23.
+    StackDef(StackDef),
+    /// Kind 32.
+    Event(Event),
+    /// Kind 33.
+    Sample(Sample),
+    /// Kind 34.
+    CallTreeNode(CallTreeNode),
+    /// A kind this crate does not know, from a newer minor version of the format. Readers
+    /// skip (and may count) it; a writer copies it as it is.
+    Unknown {
+        /// The record's kind.
+        kind: RecordKind,
+        /// The record's payload.
+        payload: Vec<u8>,
+    },
+}
+
+/// Runs `$body` with `$r` bound to the typed record, or `$unknown` for [`Record::Unknown`].
+macro_rules! with_record {
+    ($self:expr, $r:ident => $body:expr, $kind:ident, $payload:ident => $unknown:expr) => {
+        match $self {
+            Record::SessionStart($r) => $body,
+            Record::SessionEnd($r) => $body,
+            Record::RecordingEnd($r) => $body,
+            Record::Counter($r) => $body,
+            Record::AppDomainDef($r) => $body,
+            Record::AssemblyDef($r) => $body,
+            Record::ModuleDef($r) => $body,
+            Record::ClassDef($r) => $body,
+            Record::FunctionDef($r) => $body,
+            Record::ThreadDef($r) => $body,
+            Record::NativeFrameDef($r) => $body,
+            Record::StackDef($r) => $body,
+            Record::Event($r) => $body,
+            Record::Sample($r) => $body,
+            Record::CallTreeNode($r) => $body,
+            Record::Unknown {
+                kind: $kind,
+                payload: $payload,
+            } => $unknown,
+        }
+    };
+}
+
+/// Reads a typed payload.
+fn read<T: Payload>(payload: &[u8]) -> Result<T, FieldError> {
+    T::read_payload(&mut Fields::new(payload))
+}
+
+/// The kind's generic implementation, for code that only has a `T`.
+fn kind_of<T: Payload>(_: &T) -> RecordKind {
+    T::KIND
+}
+
+impl Record {
+    /// The record's kind.
+    pub fn kind(&self) -> RecordKind {
+        with_record!(self, r => kind_of(r), kind, _p => *kind)
+    }
+
+    /// Size of the encoded payload.
+    fn payload_len(&self) -> usize {
+        with_record!(self, r => r.payload_len(), _k, payload => payload.len().min(MAX_PAYLOAD_LEN))
+    }
+
+    /// Size of the encoded record, header included: what [`encode`](Self::encode) appends.
+    pub fn encoded_len(&self) -> usize {
+        RECORD_HEADER_LEN + self.payload_len()
+    }
+
+    fn write<S: Sink>(&self, s: &mut S) {
+        with_record!(self, r => r.write_record(s), kind, payload => {
+            let payload = &payload[..payload.len().min(MAX_PAYLOAD_LEN)];
+            write_record_header(s, *kind, payload.len());
+            s.put(payload);
+        })
+    }
+
+    /// Appends the encoded record (header and payload) to `out`.
+    ///
+    /// Strings longer than [`crate::MAX_STR_LEN`] are cut at a character boundary, and an
+    /// [`Record::Unknown`] payload longer than [`MAX_PAYLOAD_LEN`] is cut to it, so that what
+    /// this writes is always readable.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.reserve(self.encoded_len());
+        self.write(out);
+    }
+
+    /// Encodes the record at the start of `buf` without allocating. Returns the bytes written,
+    /// or `None` (with `buf` partly written) if it does not fit.
+    pub fn encode_into(&self, buf: &mut [u8]) -> Option<usize> {
+        if buf.len() < self.encoded_len() {
+            return None;
+        }
+        let mut sink = SliceSink::new(buf);
+        self.write(&mut sink);
+        sink.finish()
+    }
+
+    /// Decodes a payload of the given kind; `offset` is the file offset of the record (its
+    /// header), used in error messages. Trailing bytes the kind does not define are ignored.
+    pub(crate) fn decode(
+        kind: RecordKind,
+        payload: &[u8],
+        offset: u64,
+    ) -> Result<Record, ReadError> {
+        let result = match kind {
+            RecordKind::SESSION_START => read::<SessionStart>(payload).map(Record::from),
+            RecordKind::SESSION_END => read::<SessionEnd>(payload).map(Record::from),
+            RecordKind::RECORDING_END => read::<RecordingEnd>(payload).map(Record::from),
+            RecordKind::COUNTER => read::<Counter>(payload).map(Record::from),
+            RecordKind::APP_DOMAIN => read::<AppDomainDef>(payload).map(Record::from),
+            RecordKind::ASSEMBLY => read::<AssemblyDef>(payload).map(Record::from),
+            RecordKind::MODULE => read::<ModuleDef>(payload).map(Record::from),
+            RecordKind::CLASS => read::<ClassDef>(payload).map(Record::from),
+            RecordKind::FUNCTION => read::<FunctionDef>(payload).map(Record::from),
+            RecordKind::THREAD => read::<ThreadDef>(payload).map(Record::from),
+            RecordKind::NATIVE_FRAME => read::<NativeFrameDef>(payload).map(Record::from),
+            RecordKind::STACK => read::<StackDef>(payload).map(Record::from),
+            RecordKind::EVENT => read::<Event>(payload).map(Record::from),
+            RecordKind::SAMPLE => read::<Sample>(payload).map(Record::from),
+            RecordKind::CALL_TREE_NODE => read::<CallTreeNode>(payload).map(Record::from),
+            kind => Ok(Record::Unknown {
+                kind,
+                payload: payload.to_vec(),
+            }),
+        };
+        result.map_err(|e| ReadError::Corrupt {
+            offset: offset + (RECORD_HEADER_LEN + e.at()) as u64,
+            reason: format!(
+                "{} at byte {offset}: {}",
+                crate::error::describe_kind(kind),
+                e.describe(payload.len())
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// One record of each kind, with every field set to something recognizable.
+    pub(crate) fn samples() -> Vec<Record> {
+        vec![
+            Record::SessionStart(SessionStart {
+                pid: 4242,
+                agent_version: "0.1.0".into(),
+                runtime: "CoreCLR 4.0.30319.0".into(),
+                info_version: 15,
+                callback_version: 11,
+                start_unix_ns: 1_700_000_000_123_456_789,
+                event_mask: 0x0000_0000_8000_00a0,
+                event_mask_high: 0x1,
+                config: "mode=sample;events=jit,gc".into(),
+                command_line: "dotnet app.dll --flag".into(),
+            }),
+            Record::SessionEnd(SessionEnd {
+                ts: 9_000_000,
+                reason: "shutdown".into(),
+            }),
+            Record::RecordingEnd(RecordingEnd {
+                duration_ns: 10_000_000,
+                exit_code: -1,
+                signal: 11,
+                agent_connected: true,
+                clean: false,
+            }),
+            Record::Counter(Counter {
+                ts: 8_000_000,
+                name: "events_dropped".into(),
+                value: 3,
+            }),
+            Record::AppDomainDef(AppDomainDef {
+                id: 0x7f00_0000_1000,
+                name: "clrhost".into(),
+            }),
+            Record::AssemblyDef(AssemblyDef {
+                id: 0x7f00_0000_2000,
+                app_domain: 0x7f00_0000_1000,
+                name: "System.Private.CoreLib".into(),
+            }),
+            Record::ModuleDef(ModuleDef {
+                id: 0x7f00_0000_3000,
+                assembly: 0x7f00_0000_2000,
+                base_address: 0x7f12_3400_0000,
+                path: "/usr/share/dotnet/shared/System.Private.CoreLib.dll".into(),
+                assembly_name: "System.Private.CoreLib".into(),
+            }),
+            Record::ClassDef(ClassDef {
+                id: 0x7f00_0000_4000,
+                module: 0x7f00_0000_3000,
+                token: 0x0200_0042,
+                name: "System.Collections.Generic.List<int>".into(),
+            }),
+            Record::FunctionDef(FunctionDef {
+                id: 0x7f00_0000_5000,
+                class: 0x7f00_0000_4000,
+                module: 0x7f00_0000_3000,
+                token: 0x0600_0123,
+                type_name: "System.Linq.Enumerable".into(),
+                method_name: "Select<int, string>".into(),
+                signature: "(IEnumerable<int>, Func<int, string>)".into(),
+            }),
+            Record::ThreadDef(ThreadDef {
+                tid: 4243,
+                managed_id: 0x55aa,
+                name: "Worker ü".into(),
+            }),
+            Record::NativeFrameDef(NativeFrameDef {
+                id: 7,
+                address: 0x7f99_0000_1234,
+                library: "/usr/lib/libc.so.6".into(),
+                symbol: String::new(),
+            }),
+            Record::StackDef(StackDef {
+                id: 2,
+                parent: 1,
+                frame_kind: FrameKind::Native,
+                frame: 7,
+            }),
+            Record::Event(Event::new(
+                1_234_567,
+                4243,
+                EventKind::EXCEPTION_THROWN,
+                &[0x7f55_0000_0010, 0x7f00_0000_4000, 0x7f00_0000_5000],
+            )),
+            Record::Sample(Sample {
+                ts: 2_000_000,
+                tid: 4243,
+                stack: 2,
+                cpu_ns: 900_000,
+                wall_ns: 1_000_000,
+                state: ThreadState::Running,
+            }),
+            Record::CallTreeNode(CallTreeNode {
+                tid: 4243,
+                node: 5,
+                parent: 4,
+                function: 0x7f00_0000_5000,
+                calls: 1000,
+                self_samples: 12,
+                self_cpu_ns: 12_000_000,
+                self_wall_ns: 13_000_000,
+            }),
+            Record::Unknown {
+                kind: RecordKind(200),
+                payload: vec![1, 2, 3, 4, 5],
+            },
+        ]
+    }
+
+    fn decode_one(bytes: &[u8]) -> Record {
+        let kind = RecordKind(u16::from_le_bytes([bytes[0], bytes[1]]));
+        let len = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+        assert_eq!(bytes.len(), RECORD_HEADER_LEN + len);
+        Record::decode(kind, &bytes[RECORD_HEADER_LEN..], 16).unwrap()
+    }
+
+    #[test]
+    fn every_kind_round_trips() {
+        let samples = samples();
+        let kinds: Vec<RecordKind> = samples.iter().map(Record::kind).collect();
+        for k in RecordKind::KNOWN {
+            assert!(kinds.contains(k), "no sample of {k}");
+        }
+        for r in samples {
+            let mut out = Vec::new();
+            r.encode(&mut out);
+            assert_eq!(out.len(), r.encoded_len(), "{:?}", r.kind());
+            assert_eq!(decode_one(&out), r);
+            let mut buf = vec![0u8; out.len()];
+            assert_eq!(r.encode_into(&mut buf), Some(out.len()));
+            assert_eq!(buf, out);
+            assert_eq!(r.encode_into(&mut buf[..out.len() - 1]), None);
+        }
+    }
+
+    #[test]
+    fn trailing_payload_bytes_are_ignored() {
+        for r in samples() {
+            let mut out = Vec::new();
+            r.encode(&mut out);
+            let len = u32::from_le_bytes([out[4], out[5], out[6], out[7]]) + 3;
+            out[4..8].copy_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&[0xaa, 0xbb, 0xcc]);
+            match r {
+                Record::Unknown { kind, mut payload } => {
+                    payload.extend_from_slice(&[0xaa, 0xbb, 0xcc]);
+                    assert_eq!(decode_one(&out), Record::Unknown { kind, payload });
+                }
+                r => assert_eq!(decode_one(&out), r),
+            }
+        }
+    }
+
+    #[test]
+    fn short_payloads_are_corrupt() {
+        for r in samples() {
+            if let Record::Unknown { .. } = r {
+                continue;
+            }
+            let mut out = Vec::new();
+            r.encode(&mut out);
+            for cut in RECORD_HEADER_LEN..out.len() {
+                let err = Record::decode(r.kind(), &out[RECORD_HEADER_LEN..cut], 16).unwrap_err();
+                assert!(matches!(err, ReadError::Corrupt { .. }), "{err}");
+                assert!(err.to_string().contains(&r.kind().to_string()), "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn event_encodes_without_allocating_into_a_slice() {
+        let e = Event::new(1, 2, EventKind::OBJECT_ALLOCATED, &[10, 20, 30]);
+        assert_eq!(e.args(), [10, 20, 30]);
+        assert_eq!(e.arg(2), Some(30));
+        assert_eq!(e.arg(3), None);
+        let mut buf = [0u8; Event::MAX_ENCODED_LEN];
+        let n = e.encode_into(&mut buf).unwrap();
+        assert_eq!(n, e.encoded_len());
+        assert_eq!(n, 8 + 18 + 24);
+        assert_eq!(decode_one(&buf[..n]), Record::Event(e));
+        assert_eq!(e.encode_into(&mut buf[..n - 1]), None);
+
+        let full = Event::new(1, 2, EventKind(200), &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        assert_eq!(full.args(), [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(full.encode_into(&mut buf), Some(Event::MAX_ENCODED_LEN));
+        assert_eq!(
+            full,
+            Event::new(1, 2, EventKind(200), &[1, 2, 3, 4, 5, 6, 7, 8])
+        );
+    }
+
+    #[test]
+    fn sample_encodes_into_a_slice() {
+        let s = Sample {
+            ts: 1,
+            tid: 2,
+            stack: 3,
+            cpu_ns: 4,
+            wall_ns: 5,
+            state: ThreadState::Blocked,
+        };
+        let mut buf = [0u8; 64];
+        assert_eq!(s.encode_into(&mut buf), Some(Sample::ENCODED_LEN));
+        assert_eq!(Record::Sample(s).encoded_len(), Sample::ENCODED_LEN);
+        assert_eq!(decode_one(&buf[..Sample::ENCODED_LEN]), Record::Sample(s));
+        assert_eq!(s.encode_into(&mut buf[..Sample::ENCODED_LEN - 1]), None);
+    }
+
+    #[test]
+    fn event_with_too_many_args_is_corrupt() {
+        let mut out = Vec::new();
+        Record::Event(Event::new(1, 2, EventKind::SHUTDOWN, &[])).encode(&mut out);
+        let mut payload = out[RECORD_HEADER_LEN..].to_vec();
+        payload[14..18].copy_from_slice(&9u32.to_le_bytes());
+        payload.extend_from_slice(&[0u8; 72]);
+        let err = Record::decode(RecordKind::EVENT, &payload, 100).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "corrupt trace at byte 122: the Event record (kind 32) at byte 100: `args` (payload \
+             offset 14) has 9 elements, more than the 8 allowed"
+        );
+        payload[14..18].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Record::decode(RecordKind::EVENT, &payload, 100).is_err());
+    }
+
+    #[test]
+    fn unknown_enum_values_are_kept() {
+        let s = StackDef {
+            id: 1,
+            parent: 0,
+            frame_kind: FrameKind::Other(9),
+            frame: 0,
+        };
+        let mut out = Vec::new();
+        Record::StackDef(s).encode(&mut out);
+        assert_eq!(decode_one(&out), Record::StackDef(s));
+        for v in 0..=255u8 {
+            assert_eq!(FrameKind::from_u8(v).to_u8(), v);
+            assert_eq!(ThreadState::from_u8(v).to_u8(), v);
+        }
+    }
+
+    /// The golden fixture: a whole trace (header and one record of each kind, as [`samples`]
+    /// builds them) in hex, one record per paragraph, with its name in a comment.
+    fn render_golden() -> String {
+        let mut out = String::from(
+            "# Golden bytes of the clrprof trace format: a header and one record of each kind,\n\
+             # as `Record::encode` writes them. A change here is a change of the format.\n\
+             # Regenerate with `CLRPROF_BLESS=1 cargo test -p clrprof-trace`.\n",
+        );
+        let mut paragraphs = vec![(
+            "header".to_string(),
+            crate::Header::CURRENT.to_bytes().to_vec(),
+        )];
+        for r in samples() {
+            let mut bytes = Vec::new();
+            r.encode(&mut bytes);
+            let name = match r.kind().name() {
+                Some(name) => format!("{name} (kind {})", r.kind().0),
+                None => format!("a kind from a newer minor version (kind {})", r.kind().0),
+            };
+            paragraphs.push((name, bytes));
+        }
+        for (name, bytes) in paragraphs {
+            out.push_str(&format!("\n# {name}\n"));
+            for line in bytes.chunks(16) {
+                let hex: Vec<String> = line.iter().map(|b| format!("{b:02x}")).collect();
+                out.push_str(&hex.join(" "));
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    fn parse_hex(text: &str) -> Vec<u8> {
+        text.lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .flat_map(|l| l.split_whitespace())
+            .map(|b| u8::from_str_radix(b, 16).expect("hex byte"))
+            .collect()
+    }
+
+    #[test]
+    fn golden_bytes() {
+        let path =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/golden.hex");
+        let expected = render_golden();
+        if std::env::var_os("CLRPROF_BLESS").is_some_and(|v| v == "1") {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &expected).unwrap();
+        }
+        let found = std::fs::read_to_string(&path).expect("read tests/fixtures/golden.hex");
+        // Reading the checked-in bytes gives the sample records, whatever the encoder does.
+        let bytes = parse_hex(&found);
+        let records: Vec<Record> = crate::Reader::new(&bytes[..])
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(records, samples());
+        assert!(
+            found == expected,
+            "the encoding differs from tests/fixtures/golden.hex; if the format changed on \
+             purpose, run `CLRPROF_BLESS=1 cargo test -p clrprof-trace` and review the diff"
+        );
+    }
+
+    #[test]
+    fn long_strings_are_cut_so_the_record_stays_readable() {
+        let long = "x".repeat(crate::MAX_STR_LEN + 10);
+        let r = Record::Counter(Counter {
+            ts: 1,
+            name: long,
+            value: 2,
+        });
+        let mut out = Vec::new();
+        r.encode(&mut out);
+        assert_eq!(out.len(), r.encoded_len());
+        let Record::Counter(c) = decode_one(&out) else {
+            panic!("not a counter")
+        };
+        assert_eq!(c.name.len(), crate::MAX_STR_LEN);
+        assert_eq!(c.value, 2);
+    }
+}
