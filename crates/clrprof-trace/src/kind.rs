@@ -38,6 +38,8 @@ record_kinds! {
     RECORDING_END = 3, "RecordingEnd";
     /// `Counter`: the cumulative value of a named agent counter.
     COUNTER = 4, "Counter";
+    /// `Message`: a diagnostic from the agent for the user.
+    MESSAGE = 5, "Message";
     /// `AppDomain` definition.
     APP_DOMAIN = 16, "AppDomain";
     /// `Assembly` definition.
@@ -100,6 +102,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 15);
+        assert_eq!(RecordKind::KNOWN.len(), 16);
     }
 }

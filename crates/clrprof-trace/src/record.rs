@@ -274,6 +274,18 @@ records! {
         value: u64,
     }
 
+    /// Kind 5: a diagnostic from the agent (a refused event mask, a failed hook
+    /// installation...) that the CLI shows to the user.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    Message = MESSAGE {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// 0 information, 1 warning, 2 error.
+        level: u8,
+        /// The message, one line.
+        text: String,
+    }
+
     /// Kind 16: an app domain.
     #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     AppDomainDef = APP_DOMAIN {
@@ -554,6 +566,8 @@ pub enum Record {
     RecordingEnd(RecordingEnd),
     /// Kind 4.
     Counter(Counter),
+    /// Kind 5.
+    Message(Message),
     /// Kind 16.
     AppDomainDef(AppDomainDef),
     /// Kind 17.
@@ -594,6 +608,7 @@ macro_rules! with_record {
             Record::SessionEnd($r) => $body,
             Record::RecordingEnd($r) => $body,
             Record::Counter($r) => $body,
+            Record::Message($r) => $body,
             Record::AppDomainDef($r) => $body,
             Record::AssemblyDef($r) => $body,
             Record::ModuleDef($r) => $body,
@@ -680,6 +695,7 @@ impl Record {
             RecordKind::SESSION_END => read::<SessionEnd>(payload).map(Record::from),
             RecordKind::RECORDING_END => read::<RecordingEnd>(payload).map(Record::from),
             RecordKind::COUNTER => read::<Counter>(payload).map(Record::from),
+            RecordKind::MESSAGE => read::<Message>(payload).map(Record::from),
             RecordKind::APP_DOMAIN => read::<AppDomainDef>(payload).map(Record::from),
             RecordKind::ASSEMBLY => read::<AssemblyDef>(payload).map(Record::from),
             RecordKind::MODULE => read::<ModuleDef>(payload).map(Record::from),
@@ -741,6 +757,11 @@ pub(crate) mod tests {
                 ts: 8_000_000,
                 name: "events_dropped".into(),
                 value: 3,
+            }),
+            Record::Message(Message {
+                ts: 8_500_000,
+                level: 1,
+                text: "SetEventMask2 refused COR_PRF_HIGH_BASIC_GC".into(),
             }),
             Record::AppDomainDef(AppDomainDef {
                 id: 0x7f00_0000_1000,
