@@ -1,1 +1,27 @@
-//! Placeholder.
+//! The clrprof agent: the profiler library the .NET runtime loads into the profiled process.
+//!
+//! It only gathers data, as cheaply as it can, and streams it to the `clrprof` CLI, which
+//! does all analysis out of process. It must never harm the program it runs in: no panic
+//! crosses into the runtime (the SDK catches them), memory is bounded (fixed buffers, a node
+//! budget; what does not fit is dropped and counted), and the program's own behaviour and
+//! output are unchanged.
+//!
+//! Layout: [`agent`] is the profiler (callbacks → records), [`session`] the state one session
+//! shares, [`transport`] the non-blocking record stream, [`defs`] the names, [`sampler`] the
+//! sampler thread, [`config`] the settings from the environment. All `unsafe` code lives in
+//! [`recorder`]: the enter/leave hooks, the call trees they update, the signal handler that
+//! captures stacks, and the system calls behind them.
+#![deny(unsafe_code)]
+
+pub mod agent;
+pub mod config;
+pub mod defs;
+#[allow(unsafe_code)]
+pub mod recorder;
+pub mod sampler;
+pub mod session;
+pub mod transport;
+
+pub use agent::Agent;
+
+clrprof_sdk::export_profiler!(Agent, clrprof_trace::protocol::AGENT_CLSID);

@@ -9,8 +9,8 @@
 //! - [`output`]: one [`Render`] implementation per format: text, JSON, folded stacks, flame
 //!   graph SVG, speedscope, Chrome trace events, pprof.
 //!
-//! This crate knows nothing of the trace file format; a loader turns a trace into a
-//! [`Profile`].
+//! - [`trace`]: reads a trace file into names, an [`events::EventSummary`] and a
+//!   [`Profile`]; the rest of the crate works on the model and knows nothing of the format.
 //!
 //! ```
 //! use clrprof_analysis::{Profile, Query, output::{Render, Text}};
@@ -29,10 +29,13 @@
 
 pub mod builder;
 mod error;
+pub mod events;
 pub mod model;
 pub mod output;
 pub mod query;
+pub mod report;
 pub mod top;
+pub mod trace;
 pub mod tree;
 mod units;
 

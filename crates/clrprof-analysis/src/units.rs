@@ -25,6 +25,19 @@ pub(crate) fn value(metric: Metric, v: u64) -> String {
     }
 }
 
+/// A count with thousands separators: `1,234,567`.
+pub(crate) fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,5 +50,10 @@ mod tests {
         assert_eq!(duration(12_345_678), "12.35 ms");
         assert_eq!(duration(2_500_000_000), "2.500 s");
         assert_eq!(value(Metric::Samples, 42), "42");
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1_000), "1,000");
+        assert_eq!(count(242_785), "242,785");
+        assert_eq!(count(1_234_567), "1,234,567");
     }
 }

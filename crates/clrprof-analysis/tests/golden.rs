@@ -133,7 +133,7 @@ fn json_has_the_documented_keys() {
         "unit",
         "total",
         "samples",
-        "threads",
+        "cpu_threads",
         "functions",
         "call_tree",
         "notes",

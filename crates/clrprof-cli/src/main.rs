@@ -1,1 +1,85 @@
-fn main() {}
+//! `clrprof`: record .NET programs with the clrprof agent, and report on the traces.
+//!
+//! This binary only parses the command line, turns it into the options of [`record`] and
+//! [`report`], and turns errors into clear messages; the work is in `clrprof-trace` (the file
+//! format) and `clrprof-analysis` (everything a report shows).
+#![forbid(unsafe_code)]
+
+mod agent_lib;
+mod cli;
+mod record;
+mod report;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use clrprof_analysis::{Metric, Query};
+
+use cli::{Cli, Command, FormatArg, MetricArg, ModeArg};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("clrprof: error: {e}");
+            for cause in e.chain().skip(1) {
+                eprintln!("clrprof:   because: {cause}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Record(a) => {
+            let agent = agent_lib::locate(a.agent.as_deref())?;
+            let opts = record::RecordOptions {
+                mode: match a.mode {
+                    ModeArg::Sample => "sample",
+                    ModeArg::Trace => "trace",
+                    ModeArg::None => "none",
+                },
+                events: a.events,
+                rate: a.rate,
+                inline: !a.no_inline,
+                max_nodes: a.max_nodes,
+                output: a.output,
+                agent,
+                command: a.command,
+            };
+            record::record(&opts)
+        }
+        Command::Report(a) => {
+            let opts = report::ReportOptions {
+                file: a.file,
+                format: match a.format {
+                    FormatArg::Text => report::Format::Text,
+                    FormatArg::Json => report::Format::Json,
+                    FormatArg::Folded => report::Format::Folded,
+                    FormatArg::Flamegraph => report::Format::Flamegraph,
+                    FormatArg::Speedscope => report::Format::Speedscope,
+                    FormatArg::Chrome => report::Format::Chrome,
+                    FormatArg::Pprof => report::Format::Pprof,
+                },
+                output: a.output,
+                tree: a.tree,
+                pretty: a.pretty,
+                query: Query {
+                    metric: a.metric.map(|m| match m {
+                        MetricArg::Cpu => Metric::Cpu,
+                        MetricArg::Wall => Metric::Wall,
+                        MetricArg::Samples => Metric::Samples,
+                        MetricArg::Calls => Metric::Calls,
+                    }),
+                    thread: a.thread,
+                    filter: a.filter,
+                    top: a.top,
+                },
+            };
+            report::report(&opts)?;
+            Ok(0)
+        }
+    }
+}

@@ -46,6 +46,8 @@ mod stream;
 mod wire;
 mod write;
 
+pub mod protocol;
+
 pub use error::ReadError;
 pub use event::{EventCategory, EventKind};
 pub use header::Header;
@@ -53,8 +55,8 @@ pub use kind::RecordKind;
 pub use read::Reader;
 pub use record::{
     AppDomainDef, AssemblyDef, CallTreeNode, ClassDef, Counter, Event, FrameKind, FunctionDef,
-    ModuleDef, NativeFrameDef, Record, RecordingEnd, Sample, SessionEnd, SessionStart, StackDef,
-    ThreadDef, ThreadState,
+    Message, ModuleDef, NativeFrameDef, Record, RecordingEnd, Sample, SessionEnd, SessionStart,
+    StackDef, ThreadDef, ThreadState,
 };
 pub use stream::{RawRecord, StreamDecoder};
 pub use write::{Writer, write_header};

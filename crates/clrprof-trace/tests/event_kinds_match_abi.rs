@@ -8,7 +8,11 @@ use clrprof_trace::EventKind;
 fn every_event_kind_is_its_callback_slot() {
     let slots = ICorProfilerCallback11Vtbl::all_slots();
     let callbacks: Vec<_> = slots.iter().filter(|s| s.interface != "IUnknown").collect();
-    assert_eq!(EventKind::all().len(), callbacks.len(), "one event kind per callback");
+    assert_eq!(
+        EventKind::all().len(),
+        callbacks.len(),
+        "one event kind per callback"
+    );
     for slot in callbacks {
         let kind = EventKind::from_name(slot.method)
             .unwrap_or_else(|| panic!("no EventKind for callback {}", slot.method));

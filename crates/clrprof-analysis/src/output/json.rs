@@ -67,7 +67,8 @@ pub struct CpuReport {
     pub duration_ns: u64,
     /// The filter text, when one was given.
     pub filter: Option<String>,
-    /// The selected threads.
+    /// The selected threads (`cpu_threads` in JSON, beside the report's list of all threads).
+    #[serde(rename = "cpu_threads")]
     pub threads: Vec<ThreadJson>,
     /// Functions by self weight, heaviest first.
     pub functions: Vec<FunctionJson>,

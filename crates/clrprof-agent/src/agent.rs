@@ -1,0 +1,785 @@
+//! The agent's [`Profiler`]: sets the session up in `Initialize`, records every callback the
+//! configuration asks for, keeps trace mode's shadow stacks right through exceptions and thread
+//! ends, and flushes everything at `Shutdown`.
+
+use std::io::Write;
+use std::sync::OnceLock;
+
+use clrprof_sdk::flags::{EventMask, HighEventMask};
+use clrprof_sdk::sys::GUID;
+use clrprof_sdk::types::*;
+use clrprof_sdk::*;
+use clrprof_trace::{EventCategory, EventKind as K, Record, SessionStart, ThreadDef, protocol};
+
+use crate::config::{Config, Mode};
+use crate::recorder::{cct, hooks, sys, threads};
+use crate::sampler::Sampler;
+use crate::session::Session;
+use crate::transport::Transport;
+
+/// The profiler the runtime loads. There is one per process, so its session is a static.
+#[derive(Default)]
+pub struct Agent;
+
+static SESSION: OnceLock<Session> = OnceLock::new();
+
+/// The version written into traces.
+pub const AGENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+fn hr(status: HResult) -> u64 {
+    status.0 as u32 as u64
+}
+
+fn b(v: bool) -> u64 {
+    v as u64
+}
+
+impl Agent {
+    fn session(&self) -> Option<&'static Session> {
+        SESSION.get().filter(|s| !s.ended())
+    }
+
+    /// Records an event if a session runs and wants it.
+    fn ev(&self, kind: K, args: &[u64]) -> Result<()> {
+        if let Some(s) = self.session() {
+            s.event(kind, args);
+        }
+        Ok(())
+    }
+
+    fn start(&self, info: ProfilerInfo) -> Result<()> {
+        let start_ns = sys::monotonic_ns();
+        let config = Config::parse(&std::env::var(protocol::ENV_CONFIG).unwrap_or_default());
+        let sink = open_sink().map_err(|reason| Error::InvalidData {
+            context: "clrprof agent",
+            reason,
+        })?;
+        let out = Transport::start(sink, config.buffer_bytes, |_| {});
+        let session = Session::new(info, config, out, start_ns);
+        if SESSION.set(session).is_err() {
+            return Err(Error::InvalidData {
+                context: "clrprof agent",
+                reason: "initialized twice".into(),
+            });
+        }
+        if let Some(session) = SESSION.get() {
+            session.configure();
+        }
+        Ok(())
+    }
+}
+
+/// Opens where the trace goes: the CLI's socket, or a file. The file header goes first.
+fn open_sink() -> std::result::Result<Box<dyn Write + Send>, String> {
+    let mut sink: Box<dyn Write + Send> = if let Ok(path) = std::env::var(protocol::ENV_SESSION) {
+        #[cfg(unix)]
+        {
+            let s = std::os::unix::net::UnixStream::connect(&path)
+                .map_err(|e| format!("cannot connect to the clrprof CLI at {path}: {e}"))?;
+            Box::new(s)
+        }
+        #[cfg(not(unix))]
+        {
+            return Err(format!(
+                "CLRPROF_SESSION={path} needs Unix sockets; use CLRPROF_OUTPUT"
+            ));
+        }
+    } else if let Ok(path) = std::env::var(protocol::ENV_OUTPUT) {
+        let f = std::fs::File::create(&path).map_err(|e| format!("cannot create {path}: {e}"))?;
+        Box::new(std::io::BufWriter::new(f))
+    } else {
+        return Err("neither CLRPROF_SESSION nor CLRPROF_OUTPUT is set".into());
+    };
+    clrprof_trace::write_header(&mut sink).map_err(|e| e.to_string())?;
+    Ok(sink)
+}
+
+impl Session {
+    /// Chooses the runtime callbacks, installs hooks, starts sampling, announces the session.
+    fn configure(&'static self) {
+        let (low, high) = self.event_masks();
+        let mut mask_ok = if self.info.version() >= 5 {
+            self.info.set_event_mask2(low, high)
+        } else {
+            self.info.set_event_mask(
+                low | if high.is_empty() {
+                    EventMask::empty()
+                } else {
+                    EventMask::MONITOR_GC
+                },
+            )
+        };
+        if let Err(e) = &mask_ok {
+            self.warn(format!(
+                "the runtime refused the event mask ({e}); retrying without optional events"
+            ));
+            mask_ok = self.info.set_event_mask(low);
+        }
+        if let Err(e) = mask_ok {
+            self.message(2, format!("the runtime refused the event mask: {e}"));
+        }
+
+        if self.config.mode == Mode::Trace {
+            cct::set_node_budget(self.config.max_nodes);
+            if let Err(e) = hooks::install(&self.info) {
+                self.message(2, format!("trace mode is unavailable: {e}"));
+            }
+        }
+
+        let runtime = self.info.get_runtime_information().map_or_else(
+            |_| "CoreCLR".to_string(),
+            |r| {
+                format!(
+                    "{} {}.{}.{}.{}",
+                    r.runtime_type.name().unwrap_or("runtime"),
+                    r.major,
+                    r.minor,
+                    r.build,
+                    r.qfe
+                )
+            },
+        );
+        let start_unix_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+            .saturating_sub(self.now());
+        self.out.push_record(&Record::SessionStart(SessionStart {
+            pid: std::process::id(),
+            agent_version: crate::agent::AGENT_VERSION.into(),
+            runtime,
+            info_version: self.info.version() as u16,
+            callback_version: 11,
+            start_unix_ns,
+            event_mask: u64::from(low.bits()),
+            event_mask_high: u64::from(high.bits()),
+            config: self.config.raw.clone(),
+            command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        }));
+        for w in &self.config.warnings {
+            self.warn(w.clone());
+        }
+        self.event(K::INITIALIZE, &[]);
+        if self.config.mode != Mode::None {
+            let sampler = Sampler::start(self);
+            *self.sampler.lock().unwrap_or_else(|e| e.into_inner()) = sampler;
+        }
+    }
+
+    /// The callbacks to ask the runtime for.
+    fn event_masks(&self) -> (EventMask, HighEventMask) {
+        let c = &self.config;
+        let mut low = EventMask::MONITOR_THREADS;
+        let mut high = HighEventMask::empty();
+        let on = |cat| c.wants(cat);
+        if on(EventCategory::AppDomain) {
+            low |= EventMask::MONITOR_APPDOMAIN_LOADS;
+        }
+        if on(EventCategory::Assembly) {
+            low |= EventMask::MONITOR_ASSEMBLY_LOADS;
+        }
+        if on(EventCategory::Module) {
+            low |= EventMask::MONITOR_MODULE_LOADS;
+        }
+        if on(EventCategory::Class) {
+            low |= EventMask::MONITOR_CLASS_LOADS;
+        }
+        if on(EventCategory::Jit) {
+            low |= EventMask::MONITOR_JIT_COMPILATION | EventMask::MONITOR_CACHE_SEARCHES;
+        }
+        if on(EventCategory::Transition) {
+            low |= EventMask::MONITOR_CODE_TRANSITIONS;
+        }
+        if on(EventCategory::Suspension) {
+            low |= EventMask::MONITOR_SUSPENDS;
+        }
+        if on(EventCategory::Gc) {
+            // Start/finish only, without the heap walks COR_PRF_MONITOR_GC triggers.
+            high |= HighEventMask::BASIC_GC;
+        }
+        if on(EventCategory::HeapRefs) {
+            low |= EventMask::MONITOR_GC;
+        }
+        if on(EventCategory::Exception) {
+            low |= EventMask::MONITOR_EXCEPTIONS | EventMask::ENABLE_STACK_SNAPSHOT;
+        }
+        if c.mode == Mode::Trace {
+            // Unwind callbacks keep the shadow stacks right; JITInlining says what was inlined.
+            low |= EventMask::MONITOR_ENTERLEAVE
+                | EventMask::MONITOR_EXCEPTIONS
+                | EventMask::MONITOR_JIT_COMPILATION;
+            if !c.inline {
+                low |= EventMask::DISABLE_INLINING;
+            }
+        }
+        (low, high)
+    }
+
+    fn trace_mode(&self) -> bool {
+        self.config.mode == Mode::Trace
+    }
+}
+
+impl Profiler for Agent {
+    fn initialize(&self, info: ProfilerInfo) -> Result<()> {
+        self.start(info)
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        if let Some(s) = self.session() {
+            s.event(K::SHUTDOWN, &[]);
+            s.end("shutdown");
+        }
+        Ok(())
+    }
+
+    fn app_domain_creation_started(&self, d: AppDomainId) -> Result<()> {
+        self.ev(K::APP_DOMAIN_CREATION_STARTED, &[d.as_u64()])
+    }
+    fn app_domain_creation_finished(&self, d: AppDomainId, status: HResult) -> Result<()> {
+        if let Some(s) = self
+            .session()
+            .filter(|s| s.wants(K::APP_DOMAIN_CREATION_FINISHED))
+        {
+            s.defs.app_domain(&s.info, &s.out, d);
+        }
+        self.ev(K::APP_DOMAIN_CREATION_FINISHED, &[d.as_u64(), hr(status)])
+    }
+    fn app_domain_shutdown_started(&self, d: AppDomainId) -> Result<()> {
+        self.ev(K::APP_DOMAIN_SHUTDOWN_STARTED, &[d.as_u64()])
+    }
+    fn app_domain_shutdown_finished(&self, d: AppDomainId, status: HResult) -> Result<()> {
+        self.ev(K::APP_DOMAIN_SHUTDOWN_FINISHED, &[d.as_u64(), hr(status)])
+    }
+    fn assembly_load_started(&self, a: AssemblyId) -> Result<()> {
+        self.ev(K::ASSEMBLY_LOAD_STARTED, &[a.as_u64()])
+    }
+    fn assembly_load_finished(&self, a: AssemblyId, status: HResult) -> Result<()> {
+        if let Some(s) = self
+            .session()
+            .filter(|s| s.wants(K::ASSEMBLY_LOAD_FINISHED))
+        {
+            s.defs.assembly(&s.info, &s.out, a);
+        }
+        self.ev(K::ASSEMBLY_LOAD_FINISHED, &[a.as_u64(), hr(status)])
+    }
+    fn assembly_unload_started(&self, a: AssemblyId) -> Result<()> {
+        self.ev(K::ASSEMBLY_UNLOAD_STARTED, &[a.as_u64()])
+    }
+    fn assembly_unload_finished(&self, a: AssemblyId, status: HResult) -> Result<()> {
+        self.ev(K::ASSEMBLY_UNLOAD_FINISHED, &[a.as_u64(), hr(status)])
+    }
+    fn module_load_started(&self, m: ModuleId) -> Result<()> {
+        self.ev(K::MODULE_LOAD_STARTED, &[m.as_u64()])
+    }
+    fn module_load_finished(&self, m: ModuleId, status: HResult) -> Result<()> {
+        self.ev(K::MODULE_LOAD_FINISHED, &[m.as_u64(), hr(status)])
+    }
+    fn module_unload_started(&self, m: ModuleId) -> Result<()> {
+        self.ev(K::MODULE_UNLOAD_STARTED, &[m.as_u64()])
+    }
+    fn module_unload_finished(&self, m: ModuleId, status: HResult) -> Result<()> {
+        self.ev(K::MODULE_UNLOAD_FINISHED, &[m.as_u64(), hr(status)])
+    }
+    fn module_attached_to_assembly(&self, m: ModuleId, a: AssemblyId) -> Result<()> {
+        // The module's assembly is known from here on: a good moment to name it.
+        if let Some(s) = self
+            .session()
+            .filter(|s| s.wants(K::MODULE_ATTACHED_TO_ASSEMBLY))
+        {
+            s.defs.module(&s.info, &s.out, m);
+        }
+        self.ev(K::MODULE_ATTACHED_TO_ASSEMBLY, &[m.as_u64(), a.as_u64()])
+    }
+    fn class_load_started(&self, c: ClassId) -> Result<()> {
+        self.ev(K::CLASS_LOAD_STARTED, &[c.as_u64()])
+    }
+    fn class_load_finished(&self, c: ClassId, status: HResult) -> Result<()> {
+        if let Some(s) = self.session().filter(|s| s.wants(K::CLASS_LOAD_FINISHED)) {
+            s.defs.class(&s.info, &s.out, c);
+        }
+        self.ev(K::CLASS_LOAD_FINISHED, &[c.as_u64(), hr(status)])
+    }
+    fn class_unload_started(&self, c: ClassId) -> Result<()> {
+        self.ev(K::CLASS_UNLOAD_STARTED, &[c.as_u64()])
+    }
+    fn class_unload_finished(&self, c: ClassId, status: HResult) -> Result<()> {
+        self.ev(K::CLASS_UNLOAD_FINISHED, &[c.as_u64(), hr(status)])
+    }
+    fn function_unload_started(&self, f: FunctionId) -> Result<()> {
+        self.ev(K::FUNCTION_UNLOAD_STARTED, &[f.as_u64()])
+    }
+    fn jit_compilation_started(&self, f: FunctionId, safe: bool) -> Result<()> {
+        self.ev(K::JIT_COMPILATION_STARTED, &[f.as_u64(), b(safe)])
+    }
+    fn jit_compilation_finished(&self, f: FunctionId, status: HResult, safe: bool) -> Result<()> {
+        if let Some(s) = self
+            .session()
+            .filter(|s| s.wants(K::JIT_COMPILATION_FINISHED))
+        {
+            s.defs.function(&s.info, &s.out, f);
+        }
+        self.ev(
+            K::JIT_COMPILATION_FINISHED,
+            &[f.as_u64(), hr(status), b(safe)],
+        )
+    }
+    fn jit_cached_function_search_started(&self, f: FunctionId) -> Result<bool> {
+        self.ev(K::JIT_CACHED_FUNCTION_SEARCH_STARTED, &[f.as_u64()])?;
+        Ok(true)
+    }
+    fn jit_cached_function_search_finished(
+        &self,
+        f: FunctionId,
+        result: JitCacheResult,
+    ) -> Result<()> {
+        if let Some(s) = self
+            .session()
+            .filter(|s| s.wants(K::JIT_CACHED_FUNCTION_SEARCH_FINISHED))
+        {
+            s.defs.function(&s.info, &s.out, f);
+        }
+        self.ev(
+            K::JIT_CACHED_FUNCTION_SEARCH_FINISHED,
+            &[f.as_u64(), u64::from(result.0)],
+        )
+    }
+    fn jit_function_pitched(&self, f: FunctionId) -> Result<()> {
+        self.ev(K::JIT_FUNCTION_PITCHED, &[f.as_u64()])
+    }
+    fn jit_inlining(&self, caller: FunctionId, callee: FunctionId) -> Result<bool> {
+        if let Some(s) = self.session() {
+            // Trace mode reports what was inlined into what, whatever the event selection.
+            if s.wants(K::JIT_INLINING) || s.trace_mode() {
+                s.defs.function(&s.info, &s.out, caller);
+                s.defs.function(&s.info, &s.out, callee);
+                s.out.push_event(&clrprof_trace::Event::new(
+                    s.now(),
+                    sys::gettid(),
+                    K::JIT_INLINING,
+                    &[caller.as_u64(), callee.as_u64()],
+                ));
+            }
+        }
+        Ok(true)
+    }
+    fn thread_created(&self, t: ThreadId) -> Result<()> {
+        // The runtime calls this on the new thread itself: register it for sampling.
+        threads::register_current(t.0);
+        if let Some(s) = self.session() {
+            s.out.push_record(&Record::ThreadDef(ThreadDef {
+                tid: sys::gettid(),
+                managed_id: t.as_u64(),
+                name: String::new(),
+            }));
+        }
+        self.ev(K::THREAD_CREATED, &[t.as_u64()])
+    }
+    fn thread_destroyed(&self, t: ThreadId) -> Result<()> {
+        self.ev(K::THREAD_DESTROYED, &[t.as_u64()])?;
+        if let Some(slot) = threads::find_managed(t.0) {
+            if let (Some(s), Some(state)) = (self.session(), slot.trace_state()) {
+                s.dump_call_tree(state);
+            }
+            slot.mark_dead();
+        }
+        if threads::current()
+            .is_some_and(|slot| slot.managed_id.load(std::sync::atomic::Ordering::Relaxed) == t.0)
+        {
+            threads::unregister_current();
+        }
+        Ok(())
+    }
+    fn thread_assigned_to_os_thread(&self, t: ThreadId, os: u32) -> Result<()> {
+        self.ev(
+            K::THREAD_ASSIGNED_TO_OS_THREAD,
+            &[t.as_u64(), u64::from(os)],
+        )
+    }
+    fn remoting_client_invocation_started(&self) -> Result<()> {
+        self.ev(K::REMOTING_CLIENT_INVOCATION_STARTED, &[])
+    }
+    fn remoting_client_sending_message(&self, _c: &GUID, is_async: bool) -> Result<()> {
+        self.ev(K::REMOTING_CLIENT_SENDING_MESSAGE, &[b(is_async)])
+    }
+    fn remoting_client_receiving_reply(&self, _c: &GUID, is_async: bool) -> Result<()> {
+        self.ev(K::REMOTING_CLIENT_RECEIVING_REPLY, &[b(is_async)])
+    }
+    fn remoting_client_invocation_finished(&self) -> Result<()> {
+        self.ev(K::REMOTING_CLIENT_INVOCATION_FINISHED, &[])
+    }
+    fn remoting_server_receiving_message(&self, _c: &GUID, is_async: bool) -> Result<()> {
+        self.ev(K::REMOTING_SERVER_RECEIVING_MESSAGE, &[b(is_async)])
+    }
+    fn remoting_server_invocation_started(&self) -> Result<()> {
+        self.ev(K::REMOTING_SERVER_INVOCATION_STARTED, &[])
+    }
+    fn remoting_server_invocation_returned(&self) -> Result<()> {
+        self.ev(K::REMOTING_SERVER_INVOCATION_RETURNED, &[])
+    }
+    fn remoting_server_sending_reply(&self, _c: &GUID, is_async: bool) -> Result<()> {
+        self.ev(K::REMOTING_SERVER_SENDING_REPLY, &[b(is_async)])
+    }
+    fn unmanaged_to_managed_transition(
+        &self,
+        f: FunctionId,
+        reason: TransitionReason,
+    ) -> Result<()> {
+        self.transition(K::UNMANAGED_TO_MANAGED_TRANSITION, f, reason)
+    }
+    fn managed_to_unmanaged_transition(
+        &self,
+        f: FunctionId,
+        reason: TransitionReason,
+    ) -> Result<()> {
+        self.transition(K::MANAGED_TO_UNMANAGED_TRANSITION, f, reason)
+    }
+    fn runtime_suspend_started(&self, reason: SuspendReason) -> Result<()> {
+        self.ev(K::RUNTIME_SUSPEND_STARTED, &[u64::from(reason.0)])
+    }
+    fn runtime_suspend_finished(&self) -> Result<()> {
+        self.ev(K::RUNTIME_SUSPEND_FINISHED, &[])
+    }
+    fn runtime_suspend_aborted(&self) -> Result<()> {
+        self.ev(K::RUNTIME_SUSPEND_ABORTED, &[])
+    }
+    fn runtime_resume_started(&self) -> Result<()> {
+        self.ev(K::RUNTIME_RESUME_STARTED, &[])
+    }
+    fn runtime_resume_finished(&self) -> Result<()> {
+        self.ev(K::RUNTIME_RESUME_FINISHED, &[])
+    }
+    fn runtime_thread_suspended(&self, t: ThreadId) -> Result<()> {
+        self.ev(K::RUNTIME_THREAD_SUSPENDED, &[t.as_u64()])
+    }
+    fn runtime_thread_resumed(&self, t: ThreadId) -> Result<()> {
+        self.ev(K::RUNTIME_THREAD_RESUMED, &[t.as_u64()])
+    }
+    fn moved_references(
+        &self,
+        _old: &[ObjectId],
+        _new: &[ObjectId],
+        lengths: &[u32],
+    ) -> Result<()> {
+        let bytes: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
+        self.ev(K::MOVED_REFERENCES, &[lengths.len() as u64, bytes])
+    }
+    fn object_allocated(&self, o: ObjectId, c: ClassId) -> Result<()> {
+        self.ev(K::OBJECT_ALLOCATED, &[o.as_u64(), c.as_u64(), 0])
+    }
+    fn objects_allocated_by_class(&self, classes: &[ClassId], counts: &[u32]) -> Result<()> {
+        let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+        self.ev(
+            K::OBJECTS_ALLOCATED_BY_CLASS,
+            &[classes.len() as u64, total],
+        )
+    }
+    fn object_references(&self, o: ObjectId, c: ClassId, refs: &[ObjectId]) -> Result<()> {
+        self.ev(
+            K::OBJECT_REFERENCES,
+            &[o.as_u64(), c.as_u64(), refs.len() as u64],
+        )
+    }
+    fn root_references(&self, roots: &[ObjectId]) -> Result<()> {
+        self.ev(K::ROOT_REFERENCES, &[roots.len() as u64])
+    }
+    fn exception_thrown(&self, exception: ObjectId) -> Result<()> {
+        let Some(s) = self.session().filter(|s| s.wants(K::EXCEPTION_THROWN)) else {
+            return Ok(());
+        };
+        let class = s.info.get_class_from_object(exception).unwrap_or_default();
+        let thrower = throwing_function(&s.info);
+        s.defs.class(&s.info, &s.out, class);
+        s.defs.function(&s.info, &s.out, thrower);
+        s.event(
+            K::EXCEPTION_THROWN,
+            &[exception.as_u64(), class.as_u64(), thrower.as_u64()],
+        );
+        Ok(())
+    }
+    fn exception_search_function_enter(&self, f: FunctionId) -> Result<()> {
+        self.function_event(K::EXCEPTION_SEARCH_FUNCTION_ENTER, f, &[])
+    }
+    fn exception_search_function_leave(&self) -> Result<()> {
+        self.ev(K::EXCEPTION_SEARCH_FUNCTION_LEAVE, &[])
+    }
+    fn exception_search_filter_enter(&self, f: FunctionId) -> Result<()> {
+        self.function_event(K::EXCEPTION_SEARCH_FILTER_ENTER, f, &[])
+    }
+    fn exception_search_filter_leave(&self) -> Result<()> {
+        self.ev(K::EXCEPTION_SEARCH_FILTER_LEAVE, &[])
+    }
+    fn exception_search_catcher_found(&self, f: FunctionId) -> Result<()> {
+        self.function_event(K::EXCEPTION_SEARCH_CATCHER_FOUND, f, &[])
+    }
+    fn exception_os_handler_enter(&self) -> Result<()> {
+        self.ev(K::EXCEPTION_OS_HANDLER_ENTER, &[])
+    }
+    fn exception_os_handler_leave(&self) -> Result<()> {
+        self.ev(K::EXCEPTION_OS_HANDLER_LEAVE, &[])
+    }
+    fn exception_unwind_function_enter(&self, f: FunctionId) -> Result<()> {
+        if let Some(state) = cct::current_state() {
+            state.unwind_function_enter(f.0);
+        }
+        self.function_event(K::EXCEPTION_UNWIND_FUNCTION_ENTER, f, &[])
+    }
+    fn exception_unwind_function_leave(&self) -> Result<()> {
+        if let Some(state) = cct::current_state() {
+            state.unwind_function_leave();
+        }
+        self.ev(K::EXCEPTION_UNWIND_FUNCTION_LEAVE, &[])
+    }
+    fn exception_unwind_finally_enter(&self, f: FunctionId) -> Result<()> {
+        self.function_event(K::EXCEPTION_UNWIND_FINALLY_ENTER, f, &[])
+    }
+    fn exception_unwind_finally_leave(&self) -> Result<()> {
+        self.ev(K::EXCEPTION_UNWIND_FINALLY_LEAVE, &[])
+    }
+    fn exception_catcher_enter(&self, f: FunctionId, exception: ObjectId) -> Result<()> {
+        self.function_event(K::EXCEPTION_CATCHER_ENTER, f, &[exception.as_u64()])
+    }
+    fn exception_catcher_leave(&self) -> Result<()> {
+        self.ev(K::EXCEPTION_CATCHER_LEAVE, &[])
+    }
+    fn com_classic_vtable_created(
+        &self,
+        c: ClassId,
+        _iid: &GUID,
+        vtable: usize,
+        slots: u32,
+    ) -> Result<()> {
+        self.ev(
+            K::COM_CLASSIC_VTABLE_CREATED,
+            &[c.as_u64(), vtable as u64, u64::from(slots)],
+        )
+    }
+    fn com_classic_vtable_destroyed(&self, c: ClassId, _iid: &GUID, vtable: usize) -> Result<()> {
+        self.ev(
+            K::COM_CLASSIC_VTABLE_DESTROYED,
+            &[c.as_u64(), vtable as u64],
+        )
+    }
+    fn exception_clr_catcher_found(&self) -> Result<()> {
+        self.ev(K::EXCEPTION_CLR_CATCHER_FOUND, &[])
+    }
+    fn exception_clr_catcher_execute(&self) -> Result<()> {
+        self.ev(K::EXCEPTION_CLR_CATCHER_EXECUTE, &[])
+    }
+    fn thread_name_changed(&self, t: ThreadId, name: &str) -> Result<()> {
+        if let Some(s) = self.session() {
+            // Called on whichever thread set the name: find the named thread's OS id.
+            let tid = threads::find_managed(t.0)
+                .map(|slot| slot.tid.load(std::sync::atomic::Ordering::Relaxed))
+                .or_else(|| s.info.get_thread_info(t).ok())
+                .unwrap_or(0);
+            s.out.push_record(&Record::ThreadDef(ThreadDef {
+                tid,
+                managed_id: t.as_u64(),
+                name: name.to_string(),
+            }));
+        }
+        self.ev(
+            K::THREAD_NAME_CHANGED,
+            &[t.as_u64(), name.encode_utf16().count() as u64],
+        )
+    }
+    fn garbage_collection_started(&self, generations: Generations, reason: GcReason) -> Result<()> {
+        self.ev(
+            K::GARBAGE_COLLECTION_STARTED,
+            &[u64::from(generations.bits()), u64::from(reason.0)],
+        )
+    }
+    fn surviving_references(&self, _starts: &[ObjectId], lengths: &[u32]) -> Result<()> {
+        let bytes: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
+        self.ev(K::SURVIVING_REFERENCES, &[lengths.len() as u64, bytes])
+    }
+    fn garbage_collection_finished(&self) -> Result<()> {
+        self.ev(K::GARBAGE_COLLECTION_FINISHED, &[])
+    }
+    fn finalizeable_object_queued(&self, flags: FinalizerFlags, o: ObjectId) -> Result<()> {
+        self.ev(
+            K::FINALIZEABLE_OBJECT_QUEUED,
+            &[u64::from(flags.bits()), o.as_u64()],
+        )
+    }
+    fn root_references2(
+        &self,
+        roots: &[ObjectId],
+        _k: &[GcRootKind],
+        _f: &[GcRootFlags],
+        _ids: &[usize],
+    ) -> Result<()> {
+        self.ev(K::ROOT_REFERENCES2, &[roots.len() as u64])
+    }
+    fn handle_created(&self, h: GcHandleId, o: ObjectId) -> Result<()> {
+        self.ev(K::HANDLE_CREATED, &[h.as_u64(), o.as_u64()])
+    }
+    fn handle_destroyed(&self, h: GcHandleId) -> Result<()> {
+        self.ev(K::HANDLE_DESTROYED, &[h.as_u64()])
+    }
+    fn initialize_for_attach(&self, info: ProfilerInfo, client_data: &[u8]) -> Result<()> {
+        self.start(info)?;
+        self.ev(K::INITIALIZE_FOR_ATTACH, &[client_data.len() as u64])
+    }
+    fn profiler_attach_complete(&self) -> Result<()> {
+        self.ev(K::PROFILER_ATTACH_COMPLETE, &[])
+    }
+    fn profiler_detach_succeeded(&self) -> Result<()> {
+        if let Some(s) = self.session() {
+            s.event(K::PROFILER_DETACH_SUCCEEDED, &[]);
+            s.end("detach");
+        }
+        Ok(())
+    }
+    fn rejit_compilation_started(&self, f: FunctionId, rejit: ReJitId, safe: bool) -> Result<()> {
+        self.ev(
+            K::REJIT_COMPILATION_STARTED,
+            &[f.as_u64(), rejit.as_u64(), b(safe)],
+        )
+    }
+    fn get_rejit_parameters(
+        &self,
+        m: ModuleId,
+        method: Token,
+        _control: &FunctionControl,
+    ) -> Result<()> {
+        self.ev(K::GET_REJIT_PARAMETERS, &[m.as_u64(), u64::from(method.0)])
+    }
+    fn rejit_compilation_finished(
+        &self,
+        f: FunctionId,
+        rejit: ReJitId,
+        status: HResult,
+        safe: bool,
+    ) -> Result<()> {
+        self.ev(
+            K::REJIT_COMPILATION_FINISHED,
+            &[f.as_u64(), rejit.as_u64(), hr(status), b(safe)],
+        )
+    }
+    fn rejit_error(
+        &self,
+        m: ModuleId,
+        method: Token,
+        f: FunctionId,
+        status: HResult,
+    ) -> Result<()> {
+        self.ev(
+            K::REJIT_ERROR,
+            &[m.as_u64(), u64::from(method.0), f.as_u64(), hr(status)],
+        )
+    }
+    fn moved_references2(
+        &self,
+        _old: &[ObjectId],
+        _new: &[ObjectId],
+        lengths: &[usize],
+    ) -> Result<()> {
+        let bytes: u64 = lengths.iter().map(|&l| l as u64).sum();
+        self.ev(K::MOVED_REFERENCES2, &[lengths.len() as u64, bytes])
+    }
+    fn surviving_references2(&self, _starts: &[ObjectId], lengths: &[usize]) -> Result<()> {
+        let bytes: u64 = lengths.iter().map(|&l| l as u64).sum();
+        self.ev(K::SURVIVING_REFERENCES2, &[lengths.len() as u64, bytes])
+    }
+    fn conditional_weak_table_element_references(
+        &self,
+        keys: &[ObjectId],
+        _v: &[ObjectId],
+        _h: &[GcHandleId],
+    ) -> Result<()> {
+        self.ev(
+            K::CONDITIONAL_WEAK_TABLE_ELEMENT_REFERENCES,
+            &[keys.len() as u64],
+        )
+    }
+    fn get_assembly_references(
+        &self,
+        _path: &str,
+        _provider: &AssemblyReferenceProvider,
+    ) -> Result<()> {
+        self.ev(K::GET_ASSEMBLY_REFERENCES, &[])
+    }
+    fn module_in_memory_symbols_updated(&self, m: ModuleId) -> Result<()> {
+        self.ev(K::MODULE_IN_MEMORY_SYMBOLS_UPDATED, &[m.as_u64()])
+    }
+    fn dynamic_method_jit_compilation_started(
+        &self,
+        f: FunctionId,
+        safe: bool,
+        il_header: &[u8],
+    ) -> Result<()> {
+        self.ev(
+            K::DYNAMIC_METHOD_JIT_COMPILATION_STARTED,
+            &[f.as_u64(), b(safe), il_header.len() as u64],
+        )
+    }
+    fn dynamic_method_jit_compilation_finished(
+        &self,
+        f: FunctionId,
+        status: HResult,
+        safe: bool,
+    ) -> Result<()> {
+        self.function_event(
+            K::DYNAMIC_METHOD_JIT_COMPILATION_FINISHED,
+            f,
+            &[hr(status), b(safe)],
+        )
+    }
+    fn dynamic_method_unloaded(&self, f: FunctionId) -> Result<()> {
+        self.ev(K::DYNAMIC_METHOD_UNLOADED, &[f.as_u64()])
+    }
+    fn event_pipe_event_delivered(&self, e: &EventPipeEvent<'_>) -> Result<()> {
+        self.ev(
+            K::EVENT_PIPE_EVENT_DELIVERED,
+            &[
+                e.provider.0 as u64,
+                u64::from(e.event_id),
+                u64::from(e.event_version),
+                e.metadata.len() as u64,
+                e.data.len() as u64,
+                e.thread.as_u64(),
+                e.stack.len() as u64,
+            ],
+        )
+    }
+    fn event_pipe_provider_created(&self, p: EventPipeProviderId) -> Result<()> {
+        self.ev(K::EVENT_PIPE_PROVIDER_CREATED, &[p.0 as u64])
+    }
+}
+
+impl Agent {
+    /// An event whose first argument is a function, which is named if recorded.
+    fn function_event(&self, kind: K, f: FunctionId, rest: &[u64]) -> Result<()> {
+        if let Some(s) = self.session().filter(|s| s.wants(kind)) {
+            s.defs.function(&s.info, &s.out, f);
+            let mut args = [0u64; 8];
+            args[0] = f.as_u64();
+            let n = 1 + rest.len().min(7);
+            args[1..n].copy_from_slice(&rest[..n - 1]);
+            s.event(kind, &args[..n]);
+        }
+        Ok(())
+    }
+
+    fn transition(&self, kind: K, f: FunctionId, reason: TransitionReason) -> Result<()> {
+        self.function_event(kind, f, &[u64::from(reason.0)])
+    }
+}
+
+/// The innermost managed frame of the calling thread: where an exception was thrown.
+fn throwing_function(info: &ProfilerInfo) -> FunctionId {
+    let mut first = FunctionId::NULL;
+    let _ = info.do_stack_snapshot(
+        ThreadId::NULL,
+        stack::SnapshotFlags::DEFAULT,
+        &mut |frame| {
+            if frame.function.is_null() {
+                return true;
+            }
+            first = frame.function;
+            false
+        },
+    );
+    first
+}

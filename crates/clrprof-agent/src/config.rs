@@ -1,0 +1,154 @@
+//! The agent's configuration, read from environment variables set by `clrprof record`.
+//!
+//! - `CLRPROF_SESSION`: path of the Unix socket the CLI listens on; the trace is streamed there.
+//! - `CLRPROF_OUTPUT`: a file to write the trace to directly (profiling without the CLI).
+//! - `CLRPROF_CONFIG`: `key=value` pairs separated by `;`:
+//!   `mode=sample|trace|none`, `events=jit,gc,...|all`, `rate=HZ`, `inline=1|0`,
+//!   `max_nodes=N`, `buffer_kb=N`.
+//!
+//! Unknown keys and bad values are reported back to the CLI as warnings, never fatal: the
+//! profiled program must run whatever the configuration says.
+
+use clrprof_trace::EventCategory;
+
+/// What to collect about CPU time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Sample every managed thread's stack at `rate` Hz.
+    Sample,
+    /// Exact call counts through enter/leave hooks, with sampled time.
+    Trace,
+    /// Only the selected runtime events.
+    None,
+}
+
+/// The parsed configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// CPU profiling mode.
+    pub mode: Mode,
+    /// Event categories to record.
+    pub events: Vec<EventCategory>,
+    /// Sampling rate in Hz (both modes sample).
+    pub rate_hz: u32,
+    /// Let the JIT inline (trace mode reports inlined calls under their caller).
+    pub inline: bool,
+    /// Trace mode: maximum number of call tree nodes, all threads together.
+    pub max_nodes: u64,
+    /// Size of each of the agent's two record buffers.
+    pub buffer_bytes: usize,
+    /// The configuration string as given.
+    pub raw: String,
+    /// Problems found while parsing, for the CLI to show.
+    pub warnings: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            mode: Mode::Sample,
+            events: Vec::new(),
+            rate_hz: 1000,
+            inline: true,
+            max_nodes: 2_000_000,
+            buffer_bytes: 4 << 20,
+            raw: String::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Parses a `CLRPROF_CONFIG` value.
+    pub fn parse(raw: &str) -> Config {
+        let mut c = Config {
+            raw: raw.to_string(),
+            ..Config::default()
+        };
+        for item in raw.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            let (key, value) = item.split_once('=').unwrap_or((item, ""));
+            match key.trim() {
+                "mode" => match value {
+                    "sample" => c.mode = Mode::Sample,
+                    "trace" => c.mode = Mode::Trace,
+                    "none" => c.mode = Mode::None,
+                    other => c
+                        .warnings
+                        .push(format!("unknown mode `{other}`, sampling instead")),
+                },
+                "events" => {
+                    for name in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                        if name == "all" {
+                            c.events = EventCategory::all().to_vec();
+                        } else if let Some(cat) = EventCategory::parse(name) {
+                            if !c.events.contains(&cat) {
+                                c.events.push(cat);
+                            }
+                        } else {
+                            c.warnings
+                                .push(format!("unknown event category `{name}`, ignored"));
+                        }
+                    }
+                }
+                "rate" => match value.parse::<u32>() {
+                    Ok(hz) if (1..=20_000).contains(&hz) => c.rate_hz = hz,
+                    _ => c.warnings.push(format!(
+                        "bad sampling rate `{value}`, using {} Hz",
+                        c.rate_hz
+                    )),
+                },
+                "inline" => c.inline = value != "0",
+                "max_nodes" => match value.parse::<u64>() {
+                    Ok(n) if n > 0 => c.max_nodes = n,
+                    _ => c.warnings.push(format!("bad max_nodes `{value}`")),
+                },
+                "buffer_kb" => match value.parse::<usize>() {
+                    Ok(kb) if (64..=1 << 20).contains(&kb) => c.buffer_bytes = kb << 10,
+                    _ => c.warnings.push(format!("bad buffer_kb `{value}`")),
+                },
+                other => c
+                    .warnings
+                    .push(format!("unknown setting `{other}`, ignored")),
+            }
+        }
+        c
+    }
+
+    /// True if the category was asked for.
+    pub fn wants(&self, category: EventCategory) -> bool {
+        self.events.contains(&category)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_settings() {
+        let c = Config::parse("mode=trace;events=jit,gc;rate=250;inline=0;max_nodes=10");
+        assert_eq!(c.mode, Mode::Trace);
+        assert_eq!(c.events, vec![EventCategory::Jit, EventCategory::Gc]);
+        assert_eq!(c.rate_hz, 250);
+        assert!(!c.inline);
+        assert_eq!(c.max_nodes, 10);
+        assert!(c.warnings.is_empty());
+    }
+
+    #[test]
+    fn all_events_and_defaults() {
+        let c = Config::parse("events=all");
+        assert_eq!(c.mode, Mode::Sample);
+        assert_eq!(c.events.len(), EventCategory::all().len());
+        assert!(c.wants(EventCategory::Exception));
+    }
+
+    #[test]
+    fn bad_values_warn_and_keep_defaults() {
+        let c = Config::parse("mode=fast;rate=0;events=jit,nope;color=blue");
+        assert_eq!(c.mode, Mode::Sample);
+        assert_eq!(c.rate_hz, 1000);
+        assert_eq!(c.events, vec![EventCategory::Jit]);
+        assert_eq!(c.warnings.len(), 4, "{:?}", c.warnings);
+    }
+}

@@ -1,0 +1,200 @@
+//! Sample mode's stack capture: a signal sent to one thread, which records its own stack.
+//!
+//! The sampler thread bumps a thread slot's `request` counter and sends it `SIGPROF`. The
+//! handler, running on the sampled thread, finds its slot through the initial-exec TLS slot,
+//! records the interrupted instruction pointer and walks the frame-pointer chain (JIT-compiled
+//! code on Linux x86-64 always links RBP frames; so does libcoreclr), bounded by the thread's
+//! own stack, into the slot's fixed array; then it publishes `done = request` and wakes the
+//! sampler with a futex. The handler allocates nothing, takes no lock and reads only memory
+//! between the interrupted stack pointer and the top of the thread's stack, which is mapped.
+//! Names are resolved later on the sampler thread, never in the handler.
+//!
+//! CoreCLR uses SIGRTMIN for its own thread suspension and the fault signals for exceptions;
+//! `SIGPROF` is free. Handlers are installed with `SA_RESTART`; the runtime's own waits loop
+//! on `EINTR`.
+
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use super::threads::{self, MAX_FRAMES, ThreadSlot};
+
+/// The signal used for sampling.
+#[cfg(unix)]
+pub const SAMPLE_SIGNAL: i32 = libc::SIGPROF;
+
+/// Bumped by the handler after each capture; the sampler waits on it.
+pub static COMPLETIONS: AtomicU32 = AtomicU32::new(0);
+
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Installs the sampling signal handler (once). Returns false if the platform has none.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub fn install() -> bool {
+    if INSTALLED.swap(true, Ordering::AcqRel) {
+        return true;
+    }
+    // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; we fill in the
+    // handler and flags, and sigaction copies the struct.
+    unsafe {
+        let mut action: libc::sigaction = core::mem::zeroed();
+        action.sa_sigaction = on_sample_signal as *const () as usize;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(SAMPLE_SIGNAL, &action, core::ptr::null_mut()) == 0
+    }
+}
+
+/// Signal sampling exists only on x86-64 Linux.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+pub fn install() -> bool {
+    let _ = &INSTALLED;
+    false
+}
+
+/// Asks `slot`'s thread for its stack. Returns false if the thread is gone.
+#[cfg(target_os = "linux")]
+pub fn request(slot: &ThreadSlot) -> bool {
+    slot.request.fetch_add(1, Ordering::AcqRel);
+    super::sys::signal_thread(slot.tid.load(Ordering::Relaxed), SAMPLE_SIGNAL)
+}
+
+/// True once `slot` answered its latest request.
+pub fn answered(slot: &ThreadSlot) -> bool {
+    slot.done.load(Ordering::Acquire) == slot.request.load(Ordering::Acquire)
+}
+
+/// Copies `slot`'s captured frames (innermost first) into `out`; returns how many.
+pub fn frames(slot: &ThreadSlot, out: &mut [usize; MAX_FRAMES]) -> usize {
+    let n = (slot.depth.load(Ordering::Acquire) as usize).min(MAX_FRAMES);
+    for (dst, src) in out.iter_mut().zip(slot.frames.iter()).take(n) {
+        *dst = src.load(Ordering::Relaxed);
+    }
+    n
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+extern "C" fn on_sample_signal(
+    _signal: i32,
+    _info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
+) {
+    // SAFETY: errno is thread-local; we restore it so the interrupted code sees no change.
+    let errno = unsafe { *libc::__errno_location() };
+    if let Some(slot) = threads::current() {
+        let request = slot.request.load(Ordering::Acquire);
+        if slot.done.load(Ordering::Relaxed) != request && !context.is_null() {
+            // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO handlers.
+            let gregs = unsafe { &(*(context as *const libc::ucontext_t)).uc_mcontext.gregs };
+            let rip = gregs[libc::REG_RIP as usize] as usize;
+            let rsp = gregs[libc::REG_RSP as usize] as usize;
+            let rbp = gregs[libc::REG_RBP as usize] as usize;
+            let hi = slot.stack_hi.load(Ordering::Relaxed);
+            let depth = walk(rip, rsp, rbp, hi, &slot.frames);
+            slot.depth.store(depth as u32, Ordering::Release);
+            slot.done.store(request, Ordering::Release);
+            COMPLETIONS.fetch_add(1, Ordering::Release);
+            super::sys::futex_wake(&COMPLETIONS);
+        }
+    }
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Walks the frame-pointer chain from (rip, rsp, rbp) without leaving `[rsp, stack_hi)`.
+/// Records `rip` then each return address; returns the number recorded.
+fn walk(
+    rip: usize,
+    rsp: usize,
+    rbp: usize,
+    stack_hi: usize,
+    out: &[core::sync::atomic::AtomicUsize],
+) -> usize {
+    let Some(first) = out.first() else { return 0 };
+    first.store(rip, Ordering::Relaxed);
+    let mut n = 1;
+    if stack_hi <= rsp {
+        return n;
+    }
+    let mut fp = rbp;
+    while n < out.len() {
+        // A frame record is two words at `fp`: saved caller RBP, then the return address.
+        if fp < rsp || !fp.is_multiple_of(8) || fp > stack_hi.saturating_sub(16) {
+            break;
+        }
+        // SAFETY: `rsp <= fp` and `fp + 16 <= stack_hi`: the two words lie in the part of the
+        // thread's stack above the interrupted stack pointer, which is mapped.
+        let (next, ret) = unsafe { (*(fp as *const usize), *((fp + 8) as *const usize)) };
+        if ret == 0 {
+            break;
+        }
+        out[n].store(ret, Ordering::Relaxed);
+        n += 1;
+        if next <= fp {
+            break;
+        }
+        fp = next;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn walk_follows_a_fake_chain_and_stays_in_bounds() {
+        // A fake stack: three frames linked upwards, then a zero return address.
+        let mut stack = vec![0usize; 32];
+        let base = stack.as_mut_ptr() as usize;
+        let at = |i: usize| base + i * 8;
+        stack[4] = at(10); // frame at 4 -> next frame at 10
+        stack[5] = 0x1111;
+        stack[10] = at(20);
+        stack[11] = 0x2222;
+        stack[20] = at(40); // points past the end: the walk must stop there
+        stack[21] = 0x3333;
+        let out: Vec<AtomicUsize> = (0..8).map(|_| AtomicUsize::new(0)).collect();
+        let n = walk(0x9999, at(0), at(4), at(32), &out);
+        let got: Vec<usize> = out[..n].iter().map(|a| a.load(Ordering::Relaxed)).collect();
+        assert_eq!(got, vec![0x9999, 0x1111, 0x2222, 0x3333]);
+        // Unknown stack top: only the instruction pointer.
+        assert_eq!(walk(0x9999, at(0), at(4), 0, &out), 1);
+        // A frame pointer below the stack pointer is not followed.
+        assert_eq!(walk(0x9999, at(8), at(4), at(32), &out), 1);
+    }
+
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[test]
+    fn a_thread_captures_its_own_stack_on_request() {
+        assert!(install());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            let slot = threads::register_current(0).unwrap();
+            tx.send(slot as *const ThreadSlot as usize).unwrap();
+            // Keep running (and, in a debug build, keep frame pointers) until told to stop.
+            while done_rx.try_recv().is_err() {
+                std::hint::black_box(0u64);
+            }
+            threads::unregister_current();
+        });
+        // SAFETY: the worker sent the address of an element of the static SLOTS array.
+        let slot: &ThreadSlot = unsafe { &*(rx.recv().unwrap() as *const ThreadSlot) };
+        let seen = COMPLETIONS.load(Ordering::Acquire);
+        assert!(request(slot));
+        let start = std::time::Instant::now();
+        while !answered(slot) && start.elapsed().as_secs() < 5 {
+            super::super::sys::futex_wait(&COMPLETIONS, seen, 10_000_000);
+        }
+        assert!(answered(slot), "the handler answered");
+        let mut buf = [0usize; MAX_FRAMES];
+        let n = frames(slot, &mut buf);
+        assert!(
+            n >= 1 && buf[0] != 0,
+            "captured at least the instruction pointer"
+        );
+        done_tx.send(()).unwrap();
+        worker.join().unwrap();
+        slot.release();
+    }
+}

@@ -1,0 +1,224 @@
+//! Thin wrappers over the few system calls the agent needs, each safe to call from any thread.
+//! The ones marked *async-signal-safe* may also be called from the sampling signal handler.
+
+/// The kernel id of the calling thread. Async-signal-safe.
+#[cfg(target_os = "linux")]
+pub fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() as u32 }
+}
+
+/// The kernel id of the calling thread (0 where there is no such notion).
+#[cfg(not(target_os = "linux"))]
+pub fn gettid() -> u32 {
+    0
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; an invalid clock id only makes the call fail.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// CPU time consumed so far by thread `tid` of this process, or `None` if it has exited.
+///
+/// Linux encodes "the CPU clock of thread `tid`" as a clock id: `(~tid << 3) | 6`
+/// (`CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED`), readable for any thread of the process.
+#[cfg(target_os = "linux")]
+pub fn thread_cpu_ns(tid: u32) -> Option<u64> {
+    let clock = ((!(tid as libc::clockid_t)) << 3) | 6;
+    clock_ns(clock)
+}
+
+/// CPU time of a thread: not available on this platform.
+#[cfg(not(target_os = "linux"))]
+pub fn thread_cpu_ns(_tid: u32) -> Option<u64> {
+    None
+}
+
+/// Sends `signal` to thread `tid` of this process. Returns false if the thread is gone.
+#[cfg(target_os = "linux")]
+pub fn signal_thread(tid: u32, signal: i32) -> bool {
+    // SAFETY: tgkill only sends a signal; a stale tid makes it fail with ESRCH.
+    unsafe {
+        libc::syscall(
+            libc::SYS_tgkill,
+            libc::getpid(),
+            tid as libc::c_long,
+            signal as libc::c_long,
+        ) == 0
+    }
+}
+
+/// Waits until `*word != expected` or `timeout_ns` passes (or a spurious wake-up).
+#[cfg(target_os = "linux")]
+pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32, timeout_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `word` is a live, aligned u32 for the duration of the call; `ts` is valid.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            &ts as *const libc::timespec,
+        )
+    };
+}
+
+/// Wakes every waiter on `word`. Async-signal-safe.
+#[cfg(target_os = "linux")]
+pub fn futex_wake(word: &core::sync::atomic::AtomicU32) {
+    // SAFETY: `word` is a live, aligned u32; FUTEX_WAKE touches nothing else.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
+        )
+    };
+}
+
+/// The address range `[low, high)` of the calling thread's stack, if the C library knows it.
+#[cfg(target_os = "linux")]
+pub fn current_stack_bounds() -> Option<(usize, usize)> {
+    // SAFETY: pthread_attr_t is plain data, initialized by pthread_getattr_np before use and
+    // destroyed after; the out-pointers are valid locals.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = core::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut addr: *mut libc::c_void = core::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+        libc::pthread_attr_destroy(&mut attr);
+        (rc == 0 && !addr.is_null()).then(|| (addr as usize, addr as usize + size))
+    }
+}
+
+/// Stack bounds: not available on this platform.
+#[cfg(not(target_os = "linux"))]
+pub fn current_stack_bounds() -> Option<(usize, usize)> {
+    None
+}
+
+/// Reserves `bytes` of zeroed, lazily committed memory (pages cost nothing until touched).
+/// Returns null on failure. The memory is never returned to the system.
+#[cfg(unix)]
+pub fn reserve_zeroed(bytes: usize) -> *mut u8 {
+    // SAFETY: an anonymous private mapping with no fixed address has no preconditions.
+    let p = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        core::ptr::null_mut()
+    } else {
+        p.cast()
+    }
+}
+
+/// What the dynamic linker knows about a native code address.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NativeSymbol {
+    /// Path of the library containing the address.
+    pub library: String,
+    /// The nearest exported symbol at or below the address, if any.
+    pub symbol: String,
+    /// Load address of the library.
+    pub base: usize,
+}
+
+/// Names a native code address with `dladdr`. Not async-signal-safe.
+#[cfg(unix)]
+pub fn native_symbol(address: usize) -> Option<NativeSymbol> {
+    let mut info = libc::Dl_info {
+        dli_fname: core::ptr::null(),
+        dli_fbase: core::ptr::null_mut(),
+        dli_sname: core::ptr::null(),
+        dli_saddr: core::ptr::null_mut(),
+    };
+    // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer.
+    if unsafe { libc::dladdr(address as *const libc::c_void, &mut info) } == 0 {
+        return None;
+    }
+    let text = |p: *const libc::c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            // SAFETY: dladdr returns NUL-terminated strings owned by the loader, valid while
+            // the library stays loaded (we copy them at once).
+            unsafe { core::ffi::CStr::from_ptr(p) }
+                .to_string_lossy()
+                .into_owned()
+        }
+    };
+    Some(NativeSymbol {
+        library: text(info.dli_fname),
+        symbol: text(info.dli_sname),
+        base: info.dli_fbase as usize,
+    })
+}
+
+/// Native symbols: not available on this platform.
+#[cfg(not(unix))]
+pub fn native_symbol(_address: usize) -> Option<NativeSymbol> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clocks_and_ids() {
+        let a = monotonic_ns();
+        let b = monotonic_ns();
+        assert!(b >= a && a > 0);
+        let tid = gettid();
+        assert!(tid > 0);
+        let cpu1 = thread_cpu_ns(tid).expect("own cpu clock");
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_add(i * i);
+        }
+        std::hint::black_box(x);
+        assert!(thread_cpu_ns(tid).unwrap() > cpu1);
+        assert_eq!(thread_cpu_ns(0x7fff_fff0), None);
+    }
+
+    #[test]
+    fn stack_bounds_contain_a_local() {
+        let (lo, hi) = current_stack_bounds().expect("bounds");
+        let local = 0u8;
+        let at = &local as *const u8 as usize;
+        assert!(lo < at && at < hi);
+    }
+
+    #[test]
+    fn names_a_libc_function() {
+        let s = native_symbol(libc::getpid as *const () as usize).expect("dladdr knows libc");
+        assert!(s.library.contains("libc"), "{s:?}");
+        assert!(!s.symbol.is_empty());
+    }
+}

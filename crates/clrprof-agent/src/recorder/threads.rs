@@ -1,0 +1,191 @@
+//! The registry of profiled threads: a fixed array of slots, one per live managed thread.
+//!
+//! A thread registers itself (from `ThreadCreated`, which the runtime calls on the new thread,
+//! or from its first hooked call) and finds its slot again through an initial-exec TLS slot,
+//! which the signal handler can read. The sampler thread walks the array; only the sampler
+//! frees a slot, one tick after the thread was marked dead, so it never reads a slot that is
+//! being reused under it. Nothing here allocates or locks.
+
+use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use super::cct::ThreadState;
+use super::{sys, tls};
+
+/// How many threads can be profiled at once.
+pub const MAX_THREADS: usize = 1024;
+/// Deepest native stack the signal handler records.
+pub const MAX_FRAMES: usize = 256;
+
+const FREE: u8 = 0;
+const LIVE: u8 = 1;
+const DEAD: u8 = 2;
+
+/// One profiled thread.
+pub struct ThreadSlot {
+    /// Kernel thread id; 0 while the slot is free.
+    pub tid: AtomicU32,
+    state: AtomicU8,
+    /// The runtime's ThreadID, once known.
+    pub managed_id: AtomicUsize,
+    /// The thread's stack, `[stack_lo, stack_hi)`; 0 if unknown.
+    pub stack_lo: AtomicUsize,
+    /// See `stack_lo`.
+    pub stack_hi: AtomicUsize,
+    /// The thread's calling context tree (trace mode), null until its first hooked call.
+    pub trace: AtomicPtr<ThreadState>,
+    /// Capture protocol: the sampler bumps `request` and signals; the handler records the
+    /// stack and sets `done = request`.
+    pub request: AtomicU32,
+    /// See `request`.
+    pub done: AtomicU32,
+    /// Number of valid entries in `frames`.
+    pub depth: AtomicU32,
+    /// Instruction pointer, then return addresses, innermost first.
+    pub frames: [AtomicUsize; MAX_FRAMES],
+}
+
+impl ThreadSlot {
+    const fn new() -> ThreadSlot {
+        ThreadSlot {
+            tid: AtomicU32::new(0),
+            state: AtomicU8::new(FREE),
+            managed_id: AtomicUsize::new(0),
+            stack_lo: AtomicUsize::new(0),
+            stack_hi: AtomicUsize::new(0),
+            trace: AtomicPtr::new(core::ptr::null_mut()),
+            request: AtomicU32::new(0),
+            done: AtomicU32::new(0),
+            depth: AtomicU32::new(0),
+            frames: [const { AtomicUsize::new(0) }; MAX_FRAMES],
+        }
+    }
+
+    /// True while the thread is alive and registered.
+    pub fn is_live(&self) -> bool {
+        self.state.load(Ordering::Acquire) == LIVE
+    }
+
+    /// True once the thread ended but the sampler has not released the slot yet.
+    pub fn is_dead(&self) -> bool {
+        self.state.load(Ordering::Acquire) == DEAD
+    }
+
+    /// The thread's trace-mode state, if it has one.
+    pub fn trace_state(&self) -> Option<&'static ThreadState> {
+        let p = self.trace.load(Ordering::Acquire);
+        // SAFETY: trace states are leaked boxes (see `cct`), freed only by the sampler after
+        // it released this slot, so a non-null pointer read from a used slot is live.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    /// Marks the thread as ended; the sampler releases the slot on its next tick.
+    pub fn mark_dead(&self) {
+        self.state.store(DEAD, Ordering::Release);
+    }
+
+    /// Frees the slot for another thread. Only the sampler (or shutdown) calls this.
+    pub fn release(&self) {
+        self.trace.store(core::ptr::null_mut(), Ordering::Release);
+        self.managed_id.store(0, Ordering::Relaxed);
+        self.state.store(FREE, Ordering::Release);
+        self.tid.store(0, Ordering::Release);
+    }
+}
+
+/// Every slot.
+pub static SLOTS: [ThreadSlot; MAX_THREADS] = [const { ThreadSlot::new() }; MAX_THREADS];
+
+/// Threads that could not be registered because every slot was taken.
+pub static THREADS_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// The calling thread's slot, registering the thread first if needed. `None` when every slot
+/// is taken (counted in [`THREADS_DROPPED`]).
+pub fn register_current(managed_id: usize) -> Option<&'static ThreadSlot> {
+    if let Some(slot) = current() {
+        if managed_id != 0 {
+            slot.managed_id.store(managed_id, Ordering::Relaxed);
+        }
+        return Some(slot);
+    }
+    let tid = sys::gettid();
+    for slot in SLOTS.iter() {
+        if slot
+            .tid
+            .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            let (lo, hi) = sys::current_stack_bounds().unwrap_or((0, 0));
+            slot.stack_lo.store(lo, Ordering::Relaxed);
+            slot.stack_hi.store(hi, Ordering::Relaxed);
+            slot.managed_id.store(managed_id, Ordering::Relaxed);
+            slot.request.store(0, Ordering::Relaxed);
+            slot.done.store(0, Ordering::Relaxed);
+            slot.state.store(LIVE, Ordering::Release);
+            tls::set_thread_slot(slot as *const ThreadSlot as usize);
+            return Some(slot);
+        }
+    }
+    THREADS_DROPPED.fetch_add(1, Ordering::Relaxed);
+    None
+}
+
+/// The calling thread's slot, if it is registered.
+pub fn current() -> Option<&'static ThreadSlot> {
+    let p = tls::thread_slot();
+    // SAFETY: the TLS slot only ever holds null or the address of an element of `SLOTS`.
+    (p != 0).then(|| unsafe { &*(p as *const ThreadSlot) })
+}
+
+/// Marks the calling thread's slot dead and forgets it (its TLS slot is cleared).
+pub fn unregister_current() {
+    if let Some(slot) = current() {
+        slot.mark_dead();
+        tls::set_thread_slot(0);
+    }
+}
+
+/// The live slot of the managed thread `managed_id`, if any.
+pub fn find_managed(managed_id: usize) -> Option<&'static ThreadSlot> {
+    if managed_id == 0 {
+        return None;
+    }
+    SLOTS
+        .iter()
+        .find(|s| s.is_live() && s.managed_id.load(Ordering::Relaxed) == managed_id)
+}
+
+/// Every slot in use (live or dead-but-not-released).
+pub fn used() -> impl Iterator<Item = &'static ThreadSlot> {
+    SLOTS
+        .iter()
+        .filter(|s| s.tid.load(Ordering::Acquire) != 0 && s.state.load(Ordering::Acquire) != FREE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn register_find_and_release() {
+        std::thread::spawn(|| {
+            let slot = register_current(0x77).expect("slot");
+            assert!(slot.is_live());
+            assert_eq!(slot.tid.load(Ordering::Relaxed), sys::gettid());
+            assert!(core::ptr::eq(current().unwrap(), slot));
+            assert!(
+                core::ptr::eq(register_current(0x78).unwrap(), slot),
+                "idempotent"
+            );
+            assert!(core::ptr::eq(find_managed(0x78).unwrap(), slot));
+            assert!(slot.stack_hi.load(Ordering::Relaxed) > slot.stack_lo.load(Ordering::Relaxed));
+            unregister_current();
+            assert!(current().is_none());
+            assert!(slot.is_dead());
+            assert!(used().any(|s| core::ptr::eq(s, slot)));
+            slot.release();
+            assert!(!used().any(|s| core::ptr::eq(s, slot)));
+        })
+        .join()
+        .unwrap();
+    }
+}

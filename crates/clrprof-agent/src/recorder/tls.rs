@@ -1,0 +1,133 @@
+//! Two initial-exec TLS slots, readable from the hook stubs and the signal handler.
+//!
+//! Stable Rust's `thread_local!` in a shared library uses the general-dynamic model: the first
+//! access on a thread may call `__tls_get_addr`, which can allocate. Neither the enter/leave
+//! fast paths (which may touch only a few registers) nor a signal handler can afford that. So
+//! the slots are declared in assembly in `.tbss` and read with an `@GOTTPOFF` load: the
+//! initial-exec model, one load from the GOT and one `fs:`-relative load, never a call. The
+//! dynamic linker reserves the 16 bytes for every thread when the agent is loaded (glibc keeps
+//! about 1.6 KiB of static TLS for libraries loaded later; CoreCLR itself uses none of it on
+//! x86-64).
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod imp {
+    use core::arch::{asm, global_asm};
+
+    global_asm!(
+        ".section .tbss,\"awT\",@nobits",
+        ".p2align 3",
+        ".globl clrprof_tls_thread_state",
+        ".hidden clrprof_tls_thread_state",
+        ".type clrprof_tls_thread_state,@object",
+        ".size clrprof_tls_thread_state, 8",
+        "clrprof_tls_thread_state:",
+        ".zero 8",
+        ".globl clrprof_tls_thread_slot",
+        ".hidden clrprof_tls_thread_slot",
+        ".type clrprof_tls_thread_slot,@object",
+        ".size clrprof_tls_thread_slot, 8",
+        "clrprof_tls_thread_slot:",
+        ".zero 8",
+        ".text",
+    );
+
+    /// The calling thread's trace-mode state pointer (null until its first hooked call).
+    #[inline(always)]
+    pub fn thread_state() -> usize {
+        let value: usize;
+        // SAFETY: reads this thread's 8-byte slot in the static TLS block; touches no memory
+        // but the GOT entry and the slot.
+        unsafe {
+            asm!(
+                "mov {v}, qword ptr [rip + clrprof_tls_thread_state@GOTTPOFF]",
+                "mov {v}, qword ptr fs:[{v}]",
+                v = out(reg) value,
+                options(nostack, readonly, preserves_flags),
+            )
+        };
+        value
+    }
+
+    /// Sets the calling thread's trace-mode state pointer.
+    #[inline(always)]
+    pub fn set_thread_state(value: usize) {
+        // SAFETY: writes this thread's own 8-byte slot in the static TLS block.
+        unsafe {
+            asm!(
+                "mov {t}, qword ptr [rip + clrprof_tls_thread_state@GOTTPOFF]",
+                "mov qword ptr fs:[{t}], {v}",
+                t = out(reg) _,
+                v = in(reg) value,
+                options(nostack, preserves_flags),
+            )
+        };
+    }
+
+    /// The calling thread's registry slot pointer (null until registered).
+    #[inline(always)]
+    pub fn thread_slot() -> usize {
+        let value: usize;
+        // SAFETY: as for `thread_state`.
+        unsafe {
+            asm!(
+                "mov {v}, qword ptr [rip + clrprof_tls_thread_slot@GOTTPOFF]",
+                "mov {v}, qword ptr fs:[{v}]",
+                v = out(reg) value,
+                options(nostack, readonly, preserves_flags),
+            )
+        };
+        value
+    }
+
+    /// Sets the calling thread's registry slot pointer.
+    #[inline(always)]
+    pub fn set_thread_slot(value: usize) {
+        // SAFETY: as for `set_thread_state`.
+        unsafe {
+            asm!(
+                "mov {t}, qword ptr [rip + clrprof_tls_thread_slot@GOTTPOFF]",
+                "mov qword ptr fs:[{t}], {v}",
+                t = out(reg) _,
+                v = in(reg) value,
+                options(nostack, preserves_flags),
+            )
+        };
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+mod imp {
+    //! Hooks and signal sampling are x86-64 Linux only; elsewhere the slots stay empty.
+    pub fn thread_state() -> usize {
+        0
+    }
+    pub fn set_thread_state(_value: usize) {}
+    pub fn thread_slot() -> usize {
+        0
+    }
+    pub fn set_thread_slot(_value: usize) {}
+}
+
+pub use imp::*;
+
+#[cfg(all(test, target_arch = "x86_64", target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_per_thread() {
+        set_thread_state(11);
+        set_thread_slot(22);
+        let other = std::thread::spawn(|| {
+            let before = (thread_state(), thread_slot());
+            set_thread_state(33);
+            (before, thread_state())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(other, ((0, 0), 33));
+        assert_eq!((thread_state(), thread_slot()), (11, 22));
+        set_thread_state(0);
+        set_thread_slot(0);
+    }
+}

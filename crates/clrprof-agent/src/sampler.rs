@@ -1,0 +1,419 @@
+//! The sampler thread: one tick every `1/rate` seconds, one sample per profiled thread.
+//!
+//! Both CPU modes sample; what a sample reads differs:
+//! - **sample mode** asks each thread that used CPU since its last sample for its stack (a
+//!   signal; see `recorder::capture`), while the rest of the program keeps running: nothing is
+//!   suspended. A thread that has not run since its last sample is not interrupted at all: its
+//!   stack cannot have changed, so its previous stack is repeated with zero CPU time. That is
+//!   how wall-clock time of sleeping and blocked threads is counted without waking them.
+//! - **trace mode** reads each thread's current call tree node (one atomic load: the hooks
+//!   keep it up to date) and adds the sample's CPU and wall time to that node.
+//!
+//! CPU time per thread comes from the kernel's per-thread CPU clock, so a sample's `cpu_ns` is
+//! exactly the CPU the thread used since its previous sample, and `wall_ns` the time between
+//! the two ticks. Everything that may allocate or lock (naming, interning, encoding) happens
+//! here, on the sampler thread, never on a sampled thread. This thread never runs managed
+//! code, which keeps it a "native" thread for the runtime: it may call the runtime's
+//! asynchronous methods (GetFunctionFromIP, GetFunctionInfo2) at any time.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use clrprof_sdk::FunctionId;
+use clrprof_trace::{FrameKind, NativeFrameDef, Record, Sample, StackDef, ThreadState as RunState};
+
+use crate::config::Mode;
+use crate::recorder::cct::Node;
+use crate::recorder::threads::{self, MAX_FRAMES, MAX_THREADS, ThreadSlot};
+use crate::recorder::{capture, sys};
+use crate::session::Session;
+
+/// How long to wait for sampled threads to answer before counting them as missed.
+const ANSWER_TIMEOUT_NS: u64 = 20_000_000;
+/// Deepest stack kept in a sample (deeper stacks are cut at the root end).
+const MAX_STACK: usize = MAX_FRAMES;
+
+/// Sampler counters, reported in the trace.
+#[derive(Default)]
+pub struct SamplerStats {
+    /// Ticks run.
+    pub ticks: AtomicU64,
+    /// Threads that did not answer a stack request in time.
+    pub missed: AtomicU64,
+    /// Stacks cut because they were deeper than the limit.
+    pub truncated: AtomicU64,
+}
+
+/// A running sampler thread.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Sampler {
+    /// Starts sampling for `session` (which must live for the rest of the process).
+    pub fn start(session: &'static Session) -> Option<Sampler> {
+        if session.config.mode == Mode::Sample && !capture::install() {
+            session.warn(
+                "stack sampling is not supported on this platform; no samples will be recorded",
+            );
+            return None;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_flag = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("clrprof-sampler".into())
+            .spawn(move || SamplerLoop::new(session).run(&stop_flag))
+            .ok()?;
+        Some(Sampler {
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// Stops the thread and waits for it.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// What the sampler remembers about each registry slot.
+#[derive(Clone, Copy, Default)]
+struct Book {
+    tid: u32,
+    last_cpu_ns: u64,
+    last_tick_ns: u64,
+    last_stack: u32,
+    has_stack: bool,
+}
+
+/// A resolved frame.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum FrameRef {
+    Managed(usize),
+    Native(u64),
+}
+
+struct SamplerLoop {
+    session: &'static Session,
+    interval_ns: u64,
+    books: Vec<Book>,
+    ips: HashMap<usize, FrameRef>,
+    natives: HashMap<(String, String), u64>,
+    stacks: HashMap<(u32, u8, u64), u32>,
+    raw: [usize; MAX_FRAMES],
+    path: Vec<FrameRef>,
+    targets: Vec<usize>,
+}
+
+impl SamplerLoop {
+    fn new(session: &'static Session) -> SamplerLoop {
+        SamplerLoop {
+            session,
+            interval_ns: 1_000_000_000 / u64::from(session.config.rate_hz.max(1)),
+            books: vec![Book::default(); MAX_THREADS],
+            ips: HashMap::new(),
+            natives: HashMap::new(),
+            stacks: HashMap::new(),
+            raw: [0; MAX_FRAMES],
+            path: Vec::with_capacity(MAX_FRAMES),
+            targets: Vec::with_capacity(MAX_THREADS),
+        }
+    }
+
+    fn run(mut self, stop: &AtomicBool) {
+        let mut deadline = sys::monotonic_ns();
+        while !stop.load(Ordering::Acquire) {
+            deadline += self.interval_ns;
+            let now = sys::monotonic_ns();
+            if deadline > now {
+                std::thread::sleep(Duration::from_nanos(deadline - now));
+            } else {
+                deadline = now; // fell behind: do not try to catch up with a burst
+            }
+            self.session
+                .sampler_stats
+                .ticks
+                .fetch_add(1, Ordering::Relaxed);
+            match self.session.config.mode {
+                Mode::Sample => self.tick_sample(),
+                Mode::Trace => self.tick_trace(),
+                Mode::None => {}
+            }
+            self.release_dead();
+        }
+    }
+
+    /// Updates the slot's book; returns (cpu, wall) deltas, or None on first sight or if the
+    /// thread is gone.
+    fn deltas(&mut self, index: usize, slot: &ThreadSlot, now: u64) -> Option<(u64, u64)> {
+        let tid = slot.tid.load(Ordering::Relaxed);
+        let cpu = sys::thread_cpu_ns(tid)?;
+        let book = &mut self.books[index];
+        if book.tid != tid {
+            *book = Book {
+                tid,
+                last_cpu_ns: cpu,
+                last_tick_ns: now,
+                ..Book::default()
+            };
+            return None;
+        }
+        let d = (
+            cpu.saturating_sub(book.last_cpu_ns),
+            now.saturating_sub(book.last_tick_ns),
+        );
+        book.last_cpu_ns = cpu;
+        book.last_tick_ns = now;
+        Some(d)
+    }
+
+    fn tick_sample(&mut self) {
+        let now = sys::monotonic_ns();
+        let ts = self.session.since_start(now);
+        self.targets.clear();
+        let mut pending: Vec<(usize, u64, u64)> = Vec::new();
+        for (i, slot) in threads::SLOTS.iter().enumerate() {
+            if !slot.is_live() {
+                continue;
+            }
+            let first_sight = self.books[i].tid != slot.tid.load(Ordering::Relaxed);
+            let Some((cpu, wall)) = self.deltas(i, slot, now) else {
+                if first_sight {
+                    // Learn the stack now, so that a thread that never runs again still has one.
+                    if capture::request(slot) {
+                        self.targets.push(i);
+                        pending.push((i, 0, 0));
+                    }
+                }
+                continue;
+            };
+            let book = self.books[i];
+            if cpu == 0 && book.has_stack {
+                self.emit(ts, book.tid, book.last_stack, 0, wall);
+            } else if capture::request(slot) {
+                self.targets.push(i);
+                pending.push((i, cpu, wall));
+            }
+        }
+        if pending.is_empty() {
+            return;
+        }
+        self.wait_for_answers();
+        for (i, cpu, wall) in pending {
+            let slot = &threads::SLOTS[i];
+            if !capture::answered(slot) {
+                self.session
+                    .sampler_stats
+                    .missed
+                    .fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            let n = capture::frames(slot, &mut self.raw);
+            let stack = self.stack_from_ips(n);
+            let book = &mut self.books[i];
+            book.last_stack = stack;
+            book.has_stack = true;
+            let tid = book.tid;
+            if wall > 0 {
+                self.emit(ts, tid, stack, cpu, wall);
+            }
+        }
+    }
+
+    fn wait_for_answers(&self) {
+        let start = sys::monotonic_ns();
+        loop {
+            let seen = capture::COMPLETIONS.load(Ordering::Acquire);
+            if self
+                .targets
+                .iter()
+                .all(|&i| capture::answered(&threads::SLOTS[i]))
+            {
+                return;
+            }
+            let waited = sys::monotonic_ns().saturating_sub(start);
+            if waited >= ANSWER_TIMEOUT_NS {
+                return;
+            }
+            sys::futex_wait(&capture::COMPLETIONS, seen, ANSWER_TIMEOUT_NS - waited);
+        }
+    }
+
+    fn tick_trace(&mut self) {
+        let now = sys::monotonic_ns();
+        let ts = self.session.since_start(now);
+        for (i, slot) in threads::SLOTS.iter().enumerate() {
+            if !slot.is_live() {
+                continue;
+            }
+            let Some(state) = slot.trace_state() else {
+                continue;
+            };
+            let Some((cpu, wall)) = self.deltas(i, slot, now) else {
+                continue;
+            };
+            let node = state.current();
+            node.self_samples.fetch_add(1, Ordering::Relaxed);
+            node.self_cpu_ns.fetch_add(cpu, Ordering::Relaxed);
+            node.self_wall_ns.fetch_add(wall, Ordering::Relaxed);
+            let stack = self.stack_of_node(node);
+            self.emit(ts, state.tid(), stack, cpu, wall);
+        }
+    }
+
+    fn emit(&self, ts: u64, tid: u32, stack: u32, cpu_ns: u64, wall_ns: u64) {
+        let state = if cpu_ns > 0 {
+            RunState::Running
+        } else {
+            RunState::Blocked
+        };
+        self.session.out.push_sample(&Sample {
+            ts,
+            tid,
+            stack,
+            cpu_ns,
+            wall_ns,
+            state,
+        });
+    }
+
+    /// Frees the slots of threads that ended (after their last samples were taken).
+    fn release_dead(&mut self) {
+        for (i, slot) in threads::SLOTS.iter().enumerate() {
+            if slot.is_dead() {
+                self.books[i] = Book::default();
+                slot.release();
+            }
+        }
+    }
+
+    /// Turns the captured addresses (innermost first) into an interned stack id.
+    fn stack_from_ips(&mut self, n: usize) -> u32 {
+        self.path.clear();
+        for k in 0..n {
+            let ip = self.raw[k];
+            // Return addresses point after the call; look up the call instruction itself.
+            let lookup = if k == 0 { ip } else { ip.saturating_sub(1) };
+            let frame = self.resolve(lookup);
+            if self.path.last() != Some(&frame) {
+                self.path.push(frame);
+            }
+        }
+        // Keep native frames inside managed code (the runtime, GC, native calls), drop the
+        // thread-start frames outside the outermost managed frame.
+        match self
+            .path
+            .iter()
+            .rposition(|f| matches!(f, FrameRef::Managed(_)))
+        {
+            Some(outermost) => self.path.truncate(outermost + 1),
+            None => self.path.truncate(1),
+        }
+        if self.path.len() >= MAX_STACK {
+            self.session
+                .sampler_stats
+                .truncated
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        let mut parent = 0u32;
+        for i in (0..self.path.len()).rev() {
+            let (kind, frame) = match self.path[i] {
+                FrameRef::Managed(f) => (FrameKind::Managed, f as u64),
+                FrameRef::Native(id) => (FrameKind::Native, id),
+            };
+            parent = self.intern(parent, kind, frame);
+        }
+        parent
+    }
+
+    fn resolve(&mut self, ip: usize) -> FrameRef {
+        if let Some(f) = self.ips.get(&ip) {
+            return *f;
+        }
+        let s = self.session;
+        let frame = match s.info.get_function_from_ip(ip) {
+            Ok(function) if !function.is_null() => {
+                s.defs.function(&s.info, &s.out, function);
+                FrameRef::Managed(function.0)
+            }
+            _ => {
+                let (library, symbol) = match sys::native_symbol(ip) {
+                    Some(sym) => (sym.library, sym.symbol),
+                    None => (String::new(), String::new()),
+                };
+                let next = self.natives.len() as u64 + 1;
+                let id = *self
+                    .natives
+                    .entry((library.clone(), symbol.clone()))
+                    .or_insert_with(|| {
+                        s.out.push_record(&Record::NativeFrameDef(NativeFrameDef {
+                            id: next,
+                            address: ip as u64,
+                            library,
+                            symbol,
+                        }));
+                        next
+                    });
+                FrameRef::Native(id)
+            }
+        };
+        self.ips.insert(ip, frame);
+        frame
+    }
+
+    fn intern(&mut self, parent: u32, kind: FrameKind, frame: u64) -> u32 {
+        let next = self.stacks.len() as u32 + 1;
+        let out = &self.session.out;
+        *self
+            .stacks
+            .entry((parent, kind.to_u8(), frame))
+            .or_insert_with(|| {
+                out.push_record(&Record::StackDef(StackDef {
+                    id: next,
+                    parent,
+                    frame_kind: kind,
+                    frame,
+                }));
+                next
+            })
+    }
+
+    /// The interned stack of a call tree node, computed once per node.
+    fn stack_of_node(&mut self, node: &Node) -> u32 {
+        let cached = node.stack_id.load(Ordering::Relaxed);
+        if cached != 0 || node.function() == 0 {
+            return cached;
+        }
+        // Walk up to the nearest node that already has an id (or the root).
+        let mut chain: Vec<&Node> = Vec::new();
+        let mut n = Some(node);
+        let mut parent_stack = 0u32;
+        while let Some(cur) = n {
+            if cur.function() == 0 {
+                break;
+            }
+            let id = cur.stack_id.load(Ordering::Relaxed);
+            if id != 0 {
+                parent_stack = id;
+                break;
+            }
+            chain.push(cur);
+            n = cur.parent();
+        }
+        for cur in chain.into_iter().rev() {
+            let function = cur.function();
+            let s = self.session;
+            s.defs.function(&s.info, &s.out, FunctionId(function));
+            parent_stack = self.intern(parent_stack, FrameKind::Managed, function as u64);
+            cur.stack_id.store(parent_stack, Ordering::Relaxed);
+        }
+        parent_stack
+    }
+}

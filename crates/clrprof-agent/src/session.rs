@@ -1,0 +1,188 @@
+//! One profiling session: what `Initialize` set up and every callback uses.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use clrprof_sdk::{FunctionId, ProfilerInfo};
+use clrprof_trace::{CallTreeNode, Counter, Event, EventKind, Message, Record};
+
+use crate::config::Config;
+use crate::defs::Definitions;
+use crate::recorder::cct::{self, ThreadState};
+use crate::recorder::{sys, threads};
+use crate::sampler::{Sampler, SamplerStats};
+use crate::transport::Transport;
+
+/// Everything a running session needs.
+pub struct Session {
+    /// The runtime's ICorProfilerInfo.
+    pub info: ProfilerInfo,
+    /// What to record.
+    pub config: Config,
+    /// Where records go.
+    pub out: Arc<Transport>,
+    /// Names already written.
+    pub defs: Definitions,
+    /// Sampler counters.
+    pub sampler_stats: SamplerStats,
+    /// The sampler thread, while it runs.
+    pub sampler: Mutex<Option<Sampler>>,
+    /// Which event kinds to record: bit `k` for `EventKind(k)`.
+    wanted: u128,
+    start_ns: u64,
+    ended: AtomicBool,
+}
+
+impl Session {
+    /// A new session; `start_ns` is the monotonic clock at initialization.
+    pub fn new(info: ProfilerInfo, config: Config, out: Arc<Transport>, start_ns: u64) -> Session {
+        let mut wanted = 0u128;
+        for kind in EventKind::all() {
+            if (kind.0 as u32) < 128 && config.wants(kind.category()) {
+                wanted |= 1u128 << kind.0;
+            }
+        }
+        Session {
+            info,
+            config,
+            out,
+            defs: Definitions::default(),
+            sampler_stats: SamplerStats::default(),
+            sampler: Mutex::new(None),
+            wanted,
+            start_ns,
+            ended: AtomicBool::new(false),
+        }
+    }
+
+    /// Nanoseconds since the session started, for a monotonic clock reading `now`.
+    pub fn since_start(&self, now: u64) -> u64 {
+        now.saturating_sub(self.start_ns)
+    }
+
+    /// Nanoseconds since the session started.
+    pub fn now(&self) -> u64 {
+        self.since_start(sys::monotonic_ns())
+    }
+
+    /// True once Shutdown ran: later callbacks record nothing.
+    pub fn ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
+    }
+
+    /// True if events of `kind` are recorded.
+    pub fn wants(&self, kind: EventKind) -> bool {
+        kind.0 < 128 && self.wanted & (1u128 << kind.0) != 0 && !self.ended()
+    }
+
+    /// Records an event of `kind` on the calling thread, if that kind was asked for.
+    pub fn event(&self, kind: EventKind, args: &[u64]) {
+        if self.wants(kind) {
+            self.out
+                .push_event(&Event::new(self.now(), sys::gettid(), kind, args));
+        }
+    }
+
+    /// Sends a message for the user (shown by the CLI).
+    pub fn message(&self, level: u8, text: impl Into<String>) {
+        self.out.push_record(&Record::Message(Message {
+            ts: self.now(),
+            level,
+            text: text.into(),
+        }));
+    }
+
+    /// Sends a warning for the user.
+    pub fn warn(&self, text: impl Into<String>) {
+        self.message(1, text);
+    }
+
+    /// Writes the current value of every counter.
+    pub fn write_counters(&self) {
+        let ts = self.now();
+        let t = self.out.stats();
+        let s = &self.sampler_stats;
+        let c = &cct::STATS;
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let counters = [
+            ("events_written", load(&t.events_written)),
+            ("events_dropped", load(&t.events_dropped)),
+            ("samples_written", load(&t.samples_written)),
+            (
+                "samples_dropped",
+                load(&t.samples_dropped) + load(&s.missed),
+            ),
+            ("records_dropped", load(&t.records_dropped)),
+            ("bytes_lost", load(&t.bytes_lost)),
+            ("sampler_ticks", load(&s.ticks)),
+            ("stacks_truncated", load(&s.truncated)),
+            ("call_tree_nodes", load(&c.nodes)),
+            ("call_tree_nodes_dropped", load(&c.nodes_dropped)),
+            ("calls_unrecorded", load(&c.calls_unrecorded)),
+            ("shadow_stack_mismatches", load(&c.mismatches)),
+            (
+                "threads_dropped",
+                load(&c.threads_dropped) + threads::THREADS_DROPPED.load(Ordering::Relaxed),
+            ),
+            ("panics_caught", clrprof_sdk::panics_caught()),
+        ];
+        for (name, value) in counters {
+            self.out.push_record(&Record::Counter(Counter {
+                ts,
+                name: name.into(),
+                value,
+            }));
+        }
+    }
+
+    /// Writes a thread's call tree (once), draining the buffer as it fills.
+    pub fn dump_call_tree(&self, state: &ThreadState) {
+        if state.dumped.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let tid = state.tid();
+        for (node, parent) in state.nodes() {
+            let function = node.function();
+            self.defs
+                .function(&self.info, &self.out, FunctionId(function));
+            let record = Record::CallTreeNode(CallTreeNode {
+                tid,
+                node: node.id.load(Ordering::Relaxed),
+                parent,
+                function: function as u64,
+                calls: node.calls.load(Ordering::Relaxed),
+                self_samples: node.self_samples.load(Ordering::Relaxed),
+                self_cpu_ns: node.self_cpu_ns.load(Ordering::Relaxed),
+                self_wall_ns: node.self_wall_ns.load(Ordering::Relaxed),
+            });
+            self.out.push_record_or_drain(&record);
+        }
+    }
+
+    /// Ends the session: stops sampling, writes call trees and counters, flushes everything.
+    pub fn end(&self, reason: &str) {
+        if self.ended.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let sampler = self
+            .sampler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(sampler) = sampler {
+            sampler.stop();
+        }
+        for slot in threads::used() {
+            if let Some(state) = slot.trace_state() {
+                self.dump_call_tree(state);
+            }
+        }
+        self.write_counters();
+        self.out
+            .push_record(&Record::SessionEnd(clrprof_trace::SessionEnd {
+                ts: self.now(),
+                reason: reason.into(),
+            }));
+        self.out.stop();
+    }
+}

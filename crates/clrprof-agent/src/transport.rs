@@ -1,0 +1,256 @@
+//! Getting records out of the process without ever making the program wait.
+//!
+//! Producers (callbacks on the program's threads, the sampler thread) append encoded records
+//! to an in-memory buffer under a short lock (a copy of a few dozen bytes). A writer thread
+//! swaps the buffer for an empty one every few milliseconds and writes it to the CLI's socket
+//! (or a file). If the CLI is slow, the writer blocks, not the program: the buffer fills and
+//! further events and samples are dropped and counted. Events and samples never make the
+//! buffer grow; definitions (names) may grow it up to four times its size, because a trace
+//! without names is much less useful than one missing a few events.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use clrprof_trace::{Event, Record, Sample};
+
+/// How often the writer thread drains the buffer.
+const DRAIN_EVERY: Duration = Duration::from_millis(10);
+
+/// Counters of what went through, and what did not.
+#[derive(Default)]
+pub struct TransportStats {
+    /// Events accepted into the buffer.
+    pub events_written: AtomicU64,
+    /// Events dropped because the buffer was full.
+    pub events_dropped: AtomicU64,
+    /// Samples accepted.
+    pub samples_written: AtomicU64,
+    /// Samples dropped because the buffer was full.
+    pub samples_dropped: AtomicU64,
+    /// Other records (names, call trees, ...) dropped at the hard limit.
+    pub records_dropped: AtomicU64,
+    /// Bytes handed to the sink.
+    pub bytes_sent: AtomicU64,
+    /// Bytes lost because the sink failed (the CLI went away).
+    pub bytes_lost: AtomicU64,
+}
+
+struct Shared {
+    buffer: Mutex<Vec<u8>>,
+    capacity: usize,
+    hard_capacity: usize,
+    stats: TransportStats,
+    stop: AtomicBool,
+    /// The sink and a spare buffer; held by whoever is writing.
+    sink: Mutex<(Box<dyn Write + Send>, Vec<u8>, bool)>,
+}
+
+/// The agent's outgoing record stream.
+pub struct Transport {
+    shared: Arc<Shared>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Transport {
+    /// Starts a transport writing to `sink`; `capacity` is the size of each of its two buffers.
+    /// `tick` is called by the writer thread about once a second (to emit counters).
+    pub fn start(
+        sink: Box<dyn Write + Send>,
+        capacity: usize,
+        tick: impl Fn(&Transport) + Send + 'static,
+    ) -> Arc<Transport> {
+        let shared = Arc::new(Shared {
+            buffer: Mutex::new(Vec::with_capacity(capacity)),
+            capacity,
+            hard_capacity: capacity * 4,
+            stats: TransportStats::default(),
+            stop: AtomicBool::new(false),
+            sink: Mutex::new((sink, Vec::with_capacity(capacity), true)),
+        });
+        let transport = Arc::new(Transport {
+            shared,
+            writer: Mutex::new(None),
+        });
+        let for_thread = Arc::clone(&transport);
+        let handle = std::thread::Builder::new()
+            .name("clrprof-writer".into())
+            .spawn(move || {
+                let mut since_tick = Duration::ZERO;
+                while !for_thread.shared.stop.load(Ordering::Acquire) {
+                    std::thread::park_timeout(DRAIN_EVERY);
+                    since_tick += DRAIN_EVERY;
+                    if since_tick >= Duration::from_secs(1) {
+                        since_tick = Duration::ZERO;
+                        tick(&for_thread);
+                    }
+                    for_thread.drain();
+                }
+            })
+            .ok();
+        *transport.writer.lock().unwrap_or_else(|e| e.into_inner()) = handle;
+        transport
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &TransportStats {
+        &self.shared.stats
+    }
+
+    /// Appends an event; never allocates or grows the buffer.
+    pub fn push_event(&self, event: &Event) {
+        let mut bytes = [0u8; Event::MAX_ENCODED_LEN];
+        let Some(n) = event.encode_into(&mut bytes) else {
+            return;
+        };
+        let s = &self.shared;
+        if self.append_bounded(&bytes[..n]) {
+            s.stats.events_written.fetch_add(1, Ordering::Relaxed);
+        } else {
+            s.stats.events_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Appends a sample; never allocates or grows the buffer.
+    pub fn push_sample(&self, sample: &Sample) {
+        let mut bytes = [0u8; Sample::ENCODED_LEN];
+        let Some(n) = sample.encode_into(&mut bytes) else {
+            return;
+        };
+        let s = &self.shared;
+        if self.append_bounded(&bytes[..n]) {
+            s.stats.samples_written.fetch_add(1, Ordering::Relaxed);
+        } else {
+            s.stats.samples_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn append_bounded(&self, bytes: &[u8]) -> bool {
+        let mut buf = self.shared.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        if buf.len() + bytes.len() > self.shared.capacity {
+            return false;
+        }
+        buf.extend_from_slice(bytes);
+        true
+    }
+
+    /// Appends any record (a name, a call tree node, a counter...). May grow the buffer up to
+    /// its hard limit; beyond it the record is dropped and counted.
+    pub fn push_record(&self, record: &Record) {
+        let s = &self.shared;
+        let mut buf = s.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        if buf.len() + record.encoded_len() > s.hard_capacity {
+            s.stats.records_dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        record.encode(&mut buf);
+    }
+
+    /// Appends a record, first writing out the buffer (on the calling thread) if the record
+    /// would not fit. For bulk output at thread end and shutdown, never on the program's hot
+    /// paths.
+    pub fn push_record_or_drain(&self, record: &Record) {
+        let fits = {
+            let buf = self.shared.buffer.lock().unwrap_or_else(|e| e.into_inner());
+            buf.len() + record.encoded_len() <= self.shared.hard_capacity
+        };
+        if !fits {
+            self.drain();
+        }
+        self.push_record(record);
+    }
+
+    /// Writes out everything buffered so far (on the calling thread).
+    pub fn drain(&self) {
+        let s = &self.shared;
+        let mut sink = s.sink.lock().unwrap_or_else(|e| e.into_inner());
+        let (writer, spare, healthy) = &mut *sink;
+        {
+            let mut buf = s.buffer.lock().unwrap_or_else(|e| e.into_inner());
+            std::mem::swap(&mut *buf, spare);
+        }
+        if spare.is_empty() {
+            return;
+        }
+        if *healthy && writer.write_all(spare).and_then(|_| writer.flush()).is_ok() {
+            s.stats
+                .bytes_sent
+                .fetch_add(spare.len() as u64, Ordering::Relaxed);
+        } else {
+            *healthy = false;
+            s.stats
+                .bytes_lost
+                .fetch_add(spare.len() as u64, Ordering::Relaxed);
+        }
+        spare.clear();
+        if spare.capacity() > s.capacity {
+            spare.shrink_to(s.capacity);
+        }
+    }
+
+    /// Stops the writer thread after a last drain. Records pushed afterwards are kept in
+    /// memory until the next [`Transport::drain`] (the agent drains once more at the very end).
+    pub fn stop(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+        let handle = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(handle) = handle {
+            handle.thread().unpark();
+            let _ = handle.join();
+        }
+        self.drain();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clrprof_trace::{Counter, EventKind, Reader};
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn records_arrive_in_order_and_full_buffers_drop_and_count() {
+        let out = Shared::default();
+        let mut header = Vec::new();
+        clrprof_trace::write_header(&mut header).unwrap();
+        out.0.lock().unwrap().extend_from_slice(&header);
+        let t = Transport::start(Box::new(out.clone()), 200, |_| {});
+        t.stop(); // no writer thread: everything below stays buffered until drained
+        for i in 0..10u64 {
+            t.push_event(&Event::new(i, 1, EventKind::EXCEPTION_THROWN, &[i, 2, 3]));
+        }
+        let written = t.stats().events_written.load(Ordering::Relaxed);
+        let dropped = t.stats().events_dropped.load(Ordering::Relaxed);
+        assert_eq!(written + dropped, 10);
+        assert!(dropped > 0 && written > 0);
+        t.push_record(&Record::Counter(Counter {
+            ts: 1,
+            name: "x".into(),
+            value: 7,
+        }));
+        t.drain();
+        let bytes = out.0.lock().unwrap().clone();
+        let records: Vec<Record> = Reader::new(&bytes[..])
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(records.len() as u64, written + 1);
+        for (i, r) in records.iter().take(written as usize).enumerate() {
+            let Record::Event(e) = r else { panic!("{r:?}") };
+            assert_eq!(e.ts, i as u64);
+        }
+        assert!(matches!(records.last(), Some(Record::Counter(c)) if c.value == 7));
+    }
+}

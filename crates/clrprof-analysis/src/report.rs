@@ -1,0 +1,322 @@
+//! The whole report of a trace: session facts, the events summary and the CPU profile, as
+//! text for people and as JSON for programs (`docs/report-json.md`).
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::events::EventSummary;
+use crate::output::{CpuReport, Json, Render, Text, json_report};
+use crate::trace::LoadedTrace;
+use crate::units::{count, duration as ms};
+use crate::{Error, Query};
+
+/// Session facts at the top of a report.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionJson {
+    /// Trace format version, `major.minor`.
+    pub format_version: String,
+    /// Process id of the profiled program.
+    pub pid: u32,
+    /// The runtime, e.g. `CoreCLR 4.0.30319.0`.
+    pub runtime: String,
+    /// The agent's version.
+    pub agent_version: String,
+    /// The profiled program's command line.
+    pub command_line: String,
+    /// `sample`, `trace` or `none`.
+    pub mode: String,
+    /// The agent's configuration string.
+    pub config: String,
+    /// Length of the recording.
+    pub duration_ns: u64,
+    /// The program's exit code, when the CLI recorded it.
+    pub exit_code: Option<i32>,
+    /// True if the agent shut down normally (the trace is complete).
+    pub ended_cleanly: bool,
+    /// Records in the trace.
+    pub records: u64,
+    /// Events dropped by the agent because its buffer was full.
+    pub events_dropped: u64,
+    /// Samples dropped.
+    pub samples_dropped: u64,
+}
+
+/// The JSON report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportJson {
+    /// Session facts.
+    pub session: SessionJson,
+    /// The events summary (`events`, `exceptions`, `threads`, `gcs`, `modules`, `jit`, ...).
+    #[serde(flatten)]
+    pub events: EventSummary,
+    /// The CPU part (`mode`, `metric`, `unit`, `functions`, `call_tree`, ...), when the trace
+    /// has samples or call trees.
+    #[serde(flatten)]
+    pub cpu: Option<CpuReport>,
+    /// Warnings and errors the agent reported.
+    pub messages: Vec<String>,
+}
+
+fn session_json(t: &LoadedTrace) -> SessionJson {
+    let s = t.session.as_ref();
+    SessionJson {
+        format_version: format!("{}.{}", t.header.major, t.header.minor),
+        pid: s.map_or(0, |s| s.pid),
+        runtime: s.map(|s| s.runtime.clone()).unwrap_or_default(),
+        agent_version: s.map(|s| s.agent_version.clone()).unwrap_or_default(),
+        command_line: s.map(|s| s.command_line.clone()).unwrap_or_default(),
+        mode: t.mode_name().to_string(),
+        config: s.map(|s| s.config.clone()).unwrap_or_default(),
+        duration_ns: t.duration_ns(),
+        exit_code: t.recording_end.as_ref().map(|r| r.exit_code),
+        ended_cleanly: t.ended_cleanly(),
+        records: t.records,
+        events_dropped: t.counter("events_dropped"),
+        samples_dropped: t.counter("samples_dropped"),
+    }
+}
+
+fn messages(t: &LoadedTrace) -> Vec<String> {
+    t.messages
+        .iter()
+        .map(|m| format!("{}: {}", level_name(m.level), m.text))
+        .collect()
+}
+
+fn level_name(level: u8) -> &'static str {
+    match level {
+        0 => "info",
+        1 => "warning",
+        _ => "error",
+    }
+}
+
+/// Builds the JSON report.
+pub fn json(t: &LoadedTrace, query: &Query, options: &Json) -> Result<ReportJson, Error> {
+    let cpu = if t.has_cpu_data() {
+        Some(json_report(&t.profile(), query, options)?)
+    } else {
+        None
+    };
+    Ok(ReportJson {
+        session: session_json(t),
+        events: t.events.clone(),
+        cpu,
+        messages: messages(t),
+    })
+}
+
+/// Writes the JSON report.
+pub fn write_json(
+    t: &LoadedTrace,
+    query: &Query,
+    options: &Json,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let report = json(t, query, options)?;
+    if options.pretty {
+        serde_json::to_writer_pretty(&mut *out, &report)?;
+    } else {
+        serde_json::to_writer(&mut *out, &report)?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+/// How many rows of long lists the text report shows.
+const TEXT_ROWS: usize = 25;
+
+/// Writes the text report: session, every events section that has data, then the CPU part.
+pub fn write_text(
+    t: &LoadedTrace,
+    query: &Query,
+    options: &Text,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let s = session_json(t);
+    writeln!(out, "Session")?;
+    writeln!(
+        out,
+        "  program   {} (pid {})",
+        if s.command_line.is_empty() {
+            "?"
+        } else {
+            &s.command_line
+        },
+        s.pid
+    )?;
+    writeln!(out, "  runtime   {}, agent {}", s.runtime, s.agent_version)?;
+    let ending = match (s.ended_cleanly, s.exit_code) {
+        (true, Some(code)) => format!("ended normally, exit code {code}"),
+        (true, None) => "ended normally".to_string(),
+        (false, Some(code)) => {
+            format!("ended WITHOUT profiler shutdown (crash or kill), exit code {code}")
+        }
+        (false, None) => "ended WITHOUT profiler shutdown (crash or kill)".to_string(),
+    };
+    writeln!(
+        out,
+        "  recorded  {}, mode {}, {}",
+        ms(s.duration_ns),
+        s.mode,
+        ending
+    )?;
+    writeln!(
+        out,
+        "  data      {} records, {} events dropped, {} samples dropped",
+        count(s.records),
+        count(s.events_dropped),
+        count(s.samples_dropped)
+    )?;
+    for m in messages(t) {
+        writeln!(out, "  agent     {m}")?;
+    }
+
+    let e = &t.events;
+    if !e.events.is_empty() {
+        let total: u64 = e.events.values().sum();
+        writeln!(out, "\nEvents ({})", count(total))?;
+        let mut rows: Vec<(&String, &u64)> = e.events.iter().collect();
+        rows.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+        for (name, n) in rows {
+            writeln!(out, "  {:>10}  {}", count(*n), name)?;
+        }
+    }
+    if !e.exceptions.is_empty() {
+        let total: u64 = e.exceptions.iter().map(|x| x.count).sum();
+        writeln!(out, "\nExceptions ({} thrown)", count(total))?;
+        writeln!(
+            out,
+            "  {:>7}  {:<40} {:<40} caught by",
+            "count", "type", "thrown by"
+        )?;
+        for x in &e.exceptions {
+            writeln!(
+                out,
+                "  {:>7}  {:<40} {:<40} {}",
+                count(x.count),
+                x.exception_type,
+                x.thrown_by,
+                x.caught_by
+                    .as_deref()
+                    .unwrap_or("(not caught while recording)")
+            )?;
+        }
+    }
+    if !e.threads.is_empty() {
+        let created = e.threads.iter().filter(|t| t.created > 0).count();
+        let destroyed = e.threads.iter().filter(|t| t.destroyed > 0).count();
+        writeln!(out, "\nThreads ({created} created, {destroyed} destroyed)")?;
+        writeln!(
+            out,
+            "  {:>8}  {:>16}  {:<7} {:<9} name",
+            "tid", "managed id", "created", "destroyed"
+        )?;
+        for th in &e.threads {
+            writeln!(
+                out,
+                "  {:>8}  {:>#16x}  {:<7} {:<9} {}",
+                th.tid,
+                th.managed_id,
+                if th.created > 0 { "yes" } else { "-" },
+                if th.destroyed > 0 { "yes" } else { "-" },
+                th.name
+            )?;
+        }
+    }
+    if !e.gcs.is_empty() {
+        writeln!(out, "\nGarbage collections ({})", e.gcs.len())?;
+        writeln!(
+            out,
+            "  {:>4}  {:>3}  {:<8} {:>12}  start",
+            "#", "gen", "reason", "duration"
+        )?;
+        for g in &e.gcs {
+            let d = g.duration_ns.map_or_else(|| "?".to_string(), ms);
+            writeln!(
+                out,
+                "  {:>4}  {:>3}  {:<8} {:>12}  {}",
+                g.index,
+                g.generation,
+                g.reason,
+                d,
+                ms(g.start_ns)
+            )?;
+        }
+    }
+    if !e.suspensions.is_empty() {
+        writeln!(out, "\nRuntime suspensions")?;
+        for su in &e.suspensions {
+            writeln!(
+                out,
+                "  {:>7}  {:<20} {} in total",
+                count(su.count),
+                su.reason,
+                ms(su.total_ns)
+            )?;
+        }
+    }
+    if !e.modules.is_empty() {
+        writeln!(out, "\nModules ({} loaded)", e.modules.len())?;
+        for m in e.modules.iter().take(TEXT_ROWS) {
+            writeln!(out, "  {:<45} {}", m.name, m.path)?;
+        }
+        if e.modules.len() > TEXT_ROWS {
+            writeln!(
+                out,
+                "  ... {} more (--format json lists all)",
+                e.modules.len() - TEXT_ROWS
+            )?;
+        }
+    }
+    if !e.classes.is_empty() {
+        writeln!(
+            out,
+            "\nClasses loaded: {} (--format json lists them)",
+            count(e.classes.len() as u64)
+        )?;
+    }
+    if !e.jit.is_empty() {
+        let compilations: u64 = e.jit.iter().map(|j| j.count).sum();
+        writeln!(
+            out,
+            "\nJIT ({} methods, {} compilations)",
+            count(e.jit.len() as u64),
+            count(compilations)
+        )?;
+        let mut by_module: std::collections::BTreeMap<&str, usize> =
+            std::collections::BTreeMap::new();
+        for j in &e.jit {
+            *by_module.entry(j.module.as_str()).or_default() += 1;
+        }
+        for (module, n) in by_module {
+            writeln!(
+                out,
+                "  {:>7}  {}",
+                count(n as u64),
+                if module.is_empty() { "?" } else { module }
+            )?;
+        }
+    }
+    if !e.transitions.is_empty() {
+        writeln!(out, "\nManaged/unmanaged transitions")?;
+        for x in e.transitions.iter().take(TEXT_ROWS) {
+            writeln!(
+                out,
+                "  {:>9}  {:<22} {:<6} {}",
+                count(x.count),
+                x.direction,
+                x.reason,
+                x.function
+            )?;
+        }
+    }
+    if t.has_cpu_data() {
+        writeln!(out, "\nCPU")?;
+        options.render(&t.profile(), query, out)?;
+    } else if t.mode_name() != "none" {
+        writeln!(out, "\nCPU: no samples were recorded")?;
+    }
+    Ok(())
+}

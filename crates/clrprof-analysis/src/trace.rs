@@ -1,0 +1,462 @@
+//! Reading a trace file into a [`LoadedTrace`]: names, events summary and the CPU profile.
+//!
+//! One pass over the records: definitions go into [`Names`], events are aggregated on the fly
+//! (so traces with millions of events need no memory per event), samples and call tree nodes
+//! are kept (they are small and fixed-size). Ids are resolved only at the end, so definitions
+//! may come before or after the records that use them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::path::Path;
+
+use clrprof_trace::{
+    AssemblyDef, CallTreeNode, ClassDef, FrameKind as TraceFrameKind, FunctionDef, Header, Message,
+    ModuleDef, NativeFrameDef, ReadError, Reader, Record, RecordingEnd, Sample as TraceSample,
+    SessionEnd, SessionStart, StackDef, ThreadDef,
+};
+
+use crate::builder::ProfileBuilder;
+use crate::events::{EventSummary, EventSummaryBuilder, file_name};
+use crate::model::{
+    CallNodeRecord, CallTree, FrameIndex, FrameKind, Mode, Profile, Sample, StackIndex,
+};
+
+/// Why a trace could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file could not be opened.
+    #[error("cannot open {path}: {source}")]
+    Open {
+        /// The path given.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a readable trace.
+    #[error("{path}: {source}")]
+    Read {
+        /// The path given.
+        path: String,
+        /// What the reader found.
+        source: ReadError,
+    },
+}
+
+/// Every definition in a trace, by id.
+#[derive(Debug, Default)]
+pub struct Names {
+    /// Functions by FunctionID.
+    pub functions: HashMap<u64, FunctionDef>,
+    /// Classes by ClassID.
+    pub classes: HashMap<u64, ClassDef>,
+    /// Modules by ModuleID.
+    pub modules: HashMap<u64, ModuleDef>,
+    /// Assemblies by AssemblyID.
+    pub assemblies: HashMap<u64, AssemblyDef>,
+    /// Threads by OS thread id (the latest definition wins).
+    pub threads: HashMap<u32, ThreadDef>,
+    /// Thread names by managed thread id: a name can be set before the thread has an OS
+    /// thread (`new Thread { Name = .. }` before `Start`), so names are kept by managed id too.
+    pub thread_names: HashMap<u64, String>,
+    /// Native frames by id.
+    pub natives: HashMap<u64, NativeFrameDef>,
+}
+
+impl Names {
+    /// A function's display name, `Type.Method(args)`, or its id in hex.
+    pub fn function(&self, id: u64) -> String {
+        match self.functions.get(&id) {
+            Some(f) if f.type_name.is_empty() => format!("{}{}", f.method_name, f.signature),
+            Some(f) => format!("{}.{}{}", f.type_name, f.method_name, f.signature),
+            None if id == 0 => "[unknown]".into(),
+            None => format!("[function {id:#x}]"),
+        }
+    }
+
+    /// The file name of a function's module.
+    pub fn function_module(&self, id: u64) -> String {
+        self.functions
+            .get(&id)
+            .and_then(|f| self.modules.get(&f.module))
+            .map(|m| file_name(&m.path))
+            .unwrap_or_default()
+    }
+
+    /// A class's display name, or its id in hex.
+    pub fn class(&self, id: u64) -> String {
+        match self.classes.get(&id) {
+            Some(c) => c.name.clone(),
+            None if id == 0 => "[unknown]".into(),
+            None => format!("[class {id:#x}]"),
+        }
+    }
+
+    /// The OS thread id of a managed thread, if known.
+    pub fn tid_of_managed(&self, managed_id: u64) -> Option<u32> {
+        self.threads
+            .values()
+            .find(|t| t.managed_id == managed_id && managed_id != 0)
+            .map(|t| t.tid)
+    }
+
+    /// The name of a managed thread (empty if unnamed).
+    pub fn name_of_managed(&self, managed_id: u64) -> String {
+        self.thread_names
+            .get(&managed_id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The name of an OS thread (empty if unnamed).
+    pub fn name_of_tid(&self, tid: u32) -> String {
+        match self.threads.get(&tid) {
+            Some(t) if !t.name.is_empty() => t.name.clone(),
+            Some(t) => self.name_of_managed(t.managed_id),
+            None => String::new(),
+        }
+    }
+}
+
+/// A trace, read and summarized.
+#[derive(Debug)]
+pub struct LoadedTrace {
+    /// The file header.
+    pub header: Header,
+    /// What the agent said when it started.
+    pub session: Option<SessionStart>,
+    /// What the agent said when it stopped (missing if the program crashed).
+    pub session_end: Option<SessionEnd>,
+    /// What the CLI said when the recording ended.
+    pub recording_end: Option<RecordingEnd>,
+    /// The last value of each agent counter.
+    pub counters: BTreeMap<String, u64>,
+    /// Diagnostics from the agent.
+    pub messages: Vec<Message>,
+    /// Every definition.
+    pub names: Names,
+    /// The events, summarized.
+    pub events: EventSummary,
+    /// Records read.
+    pub records: u64,
+    /// Records of kinds this version does not know (from a newer minor version).
+    pub unknown_records: u64,
+    stacks: HashMap<u32, StackDef>,
+    samples: Vec<TraceSample>,
+    call_tree: Vec<CallTreeNode>,
+}
+
+/// Loads the trace at `path`.
+pub fn load(path: &Path) -> Result<LoadedTrace, LoadError> {
+    let shown = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|source| LoadError::Open {
+        path: shown.clone(),
+        source,
+    })?;
+    read(std::io::BufReader::with_capacity(1 << 20, file)).map_err(|source| LoadError::Read {
+        path: shown,
+        source,
+    })
+}
+
+/// Reads a trace from any byte source.
+pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
+    let mut reader = Reader::new(input)?;
+    let header = reader.header();
+    let mut t = LoadedTrace {
+        header,
+        session: None,
+        session_end: None,
+        recording_end: None,
+        counters: BTreeMap::new(),
+        messages: Vec::new(),
+        names: Names::default(),
+        events: EventSummary::default(),
+        records: 0,
+        unknown_records: 0,
+        stacks: HashMap::new(),
+        samples: Vec::new(),
+        call_tree: Vec::new(),
+    };
+    let mut events = EventSummaryBuilder::default();
+    for record in &mut reader {
+        let record = record?;
+        t.records += 1;
+        match record {
+            Record::SessionStart(s) => t.session = Some(s),
+            Record::SessionEnd(s) => t.session_end = Some(s),
+            Record::RecordingEnd(r) => t.recording_end = Some(r),
+            Record::Counter(c) => {
+                t.counters.insert(c.name, c.value);
+            }
+            Record::Message(m) => t.messages.push(m),
+            Record::AppDomainDef(_) => {}
+            Record::AssemblyDef(a) => {
+                t.names.assemblies.insert(a.id, a);
+            }
+            Record::ModuleDef(m) => {
+                t.names.modules.insert(m.id, m);
+            }
+            Record::ClassDef(c) => {
+                t.names.classes.insert(c.id, c);
+            }
+            Record::FunctionDef(f) => {
+                t.names.functions.insert(f.id, f);
+            }
+            Record::ThreadDef(d) => {
+                if !d.name.is_empty() && d.managed_id != 0 {
+                    t.names.thread_names.insert(d.managed_id, d.name.clone());
+                }
+                if d.tid != 0 {
+                    let name = if d.name.is_empty() {
+                        t.names
+                            .threads
+                            .get(&d.tid)
+                            .map(|old| old.name.clone())
+                            .unwrap_or_default()
+                    } else {
+                        d.name.clone()
+                    };
+                    t.names.threads.insert(d.tid, ThreadDef { name, ..d });
+                }
+            }
+            Record::NativeFrameDef(n) => {
+                t.names.natives.insert(n.id, n);
+            }
+            Record::StackDef(s) => {
+                t.stacks.insert(s.id, s);
+            }
+            Record::Event(e) => events.add(&e),
+            Record::Sample(s) => t.samples.push(s),
+            Record::CallTreeNode(n) => t.call_tree.push(n),
+            Record::Unknown { .. } => t.unknown_records += 1,
+        }
+    }
+    t.events = events.finish(&t.names);
+    Ok(t)
+}
+
+impl LoadedTrace {
+    /// True if the agent reported its session's end (the program did not crash).
+    pub fn ended_cleanly(&self) -> bool {
+        self.session_end.is_some()
+    }
+
+    /// The CPU mode the session was recorded in (`sample`, `trace` or `none`).
+    pub fn mode_name(&self) -> &str {
+        let config = self
+            .session
+            .as_ref()
+            .map(|s| s.config.as_str())
+            .unwrap_or("");
+        config
+            .split(';')
+            .find_map(|kv| kv.trim().strip_prefix("mode="))
+            .unwrap_or(if self.call_tree.is_empty() {
+                "sample"
+            } else {
+                "trace"
+            })
+    }
+
+    /// A counter's last value (0 if never written).
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+
+    /// True if the trace has CPU data (samples or call trees).
+    pub fn has_cpu_data(&self) -> bool {
+        !self.samples.is_empty() || !self.call_tree.is_empty()
+    }
+
+    /// Length of the recording in nanoseconds.
+    pub fn duration_ns(&self) -> u64 {
+        let from_samples = self.samples.iter().map(|s| s.ts).max().unwrap_or(0);
+        let from_end = self.session_end.as_ref().map_or(0, |e| e.ts);
+        let from_cli = self.recording_end.as_ref().map_or(0, |r| r.duration_ns);
+        from_end.max(from_samples).max(from_cli)
+    }
+
+    /// The CPU profile: samples (both modes) and exact call trees (trace mode).
+    pub fn profile(&self) -> Profile {
+        let mode = if self.mode_name() == "trace" {
+            Mode::Trace
+        } else {
+            Mode::Sample
+        };
+        let mut b = ProfileBuilder::new(mode);
+        let mut frames: HashMap<(u8, u64), FrameIndex> = HashMap::new();
+        let mut stack_map: HashMap<u32, Option<StackIndex>> = HashMap::new();
+        let names = &self.names;
+        let mut frame_of = |b: &mut ProfileBuilder, kind: TraceFrameKind, id: u64| -> FrameIndex {
+            *frames
+                .entry((kind.to_u8(), id))
+                .or_insert_with(|| match kind {
+                    TraceFrameKind::Managed => b.intern_frame(
+                        &names.function(id),
+                        &names.function_module(id),
+                        FrameKind::Managed,
+                    ),
+                    TraceFrameKind::Native => {
+                        let (name, module) = match names.natives.get(&id) {
+                            Some(n) if !n.symbol.is_empty() => {
+                                (n.symbol.clone(), file_name(&n.library))
+                            }
+                            Some(n) if !n.library.is_empty() => (
+                                format!("[{}]", file_name(&n.library)),
+                                file_name(&n.library),
+                            ),
+                            _ => ("[native code]".to_string(), String::new()),
+                        };
+                        b.intern_frame(&name, &module, FrameKind::Native)
+                    }
+                    _ => b.intern_frame("[truncated]", "", FrameKind::Truncated),
+                })
+        };
+
+        // Thread names first, so every thread gets its name.
+        let thread_name = |tid: u32| -> String {
+            match names.name_of_tid(tid) {
+                n if n.is_empty() && self.session.as_ref().is_some_and(|s| s.pid == tid) => {
+                    "main".into()
+                }
+                n => n,
+            }
+        };
+
+        for s in &self.samples {
+            let stack = self.resolve_stack(&mut b, &mut stack_map, &mut frame_of, s.stack);
+            let thread = b.thread(s.tid, &thread_name(s.tid));
+            b.add_sample(
+                thread,
+                Sample {
+                    time_ns: s.ts,
+                    stack,
+                    cpu_ns: s.cpu_ns,
+                    wall_ns: s.wall_ns,
+                },
+            );
+        }
+
+        let mut by_thread: BTreeMap<u32, Vec<CallNodeRecord>> = BTreeMap::new();
+        for n in &self.call_tree {
+            let frame = frame_of(&mut b, TraceFrameKind::Managed, n.function);
+            by_thread.entry(n.tid).or_default().push(CallNodeRecord {
+                id: u64::from(n.node),
+                parent: (n.parent != 0).then_some(u64::from(n.parent)),
+                frame,
+                calls: n.calls,
+                self_samples: n.self_samples,
+                self_cpu_ns: n.self_cpu_ns,
+                self_wall_ns: n.self_wall_ns,
+            });
+        }
+        for (tid, records) in by_thread {
+            let (tree, dropped) = CallTree::from_records(&records);
+            let thread = b.thread(tid, &thread_name(tid));
+            b.set_call_tree(thread, tree);
+            if dropped > 0 {
+                b.note(format!(
+                    "{dropped} call tree nodes of thread {tid} were inconsistent and dropped"
+                ));
+            }
+        }
+
+        for (counter, what) in [
+            (
+                "samples_dropped",
+                "samples were dropped (the agent's buffer was full or a thread did not answer in time)",
+            ),
+            (
+                "stacks_truncated",
+                "stacks were deeper than the agent records and were cut",
+            ),
+            (
+                "call_tree_nodes_dropped",
+                "call paths were not recorded because the call tree node budget was spent (raise it with --max-nodes)",
+            ),
+            (
+                "calls_unrecorded",
+                "calls were not recorded (node budget or shadow stack limit)",
+            ),
+        ] {
+            let n = self.counter(counter);
+            if n > 0 {
+                b.note(format!("{n} {what}"));
+            }
+        }
+        if mode == Mode::Trace && !self.events.inlined.is_empty() {
+            b.note(format!(
+                "{} methods were inlined by the JIT and are counted as part of their callers; record with --no-inline to count every call",
+                self.events.inlined.iter().map(|i| &i.callee).collect::<std::collections::BTreeSet<_>>().len()
+            ));
+        }
+        if !self.ended_cleanly() {
+            b.note("the program ended without shutting the profiler down (crash or kill): data after the agent's last flush is missing");
+        }
+
+        let mut p = b.build();
+        if let Some(s) = &self.session {
+            p.pid = s.pid;
+            p.start_unix_ns = s.start_unix_ns;
+            p.name = s
+                .command_line
+                .split_whitespace()
+                .find(|w| w.ends_with(".dll"))
+                .map(file_name)
+                .unwrap_or_default();
+            if let Some(rate) = s
+                .config
+                .split(';')
+                .find_map(|kv| kv.trim().strip_prefix("rate="))
+                .and_then(|r| r.parse::<u64>().ok())
+            {
+                p.sample_interval_ns = 1_000_000_000 / rate.max(1);
+            }
+        }
+        p.duration_ns = self.duration_ns();
+        p
+    }
+
+    fn resolve_stack(
+        &self,
+        b: &mut ProfileBuilder,
+        map: &mut HashMap<u32, Option<StackIndex>>,
+        frame_of: &mut impl FnMut(&mut ProfileBuilder, TraceFrameKind, u64) -> FrameIndex,
+        id: u32,
+    ) -> Option<StackIndex> {
+        if id == 0 {
+            return None;
+        }
+        if let Some(&s) = map.get(&id) {
+            return s;
+        }
+        // Collect the chain up to a resolved ancestor, then intern it root first.
+        let mut chain = Vec::new();
+        let mut cur = id;
+        let mut parent: Option<StackIndex> = None;
+        let mut guard = 0usize;
+        while cur != 0 {
+            if let Some(&s) = map.get(&cur) {
+                parent = s;
+                break;
+            }
+            let Some(def) = self.stacks.get(&cur) else {
+                break;
+            };
+            chain.push(cur);
+            cur = def.parent;
+            guard += 1;
+            if guard > self.stacks.len() {
+                break; // a cycle in a corrupt trace
+            }
+        }
+        for sid in chain.into_iter().rev() {
+            let def = &self.stacks[&sid];
+            let frame = frame_of(b, def.frame_kind, def.frame);
+            parent = Some(b.intern_stack(parent, frame));
+            map.insert(sid, parent);
+        }
+        map.get(&id).copied().flatten()
+    }
+}

@@ -1,0 +1,101 @@
+//! `clrprof report`: read a trace and write the report or a viewer's format.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clrprof_analysis::output::{Chrome, Flamegraph, Folded, Json, Pprof, Render, Speedscope, Text};
+use clrprof_analysis::{Query, report, trace};
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Full text report.
+    Text,
+    /// Full JSON report.
+    Json,
+    /// Folded stacks.
+    Folded,
+    /// Flame graph SVG.
+    Flamegraph,
+    /// speedscope JSON.
+    Speedscope,
+    /// Chrome trace events JSON.
+    Chrome,
+    /// gzipped pprof protobuf.
+    Pprof,
+}
+
+/// What to report, independent of the command-line syntax.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// The trace.
+    pub file: PathBuf,
+    /// Output format.
+    pub format: Format,
+    /// Output file (stdout if none).
+    pub output: Option<PathBuf>,
+    /// Text: print the call tree too.
+    pub tree: bool,
+    /// JSON: pretty-print.
+    pub pretty: bool,
+    /// Thread, filter, top, metric.
+    pub query: Query,
+}
+
+/// Writes the report.
+pub fn report(opts: &ReportOptions) -> Result<()> {
+    let loaded = trace::load(&opts.file)?;
+    let binary = opts.format == Format::Pprof;
+    let mut out: Box<dyn Write> = match &opts.output {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None if binary && std::io::stdout().is_terminal() => {
+            bail!("pprof output is binary; write it to a file with -o FILE")
+        }
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let q = &opts.query;
+    match opts.format {
+        Format::Text => {
+            let text = Text {
+                tree: opts.tree,
+                ..Text::default()
+            };
+            report::write_text(&loaded, q, &text, &mut out)?;
+        }
+        Format::Json => report::write_json(
+            &loaded,
+            q,
+            &Json {
+                pretty: opts.pretty,
+                ..Json::default()
+            },
+            &mut out,
+        )?,
+        other => {
+            if !loaded.has_cpu_data() {
+                bail!(
+                    "{} has no CPU samples or call trees (it was recorded with --mode none); only the text and json formats apply",
+                    opts.file.display()
+                );
+            }
+            let profile = loaded.profile();
+            let renderer: Box<dyn Render> = match other {
+                Format::Folded => Box::new(Folded::default()),
+                Format::Flamegraph => Box::new(Flamegraph::default()),
+                Format::Speedscope => Box::new(Speedscope),
+                Format::Chrome => Box::new(Chrome),
+                _ => Box::new(Pprof),
+            };
+            renderer.render(&profile, q, &mut out)?;
+        }
+    }
+    out.flush().context("writing the report")?;
+    if let Some(path) = &opts.output {
+        eprintln!("clrprof: wrote {}", path.display());
+    }
+    Ok(())
+}

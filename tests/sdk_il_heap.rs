@@ -1,0 +1,271 @@
+//! The SDK's IL body, ReJIT, heap and statics wrappers, inside a real runtime.
+//!
+//! `probe-il-heap` (tests/probes/il-heap) is a profiler built on the SDK. `PROBE_SCENARIO`
+//! picks one of three scenarios; the probe writes what it saw, one line per fact, to
+//! `PROBE_OUTPUT`. Each test checks both sides: the program's own output (which changes when
+//! the probe's IL takes effect) and the probe's lines (exact values: sizes, offsets, layouts,
+//! HRESULTs).
+
+use std::process::Output;
+
+use clrprof_e2e::{OutputExt, Program, compile, example_lib, run_command, temp_dir};
+
+/// `probe-il-heap`'s CLSID.
+const PROBE_CLSID: &str = "{8E2A41C7-5B36-4D0F-A1E9-3C7D92B6F054}";
+
+/// Runs `program` with `args` under the probe in `scenario`, with extra environment `env`.
+/// Returns the process output and the probe's lines.
+fn profiled(
+    program: &Program,
+    scenario: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Output, Vec<String>) {
+    let lib = example_lib("probe-il-heap");
+    let dir = temp_dir();
+    let path = dir.path().join("probe.txt");
+    let mut cmd = program.command();
+    cmd.args(args)
+        .env("CORECLR_ENABLE_PROFILING", "1")
+        .env("CORECLR_PROFILER", PROBE_CLSID)
+        .env("CORECLR_PROFILER_PATH", &lib)
+        .env("PROBE_SCENARIO", scenario)
+        .env("PROBE_OUTPUT", &path);
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let out = run_command(&mut cmd);
+    out.assert_success();
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("the probe wrote no output ({e})\n{}", out.describe()));
+    (out, text.lines().map(str::to_string).collect())
+}
+
+/// Asserts that the probe wrote exactly `expected`, in order.
+#[track_caller]
+fn assert_lines(lines: &[String], expected: &[&str]) {
+    let got: Vec<&str> = lines.iter().map(String::as_str).collect();
+    assert_eq!(got, expected, "probe output:\n{}", lines.join("\n"));
+}
+
+/// Asserts that the probe wrote exactly the lines of `expected`, in any order (lines written
+/// from several threads).
+#[track_caller]
+fn assert_line_set(lines: &[String], expected: &[&str]) {
+    let mut got: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let mut want = expected.to_vec();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want, "probe output:\n{}", lines.join("\n"));
+}
+
+#[test]
+fn il_rewrite_replaces_a_tiny_body_and_prepends_to_a_fat_one() {
+    let program = compile("IlRewrite");
+    let plain = program.run(&[]);
+    plain.assert_success();
+    assert_eq!(
+        plain.stdout_str(),
+        "answer=41\nguarded: sum=106 finallies=4 prologues=0\n"
+    );
+
+    let (out, lines) = profiled(&program, "il-rewrite", &[], &[]);
+    // Answer returns 42 although Main (optimized on 3.1: it has a loop) inlined it: the body
+    // was replaced at ModuleLoadFinished, before any caller was compiled. Guarded ran the
+    // prepended `Prologues++` 4 times, and its try/finally still works after the shift.
+    assert_eq!(
+        out.stdout_str(),
+        "answer=42\nguarded: sum=106 finallies=4 prologues=4\n"
+    );
+    assert_lines(
+        &lines,
+        &[
+            "initialized: IlRewrite, ICorProfilerInfo11",
+            // ldc.i4.s 41; ret under a tiny header (3 << 2 | 2), and the new body.
+            "Answer original: Tiny 0e1f292a",
+            "Answer new: 0e1f2a2a",
+            "Answer replace: ok",
+            // GetILFunctionBody returns the body SetILFunctionBody installed.
+            "Answer read back: 0e1f2a2a",
+            "Guarded original: Fat max_stack=2 clauses=1",
+            // ldsfld (5) + ldc.i4.1 + add + stsfld (5); needs 2 stack slots, as the body does.
+            "Guarded prepended: 12 bytes, max_stack=2",
+            "Guarded clause 0: finally try +12 handler +12 lengths kept: true",
+            "Guarded replace: ok",
+            "Guarded read back equals new body: true",
+            "module loaded: IlRewrite.dll",
+            // Answer is never compiled on its own: it was inlined into Main.
+            "jit IlRewrite.Guarded",
+            "Guarded set_il_instrumented_code_map: ok",
+            "shutdown",
+        ],
+    );
+}
+
+/// The probe lines every `rejit` run has, whatever the inline tracking.
+const REJIT_COMMON: &[&str] = &[
+    "initialized: Rejit, ICorProfilerInfo11",
+    "module loaded: ReJit.dll",
+    "worker initialize_current_thread: ok",
+    // The .NET 1 API is a stub.
+    "set_function_rejit: E_NOTIMPL",
+    // GetReJITParameters comes when the new version is first called, on that thread.
+    "get_rejit_parameters ReJit.Value: set_il_body ok",
+    "rejit compiled ReJit.Value: 0x00000000 S_OK, rejit id non-zero: true",
+    "request_revert Value, Inlinee: ok [0x00000000 S_OK, 0x00000000 S_OK]",
+    // The original version (0) and the one ReJIT made.
+    "get_rejit_ids Value: [0, n]",
+    "shutdown",
+];
+
+#[test]
+fn rejit_replaces_running_methods_and_their_inliners_then_reverts() {
+    let program = compile("ReJit");
+    let plain = program.run(&["50"]);
+    plain.assert_success();
+    assert_eq!(
+        plain.stdout_str(),
+        "before: value=1 caller=11\n\
+         after rejit: value=1 caller=11 changed=False\n\
+         after revert: value=1 caller=11 original=True\n"
+    );
+
+    // Tiered compilation off: Caller is optimized (Inlinee inlined) from its first compile.
+    let (out, lines) = profiled(
+        &program,
+        "rejit",
+        &[],
+        &[("COMPlus_TieredCompilation", "0")],
+    );
+    assert_eq!(
+        out.stdout_str(),
+        "before: value=1 caller=11\n\
+         after rejit: value=2 caller=21 changed=True\n\
+         after revert: value=1 caller=11 original=True\n"
+    );
+    let mut expected = REJIT_COMMON.to_vec();
+    expected.extend([
+        "request_rejit_with_inliners Inlinee: ok",
+        "request_rejit Value: ok",
+        // The inliner is recompiled with its own IL; GetReJITParameters is not asked for it.
+        // Inlinee is now called (not inlined) from Caller, so its new version is compiled.
+        "rejit compiled ReJit.Caller: 0x00000000 S_OK, rejit id non-zero: true",
+        "get_rejit_parameters ReJit.Inlinee: set_il_body ok",
+        "rejit compiled ReJit.Inlinee: 0x00000000 S_OK, rejit id non-zero: true",
+    ]);
+    assert_line_set(&lines, &expected);
+}
+
+/// `ProfApi_RejitOnAttach=0` turns the runtime's inline tracking off (the variable name is
+/// case-sensitive on Linux).
+#[test]
+fn rejit_without_inline_tracking_leaves_inlined_copies_alone() {
+    let program = compile("ReJit");
+    let (out, lines) = profiled(
+        &program,
+        "rejit",
+        &[],
+        &[
+            ("COMPlus_TieredCompilation", "0"),
+            ("COMPlus_ProfApi_RejitOnAttach", "0"),
+        ],
+    );
+    // Inlinee's ReJIT was accepted, but Caller still runs the copy it inlined, and nothing
+    // calls Inlinee itself: its new version is never even compiled.
+    assert_eq!(
+        out.stdout_str(),
+        "before: value=1 caller=11\n\
+         after rejit: value=2 caller=11 changed=True\n\
+         after revert: value=1 caller=11 original=True\n"
+    );
+    let mut expected = REJIT_COMMON.to_vec();
+    expected.extend([
+        "request_rejit_with_inliners Inlinee: CORPROF_E_REJIT_INLINING_DISABLED",
+        "request_rejit Inlinee, Value: ok",
+    ]);
+    assert_line_set(&lines, &expected);
+}
+
+#[test]
+fn heap_objects_statics_and_generations() {
+    let program = compile("Heap");
+    let plain = program.run(&[]);
+    plain.assert_success();
+    assert_eq!(
+        plain.stdout_str(),
+        "point=1,2,3 arr=91 s=clrprof-heap boxed=11 tls=9 count=7\n"
+    );
+
+    let (out, lines) = profiled(&program, "heap", &["wait-forced-gc"], &[]);
+    // The program saw a generation-2 GC it did not induce: the probe's ForceGC.
+    assert_eq!(
+        out.stdout_str(),
+        "forced gc: True\npoint=1,2,3 arr=91 s=clrprof-heap boxed=11 tls=9 count=7\n"
+    );
+    assert_lines(
+        &lines,
+        &[
+            "initialized: Heap, ICorProfilerInfo11",
+            "module loaded: Heap.dll",
+            "class loaded: Heap",
+            "class loaded: Pair",
+            "class loaded: Point3",
+            "class loaded: Node",
+            // 8 (header) + 8 (MethodTable) + 3 longs.
+            "allocated Point3: size=40 size2=40 class matches=true",
+            "inspecting at GarbageCollectionFinished with Phase=1",
+            // A literal has no FieldDesc: the runtime refuses it.
+            "static kinds: Count=StaticKind(APP_DOMAIN) Tls=StaticKind(THREAD) P=StaticKind(APP_DOMAIN) K=E_INVALIDARG",
+            "static kind of instance field Point3.X: StaticKind(0x0)",
+            "Count value: 7",
+            "Tls value (address2): 9",
+            "Tls value (address): 9",
+            "K address: CORPROF_E_LITERALS_HAVE_NO_ADDRESS",
+            // CoreCLR has no remoting contexts.
+            "context static address: E_NOTIMPL",
+            "P: class is Point3=true size=40 size2=40",
+            // Offsets from the ObjectID (the MethodTable pointer); size is the base size.
+            "Point3 layout: size=40 X@8 Y@16 Z@24",
+            "P values: X=1 Y=2 Z=3",
+            "P generation: GcGeneration::GEN_2, range contains it: true",
+            "P references: none",
+            // No reference fields at all: the runtime answers S_FALSE.
+            "P enumerate_object_references has reference fields: false",
+            "Point3 get_class_layout on a string class: E_INVALIDARG",
+            // ELEMENT_TYPE_I4, data after MethodTable + length + padding; 24 + 7 * 4 bytes.
+            "Arr: element_type=0x8 dims=[7] lower_bounds=[0] data_offset=16 size=52 values=0,1,4,9,16,25,36",
+            "Arr generation: GcGeneration::GEN_2",
+            "get_array_object_info on Point3: E_INVALIDARG",
+            "string layout: buffer_length@8 string_length@8 buffer@12",
+            "string layout2: string_length@8 buffer@12",
+            // 8 + 8 + 4 (length) + 2 (terminator) + 12 * 2.
+            "S: length=12 text=clrprof-heap size=46",
+            "Node layout: size=48 A@8 Name@16 Numbers@24 Next@32",
+            "N.A holds the expected object: true",
+            "N.Name holds the expected object: true",
+            "N.Numbers holds the expected object: true",
+            // Each reference at its field's offset, pointing at the object the field holds.
+            "N references: A->P Name->S Next->N2 Numbers->Arr (ascending offsets: true)",
+            "N references when the callback stops at once: 1",
+            // Reference fields, all null: S_OK and no callback.
+            "N2 references: 0 (has reference fields: true)",
+            "Boxed: class is Pair=true box offset=8",
+            // Value types: offsets from the start of the value, size of the fields.
+            "Pair layout: size=8 A@0 B@4",
+            "Boxed values: A=5 B=6",
+            // Generations 0, 1, 2 and the large object heap.
+            "generation bounds: generations [0, 1, 2, 3]",
+            "generation bounds: P inside a gen 2 range: true",
+            "is_frozen_object P: false",
+            "loh threshold: 85000",
+            "module frozen objects: 0",
+            // ICorProfilerInfo12+ methods on a runtime that has only 11.
+            "create_handle: not supported (needs 13, have 11)",
+            "enumerate_non_gc_objects: not supported (needs 14, have 11)",
+            "get_non_gc_heap_bounds: not supported (needs 14, have 11)",
+            "enumerate_gc_heap_objects: not supported (needs 15, have 11)",
+            "force_gc from a profiler thread: ok",
+            "shutdown",
+        ],
+    );
+}
