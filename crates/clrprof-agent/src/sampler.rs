@@ -30,6 +30,10 @@ use crate::recorder::cct::Node;
 use crate::recorder::threads::{self, MAX_FRAMES, MAX_THREADS, ThreadSlot};
 use crate::recorder::{capture, sys};
 use crate::session::Session;
+use crate::unwind::{Regs, Unwinder};
+
+/// How often the sampler re-reads the process's memory map for newly loaded libraries.
+const MODULE_REFRESH_NS: u64 = 1_000_000_000;
 
 /// How long to wait for sampled threads to answer before counting them as missed.
 const ANSWER_TIMEOUT_NS: u64 = 20_000_000;
@@ -83,6 +87,33 @@ impl Sampler {
     }
 }
 
+/// Randomized sampling intervals.
+///
+/// A sampler that ticks at a fixed period falls into step with a program whose work is
+/// periodic too (a loop alternating two calls of fixed length): every tick then lands in the
+/// same phase of the loop, and one function gets far more samples than its share of time
+/// (measured: a method using 15% of the CPU got 27% of the samples at 1 kHz and 72% at 500 Hz).
+/// Drawing each interval uniformly from [0.5, 1.5] x the period keeps the mean rate and breaks
+/// any such lock-step.
+struct Jitter(u64);
+
+impl Jitter {
+    fn new(seed: u64) -> Jitter {
+        Jitter(seed | 1)
+    }
+
+    /// The next interval for a nominal `period_ns`.
+    fn interval(&mut self, period_ns: u64) -> u64 {
+        // xorshift64: cheap, no allocation, plenty random for spreading ticks.
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        period_ns / 2 + x % period_ns.max(1)
+    }
+}
+
 /// What the sampler remembers about each registry slot.
 #[derive(Clone, Copy, Default)]
 struct Book {
@@ -108,8 +139,12 @@ struct SamplerLoop {
     natives: HashMap<(String, String), u64>,
     stacks: HashMap<(u32, u8, u64), u32>,
     raw: [usize; MAX_FRAMES],
+    frames: Vec<usize>,
     path: Vec<FrameRef>,
     targets: Vec<usize>,
+    unwinder: Unwinder,
+    modules_generation: u64,
+    modules_checked_ns: u64,
 }
 
 impl SamplerLoop {
@@ -122,15 +157,37 @@ impl SamplerLoop {
             natives: HashMap::new(),
             stacks: HashMap::new(),
             raw: [0; MAX_FRAMES],
+            frames: Vec::with_capacity(MAX_FRAMES),
             path: Vec::with_capacity(MAX_FRAMES),
             targets: Vec::with_capacity(MAX_THREADS),
+            unwinder: Unwinder::new(),
+            modules_generation: u64::MAX,
+            modules_checked_ns: 0,
+        }
+    }
+
+    /// Re-reads the memory map now and then, and tells the signal handler where native code
+    /// is (it copies the stack only when interrupted there).
+    fn refresh_modules(&mut self, now: u64) {
+        if self.modules_generation != u64::MAX
+            && now.saturating_sub(self.modules_checked_ns) < MODULE_REFRESH_NS
+        {
+            return;
+        }
+        self.modules_checked_ns = now;
+        self.unwinder.refresh_modules();
+        let generation = self.unwinder.modules().generation();
+        if generation != self.modules_generation {
+            self.modules_generation = generation;
+            capture::publish_native_ranges(&self.unwinder.modules().native_ranges());
         }
     }
 
     fn run(mut self, stop: &AtomicBool) {
         let mut deadline = sys::monotonic_ns();
+        let mut jitter = Jitter::new(deadline);
         while !stop.load(Ordering::Acquire) {
-            deadline += self.interval_ns;
+            deadline += jitter.interval(self.interval_ns);
             let now = sys::monotonic_ns();
             if deadline > now {
                 std::thread::sleep(Duration::from_nanos(deadline - now));
@@ -176,6 +233,7 @@ impl SamplerLoop {
 
     fn tick_sample(&mut self) {
         let now = sys::monotonic_ns();
+        self.refresh_modules(now);
         let ts = self.session.since_start(now);
         self.targets.clear();
         let mut pending: Vec<(usize, u64, u64)> = Vec::new();
@@ -215,8 +273,24 @@ impl SamplerLoop {
                     .fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            let n = capture::frames(slot, &mut self.raw);
-            let stack = self.stack_from_ips(n);
+            let mut frames = std::mem::take(&mut self.frames);
+            frames.clear();
+            let (regs, copy) = capture::copied(slot);
+            if copy.is_empty() {
+                let n = capture::frames(slot, &mut self.raw);
+                frames.extend_from_slice(&self.raw[..n]);
+            } else {
+                // Interrupted in native code: unwind it with its call frame information.
+                let regs = Regs {
+                    rip: regs[0],
+                    rsp: regs[1],
+                    rbp: regs[2],
+                };
+                let stack_hi = slot.stack_hi.load(Ordering::Relaxed);
+                self.unwinder.unwind(regs, copy, stack_hi, &mut frames);
+            }
+            let stack = self.stack_from_ips(&frames);
+            self.frames = frames;
             let book = &mut self.books[i];
             book.last_stack = stack;
             book.has_stack = true;
@@ -295,10 +369,9 @@ impl SamplerLoop {
     }
 
     /// Turns the captured addresses (innermost first) into an interned stack id.
-    fn stack_from_ips(&mut self, n: usize) -> u32 {
+    fn stack_from_ips(&mut self, ips: &[usize]) -> u32 {
         self.path.clear();
-        for k in 0..n {
-            let ip = self.raw[k];
+        for (k, &ip) in ips.iter().enumerate() {
             // Return addresses point after the call; look up the call instruction itself.
             let lookup = if k == 0 { ip } else { ip.saturating_sub(1) };
             let frame = self.resolve(lookup);

@@ -56,6 +56,9 @@ pub struct ReportJson {
     pub cpu: Option<CpuReport>,
     /// Warnings and errors the agent reported.
     pub messages: Vec<String>,
+    /// The agent's counters at the end of the recording (`events_dropped`,
+    /// `shadow_stack_mismatches`, `call_tree_nodes`, ...).
+    pub counters: std::collections::BTreeMap<String, u64>,
 }
 
 fn session_json(t: &LoadedTrace) -> SessionJson {
@@ -104,6 +107,7 @@ pub fn json(t: &LoadedTrace, query: &Query, options: &Json) -> Result<ReportJson
         events: t.events.clone(),
         cpu,
         messages: messages(t),
+        counters: t.counters.clone(),
     })
 }
 

@@ -5,8 +5,10 @@
 //! format) and `clrprof-analysis` (everything a report shows).
 #![forbid(unsafe_code)]
 
+#[cfg(unix)]
 mod agent_lib;
 mod cli;
+#[cfg(unix)]
 mod record;
 mod report;
 
@@ -15,7 +17,9 @@ use std::process::ExitCode;
 use clap::Parser;
 use clrprof_analysis::{Metric, Query};
 
-use cli::{Cli, Command, FormatArg, MetricArg, ModeArg};
+#[cfg(unix)]
+use cli::ModeArg;
+use cli::{Cli, Command, FormatArg, MetricArg};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -33,6 +37,14 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
+        #[cfg(not(unix))]
+        Command::Record(_) => anyhow::bail!(
+            "`clrprof record` talks to the agent over a Unix socket and is available on Linux; here, \
+             run the program with CORECLR_ENABLE_PROFILING=1, CORECLR_PROFILER={}, \
+             CORECLR_PROFILER_PATH=<agent> and CLRPROF_OUTPUT=<trace file>, then `clrprof report`",
+            clrprof_trace::protocol::AGENT_CLSID
+        ),
+        #[cfg(unix)]
         Command::Record(a) => {
             let agent = agent_lib::locate(a.agent.as_deref())?;
             let opts = record::RecordOptions {

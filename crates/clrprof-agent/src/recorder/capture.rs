@@ -13,13 +13,77 @@
 //! `SIGPROF` is free. Handlers are installed with `SA_RESTART`; the runtime's own waits loop
 //! on `EINTR`.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
-use super::threads::{self, MAX_FRAMES, ThreadSlot};
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+use super::threads;
+use super::threads::{MAX_FRAMES, STACK_COPY_BYTES, ThreadSlot};
 
 /// The signal used for sampling.
 #[cfg(unix)]
 pub const SAMPLE_SIGNAL: i32 = libc::SIGPROF;
+#[cfg(not(unix))]
+const SAMPLE_SIGNAL: i32 = 0;
+
+/// How many native code ranges the handler can tell apart.
+const MAX_RANGES: usize = 512;
+
+/// The address ranges of native libraries (code without frame pointers may live there),
+/// published by the sampler thread and read by the signal handler without a lock: two tables,
+/// the sampler fills the inactive one and then flips [`ACTIVE_RANGES`].
+static RANGES: [[AtomicUsize; 2 * MAX_RANGES]; 2] =
+    [const { [const { AtomicUsize::new(0) }; 2 * MAX_RANGES] }; 2];
+static RANGE_COUNT: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
+static ACTIVE_RANGES: AtomicUsize = AtomicUsize::new(0);
+
+/// Publishes the native code ranges (sorted, non-overlapping `[start, end)`), for the handler
+/// to decide when to copy the stack. Only the sampler thread calls this.
+pub fn publish_native_ranges(ranges: &[(usize, usize)]) {
+    let next = 1 - ACTIVE_RANGES.load(Ordering::Acquire);
+    let n = ranges.len().min(MAX_RANGES);
+    for (i, &(start, end)) in ranges.iter().take(n).enumerate() {
+        RANGES[next][2 * i].store(start, Ordering::Relaxed);
+        RANGES[next][2 * i + 1].store(end, Ordering::Relaxed);
+    }
+    RANGE_COUNT[next].store(n, Ordering::Release);
+    ACTIVE_RANGES.store(next, Ordering::Release);
+}
+
+/// True if `addr` lies in a published native range. Async-signal-safe (a binary search over
+/// atomics).
+pub fn in_native_code(addr: usize) -> bool {
+    let table = ACTIVE_RANGES.load(Ordering::Acquire);
+    let n = RANGE_COUNT[table].load(Ordering::Acquire);
+    let (mut lo, mut hi) = (0usize, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        let start = RANGES[table][2 * mid].load(Ordering::Relaxed);
+        let end = RANGES[table][2 * mid + 1].load(Ordering::Relaxed);
+        if addr < start {
+            hi = mid;
+        } else if addr >= end {
+            lo = mid + 1;
+        } else {
+            return true;
+        }
+    }
+    false
+}
+
+/// What the handler saw: registers and the stack copy (empty when the frame-pointer walk in
+/// `slot.frames` is complete on its own).
+pub fn copied(slot: &ThreadSlot) -> ([usize; 3], &[u8]) {
+    let regs = [0, 1, 2].map(|i| slot.regs[i].load(Ordering::Relaxed));
+    let len = slot.copy_len.load(Ordering::Acquire).min(STACK_COPY_BYTES);
+    let buf = slot.copy.load(Ordering::Acquire);
+    if buf.is_null() || len == 0 {
+        return (regs, &[]);
+    }
+    // SAFETY: `buf` is this slot's buffer of STACK_COPY_BYTES, never freed; the handler wrote
+    // `len` bytes before publishing `done` (Release), which the caller observed (Acquire) in
+    // `answered`; the handler does not write again until the next request.
+    (regs, unsafe { core::slice::from_raw_parts(buf, len) })
+}
 
 /// Bumped by the handler after each capture; the sampler waits on it.
 pub static COMPLETIONS: AtomicU32 = AtomicU32::new(0);
@@ -50,8 +114,8 @@ pub fn install() -> bool {
     false
 }
 
-/// Asks `slot`'s thread for its stack. Returns false if the thread is gone.
-#[cfg(target_os = "linux")]
+/// Asks `slot`'s thread for its stack. Returns false if the thread is gone (or there are no
+/// signals on this platform).
 pub fn request(slot: &ThreadSlot) -> bool {
     slot.request.fetch_add(1, Ordering::AcqRel);
     super::sys::signal_thread(slot.tid.load(Ordering::Relaxed), SAMPLE_SIGNAL)
@@ -87,9 +151,27 @@ extern "C" fn on_sample_signal(
             let rip = gregs[libc::REG_RIP as usize] as usize;
             let rsp = gregs[libc::REG_RSP as usize] as usize;
             let rbp = gregs[libc::REG_RBP as usize] as usize;
+            let lo = slot.stack_lo.load(Ordering::Relaxed);
             let hi = slot.stack_hi.load(Ordering::Relaxed);
             let depth = walk(rip, rsp, rbp, hi, &slot.frames);
             slot.depth.store(depth as u32, Ordering::Release);
+            for (reg, value) in slot.regs.iter().zip([rip, rsp, rbp]) {
+                reg.store(value, Ordering::Relaxed);
+            }
+            // Native code may not keep frame pointers: copy the top of the stack so that the
+            // sampler can unwind it with the library's call frame information.
+            let buf = slot.copy.load(Ordering::Relaxed);
+            let copy_len = if !buf.is_null() && lo <= rsp && rsp < hi && in_native_code(rip) {
+                let n = (hi - rsp).min(STACK_COPY_BYTES);
+                // SAFETY: `[rsp, rsp + n)` lies within this thread's mapped stack (checked
+                // against its bounds above), `buf` holds STACK_COPY_BYTES >= n bytes, and the
+                // two do not overlap (the buffer is a separate mapping).
+                unsafe { core::ptr::copy_nonoverlapping(rsp as *const u8, buf, n) };
+                n
+            } else {
+                0
+            };
+            slot.copy_len.store(copy_len, Ordering::Release);
             slot.done.store(request, Ordering::Release);
             COMPLETIONS.fetch_add(1, Ordering::Release);
             super::sys::futex_wake(&COMPLETIONS);
@@ -100,7 +182,12 @@ extern "C" fn on_sample_signal(
 }
 
 /// Walks the frame-pointer chain from (rip, rsp, rbp) without leaving `[rsp, stack_hi)`.
+/// (Used by the x86-64 Linux signal handler; elsewhere only by the tests.)
 /// Records `rip` then each return address; returns the number recorded.
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux")),
+    allow(dead_code)
+)]
 fn walk(
     rip: usize,
     rsp: usize,

@@ -15,10 +15,22 @@ pub fn gettid() -> u32 {
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds.
+#[cfg(unix)]
 pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
 }
 
+/// A monotonic clock in nanoseconds (since the first call).
+#[cfg(not(unix))]
+pub fn monotonic_ns() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
+}
+
+#[cfg(unix)]
 fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -58,6 +70,22 @@ pub fn signal_thread(tid: u32, signal: i32) -> bool {
         ) == 0
     }
 }
+
+/// Sends a signal to a thread: not available on this platform.
+#[cfg(not(target_os = "linux"))]
+pub fn signal_thread(_tid: u32, _signal: i32) -> bool {
+    false
+}
+
+/// Waits until `*word != expected` or `timeout_ns` passes: a short sleep on this platform.
+#[cfg(not(target_os = "linux"))]
+pub fn futex_wait(_word: &core::sync::atomic::AtomicU32, _expected: u32, timeout_ns: u64) {
+    std::thread::sleep(std::time::Duration::from_nanos(timeout_ns.min(1_000_000)));
+}
+
+/// Wakes waiters: nothing to do on this platform.
+#[cfg(not(target_os = "linux"))]
+pub fn futex_wake(_word: &core::sync::atomic::AtomicU32) {}
 
 /// Waits until `*word != expected` or `timeout_ns` passes (or a spurious wake-up).
 #[cfg(target_os = "linux")]
@@ -116,6 +144,36 @@ pub fn current_stack_bounds() -> Option<(usize, usize)> {
     None
 }
 
+/// Copies `buf.len()` bytes of this process's memory at `addr` into `buf`, with
+/// `process_vm_readv`: an unmapped or unreadable address makes the call fail (EFAULT) instead
+/// of faulting. Returns true only if every byte was read. Not async-signal-safe by contract
+/// (it is a plain system call, but callers should not rely on that).
+#[cfg(target_os = "linux")]
+pub fn read_process_memory(addr: usize, buf: &mut [u8]) -> bool {
+    if buf.is_empty() {
+        return true;
+    }
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: `local` describes `buf`, which we borrow mutably for the call, so the kernel
+    // writes only into memory we own. `remote` is never dereferenced by this process: the
+    // kernel reads it on our behalf and reports a bad address as an error.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    usize::try_from(n) == Ok(buf.len())
+}
+
+/// Reading memory safely is not available on this platform.
+#[cfg(not(target_os = "linux"))]
+pub fn read_process_memory(_addr: usize, _buf: &mut [u8]) -> bool {
+    false
+}
+
 /// Reserves `bytes` of zeroed, lazily committed memory (pages cost nothing until touched).
 /// Returns null on failure. The memory is never returned to the system.
 #[cfg(unix)]
@@ -135,6 +193,17 @@ pub fn reserve_zeroed(bytes: usize) -> *mut u8 {
         core::ptr::null_mut()
     } else {
         p.cast()
+    }
+}
+
+/// Reserves `bytes` of zeroed memory (committed at once on this platform); null on failure.
+/// The memory is never freed.
+#[cfg(not(unix))]
+pub fn reserve_zeroed(bytes: usize) -> *mut u8 {
+    match core::alloc::Layout::from_size_align(bytes.max(1), 4096) {
+        // SAFETY: the layout has a non-zero size.
+        Ok(layout) => unsafe { std::alloc::alloc_zeroed(layout) },
+        Err(_) => core::ptr::null_mut(),
     }
 }
 
@@ -213,6 +282,21 @@ mod tests {
         let local = 0u8;
         let at = &local as *const u8 as usize;
         assert!(lo < at && at < hi);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reads_own_memory_and_fails_safely() {
+        let data: Vec<u8> = (0..=255u8).collect();
+        let mut buf = vec![0u8; 256];
+        assert!(read_process_memory(data.as_ptr() as usize, &mut buf));
+        assert_eq!(buf, data);
+        assert!(read_process_memory(0x10, &mut []), "an empty read succeeds");
+        assert!(
+            !read_process_memory(0x10, &mut buf[..8]),
+            "the zero page is unmapped"
+        );
+        assert!(!read_process_memory(usize::MAX - 3, &mut buf[..8]));
     }
 
     #[test]

@@ -15,6 +15,9 @@ use super::{sys, tls};
 pub const MAX_THREADS: usize = 1024;
 /// Deepest native stack the signal handler records.
 pub const MAX_FRAMES: usize = 256;
+/// Bytes of stack the signal handler copies when it interrupts native code (for unwinding
+/// with call frame information on the sampler thread).
+pub const STACK_COPY_BYTES: usize = 16 << 10;
 
 const FREE: u8 = 0;
 const LIVE: u8 = 1;
@@ -42,6 +45,12 @@ pub struct ThreadSlot {
     pub depth: AtomicU32,
     /// Instruction pointer, then return addresses, innermost first.
     pub frames: [AtomicUsize; MAX_FRAMES],
+    /// rip, rsp and rbp at the interruption.
+    pub regs: [AtomicUsize; 3],
+    /// A buffer of [`STACK_COPY_BYTES`] for the stack copy (reserved on first registration).
+    pub copy: AtomicPtr<u8>,
+    /// Bytes copied from rsp at the last capture (0: none, the frame-pointer walk is complete).
+    pub copy_len: AtomicUsize,
 }
 
 impl ThreadSlot {
@@ -57,6 +66,9 @@ impl ThreadSlot {
             done: AtomicU32::new(0),
             depth: AtomicU32::new(0),
             frames: [const { AtomicUsize::new(0) }; MAX_FRAMES],
+            regs: [const { AtomicUsize::new(0) }; 3],
+            copy: AtomicPtr::new(core::ptr::null_mut()),
+            copy_len: AtomicUsize::new(0),
         }
     }
 
@@ -120,6 +132,11 @@ pub fn register_current(managed_id: usize) -> Option<&'static ThreadSlot> {
             slot.managed_id.store(managed_id, Ordering::Relaxed);
             slot.request.store(0, Ordering::Relaxed);
             slot.done.store(0, Ordering::Relaxed);
+            slot.copy_len.store(0, Ordering::Relaxed);
+            if slot.copy.load(Ordering::Relaxed).is_null() {
+                slot.copy
+                    .store(sys::reserve_zeroed(STACK_COPY_BYTES), Ordering::Release);
+            }
             slot.state.store(LIVE, Ordering::Release);
             tls::set_thread_slot(slot as *const ThreadSlot as usize);
             return Some(slot);

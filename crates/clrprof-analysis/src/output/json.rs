@@ -67,7 +67,8 @@ pub struct CpuReport {
     pub duration_ns: u64,
     /// The filter text, when one was given.
     pub filter: Option<String>,
-    /// The selected threads (`cpu_threads` in JSON, beside the report's list of all threads).
+    /// The selected threads that weigh something in the metric (`cpu_threads` in JSON, beside
+    /// the report's list of all threads).
     #[serde(rename = "cpu_threads")]
     pub threads: Vec<ThreadJson>,
     /// Functions by self weight, heaviest first.
@@ -190,10 +191,13 @@ pub fn report(profile: &Profile, query: &Query, options: &Json) -> Result<CpuRep
     let with_calls = a.has_calls();
     let table = a.top(query.top);
 
+    // A thread that weighs nothing in this metric (one that slept throughout, in CPU terms)
+    // is not part of this view.
     let threads = a
         .tree
         .threads
         .iter()
+        .filter(|t| t.values.get(metric) > 0)
         .map(|t| {
             let thread = &profile.threads[t.thread];
             ThreadJson {

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use crate::model::Profile;
-use crate::query::Query;
+use crate::query::{Metric, Query};
 use crate::top::percent;
 use crate::tree::MergedTree;
 use crate::{Analysis, Error, Render, units};
@@ -58,7 +58,7 @@ fn write_header(a: &Analysis<'_>, out: &mut dyn Write) -> Result<(), Error> {
     let total = a.tree.total();
     writeln!(
         out,
-        "clrprof report: {} mode, metric {} ({}), {} samples, {} of {} threads, duration {}",
+        "{} mode, metric {} ({}), {} samples, {} of {} threads, duration {}",
         p.mode,
         a.metric,
         a.metric.unit(),
@@ -85,7 +85,7 @@ fn write_header(a: &Analysis<'_>, out: &mut dyn Write) -> Result<(), Error> {
         a.metric.description(),
         units::value(a.metric, a.grand_total())
     )?;
-    if a.has_calls() {
+    if a.has_calls() && a.metric != Metric::Calls {
         write!(
             out,
             ", {} calls",

@@ -1,0 +1,307 @@
+//! End to end: CPU profiling on a real CoreCLR, in both modes, and every export format.
+//! Programs: tests/programs/{Calls,Traced,Hot,Doubles}.cs (their headers state what they do).
+
+use std::collections::HashMap;
+
+use clrprof_e2e::*;
+use serde_json::Value;
+
+/// Functions of a JSON report by name.
+fn functions(json: &Value) -> HashMap<String, Value> {
+    json["functions"]
+        .as_array()
+        .expect("functions[]")
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap().to_string(), f.clone()))
+        .collect()
+}
+
+fn calls_of(json: &Value, name: &str) -> u64 {
+    functions(json)
+        .get(name)
+        .unwrap_or_else(|| panic!("no function {name}"))
+        .get("calls")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+fn report_json_args(rec: &Recording, args: &[&str]) -> Value {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let out = rec.report(&all);
+    out.assert_success();
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+/// The merged call tree: nodes by id.
+struct Tree {
+    nodes: HashMap<u64, Value>,
+}
+
+impl Tree {
+    fn of(json: &Value) -> Tree {
+        let nodes = json["call_tree"]["nodes"]
+            .as_array()
+            .expect("call_tree.nodes");
+        Tree {
+            nodes: nodes
+                .iter()
+                .map(|n| (n["id"].as_u64().unwrap(), n.clone()))
+                .collect(),
+        }
+    }
+    fn named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        self.nodes.values().filter(move |n| n["name"] == name)
+    }
+    fn parent_name(&self, node: &Value) -> String {
+        node["parent"]
+            .as_u64()
+            .and_then(|p| self.nodes.get(&p))
+            .map_or(String::new(), |p| p["name"].as_str().unwrap().to_string())
+    }
+    /// Calls along the edges `caller -> callee`, summed over all such nodes.
+    fn edge_calls(&self, caller: &str, callee: &str) -> u64 {
+        self.named(callee)
+            .filter(|n| self.parent_name(n) == caller)
+            .map(|n| n["calls"].as_u64().unwrap())
+            .sum()
+    }
+}
+
+#[test]
+fn trace_mode_counts_every_fib_call() {
+    let program = compile("Calls");
+    let rec = record(&program, &[], &["--mode", "trace"]);
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout_str(),
+        program.run(&[]).stdout_str(),
+        "profiled output differs"
+    );
+    let json = report_json_args(&rec, &["--metric", "calls"]);
+    assert_eq!(json["mode"], "trace");
+    assert_eq!(json["unit"], "calls");
+    assert_eq!(calls_of(&json, "Calls.Fib(int)"), 242_785);
+    assert_eq!(calls_of(&json, "Calls.Leaf(int)"), 1000);
+    // Time is sampled on the shadow stack: there are samples, and Fib has a time.
+    let cpu = report_json_args(&rec, &["--metric", "wall"]);
+    assert_eq!(cpu["unit"], "ns");
+    assert!(functions(&cpu)["Calls.Fib(int)"]["total"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn trace_mode_is_exact_across_threads_tail_calls_exceptions_and_deep_recursion() {
+    let program = compile("Traced");
+    let env = [("COMPlus_TieredCompilation", "0")];
+    let rec = record_with_env(&program, &[], &["--mode", "trace"], &env);
+    rec.output.assert_success();
+    let plain = {
+        let mut cmd = program.command();
+        cmd.envs(env);
+        run_command(&mut cmd)
+    };
+    assert_eq!(
+        rec.output.stdout_str(),
+        plain.stdout_str(),
+        "profiled output differs"
+    );
+
+    let json = report_json_args(&rec, &["--metric", "calls"]);
+    assert_eq!(
+        json["counters"]["shadow_stack_mismatches"], 0,
+        "{}",
+        json["counters"]
+    );
+    assert_eq!(json["counters"]["call_tree_nodes_dropped"], 0);
+    for (name, calls) in [
+        ("Program.Main(string[])", 1),
+        ("Work.Run(int)", 3),
+        ("Work.Step(int)", 6000),
+        ("Work.Leaf(int)", 3000),
+        ("Work.Short()", 20),
+        ("Tail.Caller(long)", 100),
+        ("Tail.Callee(long, long)", 100),
+        ("Thrower.Catch()", 10),
+        ("Thrower.L1()", 10),
+        ("Thrower.L2()", 10),
+        ("Thrower.L3()", 10),
+        ("Thrower.L4()", 10),
+        ("Thrower.L5()", 10),
+        ("Thrower.After()", 10),
+        ("Deep.Start()", 1),
+        ("Deep.Recurse(int)", 60_000),
+    ] {
+        assert_eq!(calls_of(&json, name), calls, "{name}");
+    }
+
+    let tree = Tree::of(&json);
+    assert_eq!(tree.edge_calls("Work.Run(int)", "Work.Step(int)"), 6000);
+    assert_eq!(tree.edge_calls("Work.Step(int)", "Work.Leaf(int)"), 3000);
+    assert_eq!(
+        tree.edge_calls("Program.Main(string[])", "Work.Run(int)"),
+        0,
+        "Run runs on its own threads"
+    );
+    // The tail call: Callee takes Caller's frame, so its caller is Main, and Caller has no callee.
+    assert_eq!(
+        tree.edge_calls("Program.Main(string[])", "Tail.Caller(long)"),
+        100
+    );
+    assert_eq!(
+        tree.edge_calls("Program.Main(string[])", "Tail.Callee(long, long)"),
+        100
+    );
+    assert_eq!(
+        tree.edge_calls("Tail.Caller(long)", "Tail.Callee(long, long)"),
+        0
+    );
+    // The exception unwound L5..L1: After is called from Catch, not from anything below it.
+    for (caller, callee) in [
+        ("Program.Main(string[])", "Thrower.Catch()"),
+        ("Thrower.Catch()", "Thrower.L1()"),
+        ("Thrower.L1()", "Thrower.L2()"),
+        ("Thrower.L2()", "Thrower.L3()"),
+        ("Thrower.L3()", "Thrower.L4()"),
+        ("Thrower.L4()", "Thrower.L5()"),
+        ("Thrower.Catch()", "Thrower.After()"),
+    ] {
+        assert_eq!(tree.edge_calls(caller, callee), 10, "{caller} -> {callee}");
+    }
+    assert_eq!(
+        tree.named("Thrower.After()").count(),
+        1,
+        "After has exactly one call path"
+    );
+    // 60,000-deep recursion: a chain of 60,000 nodes with one call each, under Deep.Start.
+    let recurse: Vec<&Value> = tree.named("Deep.Recurse(int)").collect();
+    assert_eq!(recurse.len(), 60_000);
+    assert!(recurse.iter().all(|n| n["calls"] == 1));
+    assert_eq!(tree.edge_calls("Deep.Start()", "Deep.Recurse(int)"), 1);
+
+    // Per thread: thread "t2" ran Run once, Step 2000 times, Leaf 1000 times.
+    let t2 = report_json_args(&rec, &["--metric", "calls", "--thread", "t2"]);
+    assert_eq!(calls_of(&t2, "Work.Run(int)"), 1);
+    assert_eq!(calls_of(&t2, "Work.Step(int)"), 2000);
+    assert_eq!(calls_of(&t2, "Work.Leaf(int)"), 1000);
+}
+
+#[test]
+fn sample_mode_finds_the_hot_method_and_splits_cpu_from_wall() {
+    let program = compile("Hot");
+    let rec = record(&program, &[], &["--mode", "sample", "--rate", "1000"]);
+    rec.output.assert_success();
+    assert_eq!(rec.output.stdout_str(), "hot: done\n");
+
+    let cpu = report_json_args(&rec, &["--metric", "cpu"]);
+    assert_eq!(cpu["mode"], "sample");
+    let top = &cpu["functions"][0];
+    assert_eq!(
+        top["name"],
+        "Hot.Spin(long)",
+        "hottest by self CPU: {:#?}",
+        &cpu["functions"].as_array().unwrap()[..5]
+    );
+    assert_eq!(top["module"], "Hot.dll");
+    let share = top["self"].as_f64().unwrap() / cpu["total"].as_f64().unwrap();
+    assert!(
+        share >= 0.70,
+        "Hot.Spin has {:.1}% of CPU samples",
+        share * 100.0
+    );
+
+    // The sleeper: all wall time, (next to) no CPU.
+    let thread = |json: &Value, name: &str| {
+        json["cpu_threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .cloned()
+    };
+    let wall = report_json_args(&rec, &["--metric", "wall"]);
+    let sleeper = thread(&wall, "sleeper").expect("the sleeping thread is in the wall-clock view");
+    let duration = wall["duration_ns"].as_f64().unwrap();
+    assert!(
+        sleeper["wall_ns"].as_f64().unwrap() > 0.8 * duration,
+        "{sleeper} over {duration} ns"
+    );
+    // Its stack is unwound through libc and the runtime back into managed code: the wait in
+    // WaitHandle.WaitOne, called (through Sleeper.Nap) from Sleeper.Run. (Nap itself is not
+    // seen: the precompiled WaitOne() is a frameless leaf-like method, and a frame-pointer walk
+    // skips the caller of such a method; see docs/cpu-profiling.md.)
+    let nap = report_json_args(&rec, &["--metric", "wall", "--thread", "sleeper"]);
+    let sleeper_wall = sleeper["wall_ns"].as_f64().unwrap();
+    for name in ["Sleeper.Run()", "System.Threading.WaitHandle.WaitOne()"] {
+        let total = functions(&nap)
+            .get(name)
+            .map(|f| f["total"].as_f64().unwrap())
+            .unwrap_or(0.0);
+        assert!(
+            total > 0.8 * sleeper_wall,
+            "the sleeper's wall time is in {name}: {:#?}",
+            nap["functions"]
+        );
+    }
+    // Starting a thread costs a little CPU; sleeping costs none.
+    let sleeper_cpu = thread(&cpu, "sleeper").map_or(0.0, |t| t["cpu_ns"].as_f64().unwrap());
+    assert!(
+        sleeper_cpu < 0.01 * cpu["total"].as_f64().unwrap(),
+        "sleeper used {sleeper_cpu} ns of CPU"
+    );
+    assert!(
+        functions(&cpu)
+            .get("Sleeper.Nap()")
+            .is_none_or(|f| f["self"] == 0),
+        "no CPU is charged to the wait in Sleeper.Nap"
+    );
+}
+
+#[test]
+fn program_output_is_identical_in_every_mode() {
+    let program = compile("Doubles");
+    let plain = program.run(&[]);
+    plain.assert_success();
+    for args in [
+        &["--mode", "sample"][..],
+        &["--mode", "trace"][..],
+        &["--mode", "trace", "--no-inline"][..],
+        &["--mode", "none", "--events", "all"][..],
+    ] {
+        let rec = record(&program, &[], args);
+        rec.output.assert_success();
+        assert_eq!(
+            rec.output.stdout, plain.stdout,
+            "output differs under {args:?}"
+        );
+    }
+}
+
+#[test]
+fn no_inline_counts_calls_that_inlining_would_hide() {
+    let program = compile("Calls");
+    let inlined = report_json_args(
+        &record(&program, &[], &["--mode", "trace"]),
+        &["--metric", "calls"],
+    );
+    let every = report_json_args(
+        &record(&program, &[], &["--mode", "trace", "--no-inline"]),
+        &["--metric", "calls"],
+    );
+    // With inlining off every call is counted: at least as many distinct functions and calls,
+    // and nothing reported as inlined.
+    assert!(
+        every["total"].as_u64() > inlined["total"].as_u64(),
+        "{} vs {}",
+        every["total"],
+        inlined["total"]
+    );
+    assert!(
+        !inlined["inlined"].as_array().unwrap().is_empty(),
+        "inlining is reported by default"
+    );
+    assert!(
+        every["inlined"].as_array().unwrap().is_empty(),
+        "--no-inline: nothing inlined"
+    );
+    assert_eq!(calls_of(&every, "Calls.Fib(int)"), 242_785);
+}

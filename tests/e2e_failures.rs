@@ -1,0 +1,200 @@
+#![cfg(unix)]
+//! End to end: what `clrprof` does when things go wrong, and that it says so clearly.
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+
+use clrprof_e2e::*;
+
+fn clrprof(args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(clrprof_bin());
+    cmd.args(args)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
+    run_command(&mut cmd)
+}
+
+#[test]
+fn a_program_that_is_not_dotnet_is_reported_as_agent_never_started() {
+    let dir = temp_dir();
+    let trace = dir.path().join("t.clrprof");
+    let out = clrprof(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--",
+        "/bin/echo",
+        "hello",
+    ]);
+    assert_eq!(out.status.code(), Some(125), "{}", out.describe());
+    assert_eq!(out.stdout_str(), "hello\n", "the program itself ran");
+    let err = out.stderr_str();
+    assert!(err.contains("the agent never started"), "{err}");
+    assert!(!trace.exists(), "no empty trace is left behind");
+}
+
+#[test]
+fn an_agent_the_runtime_refuses_is_reported() {
+    // A real profiler library, but with another CLSID: the runtime refuses to load it for ours.
+    let program = compile("Hello");
+    let dir = temp_dir();
+    let trace = dir.path().join("t.clrprof");
+    let wrong = example_lib("jit-counter");
+    let out = clrprof(&[
+        "record",
+        "--agent",
+        wrong.to_str().unwrap(),
+        "-o",
+        trace.to_str().unwrap(),
+        "--",
+        program.dotnet.muxer.to_str().unwrap(),
+        program.dll.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(125), "{}", out.describe());
+    assert!(
+        out.stderr_str().contains("the agent never started"),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(
+        out.stdout_str(),
+        program.run(&[]).stdout_str(),
+        "the program ran unprofiled"
+    );
+}
+
+#[test]
+fn a_missing_agent_is_an_error() {
+    let out = clrprof(&[
+        "record",
+        "--agent",
+        "/nonexistent/libclrprof_agent.so",
+        "--",
+        "/bin/true",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stderr_str().contains("does not exist"),
+        "{}",
+        out.describe()
+    );
+    assert!(!out.stderr_str().contains("panicked"));
+}
+
+#[test]
+fn an_agent_writable_by_others_is_refused() {
+    let dir = temp_dir();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = dir.path().join("libclrprof_agent.so");
+    std::fs::copy(agent_lib(), &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = clrprof(&[
+        "record",
+        "--agent",
+        copy.to_str().unwrap(),
+        "--",
+        "/bin/true",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(
+        out.stderr_str().contains("writable by other users"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn exit_codes_pass_through() {
+    let program = compile("Crash");
+    let rec = record(
+        &program,
+        &["exit", "3"],
+        &["--mode", "none", "--events", "exception"],
+    );
+    assert_eq!(
+        rec.output.status.code(),
+        Some(3),
+        "{}",
+        rec.output.describe()
+    );
+    assert_eq!(rec.output.stdout_str(), "crash: caught 3\n");
+    let json = rec.report_json();
+    assert_eq!(json["session"]["exit_code"], 3);
+    assert_eq!(json["session"]["ended_cleanly"], true);
+}
+
+#[test]
+fn a_crashed_program_leaves_a_readable_trace() {
+    let program = compile("Crash");
+    let rec = record(&program, &[], &["--events", "exception"]);
+    // FailFast aborts: clrprof exits like a shell would, 128 + SIGABRT.
+    assert_eq!(
+        rec.output.status.code(),
+        Some(134),
+        "{}",
+        rec.output.describe()
+    );
+    assert!(
+        rec.output
+            .stderr_str()
+            .contains("ended without shutting the profiler down"),
+        "{}",
+        rec.output.describe()
+    );
+    let json = rec.report_json();
+    assert_eq!(json["session"]["ended_cleanly"], false);
+    assert_eq!(
+        json["events"]["ExceptionThrown"], 3,
+        "events before the crash are all there"
+    );
+    let text = rec.report(&[]);
+    text.assert_success();
+    assert!(
+        text.stdout_str().contains("WITHOUT profiler shutdown"),
+        "{}",
+        text.stdout_str()
+    );
+}
+
+#[test]
+fn report_rejects_truncated_and_foreign_files_clearly() {
+    let program = compile("Hello");
+    let rec = record(&program, &[], &["--mode", "none", "--events", "all"]);
+    rec.output.assert_success();
+    let bytes = std::fs::read(&rec.trace).unwrap();
+
+    let dir = temp_dir();
+    let truncated = dir.path().join("truncated.clrprof");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let out = report(&truncated, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let err = out.stderr_str();
+    assert!(err.contains("truncated"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "just some text\n").unwrap();
+    let out = report(&text, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stderr_str().contains("not a clrprof trace"),
+        "{}",
+        out.describe()
+    );
+
+    let missing = dir.path().join("missing.clrprof");
+    let out = report(&missing, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stderr_str().contains("cannot open"),
+        "{}",
+        out.describe()
+    );
+
+    let mut future = bytes.clone();
+    future[8] = 9; // major version 9
+    let newer = dir.path().join("newer.clrprof");
+    std::fs::write(&newer, &future).unwrap();
+    let out = report(&newer, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stderr_str().contains("newer"), "{}", out.describe());
+}
