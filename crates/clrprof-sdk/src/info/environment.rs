@@ -4,9 +4,9 @@ use core::ptr;
 
 use clrprof_sys::*;
 
-use super::buffers::read_string;
 use super::{ProfilerInfo, ok};
 use crate::error::Result;
+use crate::wide::read_wide;
 use crate::wide::to_wide;
 
 /// `HRESULT_FROM_WIN32(ERROR_ENVVAR_NOT_FOUND)`.
@@ -20,7 +20,7 @@ impl ProfilerInfo {
         const M: &str = "ICorProfilerInfo11::GetEnvironmentVariable";
         let vt = self.vt::<ICorProfilerInfo11Vtbl>(11, M)?;
         let wide_name = to_wide(name);
-        let value = read_string(M, |cap, needed, buf| {
+        let value = read_wide(M, |cap, needed, buf| {
             // SAFETY: `this` is live; `wide_name` is NUL-terminated; `buf` has `cap` units.
             unsafe {
                 (vt.GetEnvironmentVariable)(self.this(), wide_name.as_ptr(), cap, needed, buf)

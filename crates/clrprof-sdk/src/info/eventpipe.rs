@@ -7,10 +7,10 @@ use core::ptr;
 
 use clrprof_sys::*;
 
-use super::buffers::read_string;
 use super::{ProfilerInfo, ok};
 use crate::error::Result;
 use crate::types::EventPipeProviderId;
+use crate::wide::read_wide;
 use crate::wide::to_wide;
 
 /// An EventPipe session started by the profiler (`EVENTPIPE_SESSION`).
@@ -272,7 +272,7 @@ impl ProfilerInfo {
     pub fn event_pipe_get_provider_info(&self, provider: EventPipeProviderId) -> Result<String> {
         const M: &str = "ICorProfilerInfo12::EventPipeGetProviderInfo";
         let vt = self.vt::<ICorProfilerInfo12Vtbl>(12, M)?;
-        read_string(M, |cap, needed, buf| {
+        read_wide(M, |cap, needed, buf| {
             // SAFETY: `this` is live; `buf` has `cap` units; `needed` is a valid out-param.
             unsafe { (vt.EventPipeGetProviderInfo)(self.this(), provider.0, cap, needed, buf) }
         })

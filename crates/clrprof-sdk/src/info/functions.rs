@@ -6,11 +6,12 @@ use core::ptr;
 
 use clrprof_sys::*;
 
-use super::buffers::{from_bool, read_array, read_string};
+use super::buffers::{from_bool, read_array};
 use super::enumerators::{FunctionEnum, JitedFunction, MethodEnum};
 use super::{ProfilerInfo, ok};
 use crate::error::Result;
 use crate::ids::{ClassId, FrameInfo, FunctionId, ModuleId, ReJitId, Token};
+use crate::wide::read_wide;
 
 /// What `GetFunctionInfo2` reports about a function.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -209,7 +210,7 @@ impl ProfilerInfo {
         let mut module: ModuleID = 0;
         let mut sig: PCCOR_SIGNATURE = ptr::null();
         let mut sig_len = 0u32;
-        let name = read_string(M, |cap, needed, buf| {
+        let name = read_wide(M, |cap, needed, buf| {
             // SAFETY: `this` is live; out-params are valid locals; `buf` has `cap` units.
             unsafe {
                 (vt.GetDynamicFunctionInfo)(

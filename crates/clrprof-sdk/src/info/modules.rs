@@ -5,11 +5,12 @@ use core::ptr;
 
 use clrprof_sys::*;
 
-use super::buffers::{read_array, read_string};
+use super::buffers::read_array;
 use super::enumerators::ModuleEnum;
 use super::{ProfilerInfo, ok};
 use crate::error::{Error, HResult, Result};
 use crate::ids::{AppDomainId, AssemblyId, ModuleId};
+use crate::wide::read_wide;
 
 bitflags::bitflags! {
     /// Properties of a module (`COR_PRF_MODULE_FLAGS`, from `GetModuleInfo2`). Unknown bits
@@ -93,7 +94,7 @@ impl ProfilerInfo {
         let mut base: LPCBYTE = ptr::null();
         let mut assembly: AssemblyID = 0;
         let mut flags = 0u32;
-        let name = read_string(M, |cap, needed, buf| {
+        let name = read_wide(M, |cap, needed, buf| {
             // SAFETY: `this` is live; out-params are valid locals; `buf` has `cap` units.
             unsafe {
                 (vt.GetModuleInfo2)(
@@ -123,7 +124,7 @@ impl ProfilerInfo {
         let vt = self.vt::<ICorProfilerInfoVtbl>(1, M)?;
         let mut domain: AppDomainID = 0;
         let mut module: ModuleID = 0;
-        let name = read_string(M, |cap, needed, buf| {
+        let name = read_wide(M, |cap, needed, buf| {
             // SAFETY: `this` is live; out-params are valid locals; `buf` has `cap` units.
             unsafe {
                 (vt.GetAssemblyInfo)(
@@ -151,7 +152,7 @@ impl ProfilerInfo {
         const M: &str = "ICorProfilerInfo::GetAppDomainInfo";
         let vt = self.vt::<ICorProfilerInfoVtbl>(1, M)?;
         let mut process: ProcessID = 0;
-        let name = read_string(M, |cap, needed, buf| {
+        let name = read_wide(M, |cap, needed, buf| {
             // SAFETY: `this` is live; out-params are valid locals; `buf` has `cap` units.
             unsafe {
                 (vt.GetAppDomainInfo)(self.this(), app_domain.0, cap, needed, buf, &mut process)

@@ -7,11 +7,11 @@ use core::ptr;
 
 use clrprof_sys::*;
 
-use super::buffers::read_string;
 use super::{ProfilerInfo, ok};
 use crate::com::ComPtr;
 use crate::error::Result;
 use crate::flags::{EventMask, HighEventMask};
+use crate::wide::read_wide;
 
 /// Which runtime `GetRuntimeInformation` describes (`COR_PRF_RUNTIME_TYPE`). An open set:
 /// values this SDK does not know are kept.
@@ -74,7 +74,7 @@ impl ProfilerInfo {
         const M: &str = "ICorProfilerInfo3::GetRuntimeInformation";
         let vt = self.vt::<ICorProfilerInfo3Vtbl>(3, M)?;
         let (mut id, mut kind, mut major, mut minor, mut build, mut qfe) = (0u16, 0u32, 0, 0, 0, 0);
-        let version_string = read_string(M, |cap, needed, buf| {
+        let version_string = read_wide(M, |cap, needed, buf| {
             // SAFETY: `this` is live; every out-param is a valid local; `buf` has `cap` units.
             unsafe {
                 (vt.GetRuntimeInformation)(
