@@ -3,15 +3,21 @@
 //! - `setup`: install the pinned .NET runtime and the C# compiler the tests use.
 //! - `test`: setup, then formatting, lints, the whole test suite and a Windows type check.
 //! - `demo`: run the bundled demo (not yet implemented).
+//! - `bench`: measure the profiler's overhead and write `BENCHMARKS.md`.
 
+#[cfg(unix)]
+mod bench;
 mod demo;
+#[cfg(unix)]
+mod eventpipe;
 mod setup;
 mod test;
 mod util;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -37,6 +43,29 @@ enum Command {
     },
     /// Profile the bundled demo program.
     Demo,
+    /// Measure clrprof's overhead against no profiler and the runtime's EventPipe sampler,
+    /// then write BENCHMARKS.md (full runs only).
+    Bench(BenchArgs),
+}
+
+/// Options of `cargo xtask bench`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Rounds: each workload runs once per configuration per round (default 5).
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<usize>,
+    /// Workloads to run, comma-separated (Fib, Realistic, Alloc, Threads; default all).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub workloads: Vec<String>,
+    /// Smoke test: 2 rounds and fewer startup runs; BENCHMARKS.md is not written.
+    #[arg(long)]
+    pub quick: bool,
+    /// Runs of the empty program per startup configuration (default 20, quick 6).
+    #[arg(long, value_name = "N")]
+    pub startup_runs: Option<usize>,
+    /// Write the report here (default: BENCHMARKS.md, for a full run only).
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -45,6 +74,7 @@ fn main() -> ExitCode {
         Command::Setup => setup::run(),
         Command::Test { args } => test::run(&args),
         Command::Demo => demo::run(),
+        Command::Bench(args) => run_bench(&args),
     };
     // Printed by hand rather than returned: `RUST_BACKTRACE=1` would make anyhow append a
     // backtrace of xtask itself, which only hides the message.
@@ -55,4 +85,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+#[cfg(unix)]
+fn run_bench(args: &BenchArgs) -> anyhow::Result<()> {
+    bench::run(args)
+}
+
+#[cfg(not(unix))]
+fn run_bench(_args: &BenchArgs) -> anyhow::Result<()> {
+    anyhow::bail!("`cargo xtask bench` runs on Linux only (it profiles CoreCLR on Linux)")
 }

@@ -15,7 +15,7 @@ mod report;
 use std::process::ExitCode;
 
 use clap::Parser;
-use clrprof_analysis::{Metric, Query};
+use clrprof_analysis::{Format, Metric, Query};
 
 #[cfg(unix)]
 use cli::ModeArg;
@@ -67,13 +67,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let opts = report::ReportOptions {
                 file: a.file,
                 format: match a.format {
-                    FormatArg::Text => report::Format::Text,
-                    FormatArg::Json => report::Format::Json,
-                    FormatArg::Folded => report::Format::Folded,
-                    FormatArg::Flamegraph => report::Format::Flamegraph,
-                    FormatArg::Speedscope => report::Format::Speedscope,
-                    FormatArg::Chrome => report::Format::Chrome,
-                    FormatArg::Pprof => report::Format::Pprof,
+                    FormatArg::Text => Format::Text,
+                    FormatArg::Json => Format::Json,
+                    FormatArg::Folded => Format::Folded,
+                    FormatArg::Flamegraph => Format::Flamegraph,
+                    FormatArg::Speedscope => Format::Speedscope,
+                    FormatArg::Chrome => Format::Chrome,
+                    FormatArg::Pprof => Format::Pprof,
                 },
                 output: a.output,
                 tree: a.tree,

@@ -114,14 +114,24 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start {}", program.display()))?;
+    // Wait for the program on a thread of its own, so that its end is seen at once while the
+    // status line keeps ticking.
+    let (exited_tx, exited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = exited_tx.send(child.wait());
+    });
     let bar = status_line();
     let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
+        match exited.recv_timeout(Duration::from_millis(100)) {
+            Ok(status) => break status.context("waiting for the program")?,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                print_messages(&progress, &bar);
+                bar.set_message(status_text(&progress, started.elapsed()));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                bail!("lost track of the program")
+            }
         }
-        print_messages(&progress, &bar);
-        bar.set_message(status_text(&progress, started.elapsed()));
-        std::thread::sleep(Duration::from_millis(100));
     };
     let duration = started.elapsed();
     // The program is gone, so the agent's socket is closed: the receiver drains what is left.

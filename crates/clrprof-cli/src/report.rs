@@ -4,27 +4,8 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use clrprof_analysis::output::{Chrome, Flamegraph, Folded, Json, Pprof, Render, Speedscope, Text};
+use clrprof_analysis::output::{Format, Json, Text};
 use clrprof_analysis::{Query, report, trace};
-
-/// Output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// Full text report.
-    Text,
-    /// Full JSON report.
-    Json,
-    /// Folded stacks.
-    Folded,
-    /// Flame graph SVG.
-    Flamegraph,
-    /// speedscope JSON.
-    Speedscope,
-    /// Chrome trace events JSON.
-    Chrome,
-    /// gzipped pprof protobuf.
-    Pprof,
-}
 
 /// What to report, independent of the command-line syntax.
 #[derive(Debug, Clone)]
@@ -46,7 +27,7 @@ pub struct ReportOptions {
 /// Writes the report.
 pub fn report(opts: &ReportOptions) -> Result<()> {
     let loaded = trace::load(&opts.file)?;
-    let binary = opts.format == Format::Pprof;
+    let binary = opts.format.is_binary();
     let mut out: Box<dyn Write> = match &opts.output {
         Some(path) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(path)
@@ -82,15 +63,7 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
                     opts.file.display()
                 );
             }
-            let profile = loaded.profile();
-            let renderer: Box<dyn Render> = match other {
-                Format::Folded => Box::new(Folded::default()),
-                Format::Flamegraph => Box::new(Flamegraph::default()),
-                Format::Speedscope => Box::new(Speedscope),
-                Format::Chrome => Box::new(Chrome),
-                _ => Box::new(Pprof),
-            };
-            renderer.render(&profile, q, &mut out)?;
+            other.renderer().render(&loaded.profile(), q, &mut out)?;
         }
     }
     out.flush().context("writing the report")?;
