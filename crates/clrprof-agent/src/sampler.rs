@@ -49,6 +49,9 @@ pub struct SamplerStats {
     pub missed: AtomicU64,
     /// Stacks cut because they were deeper than the limit.
     pub truncated: AtomicU64,
+    /// CPU time the sampler thread itself used: the profiler's own cost, outside the program's
+    /// threads.
+    pub cpu_ns: AtomicU64,
 }
 
 /// A running sampler thread.
@@ -141,7 +144,8 @@ struct SamplerLoop {
     raw: [usize; MAX_FRAMES],
     frames: Vec<usize>,
     path: Vec<FrameRef>,
-    targets: Vec<usize>,
+    /// This tick's captures: (slot, CPU, wall) of each thread asked for its stack.
+    targets: Vec<(usize, u64, u64)>,
     unwinder: Unwinder,
     modules_generation: u64,
     modules_checked_ns: u64,
@@ -204,6 +208,12 @@ impl SamplerLoop {
                 Mode::None => {}
             }
             self.release_dead();
+            if let Some(cpu) = sys::thread_cpu_ns(sys::gettid()) {
+                self.session
+                    .sampler_stats
+                    .cpu_ns
+                    .store(cpu, Ordering::Relaxed);
+            }
         }
     }
 
@@ -235,36 +245,38 @@ impl SamplerLoop {
         let now = sys::monotonic_ns();
         self.refresh_modules(now);
         let ts = self.session.since_start(now);
+        // Decide first, then count, then signal: the handlers count down from the total.
         self.targets.clear();
-        let mut pending: Vec<(usize, u64, u64)> = Vec::new();
         for (i, slot) in threads::SLOTS.iter().enumerate() {
             if !slot.is_live() {
                 continue;
             }
             let first_sight = self.books[i].tid != slot.tid.load(Ordering::Relaxed);
-            let Some((cpu, wall)) = self.deltas(i, slot, now) else {
-                if first_sight {
-                    // Learn the stack now, so that a thread that never runs again still has one.
-                    if capture::request(slot) {
-                        self.targets.push(i);
-                        pending.push((i, 0, 0));
-                    }
+            match self.deltas(i, slot, now) {
+                // First sight: learn the stack now, so that a thread that never runs again
+                // still has one (no sample yet: there is no interval to weigh).
+                None if first_sight => self.targets.push((i, 0, 0)),
+                None => {}
+                Some((0, wall)) if self.books[i].has_stack => {
+                    let book = self.books[i];
+                    self.emit(ts, book.tid, book.last_stack, 0, wall);
                 }
-                continue;
-            };
-            let book = self.books[i];
-            if cpu == 0 && book.has_stack {
-                self.emit(ts, book.tid, book.last_stack, 0, wall);
-            } else if capture::request(slot) {
-                self.targets.push(i);
-                pending.push((i, cpu, wall));
+                Some((cpu, wall)) => self.targets.push((i, cpu, wall)),
             }
         }
-        if pending.is_empty() {
+        if self.targets.is_empty() {
             return;
         }
+        capture::begin_tick(self.targets.len());
+        for &(i, _, _) in &self.targets {
+            if !capture::request(&threads::SLOTS[i]) {
+                // Gone: nobody will answer for it.
+                capture::PENDING.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
         self.wait_for_answers();
-        for (i, cpu, wall) in pending {
+        let targets = std::mem::take(&mut self.targets);
+        for &(i, cpu, wall) in &targets {
             let slot = &threads::SLOTS[i];
             if !capture::answered(slot) {
                 self.session
@@ -299,16 +311,19 @@ impl SamplerLoop {
                 self.emit(ts, tid, stack, cpu, wall);
             }
         }
+        self.targets = targets;
     }
 
     fn wait_for_answers(&self) {
+        /// Longest single wait: bounds the cost of a wake-up lost to a late answer.
+        const WAIT_SLICE_NS: u64 = 1_000_000;
         let start = sys::monotonic_ns();
         loop {
-            let seen = capture::COMPLETIONS.load(Ordering::Acquire);
+            let pending = capture::PENDING.load(Ordering::Acquire);
             if self
                 .targets
                 .iter()
-                .all(|&i| capture::answered(&threads::SLOTS[i]))
+                .all(|&(i, _, _)| capture::answered(&threads::SLOTS[i]))
             {
                 return;
             }
@@ -316,7 +331,11 @@ impl SamplerLoop {
             if waited >= ANSWER_TIMEOUT_NS {
                 return;
             }
-            sys::futex_wait(&capture::COMPLETIONS, seen, ANSWER_TIMEOUT_NS - waited);
+            sys::futex_wait(
+                &capture::PENDING,
+                pending,
+                (ANSWER_TIMEOUT_NS - waited).min(WAIT_SLICE_NS),
+            );
         }
     }
 
@@ -334,9 +353,10 @@ impl SamplerLoop {
                 continue;
             };
             let node = state.current();
-            node.self_samples.fetch_add(1, Ordering::Relaxed);
-            node.self_cpu_ns.fetch_add(cpu, Ordering::Relaxed);
-            node.self_wall_ns.fetch_add(wall, Ordering::Relaxed);
+            let times = state.times(node);
+            times.self_samples.fetch_add(1, Ordering::Relaxed);
+            times.self_cpu_ns.fetch_add(cpu, Ordering::Relaxed);
+            times.self_wall_ns.fetch_add(wall, Ordering::Relaxed);
             let stack = self.stack_of_node(node);
             self.emit(ts, state.tid(), stack, cpu, wall);
         }

@@ -115,11 +115,13 @@ impl Session {
             ("records_dropped", load(&t.records_dropped)),
             ("bytes_lost", load(&t.bytes_lost)),
             ("sampler_ticks", load(&s.ticks)),
+            ("sampler_cpu_ns", load(&s.cpu_ns)),
             ("stacks_truncated", load(&s.truncated)),
             ("call_tree_nodes", load(&c.nodes)),
             ("call_tree_nodes_dropped", load(&c.nodes_dropped)),
             ("calls_unrecorded", load(&c.calls_unrecorded)),
             ("shadow_stack_mismatches", load(&c.mismatches)),
+            ("slow_path_enters", load(&c.slow_enters)),
             (
                 "threads_dropped",
                 load(&c.threads_dropped) + threads::THREADS_DROPPED.load(Ordering::Relaxed),
@@ -143,6 +145,7 @@ impl Session {
         let tid = state.tid();
         for (node, parent) in state.nodes() {
             let function = node.function();
+            let times = state.times(node);
             self.defs
                 .function(&self.info, &self.out, FunctionId(function));
             let record = Record::CallTreeNode(CallTreeNode {
@@ -151,9 +154,9 @@ impl Session {
                 parent,
                 function: function as u64,
                 calls: node.calls.load(Ordering::Relaxed),
-                self_samples: node.self_samples.load(Ordering::Relaxed),
-                self_cpu_ns: node.self_cpu_ns.load(Ordering::Relaxed),
-                self_wall_ns: node.self_wall_ns.load(Ordering::Relaxed),
+                self_samples: times.self_samples.load(Ordering::Relaxed),
+                self_cpu_ns: times.self_cpu_ns.load(Ordering::Relaxed),
+                self_wall_ns: times.self_wall_ns.load(Ordering::Relaxed),
             });
             self.out.push_record_or_drain(&record);
         }

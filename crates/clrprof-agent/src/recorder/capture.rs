@@ -85,8 +85,16 @@ pub fn copied(slot: &ThreadSlot) -> ([usize; 3], &[u8]) {
     (regs, unsafe { core::slice::from_raw_parts(buf, len) })
 }
 
-/// Bumped by the handler after each capture; the sampler waits on it.
-pub static COMPLETIONS: AtomicU32 = AtomicU32::new(0);
+/// Captures of the current tick not answered yet. The sampler sets it before sending its
+/// signals; each handler counts down, and only the one that reaches zero wakes the sampler (one
+/// system call per tick rather than one per thread). A late answer to an earlier tick can make
+/// it miss the mark, so the sampler never waits on it for long at a time.
+pub static PENDING: AtomicU32 = AtomicU32::new(0);
+
+/// Starts a tick of `n` captures.
+pub fn begin_tick(n: usize) {
+    PENDING.store(n as u32, Ordering::Release);
+}
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -173,8 +181,9 @@ extern "C" fn on_sample_signal(
             };
             slot.copy_len.store(copy_len, Ordering::Release);
             slot.done.store(request, Ordering::Release);
-            COMPLETIONS.fetch_add(1, Ordering::Release);
-            super::sys::futex_wake(&COMPLETIONS);
+            if PENDING.fetch_sub(1, Ordering::AcqRel) == 1 {
+                super::sys::futex_wake(&PENDING);
+            }
         }
     }
     // SAFETY: as above.
@@ -267,11 +276,11 @@ mod tests {
         });
         // SAFETY: the worker sent the address of an element of the static SLOTS array.
         let slot: &ThreadSlot = unsafe { &*(rx.recv().unwrap() as *const ThreadSlot) };
-        let seen = COMPLETIONS.load(Ordering::Acquire);
+        begin_tick(1);
         assert!(request(slot));
         let start = std::time::Instant::now();
         while !answered(slot) && start.elapsed().as_secs() < 5 {
-            super::super::sys::futex_wait(&COMPLETIONS, seen, 10_000_000);
+            super::super::sys::futex_wait(&PENDING, PENDING.load(Ordering::Acquire), 10_000_000);
         }
         assert!(answered(slot), "the handler answered");
         let mut buf = [0usize; MAX_FRAMES];

@@ -32,9 +32,40 @@ pub const MAX_CHUNKS: usize = 1024;
 pub const SHADOW_DEPTH: usize = 1 << 20;
 /// The bottom entry of every shadow stack: never equal to, nor below, a real stack pointer.
 const SENTINEL: usize = usize::MAX;
+/// log2 of the number of entries of each thread's child cache.
+pub const CHILD_CACHE_BITS: u32 = 14;
+/// How far the function id is rotated before it is mixed with the parent's address: both vary
+/// in the same low bits, so a plain XOR of the two makes many pairs collide.
+pub const CHILD_CACHE_ROTATION: u32 = 29;
 
-/// One call path. Field offsets are used by the assembly in `hooks.rs`.
+/// The multiplier of the child cache's hash (2^64 / golden ratio): the top bits of the product
+/// depend on every bit of the key. The enter hook has no free register for a 64-bit immediate,
+/// so it multiplies by this static in memory.
+pub static CHILD_CACHE_MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// One entry of a thread's child cache: `(parent, function) -> child`. 32 bytes, so that the
+/// assembly finds entry `h` at `cache + (h << 5)`.
 #[repr(C)]
+pub struct CacheEntry {
+    parent: AtomicPtr<Node>,
+    function: AtomicUsize,
+    child: AtomicPtr<Node>,
+    _pad: usize,
+}
+
+const _: () = assert!(core::mem::size_of::<CacheEntry>() == 32);
+
+/// The cache slot of `(parent, function)`: the same hash as the enter fast path computes,
+/// `((parent ^ rotl(function, 29)) * M) >> (64 - bits)`.
+pub fn child_cache_index(parent: usize, function: usize) -> usize {
+    let key = (parent as u64) ^ (function as u64).rotate_left(CHILD_CACHE_ROTATION);
+    (key.wrapping_mul(CHILD_CACHE_MULTIPLIER) >> (64 - CHILD_CACHE_BITS)) as usize
+}
+
+/// One call path, in exactly one cache line. Field offsets are used by the assembly in
+/// `hooks.rs`; the enter hook checks `last_child_function` in the current node's own line before
+/// touching the child's.
+#[repr(C, align(64))]
 pub struct Node {
     /// The function (FunctionID or mapped client id); 0 for the root.
     pub function: AtomicUsize,
@@ -44,6 +75,8 @@ pub struct Node {
     pub calls: AtomicU64,
     /// The child entered last: checked first on the next enter.
     pub last_child: AtomicPtr<Node>,
+    /// That child's function (0 while there is none).
+    pub last_child_function: AtomicUsize,
     /// Head of the children list.
     pub first_child: AtomicPtr<Node>,
     /// Next sibling in the parent's children list.
@@ -52,11 +85,17 @@ pub struct Node {
     pub id: AtomicU32,
     /// The sampler's interned stack id for this path (0 until computed). Sampler only.
     pub stack_id: AtomicU32,
-    /// Samples in which this node was the innermost frame. Sampler only.
+}
+
+/// The sampled time of one node, kept apart from the nodes (the hooks never touch it) in
+/// arrays parallel to the node chunks. Sampler only.
+#[derive(Default)]
+pub struct NodeTimes {
+    /// Samples in which the node was the innermost frame.
     pub self_samples: AtomicU64,
-    /// CPU time of those samples. Sampler only.
+    /// CPU time of those samples.
     pub self_cpu_ns: AtomicU64,
-    /// Wall time of those samples. Sampler only.
+    /// Wall time of those samples.
     pub self_wall_ns: AtomicU64,
 }
 
@@ -69,10 +108,16 @@ pub struct ThreadState {
     pub sp_top: AtomicPtr<usize>,
     /// Last usable shadow stack entry (the enter fast path stops below it).
     pub sp_limit: *mut usize,
+    /// The child cache: `1 << CHILD_CACHE_BITS` entries mapping (parent node, function) to the
+    /// child node, so that a node calling several functions in turn finds each child in one
+    /// probe. A cache only: the children lists stay the truth; the slow path refills it.
+    pub child_cache: *mut CacheEntry,
     /// Frames entered but not recorded (shadow stack full or node budget spent), still live.
     pub overflow: AtomicUsize,
     /// The root node (no function).
     pub root: Node,
+    /// The root's sampled time.
+    root_times: NodeTimes,
     /// Kernel id of the owning thread.
     pub tid: AtomicU32,
     /// The function of the last `ExceptionUnwindFunctionEnter`, until its matching leave.
@@ -82,6 +127,7 @@ pub struct ThreadState {
     node_count: AtomicU32,
     sp_base: *mut usize,
     chunks: [AtomicPtr<Node>; MAX_CHUNKS],
+    time_chunks: [AtomicPtr<NodeTimes>; MAX_CHUNKS],
 }
 
 // Offsets the assembly relies on.
@@ -89,12 +135,15 @@ const _: () = {
     assert!(core::mem::offset_of!(ThreadState, current) == 0);
     assert!(core::mem::offset_of!(ThreadState, sp_top) == 8);
     assert!(core::mem::offset_of!(ThreadState, sp_limit) == 16);
+    assert!(core::mem::offset_of!(ThreadState, child_cache) == 24);
     assert!(core::mem::offset_of!(Node, function) == 0);
     assert!(core::mem::offset_of!(Node, parent) == 8);
     assert!(core::mem::offset_of!(Node, calls) == 16);
     assert!(core::mem::offset_of!(Node, last_child) == 24);
-    assert!(core::mem::offset_of!(Node, first_child) == 32);
-    assert!(core::mem::offset_of!(Node, next_sibling) == 40);
+    assert!(core::mem::offset_of!(Node, last_child_function) == 32);
+    assert!(core::mem::offset_of!(Node, first_child) == 40);
+    assert!(core::mem::offset_of!(Node, next_sibling) == 48);
+    assert!(core::mem::size_of::<Node>() == 64);
 };
 
 // SAFETY: the raw pointers are owned by the state (its shadow stack) and written only by the
@@ -115,6 +164,8 @@ pub struct Stats {
     pub mismatches: AtomicU64,
     /// Threads whose state could not be created.
     pub threads_dropped: AtomicU64,
+    /// Enters that took the slow path (new thread, new call path, cache miss, full stack).
+    pub slow_enters: AtomicU64,
 }
 
 /// The process-wide counters.
@@ -124,6 +175,7 @@ pub static STATS: Stats = Stats {
     calls_unrecorded: AtomicU64::new(0),
     mismatches: AtomicU64::new(0),
     threads_dropped: AtomicU64::new(0),
+    slow_enters: AtomicU64::new(0),
 };
 
 static NODE_BUDGET: AtomicU64 = AtomicU64::new(2_000_000);
@@ -175,7 +227,10 @@ fn create_for_current_thread() -> Option<&'static ThreadState> {
         return None;
     };
     let sp_base = sys::reserve_zeroed(SHADOW_DEPTH * core::mem::size_of::<usize>()).cast::<usize>();
-    if sp_base.is_null() {
+    let child_cache =
+        sys::reserve_zeroed((1usize << CHILD_CACHE_BITS) * core::mem::size_of::<CacheEntry>())
+            .cast::<CacheEntry>();
+    if sp_base.is_null() || child_cache.is_null() {
         STATS.threads_dropped.fetch_add(1, Ordering::Relaxed);
         return None;
     }
@@ -186,6 +241,7 @@ fn create_for_current_thread() -> Option<&'static ThreadState> {
     // for all of which all-zero bytes are a valid value.
     let mut state = unsafe { boxed.assume_init() };
     state.sp_base = sp_base;
+    state.child_cache = child_cache;
     // SAFETY: SHADOW_DEPTH - 1 is within the mapping.
     state.sp_limit = unsafe { sp_base.add(SHADOW_DEPTH - 1) };
     state.sp_top = AtomicPtr::new(sp_base);
@@ -230,6 +286,7 @@ impl ThreadState {
 
     /// Slow path of a hooked call (the fast path found no cached child, or no room).
     pub fn enter(&self, function: usize, caller_sp: usize) {
+        STATS.slow_enters.fetch_add(1, Ordering::Relaxed);
         let top = self.top();
         if top >= self.sp_limit {
             self.skip_frame();
@@ -249,6 +306,10 @@ impl ThreadState {
         current
             .last_child
             .store(child as *const Node as *mut Node, Ordering::Relaxed);
+        current
+            .last_child_function
+            .store(function, Ordering::Relaxed);
+        self.cache_child(current, function, child);
         // SAFETY: `top < sp_limit`, so `top + 1` is within the mapping.
         let top = unsafe { top.add(1) };
         // SAFETY: as above; only this thread writes its shadow stack.
@@ -257,6 +318,40 @@ impl ThreadState {
         child.calls.fetch_add(1, Ordering::Relaxed);
         self.current
             .store(child as *const Node as *mut Node, Ordering::Release);
+    }
+
+    /// Puts `(parent, function) -> child` first in its two-way set (the other way keeps the
+    /// previous first entry), as the enter fast path probes slot `i`, then slot `i ^ 1`.
+    fn cache_child(&self, parent: &Node, function: usize, child: &Node) {
+        let index = child_cache_index(parent as *const Node as usize, function);
+        // SAFETY: `child_cache` holds `1 << CHILD_CACHE_BITS` entries and `index` and
+        // `index ^ 1` are below that (the hash keeps its top CHILD_CACHE_BITS bits); only this
+        // thread uses its cache.
+        let (first, second) = unsafe {
+            (
+                &*self.child_cache.add(index),
+                &*self.child_cache.add(index ^ 1),
+            )
+        };
+        let parent_ptr = parent as *const Node as *mut Node;
+        let already_first = first.parent.load(Ordering::Relaxed) == parent_ptr
+            && first.function.load(Ordering::Relaxed) == function;
+        if !already_first {
+            second
+                .parent
+                .store(first.parent.load(Ordering::Relaxed), Ordering::Relaxed);
+            second
+                .function
+                .store(first.function.load(Ordering::Relaxed), Ordering::Relaxed);
+            second
+                .child
+                .store(first.child.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        first.parent.store(parent_ptr, Ordering::Relaxed);
+        first.function.store(function, Ordering::Relaxed);
+        first
+            .child
+            .store(child as *const Node as *mut Node, Ordering::Relaxed);
     }
 
     fn skip_frame(&self) {
@@ -331,14 +426,23 @@ impl ThreadState {
         };
         let mut chunk = chunk_slot.load(Ordering::Relaxed);
         if chunk.is_null() {
-            let layout = Layout::array::<Node>(CHUNK_NODES).expect("chunk layout");
-            // SAFETY: the layout has a non-zero size; all-zero bytes are a valid `Node`.
-            chunk = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<Node>();
-            if chunk.is_null() {
+            let nodes = Layout::array::<Node>(CHUNK_NODES).expect("chunk layout");
+            let times = Layout::array::<NodeTimes>(CHUNK_NODES).expect("chunk layout");
+            // SAFETY: both layouts have a non-zero size; all-zero bytes are a valid `Node` and a
+            // valid `NodeTimes`.
+            let (n, t) = unsafe {
+                (
+                    std::alloc::alloc_zeroed(nodes),
+                    std::alloc::alloc_zeroed(times),
+                )
+            };
+            if n.is_null() || t.is_null() {
                 STATS.nodes.fetch_sub(1, Ordering::Relaxed);
                 STATS.nodes_dropped.fetch_add(1, Ordering::Relaxed);
                 return None;
             }
+            chunk = n.cast::<Node>();
+            self.time_chunks[c].store(t.cast::<NodeTimes>(), Ordering::Release);
             chunk_slot.store(chunk, Ordering::Release);
         }
         // SAFETY: `i < CHUNK_NODES` and the chunk holds CHUNK_NODES zeroed nodes, never freed.
@@ -356,6 +460,25 @@ impl ThreadState {
             .store(node as *const Node as *mut Node, Ordering::Release);
         self.node_count.store(n as u32 + 1, Ordering::Release);
         Some(node)
+    }
+
+    /// The sampled time of `node`, a node of this state.
+    pub fn times(&self, node: &Node) -> &NodeTimes {
+        let id = node.id.load(Ordering::Relaxed) as usize;
+        if id == 0 {
+            return &self.root_times;
+        }
+        let n = id - 1;
+        let chunk = self
+            .time_chunks
+            .get(n / CHUNK_NODES)
+            .map_or(core::ptr::null_mut(), |c| c.load(Ordering::Acquire));
+        if chunk.is_null() {
+            return &self.root_times;
+        }
+        // SAFETY: the times chunk of node `n` was allocated (CHUNK_NODES zeroed entries) and
+        // published before the node's id was; it is never freed.
+        unsafe { &*chunk.add(n % CHUNK_NODES) }
     }
 
     /// Every node in creation order (so parents come before their children), with its
@@ -456,6 +579,23 @@ mod tests {
             st.leave(1, 1000);
             assert_eq!(path(st), Vec::<usize>::new());
         });
+    }
+
+    #[test]
+    fn child_cache_index_stays_in_range_and_spreads() {
+        let mut seen = std::collections::HashSet::new();
+        for parent in (0x7f00_0000_1000usize..).step_by(80).take(64) {
+            for function in (0x7f10_0000_2000usize..).step_by(24).take(64) {
+                let i = child_cache_index(parent, function);
+                assert!(i < 1 << CHILD_CACHE_BITS);
+                seen.insert(i);
+            }
+        }
+        assert!(
+            seen.len() > 3500,
+            "4096 pairs hit only {} slots",
+            seen.len()
+        );
     }
 
     #[test]

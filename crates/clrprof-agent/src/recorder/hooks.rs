@@ -8,8 +8,9 @@
 //!   live in rax, rdx, xmm0 and xmm1, so only rcx, rsi, rdi and r8-r11 may be changed.
 //!
 //! The fast paths below stay inside those registers and touch no stack: enter finds the child
-//! node through the parent's `last_child` cache (or a walk of its children), pushes the caller
-//! SP on the shadow stack, counts the call and moves `current`; leave checks the top frame
+//! node through the parent's `last_child` (or, when the parent alternates between callees, the
+//! thread's child cache), pushes the caller SP on the shadow stack, counts the call and moves
+//! `current`; leave checks the top frame
 //! (same function, same caller SP) and moves back. Anything else — a thread's first call, a
 //! new call path, a full shadow stack, a mismatch — jumps to the SDK's trampolines, which save
 //! every live register and call [`enter_slow`] / [`leave_slow`] in Rust with (id, caller SP).
@@ -30,22 +31,35 @@ mod imp {
             "test rax, rax",
             "jz 9f",
             "mov r10, qword ptr [rax]",        // current node
-            "mov r11, qword ptr [r10 + 24]",   // its last-entered child
-            "test r11, r11",
-            "jz 2f",
-            "cmp qword ptr [r11], r14",
-            "je 4f",
+            "cmp qword ptr [r10 + 32], r14",   // is the function its last-entered child's?
+            "jne 2f",
+            "mov r11, qword ptr [r10 + 24]",   // that child
+            "jmp 4f",
             "2:",
-            "mov r11, qword ptr [r10 + 32]",   // walk the children
-            "3:",
-            "test r11, r11",
-            "jz 9f",
-            "cmp qword ptr [r11], r14",
-            "je 5f",
-            "mov r11, qword ptr [r11 + 40]",
-            "jmp 3b",
-            "5:",
+            // The child cache, two-way set-associative: entry i = ((parent ^ rotl(function, r))
+            // * M) >> (64 - bits), then i ^ 1; 32 bytes each (the same hash as
+            // `cct::child_cache_index`).
+            "mov r11, r14",
+            "rol r11, {rotation}",
+            "xor r11, r10",
+            "imul r11, qword ptr [rip + {multiplier}]",
+            "shr r11, {shift}",
+            "shl r11, 5",
+            "add r11, qword ptr [rax + 24]",
+            "cmp qword ptr [r11], r10",        // same parent?
+            "jne 6f",
+            "cmp qword ptr [r11 + 8], r14",    // same function?
+            "je 7f",
+            "6:",
+            "xor r11, 32",                     // the set's other way, in the same cache line
+            "cmp qword ptr [r11], r10",
+            "jne 9f",
+            "cmp qword ptr [r11 + 8], r14",
+            "jne 9f",
+            "7:",
+            "mov r11, qword ptr [r11 + 16]",   // the child
             "mov qword ptr [r10 + 24], r11",   // remember it
+            "mov qword ptr [r10 + 32], r14",
             "4:",
             "mov r10, qword ptr [rax + 8]",    // shadow stack top
             "cmp r10, qword ptr [rax + 16]",   // room left?
@@ -59,6 +73,9 @@ mod imp {
             "9:",
             "jmp {slow}",
             slow = sym clrprof_sdk::elt::enter_trampoline,
+            multiplier = sym super::super::cct::CHILD_CACHE_MULTIPLIER,
+            rotation = const super::super::cct::CHILD_CACHE_ROTATION,
+            shift = const 64 - super::super::cct::CHILD_CACHE_BITS,
         )
     }
 
