@@ -28,7 +28,7 @@ use clrprof_trace::protocol;
 
 use crate::BenchArgs;
 use crate::eventpipe;
-use crate::util::{cargo, display, run as run_cmd, workspace_root};
+use crate::util::{cargo, catch_panic, display, run as run_cmd, workspace_root};
 
 /// The workloads, in report order.
 const WORKLOADS: &[&str] = &["Fib", "Realistic", "Alloc", "Threads"];
@@ -439,23 +439,6 @@ fn existing(path: PathBuf) -> Result<PathBuf> {
         bail!("the release build did not produce {}", path.display());
     }
     Ok(path)
-}
-
-/// Runs `f`, turning a panic (how the test harness reports problems) into an error.
-fn catch_panic<T>(what: &str, f: impl FnOnce() -> T) -> Result<T> {
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    // Nothing observes `f`'s captures after a panic: the error ends the bench.
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    std::panic::set_hook(hook);
-    result.map_err(|payload| {
-        let msg = payload
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "unknown panic".into());
-        anyhow!("{what}: {msg}")
-    })
 }
 
 fn check_checksum(result: &WorkloadResults, config: Config, round: usize, run: &Run) -> Result<()> {

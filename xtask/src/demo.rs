@@ -1,9 +1,93 @@
-//! `cargo xtask demo`: profiles the bundled example program (not yet implemented).
+//! `cargo xtask demo`: the README's main job, end to end, on the bundled example program.
+//!
+//! Installs what is needed (`setup`), builds clrprof in release, compiles
+//! `examples/demo/Demo.cs`, records it (CPU samples plus GC, exception, JIT and thread events),
+//! prints the report, and writes a flame graph and a speedscope profile to `target/demo/`.
 
-use anyhow::Result;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use crate::util::{cargo, catch_panic, run as run_cmd, workspace_root};
 
 pub fn run() -> Result<()> {
     crate::setup::run()?;
-    println!("demo: not yet implemented");
+    let root = workspace_root();
+    println!("demo: building clrprof (release)");
+    let mut build = Command::new(cargo());
+    build
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "clrprof-cli",
+            "-p",
+            "clrprof-agent",
+        ])
+        .current_dir(&root);
+    run_cmd(build)?;
+    let clrprof = clrprof_e2e::target_dir().join("release").join("clrprof");
+
+    let source = root.join("examples").join("demo").join("Demo.cs");
+    println!("demo: compiling {}", shown(&source, &root));
+    let program = catch_panic("compiling the demo program", || {
+        clrprof_e2e::compile_file(&source)
+    })?;
+
+    let out = clrprof_e2e::target_dir().join("demo");
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    let trace = out.join("demo.clrprof");
+    let flamegraph = out.join("flamegraph.svg");
+    let speedscope = out.join("demo.speedscope.json");
+
+    println!(
+        "demo: recording `dotnet Demo.dll` (CPU samples at 1 kHz; GC, exception, JIT and thread events)\n"
+    );
+    let mut record = Command::new(&clrprof);
+    record
+        .args(["record", "--events", "gc,exception,jit,thread", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&program.dotnet.muxer)
+        .arg(&program.dll)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
+    run_cmd(record)?;
+
+    println!("\ndemo: clrprof report {} --top 15\n", shown(&trace, &root));
+    let mut report = Command::new(&clrprof);
+    report.arg("report").arg(&trace).args(["--top", "15"]);
+    run_cmd(report)?;
+
+    for (format, path) in [("flamegraph", &flamegraph), ("speedscope", &speedscope)] {
+        let mut export = Command::new(&clrprof);
+        export
+            .arg("report")
+            .arg(&trace)
+            .args(["--format", format, "-o"])
+            .arg(path);
+        run_cmd(export)?;
+    }
+    println!("\ndemo: done.");
+    println!("  trace       {}", shown(&trace, &root));
+    println!(
+        "  flame graph {}  (open it in a browser)",
+        shown(&flamegraph, &root)
+    );
+    println!(
+        "  speedscope  {}  (drop it on https://www.speedscope.app)",
+        shown(&speedscope, &root)
+    );
+    println!(
+        "  more views: target/release/clrprof report {} --tree, --metric wall, --format json",
+        shown(&trace, &root)
+    );
     Ok(())
+}
+
+fn shown(path: &Path, root: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }

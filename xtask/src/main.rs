@@ -2,7 +2,7 @@
 //!
 //! - `setup`: install the pinned .NET runtime and the C# compiler the tests use.
 //! - `test`: setup, then formatting, lints, the whole test suite and a Windows type check.
-//! - `demo`: run the bundled demo (not yet implemented).
+//! - `demo`: profile the bundled example program end to end (report, flame graph, speedscope).
 //! - `bench`: measure the profiler's overhead and write `BENCHMARKS.md`.
 
 #[cfg(unix)]

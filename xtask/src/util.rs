@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 
 /// The workspace root (the parent of the `xtask` package).
 pub fn workspace_root() -> PathBuf {
@@ -66,4 +66,21 @@ pub fn run(mut cmd: Command) -> Result<()> {
         bail!("`{shown}` failed ({status})");
     }
     Ok(())
+}
+
+/// Runs `f`, turning a panic (how the test harness reports problems) into an error.
+pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> T) -> Result<T> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    // Nothing observes `f`'s captures after a panic: the error ends the bench.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(hook);
+    result.map_err(|payload| {
+        let msg = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown panic".into());
+        anyhow!("{what}: {msg}")
+    })
 }
