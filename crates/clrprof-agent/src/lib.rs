@@ -8,10 +8,10 @@
 //!
 //! Layout: [`agent`] is the profiler (callbacks → records), [`session`] the state one session
 //! shares, [`transport`] the non-blocking record stream, [`defs`] the names, [`sampler`] the
-//! sampler thread, [`unwind`] the native (DWARF CFI) stack unwinder, [`config`] the settings
-//! from the environment. All `unsafe` code lives in [`recorder`]: the enter/leave hooks, the
-//! call trees they update, the signal handler that captures stacks, and the system calls
-//! behind them.
+//! sampler thread, [`unwind`] the native (DWARF CFI) stack unwinder, [`symbols`] the names of
+//! native functions (ELF symbol tables), [`config`] the settings from the environment. All
+//! `unsafe` code lives in [`recorder`]: the enter/leave hooks, the call trees they update, the
+//! signal handler that captures stacks, and the system calls behind them.
 #![deny(unsafe_code)]
 
 pub mod agent;
@@ -21,6 +21,7 @@ pub mod defs;
 pub mod recorder;
 pub mod sampler;
 pub mod session;
+pub mod symbols;
 pub mod transport;
 pub mod unwind;
 

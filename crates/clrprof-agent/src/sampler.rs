@@ -437,9 +437,15 @@ impl SamplerLoop {
                 FrameRef::Managed(function.0)
             }
             _ => {
-                let (library, symbol) = match sys::native_symbol(ip) {
+                // The module's symbol table names local functions too (the GC, libc's string
+                // functions); dladdr, which knows only exported symbols, is the fallback for
+                // modules without one.
+                let (library, symbol) = match self.unwinder.symbolize(ip) {
                     Some(sym) => (sym.library, sym.symbol),
-                    None => (String::new(), String::new()),
+                    None => match sys::native_symbol(ip) {
+                        Some(sym) => (sym.library, sym.symbol),
+                        None => (String::new(), String::new()),
+                    },
                 };
                 let next = self.natives.len() as u64 + 1;
                 let id = *self

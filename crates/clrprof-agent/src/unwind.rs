@@ -36,7 +36,8 @@
 //!
 //! Module data are loaded lazily: [`ModuleMap`] lists the executable mappings from
 //! `/proc/self/maps` and reads each ELF's program headers (for the load bias) when it first
-//! sees the file, but reads its unwind sections only when a pc first falls in it. The vDSO
+//! sees the file, but reads its unwind sections only when a pc first falls in it, and its
+//! symbol table (see [`crate::symbols`]) only when an address in it is first named. The vDSO
 //! is read from memory. A file on disk is used only if its bytes match what is mapped.
 //!
 //! Only x86-64 Linux has the real thing; elsewhere the same API exists, knows no modules and
@@ -45,6 +46,7 @@
 use crate::recorder::sys;
 
 pub use crate::recorder::threads::MAX_FRAMES;
+pub use crate::symbols::NativeSymbol;
 
 pub use native::{ModuleMap, Unwinder};
 
@@ -324,6 +326,7 @@ mod native {
     use std::fs::File;
     use std::ops::Range;
     use std::os::unix::fs::FileExt;
+    use std::path::Path;
     use std::sync::{Arc, OnceLock};
     use std::time::{Duration, Instant};
 
@@ -332,8 +335,9 @@ mod native {
     use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
     use object::{Endianness, ReadCache, ReadRef, elf};
 
-    use super::{ModuleInfo, Regs, Step, Stop, UnwindStats, walk};
+    use super::{ModuleInfo, NativeSymbol, Regs, Step, Stop, UnwindStats, walk};
     use crate::recorder::sys;
+    use crate::symbols::{DEBUG_ROOT, SymbolTable, demangle};
 
     /// Section data handed to framehop (shared, so re-registering a module copies nothing).
     type Bytes = Arc<[u8]>;
@@ -372,6 +376,8 @@ mod native {
         loads: Vec<Load>,
         /// Unwind sections, read on first use; `None` when unavailable.
         cfi: OnceLock<Option<Arc<Cfi>>>,
+        /// Function symbols, read on first use; `None` when unavailable.
+        symbols: OnceLock<Option<SymbolTable>>,
     }
 
     /// The unwind sections of one image, with the addresses (SVMAs) framehop needs to resolve
@@ -570,6 +576,30 @@ mod native {
             })
         }
 
+        /// Names the native function containing `addr`: its module's path, its demangled name
+        /// and `addr`'s offset in it. The module's symbol table is read the first time (that
+        /// can take milliseconds: see [`crate::symbols`]), then kept for as long as the module
+        /// stays mapped. `None` if `addr` is in no native module, or in no function of its
+        /// symbol table, or the module has none.
+        pub fn symbolize(&self, addr: usize) -> Option<NativeSymbol> {
+            let m = &self.mappings[self.find(addr)?];
+            let image = m.image.as_ref()?;
+            let bias = m.bias?;
+            let table = image.symbols(m.start, m.end, m.offset)?;
+            let (name, offset) = table.lookup((addr as u64).wrapping_sub(bias as u64))?;
+            Some(NativeSymbol {
+                library: image.name.clone(),
+                symbol: demangle(name),
+                offset: offset as usize,
+            })
+        }
+
+        /// The symbol table of the native module containing `addr`, read if it was not yet.
+        pub fn symbol_table(&self, addr: usize) -> Option<&SymbolTable> {
+            let m = &self.mappings[self.find(addr)?];
+            m.image.as_ref()?.symbols(m.start, m.end, m.offset)
+        }
+
         /// True if `addr` lies in any executable mapping, native or not.
         pub fn contains_code(&self, addr: usize) -> bool {
             self.find(addr).is_some()
@@ -693,6 +723,7 @@ mod native {
                 },
                 loads,
                 cfi: OnceLock::new(),
+                symbols: OnceLock::new(),
             }))
         }
 
@@ -708,6 +739,7 @@ mod native {
                 source: Source::Memory(bytes.into()),
                 loads,
                 cfi: OnceLock::new(),
+                symbols: OnceLock::new(),
             }))
         }
 
@@ -750,6 +782,27 @@ mod native {
                     cfi.filter(Cfi::has_cfi).map(Arc::new)
                 })
                 .clone()
+        }
+
+        /// The function symbols, read on first use, from a file that still holds the bytes
+        /// mapped at `[start, end)` from file offset `offset`.
+        fn symbols(&self, start: usize, end: usize, offset: u64) -> Option<&SymbolTable> {
+            self.symbols
+                .get_or_init(|| {
+                    let debug_root = Path::new(DEBUG_ROOT);
+                    match &self.source {
+                        Source::Memory(bytes) => SymbolTable::read(&bytes[..], None, debug_root),
+                        Source::File { path, deleted } => {
+                            let file = open_mapped(path, *deleted, start, end)?;
+                            if !matches_memory(&file, start, end, offset) {
+                                return None;
+                            }
+                            let cache = ReadCache::new(file);
+                            SymbolTable::read(&cache, Some(Path::new(path)), debug_root)
+                        }
+                    }
+                })
+                .as_ref()
         }
     }
 
@@ -899,6 +952,20 @@ mod native {
             self.stats
         }
 
+        /// Names the native function containing `addr` with the module map this unwinder
+        /// shares (see [`ModuleMap::symbolize`]). An address in no known mapping makes it
+        /// re-read the memory map first (at most once per refresh interval), in case a
+        /// library was loaded since.
+        pub fn symbolize(&mut self, addr: usize) -> Option<NativeSymbol> {
+            if !self.modules.contains_code(addr)
+                && (0x10000..=USER_MAX).contains(&addr)
+                && self.modules.refresh_due()
+            {
+                self.refresh_modules();
+            }
+            self.modules.symbolize(addr)
+        }
+
         /// Unwinds the stack of a thread interrupted with `regs`, appending code addresses
         /// to `out`, innermost first: `regs.rip`, then return addresses, until `out` holds
         /// [`super::MAX_FRAMES`]. `copy` holds the stack's bytes from `regs.rsp` up;
@@ -967,7 +1034,7 @@ mod native {
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
 mod native {
-    use super::{ModuleInfo, Regs, UnwindStats, walk};
+    use super::{ModuleInfo, NativeSymbol, Regs, UnwindStats, walk};
 
     /// No module list on this platform: every pc is "in no module".
     #[derive(Default)]
@@ -1008,6 +1075,11 @@ mod native {
         pub fn contains_code(&self, _addr: usize) -> bool {
             false
         }
+
+        /// Always `None`.
+        pub fn symbolize(&self, _addr: usize) -> Option<NativeSymbol> {
+            None
+        }
     }
 
     /// Frame-pointer unwinding over the copy only.
@@ -1032,6 +1104,11 @@ mod native {
         /// Nothing to re-read.
         pub fn refresh_modules(&mut self) -> bool {
             false
+        }
+
+        /// Always `None`: no symbol tables on this platform.
+        pub fn symbolize(&mut self, _addr: usize) -> Option<NativeSymbol> {
+            None
         }
 
         /// What the last [`Self::unwind`] did.
