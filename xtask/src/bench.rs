@@ -28,15 +28,15 @@ use clrprof_trace::protocol;
 
 use crate::BenchArgs;
 use crate::eventpipe;
-use crate::util::{cargo, catch_panic, display, run as run_cmd, workspace_root};
+use crate::util::{build_release, catch_panic, display, workspace_root};
 
 /// The workloads, in report order.
 const WORKLOADS: &[&str] = &["Fib", "Realistic", "Alloc", "Threads"];
 /// The startup program.
 const EMPTY: &str = "Empty";
 
-/// `probe-elt` (tests/probes/elt), the SDK's test profiler: its `fast_empty` scenario installs
-/// enter/leave hooks that return at once, the floor under any enter/leave-based trace mode.
+/// `probe-elt` (tests/probes/elt), the SDK's test profiler: its `fast_ret` scenario installs
+/// enter/leave hooks that are a single `ret`, the floor under any enter/leave-based trace mode.
 const PROBE_PACKAGE: &str = "probe-elt";
 const PROBE_CLSID: &str = "{8E2B6F41-7C3A-4D95-A1E8-2F6B9C0D4E73}";
 
@@ -98,7 +98,7 @@ impl Config {
             Config::Trace => "`clrprof record --mode trace` (default rate 1000 Hz, inlining kept)",
             Config::HooksFloor => {
                 "not clrprof: the SDK's test profiler `probe-elt` with enter/leave hooks that \
-                 return at once (scenario `fast_empty`): what the runtime's enter/leave hooks \
+                 are a single `ret` (scenario `fast_ret`): what the runtime's enter/leave hooks \
                  cost by themselves, the floor under trace mode"
             }
             Config::EventPipe1000 => {
@@ -272,21 +272,7 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
 
     crate::setup::run()?;
     println!("bench: building clrprof (release)");
-    let mut build = Command::new(cargo());
-    build
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "clrprof-cli",
-            "-p",
-            "clrprof-agent",
-            "-p",
-            PROBE_PACKAGE,
-        ])
-        .current_dir(workspace_root());
-    run_cmd(build)?;
-    let release = clrprof_e2e::target_dir().join("release");
+    let release = build_release(&["clrprof-cli", "clrprof-agent", PROBE_PACKAGE])?;
     let cdylib = |crate_name: &str| {
         release.join(format!(
             "{}{crate_name}{}",
@@ -689,7 +675,7 @@ fn run_workload(tools: &Tools, program: &Program, config: Config) -> Result<(Run
             cmd.env("CORECLR_ENABLE_PROFILING", "1")
                 .env("CORECLR_PROFILER", PROBE_CLSID)
                 .env("CORECLR_PROFILER_PATH", &tools.probe)
-                .env("PROBE_SCENARIO", "fast_empty")
+                .env("PROBE_SCENARIO", "fast_ret")
                 .env("PROBE_OUTPUT", &probe_output);
             cmd
         }
@@ -733,7 +719,7 @@ fn run_workload(tools: &Tools, program: &Program, config: Config) -> Result<(Run
         // The probe writes its report at shutdown: proof that it was loaded and hooked.
         let report = std::fs::read_to_string(&probe_output).unwrap_or_default();
         let _ = std::fs::remove_file(&probe_output);
-        if !report.lines().any(|l| l == "scenario\tfast_empty") {
+        if !report.lines().any(|l| l == "scenario\tfast_ret") {
             bail!(
                 "the hooks-floor probe was not loaded (no report from it)\n{}",
                 exited.stderr
@@ -1178,7 +1164,7 @@ fn render(info: &RunInfo, results: &[WorkloadResults], startup: &StartupResults)
         push(
             &mut out,
             "Trace mode against `hooks-floor`, the same program with enter/leave hooks that \
-             return at once: the floor is what the runtime's hooks cost by themselves (a call \
+             are a single `ret`: the floor is what the runtime's hooks cost by themselves (a call \
              into the hook at every method entry and exit, and the runtime giving up \
              precompiled framework code once hooks are on); the rest is clrprof's own work \
              (call tree updates in its hooks, the sampler).",

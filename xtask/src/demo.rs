@@ -9,25 +9,13 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
-use crate::util::{cargo, catch_panic, run as run_cmd, workspace_root};
+use crate::util::{build_release, catch_panic, run as run_cmd, workspace_root};
 
 pub fn run() -> Result<()> {
     crate::setup::run()?;
     let root = workspace_root();
     println!("demo: building clrprof (release)");
-    let mut build = Command::new(cargo());
-    build
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "clrprof-cli",
-            "-p",
-            "clrprof-agent",
-        ])
-        .current_dir(&root);
-    run_cmd(build)?;
-    let clrprof = clrprof_e2e::target_dir().join("release").join("clrprof");
+    let clrprof = build_release(&["clrprof-cli", "clrprof-agent"])?.join("clrprof");
 
     let source = root.join("examples").join("demo").join("Demo.cs");
     println!("demo: compiling {}", shown(&source, &root));

@@ -84,3 +84,16 @@ pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> T) -> Result<T> {
         anyhow!("{what}: {msg}")
     })
 }
+
+/// Builds `packages` in release with the workspace's cargo and returns the release directory.
+pub fn build_release(packages: &[&str]) -> Result<PathBuf> {
+    let mut build = Command::new(cargo());
+    build
+        .args(["build", "--release"])
+        .current_dir(workspace_root());
+    for p in packages {
+        build.args(["-p", p]);
+    }
+    run(build)?;
+    Ok(clrprof_e2e::target_dir().join("release"))
+}

@@ -197,19 +197,7 @@ impl MergedTree {
                 }
             } else {
                 // Sum the samples per stack first: far fewer stacks than samples.
-                let mut per_stack: HashMap<Option<StackIndex>, Values> = HashMap::new();
-                for s in &thread.samples {
-                    if selection.keeps_stack(s.stack) {
-                        *per_stack.entry(s.stack).or_default() += Values {
-                            samples: 1,
-                            cpu_ns: s.cpu_ns,
-                            wall_ns: s.wall_ns,
-                            calls: 0,
-                        };
-                    }
-                }
-                let mut stacks: Vec<_> = per_stack.into_iter().collect();
-                stacks.sort_unstable_by_key(|(s, _)| *s);
+                let stacks = selected_samples_by_stack(thread, selection);
                 for (stack, v) in stacks {
                     let node = match stack {
                         None => b.child(base, Label::NoStack),
@@ -344,4 +332,26 @@ impl TreeBuild {
         }
         node
     }
+}
+
+/// The selected samples of `thread`, summed per stack (far fewer stacks than samples), in
+/// stack order.
+pub(crate) fn selected_samples_by_stack(
+    thread: &crate::model::ThreadProfile,
+    selection: &Selection,
+) -> Vec<(Option<StackIndex>, Values)> {
+    let mut per_stack: HashMap<Option<StackIndex>, Values> = HashMap::new();
+    for s in &thread.samples {
+        if selection.keeps_stack(s.stack) {
+            *per_stack.entry(s.stack).or_default() += Values {
+                samples: 1,
+                cpu_ns: s.cpu_ns,
+                wall_ns: s.wall_ns,
+                calls: 0,
+            };
+        }
+    }
+    let mut stacks: Vec<_> = per_stack.into_iter().collect();
+    stacks.sort_unstable_by_key(|(s, _)| *s);
+    stacks
 }

@@ -68,7 +68,7 @@ mod sysv;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub use sysv::{
     enter_trampoline, enter_with_info_wrapper, leave_trampoline, leave_with_info_wrapper,
-    tailcall_trampoline, tailcall_with_info_wrapper,
+    noop_hook, tailcall_trampoline, tailcall_with_info_wrapper,
 };
 
 /// True where the SDK has trampolines ([`install_hooks`], [`install_hooks_with_info`]):
@@ -225,6 +225,28 @@ pub fn set_handlers(handlers: EltHandlers) {
     }
     #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
     let _ = handlers;
+}
+
+/// Registers hooks that do nothing at all ([`noop_hook`]: a single `ret`) for enter, leave and
+/// tail call: the cost floor of the enter/leave mechanism, for measurements.
+///
+/// Same event mask requirements and errors as [`install_hooks`].
+pub fn install_noop_hooks(info: &ProfilerInfo) -> Result<()> {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        // SAFETY: `noop_hook` touches no register and no memory, so it satisfies the enter,
+        // leave and tail-call register contracts.
+        unsafe {
+            info.set_enter_leave_function_hooks3(Some(noop_hook), Some(noop_hook), Some(noop_hook))
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        let _ = info;
+        Err(unsupported(
+            "clrprof_sdk::elt::install_noop_hooks (ELT trampolines exist only for x86_64 Linux)",
+        ))
+    }
 }
 
 /// Registers the SDK's fast-path trampolines (`SetEnterLeaveFunctionHooks3`) and makes them

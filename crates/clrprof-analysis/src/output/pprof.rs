@@ -13,7 +13,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use prost::Message;
 
-use crate::model::{Profile, StackIndex};
+use crate::model::Profile;
 use crate::output::pprof_proto as pb;
 use crate::query::{Metric, NodeMark, Query};
 use crate::tree::{Label, Values};
@@ -191,19 +191,7 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
                 });
             }
         } else {
-            let mut per_stack: HashMap<Option<StackIndex>, Values> = HashMap::new();
-            for s in &thread.samples {
-                if a.selection.keeps_stack(s.stack) {
-                    *per_stack.entry(s.stack).or_default() += Values {
-                        samples: 1,
-                        cpu_ns: s.cpu_ns,
-                        wall_ns: s.wall_ns,
-                        calls: 0,
-                    };
-                }
-            }
-            let mut stacks: Vec<_> = per_stack.into_iter().collect();
-            stacks.sort_unstable_by_key(|(s, _)| *s);
+            let stacks = crate::tree::selected_samples_by_stack(thread, &a.selection);
             for (stack, v) in stacks {
                 let mut location_id: Vec<u64> = match stack {
                     None => vec![t.location(Label::NoStack)],

@@ -254,5 +254,20 @@ with_info_wrapper!(
     TAILCALL_INFO_HANDLER
 );
 
+/// A hook that returns at once: no load, no call, nothing but `ret`.
+///
+/// Registered for enter, leave and tail call (see [`install_noop_hooks`](super::install_noop_hooks)),
+/// it measures what the runtime's enter/leave instrumentation costs by itself (the call sites
+/// the JIT emits, the frames it must keep, the precompiled code it stops using): the floor under
+/// any profiler built on these hooks.
+///
+/// # Safety
+/// Only for the runtime to call (through `SetEnterLeaveFunctionHooks3`); it does nothing.
+#[unsafe(naked)]
+pub unsafe extern "system" fn noop_hook(_function_id_or_client_id: FunctionIDOrClientID) {
+    // SAFETY: touches no register and no memory: it satisfies every hook contract.
+    naked_asm!("ret")
+}
+
 #[cfg(test)]
 mod tests;

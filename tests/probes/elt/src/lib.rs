@@ -7,7 +7,8 @@
 //!   lock-free table (the handlers never allocate). Lines `count\t<function>\t<enter>\t<leave>\t<tail>`.
 //! - `fast_mapped`: the same through a function id mapper that hands out dense client ids and
 //!   leaves `Calls.Leaf` unhooked; the handlers index the table by client id.
-//! - `fast_empty`: the trampolines with no handlers (the cost floor; for timing).
+//! - `fast_empty`: the trampolines with no handlers (for timing).
+//! - `fast_ret`: hooks that are a single `ret` (the cost floor of the mechanism; for timing).
 //! - `fast_noop`: the trampolines calling empty handlers (for timing).
 //! - `with_info`: [`elt::install_hooks_with_info`]; for every `FloatMath` method, the first
 //!   call's arguments (`enter\t<function>\t<values>`) and return value
@@ -49,6 +50,7 @@ enum Scenario {
     Fast,
     FastMapped,
     FastEmpty,
+    FastRet,
     FastNoop,
     WithInfo,
     Snapshot,
@@ -61,6 +63,7 @@ impl Scenario {
             "fast" => Scenario::Fast,
             "fast_mapped" => Scenario::FastMapped,
             "fast_empty" => Scenario::FastEmpty,
+            "fast_ret" => Scenario::FastRet,
             "fast_noop" => Scenario::FastNoop,
             "with_info" => Scenario::WithInfo,
             "snapshot" => Scenario::Snapshot,
@@ -133,6 +136,9 @@ impl Profiler for EltProbe {
             Scenario::FastEmpty => info
                 .set_event_mask(EventMask::MONITOR_ENTERLEAVE)
                 .and_then(|()| elt::install_hooks(&info, EltHandlers::default())),
+            Scenario::FastRet => info
+                .set_event_mask(EventMask::MONITOR_ENTERLEAVE)
+                .and_then(|()| elt::install_noop_hooks(&info)),
             Scenario::FastNoop => {
                 info.set_event_mask(EventMask::MONITOR_ENTERLEAVE)
                     .and_then(|()| {
@@ -180,9 +186,11 @@ impl Profiler for EltProbe {
         };
         let info = INFO.get().expect("set in initialize");
         match scenario {
-            Scenario::Fast | Scenario::FastMapped | Scenario::FastEmpty | Scenario::FastNoop => {
-                report_fast(info)
-            }
+            Scenario::Fast
+            | Scenario::FastMapped
+            | Scenario::FastEmpty
+            | Scenario::FastRet
+            | Scenario::FastNoop => report_fast(info),
             Scenario::WithInfo => with_info::report(info),
             Scenario::Snapshot => {}
             Scenario::Suspend => sampler::stop_and_wait(),
