@@ -490,7 +490,7 @@ fn gc_started_bool_array_becomes_generations() {
     );
 }
 
-/// The slots the runtime was observed to call (runtime-facts), reached by index rather than
+/// The slots a real runtime was observed to call, reached by index rather than
 /// by field name: proves the vtable the SDK builds has the runtime's layout.
 #[test]
 fn observed_slot_numbers_reach_the_right_methods() {
