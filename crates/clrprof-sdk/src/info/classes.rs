@@ -145,12 +145,7 @@ impl ProfilerInfo {
     ) -> Result<ClassId> {
         const M: &str = "ICorProfilerInfo2::GetClassFromTokenAndTypeArgs";
         let vt = self.vt::<ICorProfilerInfo2Vtbl>(2, M)?;
-        let count = u32::try_from(type_args.len()).unwrap_or(u32::MAX);
-        let args = if type_args.is_empty() {
-            ptr::null()
-        } else {
-            type_args.as_ptr().cast::<ClassID>()
-        };
+        let (count, args) = type_args_raw(type_args);
         let mut class: ClassID = 0;
         // SAFETY: `this` is live; `ClassId` is a transparent `ClassID`, so `args` points at
         // `count` ClassIDs (or is null with 0); `class` is a valid out-param.
@@ -166,4 +161,16 @@ impl ProfilerInfo {
         })?;
         Ok(ClassId(class))
     }
+}
+
+/// A slice of type arguments as the API takes them: a count, and a pointer to that many
+/// `ClassID`s (null when there are none). `ClassId` is a transparent `ClassID`.
+pub(crate) fn type_args_raw(type_args: &[ClassId]) -> (u32, *const ClassID) {
+    let count = u32::try_from(type_args.len()).unwrap_or(u32::MAX);
+    let args = if type_args.is_empty() {
+        ptr::null()
+    } else {
+        type_args.as_ptr().cast::<ClassID>()
+    };
+    (count, args)
 }

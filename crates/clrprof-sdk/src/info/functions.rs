@@ -131,12 +131,7 @@ impl ProfilerInfo {
     ) -> Result<FunctionId> {
         const M: &str = "ICorProfilerInfo2::GetFunctionFromTokenAndTypeArgs";
         let vt = self.vt::<ICorProfilerInfo2Vtbl>(2, M)?;
-        let count = u32::try_from(type_args.len()).unwrap_or(u32::MAX);
-        let args = if type_args.is_empty() {
-            ptr::null()
-        } else {
-            type_args.as_ptr().cast::<ClassID>()
-        };
+        let (count, args) = super::classes::type_args_raw(type_args);
         let mut function: FunctionID = 0;
         // SAFETY: `this` is live; `ClassId` is a transparent `ClassID`, so `args` points at
         // `count` ClassIDs (or is null with 0); `function` is a valid out-param.

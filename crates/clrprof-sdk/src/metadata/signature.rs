@@ -581,25 +581,10 @@ impl<'a> Reader<'a> {
         }
         let start = self.pos;
         let code = self.byte()?;
+        if let Some(primitive) = TypeSig::from_element_type(u32::from(code)) {
+            return Ok(primitive);
+        }
         let t = match u32::from(code) {
-            sys::ELEMENT_TYPE_VOID => TypeSig::Void,
-            sys::ELEMENT_TYPE_BOOLEAN => TypeSig::Boolean,
-            sys::ELEMENT_TYPE_CHAR => TypeSig::Char,
-            sys::ELEMENT_TYPE_I1 => TypeSig::I1,
-            sys::ELEMENT_TYPE_U1 => TypeSig::U1,
-            sys::ELEMENT_TYPE_I2 => TypeSig::I2,
-            sys::ELEMENT_TYPE_U2 => TypeSig::U2,
-            sys::ELEMENT_TYPE_I4 => TypeSig::I4,
-            sys::ELEMENT_TYPE_U4 => TypeSig::U4,
-            sys::ELEMENT_TYPE_I8 => TypeSig::I8,
-            sys::ELEMENT_TYPE_U8 => TypeSig::U8,
-            sys::ELEMENT_TYPE_R4 => TypeSig::R4,
-            sys::ELEMENT_TYPE_R8 => TypeSig::R8,
-            sys::ELEMENT_TYPE_I => TypeSig::I,
-            sys::ELEMENT_TYPE_U => TypeSig::U,
-            sys::ELEMENT_TYPE_STRING => TypeSig::String,
-            sys::ELEMENT_TYPE_OBJECT => TypeSig::Object,
-            sys::ELEMENT_TYPE_TYPEDBYREF => TypeSig::TypedByRef,
             sys::ELEMENT_TYPE_CLASS => TypeSig::Class(self.type_token()?),
             sys::ELEMENT_TYPE_VALUETYPE => TypeSig::ValueType(self.type_token()?),
             sys::ELEMENT_TYPE_VAR => TypeSig::Var(self.compressed()?),
