@@ -141,7 +141,6 @@ struct SamplerLoop {
     ips: HashMap<usize, FrameRef>,
     natives: HashMap<(String, String), u64>,
     stacks: HashMap<(u32, u8, u64), u32>,
-    raw: [usize; MAX_FRAMES],
     frames: Vec<usize>,
     path: Vec<FrameRef>,
     /// This tick's captures: (slot, CPU, wall) of each thread asked for its stack.
@@ -160,7 +159,6 @@ impl SamplerLoop {
             ips: HashMap::new(),
             natives: HashMap::new(),
             stacks: HashMap::new(),
-            raw: [0; MAX_FRAMES],
             frames: Vec::with_capacity(MAX_FRAMES),
             path: Vec::with_capacity(MAX_FRAMES),
             targets: Vec::with_capacity(MAX_THREADS),
@@ -289,8 +287,7 @@ impl SamplerLoop {
             frames.clear();
             let (regs, copy) = capture::copied(slot);
             if copy.is_empty() {
-                let n = capture::frames(slot, &mut self.raw);
-                frames.extend_from_slice(&self.raw[..n]);
+                capture::frames(slot, &mut frames);
             } else {
                 // Interrupted in native code: unwind it with its call frame information.
                 let regs = Regs {

@@ -134,13 +134,15 @@ pub fn answered(slot: &ThreadSlot) -> bool {
     slot.done.load(Ordering::Acquire) == slot.request.load(Ordering::Acquire)
 }
 
-/// Copies `slot`'s captured frames (innermost first) into `out`; returns how many.
-pub fn frames(slot: &ThreadSlot, out: &mut [usize; MAX_FRAMES]) -> usize {
+/// Appends `slot`'s captured frames (innermost first) to `out`.
+pub fn frames(slot: &ThreadSlot, out: &mut Vec<usize>) {
     let n = (slot.depth.load(Ordering::Acquire) as usize).min(MAX_FRAMES);
-    for (dst, src) in out.iter_mut().zip(slot.frames.iter()).take(n) {
-        *dst = src.load(Ordering::Relaxed);
-    }
-    n
+    out.extend(
+        slot.frames
+            .iter()
+            .take(n)
+            .map(|f| f.load(Ordering::Relaxed)),
+    );
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -283,8 +285,9 @@ mod tests {
             super::super::sys::futex_wait(&PENDING, PENDING.load(Ordering::Acquire), 10_000_000);
         }
         assert!(answered(slot), "the handler answered");
-        let mut buf = [0usize; MAX_FRAMES];
-        let n = frames(slot, &mut buf);
+        let mut buf = Vec::new();
+        frames(slot, &mut buf);
+        let n = buf.len();
         assert!(
             n >= 1 && buf[0] != 0,
             "captured at least the instruction pointer"
