@@ -83,10 +83,27 @@ fn trace_mode_counts_every_fib_call() {
     assert_eq!(json["unit"], "calls");
     assert_eq!(calls_of(&json, "Calls.Fib(int)"), 242_785);
     assert_eq!(calls_of(&json, "Calls.Leaf(int)"), 1000);
-    // Time is sampled on the shadow stack: there are samples, and Fib has a time.
-    let cpu = report_json_args(&rec, &["--metric", "wall"]);
-    assert_eq!(cpu["unit"], "ns");
-    assert!(functions(&cpu)["Calls.Fib(int)"]["total"].as_u64().unwrap() > 0);
+}
+
+/// Time in trace mode is sampled on the shadow stack, so it needs a run long enough to be
+/// sampled many times: Fib(32) three times (about 100 ms under the hooks, where Fib(25) above
+/// lasts a few milliseconds and may fall between two samples on a loaded machine).
+#[test]
+fn trace_mode_gives_time_to_the_function_that_spends_it() {
+    let program = compile("Calls");
+    let rec = record(&program, &["bench", "32"], &["--mode", "trace"]);
+    rec.output.assert_success();
+    let calls = report_json_args(&rec, &["--metric", "calls"]);
+    // 3 x (2 * F(33) - 1) with F(33) = 3,524,578.
+    assert_eq!(calls_of(&calls, "Calls.Fib(int)"), 21_147_465);
+
+    let wall = report_json_args(&rec, &["--metric", "wall"]);
+    assert_eq!(wall["unit"], "ns");
+    let functions = functions(&wall);
+    let fib = functions["Calls.Fib(int)"]["total"].as_u64().unwrap();
+    let main = functions["Calls.Main(string[])"]["total"].as_u64().unwrap();
+    // Main does little else than call Fib (parse an int, print one line).
+    assert!(fib > 0 && fib * 2 > main, "Fib {fib} ns of Main's {main} ns");
 }
 
 #[test]
