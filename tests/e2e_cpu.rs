@@ -103,7 +103,10 @@ fn trace_mode_gives_time_to_the_function_that_spends_it() {
     let fib = functions["Calls.Fib(int)"]["total"].as_u64().unwrap();
     let main = functions["Calls.Main(string[])"]["total"].as_u64().unwrap();
     // Main does little else than call Fib (parse an int, print one line).
-    assert!(fib > 0 && fib * 2 > main, "Fib {fib} ns of Main's {main} ns");
+    assert!(
+        fib > 0 && fib * 2 > main,
+        "Fib {fib} ns of Main's {main} ns"
+    );
 }
 
 #[test]
@@ -259,11 +262,14 @@ fn sample_mode_finds_the_hot_method_and_splits_cpu_from_wall() {
             nap["functions"]
         );
     }
-    // Starting a thread costs a little CPU; sleeping costs none.
+    // Sleeping costs no CPU. Starting the thread does (the runtime's thread setup and the
+    // JIT of its first methods, a few milliseconds that grow on a loaded machine, where the
+    // runtime's locks spin): that is charged to the thread's first sample. A thread that
+    // burnt CPU while it "slept" would show about as much CPU as wall time.
     let sleeper_cpu = thread(&cpu, "sleeper").map_or(0.0, |t| t["cpu_ns"].as_f64().unwrap());
     assert!(
-        sleeper_cpu < 0.01 * cpu["total"].as_f64().unwrap(),
-        "sleeper used {sleeper_cpu} ns of CPU"
+        sleeper_cpu < 0.05 * sleeper_wall,
+        "sleeper used {sleeper_cpu} ns of CPU in {sleeper_wall} ns"
     );
     assert!(
         functions(&cpu)

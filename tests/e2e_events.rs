@@ -52,8 +52,8 @@ fn events_program_is_reported_exactly() {
         json["exceptions"]
     );
     assert_eq!(ours[0]["count"], 7);
-    assert_eq!(ours[0]["thrown_by"], "Thrower.Throw()");
-    assert_eq!(ours[0]["caught_by"], "Catcher.CatchIt()");
+    assert_eq!(ours[0]["throw_function"], "Thrower.Throw()");
+    assert_eq!(ours[0]["catch_function"], "Catcher.CatchIt()");
     // Every step of the exception sequence, per the program's structure.
     assert_eq!(count(&json, "ExceptionThrown"), 7);
     assert_eq!(count(&json, "ExceptionCatcherEnter"), 7);
@@ -83,8 +83,12 @@ fn events_program_is_reported_exactly() {
             .iter()
             .find(|t| t["name"] == name)
             .unwrap_or_else(|| panic!("no thread {name}: {threads:#?}"));
-        assert_eq!(t["created"], 1, "{t}");
-        assert_eq!(t["destroyed"], 1, "{t}");
+        let created = t["created_ns"].as_u64().expect("created while recording");
+        let destroyed = t["destroyed_ns"]
+            .as_u64()
+            .expect("destroyed while recording");
+        assert!(created < destroyed, "{t}");
+        assert_eq!(t["lifetime_ns"], destroyed - created);
         assert!(t["tid"].as_u64().unwrap() > 0);
     }
 
@@ -134,28 +138,23 @@ fn events_program_is_reported_exactly() {
     let jit = json["jit"].as_array().unwrap();
     let known = jit
         .iter()
-        .find(|j| j["name"] == "Events.KnownClass.KnownMethod(int, string)")
+        .find(|j| j["method"] == "Events.KnownClass.KnownMethod(int, string)")
         .expect("KnownMethod JIT-compiled");
     assert_eq!(known["module"], "Events.dll");
 
-    // P/Invoke: exactly 5 calls to getpid.
-    let getpid: Vec<&Value> = json["transitions"]
-        .as_array()
-        .unwrap()
+    // P/Invoke: exactly 5 calls to getpid, each returned.
+    let native = json["native"].as_array().unwrap();
+    let getpid = native
         .iter()
-        .filter(|t| t["function"].as_str().unwrap().contains("getpid"))
-        .collect();
-    let calls = getpid
-        .iter()
-        .find(|t| t["direction"] == "managed-to-unmanaged" && t["reason"] == "call")
-        .expect("getpid calls");
-    assert_eq!(calls["count"], 5, "{getpid:#?}");
-    assert_eq!(calls["function"], "Events.Native.getpid()");
-    let returns = getpid
-        .iter()
-        .find(|t| t["direction"] == "unmanaged-to-managed" && t["reason"] == "return")
-        .expect("getpid returns");
-    assert_eq!(returns["count"], 5);
+        .find(|n| n["function"] == "Events.Native.getpid()")
+        .unwrap_or_else(|| panic!("getpid calls: {native:#?}"));
+    assert_eq!(getpid["target"], "libc!getpid");
+    assert_eq!(getpid["direction"], "pinvoke");
+    assert_eq!(getpid["calls"], 5, "{getpid}");
+    assert_eq!(
+        count(&json, "ManagedToUnmanagedTransition"),
+        count(&json, "UnmanagedToManagedTransition")
+    );
 
     // Runtime and app domain / assembly events are there too.
     assert_eq!(count(&json, "Initialize"), 1);
@@ -173,12 +172,13 @@ fn text_report_summarizes_every_category() {
     for section in [
         "Session",
         "Events",
-        "Exceptions (7 thrown)",
+        "Exceptions (7 thrown, 0 rethrown)",
         "Threads",
         "Garbage collections",
+        "Runtime suspensions",
         "Modules",
         "JIT",
-        "Managed/unmanaged transitions",
+        "Native calls",
     ] {
         assert!(text.contains(section), "no `{section}` in:\n{text}");
     }

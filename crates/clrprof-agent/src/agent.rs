@@ -9,9 +9,12 @@ use clrprof_sdk::flags::{EventMask, HighEventMask};
 use clrprof_sdk::sys::GUID;
 use clrprof_sdk::types::*;
 use clrprof_sdk::*;
-use clrprof_trace::{EventCategory, EventKind as K, Record, SessionStart, ThreadDef, protocol};
+use clrprof_trace::{
+    EventCategory, EventKind as K, ExceptionInfo, Record, SessionStart, ThreadDef, protocol,
+};
 
 use crate::config::{Config, Mode};
+use crate::exceptions;
 use crate::recorder::{cct, hooks, sys, threads};
 use crate::sampler::Sampler;
 use crate::session::Session;
@@ -309,7 +312,17 @@ impl Profiler for Agent {
         self.ev(K::FUNCTION_UNLOAD_STARTED, &[f.as_u64()])
     }
     fn jit_compilation_started(&self, f: FunctionId, safe: bool) -> Result<()> {
-        self.ev(K::JIT_COMPILATION_STARTED, &[f.as_u64(), b(safe)])
+        let Some(s) = self
+            .session()
+            .filter(|s| s.wants(K::JIT_COMPILATION_STARTED))
+        else {
+            return Ok(());
+        };
+        s.event(
+            K::JIT_COMPILATION_STARTED,
+            &[f.as_u64(), b(safe), u64::from(il_code_size(&s.info, f))],
+        );
+        Ok(())
     }
     fn jit_compilation_finished(&self, f: FunctionId, status: HResult, safe: bool) -> Result<()> {
         if let Some(s) = self
@@ -487,9 +500,23 @@ impl Profiler for Agent {
             return Ok(());
         };
         let class = s.info.get_class_from_object(exception).unwrap_or_default();
-        let thrower = throwing_function(&s.info);
+        let (stack, stack_truncated) = exceptions::throw_site_stack(&s.info);
+        let thrower = stack.first().copied().unwrap_or(FunctionId::NULL);
         s.defs.class(&s.info, &s.out, class);
-        s.defs.function(&s.info, &s.out, thrower);
+        for &f in &stack {
+            s.defs.function(&s.info, &s.out, f);
+        }
+        let message = s
+            .exceptions
+            .message(&s.info, s.defs.namer(), exception, class);
+        s.out.push_record(&Record::ExceptionInfo(ExceptionInfo {
+            ts: s.now(),
+            tid: sys::gettid(),
+            object: exception.as_u64(),
+            message,
+            stack: stack.iter().map(|f| f.as_u64()).collect(),
+            stack_truncated,
+        }));
         s.event(
             K::EXCEPTION_THROWN,
             &[exception.as_u64(), class.as_u64(), thrower.as_u64()],
@@ -767,19 +794,11 @@ impl Agent {
     }
 }
 
-/// The innermost managed frame of the calling thread: where an exception was thrown.
-fn throwing_function(info: &ProfilerInfo) -> FunctionId {
-    let mut first = FunctionId::NULL;
-    let _ = info.do_stack_snapshot(
-        ThreadId::NULL,
-        stack::SnapshotFlags::DEFAULT,
-        &mut |frame| {
-            if frame.function.is_null() {
-                return true;
-            }
-            first = frame.function;
-            false
-        },
-    );
-    first
+/// The size of a method's IL code (without header and exception clauses), 0 if unknown.
+fn il_code_size(info: &ProfilerInfo, f: FunctionId) -> u32 {
+    info.get_function_info(f)
+        .and_then(|fi| info.get_il_function_body(fi.module, fi.token))
+        .ok()
+        .and_then(|body| il::IlBody::parse(&body).ok())
+        .map_or(0, |body| body.code.len() as u32)
 }

@@ -8,8 +8,12 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use clrprof_sdk::{AppDomainId, AssemblyId, ClassId, FunctionId, ModuleId, Namer, ProfilerInfo};
-use clrprof_trace::{AppDomainDef, AssemblyDef, ClassDef, FunctionDef, ModuleDef, Record};
+use clrprof_sdk::{
+    AppDomainId, AssemblyId, ClassId, FunctionId, ModuleId, Namer, ProfilerInfo, Token,
+};
+use clrprof_trace::{
+    AppDomainDef, AssemblyDef, ClassDef, FunctionDef, ModuleDef, NativeTargetDef, Record,
+};
 
 use crate::transport::Transport;
 
@@ -29,7 +33,15 @@ fn first_time(set: &Mutex<HashSet<usize>>, id: usize) -> bool {
     id != 0 && set.lock().unwrap_or_else(|e| e.into_inner()).insert(id)
 }
 
+/// `mdPinvokeImpl`: the method is implemented in native code through P/Invoke.
+const MD_PINVOKE_IMPL: u32 = 0x2000;
+
 impl Definitions {
+    /// The namer behind the definitions (its caches are shared).
+    pub fn namer(&self) -> &Namer {
+        &self.namer
+    }
+
     /// Defines a function (and its module) if not done yet.
     pub fn function(&self, info: &ProfilerInfo, out: &Transport, function: FunctionId) {
         if !first_time(&self.functions, function.0) {
@@ -38,6 +50,9 @@ impl Definitions {
         let def = match self.namer.get_function_name(info, function) {
             Ok(name) => {
                 self.module(info, out, name.module);
+                if let Some(target) = self.native_target(info, function, name.module, name.token) {
+                    out.push_record(&Record::NativeTargetDef(target));
+                }
                 FunctionDef {
                     id: function.as_u64(),
                     class: name.class.as_u64(),
@@ -66,6 +81,29 @@ impl Definitions {
             }
         };
         out.push_record(&Record::FunctionDef(def));
+    }
+
+    /// Where a P/Invoke method goes (`None` for other methods).
+    fn native_target(
+        &self,
+        info: &ProfilerInfo,
+        function: FunctionId,
+        module: ModuleId,
+        method: Token,
+    ) -> Option<NativeTargetDef> {
+        let import = self.namer.metadata(info, module).ok()??;
+        let props = import.get_method_props(method).ok()?;
+        if props.attributes & MD_PINVOKE_IMPL == 0 {
+            return None;
+        }
+        let map = import.get_pinvoke_map(method).ok()??;
+        Some(NativeTargetDef {
+            function: function.as_u64(),
+            library: import
+                .get_module_ref_props(map.module_ref)
+                .unwrap_or_default(),
+            entry_point: map.entry_point,
+        })
     }
 
     /// Defines a class (and its module) if not done yet.

@@ -7,7 +7,8 @@
 //! output are unchanged.
 //!
 //! Layout: [`agent`] is the profiler (callbacks → records), [`session`] the state one session
-//! shares, [`transport`] the non-blocking record stream, [`defs`] the names, [`sampler`] the
+//! shares, [`transport`] the non-blocking record stream, [`defs`] the names, [`exceptions`] the
+//! messages and throw-site stacks of exceptions, [`sampler`] the
 //! sampler thread, [`unwind`] the native (DWARF CFI) stack unwinder, [`symbols`] the names of
 //! native functions (ELF symbol tables), [`config`] the settings from the environment. All
 //! `unsafe` code lives in [`recorder`]: the enter/leave hooks, the call trees they update, the
@@ -17,6 +18,7 @@
 pub mod agent;
 pub mod config;
 pub mod defs;
+pub mod exceptions;
 #[allow(unsafe_code)]
 pub mod recorder;
 pub mod sampler;

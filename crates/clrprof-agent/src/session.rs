@@ -8,6 +8,7 @@ use clrprof_trace::{CallTreeNode, Counter, Event, EventKind, Message, Record};
 
 use crate::config::Config;
 use crate::defs::Definitions;
+use crate::exceptions::ExceptionReader;
 use crate::recorder::cct::{self, ThreadState};
 use crate::recorder::{sys, threads};
 use crate::sampler::{Sampler, SamplerStats};
@@ -23,6 +24,8 @@ pub struct Session {
     pub out: Arc<Transport>,
     /// Names already written.
     pub defs: Definitions,
+    /// Where exception objects keep their message.
+    pub exceptions: ExceptionReader,
     /// Sampler counters.
     pub sampler_stats: SamplerStats,
     /// The sampler thread, while it runs.
@@ -47,6 +50,7 @@ impl Session {
             config,
             out,
             defs: Definitions::default(),
+            exceptions: ExceptionReader::default(),
             sampler_stats: SamplerStats::default(),
             sampler: Mutex::new(None),
             wanted,

@@ -9,8 +9,10 @@
 //! - [`output`]: one [`Render`] implementation per format: text, JSON, folded stacks, flame
 //!   graph SVG, speedscope, Chrome trace events, pprof.
 //!
-//! - [`trace`]: reads a trace file into names, an [`events::EventSummary`] and a
-//!   [`Profile`]; the rest of the crate works on the model and knows nothing of the format.
+//! - [`trace`]: reads a trace file into names, an [`events::EventSummary`], the
+//!   [`runtime::RuntimeViews`] (exceptions, JIT, loads, threads, native calls, suspensions,
+//!   their timeline) and a [`Profile`]; the rest of the crate works on the model and knows
+//!   nothing of the format.
 //!
 //! ```
 //! use clrprof_analysis::{Profile, Query, output::{Render, Text}};
@@ -34,6 +36,7 @@ pub mod model;
 pub mod output;
 pub mod query;
 pub mod report;
+pub mod runtime;
 pub mod top;
 pub mod trace;
 pub mod tree;

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::events::EventSummary;
 use crate::output::{CpuReport, Json, Render, Text, json_report};
+use crate::runtime::{RuntimeViews, View, write_view};
 use crate::trace::LoadedTrace;
 use crate::units::{count, duration as ms};
 use crate::{Error, Query};
@@ -50,6 +51,10 @@ pub struct ReportJson {
     /// The events summary (`events`, `exceptions`, `threads`, `gcs`, `modules`, `jit`, ...).
     #[serde(flatten)]
     pub events: EventSummary,
+    /// The runtime views (`exceptions`, `jit`, `jit_modules`, `startup`, `loads`, `threads`,
+    /// `native`, `suspensions`).
+    #[serde(flatten)]
+    pub runtime: RuntimeViews,
     /// The CPU part (`mode`, `metric`, `unit`, `functions`, `call_tree`, ...), when the trace
     /// has samples or call trees.
     #[serde(flatten)]
@@ -105,6 +110,7 @@ pub fn json(t: &LoadedTrace, query: &Query, options: &Json) -> Result<ReportJson
     Ok(ReportJson {
         session: session_json(t),
         events: t.events.clone(),
+        runtime: t.runtime.clone(),
         cpu,
         messages: messages(t),
         counters: t.counters.clone(),
@@ -130,6 +136,9 @@ pub fn write_json(
 
 /// How many rows of long lists the text report shows.
 const TEXT_ROWS: usize = 25;
+
+/// How many rows of each runtime view the full text report shows.
+const SUMMARY_ROWS: usize = 10;
 
 /// Writes the text report: session, every events section that has data, then the CPU part.
 pub fn write_text(
@@ -187,46 +196,10 @@ pub fn write_text(
             writeln!(out, "  {:>10}  {}", count(*n), name)?;
         }
     }
-    if !e.exceptions.is_empty() {
-        let total: u64 = e.exceptions.iter().map(|x| x.count).sum();
-        writeln!(out, "\nExceptions ({} thrown)", count(total))?;
-        writeln!(
-            out,
-            "  {:>7}  {:<40} {:<40} caught by",
-            "count", "type", "thrown by"
-        )?;
-        for x in &e.exceptions {
-            writeln!(
-                out,
-                "  {:>7}  {:<40} {:<40} {}",
-                count(x.count),
-                x.exception_type,
-                x.thrown_by,
-                x.caught_by
-                    .as_deref()
-                    .unwrap_or("(not caught while recording)")
-            )?;
-        }
-    }
-    if !e.threads.is_empty() {
-        let created = e.threads.iter().filter(|t| t.created > 0).count();
-        let destroyed = e.threads.iter().filter(|t| t.destroyed > 0).count();
-        writeln!(out, "\nThreads ({created} created, {destroyed} destroyed)")?;
-        writeln!(
-            out,
-            "  {:>8}  {:>16}  {:<7} {:<9} name",
-            "tid", "managed id", "created", "destroyed"
-        )?;
-        for th in &e.threads {
-            writeln!(
-                out,
-                "  {:>8}  {:>#16x}  {:<7} {:<9} {}",
-                th.tid,
-                th.managed_id,
-                if th.created > 0 { "yes" } else { "-" },
-                if th.destroyed > 0 { "yes" } else { "-" },
-                th.name
-            )?;
+    let r = &t.runtime;
+    for view in [View::Exceptions, View::Threads] {
+        if crate::runtime::text_has_data(r, view) {
+            write_view(r, view, Some(SUMMARY_ROWS), out)?;
         }
     }
     if !e.gcs.is_empty() {
@@ -249,17 +222,8 @@ pub fn write_text(
             )?;
         }
     }
-    if !e.suspensions.is_empty() {
-        writeln!(out, "\nRuntime suspensions")?;
-        for su in &e.suspensions {
-            writeln!(
-                out,
-                "  {:>7}  {:<20} {} in total",
-                count(su.count),
-                su.reason,
-                ms(su.total_ns)
-            )?;
-        }
+    if crate::runtime::text_has_data(r, View::Suspensions) {
+        write_view(r, View::Suspensions, Some(SUMMARY_ROWS), out)?;
     }
     if !e.modules.is_empty() {
         writeln!(out, "\nModules ({} loaded)", e.modules.len())?;
@@ -281,39 +245,9 @@ pub fn write_text(
             count(e.classes.len() as u64)
         )?;
     }
-    if !e.jit.is_empty() {
-        let compilations: u64 = e.jit.iter().map(|j| j.count).sum();
-        writeln!(
-            out,
-            "\nJIT ({} methods, {} compilations)",
-            count(e.jit.len() as u64),
-            count(compilations)
-        )?;
-        let mut by_module: std::collections::BTreeMap<&str, usize> =
-            std::collections::BTreeMap::new();
-        for j in &e.jit {
-            *by_module.entry(j.module.as_str()).or_default() += 1;
-        }
-        for (module, n) in by_module {
-            writeln!(
-                out,
-                "  {:>7}  {}",
-                count(n as u64),
-                if module.is_empty() { "?" } else { module }
-            )?;
-        }
-    }
-    if !e.transitions.is_empty() {
-        writeln!(out, "\nManaged/unmanaged transitions")?;
-        for x in e.transitions.iter().take(TEXT_ROWS) {
-            writeln!(
-                out,
-                "  {:>9}  {:<22} {:<6} {}",
-                count(x.count),
-                x.direction,
-                x.reason,
-                x.function
-            )?;
+    for view in [View::Jit, View::Native] {
+        if crate::runtime::text_has_data(r, view) {
+            write_view(r, view, Some(SUMMARY_ROWS), out)?;
         }
     }
     if t.has_cpu_data() {
@@ -323,4 +257,80 @@ pub fn write_text(
         writeln!(out, "\nCPU: no samples were recorded")?;
     }
     Ok(())
+}
+
+/// Writes one runtime view as text, after the session line.
+pub fn write_view_text(t: &LoadedTrace, view: View, out: &mut dyn Write) -> Result<(), Error> {
+    let s = session_json(t);
+    writeln!(
+        out,
+        "{} (pid {}), recorded {}",
+        if s.command_line.is_empty() {
+            "?"
+        } else {
+            &s.command_line
+        },
+        s.pid,
+        ms(s.duration_ns)
+    )?;
+    if crate::runtime::text_has_data(&t.runtime, view) {
+        write_view(&t.runtime, view, None, out)?;
+    } else {
+        writeln!(
+            out,
+            "\nNothing to show: the trace has no {} (record with --events {})",
+            view.noun(),
+            view.event_categories()
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes one runtime view as JSON: `session` and the view's keys (see docs/report-json.md).
+pub fn write_view_json(
+    t: &LoadedTrace,
+    view: View,
+    pretty: bool,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let r = &t.runtime;
+    let mut doc = serde_json::Map::new();
+    doc.insert("session".into(), serde_json::to_value(session_json(t))?);
+    let mut put = |key: &str, value: serde_json::Value| {
+        doc.insert(key.into(), value);
+    };
+    match view {
+        View::Exceptions => put("exceptions", serde_json::to_value(&r.exceptions)?),
+        View::Jit => {
+            put("jit", serde_json::to_value(&r.jit)?);
+            put("jit_modules", serde_json::to_value(&r.jit_modules)?);
+            put("inlined", serde_json::to_value(&t.events.inlined)?);
+            put("startup", serde_json::to_value(&r.startup)?);
+        }
+        View::Loads => put("loads", serde_json::to_value(&r.loads)?),
+        View::Threads => put("threads", serde_json::to_value(&r.threads)?),
+        View::Native => put("native", serde_json::to_value(&r.native)?),
+        View::Suspensions => put("suspensions", serde_json::to_value(&r.suspensions)?),
+    }
+    let doc = serde_json::Value::Object(doc);
+    if pretty {
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+    } else {
+        serde_json::to_writer(&mut *out, &doc)?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Writes the Chrome trace timeline: CPU slices (if any) and the runtime's activity.
+pub fn write_chrome(t: &LoadedTrace, query: &Query, out: &mut dyn Write) -> Result<(), Error> {
+    let profile = t.has_cpu_data().then(|| t.profile());
+    crate::output::Chrome.render_trace(
+        profile.as_ref(),
+        &t.runtime,
+        &t.names,
+        t.session.as_ref().map_or(0, |s| s.pid),
+        query,
+        out,
+    )
 }

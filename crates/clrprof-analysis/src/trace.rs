@@ -11,8 +11,8 @@ use std::path::Path;
 
 use clrprof_trace::{
     AssemblyDef, CallTreeNode, ClassDef, FrameKind as TraceFrameKind, FunctionDef, Header, Message,
-    ModuleDef, NativeFrameDef, ReadError, Reader, Record, RecordingEnd, Sample as TraceSample,
-    SessionEnd, SessionStart, StackDef, ThreadDef,
+    ModuleDef, NativeFrameDef, NativeTargetDef, ReadError, Reader, Record, RecordingEnd,
+    Sample as TraceSample, SessionEnd, SessionStart, StackDef, ThreadDef,
 };
 
 use crate::builder::ProfileBuilder;
@@ -20,6 +20,7 @@ use crate::events::{EventSummary, EventSummaryBuilder, file_name};
 use crate::model::{
     CallNodeRecord, CallTree, FrameIndex, FrameKind, Mode, Profile, Sample, StackIndex,
 };
+use crate::runtime::{RuntimeBuilder, RuntimeViews};
 
 /// Why a trace could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +62,10 @@ pub struct Names {
     pub thread_names: HashMap<u64, String>,
     /// Native frames by id.
     pub natives: HashMap<u64, NativeFrameDef>,
+    /// App domain names by id.
+    pub app_domains: HashMap<u64, String>,
+    /// Where P/Invoke methods go, by FunctionID.
+    pub native_targets: HashMap<u64, NativeTargetDef>,
 }
 
 impl Names {
@@ -137,6 +142,8 @@ pub struct LoadedTrace {
     pub names: Names,
     /// The events, summarized.
     pub events: EventSummary,
+    /// Exceptions, JIT, loads, threads, native calls, suspensions, and their timeline.
+    pub runtime: RuntimeViews,
     /// Records read.
     pub records: u64,
     /// Records of kinds this version does not know (from a newer minor version).
@@ -172,6 +179,7 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
         messages: Vec::new(),
         names: Names::default(),
         events: EventSummary::default(),
+        runtime: RuntimeViews::default(),
         records: 0,
         unknown_records: 0,
         stacks: HashMap::new(),
@@ -179,6 +187,7 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
         call_tree: Vec::new(),
     };
     let mut events = EventSummaryBuilder::default();
+    let mut runtime = RuntimeBuilder::default();
     for record in &mut reader {
         let record = record?;
         t.records += 1;
@@ -190,7 +199,9 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
                 t.counters.insert(c.name, c.value);
             }
             Record::Message(m) => t.messages.push(m),
-            Record::AppDomainDef(_) => {}
+            Record::AppDomainDef(d) => {
+                t.names.app_domains.insert(d.id, d.name);
+            }
             Record::AssemblyDef(a) => {
                 t.names.assemblies.insert(a.id, a);
             }
@@ -226,13 +237,21 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
             Record::StackDef(s) => {
                 t.stacks.insert(s.id, s);
             }
-            Record::Event(e) => events.add(&e),
+            Record::Event(e) => {
+                events.add(&e);
+                runtime.event(&e);
+            }
+            Record::ExceptionInfo(i) => runtime.exception_info(i),
+            Record::NativeTargetDef(n) => {
+                t.names.native_targets.insert(n.function, n);
+            }
             Record::Sample(s) => t.samples.push(s),
             Record::CallTreeNode(n) => t.call_tree.push(n),
             Record::Unknown { .. } => t.unknown_records += 1,
         }
     }
     t.events = events.finish(&t.names);
+    t.runtime = runtime.finish(&t.names);
     Ok(t)
 }
 

@@ -126,4 +126,48 @@ pub struct ReportArgs {
     /// JSON: indent for people.
     #[arg(long)]
     pub pretty: bool,
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
+/// Runtime views of `report`: at most one; text or JSON.
+#[derive(Debug, Args)]
+#[group(multiple = false)]
+pub struct ViewArgs {
+    /// Only exceptions: by type, throw site and catcher, with messages, rethrows, filters,
+    /// finally blocks and time to catch.
+    #[arg(long)]
+    pub exceptions: bool,
+    /// Only the JIT: time and IL size per method, totals per module, inlining, startup.
+    #[arg(long)]
+    pub jit: bool,
+    /// Only loads: app domains, assemblies, modules and classes, with durations and failures.
+    #[arg(long)]
+    pub loads: bool,
+    /// Only threads: ids, names and lifetimes.
+    #[arg(long)]
+    pub threads: bool,
+    /// Only native calls: P/Invoke and reverse P/Invoke, calls and time per target.
+    #[arg(long)]
+    pub native: bool,
+    /// Only runtime suspensions: reason, count, time, whether for a GC.
+    #[arg(long)]
+    pub suspensions: bool,
+}
+
+impl ViewArgs {
+    /// The view asked for, if any.
+    pub fn view(&self) -> Option<clrprof_analysis::runtime::View> {
+        use clrprof_analysis::runtime::View;
+        [
+            (self.exceptions, View::Exceptions),
+            (self.jit, View::Jit),
+            (self.loads, View::Loads),
+            (self.threads, View::Threads),
+            (self.native, View::Native),
+            (self.suspensions, View::Suspensions),
+        ]
+        .into_iter()
+        .find_map(|(on, view)| on.then_some(view))
+    }
 }

@@ -25,6 +25,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        // A reader that stopped early (`clrprof report t | head`) is not an error.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("clrprof: error: {e}");
             for cause in e.chain().skip(1) {
@@ -33,6 +35,14 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
@@ -76,6 +86,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     FormatArg::Pprof => Format::Pprof,
                 },
                 output: a.output,
+                view: a.view.view(),
                 tree: a.tree,
                 pretty: a.pretty,
                 query: Query {

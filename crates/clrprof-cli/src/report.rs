@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clrprof_analysis::output::{Format, Json, Text};
+use clrprof_analysis::runtime::View;
 use clrprof_analysis::{Query, report, trace};
 
 /// What to report, independent of the command-line syntax.
@@ -16,6 +17,8 @@ pub struct ReportOptions {
     pub format: Format,
     /// Output file (stdout if none).
     pub output: Option<PathBuf>,
+    /// Only this runtime view (text or JSON).
+    pub view: Option<View>,
     /// Text: print the call tree too.
     pub tree: bool,
     /// JSON: pretty-print.
@@ -26,6 +29,12 @@ pub struct ReportOptions {
 
 /// Writes the report.
 pub fn report(opts: &ReportOptions) -> Result<()> {
+    if opts.view.is_some() && !matches!(opts.format, Format::Text | Format::Json) {
+        bail!(
+            "--exceptions, --jit, --loads, --threads, --native and --suspensions are text or json \
+             views; the Chrome timeline (--format chrome) shows all of them at once"
+        );
+    }
     let loaded = trace::load(&opts.file)?;
     let binary = opts.format.is_binary();
     let mut out: Box<dyn Write> = match &opts.output {
@@ -39,6 +48,14 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     let q = &opts.query;
+    if let Some(view) = opts.view {
+        match opts.format {
+            Format::Json => report::write_view_json(&loaded, view, opts.pretty, &mut out)?,
+            _ => report::write_view_text(&loaded, view, &mut out)?,
+        }
+        out.flush().context("writing the report")?;
+        return Ok(());
+    }
     match opts.format {
         Format::Text => {
             let text = Text {
@@ -56,10 +73,11 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
             },
             &mut out,
         )?,
+        Format::Chrome => report::write_chrome(&loaded, q, &mut out)?,
         other => {
             if !loaded.has_cpu_data() {
                 bail!(
-                    "{} has no CPU samples or call trees (it was recorded with --mode none); only the text and json formats apply",
+                    "{} has no CPU samples or call trees (it was recorded with --mode none); only the text, json and chrome formats apply",
                     opts.file.display()
                 );
             }

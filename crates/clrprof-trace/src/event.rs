@@ -77,7 +77,7 @@ event_kinds! {
         20 CLASS_UNLOAD_STARTED ClassUnloadStarted Class ["class"];
         21 CLASS_UNLOAD_FINISHED ClassUnloadFinished Class ["class", "hr_status"];
         22 FUNCTION_UNLOAD_STARTED FunctionUnloadStarted Jit ["function"];
-        23 JIT_COMPILATION_STARTED JITCompilationStarted Jit ["function", "is_safe_to_block"];
+        23 JIT_COMPILATION_STARTED JITCompilationStarted Jit ["function", "is_safe_to_block", "il_bytes"];
         24 JIT_COMPILATION_FINISHED JITCompilationFinished Jit ["function", "hr_status", "is_safe_to_block"];
         25 JIT_CACHED_FUNCTION_SEARCH_STARTED JITCachedFunctionSearchStarted Jit ["function"];
         26 JIT_CACHED_FUNCTION_SEARCH_FINISHED JITCachedFunctionSearchFinished Jit ["function", "result"];

@@ -62,6 +62,10 @@ record_kinds! {
     SAMPLE = 33, "Sample";
     /// `CallTreeNode`: one node of a thread's calling context tree.
     CALL_TREE_NODE = 34, "CallTreeNode";
+    /// `ExceptionInfo`: message and throw-site stack of a thrown exception.
+    EXCEPTION_INFO = 35, "ExceptionInfo";
+    /// `NativeTarget` definition: the library and entry point of a P/Invoke method.
+    NATIVE_TARGET = 36, "NativeTarget";
 }
 
 impl RecordKind {
@@ -102,6 +106,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 16);
+        assert_eq!(RecordKind::KNOWN.len(), 18);
     }
 }

@@ -56,6 +56,27 @@ impl Field for String {
     }
 }
 
+/// `[u64]`: `u32` count and the values; at most [`MAX_U64_LIST`] of them.
+impl Field for Vec<u64> {
+    fn len(&self) -> usize {
+        4 + 8 * self.len().min(MAX_U64_LIST)
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        let values = &self[..self.len().min(MAX_U64_LIST)];
+        s.put(&(values.len() as u32).to_le_bytes());
+        for v in values {
+            s.put(&v.to_le_bytes());
+        }
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        let n = f.count(name, 8, MAX_U64_LIST)?;
+        (0..n).map(|_| f.u64(name)).collect()
+    }
+}
+
+/// The most values a `[u64]` field holds (writers keep the first ones).
+pub const MAX_U64_LIST: usize = 4096;
+
 impl Field for EventKind {
     fn len(&self) -> usize {
         2
@@ -430,6 +451,39 @@ records! {
     }
 }
 
+records! {
+    /// Kind 35 (format 1.1): what the agent learned about a thrown exception, written just
+    /// before its `ExceptionThrown` event.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    ExceptionInfo = EXCEPTION_INFO {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// OS thread id of the throwing thread.
+        tid: u32,
+        /// The exception object (the `ObjectID` of the `ExceptionThrown` event).
+        object: u64,
+        /// The exception's message as stored in the object (`Exception._message`); empty when
+        /// it has none (the runtime then makes one up from resources when asked).
+        message: String,
+        /// The managed stack at the throw, innermost first (`FunctionID`s).
+        stack: Vec<u64>,
+        /// Whether `stack` was cut short.
+        stack_truncated: bool,
+    }
+
+    /// Kind 36 (format 1.1): definition of where a P/Invoke method goes, written with its
+    /// `Function` definition.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    NativeTargetDef = NATIVE_TARGET {
+        /// The P/Invoke method's `FunctionID`.
+        function: u64,
+        /// The library as the program names it (`libc`, `kernel32.dll`).
+        library: String,
+        /// The native function's name.
+        entry_point: String,
+    }
+}
+
 /// Kind 32: one profiler callback.
 ///
 /// `Copy` and fixed-size so that the agent can build and encode one without allocating: see
@@ -590,6 +644,10 @@ pub enum Record {
     Sample(Sample),
     /// Kind 34.
     CallTreeNode(CallTreeNode),
+    /// Kind 35.
+    ExceptionInfo(ExceptionInfo),
+    /// Kind 36.
+    NativeTargetDef(NativeTargetDef),
     /// A kind this crate does not know, from a newer minor version of the format. Readers
     /// skip (and may count) it; a writer copies it as it is.
     Unknown {
@@ -620,6 +678,8 @@ macro_rules! with_record {
             Record::Event($r) => $body,
             Record::Sample($r) => $body,
             Record::CallTreeNode($r) => $body,
+            Record::ExceptionInfo($r) => $body,
+            Record::NativeTargetDef($r) => $body,
             Record::Unknown {
                 kind: $kind,
                 payload: $payload,
@@ -707,6 +767,8 @@ impl Record {
             RecordKind::EVENT => read::<Event>(payload).map(Record::from),
             RecordKind::SAMPLE => read::<Sample>(payload).map(Record::from),
             RecordKind::CALL_TREE_NODE => read::<CallTreeNode>(payload).map(Record::from),
+            RecordKind::EXCEPTION_INFO => read::<ExceptionInfo>(payload).map(Record::from),
+            RecordKind::NATIVE_TARGET => read::<NativeTargetDef>(payload).map(Record::from),
             kind => Ok(Record::Unknown {
                 kind,
                 payload: payload.to_vec(),
@@ -834,6 +896,19 @@ pub(crate) mod tests {
                 self_samples: 12,
                 self_cpu_ns: 12_000_000,
                 self_wall_ns: 13_000_000,
+            }),
+            Record::ExceptionInfo(ExceptionInfo {
+                ts: 3_000_000,
+                tid: 4243,
+                object: 0x7f10_0000_0040,
+                message: "bad input".into(),
+                stack: vec![0x7f00_0000_5000, 0x7f00_0000_4000],
+                stack_truncated: false,
+            }),
+            Record::NativeTargetDef(NativeTargetDef {
+                function: 0x7f00_0000_6000,
+                library: "libc".into(),
+                entry_point: "getpid".into(),
             }),
             Record::Unknown {
                 kind: RecordKind(200),

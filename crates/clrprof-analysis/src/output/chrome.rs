@@ -15,8 +15,12 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::events::{gc_reason_name, suspend_reason_name};
 use crate::model::{CallTree, FrameIndex, Profile, ThreadProfile};
 use crate::query::{NodeMark, Query, Selection};
+use crate::runtime::timeline::{Subject, Timeline, Track};
+use crate::runtime::{RuntimeViews, load_name};
+use crate::trace::Names;
 use crate::{Analysis, Error, Render};
 
 /// Chrome trace event output.
@@ -56,38 +60,176 @@ fn micros(ns: u64) -> f64 {
 
 impl Render for Chrome {
     fn render(&self, profile: &Profile, query: &Query, out: &mut dyn Write) -> Result<(), Error> {
-        let a = Analysis::new(profile, query, false)?;
-        let pid = profile.pid;
         let mut events = Vec::new();
-        let process_name = if profile.name.is_empty() {
-            format!("clrprof {} profile", profile.mode)
-        } else {
-            profile.name.clone()
+        let other = cpu_events(profile, query, &mut events)?;
+        write_file(events, other, out)
+    }
+}
+
+impl Chrome {
+    /// The whole timeline of a trace: the CPU profile's slices (when the trace has samples or
+    /// call trees), and the runtime's activity: per thread a track of JIT compilations,
+    /// loads, exceptions (throw to catcher) and native calls, and process-wide tracks of
+    /// garbage collections and runtime suspensions.
+    pub fn render_trace(
+        &self,
+        profile: Option<&Profile>,
+        runtime: &RuntimeViews,
+        names: &Names,
+        pid: u32,
+        query: &Query,
+        out: &mut dyn Write,
+    ) -> Result<(), Error> {
+        let mut events = Vec::new();
+        let mut other = match profile {
+            Some(p) => cpu_events(p, query, &mut events)?,
+            None => json!({ "exporter": format!("clrprof@{}", env!("CARGO_PKG_VERSION")) }),
         };
-        events.push(metadata("process_name", pid, 0, &process_name));
-        for &t in &a.selection.threads {
-            let thread = &profile.threads[t];
-            events.push(metadata("thread_name", pid, thread.tid, &thread.label()));
-            if !thread.samples.is_empty() {
-                sample_slices(profile, &a.selection, thread, pid, &mut events);
-            } else if let Some(tree) = &thread.call_tree {
-                call_tree_slices(profile, &a.selection, tree, pid, thread.tid, &mut events);
-            }
+        let pid = profile.map_or(pid, |p| p.pid);
+        if profile.is_none() {
+            events.push(metadata("process_name", pid, 0, &format!("pid {pid}")));
         }
-        let file = TraceFile {
-            trace_events: events,
-            display_time_unit: "ms",
-            other_data: json!({
-                "exporter": format!("clrprof@{}", env!("CARGO_PKG_VERSION")),
-                "mode": profile.mode,
-                "start_unix_ns": profile.start_unix_ns,
-                "sample_interval_ns": profile.sample_interval_ns,
-                "filter": a.selection.filter(),
-            }),
+        runtime_events(&runtime.timeline, names, pid, &mut events);
+        other["runtime_spans_dropped"] = json!(runtime.timeline.dropped);
+        write_file(events, other, out)
+    }
+}
+
+fn write_file(
+    trace_events: Vec<Event>,
+    other_data: Value,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let file = TraceFile {
+        trace_events,
+        display_time_unit: "ms",
+        other_data,
+    };
+    serde_json::to_writer(&mut *out, &file)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The CPU profile's slices; returns the file's `otherData`.
+fn cpu_events(profile: &Profile, query: &Query, events: &mut Vec<Event>) -> Result<Value, Error> {
+    let a = Analysis::new(profile, query, false)?;
+    let pid = profile.pid;
+    let process_name = if profile.name.is_empty() {
+        format!("clrprof {} profile", profile.mode)
+    } else {
+        profile.name.clone()
+    };
+    events.push(metadata("process_name", pid, 0, &process_name));
+    for &t in &a.selection.threads {
+        let thread = &profile.threads[t];
+        events.push(metadata("thread_name", pid, thread.tid, &thread.label()));
+        if !thread.samples.is_empty() {
+            sample_slices(profile, &a.selection, thread, pid, events);
+        } else if let Some(tree) = &thread.call_tree {
+            call_tree_slices(profile, &a.selection, tree, pid, thread.tid, events);
+        }
+    }
+    Ok(json!({
+        "exporter": format!("clrprof@{}", env!("CARGO_PKG_VERSION")),
+        "mode": profile.mode,
+        "start_unix_ns": profile.start_unix_ns,
+        "sample_interval_ns": profile.sample_interval_ns,
+        "filter": a.selection.filter(),
+    }))
+}
+
+/// Track ids of the runtime's tracks: a thread's runtime track is its OS thread id with the
+/// top bit set (so it never collides with the thread's own CPU track); the process-wide
+/// tracks come last.
+const RUNTIME_TRACK: u32 = 0x8000_0000;
+const GC_TRACK: u32 = 0xFFFF_FFF0;
+const SUSPENSION_TRACK: u32 = 0xFFFF_FFF1;
+
+/// The runtime's spans as complete (`X`) slices, and instants for exceptions never caught.
+fn runtime_events(timeline: &Timeline, names: &Names, pid: u32, events: &mut Vec<Event>) {
+    let mut tracks: Vec<Track> = timeline.spans.iter().map(|s| s.track).collect();
+    tracks.sort_unstable();
+    tracks.dedup();
+    for track in tracks {
+        let (tid, name, sort) = match track {
+            Track::Thread(t) => {
+                let label = match names.name_of_tid(t) {
+                    n if !n.is_empty() => format!("{n} ({t})"),
+                    _ if t == pid => format!("main ({t})"),
+                    _ => format!("{t}"),
+                };
+                (t | RUNTIME_TRACK, format!("runtime: {label}"), 10)
+            }
+            Track::Gc => (GC_TRACK, "GC".to_string(), 0),
+            Track::Suspensions => (SUSPENSION_TRACK, "Runtime suspensions".to_string(), 1),
         };
-        serde_json::to_writer(&mut *out, &file)?;
-        writeln!(out)?;
-        Ok(())
+        events.push(metadata("thread_name", pid, tid, &name));
+        let mut order = metadata("thread_sort_index", pid, tid, "");
+        order.args = Some(json!({ "sort_index": sort }));
+        events.push(order);
+    }
+    for span in &timeline.spans {
+        let tid = match span.track {
+            Track::Thread(t) => t | RUNTIME_TRACK,
+            Track::Gc => GC_TRACK,
+            Track::Suspensions => SUSPENSION_TRACK,
+        };
+        let (name, args) = match span.subject {
+            Subject::Function(f) => {
+                let method = names.function(f);
+                let name = match span.category {
+                    "native" => names.native_targets.get(&f).map_or_else(
+                        || method.clone(),
+                        |t| format!("{}!{}", t.library, t.entry_point),
+                    ),
+                    _ => format!("JIT {method}"),
+                };
+                (
+                    name,
+                    json!({ "method": method, "module": names.function_module(f) }),
+                )
+            }
+            Subject::Exception(class) => (
+                names.class(class),
+                json!({ "caught": span.duration_ns > 0 }),
+            ),
+            Subject::Load(kind, id) => (
+                format!("load {kind} {}", load_name(names, kind, id)),
+                json!({ "kind": kind }),
+            ),
+            Subject::Gc(generations, reason) => (
+                format!(
+                    "GC gen {}",
+                    (0..=2)
+                        .rev()
+                        .find(|g| generations & (1 << g) != 0)
+                        .unwrap_or(0)
+                ),
+                json!({ "generations_mask": generations, "reason": gc_reason_name(reason) }),
+            ),
+            Subject::Thread(managed_id) => (
+                match names.name_of_managed(managed_id) {
+                    n if n.is_empty() => "thread".to_string(),
+                    n => format!("thread {n}"),
+                },
+                json!({ "managed_id": managed_id }),
+            ),
+            Subject::Suspension(reason) => (
+                format!("suspended: {}", suspend_reason_name(reason)),
+                json!({ "reason": suspend_reason_name(reason) }),
+            ),
+        };
+        let instant = span.duration_ns == 0 && span.category == "exception";
+        events.push(Event {
+            name: Some(name),
+            cat: Some(span.category),
+            ph: if instant { "i" } else { "X" },
+            ts: micros(span.start_ns),
+            dur: (!instant).then(|| micros(span.duration_ns)),
+            pid,
+            tid,
+            args: Some(args),
+        });
     }
 }
 

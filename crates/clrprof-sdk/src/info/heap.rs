@@ -95,6 +95,45 @@ pub struct StringLayout2 {
     pub buffer_offset: u32,
 }
 
+impl StringLayout2 {
+    /// Reads a `System.String` object: at most `max_units` UTF-16 units of it (unpaired
+    /// surrogates become U+FFFD), and whether it was longer.
+    ///
+    /// # Safety
+    /// `string` must be a live `System.String` (null is allowed and reads as empty) that no
+    /// GC moves or frees while this runs: an object the runtime handed to the current
+    /// callback, or read from such an object's field, on the callback's thread.
+    pub unsafe fn read(&self, string: ObjectId, max_units: usize) -> (String, bool) {
+        if string.is_null() {
+            return (String::new(), false);
+        }
+        let base = string.0 as *const u8;
+        // SAFETY: the caller guarantees a live string; the runtime says where its length is.
+        let len = unsafe {
+            ptr::read_unaligned(base.add(self.string_length_offset as usize).cast::<u32>())
+        } as usize;
+        let n = len.min(max_units);
+        // SAFETY: the string's `len` UTF-16 units follow the buffer offset; `n <= len`.
+        let units = unsafe {
+            core::slice::from_raw_parts(base.add(self.buffer_offset as usize).cast::<u16>(), n)
+        };
+        (String::from_utf16_lossy(units), n < len)
+    }
+}
+
+/// Reads an object reference stored in a field of an object.
+///
+/// # Safety
+/// `object` must be a live object that no GC moves while this runs (see
+/// [`StringLayout2::read`]), and `offset` the offset of a reference-type field of its class or
+/// of a base class, as [`ProfilerInfo::get_class_layout`] gives it.
+pub unsafe fn read_reference_field(object: ObjectId, offset: u32) -> ObjectId {
+    // SAFETY: the caller guarantees a live object with a pointer-sized reference at `offset`.
+    ObjectId(unsafe {
+        ptr::read_unaligned((object.0 as *const u8).add(offset as usize).cast::<usize>())
+    })
+}
+
 /// A range of memory holding objects of one generation (`COR_PRF_GC_GENERATION_RANGE`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct GenerationRange {

@@ -49,7 +49,7 @@ mod statics;
 
 pub use heap::{
     ArrayObjectInfo, ClassLayout, FieldOffset, GenerationRange, NonGcHeapRange, ObjectReference,
-    StringLayout, StringLayout2,
+    StringLayout, StringLayout2, read_reference_field,
 };
 pub use il::MethodMalloc;
 pub use rejit::RejitFlags;

@@ -996,6 +996,61 @@ impl MetaDataImport {
         let n = (again as usize).min(buf.len());
         Ok(String::from_utf16_lossy(&buf[..n]))
     }
+
+    // ----- Platform invoke -----
+
+    /// `GetPinvokeMap`: where a P/Invoke method (`pinvokeimpl`, `[DllImport]`) goes; `None`
+    /// for a method that is not one.
+    pub fn get_pinvoke_map(&self, method: Token) -> Result<Option<PinvokeMap>> {
+        const METHOD: &str = "IMetaDataImport::GetPinvokeMap";
+        let (mut flags, mut module_ref) = (0u32, 0 as mdToken);
+        let entry_point = match read_wide(METHOD, |cap, needed, buf| {
+            // SAFETY: `buf` holds `cap` units; the out-pointers are valid locals.
+            unsafe {
+                (self.v1().GetPinvokeMap)(
+                    self.this(),
+                    method.0,
+                    &mut flags,
+                    buf,
+                    cap,
+                    needed,
+                    &mut module_ref,
+                )
+            }
+        }) {
+            Ok(name) => name,
+            // A method without a P/Invoke map answers CLDB_E_RECORD_NOTFOUND.
+            Err(Error::Failed { hr, .. }) if hr.0 == sys::hresult::CLDB_E_RECORD_NOTFOUND => {
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(Some(PinvokeMap {
+            flags,
+            entry_point,
+            module_ref: Token(module_ref),
+        }))
+    }
+
+    /// `GetModuleRefProps`: the name of a ModuleRef (the library of a P/Invoke, as written in
+    /// `[DllImport("libc")]`).
+    pub fn get_module_ref_props(&self, module_ref: Token) -> Result<String> {
+        read_wide("IMetaDataImport::GetModuleRefProps", |cap, needed, buf| {
+            // SAFETY: `buf` holds `cap` units; `needed` is a valid out-pointer.
+            unsafe { (self.v1().GetModuleRefProps)(self.this(), module_ref.0, buf, cap, needed) }
+        })
+    }
+}
+
+/// What `GetPinvokeMap` says about a P/Invoke method.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PinvokeMap {
+    /// `CorPinvokeMap` flags (character set, calling convention, `SetLastError`...).
+    pub flags: u32,
+    /// The native function's name (`EntryPoint`, or the method's own name).
+    pub entry_point: String,
+    /// The ModuleRef naming the library (read with [`MetaDataImport::get_module_ref_props`]).
+    pub module_ref: Token,
 }
 
 /// A module's assembly manifest reader (`IMetaDataAssemblyImport`).

@@ -22,7 +22,7 @@ pub mod signature;
 
 pub use import::{
     AssemblyProps, Constant, FieldProps, GenericParamProps, MemberRefProps, MetaDataAssemblyImport,
-    MetaDataImport, MethodProps, MethodSpecProps, ParamProps, ScopeProps, TypeDefProps,
+    MetaDataImport, MethodProps, MethodSpecProps, ParamProps, PinvokeMap, ScopeProps, TypeDefProps,
     TypeRefProps,
 };
 pub use names::{FunctionName, Namer};
