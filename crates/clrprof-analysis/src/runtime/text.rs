@@ -122,6 +122,13 @@ fn jit(v: &RuntimeViews, rows: usize, out: &mut dyn Write) -> io::Result<()> {
         ms(time),
         count(precompiled)
     )?;
+    if precompiled == 0 && !v.native.is_empty() {
+        writeln!(
+            out,
+            "  (the runtime uses no precompiled code while native transitions are recorded; \
+             record --events jit alone for the program's real JIT cost)"
+        )?;
+    }
     writeln!(
         out,
         "  {:>10}  {:>7}  {:>8}  {:<7}  method",
