@@ -141,3 +141,143 @@ pub struct RuntimeViews {
     #[serde(skip)]
     pub timeline: Timeline,
 }
+
+#[cfg(test)]
+mod tests {
+    use clrprof_trace::FunctionDef;
+
+    use super::*;
+
+    const THROW: u64 = 0x10;
+    const MIDDLE: u64 = 0x20;
+    const CATCH: u64 = 0x30;
+    const PINVOKE: u64 = 0x40;
+
+    fn names() -> Names {
+        let mut names = Names::default();
+        for (id, name) in [
+            (THROW, "Throw"),
+            (MIDDLE, "Middle"),
+            (CATCH, "Catch"),
+            (PINVOKE, "Abs"),
+        ] {
+            names.functions.insert(
+                id,
+                FunctionDef {
+                    id,
+                    type_name: "T".into(),
+                    method_name: name.into(),
+                    signature: "()".into(),
+                    ..FunctionDef::default()
+                },
+            );
+        }
+        names
+    }
+
+    fn run(events: &[(u64, u32, K, &[u64])]) -> RuntimeViews {
+        let mut b = RuntimeBuilder::default();
+        for &(ts, tid, kind, args) in events {
+            b.event(&Event::new(ts, tid, kind, args));
+        }
+        b.finish(&names())
+    }
+
+    #[test]
+    fn a_rethrow_is_the_same_exception_and_its_last_catcher_counts() {
+        let v = run(&[
+            (10, 1, K::EXCEPTION_THROWN, &[0xA, 7, THROW]),
+            (11, 1, K::EXCEPTION_SEARCH_FILTER_ENTER, &[CATCH]),
+            (12, 1, K::EXCEPTION_UNWIND_FUNCTION_ENTER, &[THROW]),
+            (13, 1, K::EXCEPTION_UNWIND_FINALLY_ENTER, &[MIDDLE]),
+            (14, 1, K::EXCEPTION_CATCHER_ENTER, &[MIDDLE, 0xA]),
+            (15, 1, K::EXCEPTION_THROWN, &[0xA, 7, MIDDLE]),
+            (20, 1, K::EXCEPTION_CATCHER_ENTER, &[CATCH, 0xA]),
+            (21, 1, K::EXCEPTION_CATCHER_LEAVE, &[]),
+        ]);
+        assert_eq!(v.exceptions.len(), 1, "{:#?}", v.exceptions);
+        let g = &v.exceptions[0];
+        assert_eq!(g.count, 1);
+        assert_eq!(g.rethrows, 1);
+        assert_eq!(g.rethrow_functions[0].function, "T.Middle()");
+        assert_eq!(g.throw_function, "T.Throw()");
+        assert_eq!(g.catch_function.as_deref(), Some("T.Catch()"));
+        assert_eq!((g.filters_run, g.frames_unwound), (1, 1));
+        assert_eq!(g.finally_blocks[0].function, "T.Middle()");
+        assert_eq!(g.throw_to_catch_ns, 10);
+    }
+
+    #[test]
+    fn a_throw_inside_a_finally_is_a_new_exception_and_the_first_may_stay_uncaught() {
+        let v = run(&[
+            (10, 1, K::EXCEPTION_THROWN, &[0xA, 7, THROW]),
+            (11, 1, K::EXCEPTION_UNWIND_FINALLY_ENTER, &[MIDDLE]),
+            // The finally block throws another exception, caught by Catch.
+            (12, 1, K::EXCEPTION_THROWN, &[0xB, 8, MIDDLE]),
+            (13, 1, K::EXCEPTION_CATCHER_ENTER, &[CATCH, 0xB]),
+            (14, 1, K::EXCEPTION_CATCHER_LEAVE, &[]),
+            // Another thread's exception is never caught.
+            (15, 2, K::EXCEPTION_THROWN, &[0xC, 7, THROW]),
+        ]);
+        let caught: Vec<_> = v
+            .exceptions
+            .iter()
+            .filter(|g| g.catch_function.is_some())
+            .collect();
+        assert_eq!(caught.len(), 1);
+        assert_eq!(caught[0].throw_function, "T.Middle()");
+        assert_eq!(caught[0].finally_blocks.len(), 0);
+        let uncaught: Vec<_> = v
+            .exceptions
+            .iter()
+            .filter(|g| g.catch_function.is_none())
+            .collect();
+        // 0xA was replaced by 0xB (its catcher caught 0xB, not 0xA), and 0xC was not caught.
+        assert_eq!(uncaught.iter().map(|g| g.count).sum::<u64>(), 2);
+        let first = uncaught
+            .iter()
+            .find(|g| g.finally_blocks.len() == 1)
+            .unwrap();
+        assert_eq!(first.finally_blocks[0].function, "T.Middle()");
+    }
+
+    #[test]
+    fn native_calls_pair_per_thread_and_unmatched_returns_are_ignored() {
+        let (m2u, u2m) = (
+            K::MANAGED_TO_UNMANAGED_TRANSITION,
+            K::UNMANAGED_TO_MANAGED_TRANSITION,
+        );
+        let v = run(&[
+            (10, 1, m2u, &[PINVOKE, 0]),
+            (11, 2, m2u, &[PINVOKE, 0]),
+            (15, 1, u2m, &[PINVOKE, 1]),
+            (31, 2, u2m, &[PINVOKE, 1]),
+            (40, 1, u2m, &[PINVOKE, 1]),
+        ]);
+        assert_eq!(v.native.len(), 1);
+        let n = &v.native[0];
+        assert_eq!((n.calls, n.total_ns, n.max_ns), (2, 25, 20));
+        assert_eq!(n.direction, "pinvoke");
+        assert_eq!(
+            n.target, "T.Abs()",
+            "no NativeTarget definition: the method's name"
+        );
+        assert_eq!(v.timeline.spans.len(), 2);
+    }
+
+    #[test]
+    fn jit_time_and_il_size_per_method() {
+        let v = run(&[
+            (10, 1, K::JIT_COMPILATION_STARTED, &[THROW, 1, 9]),
+            (12, 1, K::JIT_COMPILATION_STARTED, &[MIDDLE, 1, 30]),
+            (15, 1, K::JIT_COMPILATION_FINISHED, &[MIDDLE, 0, 1]),
+            (20, 1, K::JIT_COMPILATION_FINISHED, &[THROW, 0, 1]),
+        ]);
+        let throw = v.jit.iter().find(|j| j.method == "T.Throw()").unwrap();
+        assert_eq!((throw.count, throw.jit_ns, throw.il_bytes), (1, 10, 9));
+        let middle = v.jit.iter().find(|j| j.method == "T.Middle()").unwrap();
+        assert_eq!((middle.jit_ns, middle.il_bytes), (3, 30));
+        assert_eq!(v.jit_modules[0].methods, 2);
+        assert_eq!(v.startup, None, "no module file, no entry point");
+    }
+}
