@@ -9,7 +9,8 @@
 //! Layout: [`agent`] is the profiler (callbacks → records), [`session`] the state one session
 //! shares, [`transport`] the non-blocking record stream, [`defs`] the names, [`sampler`] the
 //! sampler thread, [`unwind`] the native (DWARF CFI) stack unwinder, [`symbols`] the names of
-//! native functions (ELF symbol tables), [`config`] the settings from the environment. All
+//! native functions (ELF symbol tables), [`config`] the settings from the environment (or from
+//! `clrprof attach`), [`detach`] the connection of an attached session and its detach. All
 //! `unsafe` code lives in [`recorder`]: the enter/leave hooks, the call trees they update, the
 //! signal handler that captures stacks, and the system calls behind them.
 #![deny(unsafe_code)]
@@ -17,6 +18,7 @@
 pub mod agent;
 pub mod config;
 pub mod defs;
+pub mod detach;
 #[allow(unsafe_code)]
 pub mod recorder;
 pub mod sampler;
