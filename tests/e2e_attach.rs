@@ -5,7 +5,6 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{ChildStdin, ChildStdout, Command, Output, Stdio};
-use std::time::Duration;
 
 use clrprof_e2e::*;
 
@@ -94,7 +93,10 @@ impl Attach {
             let mut line = String::new();
             if stderr.read_line(&mut line).unwrap() == 0 {
                 let out = guard.wait_with_output(default_timeout());
-                panic!("clrprof attach ended before attaching: {said}\n{}", out.describe());
+                panic!(
+                    "clrprof attach ended before attaching: {said}\n{}",
+                    out.describe()
+                );
             }
             said.push_str(&line);
             if line.starts_with("clrprof: attached to process") {
@@ -108,22 +110,29 @@ impl Attach {
     }
 
     /// Interrupts it as Ctrl-C would, and waits for the detach; returns what it said.
-    fn stop(mut self) -> String {
+    fn stop(self) -> String {
         let status = Command::new("kill")
             .args(["-INT", &self.guard.id().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
+        self.wait()
+    }
+
+    /// Waits for it to detach and end (at the end of `--duration`); returns what it said.
+    fn wait(mut self) -> String {
         let out = self.guard.wait_with_output(default_timeout());
         let mut rest = String::new();
         std::io::Read::read_to_string(&mut self.stderr, &mut rest).unwrap();
         self.said.push_str(&rest);
-        assert_eq!(out.status.code(), Some(0), "{}\n{}", self.said, out.describe());
-        assert!(
-            self.said.contains("detached from process"),
-            "{}",
-            self.said
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}\n{}",
+            self.said,
+            out.describe()
         );
+        assert!(self.said.contains("detached from process"), "{}", self.said);
         self.said
     }
 }
@@ -179,7 +188,11 @@ fn attach_records_exactly_what_happens_while_attached_then_detaches() {
     );
     assert_eq!(program.send("round 7"), "rounds 7: total 10, caught 10");
     attach.stop();
-    assert_eq!(probe_counts(&first), (7, 7), "exactly the 7 rounds run while attached");
+    assert_eq!(
+        probe_counts(&first),
+        (7, 7),
+        "exactly the 7 rounds run while attached"
+    );
     let json = report_json(&first);
     let events = &json["events"];
     for kind in [
@@ -231,23 +244,20 @@ fn attach_for_a_duration_records_the_window_and_samples_new_threads() {
     let mut program = Attachee::start();
     let dir = temp_dir();
     let trace = dir.path().join("window.clrprof");
-    let mut cmd = Command::new(clrprof_bin());
-    cmd.arg("attach")
-        .arg(program.pid().to_string())
-        .args(["--duration", "2", "--events", "gc,exception,thread", "-o"])
-        .arg(&trace)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut attach = ChildGuard::spawn(&mut cmd);
-    // Spinning starts while clrprof attaches: a thread the runtime announces to the agent.
-    std::thread::sleep(Duration::from_millis(300));
+    let attach = Attach::start(
+        program.pid(),
+        &trace,
+        &["--duration", "2", "--events", "gc,exception,thread"],
+    );
+    assert!(
+        attach.said.contains("recording for 2.0 s"),
+        "{}",
+        attach.said
+    );
+    // A thread started while the agent is attached: the runtime announces it to the agent,
+    // which samples it.
     assert_eq!(program.send("spin"), "spinning");
-    let out = attach.wait_with_output(default_timeout());
-    out.assert_success();
-    let err = out.stderr_str();
-    assert!(err.contains("recording for 2.0 s"), "{err}");
-    assert!(err.contains("detached from process"), "{err}");
+    attach.wait();
     assert_eq!(program.send("stop"), "stopped");
 
     let (exceptions, induced) = probe_counts(&trace);
@@ -265,31 +275,56 @@ fn attach_for_a_duration_records_the_window_and_samples_new_threads() {
         (2_000_000_000..10_000_000_000).contains(&duration),
         "{duration}"
     );
-    if json["session"]["ended_cleanly"] != true {
-        panic!("{json}");
-    }
+    assert_eq!(json["session"]["ended_cleanly"], true);
+    assert!(
+        json["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "spinner"),
+        "{}",
+        json["threads"]
+    );
+    assert!(json["counters"]["samples_written"].as_u64().unwrap() > 0);
     let printed = program.exit();
-    assert_eq!(printed.last().unwrap(), &format!("bye: total 0, caught 0"));
+    assert_eq!(
+        printed,
+        ["ready", "spinning", "stopped", "bye: total 0, caught 0"]
+    );
+}
+
+/// True if process `pid` has a handler for SIGPROF (the agent's sampling signal).
+fn catches_sigprof(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let mask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .map(|m| u64::from_str_radix(m.trim(), 16).unwrap())
+        .unwrap();
+    mask & (1 << (27 - 1)) != 0
 }
 
 #[test]
 fn twenty_attach_detach_cycles_leave_the_program_healthy() {
     let mut program = Attachee::start();
     let dir = temp_dir();
+    assert!(!catches_sigprof(program.pid()));
     let mut total = 0;
     for cycle in 0..20 {
         let trace = dir.path().join(format!("cycle{cycle}.clrprof"));
-        let attach = Attach::start(
-            program.pid(),
-            &trace,
-            &["--mode", "none", "--events", "exception"],
-        );
+        // Sample mode (the default): the sampler's signal handler comes and goes each time.
+        let attach = Attach::start(program.pid(), &trace, &["--events", "exception"]);
+        assert!(catches_sigprof(program.pid()), "cycle {cycle}");
         total += 1;
         assert_eq!(
             program.send("round 1"),
             format!("rounds 1: total {total}, caught {total}")
         );
         attach.stop();
+        assert!(
+            !catches_sigprof(program.pid()),
+            "handler restored, cycle {cycle}"
+        );
         assert_eq!(probe_counts(&trace).0, 1, "cycle {cycle}");
     }
     assert_eq!(program.send("round 5"), "rounds 5: total 25, caught 25");
@@ -326,14 +361,30 @@ fn what_the_runtime_refuses_after_attach_is_refused_with_the_reason() {
     let out = clrprof(&["attach", &pid, "--mode", "trace", "--duration", "1"]);
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     let err = out.stderr_str();
-    assert!(err.contains("--mode trace cannot be used with attach"), "{err}");
+    assert!(
+        err.contains("--mode trace cannot be used with attach"),
+        "{err}"
+    );
     assert!(err.contains("enter/leave hooks"), "{err}");
-    assert!(err.contains("CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER"), "{err}");
+    assert!(
+        err.contains("CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER"),
+        "{err}"
+    );
 
-    let out = clrprof(&["attach", &pid, "--events", "gc,transition", "--duration", "1"]);
+    let out = clrprof(&[
+        "attach",
+        &pid,
+        "--events",
+        "gc,transition",
+        "--duration",
+        "1",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     let err = out.stderr_str();
-    assert!(err.contains("`transition` events cannot be recorded with attach"), "{err}");
+    assert!(
+        err.contains("`transition` events cannot be recorded with attach"),
+        "{err}"
+    );
 
     // Nothing was loaded: the program is untouched.
     assert!(
@@ -356,7 +407,14 @@ fn a_second_attach_while_attached_is_refused_clearly() {
     );
     let pid = program.pid().to_string();
     let other = dir.path().join("two.clrprof");
-    let out = clrprof(&["attach", &pid, "--duration", "1", "-o", other.to_str().unwrap()]);
+    let out = clrprof(&[
+        "attach",
+        &pid,
+        "--duration",
+        "1",
+        "-o",
+        other.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     let err = out.stderr_str();
     assert!(err.contains("a profiler is already loaded"), "{err}");

@@ -59,7 +59,10 @@ pub fn watch(session: &'static Session, from_cli: FromCli) {
         });
     match handle {
         Ok(handle) => *session.control.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle),
-        Err(e) => session.message(2, format!("cannot start the control thread ({e}); the agent cannot detach")),
+        Err(e) => session.message(
+            2,
+            format!("cannot start the control thread ({e}); the agent cannot detach"),
+        ),
     }
 }
 

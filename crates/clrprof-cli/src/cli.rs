@@ -109,7 +109,9 @@ pub struct AttachArgs {
 fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
     match text.parse::<f64>() {
         Ok(s) if s > 0.0 && s <= 1e6 => Ok(std::time::Duration::from_secs_f64(s)),
-        _ => Err(format!("`{text}` is not a number of seconds greater than 0")),
+        _ => Err(format!(
+            "`{text}` is not a number of seconds greater than 0"
+        )),
     }
 }
 

@@ -128,13 +128,13 @@ pub fn list() -> Vec<DotnetProcess> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&pid| pid != std::process::id())
-        .filter(|&pid| {
-            std::fs::metadata(proc_dir(pid)).is_ok_and(|m| Some(m.uid()) == me)
+        .filter(|&pid| std::fs::metadata(proc_dir(pid)).is_ok_and(|m| Some(m.uid()) == me))
+        .filter_map(|pid| {
+            Some(DotnetProcess {
+                pid,
+                socket: socket_path(pid).ok()?,
+            })
         })
-        .filter_map(|pid| Some(DotnetProcess {
-            pid,
-            socket: socket_path(pid).ok()?,
-        }))
         .collect();
     found.sort_by_key(|p| p.pid);
     found
@@ -181,7 +181,7 @@ mod tests {
         let me = std::process::id();
         assert_eq!(namespace_pid(me), me);
         assert!(start_time(me).is_some_and(|t| t > 0));
-        assert!(!runtime_dir(me).is_some(), "this test is not a .NET process");
+        assert!(runtime_dir(me).is_none(), "this test is not a .NET process");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! How `clrprof record` and the agent find each other: the agent's CLSID and the environment
-//! variables the CLI sets for it. Both sides use these constants, so they cannot drift.
+//! How the CLI and the agent find each other: the agent's CLSID, the environment variables
+//! `clrprof record` sets for it, and the client data `clrprof attach` hands to it. Both sides
+//! use these definitions, so they cannot drift.
 
 /// The agent's CLSID, passed to the runtime in `CORECLR_PROFILER`.
 pub const AGENT_CLSID: &str = "{897B9E27-A69B-4816-9F74-172E6D96334F}";
@@ -63,6 +64,9 @@ mod tests {
         assert_eq!(parse_attach_client_data(b""), None);
         assert_eq!(parse_attach_client_data(b"other\0/s\0c"), None);
         assert_eq!(parse_attach_client_data(b"clrprof-attach-1\0\0c"), None);
-        assert_eq!(parse_attach_client_data(b"clrprof-attach-1\0/s\0c\0d"), None);
+        assert_eq!(
+            parse_attach_client_data(b"clrprof-attach-1\0/s\0c\0d"),
+            None
+        );
     }
 }
