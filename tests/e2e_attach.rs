@@ -5,6 +5,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::time::Duration;
 
 use clrprof_e2e::*;
 
@@ -172,6 +173,54 @@ fn ps_lists_the_running_program() {
     assert!(text.starts_with("     PID  RUNTIME"), "{text}");
     let printed = program.exit();
     assert_eq!(printed, ["ready", "bye: total 0, caught 0"]);
+}
+
+#[test]
+fn the_ipc_client_finds_the_runtime_and_reads_its_replies() {
+    let program = Attachee::start();
+    let pid = program.pid();
+    let socket = clrprof_ipc::discovery::socket_path(pid).unwrap();
+    let name = socket.file_name().unwrap().to_str().unwrap().to_string();
+    assert!(
+        name.starts_with(&format!("dotnet-diagnostic-{pid}-")) && name.ends_with("-socket"),
+        "{name}"
+    );
+    assert!(
+        clrprof_ipc::discovery::list()
+            .iter()
+            .any(|p| p.pid == pid && p.socket == socket)
+    );
+    let runtime = clrprof_ipc::discovery::runtime_dir(pid).unwrap();
+    assert!(
+        runtime.ends_with(&Dotnet::get().version),
+        "{}",
+        runtime.display()
+    );
+    // ProcessInfo came with .NET 5: 3.1 answers with an error reply, which the client reads.
+    if Dotnet::get().major_minor() < (5, 0) {
+        match clrprof_ipc::client::process_info(pid) {
+            Err(clrprof_ipc::Error::Refused { hresult }) => {
+                assert_eq!(hresult, clrprof_ipc::message::DS_IPC_E_UNKNOWN_COMMAND)
+            }
+            other => panic!("{other:?}"),
+        }
+    } else {
+        let info = clrprof_ipc::client::process_info(pid).unwrap();
+        assert_eq!(info.pid, u64::from(pid));
+        assert!(info.command_line.contains("Attachee.dll"), "{info:?}");
+    }
+    // An attach without clrprof's client data: the agent refuses to start, the runtime says
+    // so in its reply, and the program goes on.
+    let err = clrprof_ipc::client::attach_profiler(
+        pid,
+        Duration::from_secs(10),
+        clrprof_trace::protocol::AGENT_CLSID,
+        agent_lib().to_str().unwrap(),
+        b"not clrprof's",
+    )
+    .unwrap_err();
+    assert!(matches!(err, clrprof_ipc::Error::Refused { .. }), "{err:?}");
+    assert_eq!(program.exit(), ["ready", "bye: total 0, caught 0"]);
 }
 
 #[test]
