@@ -289,23 +289,23 @@ fn attach_records_exactly_what_happens_while_attached_then_detaches() {
 }
 
 #[test]
-fn attach_for_a_duration_records_the_window_and_samples_new_threads() {
+fn attach_for_a_duration_records_the_window_and_samples_threads_that_were_running() {
     let mut program = Attachee::start();
     let dir = temp_dir();
+    // Spinning starts before the attach: the runtime never announces that thread (nor the
+    // main thread) to an attached profiler; the agent finds them with EnumThreads.
+    assert_eq!(program.send("spin"), "spinning");
     let trace = dir.path().join("window.clrprof");
     let attach = Attach::start(
         program.pid(),
         &trace,
-        &["--duration", "2", "--events", "gc,exception,thread"],
+        &["--duration", "2", "--events", "gc,exception"],
     );
     assert!(
         attach.said.contains("recording for 2.0 s"),
         "{}",
         attach.said
     );
-    // A thread started while the agent is attached: the runtime announces it to the agent,
-    // which samples it.
-    assert_eq!(program.send("spin"), "spinning");
     attach.wait();
     assert_eq!(program.send("stop"), "stopped");
 
@@ -318,23 +318,31 @@ fn attach_for_a_duration_records_the_window_and_samples_new_threads() {
     assert!(text.contains("induced"), "{text}");
     let json = report_json(&trace);
     assert_eq!(json["session"]["mode"], "sample");
+    assert_eq!(json["session"]["ended_cleanly"], true);
     // The 2 s window, not the program's life (it had been running before).
     let duration = json["session"]["duration_ns"].as_u64().unwrap();
     assert!(
         (2_000_000_000..10_000_000_000).contains(&duration),
         "{duration}"
     );
-    assert_eq!(json["session"]["ended_cleanly"], true);
-    assert!(
-        json["threads"]
+    let sampled = |name: &str| {
+        json["functions"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|t| t["name"] == "spinner"),
-        "{}",
-        json["threads"]
+            .any(|f| f["name"] == name && f["total"].as_u64().unwrap() > 0)
+    };
+    assert!(sampled("Attachee.Spin()"), "{}", json["functions"]);
+    assert!(sampled("Attachee.Main()"), "{}", json["functions"]);
+    assert!(
+        json["cpu_threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["tid"] == program.pid()),
+        "the main thread is sampled: {}",
+        json["cpu_threads"]
     );
-    assert!(json["counters"]["samples_written"].as_u64().unwrap() > 0);
     let printed = program.exit();
     assert_eq!(
         printed,

@@ -684,6 +684,15 @@ impl Profiler for Agent {
         self.ev(K::INITIALIZE_FOR_ATTACH, &[client_data.len() as u64])
     }
     fn profiler_attach_complete(&self) -> Result<()> {
+        if let Some(s) = self.session().filter(|s| s.config.mode == Mode::Sample) {
+            // The runtime announces only threads created from now on: sample the others too.
+            let running = s.info.enum_threads().and_then(|e| e.into_vec());
+            for t in running.unwrap_or_default() {
+                if let Ok(tid) = s.info.get_thread_info(t) {
+                    threads::adopt(tid, t.0);
+                }
+            }
+        }
         self.ev(K::PROFILER_ATTACH_COMPLETE, &[])
     }
     fn profiler_detach_succeeded(&self) -> Result<()> {

@@ -1,10 +1,11 @@
 //! Sample mode's stack capture: a signal sent to one thread, which records its own stack.
 //!
 //! The sampler thread bumps a thread slot's `request` counter and sends it `SIGPROF`. The
-//! handler, running on the sampled thread, finds its slot through the initial-exec TLS slot,
-//! records the interrupted instruction pointer and walks the frame-pointer chain (JIT-compiled
-//! code on Linux x86-64 always links RBP frames; so does libcoreclr), bounded by the thread's
-//! own stack, into the slot's fixed array; then it publishes `done = request` and wakes the
+//! handler, running on the sampled thread, finds its slot through the initial-exec TLS slot
+//! (a thread adopted after an attach finds it by its thread id the first time, see
+//! `threads::claim_adopted`), records the interrupted instruction pointer and walks the
+//! frame-pointer chain (JIT-compiled code on Linux x86-64 always links RBP frames; so does
+//! libcoreclr), bounded by the thread's own stack, into the slot's fixed array; then it publishes `done = request` and wakes the
 //! sampler with a futex. The handler allocates nothing, takes no lock and reads only memory
 //! between the interrupted stack pointer and the top of the thread's stack, which is mapped.
 //! Names are resolved later on the sampler thread, never in the handler.
@@ -191,7 +192,7 @@ extern "C" fn on_sample_signal(
 ) {
     // SAFETY: errno is thread-local; we restore it so the interrupted code sees no change.
     let errno = unsafe { *libc::__errno_location() };
-    if let Some(slot) = threads::current() {
+    if let Some(slot) = threads::current().or_else(threads::claim_adopted) {
         let request = slot.request.load(Ordering::Acquire);
         if slot.done.load(Ordering::Relaxed) != request && !context.is_null() {
             // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO handlers.
@@ -201,6 +202,9 @@ extern "C" fn on_sample_signal(
             let rbp = gregs[libc::REG_RBP as usize] as usize;
             let lo = slot.stack_lo.load(Ordering::Relaxed);
             let hi = slot.stack_hi.load(Ordering::Relaxed);
+            // Walk only a stack known to hold the stack pointer (an adopted thread's bounds
+            // are learnt from its first capture).
+            let hi = if lo <= rsp && rsp < hi { hi } else { 0 };
             let depth = walk(rip, rsp, rbp, hi, &slot.frames);
             slot.depth.store(depth as u32, Ordering::Release);
             for (reg, value) in slot.regs.iter().zip([rip, rsp, rbp]) {
