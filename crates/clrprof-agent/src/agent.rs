@@ -1,9 +1,9 @@
-//! The agent's [`Profiler`]: sets the session up in `Initialize`, records every callback the
-//! configuration asks for, keeps trace mode's shadow stacks right through exceptions and thread
-//! ends, and flushes everything at `Shutdown`.
+//! The agent's [`Profiler`]: sets the session up in `Initialize` (or `InitializeForAttach`),
+//! records every callback the configuration asks for, keeps trace mode's shadow stacks right
+//! through exceptions and thread ends, and flushes everything at `Shutdown` (or when the
+//! runtime confirms a detach, see [`crate::detach`]).
 
 use std::io::Write;
-use std::sync::OnceLock;
 
 use clrprof_sdk::flags::{EventMask, HighEventMask};
 use clrprof_sdk::sys::GUID;
@@ -15,6 +15,7 @@ use clrprof_trace::{
 
 use crate::config::{Config, Mode};
 use crate::exceptions;
+use crate::recorder::published::Published;
 use crate::recorder::{cct, hooks, sys, threads};
 use crate::sampler::Sampler;
 use crate::session::Session;
@@ -24,7 +25,22 @@ use crate::transport::Transport;
 #[derive(Default)]
 pub struct Agent;
 
-static SESSION: OnceLock<Session> = OnceLock::new();
+/// The current session. An attach after a detach publishes a new one (when the runtime kept
+/// the library loaded in between).
+static SESSION: Published<Session> = Published::new();
+
+/// How the agent was loaded, and so where its settings come from.
+enum Origin {
+    /// At the program's startup: the environment variables `clrprof record` set.
+    Startup,
+    /// Into a running program by `clrprof attach`: the client data of `InitializeForAttach`.
+    Attach {
+        /// The CLI's socket.
+        session: String,
+        /// The configuration string.
+        config: String,
+    },
+}
 
 /// The version written into traces.
 pub const AGENT_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -50,23 +66,46 @@ impl Agent {
         Ok(())
     }
 
-    fn start(&self, info: ProfilerInfo) -> Result<()> {
+    fn start(&self, info: ProfilerInfo, origin: Origin) -> Result<()> {
         let start_ns = sys::monotonic_ns();
-        let config = Config::parse(&std::env::var(protocol::ENV_CONFIG).unwrap_or_default());
-        let sink = open_sink().map_err(|reason| Error::InvalidData {
+        let failed = |reason: String| Error::InvalidData {
             context: "clrprof agent",
             reason,
-        })?;
-        let out = Transport::start(sink, config.buffer_bytes, |_| {});
-        let session = Session::new(info, config, out, start_ns);
-        if SESSION.set(session).is_err() {
-            return Err(Error::InvalidData {
-                context: "clrprof agent",
-                reason: "initialized twice".into(),
-            });
+        };
+        if self.session().is_some() {
+            return Err(failed("initialized twice".into()));
         }
-        if let Some(session) = SESSION.get() {
-            session.configure();
+        let (config, sink, from_cli) = match origin {
+            Origin::Startup => (
+                std::env::var(protocol::ENV_CONFIG).unwrap_or_default(),
+                open_sink().map_err(failed)?,
+                None,
+            ),
+            Origin::Attach { session, config } => {
+                let (sink, from_cli) = crate::detach::connect(&session).map_err(failed)?;
+                (config, sink, Some(from_cli))
+            }
+        };
+        let mut config = Config::parse(&config);
+        if from_cli.is_some() && config.mode == Mode::Trace {
+            config.mode = Mode::None;
+            config.warnings.push(
+                "trace mode needs enter/leave hooks, which the runtime refuses to a profiler that \
+                 attached to a running process; recording without CPU profiling"
+                    .into(),
+            );
+        }
+        let out = Transport::start(sink, config.buffer_bytes, |_| {});
+        let session = SESSION.publish(Session::new(
+            info,
+            config,
+            out,
+            start_ns,
+            from_cli.is_some(),
+        ));
+        session.configure();
+        if let Some(from_cli) = from_cli {
+            crate::detach::watch(session, from_cli);
         }
         Ok(())
     }
@@ -161,7 +200,10 @@ impl Session {
         for w in &self.config.warnings {
             self.warn(w.clone());
         }
-        self.event(K::INITIALIZE, &[]);
+        if !self.attached {
+            // An attached agent records InitializeForAttach instead.
+            self.event(K::INITIALIZE, &[]);
+        }
         if self.config.mode != Mode::None {
             let sampler = Sampler::start(self);
             *self.sampler.lock().unwrap_or_else(|e| e.into_inner()) = sampler;
@@ -214,6 +256,20 @@ impl Session {
                 low |= EventMask::DISABLE_INLINING;
             }
         }
+        if self.attached {
+            // Cache searches come with `jit` but are not allowed after attach: JIT events are.
+            low.remove(EventMask::MONITOR_CACHE_SEARCHES);
+            let refused = low - EventMask::ALLOWABLE_AFTER_ATTACH;
+            let refused_high = high - HighEventMask::ALLOWABLE_AFTER_ATTACH;
+            if !refused.is_empty() || !refused_high.is_empty() {
+                self.warn(format!(
+                    "the runtime does not allow {refused:?} {refused_high:?} after attach; \
+                     those events are not recorded"
+                ));
+            }
+            low &= EventMask::ALLOWABLE_AFTER_ATTACH;
+            high &= HighEventMask::ALLOWABLE_AFTER_ATTACH;
+        }
         (low, high)
     }
 
@@ -224,7 +280,7 @@ impl Session {
 
 impl Profiler for Agent {
     fn initialize(&self, info: ProfilerInfo) -> Result<()> {
-        self.start(info)
+        self.start(info, Origin::Startup)
     }
 
     fn shutdown(&self) -> Result<()> {
@@ -645,16 +701,31 @@ impl Profiler for Agent {
         self.ev(K::HANDLE_DESTROYED, &[h.as_u64()])
     }
     fn initialize_for_attach(&self, info: ProfilerInfo, client_data: &[u8]) -> Result<()> {
-        self.start(info)?;
+        let Some((session, config)) = protocol::parse_attach_client_data(client_data) else {
+            return Err(Error::InvalidData {
+                context: "clrprof agent",
+                reason: "attached without clrprof's client data (use `clrprof attach`)".into(),
+            });
+        };
+        self.start(info, Origin::Attach { session, config })?;
         self.ev(K::INITIALIZE_FOR_ATTACH, &[client_data.len() as u64])
     }
     fn profiler_attach_complete(&self) -> Result<()> {
+        if let Some(s) = self.session().filter(|s| s.config.mode == Mode::Sample) {
+            // The runtime announces only threads created from now on: sample the others too.
+            let running = s.info.enum_threads().and_then(|e| e.into_vec());
+            for t in running.unwrap_or_default() {
+                if let Ok(tid) = s.info.get_thread_info(t) {
+                    threads::adopt(tid, t.0);
+                }
+            }
+        }
         self.ev(K::PROFILER_ATTACH_COMPLETE, &[])
     }
     fn profiler_detach_succeeded(&self) -> Result<()> {
-        if let Some(s) = self.session() {
-            s.event(K::PROFILER_DETACH_SUCCEEDED, &[]);
-            s.end("detach");
+        // The last callback before the runtime unloads the library.
+        if let Some(s) = SESSION.get() {
+            s.detached();
         }
         Ok(())
     }

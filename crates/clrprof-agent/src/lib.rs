@@ -10,7 +10,8 @@
 //! shares, [`transport`] the non-blocking record stream, [`defs`] the names, [`exceptions`] the
 //! messages and throw-site stacks of exceptions, [`sampler`] the
 //! sampler thread, [`unwind`] the native (DWARF CFI) stack unwinder, [`symbols`] the names of
-//! native functions (ELF symbol tables), [`config`] the settings from the environment. All
+//! native functions (ELF symbol tables), [`config`] the settings from the environment (or from
+//! `clrprof attach`), [`detach`] the connection of an attached session and its detach. All
 //! `unsafe` code lives in [`recorder`]: the enter/leave hooks, the call trees they update, the
 //! signal handler that captures stacks, and the system calls behind them.
 #![deny(unsafe_code)]
@@ -18,6 +19,7 @@
 pub mod agent;
 pub mod config;
 pub mod defs;
+pub mod detach;
 pub mod exceptions;
 #[allow(unsafe_code)]
 pub mod recorder;

@@ -90,6 +90,18 @@ impl Sampler {
     }
 }
 
+/// The `[start, end)` of the mapping of this process that holds `addr` (`/proc/self/maps`).
+fn mapping_containing(addr: usize) -> Option<(usize, usize)> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|line| {
+        let range = line.split_whitespace().next()?;
+        let (start, end) = range.split_once('-')?;
+        let start = usize::from_str_radix(start, 16).ok()?;
+        let end = usize::from_str_radix(end, 16).ok()?;
+        (start <= addr && addr < end).then_some((start, end))
+    })
+}
+
 /// Randomized sampling intervals.
 ///
 /// A sampler that ticks at a fixed period falls into step with a program whose work is
@@ -281,6 +293,15 @@ impl SamplerLoop {
                     .sampler_stats
                     .missed
                     .fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            if slot.stack_hi.load(Ordering::Acquire) == 0 {
+                // Adopted after an attach: its stack is the mapping it was interrupted in;
+                // from the next capture on, the handler walks it.
+                let rsp = slot.regs[1].load(Ordering::Relaxed);
+                let (lo, hi) = mapping_containing(rsp).unwrap_or((1, 1));
+                slot.stack_lo.store(lo, Ordering::Relaxed);
+                slot.stack_hi.store(hi, Ordering::Release);
                 continue;
             }
             let mut frames = std::mem::take(&mut self.frames);
@@ -511,5 +532,19 @@ impl SamplerLoop {
             cur.stack_id.store(parent_stack, Ordering::Relaxed);
         }
         parent_stack
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_mapping_of_a_stack_address() {
+        let local = 0u64;
+        let addr = &local as *const u64 as usize;
+        let (lo, hi) = mapping_containing(addr).expect("the stack is mapped");
+        assert!(lo <= addr && addr < hi);
+        assert!(mapping_containing(0).is_none());
     }
 }

@@ -30,6 +30,10 @@ pub struct Session {
     pub sampler_stats: SamplerStats,
     /// The sampler thread, while it runs.
     pub sampler: Mutex<Option<Sampler>>,
+    /// True if the agent was attached to a running program (`clrprof attach`).
+    pub attached: bool,
+    /// The thread that waits for the CLI to ask for a detach (attach only).
+    pub control: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Which event kinds to record: bit `k` for `EventKind(k)`.
     wanted: u128,
     start_ns: u64,
@@ -37,8 +41,15 @@ pub struct Session {
 }
 
 impl Session {
-    /// A new session; `start_ns` is the monotonic clock at initialization.
-    pub fn new(info: ProfilerInfo, config: Config, out: Arc<Transport>, start_ns: u64) -> Session {
+    /// A new session; `start_ns` is the monotonic clock at initialization; `attached` if the
+    /// agent was attached to a running program.
+    pub fn new(
+        info: ProfilerInfo,
+        config: Config,
+        out: Arc<Transport>,
+        start_ns: u64,
+        attached: bool,
+    ) -> Session {
         let mut wanted = 0u128;
         for kind in EventKind::all() {
             if (kind.0 as u32) < 128 && config.wants(kind.category()) {
@@ -53,6 +64,8 @@ impl Session {
             exceptions: ExceptionReader::default(),
             sampler_stats: SamplerStats::default(),
             sampler: Mutex::new(None),
+            attached,
+            control: Mutex::new(None),
             wanted,
             start_ns,
             ended: AtomicBool::new(false),
@@ -166,11 +179,8 @@ impl Session {
         }
     }
 
-    /// Ends the session: stops sampling, writes call trees and counters, flushes everything.
-    pub fn end(&self, reason: &str) {
-        if self.ended.swap(true, Ordering::AcqRel) {
-            return;
-        }
+    /// Stops the sampler thread, if it runs, and waits for it.
+    pub fn stop_sampler(&self) {
         let sampler = self
             .sampler
             .lock()
@@ -179,6 +189,14 @@ impl Session {
         if let Some(sampler) = sampler {
             sampler.stop();
         }
+    }
+
+    /// Ends the session: stops sampling, writes call trees and counters, flushes everything.
+    pub fn end(&self, reason: &str) {
+        if self.ended.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.stop_sampler();
         for slot in threads::used() {
             if let Some(state) = slot.trace_state() {
                 self.dump_call_tree(state);

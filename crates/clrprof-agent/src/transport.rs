@@ -203,6 +203,20 @@ impl Transport {
     }
 }
 
+impl Transport {
+    /// After [`Transport::stop`]: closes the sink (the CLI sees the end of the stream) and
+    /// frees the buffers. Records pushed afterwards are dropped.
+    pub fn close(&self) {
+        self.stop();
+        let s = &self.shared;
+        {
+            let mut sink = s.sink.lock().unwrap_or_else(|e| e.into_inner());
+            *sink = (Box::new(std::io::sink()), Vec::new(), false);
+        }
+        *s.buffer.lock().unwrap_or_else(|e| e.into_inner()) = Vec::new();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,10 @@ pub enum Command {
     Record(RecordArgs),
     /// Summarize a trace, or convert it for a viewer.
     Report(ReportArgs),
+    /// List the .NET processes of this user (pid, runtime, command line).
+    Ps,
+    /// Load the agent into a running .NET process, record for a while, then detach.
+    Attach(AttachArgs),
 }
 
 /// How CPU time is profiled.
@@ -64,6 +68,51 @@ pub struct RecordArgs {
         value_name = "PROGRAM"
     )]
     pub command: Vec<String>,
+}
+
+/// CPU profiling modes an attached agent offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AttachModeArg {
+    /// Sample every managed thread's stack at --rate Hz.
+    Sample,
+    /// Refused: enter/leave hooks cannot be set after attach (record from the start instead).
+    Trace,
+    /// No CPU profiling: only the events chosen with --events.
+    None,
+}
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    /// The process id (see `clrprof ps`).
+    pub pid: u32,
+    /// Record for this many seconds, then detach (default: until Ctrl-C).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub duration: Option<std::time::Duration>,
+    /// CPU profiling mode.
+    #[arg(long, value_enum, default_value = "sample")]
+    pub mode: AttachModeArg,
+    /// Runtime events to record, comma-separated: runtime, appdomain, assembly, module,
+    /// class, jit, thread, suspension, gc, heap-refs, exception, or all.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub events: Vec<String>,
+    /// Sampling rate in Hz.
+    #[arg(long, default_value_t = 1000, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
+    pub rate: u32,
+    /// Where to write the trace.
+    #[arg(short, long, default_value = "trace.clrprof", value_name = "FILE")]
+    pub output: PathBuf,
+    /// The agent library to load (default: the one installed next to clrprof).
+    #[arg(long, value_name = "PATH", env = "CLRPROF_AGENT")]
+    pub agent: Option<PathBuf>,
+}
+
+fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 1e6 => Ok(std::time::Duration::from_secs_f64(s)),
+        _ => Err(format!(
+            "`{text}` is not a number of seconds greater than 0"
+        )),
+    }
 }
 
 /// Output formats of `report`.

@@ -1,13 +1,17 @@
 //! `clrprof`: record .NET programs with the clrprof agent, and report on the traces.
 //!
-//! This binary only parses the command line, turns it into the options of [`record`] and
-//! [`report`], and turns errors into clear messages; the work is in `clrprof-trace` (the file
+//! This binary only parses the command line, turns it into the options of [`record`],
+//! [`report`], [`ps`] and [`attach`], and turns errors into clear messages; the work is in `clrprof-trace` (the file
 //! format) and `clrprof-analysis` (everything a report shows).
 #![forbid(unsafe_code)]
 
 #[cfg(unix)]
 mod agent_lib;
+#[cfg(unix)]
+mod attach;
 mod cli;
+#[cfg(unix)]
+mod ps;
 #[cfg(unix)]
 mod record;
 mod report;
@@ -18,7 +22,7 @@ use clap::Parser;
 use clrprof_analysis::{Format, Metric, Query};
 
 #[cfg(unix)]
-use cli::ModeArg;
+use cli::{AttachModeArg, ModeArg};
 use cli::{Cli, Command, FormatArg, MetricArg};
 
 fn main() -> ExitCode {
@@ -72,6 +76,38 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 command: a.command,
             };
             record::record(&opts)
+        }
+        #[cfg(not(unix))]
+        Command::Ps | Command::Attach(_) => anyhow::bail!(
+            "`clrprof ps` and `clrprof attach` use the runtime's diagnostics socket and are available on Linux"
+        ),
+        #[cfg(unix)]
+        Command::Ps => {
+            ps::ps(&mut std::io::stdout().lock())?;
+            Ok(0)
+        }
+        #[cfg(unix)]
+        Command::Attach(a) => {
+            let agent = agent_lib::locate(a.agent.as_deref())?;
+            let opts = attach::AttachOptions {
+                pid: a.pid,
+                duration: a.duration,
+                record: record::RecordOptions {
+                    mode: match a.mode {
+                        AttachModeArg::Sample => "sample",
+                        AttachModeArg::Trace => "trace",
+                        AttachModeArg::None => "none",
+                    },
+                    events: a.events,
+                    rate: a.rate,
+                    inline: true,
+                    max_nodes: 1,
+                    output: a.output,
+                    agent,
+                    command: Vec::new(),
+                },
+            };
+            attach::attach(&opts)
         }
         Command::Report(a) => {
             let opts = report::ReportOptions {

@@ -45,7 +45,7 @@ pub struct RecordOptions {
 }
 
 impl RecordOptions {
-    fn agent_config(&self) -> String {
+    pub(crate) fn agent_config(&self) -> String {
         let mut c = format!(
             "mode={};rate={};inline={};max_nodes={}",
             self.mode,
@@ -63,16 +63,16 @@ impl RecordOptions {
 
 /// Live counts shared between the receiving thread and the status line.
 #[derive(Default)]
-struct Progress {
-    connected: AtomicBool,
-    clean: AtomicBool,
-    records: AtomicU64,
-    events: AtomicU64,
-    samples: AtomicU64,
-    dropped: AtomicU64,
+pub(crate) struct Progress {
+    pub(crate) connected: AtomicBool,
+    pub(crate) clean: AtomicBool,
+    pub(crate) records: AtomicU64,
+    pub(crate) events: AtomicU64,
+    pub(crate) samples: AtomicU64,
+    pub(crate) dropped: AtomicU64,
     bytes: AtomicU64,
     messages: Mutex<Vec<(u8, String)>>,
-    problem: Mutex<Option<String>>,
+    pub(crate) problem: Mutex<Option<String>>,
 }
 
 /// Runs the recording; returns the exit code clrprof should exit with.
@@ -202,7 +202,7 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     Ok(code)
 }
 
-fn validate_events(events: &[String]) -> Result<()> {
+pub(crate) fn validate_events(events: &[String]) -> Result<()> {
     for e in events {
         if e != "all" && clrprof_trace::EventCategory::parse(e).is_none() {
             let known: Vec<&str> = clrprof_trace::EventCategory::all()
@@ -276,7 +276,7 @@ fn receive(
     copy_stream(stream, file, progress)
 }
 
-fn copy_stream(
+pub(crate) fn copy_stream(
     mut stream: UnixStream,
     file: std::fs::File,
     progress: &Progress,
@@ -367,7 +367,7 @@ fn note(progress: &Progress, record: &Record) {
     }
 }
 
-fn status_line() -> ProgressBar {
+pub(crate) fn status_line() -> ProgressBar {
     let bar = ProgressBar::new_spinner();
     bar.set_style(
         ProgressStyle::with_template("{spinner} recording {elapsed_precise} · {msg}")
@@ -377,7 +377,7 @@ fn status_line() -> ProgressBar {
     bar
 }
 
-fn status_text(p: &Progress, elapsed: Duration) -> String {
+pub(crate) fn status_text(p: &Progress, elapsed: Duration) -> String {
     if !p.connected.load(Ordering::Acquire) {
         return if elapsed > Duration::from_secs(2) {
             "waiting for the agent to start...".into()
@@ -394,7 +394,7 @@ fn status_text(p: &Progress, elapsed: Duration) -> String {
     )
 }
 
-fn print_messages(p: &Progress, bar: &ProgressBar) {
+pub(crate) fn print_messages(p: &Progress, bar: &ProgressBar) {
     let messages = std::mem::take(&mut *p.messages.lock().unwrap_or_else(|e| e.into_inner()));
     for (level, text) in messages {
         let kind = match level {

@@ -21,9 +21,12 @@
 //!
 //! # Why nothing is ever freed
 //! The runtime calls back after `Shutdown` (finalizer thread, GC) and even after it released
-//! its last reference to the callback object, and a profiler library is never unloaded. So the
-//! profiler instance, the callback object and the class factory live in the `static` that
-//! [`export_profiler!`](crate::export_profiler) declares, for the whole life of the process.
+//! its last reference to the callback object, and a profiler library is not unloaded (except
+//! after a detach: then the runtime calls `dlclose` after `ProfilerDetachSucceeded`; glibc keeps
+//! a library mapped while threads have its thread-local destructors pending, which is what was
+//! observed with clrprof's agent on CoreCLR 3.1.23, and a new attach reuses it and its statics).
+//! So the profiler instance, the callback object and the class factory live in the `static`
+//! that [`export_profiler!`](crate::export_profiler) declares, for the whole life of the library.
 //! Their reference counts are maintained as COM requires, but reaching zero frees nothing:
 //! freeing would turn those late callbacks into use-after-free.
 

@@ -1,10 +1,11 @@
 //! Sample mode's stack capture: a signal sent to one thread, which records its own stack.
 //!
 //! The sampler thread bumps a thread slot's `request` counter and sends it `SIGPROF`. The
-//! handler, running on the sampled thread, finds its slot through the initial-exec TLS slot,
-//! records the interrupted instruction pointer and walks the frame-pointer chain (JIT-compiled
-//! code on Linux x86-64 always links RBP frames; so does libcoreclr), bounded by the thread's
-//! own stack, into the slot's fixed array; then it publishes `done = request` and wakes the
+//! handler, running on the sampled thread, finds its slot through the initial-exec TLS slot
+//! (a thread adopted after an attach finds it by its thread id the first time, see
+//! `threads::claim_adopted`), records the interrupted instruction pointer and walks the
+//! frame-pointer chain (JIT-compiled code on Linux x86-64 always links RBP frames; so does
+//! libcoreclr), bounded by the thread's own stack, into the slot's fixed array; then it publishes `done = request` and wakes the
 //! sampler with a futex. The handler allocates nothing, takes no lock and reads only memory
 //! between the interrupted stack pointer and the top of the thread's stack, which is mapped.
 //! Names are resolved later on the sampler thread, never in the handler.
@@ -98,21 +99,55 @@ pub fn begin_tick(n: usize) {
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
+/// The handler that was in place before ours, restored by [`uninstall`].
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+static PREVIOUS: std::sync::Mutex<Option<libc::sigaction>> = std::sync::Mutex::new(None);
+
 /// Installs the sampling signal handler (once). Returns false if the platform has none.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub fn install() -> bool {
-    if INSTALLED.swap(true, Ordering::AcqRel) {
+    let mut previous = PREVIOUS.lock().unwrap_or_else(|e| e.into_inner());
+    if INSTALLED.load(Ordering::Acquire) {
         return true;
     }
     // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; we fill in the
-    // handler and flags, and sigaction copies the struct.
-    unsafe {
+    // handler and flags, and sigaction copies the struct and writes the old one into `old`.
+    let installed = unsafe {
         let mut action: libc::sigaction = core::mem::zeroed();
         action.sa_sigaction = on_sample_signal as *const () as usize;
         action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(SAMPLE_SIGNAL, &action, core::ptr::null_mut()) == 0
+        let mut old: libc::sigaction = core::mem::zeroed();
+        let ok = libc::sigaction(SAMPLE_SIGNAL, &action, &mut old) == 0;
+        if ok {
+            *previous = Some(old);
+        }
+        ok
+    };
+    INSTALLED.store(installed, Ordering::Release);
+    installed
+}
+
+/// Puts back the handler that was there before [`install`], once nothing sends the signal any
+/// more (the sampler thread has stopped). Signals still pending on threads that did not
+/// answer are discarded first (by ignoring the signal for a moment), so none of them reaches
+/// the restored handler, whose default action would end the process.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub fn uninstall() {
+    let mut previous = PREVIOUS.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(old) = previous.take() else {
+        return;
+    };
+    // SAFETY: both structs are valid sigactions (a zeroed one with SIG_IGN is "ignore, empty
+    // mask"); setting SIG_IGN discards pending instances of the signal (POSIX).
+    unsafe {
+        let mut ignore: libc::sigaction = core::mem::zeroed();
+        ignore.sa_sigaction = libc::SIG_IGN;
+        libc::sigemptyset(&mut ignore.sa_mask);
+        libc::sigaction(SAMPLE_SIGNAL, &ignore, core::ptr::null_mut());
+        libc::sigaction(SAMPLE_SIGNAL, &old, core::ptr::null_mut());
     }
+    INSTALLED.store(false, Ordering::Release);
 }
 
 /// Signal sampling exists only on x86-64 Linux.
@@ -121,6 +156,10 @@ pub fn install() -> bool {
     let _ = &INSTALLED;
     false
 }
+
+/// Nothing to restore where there is no signal sampling.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+pub fn uninstall() {}
 
 /// Asks `slot`'s thread for its stack. Returns false if the thread is gone (or there are no
 /// signals on this platform).
@@ -153,7 +192,7 @@ extern "C" fn on_sample_signal(
 ) {
     // SAFETY: errno is thread-local; we restore it so the interrupted code sees no change.
     let errno = unsafe { *libc::__errno_location() };
-    if let Some(slot) = threads::current() {
+    if let Some(slot) = threads::current().or_else(threads::claim_adopted) {
         let request = slot.request.load(Ordering::Acquire);
         if slot.done.load(Ordering::Relaxed) != request && !context.is_null() {
             // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO handlers.
@@ -163,6 +202,9 @@ extern "C" fn on_sample_signal(
             let rbp = gregs[libc::REG_RBP as usize] as usize;
             let lo = slot.stack_lo.load(Ordering::Relaxed);
             let hi = slot.stack_hi.load(Ordering::Relaxed);
+            // Walk only a stack known to hold the stack pointer (an adopted thread's bounds
+            // are learnt from its first capture).
+            let hi = if lo <= rsp && rsp < hi { hi } else { 0 };
             let depth = walk(rip, rsp, rbp, hi, &slot.frames);
             slot.depth.store(depth as u32, Ordering::Release);
             for (reg, value) in slot.regs.iter().zip([rip, rsp, rbp]) {

@@ -146,6 +146,54 @@ pub fn register_current(managed_id: usize) -> Option<&'static ThreadSlot> {
     None
 }
 
+/// Registers thread `tid` from another thread: threads that were already running when the
+/// agent attached, which the runtime never announces. Its stack bounds stay unknown (0) until
+/// the sampler learns them from the stack pointer of its first capture; the thread itself
+/// takes the slot in the signal handler ([`claim_adopted`]). False if the thread is already
+/// registered or every slot is taken.
+pub fn adopt(tid: u32, managed_id: usize) -> bool {
+    if tid == 0 || used().any(|s| s.tid.load(Ordering::Acquire) == tid) {
+        return false;
+    }
+    for slot in SLOTS.iter() {
+        if slot
+            .tid
+            .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            slot.stack_lo.store(0, Ordering::Relaxed);
+            slot.stack_hi.store(0, Ordering::Relaxed);
+            slot.managed_id.store(managed_id, Ordering::Relaxed);
+            slot.request.store(0, Ordering::Relaxed);
+            slot.done.store(0, Ordering::Relaxed);
+            slot.copy_len.store(0, Ordering::Relaxed);
+            if slot.copy.load(Ordering::Relaxed).is_null() {
+                slot.copy
+                    .store(sys::reserve_zeroed(STACK_COPY_BYTES), Ordering::Release);
+            }
+            slot.state.store(LIVE, Ordering::Release);
+            return true;
+        }
+    }
+    THREADS_DROPPED.fetch_add(1, Ordering::Relaxed);
+    false
+}
+
+/// In the signal handler of a thread without a slot: the slot [`adopt`] reserved for it, which
+/// it makes its own (TLS). Only a slot whose stack is still unknown is taken: one with known
+/// bounds and no TLS pointing at it belonged to an earlier thread with the same id. No
+/// allocation, no lock: async-signal-safe.
+pub fn claim_adopted() -> Option<&'static ThreadSlot> {
+    let tid = sys::gettid();
+    let slot = SLOTS.iter().find(|s| {
+        s.is_live()
+            && s.tid.load(Ordering::Acquire) == tid
+            && s.stack_hi.load(Ordering::Acquire) == 0
+    })?;
+    tls::set_thread_slot(slot as *const ThreadSlot as usize);
+    Some(slot)
+}
+
 /// The calling thread's slot, if it is registered.
 pub fn current() -> Option<&'static ThreadSlot> {
     let p = tls::thread_slot();
@@ -201,6 +249,41 @@ mod tests {
             assert!(used().any(|s| core::ptr::eq(s, slot)));
             slot.release();
             assert!(!used().any(|s| core::ptr::eq(s, slot)));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn an_adopted_thread_claims_its_slot_once() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            tx.send(sys::gettid()).unwrap();
+            go_rx.recv().unwrap();
+            assert!(current().is_none());
+            let slot = claim_adopted().expect("adopted");
+            assert!(core::ptr::eq(current().unwrap(), slot));
+            assert_eq!(slot.managed_id.load(Ordering::Relaxed), 0x99);
+            unregister_current();
+            slot.release();
+        });
+        let tid = rx.recv().unwrap();
+        assert!(adopt(tid, 0x99));
+        assert!(!adopt(tid, 0x99), "already registered");
+        go_tx.send(()).unwrap();
+        worker.join().unwrap();
+        // A slot whose stack is known is not claimed by a thread that merely has its id.
+        std::thread::spawn(|| {
+            let tid = sys::gettid();
+            assert!(adopt(tid, 1));
+            let slot = SLOTS
+                .iter()
+                .find(|s| s.tid.load(Ordering::Relaxed) == tid)
+                .unwrap();
+            slot.stack_hi.store(1, Ordering::Relaxed);
+            assert!(claim_adopted().is_none());
+            slot.release();
         })
         .join()
         .unwrap();

@@ -1,0 +1,117 @@
+//! Attached sessions: the connection to `clrprof attach`, and detaching when it asks.
+//!
+//! The CLI asks for the detach by shutting down the writing half of its connection (or by going
+//! away, which looks the same): a thread of the agent, `clrprof-control`, waits for that by
+//! reading the connection. It then stops the sampler thread, restores the signal handler the
+//! sampler installed, and calls `RequestProfilerDetach`, from its own thread as the API
+//! requires (never inside a callback). The runtime stops sending callbacks, waits until no
+//! thread is inside one (it checks after [`DETACH_CHECK_MS`] at the earliest), and calls
+//! `ProfilerDetachSucceeded`. There the agent waits for the control thread to end, writes its
+//! counters and `SessionEnd`, stops its writer thread and closes the connection: the CLI sees
+//! the end of the stream and knows the detach is complete. That callback is the last agent code
+//! that runs; then the runtime releases the profiler and unloads the library. No thread of the
+//! agent is left, and no handler or hook points into it.
+
+use std::io::Write;
+
+use clrprof_trace::EventKind as K;
+
+use crate::recorder::capture;
+use crate::session::Session;
+
+/// How long the runtime should wait before checking that no thread is inside the agent. The
+/// runtime never checks sooner than 300 ms; passing 0 would make it wait 10 minutes.
+pub const DETACH_CHECK_MS: u32 = 300;
+
+/// The reading half of the connection to the CLI.
+#[cfg(unix)]
+pub type FromCli = std::os::unix::net::UnixStream;
+/// Attaching needs Unix sockets.
+#[cfg(not(unix))]
+pub enum FromCli {}
+
+/// Connects to the CLI's socket at `path` and writes the trace header: returns the sink for
+/// the transport and the reading half for [`watch`].
+#[cfg(unix)]
+pub fn connect(path: &str) -> Result<(Box<dyn Write + Send>, FromCli), String> {
+    let mut stream = std::os::unix::net::UnixStream::connect(path)
+        .map_err(|e| format!("cannot connect to the clrprof CLI at {path}: {e}"))?;
+    let from_cli = stream
+        .try_clone()
+        .map_err(|e| format!("cannot share the connection to the CLI: {e}"))?;
+    clrprof_trace::write_header(&mut stream).map_err(|e| e.to_string())?;
+    Ok((Box::new(stream), from_cli))
+}
+
+/// Attaching needs Unix sockets.
+#[cfg(not(unix))]
+pub fn connect(path: &str) -> Result<(Box<dyn Write + Send>, FromCli), String> {
+    Err(format!("cannot attach: {path} needs Unix sockets"))
+}
+
+/// Starts the thread that waits for the CLI to ask for the detach.
+pub fn watch(session: &'static Session, from_cli: FromCli) {
+    let handle = std::thread::Builder::new()
+        .name("clrprof-control".into())
+        .spawn(move || {
+            wait_for_detach_request(from_cli);
+            session.request_detach();
+        });
+    match handle {
+        Ok(handle) => *session.control.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle),
+        Err(e) => session.message(
+            2,
+            format!("cannot start the control thread ({e}); the agent cannot detach"),
+        ),
+    }
+}
+
+/// Returns when the CLI shut down its side of the connection, sent anything, or went away.
+#[cfg(unix)]
+fn wait_for_detach_request(mut from_cli: FromCli) {
+    use std::io::Read;
+    let mut byte = [0u8; 1];
+    loop {
+        match from_cli.read(&mut byte) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            _ => return,
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn wait_for_detach_request(from_cli: FromCli) {
+    match from_cli {}
+}
+
+impl Session {
+    /// On the control thread: stops collecting and asks the runtime to unload the agent.
+    fn request_detach(&self) {
+        self.stop_sampler();
+        capture::uninstall();
+        if let Err(e) = self.info.request_profiler_detach(DETACH_CHECK_MS) {
+            self.message(
+                2,
+                format!("the runtime refused to detach the agent ({e}); it stays loaded, recording nothing"),
+            );
+            self.end("detach refused");
+            self.out.close();
+        }
+    }
+
+    /// In `ProfilerDetachSucceeded`, the last callback: finishes the trace and closes the
+    /// connection, after the control thread has ended.
+    pub fn detached(&self) {
+        self.event(K::PROFILER_DETACH_SUCCEEDED, &[]);
+        let control = self
+            .control
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(control) = control {
+            let _ = control.join();
+        }
+        self.end("detach");
+        self.out.close();
+    }
+}

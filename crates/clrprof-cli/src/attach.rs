@@ -1,0 +1,307 @@
+//! `clrprof attach PID`: load the agent into a running .NET program, record for a while, then
+//! detach it so that the program goes on as if nothing happened.
+//!
+//! 1. The CLI listens on a Unix socket in a private temporary directory and sends the runtime
+//!    the diagnostics IPC command `AttachProfiler` (`clrprof-ipc`), with the socket and the
+//!    agent's configuration as client data (`clrprof_trace::protocol::attach_client_data`).
+//! 2. The runtime loads the agent and calls `InitializeForAttach`; the agent connects and
+//!    streams records as in `record`, which the CLI checks and appends to the trace file.
+//! 3. At the end of `--duration`, on Ctrl-C, or when the program ends, the CLI shuts down its
+//!    writing half of the connection: that is the agent's signal to stop collecting and ask
+//!    the runtime for a detach. The agent closes the connection when the runtime confirmed
+//!    it (`ProfilerDetachSucceeded`), the runtime's last call into it before it releases it.
+//!
+//! What the runtime refuses to a profiler that attached (enter/leave hooks, so trace mode;
+//! code transitions; every allocation) is refused here first, with the reason.
+
+use std::net::Shutdown;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clrprof_ipc::{Error as IpcError, client, discovery, message};
+use clrprof_trace::{EventCategory, protocol};
+
+use crate::record::{self, Progress, RecordOptions};
+
+/// How long the runtime may take to load and initialize the agent.
+const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the detach may take, from the request to the agent's last record.
+const DETACH_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long to retry an attach that finds a profiler still loaded (a previous detach may be
+/// finishing).
+const BUSY_RETRY: Duration = Duration::from_secs(3);
+
+/// What to attach to and what to record.
+#[derive(Debug, Clone)]
+pub struct AttachOptions {
+    /// The process.
+    pub pid: u32,
+    /// How long to record; until Ctrl-C if none.
+    pub duration: Option<Duration>,
+    /// What to collect and where to write it (its `command` is unused).
+    pub record: RecordOptions,
+}
+
+/// The event categories an attached agent can record (`all` on the command line).
+fn attachable_categories() -> impl Iterator<Item = &'static str> {
+    EventCategory::all()
+        .iter()
+        .filter(|c| **c != EventCategory::Transition)
+        .map(|c| c.name())
+}
+
+/// Refuses what the runtime does not allow after attach, naming the reason; expands `all`.
+fn check_attachable(opts: &mut RecordOptions) -> Result<()> {
+    const REASON: &str = "the runtime refuses it to a profiler that attaches to a running \
+                          process (CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER); record the \
+                          program from its start with `clrprof record` instead";
+    if opts.mode == "trace" {
+        bail!("--mode trace cannot be used with attach: it needs enter/leave hooks, and {REASON}");
+    }
+    record::validate_events(&opts.events)?;
+    if opts.events.iter().any(|e| e == "transition") {
+        bail!(
+            "`transition` events cannot be recorded with attach: they need code transition \
+             callbacks, and {REASON}"
+        );
+    }
+    if opts.events.iter().any(|e| e == "all") {
+        opts.events = attachable_categories().map(str::to_string).collect();
+    }
+    Ok(())
+}
+
+/// Attaches, records, detaches. Returns clrprof's exit code.
+pub fn attach(opts: &AttachOptions) -> Result<i32> {
+    let mut rec = opts.record.clone();
+    check_attachable(&mut rec)?;
+    let pid = opts.pid;
+    // Clear errors before anything else: no such process, not .NET, not ours.
+    discovery::socket_path(pid).map_err(explain)?;
+
+    let dir = tempfile::Builder::new()
+        .prefix("clrprof-")
+        .tempdir()
+        .context("cannot create a private temporary directory")?;
+    let socket = dir.path().join("agent.sock");
+    let listener = UnixListener::bind(&socket)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    listener.set_nonblocking(true)?;
+    let file = std::fs::File::create(&rec.output)
+        .with_context(|| format!("cannot create the trace file {}", rec.output.display()))?;
+
+    let socket_text = socket
+        .to_str()
+        .context("the temporary directory's path is not UTF-8")?;
+    let agent_text = rec
+        .agent
+        .to_str()
+        .context("the agent's path is not UTF-8")?;
+    let client_data = protocol::attach_client_data(socket_text, &rec.agent_config());
+    let attach = || {
+        client::attach_profiler(
+            pid,
+            ATTACH_TIMEOUT,
+            protocol::AGENT_CLSID,
+            agent_text,
+            &client_data,
+        )
+    };
+    // Right after a detach the runtime still counts the old profiler as loaded for a moment
+    // (it releases it after ProfilerDetachSucceeded): a refusal then is retried briefly.
+    let busy_until = Instant::now() + BUSY_RETRY;
+    let attached = loop {
+        match attach() {
+            Err(IpcError::Refused { hresult })
+                if hresult == message::CORPROF_E_PROFILER_ALREADY_ACTIVE
+                    && Instant::now() < busy_until =>
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            other => break other,
+        }
+    };
+    if let Err(e) = attached {
+        let _ = std::fs::remove_file(&rec.output);
+        return Err(explain(e)).context(format!("cannot attach to process {pid}"));
+    }
+
+    // The runtime replied once InitializeForAttach returned: the agent has connected.
+    let stream = match accept(&listener, ATTACH_TIMEOUT) {
+        Some(stream) => stream,
+        None => {
+            let _ = std::fs::remove_file(&rec.output);
+            bail!(
+                "the runtime loaded the agent into process {pid} but it never connected back \
+                 (is the process in another container? it must reach {})",
+                socket.display()
+            );
+        }
+    };
+    drop(listener);
+    let _ = std::fs::remove_file(&socket);
+
+    let progress = Arc::new(Progress::default());
+    progress.connected.store(true, Ordering::Release);
+    let receiver = {
+        let (progress, reading) = (Arc::clone(&progress), stream.try_clone()?);
+        std::thread::spawn(move || record::copy_stream(reading, file, &progress))
+    };
+
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let interrupted = Arc::clone(&interrupted);
+        let _ = ctrlc::set_handler(move || interrupted.store(true, Ordering::Release));
+    }
+    eprintln!(
+        "clrprof: attached to process {pid}; recording {}",
+        match opts.duration {
+            Some(d) => format!("for {:.1} s", d.as_secs_f64()),
+            None => "until Ctrl-C".into(),
+        }
+    );
+    let started = Instant::now();
+    let bar = record::status_line();
+    let ended_by_program = loop {
+        if receiver.is_finished() {
+            break true;
+        }
+        if interrupted.load(Ordering::Acquire)
+            || opts.duration.is_some_and(|d| started.elapsed() >= d)
+        {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        record::print_messages(&progress, &bar);
+        bar.set_message(record::status_text(&progress, started.elapsed()));
+    };
+    let recorded = started.elapsed();
+
+    // Ask the agent to detach, then wait for it to close the stream.
+    let _ = stream.shutdown(Shutdown::Write);
+    bar.set_message("detaching");
+    let deadline = Instant::now() + DETACH_TIMEOUT;
+    while !receiver.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !receiver.is_finished() {
+        // Unblock the receiver: the trace keeps what arrived.
+        let _ = stream.shutdown(Shutdown::Both);
+    }
+    let writer = receiver
+        .join()
+        .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
+    if let Some(mut w) = writer {
+        w.flush()?;
+    }
+    bar.finish_and_clear();
+    record::print_messages(&progress, &bar);
+    if let Some(problem) = progress
+        .problem
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+    {
+        eprintln!("clrprof: warning: {problem}");
+    }
+
+    let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+    let clean = progress.clean.load(Ordering::Acquire);
+    eprintln!(
+        "clrprof: wrote {} ({} records: {} events, {} samples, {} dropped) over {:.1} s",
+        rec.output.display(),
+        progress.records.load(Ordering::Relaxed),
+        progress.events.load(Ordering::Relaxed),
+        progress.samples.load(Ordering::Relaxed),
+        progress.dropped.load(Ordering::Relaxed),
+        recorded.as_secs_f64()
+    );
+    if ended_by_program || !alive {
+        eprintln!("clrprof: process {pid} ended while attached");
+        return Ok(0);
+    }
+    if !clean {
+        bail!(
+            "the agent did not confirm the detach within {} s; it may still be loaded in process {pid}",
+            DETACH_TIMEOUT.as_secs()
+        );
+    }
+    eprintln!("clrprof: detached from process {pid}; it goes on without the agent");
+    Ok(0)
+}
+
+/// Waits for the agent's connection.
+fn accept(listener: &UnixListener, timeout: Duration) -> Option<UnixStream> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false).ok()?;
+                return Some(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Turns an IPC error into what the user should know.
+fn explain(e: IpcError) -> anyhow::Error {
+    match e {
+        IpcError::Refused { hresult } if hresult == message::CORPROF_E_PROFILER_ALREADY_ACTIVE => {
+            anyhow::anyhow!(
+                "a profiler is already loaded in this process (only one can be; a previous \
+                 clrprof attach may still be detaching): HRESULT {hresult:#010x}"
+            )
+        }
+        IpcError::Refused { hresult } if hresult == message::DS_IPC_E_UNKNOWN_COMMAND => {
+            anyhow::anyhow!(
+                "this runtime is too old to attach a profiler (attach needs .NET Core 3.1 or \
+                 later): HRESULT {hresult:#010x}"
+            )
+        }
+        IpcError::Closed => anyhow::anyhow!(
+            "the process closed the diagnostics connection without answering (did it exit \
+             during the attach?)"
+        ),
+        other => other.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn options(mode: &'static str, events: &[&str]) -> RecordOptions {
+        RecordOptions {
+            mode,
+            events: events.iter().map(|e| e.to_string()).collect(),
+            rate: 1000,
+            inline: true,
+            max_nodes: 1,
+            output: PathBuf::from("x"),
+            agent: PathBuf::from("a"),
+            command: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn refuses_what_the_runtime_refuses_after_attach() {
+        let err = check_attachable(&mut options("trace", &[])).unwrap_err();
+        assert!(err.to_string().contains("enter/leave hooks"), "{err}");
+        let err = check_attachable(&mut options("none", &["gc", "transition"])).unwrap_err();
+        assert!(err.to_string().contains("code transition"), "{err}");
+        assert!(check_attachable(&mut options("none", &["nope"])).is_err());
+        let mut all = options("sample", &["all"]);
+        check_attachable(&mut all).unwrap();
+        assert_eq!(all.events.len(), EventCategory::all().len() - 1);
+        assert!(!all.events.iter().any(|e| e == "transition"));
+        assert!(all.events.iter().any(|e| e == "gc"));
+    }
+}

@@ -1,0 +1,481 @@
+#![cfg(unix)]
+//! End to end: `clrprof ps` and `clrprof attach` on a running program (`Attachee.cs`), which
+//! throws and collects on command, so that what happens while the agent is attached is exact.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::time::Duration;
+
+use clrprof_e2e::*;
+
+/// The running test program, driven through its stdin.
+struct Attachee {
+    guard: ChildGuard,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    /// Every line it printed so far.
+    printed: Vec<String>,
+}
+
+impl Attachee {
+    fn start() -> Attachee {
+        let program = compile("Attachee");
+        let mut cmd = program.command();
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+        let mut guard = ChildGuard::spawn(&mut cmd);
+        let stdin = guard.child_mut().stdin.take().unwrap();
+        let stdout = BufReader::new(guard.child_mut().stdout.take().unwrap());
+        let mut a = Attachee {
+            guard,
+            stdin,
+            stdout,
+            printed: Vec::new(),
+        };
+        // `ready` comes from Main, after the runtime opened its diagnostics socket.
+        assert_eq!(a.line(), "ready");
+        a
+    }
+
+    fn pid(&self) -> u32 {
+        self.guard.id()
+    }
+
+    fn line(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        let line = line.trim_end().to_string();
+        self.printed.push(line.clone());
+        line
+    }
+
+    /// Sends a command and returns the line it answers.
+    fn send(&mut self, command: &str) -> String {
+        writeln!(self.stdin, "{command}").unwrap();
+        self.stdin.flush().unwrap();
+        self.line()
+    }
+
+    /// Sends `exit`, waits for the program's end and checks it ended well.
+    fn exit(mut self) -> Vec<String> {
+        let bye = self.send("exit");
+        let out = self.guard.wait_with_output(default_timeout());
+        assert_eq!(out.status.code(), Some(0), "{bye}\n{}", out.describe());
+        self.printed
+    }
+}
+
+fn clrprof(args: &[&str]) -> Output {
+    run_command(Command::new(clrprof_bin()).args(args))
+}
+
+/// A `clrprof attach` that records until it is interrupted (Ctrl-C).
+struct Attach {
+    guard: ChildGuard,
+    stderr: BufReader<std::process::ChildStderr>,
+    said: String,
+}
+
+impl Attach {
+    /// Starts `clrprof attach PID -o TRACE ARGS` and waits until it says it is attached.
+    fn start(pid: u32, trace: &Path, args: &[&str]) -> Attach {
+        let mut cmd = Command::new(clrprof_bin());
+        cmd.arg("attach")
+            .arg(pid.to_string())
+            .arg("-o")
+            .arg(trace)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut guard = ChildGuard::spawn(&mut cmd);
+        let mut stderr = BufReader::new(guard.child_mut().stderr.take().unwrap());
+        let mut said = String::new();
+        loop {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                let out = guard.wait_with_output(default_timeout());
+                panic!(
+                    "clrprof attach ended before attaching: {said}\n{}",
+                    out.describe()
+                );
+            }
+            said.push_str(&line);
+            if line.starts_with("clrprof: attached to process") {
+                return Attach {
+                    guard,
+                    stderr,
+                    said,
+                };
+            }
+        }
+    }
+
+    /// Interrupts it as Ctrl-C would, and waits for the detach; returns what it said.
+    fn stop(self) -> String {
+        let status = Command::new("kill")
+            .args(["-INT", &self.guard.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.wait()
+    }
+
+    /// Waits for it to detach and end (at the end of `--duration`); returns what it said.
+    fn wait(mut self) -> String {
+        let out = self.guard.wait_with_output(default_timeout());
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.stderr, &mut rest).unwrap();
+        self.said.push_str(&rest);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}\n{}",
+            self.said,
+            out.describe()
+        );
+        assert!(self.said.contains("detached from process"), "{}", self.said);
+        self.said
+    }
+}
+
+/// Exceptions of the test program's type, and induced GCs, in a trace.
+fn probe_counts(trace: &Path) -> (u64, u64) {
+    let json = report_json(trace);
+    let exceptions = json["exceptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "AttachProbeException")
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum();
+    let induced = json["gcs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["reason"] == "induced")
+        .count() as u64;
+    (exceptions, induced)
+}
+
+#[test]
+fn ps_lists_the_running_program() {
+    let program = Attachee::start();
+    let out = clrprof(&["ps"]);
+    out.assert_success();
+    let text = out.stdout_str();
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&program.pid().to_string()))
+        .unwrap_or_else(|| panic!("pid {} not listed:\n{text}", program.pid()));
+    assert!(line.contains("Attachee.dll"), "{line}");
+    let version = &Dotnet::get().version;
+    assert!(line.contains(version.as_str()), "{line} lacks {version}");
+    assert!(text.starts_with("     PID  RUNTIME"), "{text}");
+    let printed = program.exit();
+    assert_eq!(printed, ["ready", "bye: total 0, caught 0"]);
+}
+
+#[test]
+fn the_ipc_client_finds_the_runtime_and_reads_its_replies() {
+    let program = Attachee::start();
+    let pid = program.pid();
+    let socket = clrprof_ipc::discovery::socket_path(pid).unwrap();
+    let name = socket.file_name().unwrap().to_str().unwrap().to_string();
+    assert!(
+        name.starts_with(&format!("dotnet-diagnostic-{pid}-")) && name.ends_with("-socket"),
+        "{name}"
+    );
+    assert!(
+        clrprof_ipc::discovery::list()
+            .iter()
+            .any(|p| p.pid == pid && p.socket == socket)
+    );
+    let runtime = clrprof_ipc::discovery::runtime_dir(pid).unwrap();
+    assert!(
+        runtime.ends_with(&Dotnet::get().version),
+        "{}",
+        runtime.display()
+    );
+    // ProcessInfo came with .NET 5: 3.1 answers with an error reply, which the client reads.
+    if Dotnet::get().major_minor() < (5, 0) {
+        match clrprof_ipc::client::process_info(pid) {
+            Err(clrprof_ipc::Error::Refused { hresult }) => {
+                assert_eq!(hresult, clrprof_ipc::message::DS_IPC_E_UNKNOWN_COMMAND)
+            }
+            other => panic!("{other:?}"),
+        }
+    } else {
+        let info = clrprof_ipc::client::process_info(pid).unwrap();
+        assert_eq!(info.pid, u64::from(pid));
+        assert!(info.command_line.contains("Attachee.dll"), "{info:?}");
+    }
+    // An attach without clrprof's client data: the agent refuses to start, the runtime says
+    // so in its reply, and the program goes on.
+    let err = clrprof_ipc::client::attach_profiler(
+        pid,
+        Duration::from_secs(10),
+        clrprof_trace::protocol::AGENT_CLSID,
+        agent_lib().to_str().unwrap(),
+        b"not clrprof's",
+    )
+    .unwrap_err();
+    assert!(matches!(err, clrprof_ipc::Error::Refused { .. }), "{err:?}");
+    assert_eq!(program.exit(), ["ready", "bye: total 0, caught 0"]);
+}
+
+#[test]
+fn attach_records_exactly_what_happens_while_attached_then_detaches() {
+    let mut program = Attachee::start();
+    let dir = temp_dir();
+    assert_eq!(program.send("round 3"), "rounds 3: total 3, caught 3");
+
+    let first = dir.path().join("first.clrprof");
+    let attach = Attach::start(
+        program.pid(),
+        &first,
+        &["--mode", "none", "--events", "gc,exception,runtime"],
+    );
+    assert_eq!(program.send("round 7"), "rounds 7: total 10, caught 10");
+    attach.stop();
+    assert_eq!(
+        probe_counts(&first),
+        (7, 7),
+        "exactly the 7 rounds run while attached"
+    );
+    let json = report_json(&first);
+    let events = &json["events"];
+    for kind in [
+        "InitializeForAttach",
+        "ProfilerAttachComplete",
+        "ProfilerDetachSucceeded",
+    ] {
+        assert_eq!(events[kind], 1, "{kind}: {events}");
+    }
+    assert_eq!(events["Initialize"], serde_json::Value::Null, "{events}");
+    assert_eq!(json["session"]["ended_cleanly"], true);
+    assert_eq!(json["session"]["pid"], program.pid());
+    let report = report(&first, &[]);
+    report.assert_success();
+    let text = report.stdout_str();
+    assert!(text.contains("Exceptions (7 thrown, 0 rethrown)"), "{text}");
+    assert!(text.contains("AttachProbeException"), "{text}");
+
+    // Detached: the program goes on, and can be attached again.
+    assert_eq!(program.send("round 4"), "rounds 4: total 14, caught 14");
+    let second = dir.path().join("second.clrprof");
+    let attach = Attach::start(
+        program.pid(),
+        &second,
+        &["--mode", "none", "--events", "gc,exception"],
+    );
+    assert_eq!(program.send("round 2"), "rounds 2: total 16, caught 16");
+    attach.stop();
+    assert_eq!(probe_counts(&second), (2, 2));
+
+    assert_eq!(program.send("round 1"), "rounds 1: total 17, caught 17");
+    assert_eq!(
+        program.exit(),
+        [
+            "ready",
+            "rounds 3: total 3, caught 3",
+            "rounds 7: total 10, caught 10",
+            "rounds 4: total 14, caught 14",
+            "rounds 2: total 16, caught 16",
+            "rounds 1: total 17, caught 17",
+            "bye: total 17, caught 17",
+        ],
+        "the program printed what it prints without a profiler"
+    );
+}
+
+#[test]
+fn attach_for_a_duration_records_the_window_and_samples_threads_that_were_running() {
+    let mut program = Attachee::start();
+    let dir = temp_dir();
+    // Spinning starts before the attach: the runtime never announces that thread (nor the
+    // main thread) to an attached profiler; the agent finds them with EnumThreads.
+    assert_eq!(program.send("spin"), "spinning");
+    let trace = dir.path().join("window.clrprof");
+    let attach = Attach::start(
+        program.pid(),
+        &trace,
+        &["--duration", "2", "--events", "gc,exception"],
+    );
+    assert!(
+        attach.said.contains("recording for 2.0 s"),
+        "{}",
+        attach.said
+    );
+    attach.wait();
+    assert_eq!(program.send("stop"), "stopped");
+
+    let (exceptions, induced) = probe_counts(&trace);
+    assert!(exceptions > 0 && induced > 0, "{exceptions} {induced}");
+    let report = report(&trace, &[]);
+    report.assert_success();
+    let text = report.stdout_str();
+    assert!(text.contains("AttachProbeException"), "{text}");
+    assert!(text.contains("induced"), "{text}");
+    let json = report_json(&trace);
+    assert_eq!(json["session"]["mode"], "sample");
+    assert_eq!(json["session"]["ended_cleanly"], true);
+    // The 2 s window, not the program's life (it had been running before).
+    let duration = json["session"]["duration_ns"].as_u64().unwrap();
+    assert!(
+        (2_000_000_000..10_000_000_000).contains(&duration),
+        "{duration}"
+    );
+    let sampled = |name: &str| {
+        json["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"] == name && f["total"].as_u64().unwrap() > 0)
+    };
+    assert!(sampled("Attachee.Spin()"), "{}", json["functions"]);
+    assert!(sampled("Attachee.Main()"), "{}", json["functions"]);
+    assert!(
+        json["cpu_threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["tid"] == program.pid()),
+        "the main thread is sampled: {}",
+        json["cpu_threads"]
+    );
+    let printed = program.exit();
+    assert_eq!(
+        printed,
+        ["ready", "spinning", "stopped", "bye: total 0, caught 0"]
+    );
+}
+
+/// True if process `pid` has a handler for SIGPROF (the agent's sampling signal).
+fn catches_sigprof(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let mask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .map(|m| u64::from_str_radix(m.trim(), 16).unwrap())
+        .unwrap();
+    mask & (1 << (27 - 1)) != 0
+}
+
+#[test]
+fn twenty_attach_detach_cycles_leave_the_program_healthy() {
+    let mut program = Attachee::start();
+    let dir = temp_dir();
+    assert!(!catches_sigprof(program.pid()));
+    let mut total = 0;
+    for cycle in 0..20 {
+        let trace = dir.path().join(format!("cycle{cycle}.clrprof"));
+        // Sample mode (the default): the sampler's signal handler comes and goes each time.
+        let attach = Attach::start(program.pid(), &trace, &["--events", "exception"]);
+        assert!(catches_sigprof(program.pid()), "cycle {cycle}");
+        total += 1;
+        assert_eq!(
+            program.send("round 1"),
+            format!("rounds 1: total {total}, caught {total}")
+        );
+        attach.stop();
+        assert!(
+            !catches_sigprof(program.pid()),
+            "handler restored, cycle {cycle}"
+        );
+        assert_eq!(probe_counts(&trace).0, 1, "cycle {cycle}");
+    }
+    assert_eq!(program.send("round 5"), "rounds 5: total 25, caught 25");
+    let printed = program.exit();
+    assert_eq!(printed.len(), 1 + 20 + 1 + 1);
+    assert_eq!(printed.last().unwrap(), "bye: total 25, caught 25");
+}
+
+#[test]
+fn attach_to_a_missing_or_non_dotnet_process_says_so() {
+    // A pid above the kernel's maximum cannot exist.
+    let out = clrprof(&["attach", "4194305", "--duration", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let err = out.stderr_str();
+    assert!(err.contains("there is no process 4194305"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    let mut sleeper = ChildGuard::spawn(Command::new("sleep").arg("60"));
+    let pid = sleeper.id().to_string();
+    let out = clrprof(&["attach", &pid, "--duration", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let err = out.stderr_str();
+    assert!(
+        err.contains(&format!("process {pid} is not a .NET process")),
+        "{err}"
+    );
+    sleeper.kill();
+}
+
+#[test]
+fn what_the_runtime_refuses_after_attach_is_refused_with_the_reason() {
+    let program = Attachee::start();
+    let pid = program.pid().to_string();
+    let out = clrprof(&["attach", &pid, "--mode", "trace", "--duration", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let err = out.stderr_str();
+    assert!(
+        err.contains("--mode trace cannot be used with attach"),
+        "{err}"
+    );
+    assert!(err.contains("enter/leave hooks"), "{err}");
+    assert!(
+        err.contains("CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER"),
+        "{err}"
+    );
+
+    let out = clrprof(&[
+        "attach",
+        &pid,
+        "--events",
+        "gc,transition",
+        "--duration",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let err = out.stderr_str();
+    assert!(
+        err.contains("`transition` events cannot be recorded with attach"),
+        "{err}"
+    );
+
+    // Nothing was loaded: the program is untouched.
+    assert!(
+        !std::fs::read_to_string(format!("/proc/{pid}/maps"))
+            .unwrap()
+            .contains("libclrprof_agent"),
+        "the agent was not loaded"
+    );
+    assert_eq!(program.exit(), ["ready", "bye: total 0, caught 0"]);
+}
+
+#[test]
+fn a_second_attach_while_attached_is_refused_clearly() {
+    let program = Attachee::start();
+    let dir = temp_dir();
+    let attach = Attach::start(
+        program.pid(),
+        &dir.path().join("one.clrprof"),
+        &["--mode", "none", "--events", "gc"],
+    );
+    let pid = program.pid().to_string();
+    let other = dir.path().join("two.clrprof");
+    let out = clrprof(&[
+        "attach",
+        &pid,
+        "--duration",
+        "1",
+        "-o",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    let err = out.stderr_str();
+    assert!(err.contains("a profiler is already loaded"), "{err}");
+    assert!(!other.exists(), "no trace is left behind");
+    attach.stop();
+    assert_eq!(program.exit(), ["ready", "bye: total 0, caught 0"]);
+}
