@@ -160,7 +160,9 @@ pub fn write_text(
         s.pid
     )?;
     writeln!(out, "  runtime   {}, agent {}", s.runtime, s.agent_version)?;
+    let detached = t.session_end.as_ref().is_some_and(|e| e.reason == "detach");
     let ending = match (s.ended_cleanly, s.exit_code) {
+        (true, _) if detached => "detached (the program went on running)".to_string(),
         (true, Some(code)) => format!("ended normally, exit code {code}"),
         (true, None) => "ended normally".to_string(),
         (false, Some(code)) => {
