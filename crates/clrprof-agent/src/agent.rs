@@ -11,7 +11,7 @@ use clrprof_sdk::types::*;
 use clrprof_sdk::*;
 use clrprof_trace::{EventCategory, EventKind as K, Record, SessionStart, ThreadDef, protocol};
 
-use crate::config::{Config, Mode};
+use crate::config::{AllocMode, Config, Mode};
 use crate::recorder::{cct, hooks, sys, threads};
 use crate::sampler::Sampler;
 use crate::session::Session;
@@ -201,6 +201,11 @@ impl Session {
         }
         if on(EventCategory::Exception) {
             low |= EventMask::MONITOR_EXCEPTIONS | EventMask::ENABLE_STACK_SNAPSHOT;
+        }
+        if c.alloc != AllocMode::Off {
+            low |= EventMask::ENABLE_OBJECT_ALLOCATED
+                | EventMask::MONITOR_OBJECT_ALLOCATED
+                | EventMask::ENABLE_STACK_SNAPSHOT;
         }
         if c.mode == Mode::Trace {
             // Unwind callbacks keep the shadow stacks right; JITInlining says what was inlined.
@@ -464,6 +469,9 @@ impl Profiler for Agent {
         self.ev(K::MOVED_REFERENCES, &[lengths.len() as u64, bytes])
     }
     fn object_allocated(&self, o: ObjectId, c: ClassId) -> Result<()> {
+        if let Some(s) = self.session() {
+            crate::alloc::object_allocated(s, o, c);
+        }
         self.ev(K::OBJECT_ALLOCATED, &[o.as_u64(), c.as_u64(), 0])
     }
     fn objects_allocated_by_class(&self, classes: &[ClassId], counts: &[u32]) -> Result<()> {
@@ -584,6 +592,12 @@ impl Profiler for Agent {
         )
     }
     fn garbage_collection_started(&self, generations: Generations, reason: GcReason) -> Result<()> {
+        if let Some(s) = self
+            .session()
+            .filter(|s| s.wants(K::GARBAGE_COLLECTION_STARTED))
+        {
+            crate::gc::write_generation_sizes(s, 0);
+        }
         self.ev(
             K::GARBAGE_COLLECTION_STARTED,
             &[u64::from(generations.bits()), u64::from(reason.0)],
@@ -594,6 +608,12 @@ impl Profiler for Agent {
         self.ev(K::SURVIVING_REFERENCES, &[lengths.len() as u64, bytes])
     }
     fn garbage_collection_finished(&self) -> Result<()> {
+        if let Some(s) = self
+            .session()
+            .filter(|s| s.wants(K::GARBAGE_COLLECTION_FINISHED))
+        {
+            crate::gc::write_generation_sizes(s, 1);
+        }
         self.ev(K::GARBAGE_COLLECTION_FINISHED, &[])
     }
     fn finalizeable_object_queued(&self, flags: FinalizerFlags, o: ObjectId) -> Result<()> {

@@ -4,7 +4,7 @@
 //! - `CLRPROF_OUTPUT`: a file to write the trace to directly (profiling without the CLI).
 //! - `CLRPROF_CONFIG`: `key=value` pairs separated by `;`:
 //!   `mode=sample|trace|none`, `events=jit,gc,...|all`, `rate=HZ`, `inline=1|0`,
-//!   `max_nodes=N`, `buffer_kb=N`.
+//!   `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all`, `alloc_interval=BYTES`.
 //!
 //! Unknown keys and bad values are reported back to the CLI as warnings, never fatal: the
 //! profiled program must run whatever the configuration says.
@@ -22,6 +22,17 @@ pub enum Mode {
     None,
 }
 
+/// Which allocations to record with their stacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocMode {
+    /// None.
+    Off,
+    /// A random sample, picked by bytes (see `alloc.rs`).
+    Sampled,
+    /// Every allocation.
+    All,
+}
+
 /// The parsed configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -37,11 +48,18 @@ pub struct Config {
     pub max_nodes: u64,
     /// Size of each of the agent's two record buffers.
     pub buffer_bytes: usize,
+    /// Allocations to record.
+    pub alloc: AllocMode,
+    /// `sampled`: the mean number of bytes allocated between two samples.
+    pub alloc_interval: u64,
     /// The configuration string as given.
     pub raw: String,
     /// Problems found while parsing, for the CLI to show.
     pub warnings: Vec<String>,
 }
+
+/// The default mean sampling interval of `alloc=sampled`, in bytes.
+pub const DEFAULT_ALLOC_INTERVAL: u64 = 128 << 10;
 
 impl Default for Config {
     fn default() -> Self {
@@ -52,6 +70,8 @@ impl Default for Config {
             inline: true,
             max_nodes: 2_000_000,
             buffer_bytes: 4 << 20,
+            alloc: AllocMode::Off,
+            alloc_interval: DEFAULT_ALLOC_INTERVAL,
             raw: String::new(),
             warnings: Vec::new(),
         }
@@ -106,6 +126,21 @@ impl Config {
                     Ok(kb) if (64..=1 << 20).contains(&kb) => c.buffer_bytes = kb << 10,
                     _ => c.warnings.push(format!("bad buffer_kb `{value}`")),
                 },
+                "alloc" => match value {
+                    "off" => c.alloc = AllocMode::Off,
+                    "sampled" => c.alloc = AllocMode::Sampled,
+                    "all" => c.alloc = AllocMode::All,
+                    other => c
+                        .warnings
+                        .push(format!("unknown allocation mode `{other}`, ignored")),
+                },
+                "alloc_interval" => match value.parse::<u64>() {
+                    Ok(n) if (1..=1 << 40).contains(&n) => c.alloc_interval = n,
+                    _ => c.warnings.push(format!(
+                        "bad alloc_interval `{value}`, using {} bytes",
+                        c.alloc_interval
+                    )),
+                },
                 other => c
                     .warnings
                     .push(format!("unknown setting `{other}`, ignored")),
@@ -132,7 +167,15 @@ mod tests {
         assert_eq!(c.rate_hz, 250);
         assert!(!c.inline);
         assert_eq!(c.max_nodes, 10);
+        assert_eq!(c.alloc, AllocMode::Off);
         assert!(c.warnings.is_empty());
+        let c = Config::parse("alloc=sampled;alloc_interval=4096");
+        assert_eq!((c.alloc, c.alloc_interval), (AllocMode::Sampled, 4096));
+        assert_eq!(Config::parse("alloc=all").alloc, AllocMode::All);
+        assert_eq!(
+            Config::parse("alloc=some;alloc_interval=0").warnings.len(),
+            2
+        );
     }
 
     #[test]

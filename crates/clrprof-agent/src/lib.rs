@@ -9,18 +9,23 @@
 //! Layout: [`agent`] is the profiler (callbacks → records), [`session`] the state one session
 //! shares, [`transport`] the non-blocking record stream, [`defs`] the names, [`sampler`] the
 //! sampler thread, [`unwind`] the native (DWARF CFI) stack unwinder, [`symbols`] the names of
-//! native functions (ELF symbol tables), [`config`] the settings from the environment. All
+//! native functions (ELF symbol tables), [`config`] the settings from the environment, [`alloc`] the allocation
+//! recording and sampling, [`gc`] the generation sizes around collections, [`stacks`] the
+//! stack interner samples and allocations share. All
 //! `unsafe` code lives in [`recorder`]: the enter/leave hooks, the call trees they update, the
 //! signal handler that captures stacks, and the system calls behind them.
 #![deny(unsafe_code)]
 
 pub mod agent;
+pub mod alloc;
 pub mod config;
 pub mod defs;
+pub mod gc;
 #[allow(unsafe_code)]
 pub mod recorder;
 pub mod sampler;
 pub mod session;
+pub mod stacks;
 pub mod symbols;
 pub mod transport;
 pub mod unwind;

@@ -11,6 +11,7 @@ use crate::defs::Definitions;
 use crate::recorder::cct::{self, ThreadState};
 use crate::recorder::{sys, threads};
 use crate::sampler::{Sampler, SamplerStats};
+use crate::stacks::StackInterner;
 use crate::transport::Transport;
 
 /// Everything a running session needs.
@@ -25,6 +26,8 @@ pub struct Session {
     pub defs: Definitions,
     /// Sampler counters.
     pub sampler_stats: SamplerStats,
+    /// Every stack written so far (samples and allocations share it).
+    pub stacks: StackInterner,
     /// The sampler thread, while it runs.
     pub sampler: Mutex<Option<Sampler>>,
     /// Which event kinds to record: bit `k` for `EventKind(k)`.
@@ -48,6 +51,7 @@ impl Session {
             out,
             defs: Definitions::default(),
             sampler_stats: SamplerStats::default(),
+            stacks: StackInterner::default(),
             sampler: Mutex::new(None),
             wanted,
             start_ns,
@@ -128,7 +132,7 @@ impl Session {
             ),
             ("panics_caught", clrprof_sdk::panics_caught()),
         ];
-        for (name, value) in counters {
+        for (name, value) in counters.into_iter().chain(crate::alloc::counters()) {
             self.out.push_record(&Record::Counter(Counter {
                 ts,
                 name: name.into(),

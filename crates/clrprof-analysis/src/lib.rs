@@ -9,6 +9,7 @@
 //! - [`output`]: one [`Render`] implementation per format: text, JSON, folded stacks, flame
 //!   graph SVG, speedscope, Chrome trace events, pprof.
 //!
+//! - [`memory`]: allocations by type and stack, garbage collections and their pauses.
 //! - [`trace`]: reads a trace file into names, an [`events::EventSummary`] and a
 //!   [`Profile`]; the rest of the crate works on the model and knows nothing of the format.
 //!
@@ -30,6 +31,7 @@
 pub mod builder;
 mod error;
 pub mod events;
+pub mod memory;
 pub mod model;
 pub mod output;
 pub mod query;

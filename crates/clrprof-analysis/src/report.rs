@@ -54,6 +54,12 @@ pub struct ReportJson {
     /// has samples or call trees.
     #[serde(flatten)]
     pub cpu: Option<CpuReport>,
+    /// Allocations (`allocations`, `allocation_stacks`, ...), when recorded with `--alloc`.
+    #[serde(flatten)]
+    pub alloc: Option<crate::memory::AllocReport>,
+    /// Garbage collections with pauses and generation sizes, when GCs were recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc: Option<crate::memory::GcReport>,
     /// Warnings and errors the agent reported.
     pub messages: Vec<String>,
     /// The agent's counters at the end of the recording (`events_dropped`,
@@ -95,6 +101,9 @@ fn level_name(level: u8) -> &'static str {
     }
 }
 
+/// Allocation stacks the JSON report lists unless `--top` says otherwise.
+const ALLOC_STACKS: usize = 100;
+
 /// Builds the JSON report.
 pub fn json(t: &LoadedTrace, query: &Query, options: &Json) -> Result<ReportJson, Error> {
     let cpu = if t.has_cpu_data() {
@@ -106,6 +115,10 @@ pub fn json(t: &LoadedTrace, query: &Query, options: &Json) -> Result<ReportJson
         session: session_json(t),
         events: t.events.clone(),
         cpu,
+        alloc: t
+            .has_allocations()
+            .then(|| t.alloc_report(query.top.unwrap_or(ALLOC_STACKS))),
+        gc: (!t.memory.gcs.is_empty()).then(|| t.gc_report()),
         messages: messages(t),
         counters: t.counters.clone(),
     })

@@ -17,6 +17,7 @@ use clrprof_trace::{
 
 use crate::builder::ProfileBuilder;
 use crate::events::{EventSummary, EventSummaryBuilder, file_name};
+use crate::memory::MemoryRecords;
 use crate::model::{
     CallNodeRecord, CallTree, FrameIndex, FrameKind, Mode, Profile, Sample, StackIndex,
 };
@@ -141,7 +142,9 @@ pub struct LoadedTrace {
     pub records: u64,
     /// Records of kinds this version does not know (from a newer minor version).
     pub unknown_records: u64,
-    stacks: HashMap<u32, StackDef>,
+    /// Allocations, collections and suspensions, for the memory reports.
+    pub memory: MemoryRecords,
+    pub(crate) stacks: HashMap<u32, StackDef>,
     samples: Vec<TraceSample>,
     call_tree: Vec<CallTreeNode>,
 }
@@ -174,6 +177,7 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
         events: EventSummary::default(),
         records: 0,
         unknown_records: 0,
+        memory: MemoryRecords::default(),
         stacks: HashMap::new(),
         samples: Vec::new(),
         call_tree: Vec::new(),
@@ -226,7 +230,12 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
             Record::StackDef(s) => {
                 t.stacks.insert(s.id, s);
             }
-            Record::Event(e) => events.add(&e),
+            Record::Event(e) => {
+                t.memory.event(&e);
+                events.add(&e);
+            }
+            Record::Allocation(a) => t.memory.allocation(a),
+            Record::GcGenerations(g) => t.memory.generations(g),
             Record::Sample(s) => t.samples.push(s),
             Record::CallTreeNode(n) => t.call_tree.push(n),
             Record::Unknown { .. } => t.unknown_records += 1,

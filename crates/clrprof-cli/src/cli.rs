@@ -50,6 +50,13 @@ pub struct RecordArgs {
     /// Trace mode: the most call tree nodes to keep, all threads together.
     #[arg(long, default_value_t = 2_000_000, value_name = "N")]
     pub max_nodes: u64,
+    /// Record allocations with their stacks: `sampled` (the default; picked by bytes, totals
+    /// estimated) or `all` (every allocation, exact; slower).
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "sampled", value_name = "HOW")]
+    pub alloc: Option<AllocArg>,
+    /// `--alloc sampled`: mean number of bytes allocated between two samples (default 131072).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1_099_511_627_776))]
+    pub alloc_interval: Option<u64>,
     /// Where to write the trace.
     #[arg(short, long, default_value = "trace.clrprof", value_name = "FILE")]
     pub output: PathBuf,
@@ -64,6 +71,15 @@ pub struct RecordArgs {
         value_name = "PROGRAM"
     )]
     pub command: Vec<String>,
+}
+
+/// Which allocations `record --alloc` records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AllocArg {
+    /// A random sample picked by bytes; counts and bytes are scaled-up estimates.
+    Sampled,
+    /// Every allocation: exact counts and bytes.
+    All,
 }
 
 /// Output formats of `report`.
@@ -126,4 +142,11 @@ pub struct ReportArgs {
     /// JSON: indent for people.
     #[arg(long)]
     pub pretty: bool,
+    /// Allocations (`record --alloc`): text shows the top types and stacks; folded,
+    /// flamegraph, speedscope and pprof show allocated bytes instead of CPU time.
+    #[arg(long)]
+    pub alloc: bool,
+    /// Garbage collections: text shows the table of GCs, pause percentiles and time in GC.
+    #[arg(long)]
+    pub gc: bool,
 }

@@ -18,7 +18,7 @@ use clap::Parser;
 use clrprof_analysis::{Format, Metric, Query};
 
 #[cfg(unix)]
-use cli::ModeArg;
+use cli::{AllocArg, ModeArg};
 use cli::{Cli, Command, FormatArg, MetricArg};
 
 fn main() -> ExitCode {
@@ -57,6 +57,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 rate: a.rate,
                 inline: !a.no_inline,
                 max_nodes: a.max_nodes,
+                alloc: a.alloc.map(|h| match h {
+                    AllocArg::Sampled => "sampled",
+                    AllocArg::All => "all",
+                }),
+                alloc_interval: a.alloc_interval,
                 output: a.output,
                 agent,
                 command: a.command,
@@ -78,6 +83,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 output: a.output,
                 tree: a.tree,
                 pretty: a.pretty,
+                alloc: a.alloc,
+                gc: a.gc,
                 query: Query {
                     metric: a.metric.map(|m| match m {
                         MetricArg::Cpu => Metric::Cpu,

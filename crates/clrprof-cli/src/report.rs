@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clrprof_analysis::output::{Format, Json, Text};
-use clrprof_analysis::{Query, report, trace};
+use clrprof_analysis::{Query, memory, report, trace};
 
 /// What to report, independent of the command-line syntax.
 #[derive(Debug, Clone)]
@@ -20,6 +20,10 @@ pub struct ReportOptions {
     pub tree: bool,
     /// JSON: pretty-print.
     pub pretty: bool,
+    /// Allocations: the text section, or allocation bytes in the profile formats.
+    pub alloc: bool,
+    /// The GC section of the text report.
+    pub gc: bool,
     /// Thread, filter, top, metric.
     pub query: Query,
 }
@@ -40,6 +44,33 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
     };
     let q = &opts.query;
     match opts.format {
+        Format::Text if opts.alloc || opts.gc => {
+            let top = q.top.unwrap_or(memory::TEXT_ROWS);
+            if opts.alloc {
+                memory::write_alloc_text(&loaded, top, &mut out)?;
+            }
+            if opts.gc {
+                memory::write_gc_text(&loaded, &mut out)?;
+            }
+        }
+        Format::Folded | Format::Flamegraph | Format::Speedscope | Format::Pprof if opts.alloc => {
+            if !loaded.has_allocations() {
+                bail!(
+                    "{} has no allocations; record with --alloc",
+                    opts.file.display()
+                );
+            }
+            match opts.format {
+                Format::Folded => {
+                    for line in loaded.alloc_folded_lines() {
+                        writeln!(out, "{line}")?;
+                    }
+                }
+                Format::Flamegraph => loaded.write_alloc_flamegraph(&mut out)?,
+                Format::Speedscope => loaded.write_alloc_speedscope(&mut out)?,
+                _ => loaded.write_alloc_pprof(&mut out)?,
+            }
+        }
         Format::Text => {
             let text = Text {
                 tree: opts.tree,

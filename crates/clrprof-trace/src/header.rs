@@ -81,7 +81,7 @@ mod tests {
     #[test]
     fn round_trip_and_errors() {
         let bytes = Header::CURRENT.to_bytes();
-        assert_eq!(&bytes, b"CLRPROF\0\x01\x00\x00\x00\x00\x00\x00\x00");
+        assert_eq!(&bytes, b"CLRPROF\0\x01\x00\x01\x00\x00\x00\x00\x00");
         assert_eq!(Header::parse(&bytes).unwrap(), Header::CURRENT);
         let newer_minor = Header {
             minor: 7,
@@ -94,7 +94,7 @@ mod tests {
         };
         assert!(matches!(
             Header::parse(&v2.to_bytes()),
-            Err(ReadError::UnsupportedVersion { major: 2, minor: 0 })
+            Err(ReadError::UnsupportedVersion { major: 2, minor: 1 })
         ));
         assert!(matches!(
             Header::parse(b"CLRP"),

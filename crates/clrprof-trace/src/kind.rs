@@ -62,6 +62,10 @@ record_kinds! {
     SAMPLE = 33, "Sample";
     /// `CallTreeNode`: one node of a thread's calling context tree.
     CALL_TREE_NODE = 34, "CallTreeNode";
+    /// `Allocation`: one recorded (or sampled) object allocation with its stack (1.1).
+    ALLOCATION = 40, "Allocation";
+    /// `GcGenerations`: the size of each GC generation at a collection's start or end (1.1).
+    GC_GENERATIONS = 41, "GcGenerations";
 }
 
 impl RecordKind {
@@ -102,6 +106,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 16);
+        assert_eq!(RecordKind::KNOWN.len(), 18);
     }
 }

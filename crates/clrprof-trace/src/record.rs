@@ -28,6 +28,28 @@ macro_rules! int_fields {
 
 int_fields!(u8, u16, u32, u64, i32);
 
+/// `[u64]`: `u32` count and the elements. Only used for short lists (at most
+/// [`MAX_U64_LIST`] elements), so that a corrupt count cannot ask for much memory.
+impl Field for Vec<u64> {
+    fn len(&self) -> usize {
+        4 + 8 * self.len().min(MAX_U64_LIST)
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        let n = self.len().min(MAX_U64_LIST);
+        s.put(&(n as u32).to_le_bytes());
+        for v in &self[..n] {
+            s.put(&v.to_le_bytes());
+        }
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        let n = f.count(name, 8, MAX_U64_LIST)?;
+        (0..n).map(|_| f.u64(name)).collect()
+    }
+}
+
+/// The most elements a `[u64]` field other than an event's args may have.
+pub const MAX_U64_LIST: usize = 64;
+
 /// `u8`: 0 or 1 when written; any nonzero value reads as `true`.
 impl Field for bool {
     fn len(&self) -> usize {
@@ -428,6 +450,60 @@ records! {
         /// Wall time attributed to this node itself.
         self_wall_ns: u64,
     }
+
+    /// Kind 40 (format 1.1): one allocation the agent recorded (`--alloc all`) or sampled
+    /// (`--alloc sampled`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    Allocation = ALLOCATION {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// OS thread id of the allocating thread.
+        tid: u32,
+        /// The object's `ClassID` (see [`ClassDef`]).
+        class: u64,
+        /// The object's size in bytes, from the runtime.
+        size: u64,
+        /// The allocating stack's [`StackDef`] node, 0 if it has no managed frame.
+        stack: u32,
+        /// Mean sampling interval in bytes; 0 when every allocation is recorded. A sampled
+        /// allocation of `size` bytes stands for `1 / (1 - exp(-size / interval))` of them.
+        interval: u64,
+        /// Bit 0: on the large object heap (at least 85,000 bytes). Bit 1: an array.
+        flags: u8,
+    }
+
+    /// Kind 41 (format 1.1): the size of each GC generation when a collection starts or ends
+    /// (from `GetGenerationBounds`).
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    GcGenerations = GC_GENERATIONS {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// 0: at `GarbageCollectionStarted` (before), 1: at `GarbageCollectionFinished` (after).
+        phase: u8,
+        /// Bytes in use per generation: index 0, 1, 2, 3 = large object heap, 4 = pinned.
+        sizes: Vec<u64>,
+    }
+}
+
+impl Allocation {
+    /// Flag bit: the object is on the large object heap.
+    pub const LARGE_OBJECT_HEAP: u8 = 1;
+    /// Flag bit: the object is an array.
+    pub const ARRAY: u8 = 2;
+    /// The encoded size of an allocation, record header included.
+    pub const ENCODED_LEN: usize = RECORD_HEADER_LEN + 8 + 4 + 8 + 8 + 4 + 8 + 1;
+
+    /// Encodes the record (header and payload) at the start of `buf` without allocating.
+    /// Returns the bytes written, or `None` if `buf` is shorter than
+    /// [`ENCODED_LEN`](Self::ENCODED_LEN).
+    pub fn encode_into(&self, buf: &mut [u8]) -> Option<usize> {
+        if buf.len() < Allocation::ENCODED_LEN {
+            return None;
+        }
+        let mut sink = SliceSink::new(buf);
+        self.write_record(&mut sink);
+        sink.finish()
+    }
 }
 
 /// Kind 32: one profiler callback.
@@ -590,6 +666,10 @@ pub enum Record {
     Sample(Sample),
     /// Kind 34.
     CallTreeNode(CallTreeNode),
+    /// Kind 40 (1.1).
+    Allocation(Allocation),
+    /// Kind 41 (1.1).
+    GcGenerations(GcGenerations),
     /// A kind this crate does not know, from a newer minor version of the format. Readers
     /// skip (and may count) it; a writer copies it as it is.
     Unknown {
@@ -620,6 +700,8 @@ macro_rules! with_record {
             Record::Event($r) => $body,
             Record::Sample($r) => $body,
             Record::CallTreeNode($r) => $body,
+            Record::Allocation($r) => $body,
+            Record::GcGenerations($r) => $body,
             Record::Unknown {
                 kind: $kind,
                 payload: $payload,
@@ -707,6 +789,8 @@ impl Record {
             RecordKind::EVENT => read::<Event>(payload).map(Record::from),
             RecordKind::SAMPLE => read::<Sample>(payload).map(Record::from),
             RecordKind::CALL_TREE_NODE => read::<CallTreeNode>(payload).map(Record::from),
+            RecordKind::ALLOCATION => read::<Allocation>(payload).map(Record::from),
+            RecordKind::GC_GENERATIONS => read::<GcGenerations>(payload).map(Record::from),
             kind => Ok(Record::Unknown {
                 kind,
                 payload: payload.to_vec(),
@@ -834,6 +918,20 @@ pub(crate) mod tests {
                 self_samples: 12,
                 self_cpu_ns: 12_000_000,
                 self_wall_ns: 13_000_000,
+            }),
+            Record::Allocation(Allocation {
+                ts: 3_000_000,
+                tid: 4243,
+                class: 0x7f00_0000_4000,
+                size: 100_024,
+                stack: 2,
+                interval: 102_400,
+                flags: Allocation::LARGE_OBJECT_HEAP | Allocation::ARRAY,
+            }),
+            Record::GcGenerations(GcGenerations {
+                ts: 4_000_000,
+                phase: 1,
+                sizes: vec![24, 1_000_000, 2_000_000, 85_000, 0],
             }),
             Record::Unknown {
                 kind: RecordKind(200),

@@ -1,0 +1,214 @@
+//! Memory profiling on a real runtime: allocations by type, method and stack (`--alloc all`
+//! exact, `--alloc sampled` estimated), and garbage collections with their pauses. The facts
+//! asserted are documented at the top of `tests/programs/Memory.cs`.
+
+use clrprof_e2e::{OutputExt, compile, record};
+use serde_json::Value;
+
+/// The row of `allocations[]` for a type.
+fn type_row<'a>(json: &'a Value, type_name: &str) -> &'a Value {
+    json["allocations"]
+        .as_array()
+        .expect("allocations[]")
+        .iter()
+        .find(|r| r["type"] == type_name)
+        .unwrap_or_else(|| panic!("no allocations of {type_name}: {:#}", json["allocations"]))
+}
+
+/// The `allocated_by` entries of a type whose method name contains `method`.
+fn allocated_by<'a>(row: &'a Value, method: &str) -> Vec<&'a Value> {
+    row["allocated_by"]
+        .as_array()
+        .expect("allocated_by[]")
+        .iter()
+        .filter(|m| m["function"].as_str().unwrap_or("").contains(method))
+        .collect()
+}
+
+#[test]
+fn alloc_all_counts_every_allocation_with_its_method() {
+    let program = compile("Memory");
+    let plain = program.run(&["exact"]);
+    plain.assert_success();
+    let rec = record(&program, &["exact"], &["--mode", "none", "--alloc", "all"]);
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+
+    let json = rec.report_json();
+    assert_eq!(json["allocation_mode"], "all");
+    assert_eq!(json["allocations_dropped"], 0);
+
+    let nodes = type_row(&json, "Memory.Node");
+    assert_eq!(nodes["count"], 12_345);
+    assert_eq!(nodes["bytes"], 12_345 * 40);
+    assert_eq!(nodes["estimated"], false);
+    let by = nodes["allocated_by"].as_array().unwrap();
+    assert_eq!(by.len(), 1, "{by:#?}");
+    assert_eq!(by[0]["function"], "Memory.Program.MakeNodes(int)");
+    assert_eq!(by[0]["count"], 12_345);
+
+    // Other code (the runtime, Console) allocates byte[] too: count MakeBuffers' own.
+    let buffers = type_row(&json, "byte[]");
+    assert_eq!(buffers["estimated"], false);
+    assert_eq!(buffers["array"], true);
+    let made = allocated_by(buffers, "MakeBuffers");
+    assert_eq!(made.len(), 1, "{buffers:#}");
+    assert_eq!(made[0]["function"], "Memory.Program.MakeBuffers(int)");
+    assert_eq!(made[0]["count"], 5_000);
+    assert_eq!(made[0]["bytes"], 5_000 * 124);
+
+    // The stacks: MakeNodes innermost, called from Exact and Main.
+    let stacks = json["allocation_stacks"].as_array().unwrap();
+    let node_stack = stacks
+        .iter()
+        .find(|s| s["frames"][0] == "Memory.Program.MakeNodes(int)")
+        .expect("a stack allocating in MakeNodes");
+    assert_eq!(node_stack["count"], 12_345);
+    assert_eq!(node_stack["frames"][1], "Memory.Program.Exact()");
+    assert_eq!(node_stack["frames"][2], "Memory.Program.Main(string[])");
+
+    // The text section names the same facts.
+    let text = rec.report(&["--alloc"]);
+    text.assert_success();
+    let text = text.stdout_str();
+    assert!(text.contains("Memory.Node"), "{text}");
+    assert!(text.contains("12,345"), "{text}");
+    assert!(text.contains("Memory.Program.MakeBuffers(int)"), "{text}");
+
+    // Allocation bytes in the profile formats.
+    let folded = rec.report(&["--alloc", "--format", "folded"]);
+    folded.assert_success();
+    let line = folded
+        .stdout_str()
+        .lines()
+        .find(|l| l.contains("MakeNodes") && l.contains("[Memory.Node]"))
+        .map(str::to_string)
+        .expect("a folded line for MakeNodes");
+    assert!(line.ends_with(&format!(" {}", 12_345 * 40)), "{line}");
+    let svg = rec.report(&["--alloc", "--format", "flamegraph"]);
+    svg.assert_success();
+    assert!(svg.stdout_str().contains("MakeBuffers"));
+    let speedscope = rec.report(&["--alloc", "--format", "speedscope"]);
+    speedscope.assert_success();
+    let doc: Value = serde_json::from_str(&speedscope.stdout_str()).unwrap();
+    assert_eq!(doc["profiles"][0]["unit"], "bytes");
+    let pprof_path = rec.dir.path().join("alloc.pb.gz");
+    let pprof = rec.report(&[
+        "--alloc",
+        "--format",
+        "pprof",
+        "-o",
+        pprof_path.to_str().unwrap(),
+    ]);
+    pprof.assert_success();
+    let profile = read_pprof(&pprof_path);
+    let names: Vec<&str> = profile
+        .sample_type
+        .iter()
+        .map(|t| profile.string_table[t.r#type as usize].as_str())
+        .collect();
+    assert_eq!(names, ["alloc_objects", "alloc_space"]);
+    let node_bytes: i64 = profile
+        .sample
+        .iter()
+        .filter(|s| {
+            s.label
+                .iter()
+                .any(|l| profile.string_table[l.str as usize] == "Memory.Node")
+        })
+        .map(|s| s.value[1])
+        .sum();
+    assert_eq!(node_bytes, 12_345 * 40);
+}
+
+fn read_pprof(path: &std::path::Path) -> clrprof_analysis::output::pprof_proto::Profile {
+    use prost::Message;
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_end(&mut bytes)
+        .unwrap();
+    clrprof_analysis::output::pprof_proto::Profile::decode(&bytes[..]).unwrap()
+}
+
+#[test]
+fn alloc_sampled_estimates_are_within_15_percent() {
+    let program = compile("Memory");
+    let plain = program.run(&["big"]);
+    plain.assert_success();
+    let rec = record(&program, &["big"], &["--mode", "none", "--alloc"]);
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+
+    let json = rec.report_json();
+    assert_eq!(json["allocation_mode"], "sampled");
+    assert_eq!(json["allocations_dropped"], 0);
+    // Far fewer records than the 5,250,000 allocations: this is sampling.
+    let records = json["allocation_records"].as_u64().unwrap();
+    assert!(records < 100_000, "{records} records");
+    for (type_name, truth) in [
+        ("Memory.Small", 160_000_000u64),
+        ("int[]", 164_800_000),
+        ("byte[]", 201_200_000),
+    ] {
+        let row = type_row(&json, type_name);
+        assert_eq!(row["estimated"], true);
+        let estimate = row["bytes"].as_u64().unwrap();
+        let error = (estimate as f64 - truth as f64).abs() / truth as f64;
+        assert!(
+            error < 0.15,
+            "{type_name}: estimated {estimate} bytes, true {truth} ({:.1}% off)",
+            error * 100.0
+        );
+        let by = allocated_by(row, "Churn");
+        assert_eq!(by.len(), 1, "{row:#}");
+    }
+}
+
+#[test]
+fn gc_report_shows_induced_gen2_collections_with_pauses() {
+    let program = compile("Memory");
+    let plain = program.run(&["gc"]);
+    plain.assert_success();
+    let rec = record(
+        &program,
+        &["gc"],
+        &["--mode", "none", "--events", "gc,suspension"],
+    );
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+
+    let json = rec.report_json();
+    let gcs = json["gc"]["gcs"].as_array().expect("gc.gcs[]");
+    let induced: Vec<&Value> = gcs.iter().filter(|g| g["reason"] == "induced").collect();
+    assert_eq!(induced.len(), 3, "{gcs:#?}");
+    for g in induced {
+        assert_eq!(g["generation"], 2, "{g:#}");
+        assert!(g["pause_ns"].as_u64().unwrap() > 0, "{g:#}");
+        let before = g["heap_before"].as_array().expect("heap sizes before");
+        let after = g["heap_after"].as_array().expect("heap sizes after");
+        assert_eq!((before.len(), after.len()), (5, 5));
+        // Each collection follows 1,000 new nodes (40 KB) in generation 0, and moves the
+        // survivors out of it.
+        let (gen0_before, gen0_after) = (before[0].as_u64().unwrap(), after[0].as_u64().unwrap());
+        assert!(gen0_before >= 40_000, "{g:#}");
+        assert!(gen0_after < gen0_before, "{g:#}");
+    }
+    assert!(json["gc"]["pause_max_ns"].as_u64().unwrap() > 0);
+    assert_eq!(json["gc"]["pauses_known"], true);
+
+    let text = rec.report(&["--gc"]);
+    text.assert_success();
+    let text = text.stdout_str();
+    assert!(text.contains("induced"), "{text}");
+    assert!(text.contains("p50"), "{text}");
+}
