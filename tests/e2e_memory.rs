@@ -212,3 +212,132 @@ fn gc_report_shows_induced_gen2_collections_with_pauses() {
     assert!(text.contains("induced"), "{text}");
     assert!(text.contains("p50"), "{text}");
 }
+
+/// The row of `heap.types[]` (or of a diff's `types[]`) for a type.
+fn heap_type<'a>(types: &'a Value, type_name: &str) -> &'a Value {
+    types
+        .as_array()
+        .expect("types[]")
+        .iter()
+        .find(|r| r["type"] == type_name)
+        .unwrap_or_else(|| panic!("no {type_name} in {types:#}"))
+}
+
+#[test]
+fn heap_snapshots_show_retained_sizes_root_paths_and_growth() {
+    let program = compile("Memory");
+    let plain = program.run(&["heap"]);
+    plain.assert_success();
+    let rec = record(
+        &program,
+        &["heap"],
+        &[
+            "--mode",
+            "none",
+            "--events",
+            "gc",
+            "--heap-snapshot",
+            "every-gc",
+        ],
+    );
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+
+    // The program's two induced collections, and the snapshots taken in them.
+    let json = rec.report_json();
+    let induced: Vec<u64> = json["gc"]["gcs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["reason"] == "induced")
+        .map(|g| g["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(induced.len(), 2, "{:#}", json["gc"]);
+    let snapshot_of = |gc: u64| -> String {
+        json["heap"]["snapshots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["gc"] == gc)
+            .unwrap_or_else(|| panic!("no snapshot in GC {gc}: {:#}", json["heap"]["snapshots"]))
+            ["snapshot"]
+            .to_string()
+    };
+    let (first, second) = (snapshot_of(induced[0]), snapshot_of(induced[1]));
+
+    let at = |n: &str| -> Value {
+        let out = rec.report(&["--format", "json", "--snapshot", n]);
+        out.assert_success();
+        serde_json::from_str(&out.stdout_str()).unwrap()
+    };
+    let before = at(&first);
+    let types = &before["heap"]["types"];
+    let nodes = heap_type(types, "Memory.HeapNode");
+    assert_eq!(nodes["count"], 1_000);
+    assert_eq!(nodes["shallow_bytes"], 1_000 * 32);
+    let node_and_data = 32 + 1_024;
+    assert_eq!(nodes["retained_bytes"], 1_000 * node_and_data);
+    let list = heap_type(types, "System.Collections.Generic.List<Memory.HeapNode>");
+    assert_eq!(list["count"], 1);
+    assert!(
+        list["retained_bytes"].as_u64().unwrap() >= 1_000 * node_and_data,
+        "{list:#}"
+    );
+    // The list is among the top retainers, with a path from a root.
+    let retainers = before["heap"]["top_retainers"].as_array().unwrap();
+    let list_retainer = retainers
+        .iter()
+        .find(|r| r["type"] == "System.Collections.Generic.List<Memory.HeapNode>")
+        .unwrap_or_else(|| panic!("{retainers:#?}"));
+    let path: Vec<&str> = list_retainer["path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(path[0].starts_with("root: "), "{path:?}");
+    assert_eq!(
+        path.last(),
+        Some(&"System.Collections.Generic.List<Memory.HeapNode>")
+    );
+
+    let diff = rec.report(&["--format", "json", "--diff", &first, &second]);
+    diff.assert_success();
+    let diff: Value = serde_json::from_str(&diff.stdout_str()).unwrap();
+    let grown = heap_type(&diff["diff"]["types"], "Memory.HeapNode");
+    assert_eq!(grown["count_before"], 1_000);
+    assert_eq!(grown["count_after"], 1_500);
+    assert_eq!(grown["count_delta"], 500);
+    assert_eq!(grown["shallow_bytes_delta"], 500 * 32);
+
+    let text = rec.report(&["--heap"]);
+    text.assert_success();
+    let text = text.stdout_str();
+    assert!(text.contains("Memory.HeapNode"), "{text}");
+    assert!(text.contains("root: "), "{text}");
+}
+
+#[test]
+fn heap_snapshot_at_exit_sees_the_final_heap() {
+    let program = compile("Memory");
+    let plain = program.run(&["heap"]);
+    let rec = record(
+        &program,
+        &["heap"],
+        &["--mode", "none", "--heap-snapshot", "at-exit"],
+    );
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+    let json = rec.report_json();
+    let snapshots = json["heap"]["snapshots"].as_array().unwrap();
+    assert_eq!(snapshots.len(), 1, "{snapshots:#?}");
+    let nodes = heap_type(&json["heap"]["types"], "Memory.HeapNode");
+    assert_eq!(nodes["count"], 1_500);
+    assert_eq!(nodes["retained_bytes"], 1_500 * (32 + 1_024));
+}

@@ -14,6 +14,12 @@
 //     (deterministic).
 // gc: exactly 3 `GC.Collect()` (blocking, generation 2, reason induced) after a little
 //     allocation. Output: "gc: induced 3 gen2 collections, gen2 count grew by >= 3: True".
+// heap: a static `List<Memory.HeapNode>` (`Memory.Program.Kept`) gets 1,000 `Memory.HeapNode`,
+//     each owning a `byte[1000]` (1,024 bytes) in its `Data` field; then `GC.Collect()`
+//     (induced); then 500 more nodes (1,500 in all, each with its byte[1000]); then
+//     `GC.Collect()` again. No other `Memory.HeapNode` exists. A HeapNode is 32 bytes
+//     (header, method table, the reference and an int, padded).
+//     Output: "heap: 1000 nodes", "heap: 1500 nodes".
 //
 // Every method named here is [MethodImpl(NoInlining)], so allocation stacks name them.
 using System;
@@ -34,8 +40,15 @@ namespace Memory
         public long Y;
     }
 
+    class HeapNode
+    {
+        public byte[] Data;
+        public int Id;
+    }
+
     class Program
     {
+        static System.Collections.Generic.List<HeapNode> Kept;
         static Node[] nodes;
         static byte[][] buffers;
 
@@ -118,12 +131,36 @@ namespace Memory
             Console.WriteLine("gc: induced 3 gen2 collections, gen2 count grew by >= 3: " + grew);
         }
 
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void AddHeapNodes(int n)
+        {
+            for (int i = 0; i < n; i++)
+            {
+                var node = new HeapNode();
+                node.Id = Kept.Count;
+                node.Data = new byte[1000];
+                Kept.Add(node);
+            }
+        }
+
+        static void Heap()
+        {
+            Kept = new System.Collections.Generic.List<HeapNode>();
+            AddHeapNodes(1000);
+            GC.Collect();
+            Console.WriteLine("heap: " + Kept.Count + " nodes");
+            AddHeapNodes(500);
+            GC.Collect();
+            Console.WriteLine("heap: " + Kept.Count + " nodes");
+        }
+
         static int Main(string[] args)
         {
             string mode = args.Length > 0 ? args[0] : "exact";
             if (mode == "exact") Exact();
             else if (mode == "big") Big();
             else if (mode == "gc") Gc();
+            else if (mode == "heap") Heap();
             else
             {
                 Console.WriteLine("unknown mode " + mode);

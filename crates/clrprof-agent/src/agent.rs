@@ -202,6 +202,7 @@ impl Session {
         if on(EventCategory::Exception) {
             low |= EventMask::MONITOR_EXCEPTIONS | EventMask::ENABLE_STACK_SNAPSHOT;
         }
+        low |= crate::heap::event_mask(&c.heap_snapshots);
         if c.alloc != AllocMode::Off {
             low |= EventMask::ENABLE_OBJECT_ALLOCATED
                 | EventMask::MONITOR_OBJECT_ALLOCATED
@@ -231,6 +232,8 @@ impl Profiler for Agent {
 
     fn shutdown(&self) -> Result<()> {
         if let Some(s) = self.session() {
+            crate::heap::snapshot_at_exit(s);
+            crate::heap::finish(s);
             s.event(K::SHUTDOWN, &[]);
             s.end("shutdown");
         }
@@ -482,6 +485,9 @@ impl Profiler for Agent {
         )
     }
     fn object_references(&self, o: ObjectId, c: ClassId, refs: &[ObjectId]) -> Result<()> {
+        if let Some(s) = self.session() {
+            crate::heap::object_references(s, o, c, refs);
+        }
         self.ev(
             K::OBJECT_REFERENCES,
             &[o.as_u64(), c.as_u64(), refs.len() as u64],
@@ -592,11 +598,11 @@ impl Profiler for Agent {
         )
     }
     fn garbage_collection_started(&self, generations: Generations, reason: GcReason) -> Result<()> {
-        if let Some(s) = self
-            .session()
-            .filter(|s| s.wants(K::GARBAGE_COLLECTION_STARTED))
-        {
-            crate::gc::write_generation_sizes(s, 0);
+        if let Some(s) = self.session() {
+            if s.wants(K::GARBAGE_COLLECTION_STARTED) {
+                crate::gc::write_generation_sizes(s, 0);
+            }
+            crate::heap::gc_started(s);
         }
         self.ev(
             K::GARBAGE_COLLECTION_STARTED,
@@ -625,10 +631,13 @@ impl Profiler for Agent {
     fn root_references2(
         &self,
         roots: &[ObjectId],
-        _k: &[GcRootKind],
-        _f: &[GcRootFlags],
-        _ids: &[usize],
+        kinds: &[GcRootKind],
+        flags: &[GcRootFlags],
+        ids: &[usize],
     ) -> Result<()> {
+        if let Some(s) = self.session() {
+            crate::heap::root_references(s, roots, kinds, flags, ids);
+        }
         self.ev(K::ROOT_REFERENCES2, &[roots.len() as u64])
     }
     fn handle_created(&self, h: GcHandleId, o: ObjectId) -> Result<()> {

@@ -4,7 +4,8 @@
 //! - `CLRPROF_OUTPUT`: a file to write the trace to directly (profiling without the CLI).
 //! - `CLRPROF_CONFIG`: `key=value` pairs separated by `;`:
 //!   `mode=sample|trace|none`, `events=jit,gc,...|all`, `rate=HZ`, `inline=1|0`,
-//!   `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all`, `alloc_interval=BYTES`.
+//!   `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all`, `alloc_interval=BYTES`,
+//!   `heap_snapshot=at-exit|every-gc|N`.
 //!
 //! Unknown keys and bad values are reported back to the CLI as warnings, never fatal: the
 //! profiled program must run whatever the configuration says.
@@ -33,6 +34,17 @@ pub enum AllocMode {
     All,
 }
 
+/// When to take heap snapshots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeapSnapshots {
+    /// Never.
+    Off,
+    /// Once, in a collection forced at shutdown.
+    AtExit,
+    /// In every N-th collection (1 = every one).
+    EveryGc(u32),
+}
+
 /// The parsed configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -52,6 +64,8 @@ pub struct Config {
     pub alloc: AllocMode,
     /// `sampled`: the mean number of bytes allocated between two samples.
     pub alloc_interval: u64,
+    /// Heap snapshots.
+    pub heap_snapshots: HeapSnapshots,
     /// The configuration string as given.
     pub raw: String,
     /// Problems found while parsing, for the CLI to show.
@@ -72,6 +86,7 @@ impl Default for Config {
             buffer_bytes: 4 << 20,
             alloc: AllocMode::Off,
             alloc_interval: DEFAULT_ALLOC_INTERVAL,
+            heap_snapshots: HeapSnapshots::Off,
             raw: String::new(),
             warnings: Vec::new(),
         }
@@ -141,6 +156,17 @@ impl Config {
                         c.alloc_interval
                     )),
                 },
+                "heap_snapshot" => match value {
+                    "off" => c.heap_snapshots = HeapSnapshots::Off,
+                    "at-exit" => c.heap_snapshots = HeapSnapshots::AtExit,
+                    "every-gc" => c.heap_snapshots = HeapSnapshots::EveryGc(1),
+                    n => match n.parse::<u32>() {
+                        Ok(n) if n > 0 => c.heap_snapshots = HeapSnapshots::EveryGc(n),
+                        _ => c
+                            .warnings
+                            .push(format!("bad heap_snapshot `{value}`, no snapshots")),
+                    },
+                },
                 other => c
                     .warnings
                     .push(format!("unknown setting `{other}`, ignored")),
@@ -172,6 +198,11 @@ mod tests {
         let c = Config::parse("alloc=sampled;alloc_interval=4096");
         assert_eq!((c.alloc, c.alloc_interval), (AllocMode::Sampled, 4096));
         assert_eq!(Config::parse("alloc=all").alloc, AllocMode::All);
+        let snapshots = |v: &str| Config::parse(&format!("heap_snapshot={v}")).heap_snapshots;
+        assert_eq!(snapshots("at-exit"), HeapSnapshots::AtExit);
+        assert_eq!(snapshots("every-gc"), HeapSnapshots::EveryGc(1));
+        assert_eq!(snapshots("3"), HeapSnapshots::EveryGc(3));
+        assert_eq!(snapshots("0"), HeapSnapshots::Off);
         assert_eq!(
             Config::parse("alloc=some;alloc_interval=0").warnings.len(),
             2

@@ -10,7 +10,8 @@
 //! shares, [`transport`] the non-blocking record stream, [`defs`] the names, [`sampler`] the
 //! sampler thread, [`unwind`] the native (DWARF CFI) stack unwinder, [`symbols`] the names of
 //! native functions (ELF symbol tables), [`config`] the settings from the environment, [`alloc`] the allocation
-//! recording and sampling, [`gc`] the generation sizes around collections, [`stacks`] the
+//! recording and sampling, [`gc`] the generation sizes around collections, [`heap`] the
+//! heap snapshots, [`stacks`] the
 //! stack interner samples and allocations share. All
 //! `unsafe` code lives in [`recorder`]: the enter/leave hooks, the call trees they update, the
 //! signal handler that captures stacks, and the system calls behind them.
@@ -21,6 +22,7 @@ pub mod alloc;
 pub mod config;
 pub mod defs;
 pub mod gc;
+pub mod heap;
 #[allow(unsafe_code)]
 pub mod recorder;
 pub mod sampler;

@@ -60,6 +60,10 @@ pub struct ReportJson {
     /// Garbage collections with pauses and generation sizes, when GCs were recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gc: Option<crate::memory::GcReport>,
+    /// The heap snapshots and the analysis of the last complete one, when recorded with
+    /// `--heap-snapshot`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heap: Option<crate::memory::HeapJson>,
     /// Warnings and errors the agent reported.
     pub messages: Vec<String>,
     /// The agent's counters at the end of the recording (`events_dropped`,
@@ -104,6 +108,9 @@ fn level_name(level: u8) -> &'static str {
 /// Allocation stacks the JSON report lists unless `--top` says otherwise.
 const ALLOC_STACKS: usize = 100;
 
+/// Top retainers the JSON report lists.
+pub const HEAP_RETAINERS: usize = 20;
+
 /// Builds the JSON report.
 pub fn json(t: &LoadedTrace, query: &Query, options: &Json) -> Result<ReportJson, Error> {
     let cpu = if t.has_cpu_data() {
@@ -119,6 +126,13 @@ pub fn json(t: &LoadedTrace, query: &Query, options: &Json) -> Result<ReportJson
             .has_allocations()
             .then(|| t.alloc_report(query.top.unwrap_or(ALLOC_STACKS))),
         gc: (!t.memory.gcs.is_empty()).then(|| t.gc_report()),
+        heap: t
+            .memory
+            .snapshots
+            .iter()
+            .any(|s| s.complete)
+            .then(|| t.heap_json(None, HEAP_RETAINERS, &mut |_| {}))
+            .transpose()?,
         messages: messages(t),
         counters: t.counters.clone(),
     })
@@ -131,11 +145,19 @@ pub fn write_json(
     options: &Json,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
-    let report = json(t, query, options)?;
+    write_json_report(&json(t, query, options)?, options, out)
+}
+
+/// Writes a JSON report already built (possibly adjusted by the caller).
+pub fn write_json_report(
+    report: &ReportJson,
+    options: &Json,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
     if options.pretty {
-        serde_json::to_writer_pretty(&mut *out, &report)?;
+        serde_json::to_writer_pretty(&mut *out, report)?;
     } else {
-        serde_json::to_writer(&mut *out, &report)?;
+        serde_json::to_writer(&mut *out, report)?;
     }
     writeln!(out)?;
     Ok(())

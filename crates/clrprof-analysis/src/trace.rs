@@ -236,6 +236,10 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
             }
             Record::Allocation(a) => t.memory.allocation(a),
             Record::GcGenerations(g) => t.memory.generations(g),
+            Record::HeapSnapshot(h) => t.memory.heap_snapshot(&h),
+            Record::HeapObject(o) => t.memory.heap_object(&o),
+            Record::HeapRoot(r) => t.memory.heap_root(&r),
+            Record::HeapSnapshotEnd(e) => t.memory.heap_snapshot_end(&e),
             Record::Sample(s) => t.samples.push(s),
             Record::CallTreeNode(n) => t.call_tree.push(n),
             Record::Unknown { .. } => t.unknown_records += 1,

@@ -57,6 +57,10 @@ pub struct RecordArgs {
     /// `--alloc sampled`: mean number of bytes allocated between two samples (default 131072).
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1_099_511_627_776))]
     pub alloc_interval: Option<u64>,
+    /// Heap snapshots (object graph, retained sizes): `at-exit` (one, in a collection forced
+    /// when the program ends), `every-gc`, or a number N (every N-th collection).
+    #[arg(long, value_name = "WHEN", value_parser = parse_heap_snapshot)]
+    pub heap_snapshot: Option<String>,
     /// Where to write the trace.
     #[arg(short, long, default_value = "trace.clrprof", value_name = "FILE")]
     pub output: PathBuf,
@@ -71,6 +75,14 @@ pub struct RecordArgs {
         value_name = "PROGRAM"
     )]
     pub command: Vec<String>,
+}
+
+fn parse_heap_snapshot(v: &str) -> Result<String, String> {
+    match v {
+        "at-exit" | "every-gc" => Ok(v.to_string()),
+        n if n.parse::<u32>().is_ok_and(|n| n > 0) => Ok(v.to_string()),
+        _ => Err("expected at-exit, every-gc or a number of collections (1 or more)".into()),
+    }
 }
 
 /// Which allocations `record --alloc` records.
@@ -116,8 +128,8 @@ pub enum MetricArg {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The trace to read.
-    pub file: PathBuf,
+    /// The trace to read (optional with `--diff` between two traces).
+    pub file: Option<PathBuf>,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub format: FormatArg,
@@ -149,4 +161,15 @@ pub struct ReportArgs {
     /// Garbage collections: text shows the table of GCs, pause percentiles and time in GC.
     #[arg(long)]
     pub gc: bool,
+    /// Heap snapshot (`record --heap-snapshot`): types by retained size, top retainers with
+    /// their path from a root.
+    #[arg(long)]
+    pub heap: bool,
+    /// Which heap snapshot `--heap` and JSON analyse (default: the last complete one).
+    #[arg(long, value_name = "N")]
+    pub snapshot: Option<u32>,
+    /// What grew between two heap snapshots. Each is a snapshot number of FILE, a trace (its
+    /// last snapshot) or TRACE@N.
+    #[arg(long, num_args = 2, value_names = ["A", "B"])]
+    pub diff: Vec<String>,
 }

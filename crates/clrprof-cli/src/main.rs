@@ -62,6 +62,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     AllocArg::All => "all",
                 }),
                 alloc_interval: a.alloc_interval,
+                heap_snapshot: a.heap_snapshot,
                 output: a.output,
                 agent,
                 command: a.command,
@@ -85,6 +86,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 pretty: a.pretty,
                 alloc: a.alloc,
                 gc: a.gc,
+                heap: a.heap,
+                snapshot: a.snapshot,
+                diff: a.diff,
                 query: Query {
                     metric: a.metric.map(|m| match m {
                         MetricArg::Cpu => Metric::Cpu,

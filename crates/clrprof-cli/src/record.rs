@@ -40,6 +40,8 @@ pub struct RecordOptions {
     pub alloc: Option<&'static str>,
     /// Mean sampling interval of `--alloc sampled`, in bytes (`None`: the agent's default).
     pub alloc_interval: Option<u64>,
+    /// Heap snapshots: `at-exit`, `every-gc` or N.
+    pub heap_snapshot: Option<String>,
     /// Trace file.
     pub output: PathBuf,
     /// The agent library.
@@ -66,6 +68,9 @@ impl RecordOptions {
         }
         if let Some(bytes) = self.alloc_interval {
             c.push_str(&format!(";alloc_interval={bytes}"));
+        }
+        if let Some(when) = &self.heap_snapshot {
+            c.push_str(&format!(";heap_snapshot={when}"));
         }
         c
     }

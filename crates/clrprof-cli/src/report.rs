@@ -10,8 +10,8 @@ use clrprof_analysis::{Query, memory, report, trace};
 /// What to report, independent of the command-line syntax.
 #[derive(Debug, Clone)]
 pub struct ReportOptions {
-    /// The trace.
-    pub file: PathBuf,
+    /// The trace (optional when `diff` names two traces).
+    pub file: Option<PathBuf>,
     /// Output format.
     pub format: Format,
     /// Output file (stdout if none).
@@ -24,15 +24,37 @@ pub struct ReportOptions {
     pub alloc: bool,
     /// The GC section of the text report.
     pub gc: bool,
+    /// The heap section of the text report.
+    pub heap: bool,
+    /// The heap snapshot to analyse.
+    pub snapshot: Option<u32>,
+    /// Two snapshots to compare (empty: no diff).
+    pub diff: Vec<String>,
     /// Thread, filter, top, metric.
     pub query: Query,
 }
 
 /// Writes the report.
 pub fn report(opts: &ReportOptions) -> Result<()> {
-    let loaded = trace::load(&opts.file)?;
+    let mut out = open_output(opts)?;
+    if opts.diff.len() == 2 {
+        diff(opts, &mut out)?;
+    } else {
+        let Some(file) = &opts.file else {
+            bail!("which trace? give a trace file (or --diff A B between two traces)");
+        };
+        report_file(opts, file, &mut out)?;
+    }
+    out.flush().context("writing the report")?;
+    if let Some(path) = &opts.output {
+        eprintln!("clrprof: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn open_output(opts: &ReportOptions) -> Result<Box<dyn Write>> {
     let binary = opts.format.is_binary();
-    let mut out: Box<dyn Write> = match &opts.output {
+    Ok(match &opts.output {
         Some(path) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(path)
                 .with_context(|| format!("cannot create {}", path.display()))?,
@@ -41,24 +63,80 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
             bail!("pprof output is binary; write it to a file with -o FILE")
         }
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    })
+}
+
+/// Shows what the heap analysis is doing on a terminal (it can take a while on big heaps).
+fn progress() -> impl FnMut(&str) {
+    let tty = std::io::stderr().is_terminal();
+    move |what: &str| {
+        if tty {
+            eprint!("\r\x1b[2Kclrprof: {what}...");
+            if what.is_empty() {
+                eprint!("\r\x1b[2K");
+            }
+        }
+    }
+}
+
+/// Loads one side of `--diff`: `N` (a snapshot of FILE), `TRACE` or `TRACE@N`.
+fn diff_side(opts: &ReportOptions, spec: &str) -> Result<(trace::LoadedTrace, Option<u32>)> {
+    if let Ok(n) = spec.parse::<u32>() {
+        let Some(file) = &opts.file else {
+            bail!("--diff {spec}: a snapshot number needs a trace file");
+        };
+        return Ok((trace::load(file)?, Some(n)));
+    }
+    let (path, number) = match spec.rsplit_once('@') {
+        Some((p, n)) if n.parse::<u32>().is_ok() => (p, n.parse::<u32>().ok()),
+        _ => (spec, None),
     };
+    Ok((trace::load(std::path::Path::new(path))?, number))
+}
+
+fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
+    let mut show = progress();
+    let mut analyse = |spec: &str| -> Result<memory::HeapReport> {
+        let (t, n) = diff_side(opts, spec)?;
+        let s = t.snapshot(n).with_context(|| format!("--diff {spec}"))?;
+        Ok(memory::heap::analyze(s, &t.names, 0, &mut show))
+    };
+    let before = analyse(&opts.diff[0])?;
+    let after = analyse(&opts.diff[1])?;
+    progress()("");
+    let rows = memory::heap::diff(&before, &after);
+    match opts.format {
+        Format::Json => memory::write_diff_json(&before, &after, &rows, opts.pretty, out)?,
+        Format::Text => {
+            let top = opts.query.top.unwrap_or(memory::TEXT_ROWS);
+            memory::write_diff_text(&before, &after, &rows, top, out)?;
+        }
+        other => bail!("--diff writes text or json, not {other:?}"),
+    }
+    Ok(())
+}
+
+fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write) -> Result<()> {
+    let loaded = trace::load(file)?;
     let q = &opts.query;
     match opts.format {
-        Format::Text if opts.alloc || opts.gc => {
+        Format::Text if opts.alloc || opts.gc || opts.heap => {
             let top = q.top.unwrap_or(memory::TEXT_ROWS);
             if opts.alloc {
-                memory::write_alloc_text(&loaded, top, &mut out)?;
+                memory::write_alloc_text(&loaded, top, out)?;
             }
             if opts.gc {
-                memory::write_gc_text(&loaded, &mut out)?;
+                memory::write_gc_text(&loaded, out)?;
+            }
+            if opts.heap {
+                let h = loaded.heap_json(opts.snapshot, top.min(10), &mut progress())?;
+                progress()("");
+                memory::write_heap_text(&h, top, out)?;
             }
         }
         Format::Folded | Format::Flamegraph | Format::Speedscope | Format::Pprof if opts.alloc => {
             if !loaded.has_allocations() {
-                bail!(
-                    "{} has no allocations; record with --alloc",
-                    opts.file.display()
-                );
+                bail!("{} has no allocations; record with --alloc", file.display());
             }
             match opts.format {
                 Format::Folded => {
@@ -66,9 +144,9 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
                         writeln!(out, "{line}")?;
                     }
                 }
-                Format::Flamegraph => loaded.write_alloc_flamegraph(&mut out)?,
-                Format::Speedscope => loaded.write_alloc_speedscope(&mut out)?,
-                _ => loaded.write_alloc_pprof(&mut out)?,
+                Format::Flamegraph => loaded.write_alloc_flamegraph(out)?,
+                Format::Speedscope => loaded.write_alloc_speedscope(out)?,
+                _ => loaded.write_alloc_pprof(out)?,
             }
         }
         Format::Text => {
@@ -76,30 +154,33 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
                 tree: opts.tree,
                 ..Text::default()
             };
-            report::write_text(&loaded, q, &text, &mut out)?;
+            report::write_text(&loaded, q, &text, out)?;
         }
-        Format::Json => report::write_json(
-            &loaded,
-            q,
-            &Json {
+        Format::Json => {
+            let options = Json {
                 pretty: opts.pretty,
                 ..Json::default()
-            },
-            &mut out,
-        )?,
+            };
+            let mut json = report::json(&loaded, q, &options)?;
+            if opts.snapshot.is_some() {
+                json.heap = Some(loaded.heap_json(
+                    opts.snapshot,
+                    report::HEAP_RETAINERS,
+                    &mut progress(),
+                )?);
+                progress()("");
+            }
+            report::write_json_report(&json, &options, out)?;
+        }
         other => {
             if !loaded.has_cpu_data() {
                 bail!(
                     "{} has no CPU samples or call trees (it was recorded with --mode none); only the text and json formats apply",
-                    opts.file.display()
+                    file.display()
                 );
             }
-            other.renderer().render(&loaded.profile(), q, &mut out)?;
+            other.renderer().render(&loaded.profile(), q, out)?;
         }
-    }
-    out.flush().context("writing the report")?;
-    if let Some(path) = &opts.output {
-        eprintln!("clrprof: wrote {}", path.display());
     }
     Ok(())
 }

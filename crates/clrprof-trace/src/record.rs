@@ -28,8 +28,8 @@ macro_rules! int_fields {
 
 int_fields!(u8, u16, u32, u64, i32);
 
-/// `[u64]`: `u32` count and the elements. Only used for short lists (at most
-/// [`MAX_U64_LIST`] elements), so that a corrupt count cannot ask for much memory.
+/// `[u64]`: `u32` count and the elements (at most [`MAX_U64_LIST`], which a payload can hold;
+/// the count is checked against the bytes left before anything is allocated).
 impl Field for Vec<u64> {
     fn len(&self) -> usize {
         4 + 8 * self.len().min(MAX_U64_LIST)
@@ -47,8 +47,9 @@ impl Field for Vec<u64> {
     }
 }
 
-/// The most elements a `[u64]` field other than an event's args may have.
-pub const MAX_U64_LIST: usize = 64;
+/// The most elements a `[u64]` field other than an event's args may have: as many as fit in a
+/// payload.
+pub const MAX_U64_LIST: usize = MAX_PAYLOAD_LEN / 8 - 8;
 
 /// `u8`: 0 or 1 when written; any nonzero value reads as `true`.
 impl Field for bool {
@@ -483,6 +484,62 @@ records! {
         /// Bytes in use per generation: index 0, 1, 2, 3 = large object heap, 4 = pinned.
         sizes: Vec<u64>,
     }
+
+    /// Kind 42 (format 1.1): a heap snapshot begins; its objects and roots follow.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    HeapSnapshot = HEAP_SNAPSHOT {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// Snapshot number, from 1.
+        snapshot: u32,
+        /// The garbage collection it was taken in, from 1.
+        gc: u32,
+    }
+
+    /// Kind 43 (format 1.1): one live object of a snapshot (`ObjectReferences`).
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    HeapObject = HEAP_OBJECT {
+        /// The snapshot.
+        snapshot: u32,
+        /// The object's address (`ObjectID`) after the collection.
+        object: u64,
+        /// Its `ClassID`.
+        class: u64,
+        /// Its size in bytes.
+        size: u64,
+        /// The objects it references (a reference may repeat).
+        refs: Vec<u64>,
+    }
+
+    /// Kind 44 (format 1.1): one root of a snapshot (`RootReferences2`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    HeapRoot = HEAP_ROOT {
+        /// The snapshot.
+        snapshot: u32,
+        /// The object the root references.
+        object: u64,
+        /// `COR_PRF_GC_ROOT_KIND`: 0 other, 1 stack, 2 finalizer queue, 3 handle.
+        kind: u8,
+        /// `COR_PRF_GC_ROOT_FLAGS`: 1 pinning, 2 weak, 4 interior, 8 reference-counted.
+        flags: u8,
+        /// The root's id: the handle for handles, the function for stack roots (may be 0).
+        id: u64,
+    }
+
+    /// Kind 45 (format 1.1): a heap snapshot is complete.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    HeapSnapshotEnd = HEAP_SNAPSHOT_END {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// The snapshot.
+        snapshot: u32,
+        /// Objects written.
+        objects: u64,
+        /// Roots written.
+        roots: u64,
+        /// References cut because an object had more than a record holds.
+        refs_cut: u64,
+    }
 }
 
 impl Allocation {
@@ -670,6 +727,14 @@ pub enum Record {
     Allocation(Allocation),
     /// Kind 41 (1.1).
     GcGenerations(GcGenerations),
+    /// Kind 42 (1.1).
+    HeapSnapshot(HeapSnapshot),
+    /// Kind 43 (1.1).
+    HeapObject(HeapObject),
+    /// Kind 44 (1.1).
+    HeapRoot(HeapRoot),
+    /// Kind 45 (1.1).
+    HeapSnapshotEnd(HeapSnapshotEnd),
     /// A kind this crate does not know, from a newer minor version of the format. Readers
     /// skip (and may count) it; a writer copies it as it is.
     Unknown {
@@ -702,6 +767,10 @@ macro_rules! with_record {
             Record::CallTreeNode($r) => $body,
             Record::Allocation($r) => $body,
             Record::GcGenerations($r) => $body,
+            Record::HeapSnapshot($r) => $body,
+            Record::HeapObject($r) => $body,
+            Record::HeapRoot($r) => $body,
+            Record::HeapSnapshotEnd($r) => $body,
             Record::Unknown {
                 kind: $kind,
                 payload: $payload,
@@ -791,6 +860,10 @@ impl Record {
             RecordKind::CALL_TREE_NODE => read::<CallTreeNode>(payload).map(Record::from),
             RecordKind::ALLOCATION => read::<Allocation>(payload).map(Record::from),
             RecordKind::GC_GENERATIONS => read::<GcGenerations>(payload).map(Record::from),
+            RecordKind::HEAP_SNAPSHOT => read::<HeapSnapshot>(payload).map(Record::from),
+            RecordKind::HEAP_OBJECT => read::<HeapObject>(payload).map(Record::from),
+            RecordKind::HEAP_ROOT => read::<HeapRoot>(payload).map(Record::from),
+            RecordKind::HEAP_SNAPSHOT_END => read::<HeapSnapshotEnd>(payload).map(Record::from),
             kind => Ok(Record::Unknown {
                 kind,
                 payload: payload.to_vec(),
@@ -932,6 +1005,32 @@ pub(crate) mod tests {
                 ts: 4_000_000,
                 phase: 1,
                 sizes: vec![24, 1_000_000, 2_000_000, 85_000, 0],
+            }),
+            Record::HeapSnapshot(HeapSnapshot {
+                ts: 5_000_000,
+                snapshot: 1,
+                gc: 3,
+            }),
+            Record::HeapObject(HeapObject {
+                snapshot: 1,
+                object: 0x7f55_0000_1000,
+                class: 0x7f00_0000_4000,
+                size: 40,
+                refs: vec![0x7f55_0000_2000, 0x7f55_0000_1000],
+            }),
+            Record::HeapRoot(HeapRoot {
+                snapshot: 1,
+                object: 0x7f55_0000_1000,
+                kind: 2,
+                flags: 1,
+                id: 0x7f00_0000_9000,
+            }),
+            Record::HeapSnapshotEnd(HeapSnapshotEnd {
+                ts: 5_500_000,
+                snapshot: 1,
+                objects: 1,
+                roots: 1,
+                refs_cut: 0,
             }),
             Record::Unknown {
                 kind: RecordKind(200),

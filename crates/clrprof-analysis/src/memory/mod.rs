@@ -6,11 +6,16 @@
 
 pub mod alloc;
 pub mod gc;
+pub mod heap;
 
-use clrprof_trace::{Allocation, Event, EventKind, GcGenerations};
+use clrprof_trace::{
+    Allocation, Event, EventKind, GcGenerations, HeapObject, HeapRoot, HeapSnapshot,
+    HeapSnapshotEnd,
+};
 
 pub use alloc::{AllocReport, AllocatingMethod, AllocationRow, AllocationStackRow};
 pub use gc::{GcReport, GcRow};
+pub use heap::{HeapDiffRow, HeapReport, HeapTypeRow, Retainer, SnapshotData};
 
 /// What the loader keeps of a trace for the memory reports.
 #[derive(Debug, Default)]
@@ -22,6 +27,8 @@ pub struct MemoryRecords {
     /// Runtime suspensions: (start, end) of each from `RuntimeSuspendStarted` to
     /// `RuntimeResumeFinished`.
     pub suspensions: Vec<(u64, u64)>,
+    /// Heap snapshots, in order.
+    pub snapshots: Vec<SnapshotData>,
     open_gcs: Vec<usize>,
     open_suspension: Option<u64>,
     sizes_before: Option<Vec<u64>>,
@@ -40,6 +47,36 @@ impl MemoryRecords {
             self.sizes_before = Some(g.sizes);
         } else {
             self.sizes_after = Some(g.sizes);
+        }
+    }
+
+    /// Takes the start of a heap snapshot.
+    pub fn heap_snapshot(&mut self, s: &HeapSnapshot) {
+        self.snapshots.push(SnapshotData::new(s));
+    }
+
+    fn snapshot_mut(&mut self, number: u32) -> Option<&mut SnapshotData> {
+        self.snapshots.iter_mut().rev().find(|s| s.number == number)
+    }
+
+    /// Takes an object of a heap snapshot.
+    pub fn heap_object(&mut self, o: &HeapObject) {
+        if let Some(s) = self.snapshot_mut(o.snapshot) {
+            s.object(o);
+        }
+    }
+
+    /// Takes a root of a heap snapshot.
+    pub fn heap_root(&mut self, r: &HeapRoot) {
+        if let Some(s) = self.snapshot_mut(r.snapshot) {
+            s.root(r);
+        }
+    }
+
+    /// Takes the end of a heap snapshot.
+    pub fn heap_snapshot_end(&mut self, e: &HeapSnapshotEnd) {
+        if let Some(s) = self.snapshot_mut(e.snapshot) {
+            s.end(e);
         }
     }
 
@@ -262,5 +299,215 @@ pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> 
             "\n  pauses unknown: record with --events gc,suspension to measure them"
         )?;
     }
+    Ok(())
+}
+
+/// The `heap` part of the JSON report: every snapshot of the trace, and one analysed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HeapJson {
+    /// Every snapshot: number, collection, objects, roots, complete.
+    pub snapshots: Vec<SnapshotSummary>,
+    /// The analysed snapshot (the last complete one unless asked otherwise).
+    #[serde(flatten)]
+    pub report: HeapReport,
+}
+
+/// One snapshot in the list.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SnapshotSummary {
+    /// Its number, from 1.
+    pub snapshot: u32,
+    /// The collection it was taken in, from 1 (see `gc.gcs[].index`).
+    pub gc: u32,
+    /// Objects.
+    pub objects: u64,
+    /// Roots.
+    pub roots: u64,
+    /// False if the trace ends inside it.
+    pub complete: bool,
+}
+
+impl LoadedTrace {
+    /// The snapshot numbered `number`, or the last complete one.
+    pub fn snapshot(&self, number: Option<u32>) -> Result<&SnapshotData, Error> {
+        let found = match number {
+            Some(n) => self.memory.snapshots.iter().find(|s| s.number == n),
+            None => self.memory.snapshots.iter().rev().find(|s| s.complete),
+        };
+        found.ok_or_else(|| {
+            let have = self.memory.snapshots.len();
+            Error::NoSuchSnapshot(match number {
+                Some(n) => format!("there is no heap snapshot {n} (the trace has {have})"),
+                None if have == 0 => {
+                    "the trace has no heap snapshot; record with --heap-snapshot".into()
+                }
+                None => "the trace has no complete heap snapshot".into(),
+            })
+        })
+    }
+
+    /// The heap part of the report for snapshot `number` (default: the last complete one).
+    pub fn heap_json(
+        &self,
+        number: Option<u32>,
+        top: usize,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<HeapJson, Error> {
+        let s = self.snapshot(number)?;
+        Ok(HeapJson {
+            snapshots: self
+                .memory
+                .snapshots
+                .iter()
+                .map(|s| SnapshotSummary {
+                    snapshot: s.number,
+                    gc: s.gc,
+                    objects: s.objects() as u64,
+                    roots: s.roots() as u64,
+                    complete: s.complete,
+                })
+                .collect(),
+            report: heap::analyze(s, &self.names, top, progress),
+        })
+    }
+}
+
+/// The text heap section.
+pub fn write_heap_text(h: &HeapJson, top: usize, out: &mut dyn Write) -> Result<(), Error> {
+    let r = &h.report;
+    writeln!(
+        out,
+        "Heap snapshot {} of {} (GC #{}): {} objects, {}, {} roots",
+        r.snapshot,
+        h.snapshots.len(),
+        r.gc,
+        count(r.objects),
+        bytes(r.total_bytes),
+        count(r.roots)
+    )?;
+    if r.unreached_objects > 0 || r.refs_cut > 0 {
+        writeln!(
+            out,
+            "  ({} objects no reported root reaches; {} references cut)",
+            count(r.unreached_objects),
+            count(r.refs_cut)
+        )?;
+    }
+    writeln!(
+        out,
+        "\n  {:>10}  {:>12}  {:>12}  type",
+        "objects", "shallow", "retained"
+    )?;
+    for t in r.types.iter().take(top) {
+        writeln!(
+            out,
+            "  {:>10}  {:>12}  {:>12}  {}",
+            count(t.count),
+            bytes(t.shallow_bytes),
+            bytes(t.retained_bytes),
+            t.type_name
+        )?;
+    }
+    writeln!(out, "\nTop retainers")?;
+    for (i, x) in r.top_retainers.iter().enumerate() {
+        writeln!(
+            out,
+            "  #{:<3} {} retains {} (itself {}) at {:#x}",
+            i + 1,
+            x.type_name,
+            bytes(x.retained_bytes),
+            bytes(x.shallow_bytes),
+            x.address
+        )?;
+        writeln!(out, "        {}", x.path.join(" -> "))?;
+    }
+    Ok(())
+}
+
+/// The text diff of two snapshots.
+pub fn write_diff_text(
+    before: &HeapReport,
+    after: &HeapReport,
+    rows: &[HeapDiffRow],
+    top: usize,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    writeln!(
+        out,
+        "Heap diff: snapshot {} ({} objects, {}) -> snapshot {} ({} objects, {})",
+        before.snapshot,
+        count(before.objects),
+        bytes(before.total_bytes),
+        after.snapshot,
+        count(after.objects),
+        bytes(after.total_bytes)
+    )?;
+    writeln!(
+        out,
+        "\n  {:>10}  {:>10}  {:>10}  {:>14}  {:>14}  type",
+        "before", "after", "delta", "shallow delta", "retained delta"
+    )?;
+    for r in rows.iter().take(top) {
+        writeln!(
+            out,
+            "  {:>10}  {:>10}  {:>+10}  {:>+14}  {:>+14}  {}",
+            count(r.count_before),
+            count(r.count_after),
+            r.count_delta,
+            r.shallow_bytes_delta,
+            r.retained_bytes_delta,
+            r.type_name
+        )?;
+    }
+    Ok(())
+}
+
+/// One side of a diff in the JSON.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DiffSide {
+    /// Snapshot number in its trace.
+    pub snapshot: u32,
+    /// Objects.
+    pub objects: u64,
+    /// Bytes.
+    pub total_bytes: u64,
+}
+
+/// The JSON of `report --diff A B`: `{"diff": {"before", "after", "types": [...]}}`.
+pub fn write_diff_json(
+    before: &HeapReport,
+    after: &HeapReport,
+    rows: &[HeapDiffRow],
+    pretty: bool,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    #[derive(serde::Serialize)]
+    struct Body<'a> {
+        before: DiffSide,
+        after: DiffSide,
+        types: &'a [HeapDiffRow],
+    }
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        diff: Body<'a>,
+    }
+    let side = |r: &HeapReport| DiffSide {
+        snapshot: r.snapshot,
+        objects: r.objects,
+        total_bytes: r.total_bytes,
+    };
+    let doc = Doc {
+        diff: Body {
+            before: side(before),
+            after: side(after),
+            types: rows,
+        },
+    };
+    if pretty {
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+    } else {
+        serde_json::to_writer(&mut *out, &doc)?;
+    }
+    writeln!(out)?;
     Ok(())
 }
