@@ -318,6 +318,13 @@ fn heap_snapshots_show_retained_sizes_root_paths_and_growth() {
     let text = text.stdout_str();
     assert!(text.contains("Memory.HeapNode"), "{text}");
     assert!(text.contains("root: "), "{text}");
+
+    // A snapshot the trace does not have: a clear error, no panic.
+    let bad = rec.report(&["--heap", "--snapshot", "99"]);
+    assert!(!bad.status.success());
+    let err = bad.stderr_str();
+    assert!(err.contains("there is no heap snapshot 99"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]
