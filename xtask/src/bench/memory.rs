@@ -195,14 +195,16 @@ fn measure_report(clrprof: &Path, trace: &Path) -> Result<(Duration, u64)> {
     let status_path = format!("/proc/{}/status", child.id());
     let mut peak = 0u64;
     loop {
-        if let Ok(status) = std::fs::read_to_string(&status_path) {
-            if let Some(kb) = status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            {
-                peak = peak.max(kb << 10);
-            }
+        let hwm_kb = std::fs::read_to_string(&status_path)
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            });
+        if let Some(kb) = hwm_kb {
+            peak = peak.max(kb << 10);
         }
         if let Some(status) = child.try_wait()? {
             if !status.success() {
