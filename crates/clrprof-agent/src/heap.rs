@@ -29,7 +29,7 @@ use crate::config::HeapSnapshots;
 use crate::session::Session;
 
 /// How long `Shutdown` waits for the at-exit collection.
-const EXIT_GC_TIMEOUT: Duration = Duration::from_secs(60);
+const EXIT_GC_TIMEOUT: Duration = Duration::from_secs(30);
 
 struct HeapState {
     /// Collections seen (started).

@@ -155,6 +155,7 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
                 ..Text::default()
             };
             report::write_text(&loaded, q, &text, out)?;
+            memory::write_hints(&loaded, out)?;
         }
         Format::Json => {
             let options = Json {

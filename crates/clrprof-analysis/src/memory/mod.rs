@@ -511,3 +511,30 @@ pub fn write_diff_json(
     writeln!(out)?;
     Ok(())
 }
+
+/// A line at the end of the plain text report pointing at the memory reports the trace has.
+pub fn write_hints(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
+    let mut hints = Vec::new();
+    if t.has_allocations() {
+        hints.push(format!(
+            "{} allocation records (--alloc)",
+            count(t.memory.allocations.len() as u64)
+        ));
+    }
+    if !t.memory.gcs.is_empty() {
+        hints.push(format!(
+            "{} garbage collections (--gc)",
+            count(t.memory.gcs.len() as u64)
+        ));
+    }
+    if !t.memory.snapshots.is_empty() {
+        hints.push(format!(
+            "{} heap snapshots (--heap, --diff A B)",
+            count(t.memory.snapshots.len() as u64)
+        ));
+    }
+    if !hints.is_empty() {
+        writeln!(out, "\nMemory: {}", hints.join(", "))?;
+    }
+    Ok(())
+}
