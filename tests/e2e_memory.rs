@@ -267,6 +267,10 @@ fn heap_snapshots_show_retained_sizes_root_paths_and_growth() {
             .to_string()
     };
     let (first, second) = (snapshot_of(induced[0]), snapshot_of(induced[1]));
+    // With the heap walk on, the runtime reports what survived each collection.
+    for g in json["gc"]["gcs"].as_array().unwrap() {
+        assert!(g["survived_bytes"].as_u64().unwrap() > 0, "{g:#}");
+    }
 
     let at = |n: &str| -> Value {
         let out = rec.report(&["--format", "json", "--snapshot", n]);
@@ -280,6 +284,14 @@ fn heap_snapshots_show_retained_sizes_root_paths_and_growth() {
     assert_eq!(nodes["shallow_bytes"], 1_000 * 32);
     let node_and_data = 32 + 1_024;
     assert_eq!(nodes["retained_bytes"], 1_000 * node_and_data);
+    // Every node survived at least this collection: none is left in generation 0.
+    let ages = nodes["generations"].as_array().unwrap();
+    assert_eq!(ages[0], 0, "{nodes:#}");
+    assert_eq!(
+        ages[1].as_u64().unwrap() + ages[2].as_u64().unwrap(),
+        1_000,
+        "{nodes:#}"
+    );
     let list = heap_type(types, "System.Collections.Generic.List<Memory.HeapNode>");
     assert_eq!(list["count"], 1);
     assert!(
@@ -347,4 +359,9 @@ fn heap_snapshot_at_exit_sees_the_final_heap() {
     let nodes = heap_type(&json["heap"]["types"], "Memory.HeapNode");
     assert_eq!(nodes["count"], 1_500);
     assert_eq!(nodes["retained_bytes"], 1_500 * (32 + 1_024));
+    // Each node survived the program's second induced collection and the one at exit.
+    assert_eq!(nodes["generations"], serde_json::json!([0, 0, 1_500, 0, 0]));
+    let gen2 = &json["heap"]["generations"][2];
+    assert_eq!(gen2["generation"], "gen2");
+    assert!(gen2["objects"].as_u64().unwrap() >= 3_000, "{gen2:#}");
 }

@@ -614,11 +614,11 @@ impl Profiler for Agent {
         self.ev(K::SURVIVING_REFERENCES, &[lengths.len() as u64, bytes])
     }
     fn garbage_collection_finished(&self) -> Result<()> {
-        if let Some(s) = self
-            .session()
-            .filter(|s| s.wants(K::GARBAGE_COLLECTION_FINISHED))
-        {
-            crate::gc::write_generation_sizes(s, 1);
+        if let Some(s) = self.session() {
+            if s.wants(K::GARBAGE_COLLECTION_FINISHED) {
+                crate::gc::write_generation_sizes(s, 1);
+            }
+            crate::heap::gc_finished(s);
         }
         self.ev(K::GARBAGE_COLLECTION_FINISHED, &[])
     }

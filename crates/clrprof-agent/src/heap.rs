@@ -23,7 +23,9 @@ use std::time::Duration;
 use clrprof_sdk::flags::EventMask;
 use clrprof_sdk::types::{GcRootFlags, GcRootKind};
 use clrprof_sdk::{ClassId, ObjectId};
-use clrprof_trace::{HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd, MAX_U64_LIST, Record};
+use clrprof_trace::{
+    HeapGenerations, HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd, MAX_U64_LIST, Record,
+};
 
 use crate::config::HeapSnapshots;
 use crate::session::Session;
@@ -90,6 +92,27 @@ pub fn gc_started(s: &Session) {
             gc,
         }));
     STATE.active.store(snapshot, Ordering::Release);
+}
+
+/// `GarbageCollectionFinished`: for a snapshot, where each generation now lies (the heap
+/// walk that follows reports objects at these addresses).
+pub fn gc_finished(s: &Session) {
+    let snapshot = STATE.active.load(Ordering::Acquire);
+    if snapshot == 0 {
+        return;
+    }
+    let Ok(bounds) = s.info.get_generation_bounds() else {
+        return;
+    };
+    let ranges = bounds
+        .iter()
+        .flat_map(|r| [u64::from(r.generation.0), r.start as u64, r.length as u64])
+        .collect();
+    s.out
+        .push_record_or_drain(&Record::HeapGenerations(HeapGenerations {
+            snapshot,
+            ranges,
+        }));
 }
 
 /// `ObjectReferences`: one object of the active snapshot.

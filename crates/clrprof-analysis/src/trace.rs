@@ -240,6 +240,7 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
             Record::HeapObject(o) => t.memory.heap_object(&o),
             Record::HeapRoot(r) => t.memory.heap_root(&r),
             Record::HeapSnapshotEnd(e) => t.memory.heap_snapshot_end(&e),
+            Record::HeapGenerations(g) => t.memory.heap_generations(&g),
             Record::Sample(s) => t.samples.push(s),
             Record::CallTreeNode(n) => t.call_tree.push(n),
             Record::Unknown { .. } => t.unknown_records += 1,

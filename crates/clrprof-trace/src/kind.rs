@@ -74,6 +74,8 @@ record_kinds! {
     HEAP_ROOT = 44, "HeapRoot";
     /// `HeapSnapshotEnd`: a heap snapshot is complete (1.1).
     HEAP_SNAPSHOT_END = 45, "HeapSnapshotEnd";
+    /// `HeapGenerations`: where each GC generation lies when a snapshot's heap is walked (1.1).
+    HEAP_GENERATIONS = 46, "HeapGenerations";
 }
 
 impl RecordKind {
@@ -114,6 +116,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 22);
+        assert_eq!(RecordKind::KNOWN.len(), 23);
     }
 }

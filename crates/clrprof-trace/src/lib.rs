@@ -55,9 +55,9 @@ pub use kind::RecordKind;
 pub use read::Reader;
 pub use record::{
     Allocation, AppDomainDef, AssemblyDef, CallTreeNode, ClassDef, Counter, Event, FrameKind,
-    FunctionDef, GcGenerations, HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd, MAX_U64_LIST,
-    Message, ModuleDef, NativeFrameDef, Record, RecordingEnd, Sample, SessionEnd, SessionStart,
-    StackDef, ThreadDef, ThreadState,
+    FunctionDef, GcGenerations, HeapGenerations, HeapObject, HeapRoot, HeapSnapshot,
+    HeapSnapshotEnd, MAX_U64_LIST, Message, ModuleDef, NativeFrameDef, Record, RecordingEnd,
+    Sample, SessionEnd, SessionStart, StackDef, ThreadDef, ThreadState,
 };
 pub use stream::{RawRecord, StreamDecoder};
 pub use write::{Writer, write_header};

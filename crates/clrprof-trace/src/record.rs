@@ -540,6 +540,18 @@ records! {
         /// References cut because an object had more than a record holds.
         refs_cut: u64,
     }
+
+    /// Kind 46 (format 1.1): the address ranges of the GC generations when a snapshot's heap
+    /// is walked (`GetGenerationBounds` at `GarbageCollectionFinished`), to tell each object's
+    /// generation.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    HeapGenerations = HEAP_GENERATIONS {
+        /// The snapshot.
+        snapshot: u32,
+        /// Triples `generation, start, length` (generation 0, 1, 2, 3 = large object heap,
+        /// 4 = pinned object heap).
+        ranges: Vec<u64>,
+    }
 }
 
 impl Allocation {
@@ -735,6 +747,8 @@ pub enum Record {
     HeapRoot(HeapRoot),
     /// Kind 45 (1.1).
     HeapSnapshotEnd(HeapSnapshotEnd),
+    /// Kind 46 (1.1).
+    HeapGenerations(HeapGenerations),
     /// A kind this crate does not know, from a newer minor version of the format. Readers
     /// skip (and may count) it; a writer copies it as it is.
     Unknown {
@@ -771,6 +785,7 @@ macro_rules! with_record {
             Record::HeapObject($r) => $body,
             Record::HeapRoot($r) => $body,
             Record::HeapSnapshotEnd($r) => $body,
+            Record::HeapGenerations($r) => $body,
             Record::Unknown {
                 kind: $kind,
                 payload: $payload,
@@ -864,6 +879,7 @@ impl Record {
             RecordKind::HEAP_OBJECT => read::<HeapObject>(payload).map(Record::from),
             RecordKind::HEAP_ROOT => read::<HeapRoot>(payload).map(Record::from),
             RecordKind::HEAP_SNAPSHOT_END => read::<HeapSnapshotEnd>(payload).map(Record::from),
+            RecordKind::HEAP_GENERATIONS => read::<HeapGenerations>(payload).map(Record::from),
             kind => Ok(Record::Unknown {
                 kind,
                 payload: payload.to_vec(),
@@ -1024,6 +1040,10 @@ pub(crate) mod tests {
                 kind: 2,
                 flags: 1,
                 id: 0x7f00_0000_9000,
+            }),
+            Record::HeapGenerations(HeapGenerations {
+                snapshot: 1,
+                ranges: vec![0, 0x7f55_0000_0000, 4096, 2, 0x7f56_0000_0000, 65536],
             }),
             Record::HeapSnapshotEnd(HeapSnapshotEnd {
                 ts: 5_500_000,

@@ -26,6 +26,15 @@ pub struct GcRecord {
     pub before: Option<Vec<u64>>,
     /// Bytes per generation at the end.
     pub after: Option<Vec<u64>>,
+    /// Bytes in moved and surviving ranges, from `MovedReferences`/`SurvivingReferences`
+    /// (index 0) and their `2` versions (index 1), which the runtime may both send.
+    pub survived: [u64; 2],
+    /// `FinalizeableObjectQueued` during the collection.
+    pub finalizable_queued: u64,
+    /// `HandleCreated` and `HandleDestroyed` since the previous collection.
+    pub handles_created: u64,
+    /// See `handles_created`.
+    pub handles_destroyed: u64,
 }
 
 /// One collection in the report.
@@ -52,6 +61,16 @@ pub struct GcRow {
     pub heap_after: Option<Vec<u64>>,
     /// Heap bytes before minus after (what the collection freed, net of promotion).
     pub freed_bytes: Option<i64>,
+    /// Bytes of the objects that survived the collection (moved or left in place), from the
+    /// moved/surviving reference callbacks; `null` unless the runtime reported them (it does
+    /// with heap snapshots, `COR_PRF_MONITOR_GC`).
+    pub survived_bytes: Option<u64>,
+    /// Objects queued for finalization during the collection (same condition).
+    pub finalizable_queued: u64,
+    /// GC handles created since the previous collection (same condition).
+    pub handles_created: u64,
+    /// GC handles destroyed since the previous collection (same condition).
+    pub handles_destroyed: u64,
 }
 
 /// The GC report.
@@ -123,6 +142,14 @@ impl LoadedTrace {
                 heap_before: g.before.clone(),
                 heap_after: g.after.clone(),
                 freed_bytes,
+                survived_bytes: match g.survived {
+                    [0, 0] => None,
+                    [v1, 0] => Some(v1),
+                    [_, v2] => Some(v2),
+                },
+                finalizable_queued: g.finalizable_queued,
+                handles_created: g.handles_created,
+                handles_destroyed: g.handles_destroyed,
             });
         }
         let mut pauses: Vec<u64> = rows.iter().filter_map(|r| r.pause_ns).collect();

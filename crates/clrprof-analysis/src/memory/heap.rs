@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use clrprof_trace::{HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd};
+use clrprof_trace::{HeapGenerations, HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd};
 use serde::Serialize;
 
 use crate::trace::Names;
@@ -36,6 +36,8 @@ pub struct SnapshotData {
     ref_ends: Vec<u64>,
     refs: Vec<u64>,
     roots: Vec<(u64, u8, u8)>,
+    /// Generation ranges `(start, length, generation)`, sorted by start.
+    ranges: Vec<(u64, u64, u8)>,
     class_ids: Vec<u64>,
     class_index: HashMap<u64, u32>,
 }
@@ -68,6 +70,32 @@ impl SnapshotData {
     /// Adds a root.
     pub fn root(&mut self, r: &HeapRoot) {
         self.roots.push((r.object, r.kind, r.flags));
+    }
+
+    /// Takes the generation ranges.
+    pub fn generations(&mut self, g: &HeapGenerations) {
+        self.ranges = g
+            .ranges
+            .chunks_exact(3)
+            .map(|r| (r[1], r[2], r[0].min(255) as u8))
+            .collect();
+        self.ranges.sort_unstable();
+    }
+
+    /// Sets the generation ranges `(start, length, generation)` (for tests and benchmarks).
+    pub fn set_generation_ranges(&mut self, mut ranges: Vec<(u64, u64, u8)>) {
+        ranges.sort_unstable();
+        self.ranges = ranges;
+    }
+
+    /// The generation of an object (0, 1, 2, 3 = LOH, 4 = POH), if the ranges say.
+    fn generation_of(&self, address: u64) -> Option<usize> {
+        let i = self
+            .ranges
+            .partition_point(|r| r.0 <= address)
+            .checked_sub(1)?;
+        let (start, len, generation) = self.ranges[i];
+        (address - start < len && generation < 5).then_some(generation as usize)
     }
 
     /// Marks the snapshot complete.
@@ -128,6 +156,21 @@ pub struct HeapTypeRow {
     /// dominates: what the instances keep alive on their own, counted once. (Objects kept
     /// alive only by two instances together are not included.)
     pub retained_bytes: u64,
+    /// Objects per generation `[0, 1, 2, LOH, POH]`: how many collections they survived (0,
+    /// 1, 2 or more) for the small object heap. All 0 when the trace has no generation ranges.
+    pub generations: [u64; 5],
+}
+
+/// Objects and bytes in one generation of a snapshot: the age histogram.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GenerationRow {
+    /// `gen0` (survived no collection), `gen1` (one), `gen2` (two or more), `loh` (large
+    /// object heap), `poh` (pinned object heap).
+    pub generation: &'static str,
+    /// Objects.
+    pub objects: u64,
+    /// Their bytes.
+    pub bytes: u64,
 }
 
 /// An object that retains much, with a path from a root.
@@ -167,6 +210,8 @@ pub struct HeapReport {
     pub refs_cut: u64,
     /// Types, most retained bytes first.
     pub types: Vec<HeapTypeRow>,
+    /// Objects and bytes per generation (empty when the trace has no generation ranges).
+    pub generations: Vec<GenerationRow>,
     /// The objects retaining the most (outside the roots' own), largest first.
     pub top_retainers: Vec<Retainer>,
 }
@@ -481,6 +526,17 @@ pub fn analyze(
         targets: child_targets,
     };
     let mut count = vec![0u64; classes];
+    let mut by_generation = vec![[0u64; 5]; classes];
+    let mut generation_totals = [(0u64, 0u64); 5];
+    if !s.ranges.is_empty() {
+        for v in 0..n {
+            if let Some(g) = s.generation_of(s.addresses[v]) {
+                by_generation[s.classes[v] as usize][g] += 1;
+                generation_totals[g].0 += 1;
+                generation_totals[g].1 += s.sizes[v];
+            }
+        }
+    }
     let mut shallow = vec![0u64; classes];
     let mut type_retained = vec![0u64; classes];
     let mut active = vec![0u32; classes];
@@ -514,8 +570,22 @@ pub fn analyze(
             count: count[c],
             shallow_bytes: shallow[c],
             retained_bytes: type_retained[c],
+            generations: by_generation[c],
         })
         .collect();
+    let generations = if s.ranges.is_empty() {
+        Vec::new()
+    } else {
+        ["gen0", "gen1", "gen2", "loh", "poh"]
+            .into_iter()
+            .zip(generation_totals)
+            .map(|(generation, (objects, bytes))| GenerationRow {
+                generation,
+                objects,
+                bytes,
+            })
+            .collect()
+    };
     types.sort_by(|a, b| {
         b.retained_bytes
             .cmp(&a.retained_bytes)
@@ -590,6 +660,7 @@ pub fn analyze(
         dangling_refs: dangling,
         refs_cut: s.refs_cut,
         types,
+        generations,
         top_retainers,
     }
 }
@@ -632,11 +703,23 @@ mod tests {
         objects.push(shared);
         objects.push((6_000_000, list, 32, vec![5_000_000]));
         objects[0].3.push(5_000_000);
-        let s = SnapshotData::from_parts(1, objects, [(1000, 3, 1), (6_000_000, 1, 0), (42, 3, 0)]);
+        let mut s =
+            SnapshotData::from_parts(1, objects, [(1000, 3, 1), (6_000_000, 1, 0), (42, 3, 0)]);
+        // Nodes at 10_000.. in generation 2, their data at 100_000.. in generation 1.
+        s.set_generation_ranges(vec![
+            (100_000, 16_000, 1),
+            (10_000, 16_000, 2),
+            (0, 5_000, 0),
+        ]);
         let n = names(&[(1, "List"), (2, "Node[]"), (3, "Node"), (4, "byte[]")]);
         let r = analyze(&s, &n, 3, &mut |_| {});
         let row = |t: &str| r.types.iter().find(|x| x.type_name == t).unwrap().clone();
         assert_eq!(row("Node").count, 1001);
+        assert_eq!(row("Node").generations, [0, 0, 1000, 0, 0]); // the shared one is outside
+        assert_eq!(row("byte[]").generations, [0, 1000, 0, 0, 0]);
+        assert_eq!(row("List").generations, [1, 0, 0, 0, 0]);
+        assert_eq!(r.generations[1].objects, 1000);
+        assert_eq!(r.generations[1].bytes, 1000 * 1024);
         assert_eq!(row("byte[]").shallow_bytes, 1000 * 1024);
         assert_eq!(row("List").count, 2);
         // The lists' own subtrees; the shared node is dominated by neither list alone.

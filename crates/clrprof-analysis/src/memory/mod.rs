@@ -9,13 +9,13 @@ pub mod gc;
 pub mod heap;
 
 use clrprof_trace::{
-    Allocation, Event, EventKind, GcGenerations, HeapObject, HeapRoot, HeapSnapshot,
-    HeapSnapshotEnd,
+    Allocation, Event, EventKind, GcGenerations, HeapGenerations, HeapObject, HeapRoot,
+    HeapSnapshot, HeapSnapshotEnd,
 };
 
 pub use alloc::{AllocReport, AllocatingMethod, AllocationRow, AllocationStackRow};
 pub use gc::{GcReport, GcRow};
-pub use heap::{HeapDiffRow, HeapReport, HeapTypeRow, Retainer, SnapshotData};
+pub use heap::{GenerationRow, HeapDiffRow, HeapReport, HeapTypeRow, Retainer, SnapshotData};
 
 /// What the loader keeps of a trace for the memory reports.
 #[derive(Debug, Default)]
@@ -31,6 +31,8 @@ pub struct MemoryRecords {
     pub snapshots: Vec<SnapshotData>,
     open_gcs: Vec<usize>,
     open_suspension: Option<u64>,
+    handles_created: u64,
+    handles_destroyed: u64,
     sizes_before: Option<Vec<u64>>,
     sizes_after: Option<Vec<u64>>,
 }
@@ -73,11 +75,23 @@ impl MemoryRecords {
         }
     }
 
+    /// Takes the generation ranges of a heap snapshot.
+    pub fn heap_generations(&mut self, g: &HeapGenerations) {
+        if let Some(s) = self.snapshot_mut(g.snapshot) {
+            s.generations(g);
+        }
+    }
+
     /// Takes the end of a heap snapshot.
     pub fn heap_snapshot_end(&mut self, e: &HeapSnapshotEnd) {
         if let Some(s) = self.snapshot_mut(e.snapshot) {
             s.end(e);
         }
+    }
+
+    fn open_gc(&mut self) -> Option<&mut gc::GcRecord> {
+        let i = *self.open_gcs.last()?;
+        self.gcs.get_mut(i)
     }
 
     /// Takes an event; keeps collections and suspensions.
@@ -92,7 +106,9 @@ impl MemoryRecords {
                     generations_mask: arg(0) as u32,
                     reason: arg(1),
                     before: self.sizes_before.take(),
-                    after: None,
+                    handles_created: std::mem::take(&mut self.handles_created),
+                    handles_destroyed: std::mem::take(&mut self.handles_destroyed),
+                    ..gc::GcRecord::default()
                 });
             }
             EventKind::GARBAGE_COLLECTION_FINISHED => {
@@ -102,6 +118,23 @@ impl MemoryRecords {
                     g.after = self.sizes_after.take();
                 }
             }
+            EventKind::MOVED_REFERENCES | EventKind::SURVIVING_REFERENCES => {
+                if let Some(g) = self.open_gc() {
+                    g.survived[0] += arg(1);
+                }
+            }
+            EventKind::MOVED_REFERENCES2 | EventKind::SURVIVING_REFERENCES2 => {
+                if let Some(g) = self.open_gc() {
+                    g.survived[1] += arg(1);
+                }
+            }
+            EventKind::FINALIZEABLE_OBJECT_QUEUED => {
+                if let Some(g) = self.open_gc() {
+                    g.finalizable_queued += 1;
+                }
+            }
+            EventKind::HANDLE_CREATED => self.handles_created += 1,
+            EventKind::HANDLE_DESTROYED => self.handles_destroyed += 1,
             EventKind::RUNTIME_SUSPEND_STARTED => self.open_suspension = Some(e.ts),
             EventKind::RUNTIME_SUSPEND_ABORTED => self.open_suspension = None,
             EventKind::RUNTIME_RESUME_FINISHED => {
@@ -407,6 +440,21 @@ pub fn write_heap_text(h: &HeapJson, top: usize, out: &mut dyn Write) -> Result<
             bytes(t.retained_bytes),
             t.type_name
         )?;
+    }
+    if !r.generations.is_empty() {
+        writeln!(
+            out,
+            "\nAge (generation: gen0 survived no collection, gen1 one, gen2 two or more)"
+        )?;
+        for g in &r.generations {
+            writeln!(
+                out,
+                "  {:<5} {:>10} objects  {:>12}",
+                g.generation,
+                count(g.objects),
+                bytes(g.bytes)
+            )?;
+        }
     }
     writeln!(out, "\nTop retainers")?;
     for (i, x) in r.top_retainers.iter().enumerate() {
