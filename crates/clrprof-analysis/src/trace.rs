@@ -17,7 +17,7 @@ use clrprof_trace::{
 
 use crate::builder::ProfileBuilder;
 use crate::events::{EventSummary, EventSummaryBuilder, file_name};
-use crate::memory::MemoryRecords;
+use crate::memory::{HeapKeep, MemoryRecords};
 use crate::model::{
     CallNodeRecord, CallTree, FrameIndex, FrameKind, Mode, Profile, Sample, StackIndex,
 };
@@ -151,19 +151,32 @@ pub struct LoadedTrace {
 
 /// Loads the trace at `path`.
 pub fn load(path: &Path) -> Result<LoadedTrace, LoadError> {
+    load_with(path, HeapKeep::Last)
+}
+
+/// Loads the trace at `path`, keeping the objects of the heap snapshots `heap` names (the
+/// others are counted only, so that a trace with many snapshots loads in bounded memory).
+pub fn load_with(path: &Path, heap: HeapKeep) -> Result<LoadedTrace, LoadError> {
     let shown = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|source| LoadError::Open {
         path: shown.clone(),
         source,
     })?;
-    read(std::io::BufReader::with_capacity(1 << 20, file)).map_err(|source| LoadError::Read {
-        path: shown,
-        source,
+    read_with(std::io::BufReader::with_capacity(1 << 20, file), heap).map_err(|source| {
+        LoadError::Read {
+            path: shown,
+            source,
+        }
     })
 }
 
 /// Reads a trace from any byte source.
 pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
+    read_with(input, HeapKeep::Last)
+}
+
+/// Reads a trace from any byte source, keeping the heap snapshots `heap` names.
+pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadError> {
     let mut reader = Reader::new(input)?;
     let header = reader.header();
     let mut t = LoadedTrace {
@@ -177,7 +190,7 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
         events: EventSummary::default(),
         records: 0,
         unknown_records: 0,
-        memory: MemoryRecords::default(),
+        memory: MemoryRecords::keeping(heap),
         stacks: HashMap::new(),
         samples: Vec::new(),
         call_tree: Vec::new(),

@@ -85,13 +85,19 @@ fn diff_side(opts: &ReportOptions, spec: &str) -> Result<(trace::LoadedTrace, Op
         let Some(file) = &opts.file else {
             bail!("--diff {spec}: a snapshot number needs a trace file");
         };
-        return Ok((trace::load(file)?, Some(n)));
+        return Ok((
+            trace::load_with(file, memory::HeapKeep::Numbers(vec![n]))?,
+            Some(n),
+        ));
     }
     let (path, number) = match spec.rsplit_once('@') {
         Some((p, n)) if n.parse::<u32>().is_ok() => (p, n.parse::<u32>().ok()),
         _ => (spec, None),
     };
-    Ok((trace::load(std::path::Path::new(path))?, number))
+    let keep = number.map_or(memory::HeapKeep::Last, |n| {
+        memory::HeapKeep::Numbers(vec![n])
+    });
+    Ok((trace::load_with(std::path::Path::new(path), keep)?, number))
 }
 
 fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
@@ -117,7 +123,10 @@ fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
 }
 
 fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write) -> Result<()> {
-    let loaded = trace::load(file)?;
+    let keep = opts.snapshot.map_or(memory::HeapKeep::Last, |n| {
+        memory::HeapKeep::Numbers(vec![n])
+    });
+    let loaded = trace::load_with(file, keep)?;
     let q = &opts.query;
     match opts.format {
         Format::Text if opts.alloc || opts.gc || opts.heap => {

@@ -28,6 +28,10 @@ pub struct SnapshotData {
     pub ts: u64,
     /// True once its `HeapSnapshotEnd` was read.
     pub complete: bool,
+    /// True if its objects were not kept (see `HeapKeep`): only the counts remain.
+    pub released: bool,
+    objects_seen: u64,
+    roots_seen: u64,
     /// References the agent cut (objects with more than a record holds).
     pub refs_cut: u64,
     addresses: Vec<u64>,
@@ -55,6 +59,10 @@ impl SnapshotData {
 
     /// Adds an object.
     pub fn object(&mut self, o: &HeapObject) {
+        self.objects_seen += 1;
+        if self.released {
+            return;
+        }
         let next = self.class_ids.len() as u32;
         let class = *self.class_index.entry(o.class).or_insert_with(|| {
             self.class_ids.push(o.class);
@@ -69,6 +77,10 @@ impl SnapshotData {
 
     /// Adds a root.
     pub fn root(&mut self, r: &HeapRoot) {
+        self.roots_seen += 1;
+        if self.released {
+            return;
+        }
         self.roots.push((r.object, r.kind, r.flags));
     }
 
@@ -104,14 +116,28 @@ impl SnapshotData {
         self.refs_cut = e.refs_cut;
     }
 
+    /// Gives the objects' memory back, keeping the counts.
+    pub fn release(&mut self) {
+        self.released = true;
+        self.addresses = Vec::new();
+        self.classes = Vec::new();
+        self.sizes = Vec::new();
+        self.ref_ends = Vec::new();
+        self.refs = Vec::new();
+        self.roots = Vec::new();
+        self.ranges = Vec::new();
+        self.class_ids = Vec::new();
+        self.class_index = HashMap::new();
+    }
+
     /// Objects in the snapshot.
     pub fn objects(&self) -> usize {
-        self.addresses.len()
+        self.objects_seen as usize
     }
 
     /// Roots in the snapshot.
     pub fn roots(&self) -> usize {
-        self.roots.len()
+        self.roots_seen as usize
     }
 
     /// Builds a snapshot from plain parts (for tests and benchmarks): objects as
@@ -136,7 +162,13 @@ impl SnapshotData {
             });
         }
         for (object, kind, flags) in roots {
-            s.roots.push((object, kind, flags));
+            s.root(&HeapRoot {
+                snapshot: number,
+                object,
+                kind,
+                flags,
+                id: 0,
+            });
         }
         s
     }

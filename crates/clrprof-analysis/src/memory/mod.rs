@@ -17,9 +17,23 @@ pub use alloc::{AllocReport, AllocatingMethod, AllocationRow, AllocationStackRow
 pub use gc::{GcReport, GcRow};
 pub use heap::{GenerationRow, HeapDiffRow, HeapReport, HeapTypeRow, Retainer, SnapshotData};
 
+/// Which heap snapshots' objects the loader keeps (the others are only counted).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum HeapKeep {
+    /// The last complete one (at most two are held while reading).
+    #[default]
+    Last,
+    /// These numbers, and the last complete one.
+    Numbers(Vec<u32>),
+    /// Every one.
+    All,
+}
+
 /// What the loader keeps of a trace for the memory reports.
 #[derive(Debug, Default)]
 pub struct MemoryRecords {
+    /// Which snapshots keep their objects.
+    pub keep: HeapKeep,
     /// Every `Allocation` record, in file order.
     pub allocations: Vec<Allocation>,
     /// Collections, in the order they started.
@@ -38,6 +52,14 @@ pub struct MemoryRecords {
 }
 
 impl MemoryRecords {
+    /// Records that keep the snapshots `keep` names.
+    pub fn keeping(keep: HeapKeep) -> MemoryRecords {
+        MemoryRecords {
+            keep,
+            ..MemoryRecords::default()
+        }
+    }
+
     /// Takes an allocation record.
     pub fn allocation(&mut self, a: Allocation) {
         self.allocations.push(a);
@@ -82,10 +104,22 @@ impl MemoryRecords {
         }
     }
 
-    /// Takes the end of a heap snapshot.
+    /// Takes the end of a heap snapshot. Older complete snapshots that are not asked for
+    /// give their objects back.
     pub fn heap_snapshot_end(&mut self, e: &HeapSnapshotEnd) {
-        if let Some(s) = self.snapshot_mut(e.snapshot) {
-            s.end(e);
+        let Some(s) = self.snapshot_mut(e.snapshot) else {
+            return;
+        };
+        s.end(e);
+        let wanted: &[u32] = match &self.keep {
+            HeapKeep::All => return,
+            HeapKeep::Last => &[],
+            HeapKeep::Numbers(n) => n,
+        };
+        for s in &mut self.snapshots {
+            if s.complete && s.number != e.snapshot && !wanted.contains(&s.number) {
+                s.release();
+            }
         }
     }
 
@@ -367,6 +401,12 @@ impl LoadedTrace {
             Some(n) => self.memory.snapshots.iter().find(|s| s.number == n),
             None => self.memory.snapshots.iter().rev().find(|s| s.complete),
         };
+        if let Some(s) = found.filter(|s| s.released) {
+            return Err(Error::NoSuchSnapshot(format!(
+                "heap snapshot {} was not loaded (load the trace with HeapKeep naming it)",
+                s.number
+            )));
+        }
         found.ok_or_else(|| {
             let have = self.memory.snapshots.len();
             Error::NoSuchSnapshot(match number {
@@ -585,4 +625,80 @@ pub fn write_hints(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
         writeln!(out, "\nMemory: {}", hints.join(", "))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clrprof_trace::{Record, Writer};
+
+    /// A trace with three complete snapshots of 1, 2 and 3 objects.
+    fn three_snapshots() -> Vec<u8> {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        for n in 1..=3u32 {
+            w.write(&Record::HeapSnapshot(HeapSnapshot {
+                ts: 0,
+                snapshot: n,
+                gc: n,
+            }))
+            .unwrap();
+            for i in 0..n {
+                w.write(&Record::HeapObject(HeapObject {
+                    snapshot: n,
+                    object: 0x1000 + 64 * u64::from(i),
+                    class: 7,
+                    size: 24,
+                    refs: vec![],
+                }))
+                .unwrap();
+            }
+            w.write(&Record::HeapRoot(HeapRoot {
+                snapshot: n,
+                object: 0x1000,
+                kind: 3,
+                flags: 0,
+                id: 0,
+            }))
+            .unwrap();
+            w.write(&Record::HeapSnapshotEnd(HeapSnapshotEnd {
+                ts: 0,
+                snapshot: n,
+                objects: u64::from(n),
+                roots: 1,
+                refs_cut: 0,
+            }))
+            .unwrap();
+        }
+        w.into_inner()
+    }
+
+    #[test]
+    fn the_loader_keeps_only_the_snapshots_asked_for() {
+        let bytes = three_snapshots();
+        let last = crate::trace::read_with(&bytes[..], HeapKeep::Last).unwrap();
+        let kept: Vec<bool> = last.memory.snapshots.iter().map(|s| s.released).collect();
+        assert_eq!(kept, [true, true, false]);
+        // Counts survive the release; only the analysed snapshot needs its objects.
+        let counts: Vec<usize> = last.memory.snapshots.iter().map(|s| s.objects()).collect();
+        assert_eq!(counts, [1, 2, 3]);
+        assert_eq!(
+            last.heap_json(None, 5, &mut |_| {}).unwrap().report.objects,
+            3
+        );
+        let err = last.heap_json(Some(1), 5, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("not loaded"), "{err}");
+        assert!(last.heap_json(Some(9), 5, &mut |_| {}).is_err());
+
+        let first = crate::trace::read_with(&bytes[..], HeapKeep::Numbers(vec![1])).unwrap();
+        assert_eq!(
+            first
+                .heap_json(Some(1), 5, &mut |_| {})
+                .unwrap()
+                .report
+                .objects,
+            1
+        );
+        let all = crate::trace::read_with(&bytes[..], HeapKeep::All).unwrap();
+        assert!(all.memory.snapshots.iter().all(|s| !s.released));
+    }
 }
