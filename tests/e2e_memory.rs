@@ -2,7 +2,12 @@
 //! exact, `--alloc sampled` estimated), and garbage collections with their pauses. The facts
 //! asserted are documented at the top of `tests/programs/Memory.cs`.
 
-use clrprof_e2e::{OutputExt, compile, record};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clrprof_e2e::{
+    ChildGuard, OutputExt, compile, default_timeout, record, record_command, report_json, temp_dir,
+};
 use serde_json::Value;
 
 /// The row of `allocations[]` for a type.
@@ -364,4 +369,52 @@ fn heap_snapshot_at_exit_sees_the_final_heap() {
     let gen2 = &json["heap"]["generations"][2];
     assert_eq!(gen2["generation"], "gen2");
     assert!(gen2["objects"].as_u64().unwrap() >= 3_000, "{gen2:#}");
+}
+
+#[test]
+fn heap_snapshot_on_signal_while_the_program_runs() {
+    let program = compile("Memory");
+    let dir = temp_dir();
+    let dir_arg = dir.path().to_str().unwrap();
+    // Unprofiled, the `go` file lets the program go on.
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let plain = program.run(&["signal", dir_arg]);
+    plain.assert_success();
+    std::fs::remove_file(dir.path().join("go")).unwrap();
+    std::fs::remove_file(dir.path().join("pid")).unwrap();
+
+    let trace = dir.path().join("signal.clrprof");
+    let mut cmd = record_command(
+        &program,
+        &["signal", dir_arg],
+        &["--mode", "none", "--heap-snapshot", "on-signal"],
+        &trace,
+    );
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = ChildGuard::spawn(&mut cmd);
+    let pid_file = dir.path().join("pid");
+    let started = Instant::now();
+    while !pid_file.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the program never wrote its pid"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let kill = Command::new("kill")
+        .args(["-USR2", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let output = child.wait_with_output(default_timeout());
+    output.assert_success();
+    assert_eq!(output.stdout, plain.stdout, "profiling changed the output");
+
+    let json = report_json(&trace);
+    let snapshots = json["heap"]["snapshots"].as_array().unwrap();
+    assert_eq!(snapshots.len(), 1, "{snapshots:#?}");
+    assert_eq!(snapshots[0]["complete"], true);
+    let nodes = heap_type(&json["heap"]["types"], "Memory.HeapNode");
+    assert_eq!(nodes["count"], 1_000);
 }

@@ -20,6 +20,9 @@
 //     `GC.Collect()` again. No other `Memory.HeapNode` exists. A HeapNode is 32 bytes
 //     (header, method table, the reference and an int, padded).
 //     Output: "heap: 1000 nodes", "heap: 1500 nodes".
+// signal DIR: builds the same list of 1,000 nodes, writes its process id to DIR/pid, then waits
+//     (at most 60 s) until a full collection has happened or the file DIR/go exists.
+//     Output: "heap: 1000 nodes".
 //
 // Every method named here is [MethodImpl(NoInlining)], so allocation stacks name them.
 using System;
@@ -154,6 +157,26 @@ namespace Memory
             Console.WriteLine("heap: " + Kept.Count + " nodes");
         }
 
+        static void WaitForSignal(string dir)
+        {
+            Kept = new System.Collections.Generic.List<HeapNode>();
+            AddHeapNodes(1000);
+            int before = GC.CollectionCount(2);
+            // The first field of /proc/self/stat is the process id.
+            string pid = System.IO.File.ReadAllText("/proc/self/stat").Split(' ')[0];
+            string tmp = System.IO.Path.Combine(dir, "pid.tmp");
+            System.IO.File.WriteAllText(tmp, pid);
+            System.IO.File.Move(tmp, System.IO.Path.Combine(dir, "pid"));
+            string go = System.IO.Path.Combine(dir, "go");
+            var watch = System.Diagnostics.Stopwatch.StartNew();
+            while (GC.CollectionCount(2) == before && !System.IO.File.Exists(go)
+                   && watch.ElapsedMilliseconds < 60000)
+            {
+                System.Threading.Thread.Sleep(10);
+            }
+            Console.WriteLine("heap: " + Kept.Count + " nodes");
+        }
+
         static int Main(string[] args)
         {
             string mode = args.Length > 0 ? args[0] : "exact";
@@ -161,6 +184,7 @@ namespace Memory
             else if (mode == "big") Big();
             else if (mode == "gc") Gc();
             else if (mode == "heap") Heap();
+            else if (mode == "signal") WaitForSignal(args[1]);
             else
             {
                 Console.WriteLine("unknown mode " + mode);

@@ -159,6 +159,7 @@ impl Session {
             self.warn(w.clone());
         }
         self.event(K::INITIALIZE, &[]);
+        crate::heap::start_signal_thread(self);
         if self.config.mode != Mode::None {
             let sampler = Sampler::start(self);
             *self.sampler.lock().unwrap_or_else(|e| e.into_inner()) = sampler;

@@ -5,7 +5,7 @@
 //! - `CLRPROF_CONFIG`: `key=value` pairs separated by `;`:
 //!   `mode=sample|trace|none`, `events=jit,gc,...|all`, `rate=HZ`, `inline=1|0`,
 //!   `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all`, `alloc_interval=BYTES`,
-//!   `heap_snapshot=at-exit|every-gc|N`.
+//!   `heap_snapshot=at-exit|every-gc|N|on-signal`.
 //!
 //! Unknown keys and bad values are reported back to the CLI as warnings, never fatal: the
 //! profiled program must run whatever the configuration says.
@@ -43,6 +43,8 @@ pub enum HeapSnapshots {
     AtExit,
     /// In every N-th collection (1 = every one).
     EveryGc(u32),
+    /// Only when asked with the snapshot signal (`SIGUSR2`).
+    OnSignal,
 }
 
 /// The parsed configuration.
@@ -160,6 +162,7 @@ impl Config {
                     "off" => c.heap_snapshots = HeapSnapshots::Off,
                     "at-exit" => c.heap_snapshots = HeapSnapshots::AtExit,
                     "every-gc" => c.heap_snapshots = HeapSnapshots::EveryGc(1),
+                    "on-signal" => c.heap_snapshots = HeapSnapshots::OnSignal,
                     n => match n.parse::<u32>() {
                         Ok(n) if n > 0 => c.heap_snapshots = HeapSnapshots::EveryGc(n),
                         _ => c
@@ -202,6 +205,7 @@ mod tests {
         assert_eq!(snapshots("at-exit"), HeapSnapshots::AtExit);
         assert_eq!(snapshots("every-gc"), HeapSnapshots::EveryGc(1));
         assert_eq!(snapshots("3"), HeapSnapshots::EveryGc(3));
+        assert_eq!(snapshots("on-signal"), HeapSnapshots::OnSignal);
         assert_eq!(snapshots("0"), HeapSnapshots::Off);
         assert_eq!(
             Config::parse("alloc=some;alloc_interval=0").warnings.len(),

@@ -11,6 +11,10 @@
 //! must not be dropped (a snapshot with holes is wrong), so they go through
 //! `push_record_or_drain`, which writes the buffer out on the calling thread when it is full.
 //!
+//! **On demand**: whatever the mode, `SIGUSR2` sent to the program (`kill -USR2 <pid>`) asks
+//! for a snapshot now (`on-signal` takes only those): the signal handler wakes the agent's heap
+//! thread, which forces a collection (`ForceGC`) and snapshots it.
+//!
 //! `every-gc` snapshots every collection, `N` every N-th. `at-exit` snapshots one collection
 //! that the agent forces at `Shutdown` with `ForceGC`, from a thread of its own (the runtime
 //! accepts `ForceGC` only from a thread with no callback and no managed code on its stack).
@@ -28,6 +32,7 @@ use clrprof_trace::{
 };
 
 use crate::config::HeapSnapshots;
+use crate::recorder::{snapshot_signal, sys};
 use crate::session::Session;
 
 /// How long `Shutdown` waits for the at-exit collection.
@@ -44,7 +49,7 @@ struct HeapState {
     objects: AtomicU64,
     roots: AtomicU64,
     refs_cut: AtomicU64,
-    /// The next collection is the at-exit one.
+    /// The next collection is the at-exit one, or one asked for with the signal.
     exit_requested: AtomicBool,
 }
 
@@ -63,7 +68,9 @@ static STATE: HeapState = HeapState {
 /// for it at startup too.
 pub fn event_mask(s: &HeapSnapshots) -> EventMask {
     match s {
-        HeapSnapshots::EveryGc(_) | HeapSnapshots::AtExit => EventMask::MONITOR_GC,
+        HeapSnapshots::EveryGc(_) | HeapSnapshots::AtExit | HeapSnapshots::OnSignal => {
+            EventMask::MONITOR_GC
+        }
         HeapSnapshots::Off => EventMask::empty(),
     }
 }
@@ -75,8 +82,12 @@ pub fn gc_started(s: &Session) {
     let gc = STATE.gcs.fetch_add(1, Ordering::AcqRel) + 1;
     let chosen = match s.config.heap_snapshots {
         HeapSnapshots::Off => false,
-        HeapSnapshots::EveryGc(n) => gc.is_multiple_of(n.max(1)),
-        HeapSnapshots::AtExit => STATE.exit_requested.swap(false, Ordering::AcqRel),
+        HeapSnapshots::EveryGc(n) => {
+            STATE.exit_requested.swap(false, Ordering::AcqRel) || gc.is_multiple_of(n.max(1))
+        }
+        HeapSnapshots::AtExit | HeapSnapshots::OnSignal => {
+            STATE.exit_requested.swap(false, Ordering::AcqRel)
+        }
     };
     if !chosen {
         return;
@@ -185,8 +196,38 @@ pub fn finish(s: &Session) {
         }));
 }
 
-/// At `Shutdown`, for `at-exit`: turns the heap walk on and forces a collection from a thread
-/// of the agent's own, waiting for it (bounded).
+/// Starts the thread that takes snapshots when the snapshot signal asks (any heap mode).
+pub fn start_signal_thread(s: &'static Session) {
+    if s.config.heap_snapshots == HeapSnapshots::Off || !snapshot_signal::install() {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("clrprof-heap".into())
+        .spawn(move || {
+            let mut seen = snapshot_signal::REQUESTS.load(Ordering::Acquire);
+            while !s.ended() {
+                sys::futex_wait(&snapshot_signal::REQUESTS, seen, 200_000_000);
+                let now = snapshot_signal::REQUESTS.load(Ordering::Acquire);
+                if now == seen || s.ended() {
+                    continue;
+                }
+                seen = now;
+                STATE.exit_requested.store(true, Ordering::Release);
+                // This thread never runs managed code: the runtime accepts ForceGC from it.
+                if let Err(e) = s.info.force_gc() {
+                    s.warn(format!("no heap snapshot on request: ForceGC failed ({e})"));
+                }
+                STATE.exit_requested.store(false, Ordering::Release);
+                finish(s);
+            }
+        });
+    if spawned.is_err() {
+        s.warn("heap snapshots on request are unavailable: cannot start a thread");
+    }
+}
+
+/// At `Shutdown`, for `at-exit`: forces a collection from a thread of the agent's own, waiting
+/// for it (bounded).
 pub fn snapshot_at_exit(s: &'static Session) {
     if s.config.heap_snapshots != HeapSnapshots::AtExit {
         return;

@@ -58,7 +58,8 @@ pub struct RecordArgs {
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1_099_511_627_776))]
     pub alloc_interval: Option<u64>,
     /// Heap snapshots (object graph, retained sizes): `at-exit` (one, in a collection forced
-    /// when the program ends), `every-gc`, or a number N (every N-th collection).
+    /// when the program ends), `every-gc`, a number N (every N-th collection) or `on-signal`
+    /// (none but those asked for). With any of them, `kill -USR2 <program pid>` takes one now.
     #[arg(long, value_name = "WHEN", value_parser = parse_heap_snapshot)]
     pub heap_snapshot: Option<String>,
     /// Where to write the trace.
@@ -79,9 +80,11 @@ pub struct RecordArgs {
 
 fn parse_heap_snapshot(v: &str) -> Result<String, String> {
     match v {
-        "at-exit" | "every-gc" => Ok(v.to_string()),
+        "at-exit" | "every-gc" | "on-signal" => Ok(v.to_string()),
         n if n.parse::<u32>().is_ok_and(|n| n > 0) => Ok(v.to_string()),
-        _ => Err("expected at-exit, every-gc or a number of collections (1 or more)".into()),
+        _ => Err(
+            "expected at-exit, every-gc, on-signal or a number of collections (1 or more)".into(),
+        ),
     }
 }
 

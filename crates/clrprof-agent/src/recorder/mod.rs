@@ -1,11 +1,13 @@
 //! Everything in the agent that needs `unsafe`: raw system calls ([`sys`]), the initial-exec
 //! TLS slots ([`tls`]), the registry of profiled threads ([`threads`]), trace mode's call
 //! trees ([`cct`]) and hand-written hooks ([`hooks`]), and sample mode's signal-based stack
-//! capture ([`capture`]). Every `unsafe` block says why it is sound.
+//! capture ([`capture`]), and the heap snapshot signal ([`snapshot_signal`]). Every `unsafe`
+//! block says why it is sound.
 
 pub mod capture;
 pub mod cct;
 pub mod hooks;
+pub mod snapshot_signal;
 pub mod sys;
 pub mod threads;
 pub mod tls;
