@@ -64,6 +64,9 @@ fn alloc_all_counts_every_allocation_with_its_method() {
     assert_eq!(made[0]["function"], "Memory.Program.MakeBuffers(int)");
     assert_eq!(made[0]["count"], 5_000);
     assert_eq!(made[0]["bytes"], 5_000 * 124);
+    assert_eq!(made[0]["array_length_max"], 100);
+    assert_eq!(nodes["array_length_max"], Value::Null);
+    assert_eq!(nodes["large_object_heap"], 0);
 
     // The stacks: MakeNodes innermost, called from Exact and Main.
     let stacks = json["allocation_stacks"].as_array().unwrap();

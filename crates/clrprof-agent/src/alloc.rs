@@ -5,7 +5,7 @@
 //! `DoStackSnapshot` on the current thread (allowed inside this callback, and exact: the
 //! innermost frame is the method whose `new` allocated), interns it in the session's
 //! [`StackInterner`](crate::stacks::StackInterner) and writes an `Allocation` record with the
-//! class and the object's size from `GetObjectSize2`. Runtime frames between the managed code
+//! class, the object's size from `GetObjectSize2` and, for an array, its length. Runtime frames between the managed code
 //! and the callback are not part of the stack: the allocating method is innermost.
 //!
 //! **Sampling** (`alloc=sampled`) picks allocations by bytes, as a Poisson process: each
@@ -106,9 +106,14 @@ pub fn object_allocated(s: &Session, object: ObjectId, class: ClassId) {
     if size >= LOH_THRESHOLD {
         flags |= Allocation::LARGE_OBJECT_HEAP;
     }
-    if matches!(s.info.is_array_class(class), Ok(Some(_))) {
-        flags |= Allocation::ARRAY;
-    }
+    // Arrays: the element count (the element type is in the class's name, e.g. `int[,]`).
+    let array_length = match s.info.get_array_object_info(object) {
+        Ok(array) => {
+            flags |= Allocation::ARRAY;
+            array.len()
+        }
+        Err(_) => 0,
+    };
     let record = Allocation {
         ts: s.now(),
         tid: sys::gettid(),
@@ -117,6 +122,7 @@ pub fn object_allocated(s: &Session, object: ObjectId, class: ClassId) {
         stack,
         interval,
         flags,
+        array_length,
     };
     let counter = if s.out.push_allocation(&record) {
         &STATS.written

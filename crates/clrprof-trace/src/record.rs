@@ -471,6 +471,8 @@ records! {
         interval: u64,
         /// Bit 0: on the large object heap (at least 85,000 bytes). Bit 1: an array.
         flags: u8,
+        /// For an array, its number of elements (all dimensions); 0 otherwise.
+        array_length: u64,
     }
 
     /// Kind 41 (format 1.1): the size of each GC generation when a collection starts or ends
@@ -560,7 +562,7 @@ impl Allocation {
     /// Flag bit: the object is an array.
     pub const ARRAY: u8 = 2;
     /// The encoded size of an allocation, record header included.
-    pub const ENCODED_LEN: usize = RECORD_HEADER_LEN + 8 + 4 + 8 + 8 + 4 + 8 + 1;
+    pub const ENCODED_LEN: usize = RECORD_HEADER_LEN + 8 + 4 + 8 + 8 + 4 + 8 + 1 + 8;
 
     /// Encodes the record (header and payload) at the start of `buf` without allocating.
     /// Returns the bytes written, or `None` if `buf` is shorter than
@@ -1016,6 +1018,7 @@ pub(crate) mod tests {
                 stack: 2,
                 interval: 102_400,
                 flags: Allocation::LARGE_OBJECT_HEAP | Allocation::ARRAY,
+                array_length: 100_000,
             }),
             Record::GcGenerations(GcGenerations {
                 ts: 4_000_000,

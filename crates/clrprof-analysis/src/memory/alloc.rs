@@ -32,6 +32,8 @@ pub struct AllocationRow {
     pub large_object_heap: u64,
     /// True if the type is an array.
     pub array: bool,
+    /// Arrays: the most elements one of the recorded arrays had (`null` for other types).
+    pub array_length_max: Option<u64>,
     /// The methods that allocated it (innermost managed frame), most bytes first.
     pub allocated_by: Vec<AllocatingMethod>,
 }
@@ -45,6 +47,8 @@ pub struct AllocatingMethod {
     pub count: u64,
     /// Bytes.
     pub bytes: u64,
+    /// Arrays: the most elements one of them had (`null` for other types).
+    pub array_length_max: Option<u64>,
 }
 
 /// One allocating stack.
@@ -101,6 +105,7 @@ struct Sum {
     count: f64,
     bytes: f64,
     loh: f64,
+    array_length_max: Option<u64>,
 }
 
 impl Sum {
@@ -111,6 +116,16 @@ impl Sum {
         if a.flags & Allocation::LARGE_OBJECT_HEAP != 0 {
             self.loh += c;
         }
+        if a.flags & Allocation::ARRAY != 0 {
+            self.array_length_max = self.array_length_max.max(Some(a.array_length));
+        }
+    }
+
+    fn merge(&mut self, other: &Sum) {
+        self.count += other.count;
+        self.bytes += other.bytes;
+        self.loh += other.loh;
+        self.array_length_max = self.array_length_max.max(other.array_length_max);
     }
 }
 
@@ -195,9 +210,7 @@ impl LoadedTrace {
                 stacks.entry(stack).or_default(),
                 &mut total,
             ] {
-                s.count += sum.count;
-                s.bytes += sum.bytes;
-                s.loh += sum.loh;
+                s.merge(sum);
             }
         }
         let mut type_rows: Vec<AllocationRow> = types
@@ -209,6 +222,7 @@ impl LoadedTrace {
                         function,
                         count: round(s.count),
                         bytes: round(s.bytes),
+                        array_length_max: s.array_length_max,
                     })
                     .collect();
                 allocated_by
@@ -220,6 +234,7 @@ impl LoadedTrace {
                     estimated: agg.sampled,
                     large_object_heap: round(sum.loh),
                     array: agg.arrays.get(&class).copied().unwrap_or(false),
+                    array_length_max: sum.array_length_max,
                     allocated_by,
                 }
             })

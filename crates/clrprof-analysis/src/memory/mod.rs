@@ -238,13 +238,20 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
         } else {
             row.bytes as f64 * 100.0 / r.total_bytes as f64
         };
-        let loh = if row.large_object_heap > 0 {
-            format!(
-                "  ({} on the large object heap)",
+        let mut notes = Vec::new();
+        if let Some(max) = row.array_length_max {
+            notes.push(format!("up to {} elements", count(max)));
+        }
+        if row.large_object_heap > 0 {
+            notes.push(format!(
+                "{} on the large object heap",
                 count(row.large_object_heap)
-            )
-        } else {
+            ));
+        }
+        let loh = if notes.is_empty() {
             String::new()
+        } else {
+            format!("  ({})", notes.join(", "))
         };
         writeln!(
             out,
