@@ -1,12 +1,14 @@
 //! Memory profiling on a real runtime: allocations by type, method and stack (`--alloc all`
-//! exact, `--alloc sampled` estimated), and garbage collections with their pauses. The facts
-//! asserted are documented at the top of `tests/programs/Memory.cs`.
+//! exact, `--alloc sampled` estimated), garbage collections with their pauses, and heap
+//! snapshots (retained sizes, root paths, diffs, ages; at exit, every GC and on a signal). The
+//! facts asserted are documented at the top of `tests/programs/Memory.cs`.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clrprof_e2e::{
-    ChildGuard, OutputExt, compile, default_timeout, record, record_command, report_json, temp_dir,
+    ChildGuard, OutputExt, compile, default_timeout, record, record_command, report_json,
+    speedscope_schema, temp_dir,
 };
 use serde_json::Value;
 
@@ -103,6 +105,16 @@ fn alloc_all_counts_every_allocation_with_its_method() {
     speedscope.assert_success();
     let doc: Value = serde_json::from_str(&speedscope.stdout_str()).unwrap();
     assert_eq!(doc["profiles"][0]["unit"], "bytes");
+    let schema = speedscope_schema();
+    let validator = jsonschema::validator_for(&schema).expect("speedscope's schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "speedscope schema violations: {errors:#?}"
+    );
     let pprof_path = rec.dir.path().join("alloc.pb.gz");
     let pprof = rec.report(&[
         "--alloc",

@@ -44,3 +44,14 @@ pub fn temp_dir() -> tempfile::TempDir {
         .tempdir()
         .expect("cannot create a temporary directory")
 }
+
+/// speedscope's file format JSON schema, fetched by `cargo xtask setup`.
+///
+/// # Panics
+/// If it is missing (with how to fetch it).
+pub fn speedscope_schema() -> serde_json::Value {
+    let path = workspace_root().join(".deps/speedscope-1.25.0/file-format-schema.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask setup`", path.display()));
+    serde_json::from_str(&text).expect("speedscope's schema is JSON")
+}
