@@ -109,10 +109,22 @@ fn level_name(level: u8) -> &'static str {
 const ALLOC_STACKS: usize = 100;
 
 /// Top retainers the JSON report lists.
-pub const HEAP_RETAINERS: usize = 20;
+const HEAP_RETAINERS: usize = 20;
 
 /// Builds the JSON report.
 pub fn json(t: &LoadedTrace, query: &Query, options: &Json) -> Result<ReportJson, Error> {
+    json_with(t, query, options, None, &mut |_| {})
+}
+
+/// Builds the JSON report, analysing heap snapshot `snapshot` (default: the last complete
+/// one, if any) and telling `progress` what the heap analysis is doing.
+pub fn json_with(
+    t: &LoadedTrace,
+    query: &Query,
+    options: &Json,
+    snapshot: Option<u32>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<ReportJson, Error> {
     let cpu = if t.has_cpu_data() {
         Some(json_report(&t.profile(), query, options)?)
     } else {
@@ -126,12 +138,8 @@ pub fn json(t: &LoadedTrace, query: &Query, options: &Json) -> Result<ReportJson
             .has_allocations()
             .then(|| t.alloc_report(query.top.unwrap_or(ALLOC_STACKS))),
         gc: (!t.memory.gcs.is_empty()).then(|| t.gc_report()),
-        heap: t
-            .memory
-            .snapshots
-            .iter()
-            .any(|s| s.complete)
-            .then(|| t.heap_json(None, HEAP_RETAINERS, &mut |_| {}))
+        heap: (snapshot.is_some() || t.memory.snapshots.iter().any(|s| s.complete))
+            .then(|| t.heap_json(snapshot, HEAP_RETAINERS, progress))
             .transpose()?,
         messages: messages(t),
         counters: t.counters.clone(),

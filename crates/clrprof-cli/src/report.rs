@@ -171,15 +171,8 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
                 pretty: opts.pretty,
                 ..Json::default()
             };
-            let mut json = report::json(&loaded, q, &options)?;
-            if opts.snapshot.is_some() {
-                json.heap = Some(loaded.heap_json(
-                    opts.snapshot,
-                    report::HEAP_RETAINERS,
-                    &mut progress(),
-                )?);
-                progress()("");
-            }
+            let json = report::json_with(&loaded, q, &options, opts.snapshot, &mut progress())?;
+            progress()("");
             report::write_json_report(&json, &options, out)?;
         }
         other => {
