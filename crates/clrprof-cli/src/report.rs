@@ -70,16 +70,17 @@ fn open_output(opts: &ReportOptions) -> Result<Box<dyn Write>> {
 fn progress() -> impl FnMut(&str) {
     let tty = std::io::stderr().is_terminal();
     move |what: &str| {
-        if tty {
+        if tty && what.is_empty() {
+            eprint!("\r\x1b[2K");
+        } else if tty {
             eprint!("\r\x1b[2Kclrprof: {what}...");
-            if what.is_empty() {
-                eprint!("\r\x1b[2K");
-            }
         }
     }
 }
 
-/// Loads one side of `--diff`: `N` (a snapshot of FILE), `TRACE` or `TRACE@N`.
+/// Loads one side of `--diff`: `N` (a snapshot of FILE), `TRACE` or `TRACE@N`. Each side
+/// loads its trace keeping only its own snapshot, so two snapshots of one big trace are never
+/// held together with the rest.
 fn diff_side(opts: &ReportOptions, spec: &str) -> Result<(trace::LoadedTrace, Option<u32>)> {
     if let Ok(n) = spec.parse::<u32>() {
         let Some(file) = &opts.file else {
