@@ -679,6 +679,137 @@ mod tests {
         w.into_inner()
     }
 
+    fn trace(records: Vec<Record>) -> LoadedTrace {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        for r in &records {
+            w.write(r).unwrap();
+        }
+        crate::trace::read(&w.into_inner()[..]).unwrap()
+    }
+
+    fn function(id: u64, method: &str) -> Record {
+        Record::FunctionDef(clrprof_trace::FunctionDef {
+            id,
+            type_name: "App".into(),
+            method_name: method.into(),
+            signature: "()".into(),
+            ..Default::default()
+        })
+    }
+
+    fn stack(id: u32, parent: u32, frame: u64) -> Record {
+        Record::StackDef(clrprof_trace::StackDef {
+            id,
+            parent,
+            frame_kind: clrprof_trace::FrameKind::Managed,
+            frame,
+        })
+    }
+
+    fn class(id: u64, name: &str) -> Record {
+        Record::ClassDef(clrprof_trace::ClassDef {
+            id,
+            name: name.into(),
+            ..Default::default()
+        })
+    }
+
+    fn allocation(class: u64, size: u64, stack: u32, interval: u64) -> Record {
+        Record::Allocation(Allocation {
+            class,
+            size,
+            stack,
+            interval,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn allocations_by_type_method_and_stack() {
+        // Main -> Make (stack 2) allocates 3 Nodes; Main -> Fill (stack 3) 2 byte[] of 124.
+        let mut records = vec![
+            function(1, "Main"),
+            function(2, "Make"),
+            function(3, "Fill"),
+            stack(1, 0, 1),
+            stack(2, 1, 2),
+            stack(3, 1, 3),
+            class(10, "Node"),
+            class(11, "byte[]"),
+        ];
+        records.extend((0..3).map(|_| allocation(10, 40, 2, 0)));
+        records.extend((0..2).map(|_| allocation(11, 124, 3, 0)));
+        let t = trace(records);
+        let r = t.alloc_report(10);
+        assert_eq!(r.mode, "all");
+        assert_eq!((r.total_count, r.total_bytes), (5, 3 * 40 + 2 * 124));
+        assert_eq!(r.types[0].type_name, "byte[]");
+        assert_eq!((r.types[0].count, r.types[0].bytes), (2, 248));
+        assert!(!r.types[0].estimated);
+        assert_eq!(r.types[1].allocated_by[0].function, "App.Make()");
+        assert_eq!(r.stacks[0].frames, ["App.Fill()", "App.Main()"]);
+        assert_eq!(
+            t.alloc_folded_lines(),
+            [
+                "App.Main();App.Fill();[byte[]] 248",
+                "App.Main();App.Make();[Node] 120"
+            ]
+        );
+    }
+
+    #[test]
+    fn sampled_allocations_are_scaled_up() {
+        // One sampled 24-byte object with a 1 MiB interval stands for about 1 MiB.
+        let t = trace(vec![class(10, "Small"), allocation(10, 24, 0, 1 << 20)]);
+        let r = t.alloc_report(10);
+        assert_eq!(r.mode, "sampled");
+        assert!(r.types[0].estimated);
+        let bytes = r.types[0].bytes as f64;
+        assert!((bytes - (1u64 << 20) as f64).abs() < 100.0, "{bytes}");
+        assert_eq!(r.types[0].allocated_by[0].function, "[no managed frame]");
+    }
+
+    #[test]
+    fn collections_get_their_pause_and_generation_sizes() {
+        use clrprof_trace::Event;
+        let ev = |ts, kind, args: &[u64]| Record::Event(Event::new(ts, 1, kind, args));
+        let sizes = |phase, sizes: Vec<u64>| {
+            Record::GcGenerations(GcGenerations {
+                ts: 0,
+                phase,
+                sizes,
+            })
+        };
+        let t = trace(vec![
+            ev(100, EventKind::RUNTIME_SUSPEND_STARTED, &[1]),
+            sizes(0, vec![1000, 0, 0, 0, 0]),
+            ev(150, EventKind::GARBAGE_COLLECTION_STARTED, &[0b111, 1]),
+            ev(160, EventKind::SURVIVING_REFERENCES2, &[2, 300]),
+            ev(170, EventKind::MOVED_REFERENCES2, &[1, 100]),
+            sizes(1, vec![0, 400, 0, 0, 0]),
+            ev(200, EventKind::GARBAGE_COLLECTION_FINISHED, &[]),
+            ev(250, EventKind::RUNTIME_RESUME_FINISHED, &[]),
+            // A second collection without a recorded suspension.
+            ev(500, EventKind::GARBAGE_COLLECTION_STARTED, &[0b1, 0]),
+            ev(520, EventKind::GARBAGE_COLLECTION_FINISHED, &[]),
+        ]);
+        let r = t.gc_report();
+        assert_eq!(r.gcs.len(), 2);
+        let g = &r.gcs[0];
+        assert_eq!((g.generation, g.reason.as_str()), (2, "induced"));
+        assert_eq!((g.pause_ns, g.duration_ns), (Some(150), Some(50)));
+        assert_eq!(g.heap_before, Some(vec![1000, 0, 0, 0, 0]));
+        assert_eq!(g.heap_after, Some(vec![0, 400, 0, 0, 0]));
+        assert_eq!((g.freed_bytes, g.survived_bytes), (Some(600), Some(400)));
+        let g = &r.gcs[1];
+        assert_eq!(
+            (g.generation, g.pause_ns, g.heap_before.clone()),
+            (0, None, None)
+        );
+        assert_eq!(r.count_by_generation, [1, 0, 1]);
+        assert_eq!((r.pause_max_ns, r.pause_total_ns), (150, 150));
+    }
+
     #[test]
     fn the_loader_keeps_only_the_snapshots_asked_for() {
         let bytes = three_snapshots();
