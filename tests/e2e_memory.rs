@@ -287,10 +287,14 @@ fn heap_snapshots_show_retained_sizes_root_paths_and_growth() {
             .to_string()
     };
     let (first, second) = (snapshot_of(induced[0]), snapshot_of(induced[1]));
-    // With the heap walk on, the runtime reports what survived each collection.
+    // With the heap walk on, the runtime reports what survived each collection, and what was
+    // allocated per class before it: every node was allocated before the second collection.
     for g in json["gc"]["gcs"].as_array().unwrap() {
         assert!(g["survived_bytes"].as_u64().unwrap() > 0, "{g:#}");
+        assert!(g["allocated_objects"].as_u64().unwrap() > 0, "{g:#}");
     }
+    let allocated = heap_type(&json["gc"]["allocated_by_class"], "Memory.HeapNode");
+    assert_eq!(allocated["count"], 1_500);
 
     let at = |n: &str| -> Value {
         let out = rec.report(&["--format", "json", "--snapshot", n]);

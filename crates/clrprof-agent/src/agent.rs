@@ -479,6 +479,9 @@ impl Profiler for Agent {
         self.ev(K::OBJECT_ALLOCATED, &[o.as_u64(), c.as_u64(), 0])
     }
     fn objects_allocated_by_class(&self, classes: &[ClassId], counts: &[u32]) -> Result<()> {
+        if let Some(s) = self.session() {
+            crate::gc::write_allocated_by_class(s, classes, counts);
+        }
         let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
         self.ev(
             K::OBJECTS_ALLOCATED_BY_CLASS,

@@ -254,6 +254,7 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
             Record::HeapRoot(r) => t.memory.heap_root(&r),
             Record::HeapSnapshotEnd(e) => t.memory.heap_snapshot_end(&e),
             Record::HeapGenerations(g) => t.memory.heap_generations(&g),
+            Record::AllocatedByClass(a) => t.memory.allocated_by_class(&a),
             Record::Sample(s) => t.samples.push(s),
             Record::CallTreeNode(n) => t.call_tree.push(n),
             Record::Unknown { .. } => t.unknown_records += 1,

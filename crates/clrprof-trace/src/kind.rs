@@ -76,6 +76,8 @@ record_kinds! {
     HEAP_SNAPSHOT_END = 45, "HeapSnapshotEnd";
     /// `HeapGenerations`: where each GC generation lies when a snapshot's heap is walked (1.1).
     HEAP_GENERATIONS = 46, "HeapGenerations";
+    /// `AllocatedByClass`: objects allocated per class since the previous collection (1.1).
+    ALLOCATED_BY_CLASS = 47, "AllocatedByClass";
 }
 
 impl RecordKind {
@@ -116,6 +118,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 23);
+        assert_eq!(RecordKind::KNOWN.len(), 24);
     }
 }

@@ -54,10 +54,10 @@ pub use header::Header;
 pub use kind::RecordKind;
 pub use read::Reader;
 pub use record::{
-    Allocation, AppDomainDef, AssemblyDef, CallTreeNode, ClassDef, Counter, Event, FrameKind,
-    FunctionDef, GcGenerations, HeapGenerations, HeapObject, HeapRoot, HeapSnapshot,
-    HeapSnapshotEnd, MAX_U64_LIST, Message, ModuleDef, NativeFrameDef, Record, RecordingEnd,
-    Sample, SessionEnd, SessionStart, StackDef, ThreadDef, ThreadState,
+    AllocatedByClass, Allocation, AppDomainDef, AssemblyDef, CallTreeNode, ClassDef, Counter,
+    Event, FrameKind, FunctionDef, GcGenerations, HeapGenerations, HeapObject, HeapRoot,
+    HeapSnapshot, HeapSnapshotEnd, MAX_U64_LIST, Message, ModuleDef, NativeFrameDef, Record,
+    RecordingEnd, Sample, SessionEnd, SessionStart, StackDef, ThreadDef, ThreadState,
 };
 pub use stream::{RawRecord, StreamDecoder};
 pub use write::{Writer, write_header};

@@ -554,6 +554,16 @@ records! {
         /// 4 = pinned object heap).
         ranges: Vec<u64>,
     }
+
+    /// Kind 47 (format 1.1): `ObjectsAllocatedByClass`, objects allocated per class since the
+    /// previous collection, reported during a collection's heap walk.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    AllocatedByClass = ALLOCATED_BY_CLASS {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// Pairs `class, count`.
+        counts: Vec<u64>,
+    }
 }
 
 impl Allocation {
@@ -751,6 +761,8 @@ pub enum Record {
     HeapSnapshotEnd(HeapSnapshotEnd),
     /// Kind 46 (1.1).
     HeapGenerations(HeapGenerations),
+    /// Kind 47 (1.1).
+    AllocatedByClass(AllocatedByClass),
     /// A kind this crate does not know, from a newer minor version of the format. Readers
     /// skip (and may count) it; a writer copies it as it is.
     Unknown {
@@ -788,6 +800,7 @@ macro_rules! with_record {
             Record::HeapRoot($r) => $body,
             Record::HeapSnapshotEnd($r) => $body,
             Record::HeapGenerations($r) => $body,
+            Record::AllocatedByClass($r) => $body,
             Record::Unknown {
                 kind: $kind,
                 payload: $payload,
@@ -882,6 +895,7 @@ impl Record {
             RecordKind::HEAP_ROOT => read::<HeapRoot>(payload).map(Record::from),
             RecordKind::HEAP_SNAPSHOT_END => read::<HeapSnapshotEnd>(payload).map(Record::from),
             RecordKind::HEAP_GENERATIONS => read::<HeapGenerations>(payload).map(Record::from),
+            RecordKind::ALLOCATED_BY_CLASS => read::<AllocatedByClass>(payload).map(Record::from),
             kind => Ok(Record::Unknown {
                 kind,
                 payload: payload.to_vec(),
@@ -1047,6 +1061,10 @@ pub(crate) mod tests {
             Record::HeapGenerations(HeapGenerations {
                 snapshot: 1,
                 ranges: vec![0, 0x7f55_0000_0000, 4096, 2, 0x7f56_0000_0000, 65536],
+            }),
+            Record::AllocatedByClass(AllocatedByClass {
+                ts: 5_200_000,
+                counts: vec![0x7f00_0000_4000, 1000, 0x7f00_0000_4100, 3],
             }),
             Record::HeapSnapshotEnd(HeapSnapshotEnd {
                 ts: 5_500_000,

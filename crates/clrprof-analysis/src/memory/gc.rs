@@ -35,6 +35,8 @@ pub struct GcRecord {
     pub handles_created: u64,
     /// See `handles_created`.
     pub handles_destroyed: u64,
+    /// `ObjectsAllocatedByClass` of the collection: `(class, objects)`.
+    pub allocated_by_class: Vec<(u64, u64)>,
 }
 
 /// One collection in the report.
@@ -71,6 +73,19 @@ pub struct GcRow {
     pub handles_created: u64,
     /// GC handles destroyed since the previous collection (same condition).
     pub handles_destroyed: u64,
+    /// Objects allocated since the previous collection, from the runtime's per-class counts
+    /// (`ObjectsAllocatedByClass`; same condition; small object heap only).
+    pub allocated_objects: Option<u64>,
+}
+
+/// Objects of one class allocated between collections, summed over the recording.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClassCountRow {
+    /// The type.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Objects.
+    pub count: u64,
 }
 
 /// The GC report.
@@ -94,6 +109,9 @@ pub struct GcReport {
     pub time_in_gc_percent: f64,
     /// False when the trace has no suspension events (pauses unknown).
     pub pauses_known: bool,
+    /// The runtime's per-class allocation counts summed over every collection, most first
+    /// (empty unless the heap walk was on).
+    pub allocated_by_class: Vec<ClassCountRow>,
 }
 
 /// The nearest-rank percentile `p` (0..=100) of sorted values.
@@ -150,8 +168,23 @@ impl LoadedTrace {
                 finalizable_queued: g.finalizable_queued,
                 handles_created: g.handles_created,
                 handles_destroyed: g.handles_destroyed,
+                allocated_objects: (!g.allocated_by_class.is_empty())
+                    .then(|| g.allocated_by_class.iter().map(|&(_, n)| n).sum()),
             });
         }
+        let mut by_class: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+        for &(class, n) in m.gcs.iter().flat_map(|g| &g.allocated_by_class) {
+            *by_class.entry(class).or_default() += n;
+        }
+        let mut allocated_by_class: Vec<ClassCountRow> = by_class
+            .into_iter()
+            .map(|(class, count)| ClassCountRow {
+                type_name: self.names.class(class),
+                count,
+            })
+            .collect();
+        allocated_by_class
+            .sort_by(|a, b| b.count.cmp(&a.count).then(a.type_name.cmp(&b.type_name)));
         let mut pauses: Vec<u64> = rows.iter().filter_map(|r| r.pause_ns).collect();
         pauses.sort_unstable();
         let total: u64 = pauses.iter().sum();
@@ -170,6 +203,7 @@ impl LoadedTrace {
                 total as f64 * 100.0 / duration as f64
             },
             pauses_known,
+            allocated_by_class,
         }
     }
 }

@@ -9,12 +9,12 @@ pub mod gc;
 pub mod heap;
 
 use clrprof_trace::{
-    Allocation, Event, EventKind, GcGenerations, HeapGenerations, HeapObject, HeapRoot,
-    HeapSnapshot, HeapSnapshotEnd,
+    AllocatedByClass, Allocation, Event, EventKind, GcGenerations, HeapGenerations, HeapObject,
+    HeapRoot, HeapSnapshot, HeapSnapshotEnd,
 };
 
 pub use alloc::{AllocReport, AllocatingMethod, AllocationRow, AllocationStackRow};
-pub use gc::{GcReport, GcRow};
+pub use gc::{ClassCountRow, GcReport, GcRow};
 pub use heap::{GenerationRow, HeapDiffRow, HeapReport, HeapTypeRow, Retainer, SnapshotData};
 
 /// Which heap snapshots' objects the loader keeps (the others are only counted).
@@ -71,6 +71,15 @@ impl MemoryRecords {
             self.sizes_before = Some(g.sizes);
         } else {
             self.sizes_after = Some(g.sizes);
+        }
+    }
+
+    /// Takes the runtime's per-class allocation counts: they come in the heap walk at the end
+    /// of the latest collection.
+    pub fn allocated_by_class(&mut self, a: &AllocatedByClass) {
+        if let Some(g) = self.gcs.last_mut() {
+            g.allocated_by_class
+                .extend(a.counts.chunks_exact(2).map(|p| (p[0], p[1])));
         }
     }
 
@@ -372,6 +381,15 @@ pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> 
             out,
             "\n  pauses unknown: record with --events gc,suspension to measure them"
         )?;
+    }
+    if !r.allocated_by_class.is_empty() {
+        writeln!(
+            out,
+            "\n  allocated between collections (the runtime's counts, small object heap):"
+        )?;
+        for row in r.allocated_by_class.iter().take(10) {
+            writeln!(out, "  {:>12}  {}", count(row.count), row.type_name)?;
+        }
     }
     Ok(())
 }
