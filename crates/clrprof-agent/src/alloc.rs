@@ -5,8 +5,9 @@
 //! `DoStackSnapshot` on the current thread (allowed inside this callback, and exact: the
 //! innermost frame is the method whose `new` allocated), interns it in the session's
 //! [`StackInterner`](crate::stacks::StackInterner) and writes an `Allocation` record with the
-//! class, the object's size from `GetObjectSize2` and, for an array, its length. Runtime frames between the managed code
-//! and the callback are not part of the stack: the allocating method is innermost.
+//! class, the object's size from `GetObjectSize2` and, for an array, its length. Runtime
+//! frames between the managed code and the callback are not part of the stack: the allocating
+//! method is innermost.
 //!
 //! **Sampling** (`alloc=sampled`) picks allocations by bytes, as a Poisson process: each
 //! thread counts down a random number of bytes drawn from an exponential distribution with
@@ -16,7 +17,10 @@
 //! whatever came before it, so weighting each sampled allocation by `1/p` (count) and
 //! `size/p` (bytes) gives unbiased estimates of the totals, for small and large objects
 //! alike. The record carries the interval; the CLI does the scaling. Deciding costs one
-//! size query and a subtraction; only sampled allocations pay for a stack walk.
+//! size query and a subtraction, without allocating or locking; only recorded allocations pay
+//! for a stack walk, the stack table's lock and (the first time a function or class is seen)
+//! its name. The record itself goes into the transport's fixed buffer, and is dropped and
+//! counted (`allocations_dropped`) if that is full.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
