@@ -114,6 +114,13 @@ pub struct GcReport {
     pub allocated_by_class: Vec<ClassCountRow>,
 }
 
+/// The sum of generation sizes, as a signed number (saturating: a corrupt trace must not
+/// overflow).
+fn total(sizes: &[u64]) -> i64 {
+    let sum = sizes.iter().fold(0u64, |a, &b| a.saturating_add(b));
+    i64::try_from(sum).unwrap_or(i64::MAX)
+}
+
 /// The nearest-rank percentile `p` (0..=100) of sorted values.
 pub fn percentile(sorted: &[u64], p: u32) -> u64 {
     if sorted.is_empty() {
@@ -140,11 +147,9 @@ impl LoadedTrace {
                 .suspensions
                 .iter()
                 .find(|&&(start, end)| start <= g.start_ns && g.start_ns <= end)
-                .map(|&(start, end)| end - start);
+                .map(|&(start, end)| end.saturating_sub(start));
             let freed_bytes = match (&g.before, &g.after) {
-                (Some(b), Some(a)) => {
-                    Some(b.iter().sum::<u64>() as i64 - a.iter().sum::<u64>() as i64)
-                }
+                (Some(b), Some(a)) => Some(total(b).saturating_sub(total(a))),
                 _ => None,
             };
             rows.push(GcRow {
@@ -168,13 +173,17 @@ impl LoadedTrace {
                 finalizable_queued: g.finalizable_queued,
                 handles_created: g.handles_created,
                 handles_destroyed: g.handles_destroyed,
-                allocated_objects: (!g.allocated_by_class.is_empty())
-                    .then(|| g.allocated_by_class.iter().map(|&(_, n)| n).sum()),
+                allocated_objects: (!g.allocated_by_class.is_empty()).then(|| {
+                    g.allocated_by_class
+                        .iter()
+                        .fold(0u64, |a, &(_, n)| a.saturating_add(n))
+                }),
             });
         }
         let mut by_class: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
         for &(class, n) in m.gcs.iter().flat_map(|g| &g.allocated_by_class) {
-            *by_class.entry(class).or_default() += n;
+            let c = by_class.entry(class).or_default();
+            *c = c.saturating_add(n);
         }
         let mut allocated_by_class: Vec<ClassCountRow> = by_class
             .into_iter()
@@ -187,7 +196,7 @@ impl LoadedTrace {
             .sort_by(|a, b| b.count.cmp(&a.count).then(a.type_name.cmp(&b.type_name)));
         let mut pauses: Vec<u64> = rows.iter().filter_map(|r| r.pause_ns).collect();
         pauses.sort_unstable();
-        let total: u64 = pauses.iter().sum();
+        let total_pause = pauses.iter().fold(0u64, |a, &b| a.saturating_add(b));
         let duration = self.duration_ns();
         GcReport {
             gcs: rows,
@@ -196,11 +205,11 @@ impl LoadedTrace {
             pause_p90_ns: percentile(&pauses, 90),
             pause_p99_ns: percentile(&pauses, 99),
             pause_max_ns: pauses.last().copied().unwrap_or(0),
-            pause_total_ns: total,
+            pause_total_ns: total_pause,
             time_in_gc_percent: if duration == 0 {
                 0.0
             } else {
-                total as f64 * 100.0 / duration as f64
+                total_pause as f64 * 100.0 / duration as f64
             },
             pauses_known,
             allocated_by_class,

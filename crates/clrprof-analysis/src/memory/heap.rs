@@ -283,18 +283,22 @@ pub fn diff(before: &HeapReport, after: &HeapReport) -> Vec<HeapDiffRow> {
             .entry(&t.type_name)
             .or_insert_with(|| blank(&t.type_name));
         r.count_before = t.count;
-        r.count_delta -= t.count as i64;
-        r.shallow_bytes_delta -= t.shallow_bytes as i64;
-        r.retained_bytes_delta -= t.retained_bytes as i64;
+        r.count_delta = r.count_delta.saturating_sub(t.count as i64);
+        r.shallow_bytes_delta = r.shallow_bytes_delta.saturating_sub(t.shallow_bytes as i64);
+        r.retained_bytes_delta = r
+            .retained_bytes_delta
+            .saturating_sub(t.retained_bytes as i64);
     }
     for t in &after.types {
         let r = rows
             .entry(&t.type_name)
             .or_insert_with(|| blank(&t.type_name));
         r.count_after = t.count;
-        r.count_delta += t.count as i64;
-        r.shallow_bytes_delta += t.shallow_bytes as i64;
-        r.retained_bytes_delta += t.retained_bytes as i64;
+        r.count_delta = r.count_delta.saturating_add(t.count as i64);
+        r.shallow_bytes_delta = r.shallow_bytes_delta.saturating_add(t.shallow_bytes as i64);
+        r.retained_bytes_delta = r
+            .retained_bytes_delta
+            .saturating_add(t.retained_bytes as i64);
     }
     let mut out: Vec<HeapDiffRow> = rows
         .into_values()
@@ -518,7 +522,7 @@ pub fn analyze(
     for &v in &postorder {
         let v = v as usize;
         if v != root && idom[v] != NONE {
-            retained[idom[v] as usize] += retained[v];
+            retained[idom[v] as usize] = retained[idom[v] as usize].saturating_add(retained[v]);
         }
     }
 
@@ -565,7 +569,7 @@ pub fn analyze(
             if let Some(g) = s.generation_of(s.addresses[v]) {
                 by_generation[s.classes[v] as usize][g] += 1;
                 generation_totals[g].0 += 1;
-                generation_totals[g].1 += s.sizes[v];
+                generation_totals[g].1 = generation_totals[g].1.saturating_add(s.sizes[v]);
             }
         }
     }
@@ -580,9 +584,9 @@ pub fn analyze(
             *next += 1;
             let class = s.classes[c] as usize;
             count[class] += 1;
-            shallow[class] += s.sizes[c];
+            shallow[class] = shallow[class].saturating_add(s.sizes[c]);
             if active[class] == 0 {
-                type_retained[class] += retained[c];
+                type_retained[class] = type_retained[class].saturating_add(retained[c]);
             }
             active[class] += 1;
             walk.push((c as u32, 0));
@@ -686,7 +690,7 @@ pub fn analyze(
         snapshot: s.number,
         gc: s.gc,
         objects: n as u64,
-        total_bytes: s.sizes.iter().sum(),
+        total_bytes: s.sizes.iter().fold(0u64, |a, &b| a.saturating_add(b)),
         roots: s.roots.len() as u64,
         unreached_objects: unreached,
         dangling_refs: dangling,

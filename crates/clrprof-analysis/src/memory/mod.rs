@@ -163,12 +163,12 @@ impl MemoryRecords {
             }
             EventKind::MOVED_REFERENCES | EventKind::SURVIVING_REFERENCES => {
                 if let Some(g) = self.open_gc() {
-                    g.survived[0] += arg(1);
+                    g.survived[0] = g.survived[0].saturating_add(arg(1));
                 }
             }
             EventKind::MOVED_REFERENCES2 | EventKind::SURVIVING_REFERENCES2 => {
                 if let Some(g) = self.open_gc() {
-                    g.survived[1] += arg(1);
+                    g.survived[1] = g.survived[1].saturating_add(arg(1));
                 }
             }
             EventKind::FINALIZEABLE_OBJECT_QUEUED => {
