@@ -473,10 +473,12 @@ impl Profiler for Agent {
         self.ev(K::MOVED_REFERENCES, &[lengths.len() as u64, bytes])
     }
     fn object_allocated(&self, o: ObjectId, c: ClassId) -> Result<()> {
+        // The runtime calls this only with `--alloc`, whose `Allocation` records (sampled or
+        // not, with size and stack) take the place of an event per allocation.
         if let Some(s) = self.session() {
             crate::alloc::object_allocated(s, o, c);
         }
-        self.ev(K::OBJECT_ALLOCATED, &[o.as_u64(), c.as_u64(), 0])
+        Ok(())
     }
     fn objects_allocated_by_class(&self, classes: &[ClassId], counts: &[u32]) -> Result<()> {
         if let Some(s) = self.session() {
