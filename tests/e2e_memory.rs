@@ -159,7 +159,11 @@ fn alloc_sampled_estimates_are_within_15_percent() {
     let program = compile("Memory");
     let plain = program.run(&["big"]);
     plain.assert_success();
-    let rec = record(&program, &["big"], &["--mode", "none", "--alloc"]);
+    let rec = record(
+        &program,
+        &["big"],
+        &["--mode", "none", "--alloc", "--events", "gc"],
+    );
     rec.output.assert_success();
     assert_eq!(
         rec.output.stdout, plain.stdout,
@@ -169,9 +173,13 @@ fn alloc_sampled_estimates_are_within_15_percent() {
     let json = rec.report_json();
     assert_eq!(json["allocation_mode"], "sampled");
     assert_eq!(json["allocations_dropped"], 0);
-    // Far fewer records than the 5,250,000 allocations: this is sampling.
+    // Far fewer records than the 5,250,000 allocations: this is sampling, and no event per
+    // allocation is written besides, even with the gc events on.
     let records = json["allocation_records"].as_u64().unwrap();
     assert!(records < 100_000, "{records} records");
+    assert_eq!(json["events"].get("ObjectAllocated"), None);
+    assert!(json["session"]["records"].as_u64().unwrap() < 200_000);
+    assert!(!json["gc"]["gcs"].as_array().unwrap().is_empty());
     for (type_name, truth) in [
         ("Memory.Small", 160_000_000u64),
         ("int[]", 164_800_000),
