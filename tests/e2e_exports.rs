@@ -31,13 +31,6 @@ fn export(rec: &Recording, format: &str, extra: &[&str]) -> Vec<u8> {
     std::fs::read(&out_path).unwrap()
 }
 
-fn speedscope_schema() -> Value {
-    let path = workspace_root().join(".deps/speedscope-1.25.0/file-format-schema.json");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask setup`", path.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
 #[test]
 fn speedscope_output_validates_against_speedscope_schema() {
     let schema = speedscope_schema();

@@ -153,19 +153,32 @@ pub fn record_with_env(
 ) -> Recording {
     let dir = crate::temp_dir();
     let trace = dir.path().join(format!("{}.clrprof", program.name));
+    let mut cmd = record_command(program, args, clrprof_args, &trace);
+    cmd.envs(env.iter().copied());
+    let output = run_command(&mut cmd);
+    Recording { output, trace, dir }
+}
+
+/// The command [`record`] runs: `clrprof record <clrprof_args> -o <trace> -- <dotnet> <dll>
+/// <args>`, with the tests' environment. For tests that interact with the program while it
+/// is recorded.
+pub fn record_command(
+    program: &Program,
+    args: &[&str],
+    clrprof_args: &[&str],
+    trace: &Path,
+) -> Command {
     let mut cmd = Command::new(clrprof_bin());
     cmd.arg("record")
         .args(clrprof_args)
         .arg("-o")
-        .arg(&trace)
+        .arg(trace)
         .arg("--")
         .arg(&program.dotnet.muxer)
         .arg(&program.dll)
         .args(args);
     apply_env(&mut cmd);
-    cmd.envs(env.iter().copied());
-    let output = run_command(&mut cmd);
-    Recording { output, trace, dir }
+    cmd
 }
 
 /// `clrprof report <trace> <args>`. Does not check the exit status.

@@ -29,7 +29,8 @@ mod paths;
 mod process;
 
 pub use clrprof::{
-    Recording, agent_lib, clrprof_bin, example_lib, record, record_with_env, report, report_json,
+    Recording, agent_lib, clrprof_bin, example_lib, record, record_command, record_with_env,
+    report, report_json,
 };
 pub use compile::{Program, compile, compile_file, compile_source, programs_dir};
 pub use dotnet::{Dotnet, PINNED_VERSION};
@@ -42,4 +43,15 @@ pub fn temp_dir() -> tempfile::TempDir {
         .prefix("clrprof-e2e-")
         .tempdir()
         .expect("cannot create a temporary directory")
+}
+
+/// speedscope's file format JSON schema, fetched by `cargo xtask setup`.
+///
+/// # Panics
+/// If it is missing (with how to fetch it).
+pub fn speedscope_schema() -> serde_json::Value {
+    let path = workspace_root().join(".deps/speedscope-1.25.0/file-format-schema.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask setup`", path.display()));
+    serde_json::from_str(&text).expect("speedscope's schema is JSON")
 }

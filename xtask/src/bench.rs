@@ -26,6 +26,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use clrprof_e2e::{ChildGuard, Dotnet, Program};
 use clrprof_trace::protocol;
 
+mod memory;
+
 use crate::BenchArgs;
 use crate::eventpipe;
 use crate::util::{build_release, catch_panic, display, workspace_root};
@@ -67,6 +69,9 @@ enum Config {
     Trace,
     HooksFloor,
     EventPipe1000,
+    /// Memory benchmarks only (not in [`Config::ALL`]).
+    AllocSampled,
+    AllocAll,
 }
 
 impl Config {
@@ -87,6 +92,8 @@ impl Config {
             Config::Trace => "trace",
             Config::HooksFloor => "hooks-floor",
             Config::EventPipe1000 => "eventpipe-1000",
+            Config::AllocSampled => "alloc-sampled",
+            Config::AllocAll => "alloc-all",
         }
     }
 
@@ -106,6 +113,8 @@ impl Config {
                  with `Microsoft-Windows-DotNETRuntime` 0x4c14fccbd level 5: dotnet-trace's CPU \
                  profile), streamed over the diagnostics socket and discarded"
             }
+            Config::AllocSampled => "`clrprof record --mode none --alloc sampled`",
+            Config::AllocAll => "`clrprof record --mode none --alloc all`",
         }
     }
 
@@ -116,7 +125,14 @@ impl Config {
             Config::Sample100 => Some(&["--mode", "sample", "--rate", "100"]),
             Config::Sample1000 => Some(&["--mode", "sample", "--rate", "1000"]),
             Config::Trace => Some(&["--mode", "trace"]),
+            Config::AllocSampled => Some(&["--mode", "none", "--alloc", "sampled"]),
+            Config::AllocAll => Some(&["--mode", "none", "--alloc", "all"]),
         }
+    }
+
+    /// Whether the configuration samples CPU (and its trace must hold samples).
+    fn samples_cpu(self) -> bool {
+        matches!(self, Config::Sample100 | Config::Sample1000 | Config::Trace)
     }
 }
 
@@ -314,6 +330,18 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     let empty = compile(EMPTY)?;
 
+    if opts.memory {
+        let alloc = compile("Alloc")?;
+        let section = memory::run(&tools, Some(&alloc), rounds)?;
+        println!("\n{section}");
+        if let Some(path) = &opts.output {
+            std::fs::write(path, &section)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            println!("bench: wrote {}", path.display());
+        }
+        return Ok(());
+    }
+
     // Warm-up (page cache, first start of each binary); not measured.
     println!("bench: warming up");
     for program in &programs {
@@ -381,7 +409,11 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
         runtime: tools.dotnet.version.clone(),
         elapsed: started.elapsed(),
     };
-    let report = render(&info, &results, &startup);
+    let mut report = render(&info, &results, &startup);
+    println!("bench: memory benchmarks");
+    let alloc = programs.iter().find(|p| p.name == "Alloc");
+    report.push('\n');
+    report.push_str(&memory::run(&tools, alloc, rounds)?);
     println!("\n{report}");
     match output {
         Some(path) => {
@@ -740,7 +772,7 @@ fn run_workload(tools: &Tools, program: &Program, config: Config) -> Result<(Run
         }
         let _ = std::fs::remove_file(&trace);
         let samples = parse_samples(&exited.stderr);
-        if samples == Some(0) {
+        if samples == Some(0) && config.samples_cpu() {
             warnings.push("the trace holds no samples".to_string());
         }
         detail = Detail::Samples(samples);

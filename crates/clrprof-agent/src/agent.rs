@@ -13,7 +13,7 @@ use clrprof_trace::{
     EventCategory, EventKind as K, ExceptionInfo, Record, SessionStart, ThreadDef, protocol,
 };
 
-use crate::config::{Config, Mode};
+use crate::config::{AllocMode, Config, Mode};
 use crate::exceptions;
 use crate::recorder::published::Published;
 use crate::recorder::{cct, hooks, sys, threads};
@@ -204,6 +204,7 @@ impl Session {
             // An attached agent records InitializeForAttach instead.
             self.event(K::INITIALIZE, &[]);
         }
+        crate::heap::start_signal_thread(self);
         if self.config.mode != Mode::None {
             let sampler = Sampler::start(self);
             *self.sampler.lock().unwrap_or_else(|e| e.into_inner()) = sampler;
@@ -247,6 +248,12 @@ impl Session {
         if on(EventCategory::Exception) {
             low |= EventMask::MONITOR_EXCEPTIONS | EventMask::ENABLE_STACK_SNAPSHOT;
         }
+        low |= crate::heap::event_mask(&c.heap_snapshots);
+        if c.alloc != AllocMode::Off {
+            low |= EventMask::ENABLE_OBJECT_ALLOCATED
+                | EventMask::MONITOR_OBJECT_ALLOCATED
+                | EventMask::ENABLE_STACK_SNAPSHOT;
+        }
         if c.mode == Mode::Trace {
             // Unwind callbacks keep the shadow stacks right; JITInlining says what was inlined.
             low |= EventMask::MONITOR_ENTERLEAVE
@@ -285,6 +292,8 @@ impl Profiler for Agent {
 
     fn shutdown(&self) -> Result<()> {
         if let Some(s) = self.session() {
+            crate::heap::snapshot_at_exit(s);
+            crate::heap::finish(s);
             s.event(K::SHUTDOWN, &[]);
             s.end("shutdown");
         }
@@ -533,9 +542,17 @@ impl Profiler for Agent {
         self.ev(K::MOVED_REFERENCES, &[lengths.len() as u64, bytes])
     }
     fn object_allocated(&self, o: ObjectId, c: ClassId) -> Result<()> {
-        self.ev(K::OBJECT_ALLOCATED, &[o.as_u64(), c.as_u64(), 0])
+        // The runtime calls this only with `--alloc`, whose `Allocation` records (sampled or
+        // not, with size and stack) take the place of an event per allocation.
+        if let Some(s) = self.session() {
+            crate::alloc::object_allocated(s, o, c);
+        }
+        Ok(())
     }
     fn objects_allocated_by_class(&self, classes: &[ClassId], counts: &[u32]) -> Result<()> {
+        if let Some(s) = self.session() {
+            crate::gc::write_allocated_by_class(s, classes, counts);
+        }
         let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
         self.ev(
             K::OBJECTS_ALLOCATED_BY_CLASS,
@@ -543,6 +560,9 @@ impl Profiler for Agent {
         )
     }
     fn object_references(&self, o: ObjectId, c: ClassId, refs: &[ObjectId]) -> Result<()> {
+        if let Some(s) = self.session() {
+            crate::heap::object_references(s, o, c, refs);
+        }
         self.ev(
             K::OBJECT_REFERENCES,
             &[o.as_u64(), c.as_u64(), refs.len() as u64],
@@ -667,6 +687,12 @@ impl Profiler for Agent {
         )
     }
     fn garbage_collection_started(&self, generations: Generations, reason: GcReason) -> Result<()> {
+        if let Some(s) = self.session() {
+            if s.wants(K::GARBAGE_COLLECTION_STARTED) {
+                crate::gc::write_generation_sizes(s, 0);
+            }
+            crate::heap::gc_started(s);
+        }
         self.ev(
             K::GARBAGE_COLLECTION_STARTED,
             &[u64::from(generations.bits()), u64::from(reason.0)],
@@ -677,6 +703,12 @@ impl Profiler for Agent {
         self.ev(K::SURVIVING_REFERENCES, &[lengths.len() as u64, bytes])
     }
     fn garbage_collection_finished(&self) -> Result<()> {
+        if let Some(s) = self.session() {
+            if s.wants(K::GARBAGE_COLLECTION_FINISHED) {
+                crate::gc::write_generation_sizes(s, 1);
+            }
+            crate::heap::gc_finished(s);
+        }
         self.ev(K::GARBAGE_COLLECTION_FINISHED, &[])
     }
     fn finalizeable_object_queued(&self, flags: FinalizerFlags, o: ObjectId) -> Result<()> {
@@ -688,10 +720,13 @@ impl Profiler for Agent {
     fn root_references2(
         &self,
         roots: &[ObjectId],
-        _k: &[GcRootKind],
-        _f: &[GcRootFlags],
-        _ids: &[usize],
+        kinds: &[GcRootKind],
+        flags: &[GcRootFlags],
+        ids: &[usize],
     ) -> Result<()> {
+        if let Some(s) = self.session() {
+            crate::heap::root_references(s, roots, kinds, flags, ids);
+        }
         self.ev(K::ROOT_REFERENCES2, &[roots.len() as u64])
     }
     fn handle_created(&self, h: GcHandleId, o: ObjectId) -> Result<()> {

@@ -4,7 +4,8 @@
 //! - `CLRPROF_OUTPUT`: a file to write the trace to directly (profiling without the CLI).
 //! - `CLRPROF_CONFIG`: `key=value` pairs separated by `;`:
 //!   `mode=sample|trace|none`, `events=jit,gc,...|all`, `rate=HZ`, `inline=1|0`,
-//!   `max_nodes=N`, `buffer_kb=N`.
+//!   `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all`, `alloc_interval=BYTES`,
+//!   `heap_snapshot=at-exit|every-gc|N|on-signal`.
 //!
 //! Unknown keys and bad values are reported back to the CLI as warnings, never fatal: the
 //! profiled program must run whatever the configuration says.
@@ -22,6 +23,30 @@ pub enum Mode {
     None,
 }
 
+/// Which allocations to record with their stacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocMode {
+    /// None.
+    Off,
+    /// A random sample, picked by bytes (see `alloc.rs`).
+    Sampled,
+    /// Every allocation.
+    All,
+}
+
+/// When to take heap snapshots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeapSnapshots {
+    /// Never.
+    Off,
+    /// Once, in a collection forced at shutdown.
+    AtExit,
+    /// In every N-th collection (1 = every one).
+    EveryGc(u32),
+    /// Only when asked with the snapshot signal (`SIGUSR2`).
+    OnSignal,
+}
+
 /// The parsed configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -37,11 +62,20 @@ pub struct Config {
     pub max_nodes: u64,
     /// Size of each of the agent's two record buffers.
     pub buffer_bytes: usize,
+    /// Allocations to record.
+    pub alloc: AllocMode,
+    /// `sampled`: the mean number of bytes allocated between two samples.
+    pub alloc_interval: u64,
+    /// Heap snapshots.
+    pub heap_snapshots: HeapSnapshots,
     /// The configuration string as given.
     pub raw: String,
     /// Problems found while parsing, for the CLI to show.
     pub warnings: Vec<String>,
 }
+
+/// The default mean sampling interval of `alloc=sampled`, in bytes.
+pub const DEFAULT_ALLOC_INTERVAL: u64 = 128 << 10;
 
 impl Default for Config {
     fn default() -> Self {
@@ -52,6 +86,9 @@ impl Default for Config {
             inline: true,
             max_nodes: 2_000_000,
             buffer_bytes: 4 << 20,
+            alloc: AllocMode::Off,
+            alloc_interval: DEFAULT_ALLOC_INTERVAL,
+            heap_snapshots: HeapSnapshots::Off,
             raw: String::new(),
             warnings: Vec::new(),
         }
@@ -106,6 +143,33 @@ impl Config {
                     Ok(kb) if (64..=1 << 20).contains(&kb) => c.buffer_bytes = kb << 10,
                     _ => c.warnings.push(format!("bad buffer_kb `{value}`")),
                 },
+                "alloc" => match value {
+                    "off" => c.alloc = AllocMode::Off,
+                    "sampled" => c.alloc = AllocMode::Sampled,
+                    "all" => c.alloc = AllocMode::All,
+                    other => c
+                        .warnings
+                        .push(format!("unknown allocation mode `{other}`, ignored")),
+                },
+                "alloc_interval" => match value.parse::<u64>() {
+                    Ok(n) if (1..=1 << 40).contains(&n) => c.alloc_interval = n,
+                    _ => c.warnings.push(format!(
+                        "bad alloc_interval `{value}`, using {} bytes",
+                        c.alloc_interval
+                    )),
+                },
+                "heap_snapshot" => match value {
+                    "off" => c.heap_snapshots = HeapSnapshots::Off,
+                    "at-exit" => c.heap_snapshots = HeapSnapshots::AtExit,
+                    "every-gc" => c.heap_snapshots = HeapSnapshots::EveryGc(1),
+                    "on-signal" => c.heap_snapshots = HeapSnapshots::OnSignal,
+                    n => match n.parse::<u32>() {
+                        Ok(n) if n > 0 => c.heap_snapshots = HeapSnapshots::EveryGc(n),
+                        _ => c
+                            .warnings
+                            .push(format!("bad heap_snapshot `{value}`, no snapshots")),
+                    },
+                },
                 other => c
                     .warnings
                     .push(format!("unknown setting `{other}`, ignored")),
@@ -132,7 +196,21 @@ mod tests {
         assert_eq!(c.rate_hz, 250);
         assert!(!c.inline);
         assert_eq!(c.max_nodes, 10);
+        assert_eq!(c.alloc, AllocMode::Off);
         assert!(c.warnings.is_empty());
+        let c = Config::parse("alloc=sampled;alloc_interval=4096");
+        assert_eq!((c.alloc, c.alloc_interval), (AllocMode::Sampled, 4096));
+        assert_eq!(Config::parse("alloc=all").alloc, AllocMode::All);
+        let snapshots = |v: &str| Config::parse(&format!("heap_snapshot={v}")).heap_snapshots;
+        assert_eq!(snapshots("at-exit"), HeapSnapshots::AtExit);
+        assert_eq!(snapshots("every-gc"), HeapSnapshots::EveryGc(1));
+        assert_eq!(snapshots("3"), HeapSnapshots::EveryGc(3));
+        assert_eq!(snapshots("on-signal"), HeapSnapshots::OnSignal);
+        assert_eq!(snapshots("0"), HeapSnapshots::Off);
+        assert_eq!(
+            Config::parse("alloc=some;alloc_interval=0").warnings.len(),
+            2
+        );
     }
 
     #[test]

@@ -11,20 +11,27 @@
 //! messages and throw-site stacks of exceptions, [`sampler`] the
 //! sampler thread, [`unwind`] the native (DWARF CFI) stack unwinder, [`symbols`] the names of
 //! native functions (ELF symbol tables), [`config`] the settings from the environment (or from
-//! `clrprof attach`), [`detach`] the connection of an attached session and its detach. All
+//! `clrprof attach`), [`detach`] the connection of an attached session and its detach,
+//! [`alloc`] the allocation recording and sampling, [`gc`] the generation sizes around
+//! collections, [`heap`] the heap snapshots, [`stacks`] the stack interner samples, allocations
+//! and exceptions share. All
 //! `unsafe` code lives in [`recorder`]: the enter/leave hooks, the call trees they update, the
 //! signal handler that captures stacks, and the system calls behind them.
 #![deny(unsafe_code)]
 
 pub mod agent;
+pub mod alloc;
 pub mod config;
 pub mod defs;
 pub mod detach;
 pub mod exceptions;
+pub mod gc;
+pub mod heap;
 #[allow(unsafe_code)]
 pub mod recorder;
 pub mod sampler;
 pub mod session;
+pub mod stacks;
 pub mod symbols;
 pub mod transport;
 pub mod unwind;

@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use clrprof_sdk::FunctionId;
-use clrprof_trace::{FrameKind, NativeFrameDef, Record, Sample, StackDef, ThreadState as RunState};
+use clrprof_trace::{FrameKind, NativeFrameDef, Record, Sample, ThreadState as RunState};
 
 use crate::config::Mode;
 use crate::recorder::cct::Node;
@@ -152,7 +152,6 @@ struct SamplerLoop {
     books: Vec<Book>,
     ips: HashMap<usize, FrameRef>,
     natives: HashMap<(String, String), u64>,
-    stacks: HashMap<(u32, u8, u64), u32>,
     frames: Vec<usize>,
     path: Vec<FrameRef>,
     /// This tick's captures: (slot, CPU, wall) of each thread asked for its stack.
@@ -170,7 +169,6 @@ impl SamplerLoop {
             books: vec![Book::default(); MAX_THREADS],
             ips: HashMap::new(),
             natives: HashMap::new(),
-            stacks: HashMap::new(),
             frames: Vec::with_capacity(MAX_FRAMES),
             path: Vec::with_capacity(MAX_FRAMES),
             targets: Vec::with_capacity(MAX_THREADS),
@@ -486,20 +484,8 @@ impl SamplerLoop {
     }
 
     fn intern(&mut self, parent: u32, kind: FrameKind, frame: u64) -> u32 {
-        let next = self.stacks.len() as u32 + 1;
-        let out = &self.session.out;
-        *self
-            .stacks
-            .entry((parent, kind.to_u8(), frame))
-            .or_insert_with(|| {
-                out.push_record(&Record::StackDef(StackDef {
-                    id: next,
-                    parent,
-                    frame_kind: kind,
-                    frame,
-                }));
-                next
-            })
+        let s = self.session;
+        s.stacks.intern(&s.out, parent, kind, frame)
     }
 
     /// The interned stack of a call tree node, computed once per node.

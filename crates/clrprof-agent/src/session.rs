@@ -12,6 +12,7 @@ use crate::exceptions::ExceptionReader;
 use crate::recorder::cct::{self, ThreadState};
 use crate::recorder::{sys, threads};
 use crate::sampler::{Sampler, SamplerStats};
+use crate::stacks::StackInterner;
 use crate::transport::Transport;
 
 /// Everything a running session needs.
@@ -28,6 +29,8 @@ pub struct Session {
     pub exceptions: ExceptionReader,
     /// Sampler counters.
     pub sampler_stats: SamplerStats,
+    /// Every stack written so far (samples and allocations share it).
+    pub stacks: StackInterner,
     /// The sampler thread, while it runs.
     pub sampler: Mutex<Option<Sampler>>,
     /// True if the agent was attached to a running program (`clrprof attach`).
@@ -63,6 +66,7 @@ impl Session {
             defs: Definitions::default(),
             exceptions: ExceptionReader::default(),
             sampler_stats: SamplerStats::default(),
+            stacks: StackInterner::default(),
             sampler: Mutex::new(None),
             attached,
             control: Mutex::new(None),
@@ -145,7 +149,7 @@ impl Session {
             ),
             ("panics_caught", clrprof_sdk::panics_caught()),
         ];
-        for (name, value) in counters {
+        for (name, value) in counters.into_iter().chain(crate::alloc::counters()) {
             self.out.push_record(&Record::Counter(Counter {
                 ts,
                 name: name.into(),

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use clrprof_trace::{Event, Record, Sample};
+use clrprof_trace::{Allocation, Event, Record, Sample};
 
 /// How often the writer thread drains the buffer.
 const DRAIN_EVERY: Duration = Duration::from_millis(10);
@@ -124,6 +124,16 @@ impl Transport {
             s.stats.samples_written.fetch_add(1, Ordering::Relaxed);
         } else {
             s.stats.samples_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Appends an allocation; never allocates or grows the buffer. False if it was dropped
+    /// (the caller counts it).
+    pub fn push_allocation(&self, allocation: &Allocation) -> bool {
+        let mut bytes = [0u8; Allocation::ENCODED_LEN];
+        match allocation.encode_into(&mut bytes) {
+            Some(n) => self.append_bounded(&bytes[..n]),
+            None => false,
         }
     }
 

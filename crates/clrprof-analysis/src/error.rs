@@ -34,6 +34,9 @@ pub enum Error {
     /// The flame graph would be empty: nothing selected has a non-zero weight.
     #[error("nothing to draw: no stack selected has any {0}")]
     NothingToDraw(&'static str),
+    /// A heap snapshot that the trace does not have.
+    #[error("{0}")]
+    NoSuchSnapshot(String),
     /// Writing the output failed.
     #[error("cannot write the report: {0}")]
     Io(#[from] std::io::Error),

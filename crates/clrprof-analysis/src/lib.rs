@@ -9,6 +9,7 @@
 //! - [`output`]: one [`Render`] implementation per format: text, JSON, folded stacks, flame
 //!   graph SVG, speedscope, Chrome trace events, pprof.
 //!
+//! - [`memory`]: allocations by type and stack, garbage collections and their pauses.
 //! - [`trace`]: reads a trace file into names, an [`events::EventSummary`], the
 //!   [`runtime::RuntimeViews`] (exceptions, JIT, loads, threads, native calls, suspensions,
 //!   their timeline) and a [`Profile`]; the rest of the crate works on the model and knows
@@ -32,6 +33,7 @@
 pub mod builder;
 mod error;
 pub mod events;
+pub mod memory;
 pub mod model;
 pub mod output;
 pub mod query;

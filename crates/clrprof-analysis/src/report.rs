@@ -59,6 +59,16 @@ pub struct ReportJson {
     /// has samples or call trees.
     #[serde(flatten)]
     pub cpu: Option<CpuReport>,
+    /// Allocations (`allocations`, `allocation_stacks`, ...), when recorded with `--alloc`.
+    #[serde(flatten)]
+    pub alloc: Option<crate::memory::AllocReport>,
+    /// Garbage collections with pauses and generation sizes, when GCs were recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc: Option<crate::memory::GcReport>,
+    /// The heap snapshots and the analysis of the last complete one, when recorded with
+    /// `--heap-snapshot`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heap: Option<crate::memory::HeapJson>,
     /// Warnings and errors the agent reported.
     pub messages: Vec<String>,
     /// The agent's counters at the end of the recording (`events_dropped`,
@@ -100,8 +110,26 @@ fn level_name(level: u8) -> &'static str {
     }
 }
 
+/// Allocation stacks the JSON report lists unless `--top` says otherwise.
+const ALLOC_STACKS: usize = 100;
+
+/// Top retainers the JSON report lists.
+const HEAP_RETAINERS: usize = 20;
+
 /// Builds the JSON report.
 pub fn json(t: &LoadedTrace, query: &Query, options: &Json) -> Result<ReportJson, Error> {
+    json_with(t, query, options, None, &mut |_| {})
+}
+
+/// Builds the JSON report, analysing heap snapshot `snapshot` (default: the last complete
+/// one, if any) and telling `progress` what the heap analysis is doing.
+pub fn json_with(
+    t: &LoadedTrace,
+    query: &Query,
+    options: &Json,
+    snapshot: Option<u32>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<ReportJson, Error> {
     let cpu = if t.has_cpu_data() {
         Some(json_report(&t.profile(), query, options)?)
     } else {
@@ -112,6 +140,13 @@ pub fn json(t: &LoadedTrace, query: &Query, options: &Json) -> Result<ReportJson
         events: t.events.clone(),
         runtime: t.runtime.clone(),
         cpu,
+        alloc: t
+            .has_allocations()
+            .then(|| t.alloc_report(query.top.unwrap_or(ALLOC_STACKS))),
+        gc: (!t.memory.gcs.is_empty()).then(|| t.gc_report()),
+        heap: (snapshot.is_some() || t.memory.snapshots.iter().any(|s| s.complete))
+            .then(|| t.heap_json(snapshot, HEAP_RETAINERS, progress))
+            .transpose()?,
         messages: messages(t),
         counters: t.counters.clone(),
     })
@@ -124,11 +159,19 @@ pub fn write_json(
     options: &Json,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
-    let report = json(t, query, options)?;
+    write_json_report(&json(t, query, options)?, options, out)
+}
+
+/// Writes a JSON report already built (possibly adjusted by the caller).
+pub fn write_json_report(
+    report: &ReportJson,
+    options: &Json,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
     if options.pretty {
-        serde_json::to_writer_pretty(&mut *out, &report)?;
+        serde_json::to_writer_pretty(&mut *out, report)?;
     } else {
-        serde_json::to_writer(&mut *out, &report)?;
+        serde_json::to_writer(&mut *out, report)?;
     }
     writeln!(out)?;
     Ok(())

@@ -17,6 +17,7 @@ use clrprof_trace::{
 
 use crate::builder::ProfileBuilder;
 use crate::events::{EventSummary, EventSummaryBuilder, file_name};
+use crate::memory::{HeapKeep, MemoryRecords};
 use crate::model::{
     CallNodeRecord, CallTree, FrameIndex, FrameKind, Mode, Profile, Sample, StackIndex,
 };
@@ -148,26 +149,41 @@ pub struct LoadedTrace {
     pub records: u64,
     /// Records of kinds this version does not know (from a newer minor version).
     pub unknown_records: u64,
-    stacks: HashMap<u32, StackDef>,
+    /// Allocations, collections and suspensions, for the memory reports.
+    pub memory: MemoryRecords,
+    pub(crate) stacks: HashMap<u32, StackDef>,
     samples: Vec<TraceSample>,
     call_tree: Vec<CallTreeNode>,
 }
 
 /// Loads the trace at `path`.
 pub fn load(path: &Path) -> Result<LoadedTrace, LoadError> {
+    load_with(path, HeapKeep::Last)
+}
+
+/// Loads the trace at `path`, keeping the objects of the heap snapshots `heap` names (the
+/// others are counted only, so that a trace with many snapshots loads in bounded memory).
+pub fn load_with(path: &Path, heap: HeapKeep) -> Result<LoadedTrace, LoadError> {
     let shown = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|source| LoadError::Open {
         path: shown.clone(),
         source,
     })?;
-    read(std::io::BufReader::with_capacity(1 << 20, file)).map_err(|source| LoadError::Read {
-        path: shown,
-        source,
+    read_with(std::io::BufReader::with_capacity(1 << 20, file), heap).map_err(|source| {
+        LoadError::Read {
+            path: shown,
+            source,
+        }
     })
 }
 
 /// Reads a trace from any byte source.
 pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
+    read_with(input, HeapKeep::Last)
+}
+
+/// Reads a trace from any byte source, keeping the heap snapshots `heap` names.
+pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadError> {
     let mut reader = Reader::new(input)?;
     let header = reader.header();
     let mut t = LoadedTrace {
@@ -182,6 +198,7 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
         runtime: RuntimeViews::default(),
         records: 0,
         unknown_records: 0,
+        memory: MemoryRecords::keeping(heap),
         stacks: HashMap::new(),
         samples: Vec::new(),
         call_tree: Vec::new(),
@@ -238,6 +255,7 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
                 t.stacks.insert(s.id, s);
             }
             Record::Event(e) => {
+                t.memory.event(&e);
                 events.add(&e);
                 runtime.event(&e);
             }
@@ -245,6 +263,14 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
             Record::NativeTargetDef(n) => {
                 t.names.native_targets.insert(n.function, n);
             }
+            Record::Allocation(a) => t.memory.allocation(a),
+            Record::GcGenerations(g) => t.memory.generations(g),
+            Record::HeapSnapshot(h) => t.memory.heap_snapshot(&h),
+            Record::HeapObject(o) => t.memory.heap_object(&o),
+            Record::HeapRoot(r) => t.memory.heap_root(&r),
+            Record::HeapSnapshotEnd(e) => t.memory.heap_snapshot_end(&e),
+            Record::HeapGenerations(g) => t.memory.heap_generations(&g),
+            Record::AllocatedByClass(a) => t.memory.allocated_by_class(&a),
             Record::Sample(s) => t.samples.push(s),
             Record::CallTreeNode(n) => t.call_tree.push(n),
             Record::Unknown { .. } => t.unknown_records += 1,

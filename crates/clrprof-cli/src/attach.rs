@@ -61,6 +61,12 @@ fn check_attachable(opts: &mut RecordOptions) -> Result<()> {
     if opts.mode == "trace" {
         bail!("--mode trace cannot be used with attach: it needs enter/leave hooks, and {REASON}");
     }
+    if let Some(alloc) = opts.alloc {
+        bail!(
+            "--alloc {alloc} cannot be used with attach: it needs the runtime's allocation \
+             callback, and {REASON}"
+        );
+    }
     record::validate_events(&opts.events)?;
     if opts.events.iter().any(|e| e == "transition") {
         bail!(
@@ -285,6 +291,9 @@ mod tests {
             rate: 1000,
             inline: true,
             max_nodes: 1,
+            alloc: None,
+            alloc_interval: None,
+            heap_snapshot: None,
             output: PathBuf::from("x"),
             agent: PathBuf::from("a"),
             command: Vec::new(),
@@ -298,6 +307,10 @@ mod tests {
         let err = check_attachable(&mut options("none", &["gc", "transition"])).unwrap_err();
         assert!(err.to_string().contains("code transition"), "{err}");
         assert!(check_attachable(&mut options("none", &["nope"])).is_err());
+        let mut every = options("sample", &[]);
+        every.alloc = Some("all");
+        let err = check_attachable(&mut every).unwrap_err();
+        assert!(err.to_string().contains("allocation callback"), "{err}");
         let mut all = options("sample", &["all"]);
         check_attachable(&mut all).unwrap();
         assert_eq!(all.events.len(), EventCategory::all().len() - 1);

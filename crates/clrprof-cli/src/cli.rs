@@ -54,6 +54,18 @@ pub struct RecordArgs {
     /// Trace mode: the most call tree nodes to keep, all threads together.
     #[arg(long, default_value_t = 2_000_000, value_name = "N")]
     pub max_nodes: u64,
+    /// Record allocations with their stacks: `sampled` (the default; picked by bytes, totals
+    /// estimated) or `all` (every allocation, exact; slower).
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "sampled", value_name = "HOW")]
+    pub alloc: Option<AllocArg>,
+    /// `--alloc sampled`: mean number of bytes allocated between two samples (default 131072).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1_099_511_627_776))]
+    pub alloc_interval: Option<u64>,
+    /// Heap snapshots (object graph, retained sizes): `at-exit` (one, in a collection forced
+    /// when the program ends), `every-gc`, a number N (every N-th collection) or `on-signal`
+    /// (none but those asked for). With any of them, `kill -USR2 <program pid>` takes one now.
+    #[arg(long, value_name = "WHEN", value_parser = parse_heap_snapshot)]
+    pub heap_snapshot: Option<String>,
     /// Where to write the trace.
     #[arg(short, long, default_value = "trace.clrprof", value_name = "FILE")]
     pub output: PathBuf,
@@ -98,6 +110,10 @@ pub struct AttachArgs {
     /// Sampling rate in Hz.
     #[arg(long, default_value_t = 1000, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub rate: u32,
+    /// Refused: the runtime gives no allocation callbacks to an attached profiler (record the
+    /// program from its start with `clrprof record --alloc` instead).
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "sampled")]
+    pub alloc: Option<AllocArg>,
     /// Where to write the trace.
     #[arg(short, long, default_value = "trace.clrprof", value_name = "FILE")]
     pub output: PathBuf,
@@ -112,6 +128,35 @@ fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
         _ => Err(format!(
             "`{text}` is not a number of seconds greater than 0"
         )),
+    }
+}
+
+fn parse_heap_snapshot(v: &str) -> Result<String, String> {
+    match v {
+        "at-exit" | "every-gc" | "on-signal" => Ok(v.to_string()),
+        n if n.parse::<u32>().is_ok_and(|n| n > 0) => Ok(v.to_string()),
+        _ => Err(
+            "expected at-exit, every-gc, on-signal or a number of collections (1 or more)".into(),
+        ),
+    }
+}
+
+/// Which allocations `record --alloc` records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AllocArg {
+    /// A random sample picked by bytes; counts and bytes are scaled-up estimates.
+    Sampled,
+    /// Every allocation: exact counts and bytes.
+    All,
+}
+
+impl AllocArg {
+    /// The value the agent's configuration uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            AllocArg::Sampled => "sampled",
+            AllocArg::All => "all",
+        }
     }
 }
 
@@ -149,8 +194,8 @@ pub enum MetricArg {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The trace to read.
-    pub file: PathBuf,
+    /// The trace to read (optional with `--diff` between two traces).
+    pub file: Option<PathBuf>,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub format: FormatArg,
@@ -177,6 +222,24 @@ pub struct ReportArgs {
     pub pretty: bool,
     #[command(flatten)]
     pub view: ViewArgs,
+    /// Allocations (`record --alloc`): text shows the top types and stacks; folded,
+    /// flamegraph, speedscope and pprof show allocated bytes instead of CPU time.
+    #[arg(long)]
+    pub alloc: bool,
+    /// Garbage collections: text shows the table of GCs, pause percentiles and time in GC.
+    #[arg(long)]
+    pub gc: bool,
+    /// Heap snapshot (`record --heap-snapshot`): types by retained size, top retainers with
+    /// their path from a root.
+    #[arg(long)]
+    pub heap: bool,
+    /// Which heap snapshot `--heap` and JSON analyse (default: the last complete one).
+    #[arg(long, value_name = "N")]
+    pub snapshot: Option<u32>,
+    /// What grew between two heap snapshots. Each is a snapshot number of FILE, a trace (its
+    /// last snapshot) or TRACE@N.
+    #[arg(long, num_args = 2, value_names = ["A", "B"])]
+    pub diff: Vec<String>,
 }
 
 /// Runtime views of `report`: at most one; text or JSON.

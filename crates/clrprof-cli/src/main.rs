@@ -22,7 +22,7 @@ use clap::Parser;
 use clrprof_analysis::{Format, Metric, Query};
 
 #[cfg(unix)]
-use cli::{AttachModeArg, ModeArg};
+use cli::{AllocArg, AttachModeArg, ModeArg};
 use cli::{Cli, Command, FormatArg, MetricArg};
 
 fn main() -> ExitCode {
@@ -71,6 +71,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 rate: a.rate,
                 inline: !a.no_inline,
                 max_nodes: a.max_nodes,
+                alloc: a.alloc.map(AllocArg::name),
+                alloc_interval: a.alloc_interval,
+                heap_snapshot: a.heap_snapshot,
                 output: a.output,
                 agent,
                 command: a.command,
@@ -102,6 +105,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     rate: a.rate,
                     inline: true,
                     max_nodes: 1,
+                    // Refused by `attach` (the runtime has no allocation callbacks after attach).
+                    alloc: a.alloc.map(AllocArg::name),
+                    alloc_interval: None,
+                    heap_snapshot: None,
                     output: a.output,
                     agent,
                     command: Vec::new(),
@@ -125,6 +132,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 view: a.view.view(),
                 tree: a.tree,
                 pretty: a.pretty,
+                alloc: a.alloc,
+                gc: a.gc,
+                heap: a.heap,
+                snapshot: a.snapshot,
+                diff: a.diff,
                 query: Query {
                     metric: a.metric.map(|m| match m {
                         MetricArg::Cpu => Metric::Cpu,

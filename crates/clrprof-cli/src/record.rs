@@ -36,6 +36,12 @@ pub struct RecordOptions {
     pub inline: bool,
     /// Call tree node budget.
     pub max_nodes: u64,
+    /// Allocations with stacks: `None`, `Some("sampled")` or `Some("all")`.
+    pub alloc: Option<&'static str>,
+    /// Mean sampling interval of `--alloc sampled`, in bytes (`None`: the agent's default).
+    pub alloc_interval: Option<u64>,
+    /// Heap snapshots: `at-exit`, `every-gc` or N.
+    pub heap_snapshot: Option<String>,
     /// Trace file.
     pub output: PathBuf,
     /// The agent library.
@@ -56,6 +62,15 @@ impl RecordOptions {
         if !self.events.is_empty() {
             c.push_str(";events=");
             c.push_str(&self.events.join(","));
+        }
+        if let Some(alloc) = self.alloc {
+            c.push_str(&format!(";alloc={alloc}"));
+        }
+        if let Some(bytes) = self.alloc_interval {
+            c.push_str(&format!(";alloc_interval={bytes}"));
+        }
+        if let Some(when) = &self.heap_snapshot {
+            c.push_str(&format!(";heap_snapshot={when}"));
         }
         c
     }

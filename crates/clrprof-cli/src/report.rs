@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clrprof_analysis::output::{Format, Json, Text};
 use clrprof_analysis::runtime::View;
-use clrprof_analysis::{Query, report, trace};
+use clrprof_analysis::{Query, memory, report, trace};
 
 /// What to report, independent of the command-line syntax.
 #[derive(Debug, Clone)]
 pub struct ReportOptions {
-    /// The trace.
-    pub file: PathBuf,
+    /// The trace (optional when `diff` names two traces).
+    pub file: Option<PathBuf>,
     /// Output format.
     pub format: Format,
     /// Output file (stdout if none).
@@ -23,6 +23,16 @@ pub struct ReportOptions {
     pub tree: bool,
     /// JSON: pretty-print.
     pub pretty: bool,
+    /// Allocations: the text section, or allocation bytes in the profile formats.
+    pub alloc: bool,
+    /// The GC section of the text report.
+    pub gc: bool,
+    /// The heap section of the text report.
+    pub heap: bool,
+    /// The heap snapshot to analyse.
+    pub snapshot: Option<u32>,
+    /// Two snapshots to compare (empty: no diff).
+    pub diff: Vec<String>,
     /// Thread, filter, top, metric.
     pub query: Query,
 }
@@ -35,9 +45,25 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
              views; the Chrome timeline (--format chrome) shows all of them at once"
         );
     }
-    let loaded = trace::load(&opts.file)?;
+    let mut out = open_output(opts)?;
+    if opts.diff.len() == 2 {
+        diff(opts, &mut out)?;
+    } else {
+        let Some(file) = &opts.file else {
+            bail!("which trace? give a trace file (or --diff A B between two traces)");
+        };
+        report_file(opts, file, &mut out)?;
+    }
+    out.flush().context("writing the report")?;
+    if let Some(path) = &opts.output {
+        eprintln!("clrprof: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn open_output(opts: &ReportOptions) -> Result<Box<dyn Write>> {
     let binary = opts.format.is_binary();
-    let mut out: Box<dyn Write> = match &opts.output {
+    Ok(match &opts.output {
         Some(path) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(path)
                 .with_context(|| format!("cannot create {}", path.display()))?,
@@ -46,47 +72,136 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
             bail!("pprof output is binary; write it to a file with -o FILE")
         }
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    })
+}
+
+/// Shows what the heap analysis is doing on a terminal (it can take a while on big heaps).
+fn progress() -> impl FnMut(&str) {
+    let tty = std::io::stderr().is_terminal();
+    move |what: &str| {
+        if tty && what.is_empty() {
+            eprint!("\r\x1b[2K");
+        } else if tty {
+            eprint!("\r\x1b[2Kclrprof: {what}...");
+        }
+    }
+}
+
+/// Loads one side of `--diff`: `N` (a snapshot of FILE), `TRACE` or `TRACE@N`. Each side
+/// loads its trace keeping only its own snapshot, so two snapshots of one big trace are never
+/// held together with the rest.
+fn diff_side(opts: &ReportOptions, spec: &str) -> Result<(trace::LoadedTrace, Option<u32>)> {
+    if let Ok(n) = spec.parse::<u32>() {
+        let Some(file) = &opts.file else {
+            bail!("--diff {spec}: a snapshot number needs a trace file");
+        };
+        return Ok((
+            trace::load_with(file, memory::HeapKeep::Numbers(vec![n]))?,
+            Some(n),
+        ));
+    }
+    let (path, number) = match spec.rsplit_once('@') {
+        Some((p, n)) if n.parse::<u32>().is_ok() => (p, n.parse::<u32>().ok()),
+        _ => (spec, None),
     };
+    let keep = number.map_or(memory::HeapKeep::Last, |n| {
+        memory::HeapKeep::Numbers(vec![n])
+    });
+    Ok((trace::load_with(std::path::Path::new(path), keep)?, number))
+}
+
+fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
+    let mut show = progress();
+    let mut analyse = |spec: &str| -> Result<memory::HeapReport> {
+        let (t, n) = diff_side(opts, spec)?;
+        let s = t.snapshot(n).with_context(|| format!("--diff {spec}"))?;
+        Ok(memory::heap::analyze(s, &t.names, 0, &mut show))
+    };
+    let before = analyse(&opts.diff[0])?;
+    let after = analyse(&opts.diff[1])?;
+    progress()("");
+    let rows = memory::heap::diff(&before, &after);
+    match opts.format {
+        Format::Json => memory::write_diff_json(&before, &after, &rows, opts.pretty, out)?,
+        Format::Text => {
+            let top = opts.query.top.unwrap_or(memory::TEXT_ROWS);
+            memory::write_diff_text(&before, &after, &rows, top, out)?;
+        }
+        other => bail!("--diff writes text or json, not {other:?}"),
+    }
+    Ok(())
+}
+
+fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write) -> Result<()> {
+    let keep = opts.snapshot.map_or(memory::HeapKeep::Last, |n| {
+        memory::HeapKeep::Numbers(vec![n])
+    });
+    let loaded = trace::load_with(file, keep)?;
     let q = &opts.query;
     if let Some(view) = opts.view {
         match opts.format {
-            Format::Json => report::write_view_json(&loaded, view, opts.pretty, &mut out)?,
-            _ => report::write_view_text(&loaded, view, &mut out)?,
+            Format::Json => report::write_view_json(&loaded, view, opts.pretty, out)?,
+            _ => report::write_view_text(&loaded, view, out)?,
         }
-        out.flush().context("writing the report")?;
         return Ok(());
     }
     match opts.format {
+        Format::Text if opts.alloc || opts.gc || opts.heap => {
+            let top = q.top.unwrap_or(memory::TEXT_ROWS);
+            if opts.alloc {
+                memory::write_alloc_text(&loaded, top, out)?;
+            }
+            if opts.gc {
+                memory::write_gc_text(&loaded, out)?;
+            }
+            if opts.heap {
+                let h = loaded.heap_json(opts.snapshot, top.min(10), &mut progress())?;
+                progress()("");
+                memory::write_heap_text(&h, top, out)?;
+            }
+        }
+        Format::Folded | Format::Flamegraph | Format::Speedscope | Format::Pprof if opts.alloc => {
+            if !loaded.has_allocations() {
+                bail!("{} has no allocations; record with --alloc", file.display());
+            }
+            match opts.format {
+                Format::Folded => {
+                    for line in loaded.alloc_folded_lines() {
+                        writeln!(out, "{line}")?;
+                    }
+                }
+                Format::Flamegraph => loaded.write_alloc_flamegraph(out)?,
+                Format::Speedscope => loaded.write_alloc_speedscope(out)?,
+                _ => loaded.write_alloc_pprof(out)?,
+            }
+        }
         Format::Text => {
             let text = Text {
                 tree: opts.tree,
                 ..Text::default()
             };
-            report::write_text(&loaded, q, &text, &mut out)?;
+            report::write_text(&loaded, q, &text, out)?;
+            memory::write_hints(&loaded, out)?;
         }
-        Format::Json => report::write_json(
-            &loaded,
-            q,
-            &Json {
+        Format::Json => {
+            let options = Json {
                 pretty: opts.pretty,
                 ..Json::default()
-            },
-            &mut out,
-        )?,
-        Format::Chrome => report::write_chrome(&loaded, q, &mut out)?,
+            };
+            let json = report::json_with(&loaded, q, &options, opts.snapshot, &mut progress())?;
+            progress()("");
+            report::write_json_report(&json, &options, out)?;
+        }
+        Format::Chrome => report::write_chrome(&loaded, q, out)?,
         other => {
             if !loaded.has_cpu_data() {
                 bail!(
                     "{} has no CPU samples or call trees (it was recorded with --mode none); only the text, json and chrome formats apply",
-                    opts.file.display()
+                    file.display()
                 );
             }
-            other.renderer().render(&loaded.profile(), q, &mut out)?;
+            other.renderer().render(&loaded.profile(), q, out)?;
         }
-    }
-    out.flush().context("writing the report")?;
-    if let Some(path) = &opts.output {
-        eprintln!("clrprof: wrote {}", path.display());
     }
     Ok(())
 }

@@ -66,6 +66,22 @@ record_kinds! {
     EXCEPTION_INFO = 35, "ExceptionInfo";
     /// `NativeTarget` definition: the library and entry point of a P/Invoke method.
     NATIVE_TARGET = 36, "NativeTarget";
+    /// `Allocation`: one recorded (or sampled) object allocation with its stack (1.1).
+    ALLOCATION = 40, "Allocation";
+    /// `GcGenerations`: the size of each GC generation at a collection's start or end (1.1).
+    GC_GENERATIONS = 41, "GcGenerations";
+    /// `HeapSnapshot`: a heap snapshot begins (1.1).
+    HEAP_SNAPSHOT = 42, "HeapSnapshot";
+    /// `HeapObject`: one live object of a heap snapshot and its references (1.1).
+    HEAP_OBJECT = 43, "HeapObject";
+    /// `HeapRoot`: one root of a heap snapshot (1.1).
+    HEAP_ROOT = 44, "HeapRoot";
+    /// `HeapSnapshotEnd`: a heap snapshot is complete (1.1).
+    HEAP_SNAPSHOT_END = 45, "HeapSnapshotEnd";
+    /// `HeapGenerations`: where each GC generation lies when a snapshot's heap is walked (1.1).
+    HEAP_GENERATIONS = 46, "HeapGenerations";
+    /// `AllocatedByClass`: objects allocated per class since the previous collection (1.1).
+    ALLOCATED_BY_CLASS = 47, "AllocatedByClass";
 }
 
 impl RecordKind {
@@ -106,6 +122,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 18);
+        assert_eq!(RecordKind::KNOWN.len(), 26);
     }
 }

@@ -28,6 +28,29 @@ macro_rules! int_fields {
 
 int_fields!(u8, u16, u32, u64, i32);
 
+/// `[u64]`: `u32` count and the elements (at most [`MAX_U64_LIST`], which a payload can hold;
+/// the count is checked against the bytes left before anything is allocated).
+impl Field for Vec<u64> {
+    fn len(&self) -> usize {
+        4 + 8 * self.len().min(MAX_U64_LIST)
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        let n = self.len().min(MAX_U64_LIST);
+        s.put(&(n as u32).to_le_bytes());
+        for v in &self[..n] {
+            s.put(&v.to_le_bytes());
+        }
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        let n = f.count(name, 8, MAX_U64_LIST)?;
+        (0..n).map(|_| f.u64(name)).collect()
+    }
+}
+
+/// The most elements a `[u64]` field other than an event's args may have: as many as fit in a
+/// payload.
+pub const MAX_U64_LIST: usize = MAX_PAYLOAD_LEN / 8 - 8;
+
 /// `u8`: 0 or 1 when written; any nonzero value reads as `true`.
 impl Field for bool {
     fn len(&self) -> usize {
@@ -55,27 +78,6 @@ impl Field for String {
         f.str(name)
     }
 }
-
-/// `[u64]`: `u32` count and the values; at most [`MAX_U64_LIST`] of them.
-impl Field for Vec<u64> {
-    fn len(&self) -> usize {
-        4 + 8 * self.len().min(MAX_U64_LIST)
-    }
-    fn put<S: Sink>(&self, s: &mut S) {
-        let values = &self[..self.len().min(MAX_U64_LIST)];
-        s.put(&(values.len() as u32).to_le_bytes());
-        for v in values {
-            s.put(&v.to_le_bytes());
-        }
-    }
-    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
-        let n = f.count(name, 8, MAX_U64_LIST)?;
-        (0..n).map(|_| f.u64(name)).collect()
-    }
-}
-
-/// The most values a `[u64]` field holds (writers keep the first ones).
-pub const MAX_U64_LIST: usize = 4096;
 
 impl Field for EventKind {
     fn len(&self) -> usize {
@@ -449,6 +451,140 @@ records! {
         /// Wall time attributed to this node itself.
         self_wall_ns: u64,
     }
+
+    /// Kind 40 (format 1.1): one allocation the agent recorded (`--alloc all`) or sampled
+    /// (`--alloc sampled`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    Allocation = ALLOCATION {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// OS thread id of the allocating thread.
+        tid: u32,
+        /// The object's `ClassID` (see [`ClassDef`]).
+        class: u64,
+        /// The object's size in bytes, from the runtime.
+        size: u64,
+        /// The allocating stack's [`StackDef`] node, 0 if it has no managed frame.
+        stack: u32,
+        /// Mean sampling interval in bytes; 0 when every allocation is recorded. A sampled
+        /// allocation of `size` bytes stands for `1 / (1 - exp(-size / interval))` of them.
+        interval: u64,
+        /// Bit 0: on the large object heap (at least 85,000 bytes). Bit 1: an array.
+        flags: u8,
+        /// For an array, its number of elements (all dimensions); 0 otherwise.
+        array_length: u64,
+    }
+
+    /// Kind 41 (format 1.1): the size of each GC generation when a collection starts or ends
+    /// (from `GetGenerationBounds`).
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    GcGenerations = GC_GENERATIONS {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// 0: at `GarbageCollectionStarted` (before), 1: at `GarbageCollectionFinished` (after).
+        phase: u8,
+        /// Bytes in use per generation: index 0, 1, 2, 3 = large object heap, 4 = pinned.
+        sizes: Vec<u64>,
+    }
+
+    /// Kind 42 (format 1.1): a heap snapshot begins; its objects and roots follow.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    HeapSnapshot = HEAP_SNAPSHOT {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// Snapshot number, from 1.
+        snapshot: u32,
+        /// The garbage collection it was taken in, from 1.
+        gc: u32,
+    }
+
+    /// Kind 43 (format 1.1): one live object of a snapshot (`ObjectReferences`).
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    HeapObject = HEAP_OBJECT {
+        /// The snapshot.
+        snapshot: u32,
+        /// The object's address (`ObjectID`) after the collection.
+        object: u64,
+        /// Its `ClassID`.
+        class: u64,
+        /// Its size in bytes.
+        size: u64,
+        /// The objects it references (a reference may repeat).
+        refs: Vec<u64>,
+    }
+
+    /// Kind 44 (format 1.1): one root of a snapshot (`RootReferences2`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    HeapRoot = HEAP_ROOT {
+        /// The snapshot.
+        snapshot: u32,
+        /// The object the root references.
+        object: u64,
+        /// `COR_PRF_GC_ROOT_KIND`: 0 other, 1 stack, 2 finalizer queue, 3 handle.
+        kind: u8,
+        /// `COR_PRF_GC_ROOT_FLAGS`: 1 pinning, 2 weak, 4 interior, 8 reference-counted.
+        flags: u8,
+        /// The root's id: the handle for handles, the function for stack roots (may be 0).
+        id: u64,
+    }
+
+    /// Kind 45 (format 1.1): a heap snapshot is complete.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    HeapSnapshotEnd = HEAP_SNAPSHOT_END {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// The snapshot.
+        snapshot: u32,
+        /// Objects written.
+        objects: u64,
+        /// Roots written.
+        roots: u64,
+        /// References cut because an object had more than a record holds.
+        refs_cut: u64,
+    }
+
+    /// Kind 46 (format 1.1): the address ranges of the GC generations when a snapshot's heap
+    /// is walked (`GetGenerationBounds` at `GarbageCollectionFinished`), to tell each object's
+    /// generation.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    HeapGenerations = HEAP_GENERATIONS {
+        /// The snapshot.
+        snapshot: u32,
+        /// Triples `generation, start, length` (generation 0, 1, 2, 3 = large object heap,
+        /// 4 = pinned object heap).
+        ranges: Vec<u64>,
+    }
+
+    /// Kind 47 (format 1.1): `ObjectsAllocatedByClass`, objects allocated per class since the
+    /// previous collection, reported during a collection's heap walk.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    AllocatedByClass = ALLOCATED_BY_CLASS {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// Pairs `class, count`.
+        counts: Vec<u64>,
+    }
+}
+
+impl Allocation {
+    /// Flag bit: the object is on the large object heap.
+    pub const LARGE_OBJECT_HEAP: u8 = 1;
+    /// Flag bit: the object is an array.
+    pub const ARRAY: u8 = 2;
+    /// The encoded size of an allocation, record header included.
+    pub const ENCODED_LEN: usize = RECORD_HEADER_LEN + 8 + 4 + 8 + 8 + 4 + 8 + 1 + 8;
+
+    /// Encodes the record (header and payload) at the start of `buf` without allocating.
+    /// Returns the bytes written, or `None` if `buf` is shorter than
+    /// [`ENCODED_LEN`](Self::ENCODED_LEN).
+    pub fn encode_into(&self, buf: &mut [u8]) -> Option<usize> {
+        if buf.len() < Allocation::ENCODED_LEN {
+            return None;
+        }
+        let mut sink = SliceSink::new(buf);
+        self.write_record(&mut sink);
+        sink.finish()
+    }
 }
 
 records! {
@@ -648,6 +784,22 @@ pub enum Record {
     ExceptionInfo(ExceptionInfo),
     /// Kind 36.
     NativeTargetDef(NativeTargetDef),
+    /// Kind 40 (1.1).
+    Allocation(Allocation),
+    /// Kind 41 (1.1).
+    GcGenerations(GcGenerations),
+    /// Kind 42 (1.1).
+    HeapSnapshot(HeapSnapshot),
+    /// Kind 43 (1.1).
+    HeapObject(HeapObject),
+    /// Kind 44 (1.1).
+    HeapRoot(HeapRoot),
+    /// Kind 45 (1.1).
+    HeapSnapshotEnd(HeapSnapshotEnd),
+    /// Kind 46 (1.1).
+    HeapGenerations(HeapGenerations),
+    /// Kind 47 (1.1).
+    AllocatedByClass(AllocatedByClass),
     /// A kind this crate does not know, from a newer minor version of the format. Readers
     /// skip (and may count) it; a writer copies it as it is.
     Unknown {
@@ -680,6 +832,14 @@ macro_rules! with_record {
             Record::CallTreeNode($r) => $body,
             Record::ExceptionInfo($r) => $body,
             Record::NativeTargetDef($r) => $body,
+            Record::Allocation($r) => $body,
+            Record::GcGenerations($r) => $body,
+            Record::HeapSnapshot($r) => $body,
+            Record::HeapObject($r) => $body,
+            Record::HeapRoot($r) => $body,
+            Record::HeapSnapshotEnd($r) => $body,
+            Record::HeapGenerations($r) => $body,
+            Record::AllocatedByClass($r) => $body,
             Record::Unknown {
                 kind: $kind,
                 payload: $payload,
@@ -769,6 +929,14 @@ impl Record {
             RecordKind::CALL_TREE_NODE => read::<CallTreeNode>(payload).map(Record::from),
             RecordKind::EXCEPTION_INFO => read::<ExceptionInfo>(payload).map(Record::from),
             RecordKind::NATIVE_TARGET => read::<NativeTargetDef>(payload).map(Record::from),
+            RecordKind::ALLOCATION => read::<Allocation>(payload).map(Record::from),
+            RecordKind::GC_GENERATIONS => read::<GcGenerations>(payload).map(Record::from),
+            RecordKind::HEAP_SNAPSHOT => read::<HeapSnapshot>(payload).map(Record::from),
+            RecordKind::HEAP_OBJECT => read::<HeapObject>(payload).map(Record::from),
+            RecordKind::HEAP_ROOT => read::<HeapRoot>(payload).map(Record::from),
+            RecordKind::HEAP_SNAPSHOT_END => read::<HeapSnapshotEnd>(payload).map(Record::from),
+            RecordKind::HEAP_GENERATIONS => read::<HeapGenerations>(payload).map(Record::from),
+            RecordKind::ALLOCATED_BY_CLASS => read::<AllocatedByClass>(payload).map(Record::from),
             kind => Ok(Record::Unknown {
                 kind,
                 payload: payload.to_vec(),
@@ -909,6 +1077,55 @@ pub(crate) mod tests {
                 function: 0x7f00_0000_6000,
                 library: "libc".into(),
                 entry_point: "getpid".into(),
+            }),
+            Record::Allocation(Allocation {
+                ts: 3_000_000,
+                tid: 4243,
+                class: 0x7f00_0000_4000,
+                size: 100_024,
+                stack: 2,
+                interval: 102_400,
+                flags: Allocation::LARGE_OBJECT_HEAP | Allocation::ARRAY,
+                array_length: 100_000,
+            }),
+            Record::GcGenerations(GcGenerations {
+                ts: 4_000_000,
+                phase: 1,
+                sizes: vec![24, 1_000_000, 2_000_000, 85_000, 0],
+            }),
+            Record::HeapSnapshot(HeapSnapshot {
+                ts: 5_000_000,
+                snapshot: 1,
+                gc: 3,
+            }),
+            Record::HeapObject(HeapObject {
+                snapshot: 1,
+                object: 0x7f55_0000_1000,
+                class: 0x7f00_0000_4000,
+                size: 40,
+                refs: vec![0x7f55_0000_2000, 0x7f55_0000_1000],
+            }),
+            Record::HeapRoot(HeapRoot {
+                snapshot: 1,
+                object: 0x7f55_0000_1000,
+                kind: 2,
+                flags: 1,
+                id: 0x7f00_0000_9000,
+            }),
+            Record::HeapGenerations(HeapGenerations {
+                snapshot: 1,
+                ranges: vec![0, 0x7f55_0000_0000, 4096, 2, 0x7f56_0000_0000, 65536],
+            }),
+            Record::AllocatedByClass(AllocatedByClass {
+                ts: 5_200_000,
+                counts: vec![0x7f00_0000_4000, 1000, 0x7f00_0000_4100, 3],
+            }),
+            Record::HeapSnapshotEnd(HeapSnapshotEnd {
+                ts: 5_500_000,
+                snapshot: 1,
+                objects: 1,
+                roots: 1,
+                refs_cut: 0,
             }),
             Record::Unknown {
                 kind: RecordKind(200),

@@ -1,0 +1,898 @@
+//! Heap snapshots: the object graph of one snapshot, its dominator tree, and per type the
+//! count, shallow bytes and retained bytes; the objects retaining the most with a path from a
+//! root; and the difference between two snapshots.
+//!
+//! Memory stays proportional to the heap, in flat arrays: a snapshot is kept as parallel
+//! vectors (address, class, size, reference offsets, reference targets) while the trace is
+//! read; the analysis maps addresses to indices by binary search over the sorted addresses,
+//! builds successor and predecessor lists in compressed (offset + target) form, and computes
+//! immediate dominators with the iterative algorithm of Cooper, Harvey and Kennedy over a
+//! reverse postorder from a virtual root whose children are the roots. Objects no root reaches
+//! (the runtime reports some roots only to the GC) hang off the virtual root themselves.
+
+use std::collections::HashMap;
+
+use clrprof_trace::{HeapGenerations, HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd};
+use serde::Serialize;
+
+use crate::trace::Names;
+
+/// One heap snapshot as read from a trace, in flat arrays.
+#[derive(Debug, Default, Clone)]
+pub struct SnapshotData {
+    /// Snapshot number, from 1.
+    pub number: u32,
+    /// The collection it was taken in, from 1.
+    pub gc: u32,
+    /// When it began.
+    pub ts: u64,
+    /// True once its `HeapSnapshotEnd` was read.
+    pub complete: bool,
+    /// True if its objects were not kept (see `HeapKeep`): only the counts remain.
+    pub released: bool,
+    objects_seen: u64,
+    roots_seen: u64,
+    /// References the agent cut (objects with more than a record holds).
+    pub refs_cut: u64,
+    addresses: Vec<u64>,
+    classes: Vec<u32>,
+    sizes: Vec<u64>,
+    ref_ends: Vec<u64>,
+    refs: Vec<u64>,
+    roots: Vec<(u64, u8, u8)>,
+    /// Generation ranges `(start, length, generation)`, sorted by start.
+    ranges: Vec<(u64, u64, u8)>,
+    class_ids: Vec<u64>,
+    class_index: HashMap<u64, u32>,
+}
+
+impl SnapshotData {
+    /// A new, empty snapshot.
+    pub fn new(s: &HeapSnapshot) -> SnapshotData {
+        SnapshotData {
+            number: s.snapshot,
+            gc: s.gc,
+            ts: s.ts,
+            ..SnapshotData::default()
+        }
+    }
+
+    /// Adds an object.
+    pub fn object(&mut self, o: &HeapObject) {
+        self.objects_seen += 1;
+        if self.released {
+            return;
+        }
+        let next = self.class_ids.len() as u32;
+        let class = *self.class_index.entry(o.class).or_insert_with(|| {
+            self.class_ids.push(o.class);
+            next
+        });
+        self.addresses.push(o.object);
+        self.classes.push(class);
+        self.sizes.push(o.size);
+        self.refs.extend_from_slice(&o.refs);
+        self.ref_ends.push(self.refs.len() as u64);
+    }
+
+    /// Adds a root.
+    pub fn root(&mut self, r: &HeapRoot) {
+        self.roots_seen += 1;
+        if self.released {
+            return;
+        }
+        self.roots.push((r.object, r.kind, r.flags));
+    }
+
+    /// Takes the generation ranges.
+    pub fn generations(&mut self, g: &HeapGenerations) {
+        self.ranges = g
+            .ranges
+            .chunks_exact(3)
+            .map(|r| (r[1], r[2], r[0].min(255) as u8))
+            .collect();
+        self.ranges.sort_unstable();
+    }
+
+    /// Sets the generation ranges `(start, length, generation)` (for tests and benchmarks).
+    pub fn set_generation_ranges(&mut self, mut ranges: Vec<(u64, u64, u8)>) {
+        ranges.sort_unstable();
+        self.ranges = ranges;
+    }
+
+    /// The generation of an object (0, 1, 2, 3 = LOH, 4 = POH), if the ranges say.
+    fn generation_of(&self, address: u64) -> Option<usize> {
+        let i = self
+            .ranges
+            .partition_point(|r| r.0 <= address)
+            .checked_sub(1)?;
+        let (start, len, generation) = self.ranges[i];
+        (address - start < len && generation < 5).then_some(generation as usize)
+    }
+
+    /// Marks the snapshot complete.
+    pub fn end(&mut self, e: &HeapSnapshotEnd) {
+        self.complete = true;
+        self.refs_cut = e.refs_cut;
+    }
+
+    /// Gives the objects' memory back, keeping the counts.
+    pub fn release(&mut self) {
+        self.released = true;
+        self.addresses = Vec::new();
+        self.classes = Vec::new();
+        self.sizes = Vec::new();
+        self.ref_ends = Vec::new();
+        self.refs = Vec::new();
+        self.roots = Vec::new();
+        self.ranges = Vec::new();
+        self.class_ids = Vec::new();
+        self.class_index = HashMap::new();
+    }
+
+    /// Objects in the snapshot.
+    pub fn objects(&self) -> usize {
+        self.objects_seen as usize
+    }
+
+    /// Roots in the snapshot.
+    pub fn roots(&self) -> usize {
+        self.roots_seen as usize
+    }
+
+    /// Builds a snapshot from plain parts (for tests and benchmarks): objects as
+    /// `(address, class id, size, references)` and roots as `(address, kind, flags)`.
+    pub fn from_parts(
+        number: u32,
+        objects: impl IntoIterator<Item = (u64, u64, u64, Vec<u64>)>,
+        roots: impl IntoIterator<Item = (u64, u8, u8)>,
+    ) -> SnapshotData {
+        let mut s = SnapshotData {
+            number,
+            complete: true,
+            ..SnapshotData::default()
+        };
+        for (object, class, size, refs) in objects {
+            s.object(&HeapObject {
+                snapshot: number,
+                object,
+                class,
+                size,
+                refs,
+            });
+        }
+        for (object, kind, flags) in roots {
+            s.root(&HeapRoot {
+                snapshot: number,
+                object,
+                kind,
+                flags,
+                id: 0,
+            });
+        }
+        s
+    }
+}
+
+/// One type of a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeapTypeRow {
+    /// The type's display name.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Live objects.
+    pub count: u64,
+    /// Their own bytes.
+    pub shallow_bytes: u64,
+    /// The retained bytes of the type's instances that no other instance of the type
+    /// dominates: what the instances keep alive on their own, counted once. (Objects kept
+    /// alive only by two instances together are not included.)
+    pub retained_bytes: u64,
+    /// Objects per generation `[0, 1, 2, LOH, POH]`: how many collections they survived (0,
+    /// 1, 2 or more) for the small object heap. All 0 when the trace has no generation ranges.
+    pub generations: [u64; 5],
+}
+
+/// Objects and bytes in one generation of a snapshot: the age histogram.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GenerationRow {
+    /// `gen0` (survived no collection), `gen1` (one), `gen2` (two or more), `loh` (large
+    /// object heap), `poh` (pinned object heap).
+    pub generation: &'static str,
+    /// Objects.
+    pub objects: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// An object that retains much, with a path from a root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Retainer {
+    /// Its type.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Its address.
+    pub address: u64,
+    /// Its own bytes.
+    pub shallow_bytes: u64,
+    /// The bytes it alone keeps alive (its dominator subtree).
+    pub retained_bytes: u64,
+    /// From the root to it: the root kind (`root: handle, pinning`) then each object's type.
+    pub path: Vec<String>,
+}
+
+/// A snapshot, analysed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HeapReport {
+    /// The snapshot's number.
+    pub snapshot: u32,
+    /// The collection it was taken in.
+    pub gc: u32,
+    /// Live objects.
+    pub objects: u64,
+    /// Their bytes.
+    pub total_bytes: u64,
+    /// Roots reported.
+    pub roots: u64,
+    /// Objects no reported root reaches.
+    pub unreached_objects: u64,
+    /// References to addresses that are not objects of the snapshot (ignored).
+    pub dangling_refs: u64,
+    /// References the agent cut.
+    pub refs_cut: u64,
+    /// Types, most retained bytes first.
+    pub types: Vec<HeapTypeRow>,
+    /// Objects and bytes per generation (empty when the trace has no generation ranges).
+    pub generations: Vec<GenerationRow>,
+    /// The objects retaining the most (outside the roots' own), largest first.
+    pub top_retainers: Vec<Retainer>,
+}
+
+/// One type's change between two snapshots.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeapDiffRow {
+    /// The type.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Objects in the first snapshot.
+    pub count_before: u64,
+    /// Objects in the second.
+    pub count_after: u64,
+    /// `count_after - count_before`.
+    pub count_delta: i64,
+    /// Change of shallow bytes.
+    pub shallow_bytes_delta: i64,
+    /// Change of retained bytes.
+    pub retained_bytes_delta: i64,
+}
+
+/// What grew (or shrank) between two snapshots, biggest change of shallow bytes first;
+/// unchanged types are left out.
+pub fn diff(before: &HeapReport, after: &HeapReport) -> Vec<HeapDiffRow> {
+    let mut rows: HashMap<&str, HeapDiffRow> = HashMap::new();
+    let blank = |t: &str| HeapDiffRow {
+        type_name: t.to_string(),
+        count_before: 0,
+        count_after: 0,
+        count_delta: 0,
+        shallow_bytes_delta: 0,
+        retained_bytes_delta: 0,
+    };
+    for t in &before.types {
+        let r = rows
+            .entry(&t.type_name)
+            .or_insert_with(|| blank(&t.type_name));
+        r.count_before = t.count;
+        r.count_delta = r.count_delta.saturating_sub(t.count as i64);
+        r.shallow_bytes_delta = r.shallow_bytes_delta.saturating_sub(t.shallow_bytes as i64);
+        r.retained_bytes_delta = r
+            .retained_bytes_delta
+            .saturating_sub(t.retained_bytes as i64);
+    }
+    for t in &after.types {
+        let r = rows
+            .entry(&t.type_name)
+            .or_insert_with(|| blank(&t.type_name));
+        r.count_after = t.count;
+        r.count_delta = r.count_delta.saturating_add(t.count as i64);
+        r.shallow_bytes_delta = r.shallow_bytes_delta.saturating_add(t.shallow_bytes as i64);
+        r.retained_bytes_delta = r
+            .retained_bytes_delta
+            .saturating_add(t.retained_bytes as i64);
+    }
+    let mut out: Vec<HeapDiffRow> = rows
+        .into_values()
+        .filter(|r| r.count_delta != 0 || r.shallow_bytes_delta != 0 || r.retained_bytes_delta != 0)
+        .collect();
+    out.sort_by(|a, b| {
+        b.shallow_bytes_delta
+            .abs()
+            .cmp(&a.shallow_bytes_delta.abs())
+            .then(a.type_name.cmp(&b.type_name))
+    });
+    out
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Name of a root kind and flags.
+pub fn root_name(kind: u8, flags: u8) -> String {
+    let mut s = String::from(match kind {
+        1 => "root: stack",
+        2 => "root: finalizer queue",
+        3 => "root: handle",
+        _ => "root: other",
+    });
+    for (bit, name) in [
+        (1u8, "pinning"),
+        (2, "weak"),
+        (4, "interior"),
+        (8, "ref-counted"),
+    ] {
+        if flags & bit != 0 {
+            s.push_str(", ");
+            s.push_str(name);
+        }
+    }
+    s
+}
+
+/// Compressed adjacency lists: the neighbours of `v` are `targets[ends[v-1]..ends[v]]`.
+struct Adjacency {
+    ends: Vec<u64>,
+    targets: Vec<u32>,
+}
+
+impl Adjacency {
+    fn of(&self, v: usize) -> &[u32] {
+        let start = if v == 0 { 0 } else { self.ends[v - 1] as usize };
+        &self.targets[start..self.ends[v] as usize]
+    }
+}
+
+/// Analyses a snapshot. `progress` is told what is being done (for a status line).
+pub fn analyze(
+    s: &SnapshotData,
+    names: &Names,
+    top: usize,
+    progress: &mut dyn FnMut(&str),
+) -> HeapReport {
+    let n = s.addresses.len();
+    let root = n; // the virtual root
+    progress(&format!("snapshot {}: indexing {n} objects", s.number));
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_unstable_by_key(|&i| s.addresses[i as usize]);
+    let sorted: Vec<u64> = order.iter().map(|&i| s.addresses[i as usize]).collect();
+    let index_of =
+        |address: u64| -> Option<u32> { sorted.binary_search(&address).ok().map(|p| order[p]) };
+
+    progress(&format!("snapshot {}: building the graph", s.number));
+    // Successors, the virtual root last: its successors are the non-weak roots.
+    let mut dangling = 0u64;
+    let mut succ = Adjacency {
+        ends: Vec::with_capacity(n + 1),
+        targets: Vec::with_capacity(s.refs.len()),
+    };
+    let mut start = 0usize;
+    for v in 0..n {
+        let end = s.ref_ends[v] as usize;
+        for &r in &s.refs[start..end] {
+            match index_of(r) {
+                Some(t) => succ.targets.push(t),
+                None => dangling += u64::from(r != 0),
+            }
+        }
+        succ.ends.push(succ.targets.len() as u64);
+        start = end;
+    }
+    let mut root_kind: HashMap<u32, (u8, u8)> = HashMap::new();
+    for &(address, kind, flags) in &s.roots {
+        if flags & 2 != 0 {
+            continue; // weak references keep nothing alive
+        }
+        if let Some(t) = index_of(address) {
+            succ.targets.push(t);
+            root_kind.entry(t).or_insert((kind, flags));
+        }
+    }
+    succ.ends.push(succ.targets.len() as u64);
+    drop(order);
+    drop(sorted);
+
+    // Depth-first from the virtual root: postorder numbers. Unreached objects start their own
+    // trees below the virtual root.
+    progress(&format!("snapshot {}: ordering", s.number));
+    let total = n + 1;
+    let mut post = vec![NONE; total]; // postorder number of each node
+    let mut postorder: Vec<u32> = Vec::with_capacity(total);
+    let mut extra_root = vec![false; total];
+    let mut stack: Vec<(u32, u64)> = Vec::new();
+    let mut visited = vec![false; total];
+    let mut dfs =
+        |start: usize, visited: &mut Vec<bool>, post: &mut Vec<u32>, postorder: &mut Vec<u32>| {
+            visited[start] = true;
+            stack.push((start as u32, 0));
+            while let Some(&mut (v, ref mut next)) = stack.last_mut() {
+                let children = succ.of(v as usize);
+                if (*next as usize) < children.len() {
+                    let c = children[*next as usize] as usize;
+                    *next += 1;
+                    if !visited[c] {
+                        visited[c] = true;
+                        stack.push((c as u32, 0));
+                    }
+                } else {
+                    post[v as usize] = postorder.len() as u32;
+                    postorder.push(v);
+                    stack.pop();
+                }
+            }
+        };
+    // The virtual root goes last in postorder: visit its subtree, then the unreached.
+    visited[root] = true;
+    for &c in succ.of(root) {
+        if !visited[c as usize] {
+            dfs(c as usize, &mut visited, &mut post, &mut postorder);
+        }
+    }
+    let mut unreached = 0u64;
+    for v in 0..n {
+        if !visited[v] {
+            unreached += 1;
+            extra_root[v] = true;
+            dfs(v, &mut visited, &mut post, &mut postorder);
+        }
+    }
+    post[root] = postorder.len() as u32;
+    postorder.push(root as u32);
+    drop(visited);
+
+    progress(&format!("snapshot {}: predecessors", s.number));
+    let mut counts = vec![0u64; total];
+    for &t in &succ.targets {
+        counts[t as usize] += 1;
+    }
+    let mut ends = Vec::with_capacity(total);
+    let mut acc = 0u64;
+    for c in &counts {
+        acc += c;
+        ends.push(acc);
+    }
+    let mut fill: Vec<u64> = ends.iter().zip(&counts).map(|(e, c)| e - c).collect();
+    drop(counts);
+    let mut targets = vec![0u32; succ.targets.len()];
+    for v in 0..total {
+        for &t in succ.of(v) {
+            targets[fill[t as usize] as usize] = v as u32;
+            fill[t as usize] += 1;
+        }
+    }
+    drop(fill);
+    let pred = Adjacency { ends, targets };
+
+    progress(&format!("snapshot {}: dominators", s.number));
+    let mut idom = vec![NONE; total];
+    idom[root] = root as u32;
+    for v in 0..n {
+        if extra_root[v] {
+            idom[v] = root as u32;
+        }
+    }
+    let intersect = |idom: &[u32], mut a: u32, mut b: u32| -> u32 {
+        while a != b {
+            while post[a as usize] < post[b as usize] {
+                a = idom[a as usize];
+            }
+            while post[b as usize] < post[a as usize] {
+                b = idom[b as usize];
+            }
+        }
+        a
+    };
+    let mut changed = true;
+    while changed {
+        changed = false;
+        // Reverse postorder, without the virtual root.
+        for &v in postorder.iter().rev().skip(1) {
+            let v = v as usize;
+            if extra_root[v] {
+                continue;
+            }
+            let mut new = NONE;
+            for &p in pred.of(v) {
+                if idom[p as usize] == NONE {
+                    continue;
+                }
+                new = if new == NONE {
+                    p
+                } else {
+                    intersect(&idom, p, new)
+                };
+            }
+            if new != NONE && idom[v] != new {
+                idom[v] = new;
+                changed = true;
+            }
+        }
+    }
+    drop(pred);
+
+    progress(&format!("snapshot {}: retained sizes", s.number));
+    let mut retained: Vec<u64> = s.sizes.iter().copied().chain([0]).collect();
+    for &v in &postorder {
+        let v = v as usize;
+        if v != root && idom[v] != NONE {
+            retained[idom[v] as usize] = retained[idom[v] as usize].saturating_add(retained[v]);
+        }
+    }
+
+    // Per type: the retained bytes of the instances no other instance of the type dominates.
+    // A depth-first walk of the dominator tree keeps, per class, how many ancestors are
+    // instances of it.
+    progress(&format!("snapshot {}: per type", s.number));
+    let classes = s.class_ids.len();
+    let mut child_counts = vec![0u64; total];
+    for v in 0..n {
+        if idom[v] != NONE {
+            child_counts[idom[v] as usize] += 1;
+        }
+    }
+    let mut child_ends = Vec::with_capacity(total);
+    let mut acc = 0u64;
+    for c in &child_counts {
+        acc += c;
+        child_ends.push(acc);
+    }
+    let mut fill: Vec<u64> = child_ends
+        .iter()
+        .zip(&child_counts)
+        .map(|(e, c)| e - c)
+        .collect();
+    drop(child_counts);
+    let mut child_targets = vec![0u32; acc as usize];
+    for (v, &d) in idom.iter().enumerate().take(n) {
+        if d != NONE {
+            child_targets[fill[d as usize] as usize] = v as u32;
+            fill[d as usize] += 1;
+        }
+    }
+    drop(fill);
+    let children = Adjacency {
+        ends: child_ends,
+        targets: child_targets,
+    };
+    let mut count = vec![0u64; classes];
+    let mut by_generation = vec![[0u64; 5]; classes];
+    let mut generation_totals = [(0u64, 0u64); 5];
+    if !s.ranges.is_empty() {
+        for v in 0..n {
+            if let Some(g) = s.generation_of(s.addresses[v]) {
+                by_generation[s.classes[v] as usize][g] += 1;
+                generation_totals[g].0 += 1;
+                generation_totals[g].1 = generation_totals[g].1.saturating_add(s.sizes[v]);
+            }
+        }
+    }
+    let mut shallow = vec![0u64; classes];
+    let mut type_retained = vec![0u64; classes];
+    let mut active = vec![0u32; classes];
+    let mut walk: Vec<(u32, u64)> = vec![(root as u32, 0)];
+    while let Some(&mut (v, ref mut next)) = walk.last_mut() {
+        let kids = children.of(v as usize);
+        if (*next as usize) < kids.len() {
+            let c = kids[*next as usize] as usize;
+            *next += 1;
+            let class = s.classes[c] as usize;
+            count[class] += 1;
+            shallow[class] = shallow[class].saturating_add(s.sizes[c]);
+            if active[class] == 0 {
+                type_retained[class] = type_retained[class].saturating_add(retained[c]);
+            }
+            active[class] += 1;
+            walk.push((c as u32, 0));
+        } else {
+            if (v as usize) != root {
+                active[s.classes[v as usize] as usize] -= 1;
+            }
+            walk.pop();
+        }
+    }
+    drop(children);
+
+    let class_name = |c: usize| names.class(s.class_ids[c]);
+    let mut types: Vec<HeapTypeRow> = (0..classes)
+        .map(|c| HeapTypeRow {
+            type_name: class_name(c),
+            count: count[c],
+            shallow_bytes: shallow[c],
+            retained_bytes: type_retained[c],
+            generations: by_generation[c],
+        })
+        .collect();
+    let generations = if s.ranges.is_empty() {
+        Vec::new()
+    } else {
+        ["gen0", "gen1", "gen2", "loh", "poh"]
+            .into_iter()
+            .zip(generation_totals)
+            .map(|(generation, (objects, bytes))| GenerationRow {
+                generation,
+                objects,
+                bytes,
+            })
+            .collect()
+    };
+    types.sort_by(|a, b| {
+        b.retained_bytes
+            .cmp(&a.retained_bytes)
+            .then(b.shallow_bytes.cmp(&a.shallow_bytes))
+            .then(a.type_name.cmp(&b.type_name))
+    });
+
+    // Top retainers, with a shortest path from a root (breadth-first parents).
+    progress(&format!("snapshot {}: paths from roots", s.number));
+    let mut candidates: Vec<u32> = (0..n as u32).collect();
+    let k = top.min(n);
+    if k > 0 && k < n {
+        candidates.select_nth_unstable_by(k - 1, |&a, &b| {
+            retained[b as usize].cmp(&retained[a as usize])
+        });
+    }
+    candidates.truncate(k);
+    candidates.sort_by(|&a, &b| {
+        retained[b as usize]
+            .cmp(&retained[a as usize])
+            .then(a.cmp(&b))
+    });
+    let mut parent = vec![NONE; total];
+    let mut queue: std::collections::VecDeque<u32> = std::collections::VecDeque::new();
+    parent[root] = root as u32;
+    queue.push_back(root as u32);
+    while let Some(v) = queue.pop_front() {
+        for &c in succ.of(v as usize) {
+            if parent[c as usize] == NONE {
+                parent[c as usize] = v;
+                queue.push_back(c);
+            }
+        }
+    }
+    let top_retainers = candidates
+        .into_iter()
+        .map(|v| {
+            let mut chain = Vec::new();
+            let mut cur = v;
+            while cur != NONE && cur as usize != root && chain.len() <= n {
+                chain.push(cur);
+                cur = parent[cur as usize];
+            }
+            chain.reverse();
+            let mut path = Vec::with_capacity(chain.len() + 1);
+            match chain.first().and_then(|first| root_kind.get(first)) {
+                Some(&(kind, flags)) if cur as usize == root => path.push(root_name(kind, flags)),
+                _ => path.push("(no root reported)".to_string()),
+            }
+            path.extend(
+                chain
+                    .iter()
+                    .map(|&o| class_name(s.classes[o as usize] as usize)),
+            );
+            Retainer {
+                type_name: class_name(s.classes[v as usize] as usize),
+                address: s.addresses[v as usize],
+                shallow_bytes: s.sizes[v as usize],
+                retained_bytes: retained[v as usize],
+                path,
+            }
+        })
+        .collect();
+
+    HeapReport {
+        snapshot: s.number,
+        gc: s.gc,
+        objects: n as u64,
+        total_bytes: s.sizes.iter().fold(0u64, |a, &b| a.saturating_add(b)),
+        roots: s.roots.len() as u64,
+        unreached_objects: unreached,
+        dangling_refs: dangling,
+        refs_cut: s.refs_cut,
+        types,
+        generations,
+        top_retainers,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clrprof_trace::ClassDef;
+
+    fn names(classes: &[(u64, &str)]) -> Names {
+        let mut n = Names::default();
+        for &(id, name) in classes {
+            n.classes.insert(
+                id,
+                ClassDef {
+                    id,
+                    name: name.into(),
+                    ..ClassDef::default()
+                },
+            );
+        }
+        n
+    }
+
+    #[test]
+    fn list_of_nodes_retains_everything_below_it() {
+        // handle -> list(1000) -> array(2000) -> node_i(100+i..) -> data_i
+        let (list, array) = (1u64, 2u64);
+        let mut objects = vec![(1000, list, 32, vec![2000]), (2000, array, 8024, vec![])];
+        for i in 0..1000u64 {
+            let node = 10_000 + i * 16;
+            let data = 100_000 + i * 16;
+            objects[1].3.push(node);
+            objects.push((node, 3, 24, vec![data]));
+            objects.push((data, 4, 1024, vec![]));
+        }
+        // A node shared by two lists is retained by neither list but by their common
+        // dominator (the virtual root).
+        let shared = (5_000_000, 3, 24, vec![]);
+        objects.push(shared);
+        objects.push((6_000_000, list, 32, vec![5_000_000]));
+        objects[0].3.push(5_000_000);
+        let mut s =
+            SnapshotData::from_parts(1, objects, [(1000, 3, 1), (6_000_000, 1, 0), (42, 3, 0)]);
+        // Nodes at 10_000.. in generation 2, their data at 100_000.. in generation 1.
+        s.set_generation_ranges(vec![
+            (100_000, 16_000, 1),
+            (10_000, 16_000, 2),
+            (0, 5_000, 0),
+        ]);
+        let n = names(&[(1, "List"), (2, "Node[]"), (3, "Node"), (4, "byte[]")]);
+        let r = analyze(&s, &n, 3, &mut |_| {});
+        let row = |t: &str| r.types.iter().find(|x| x.type_name == t).unwrap().clone();
+        assert_eq!(row("Node").count, 1001);
+        assert_eq!(row("Node").generations, [0, 0, 1000, 0, 0]); // the shared one is outside
+        assert_eq!(row("byte[]").generations, [0, 1000, 0, 0, 0]);
+        assert_eq!(row("List").generations, [1, 0, 0, 0, 0]);
+        assert_eq!(r.generations[1].objects, 1000);
+        assert_eq!(r.generations[1].bytes, 1000 * 1024);
+        assert_eq!(row("byte[]").shallow_bytes, 1000 * 1024);
+        assert_eq!(row("List").count, 2);
+        // The lists' own subtrees; the shared node is dominated by neither list alone.
+        assert_eq!(row("List").retained_bytes, 64 + 8024 + 1000 * (24 + 1024));
+        assert_eq!(row("Node").retained_bytes, 1001 * 24 + 1000 * 1024);
+        assert_eq!(r.unreached_objects, 0);
+        let top = &r.top_retainers[0];
+        assert_eq!(top.type_name, "List");
+        assert_eq!(top.retained_bytes, 32 + 8024 + 1000 * (24 + 1024));
+        assert_eq!(top.path, ["root: handle, pinning", "List"]);
+        assert_eq!(r.top_retainers[1].type_name, "Node[]");
+        assert_eq!(
+            r.top_retainers[1].path,
+            ["root: handle, pinning", "List", "Node[]"]
+        );
+
+        let mut grown = s.clone();
+        grown.object(&HeapObject {
+            snapshot: 1,
+            object: 9_000_000,
+            class: 3,
+            size: 24,
+            refs: vec![],
+        });
+        let after = analyze(&grown, &n, 3, &mut |_| {});
+        assert_eq!(after.unreached_objects, 1);
+        let d = diff(&r, &after);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            (
+                d[0].type_name.as_str(),
+                d[0].count_delta,
+                d[0].shallow_bytes_delta
+            ),
+            ("Node", 1, 24)
+        );
+    }
+
+    /// Retained sizes by brute force: `d` retains `v` if `v` cannot be reached from the roots
+    /// without `d`. Objects no root reaches get an edge from the root, in index order, like
+    /// `analyze` does.
+    fn naive_retained(sizes: &[u64], edges: &[Vec<usize>], roots: &[usize]) -> Vec<u64> {
+        let n = sizes.len();
+        let reach = |start: &[usize], without: Option<usize>, seen: &mut Vec<bool>| {
+            let mut stack: Vec<usize> = start
+                .iter()
+                .copied()
+                .filter(|&r| Some(r) != without)
+                .collect();
+            for &r in &stack {
+                seen[r] = true;
+            }
+            while let Some(v) = stack.pop() {
+                for &c in &edges[v] {
+                    if !seen[c] && Some(c) != without {
+                        seen[c] = true;
+                        stack.push(c);
+                    }
+                }
+            }
+        };
+        let mut entry: Vec<usize> = roots.to_vec();
+        let mut seen = vec![false; n];
+        reach(roots, None, &mut seen);
+        for v in 0..n {
+            if !seen[v] {
+                entry.push(v);
+                reach(&[v], None, &mut seen);
+            }
+        }
+        (0..n)
+            .map(|d| {
+                let mut seen = vec![false; n];
+                reach(&entry, Some(d), &mut seen);
+                (0..n)
+                    .filter(|&v| v == d || !seen[v])
+                    .map(|v| sizes[v])
+                    .sum()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dominators_match_brute_force_on_random_graphs() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m.max(1)
+        };
+        for round in 0..300 {
+            let n = 1 + next(30) as usize;
+            let sizes: Vec<u64> = (0..n).map(|_| 8 + next(100)).collect();
+            let edges: Vec<Vec<usize>> = (0..n)
+                .map(|_| (0..next(4)).map(|_| next(n as u64) as usize).collect())
+                .collect();
+            let roots: Vec<usize> = (0..next(3)).map(|_| next(n as u64) as usize).collect();
+            let address = |i: usize| 0x1000 + 16 * i as u64;
+            let s = SnapshotData::from_parts(
+                1,
+                (0..n).map(|i| {
+                    let refs = edges[i].iter().map(|&t| address(t)).collect();
+                    (address(i), 1 + (i as u64 % 3), sizes[i], refs)
+                }),
+                roots.iter().map(|&r| (address(r), 1, 0)),
+            );
+            let report = analyze(&s, &Names::default(), n, &mut |_| {});
+            let expected = naive_retained(&sizes, &edges, &roots);
+            for r in &report.top_retainers {
+                let i = ((r.address - 0x1000) / 16) as usize;
+                assert_eq!(
+                    r.retained_bytes, expected[i],
+                    "round {round}, object {i}: {edges:?} roots {roots:?}"
+                );
+            }
+            assert_eq!(report.top_retainers.len(), n);
+        }
+    }
+
+    #[test]
+    fn cycles_and_weak_roots() {
+        // a <-> b cycle under a root; c only weakly rooted (so unreached).
+        let s = SnapshotData::from_parts(
+            1,
+            [
+                (10, 1, 10, vec![20]),
+                (20, 1, 20, vec![10]),
+                (30, 2, 5, vec![]),
+            ],
+            [(10, 1, 0), (30, 3, 2)],
+        );
+        let r = analyze(&s, &names(&[(1, "A"), (2, "C")]), 5, &mut |_| {});
+        let a = r.types.iter().find(|t| t.type_name == "A").unwrap();
+        assert_eq!((a.count, a.shallow_bytes, a.retained_bytes), (2, 30, 30));
+        assert_eq!(r.unreached_objects, 1);
+        assert_eq!(r.top_retainers[0].retained_bytes, 30);
+        assert_eq!(r.top_retainers[0].path, ["root: stack", "A"]);
+    }
+}

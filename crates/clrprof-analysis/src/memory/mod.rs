@@ -1,0 +1,860 @@
+//! Memory: allocations by type and by stack ([`alloc`]), and garbage collections with their
+//! pauses and generation sizes ([`gc`]).
+//!
+//! The trace loader hands every allocation, generation-size record and GC or suspension event
+//! to a [`MemoryRecords`] as it reads the file; the reports are computed from it on demand.
+
+pub mod alloc;
+pub mod gc;
+pub mod heap;
+
+use clrprof_trace::{
+    AllocatedByClass, Allocation, Event, EventKind, GcGenerations, HeapGenerations, HeapObject,
+    HeapRoot, HeapSnapshot, HeapSnapshotEnd,
+};
+
+pub use alloc::{AllocReport, AllocatingMethod, AllocationRow, AllocationStackRow};
+pub use gc::{ClassCountRow, GcReport, GcRow};
+pub use heap::{GenerationRow, HeapDiffRow, HeapReport, HeapTypeRow, Retainer, SnapshotData};
+
+/// Which heap snapshots' objects the loader keeps (the others are only counted).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum HeapKeep {
+    /// The last complete one (at most two are held while reading).
+    #[default]
+    Last,
+    /// These numbers, and the last complete one.
+    Numbers(Vec<u32>),
+    /// Every one.
+    All,
+}
+
+/// What the loader keeps of a trace for the memory reports.
+#[derive(Debug, Default)]
+pub struct MemoryRecords {
+    /// Which snapshots keep their objects.
+    pub keep: HeapKeep,
+    /// Every `Allocation` record, in file order.
+    pub allocations: Vec<Allocation>,
+    /// Collections, in the order they started.
+    pub gcs: Vec<gc::GcRecord>,
+    /// Runtime suspensions: (start, end) of each from `RuntimeSuspendStarted` to
+    /// `RuntimeResumeFinished`.
+    pub suspensions: Vec<(u64, u64)>,
+    /// Heap snapshots, in order.
+    pub snapshots: Vec<SnapshotData>,
+    open_gcs: Vec<usize>,
+    open_suspension: Option<u64>,
+    handles_created: u64,
+    handles_destroyed: u64,
+    sizes_before: Option<Vec<u64>>,
+    sizes_after: Option<Vec<u64>>,
+}
+
+impl MemoryRecords {
+    /// Records that keep the snapshots `keep` names.
+    pub fn keeping(keep: HeapKeep) -> MemoryRecords {
+        MemoryRecords {
+            keep,
+            ..MemoryRecords::default()
+        }
+    }
+
+    /// Takes an allocation record.
+    pub fn allocation(&mut self, a: Allocation) {
+        self.allocations.push(a);
+    }
+
+    /// Takes a generation sizes record; it belongs to the collection event that follows it.
+    pub fn generations(&mut self, g: GcGenerations) {
+        if g.phase == 0 {
+            self.sizes_before = Some(g.sizes);
+        } else {
+            self.sizes_after = Some(g.sizes);
+        }
+    }
+
+    /// Takes the runtime's per-class allocation counts: they come in the heap walk at the end
+    /// of the latest collection.
+    pub fn allocated_by_class(&mut self, a: &AllocatedByClass) {
+        if let Some(g) = self.gcs.last_mut() {
+            g.allocated_by_class
+                .extend(a.counts.chunks_exact(2).map(|p| (p[0], p[1])));
+        }
+    }
+
+    /// Takes the start of a heap snapshot.
+    pub fn heap_snapshot(&mut self, s: &HeapSnapshot) {
+        self.snapshots.push(SnapshotData::new(s));
+    }
+
+    fn snapshot_mut(&mut self, number: u32) -> Option<&mut SnapshotData> {
+        self.snapshots.iter_mut().rev().find(|s| s.number == number)
+    }
+
+    /// Takes an object of a heap snapshot.
+    pub fn heap_object(&mut self, o: &HeapObject) {
+        if let Some(s) = self.snapshot_mut(o.snapshot) {
+            s.object(o);
+        }
+    }
+
+    /// Takes a root of a heap snapshot.
+    pub fn heap_root(&mut self, r: &HeapRoot) {
+        if let Some(s) = self.snapshot_mut(r.snapshot) {
+            s.root(r);
+        }
+    }
+
+    /// Takes the generation ranges of a heap snapshot.
+    pub fn heap_generations(&mut self, g: &HeapGenerations) {
+        if let Some(s) = self.snapshot_mut(g.snapshot) {
+            s.generations(g);
+        }
+    }
+
+    /// Takes the end of a heap snapshot. Older complete snapshots that are not asked for
+    /// give their objects back.
+    pub fn heap_snapshot_end(&mut self, e: &HeapSnapshotEnd) {
+        let Some(s) = self.snapshot_mut(e.snapshot) else {
+            return;
+        };
+        s.end(e);
+        let wanted: &[u32] = match &self.keep {
+            HeapKeep::All => return,
+            HeapKeep::Last => &[],
+            HeapKeep::Numbers(n) => n,
+        };
+        for s in &mut self.snapshots {
+            if s.complete && s.number != e.snapshot && !wanted.contains(&s.number) {
+                s.release();
+            }
+        }
+    }
+
+    fn open_gc(&mut self) -> Option<&mut gc::GcRecord> {
+        let i = *self.open_gcs.last()?;
+        self.gcs.get_mut(i)
+    }
+
+    /// Takes an event; keeps collections and suspensions.
+    pub fn event(&mut self, e: &Event) {
+        let arg = |i| e.arg(i).unwrap_or(0);
+        match e.event {
+            EventKind::GARBAGE_COLLECTION_STARTED => {
+                self.open_gcs.push(self.gcs.len());
+                self.gcs.push(gc::GcRecord {
+                    start_ns: e.ts,
+                    end_ns: None,
+                    generations_mask: arg(0) as u32,
+                    reason: arg(1),
+                    before: self.sizes_before.take(),
+                    handles_created: std::mem::take(&mut self.handles_created),
+                    handles_destroyed: std::mem::take(&mut self.handles_destroyed),
+                    ..gc::GcRecord::default()
+                });
+            }
+            EventKind::GARBAGE_COLLECTION_FINISHED => {
+                if let Some(i) = self.open_gcs.pop() {
+                    let g = &mut self.gcs[i];
+                    g.end_ns = Some(e.ts);
+                    g.after = self.sizes_after.take();
+                }
+            }
+            EventKind::MOVED_REFERENCES | EventKind::SURVIVING_REFERENCES => {
+                if let Some(g) = self.open_gc() {
+                    g.survived[0] = g.survived[0].saturating_add(arg(1));
+                }
+            }
+            EventKind::MOVED_REFERENCES2 | EventKind::SURVIVING_REFERENCES2 => {
+                if let Some(g) = self.open_gc() {
+                    g.survived[1] = g.survived[1].saturating_add(arg(1));
+                }
+            }
+            EventKind::FINALIZEABLE_OBJECT_QUEUED => {
+                if let Some(g) = self.open_gc() {
+                    g.finalizable_queued += 1;
+                }
+            }
+            EventKind::HANDLE_CREATED => self.handles_created += 1,
+            EventKind::HANDLE_DESTROYED => self.handles_destroyed += 1,
+            EventKind::RUNTIME_SUSPEND_STARTED => self.open_suspension = Some(e.ts),
+            EventKind::RUNTIME_SUSPEND_ABORTED => self.open_suspension = None,
+            EventKind::RUNTIME_RESUME_FINISHED => {
+                if let Some(start) = self.open_suspension.take() {
+                    self.suspensions.push((start, e.ts));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+use std::io::Write;
+
+use crate::Error;
+use crate::trace::LoadedTrace;
+use crate::units::{count, duration};
+
+/// Rows the text sections show by default.
+pub const TEXT_ROWS: usize = 25;
+
+/// Bytes as `812 B`, `12.3 KiB`, `5.67 MiB`, `1.23 GiB`.
+pub fn bytes(n: u64) -> String {
+    let f = n as f64;
+    if n < 1 << 10 {
+        format!("{n} B")
+    } else if n < 1 << 20 {
+        format!("{:.1} KiB", f / 1024.0)
+    } else if n < 1 << 30 {
+        format!("{:.2} MiB", f / 1048576.0)
+    } else {
+        format!("{:.2} GiB", f / 1073741824.0)
+    }
+}
+
+/// The text allocation section: top types (with their allocating methods) and top stacks.
+pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Result<(), Error> {
+    if !t.has_allocations() {
+        writeln!(out, "Allocations: none recorded (record with --alloc)")?;
+        return Ok(());
+    }
+    let r = t.alloc_report(top);
+    let how = if r.mode == "sampled" {
+        format!(
+            "sampled every {} on average, totals estimated",
+            bytes(r.interval_bytes)
+        )
+    } else {
+        "every allocation, exact".to_string()
+    };
+    writeln!(
+        out,
+        "Allocations: {} objects, {} ({how}; {} records, {} dropped)",
+        count(r.total_count),
+        bytes(r.total_bytes),
+        count(r.records),
+        count(r.dropped)
+    )?;
+    writeln!(
+        out,
+        "\n  {:>12}  {:>12}  {:>6}  type / allocated by",
+        "objects", "bytes", "%"
+    )?;
+    for row in r.types.iter().take(top) {
+        let share = if r.total_bytes == 0 {
+            0.0
+        } else {
+            row.bytes as f64 * 100.0 / r.total_bytes as f64
+        };
+        let mut notes = Vec::new();
+        if let Some(max) = row.array_length_max {
+            notes.push(format!("up to {} elements", count(max)));
+        }
+        if row.large_object_heap > 0 {
+            notes.push(format!(
+                "{} on the large object heap",
+                count(row.large_object_heap)
+            ));
+        }
+        let loh = if notes.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", notes.join(", "))
+        };
+        writeln!(
+            out,
+            "  {:>12}  {:>12}  {:>5.1}%  {}{loh}",
+            count(row.count),
+            bytes(row.bytes),
+            share,
+            row.type_name
+        )?;
+        for m in row.allocated_by.iter().take(3) {
+            writeln!(
+                out,
+                "  {:>12}  {:>12}           {}",
+                count(m.count),
+                bytes(m.bytes),
+                m.function
+            )?;
+        }
+    }
+    writeln!(out, "\nTop allocating stacks")?;
+    for (i, s) in r.stacks.iter().enumerate() {
+        writeln!(
+            out,
+            "  #{:<3} {} objects, {}",
+            i + 1,
+            count(s.count),
+            bytes(s.bytes)
+        )?;
+        for f in s.frames.iter().take(12) {
+            writeln!(out, "        {f}")?;
+        }
+        if s.frames.len() > 12 {
+            writeln!(out, "        ... {} more frames", s.frames.len() - 12)?;
+        }
+    }
+    Ok(())
+}
+
+/// The text GC section: one line per collection, pause percentiles and time in GC.
+pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
+    let r = t.gc_report();
+    if r.gcs.is_empty() {
+        writeln!(
+            out,
+            "Garbage collections: none recorded (record with --events gc,suspension)"
+        )?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "Garbage collections: {} (gen0 {}, gen1 {}, gen2 {})",
+        r.gcs.len(),
+        r.count_by_generation[0],
+        r.count_by_generation[1],
+        r.count_by_generation[2]
+    )?;
+    writeln!(
+        out,
+        "  {:>4}  {:>3}  {:<9} {:>11}  {:>11}  {:>21}  {:>21}  {:>21}",
+        "#",
+        "gen",
+        "reason",
+        "start",
+        "pause",
+        "gen0 before/after",
+        "gen1 before/after",
+        "gen2+LOH before/after"
+    )?;
+    let size_of = |sizes: &Option<Vec<u64>>, i: usize| -> String {
+        sizes.as_ref().map_or_else(
+            || "?".into(),
+            |s| {
+                if i == 2 {
+                    bytes(s.iter().skip(2).sum())
+                } else {
+                    bytes(s.get(i).copied().unwrap_or(0))
+                }
+            },
+        )
+    };
+    for g in &r.gcs {
+        let pause = g.pause_ns.map_or_else(|| "?".to_string(), duration);
+        let cols: Vec<String> = (0..3)
+            .map(|i| {
+                format!(
+                    "{} / {}",
+                    size_of(&g.heap_before, i),
+                    size_of(&g.heap_after, i)
+                )
+            })
+            .collect();
+        writeln!(
+            out,
+            "  {:>4}  {:>3}  {:<9} {:>11}  {:>11}  {:>21}  {:>21}  {:>21}",
+            g.index,
+            g.generation,
+            g.reason,
+            duration(g.start_ns),
+            pause,
+            cols[0],
+            cols[1],
+            cols[2]
+        )?;
+    }
+    if r.pauses_known {
+        writeln!(
+            out,
+            "\n  pauses: p50 {}, p90 {}, p99 {}, max {}; {} in total, {:.2}% of the recording",
+            duration(r.pause_p50_ns),
+            duration(r.pause_p90_ns),
+            duration(r.pause_p99_ns),
+            duration(r.pause_max_ns),
+            duration(r.pause_total_ns),
+            r.time_in_gc_percent
+        )?;
+    } else {
+        writeln!(
+            out,
+            "\n  pauses unknown: record with --events gc,suspension to measure them"
+        )?;
+    }
+    if !r.allocated_by_class.is_empty() {
+        writeln!(
+            out,
+            "\n  allocated between collections (the runtime's counts, small object heap):"
+        )?;
+        for row in r.allocated_by_class.iter().take(10) {
+            writeln!(out, "  {:>12}  {}", count(row.count), row.type_name)?;
+        }
+    }
+    Ok(())
+}
+
+/// The `heap` part of the JSON report: every snapshot of the trace, and one analysed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HeapJson {
+    /// Every snapshot: number, collection, objects, roots, complete.
+    pub snapshots: Vec<SnapshotSummary>,
+    /// The analysed snapshot (the last complete one unless asked otherwise).
+    #[serde(flatten)]
+    pub report: HeapReport,
+}
+
+/// One snapshot in the list.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SnapshotSummary {
+    /// Its number, from 1.
+    pub snapshot: u32,
+    /// The collection it was taken in, from 1 (see `gc.gcs[].index`).
+    pub gc: u32,
+    /// Objects.
+    pub objects: u64,
+    /// Roots.
+    pub roots: u64,
+    /// False if the trace ends inside it.
+    pub complete: bool,
+}
+
+impl LoadedTrace {
+    /// The snapshot numbered `number`, or the last complete one.
+    pub fn snapshot(&self, number: Option<u32>) -> Result<&SnapshotData, Error> {
+        let found = match number {
+            Some(n) => self.memory.snapshots.iter().find(|s| s.number == n),
+            None => self.memory.snapshots.iter().rev().find(|s| s.complete),
+        };
+        if let Some(s) = found.filter(|s| s.released) {
+            return Err(Error::NoSuchSnapshot(format!(
+                "heap snapshot {} was not loaded (load the trace with HeapKeep naming it)",
+                s.number
+            )));
+        }
+        found.ok_or_else(|| {
+            let have = self.memory.snapshots.len();
+            Error::NoSuchSnapshot(match number {
+                Some(n) => format!("there is no heap snapshot {n} (the trace has {have})"),
+                None if have == 0 => {
+                    "the trace has no heap snapshot; record with --heap-snapshot".into()
+                }
+                None => "the trace has no complete heap snapshot".into(),
+            })
+        })
+    }
+
+    /// The heap part of the report for snapshot `number` (default: the last complete one).
+    pub fn heap_json(
+        &self,
+        number: Option<u32>,
+        top: usize,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<HeapJson, Error> {
+        let s = self.snapshot(number)?;
+        Ok(HeapJson {
+            snapshots: self
+                .memory
+                .snapshots
+                .iter()
+                .map(|s| SnapshotSummary {
+                    snapshot: s.number,
+                    gc: s.gc,
+                    objects: s.objects() as u64,
+                    roots: s.roots() as u64,
+                    complete: s.complete,
+                })
+                .collect(),
+            report: heap::analyze(s, &self.names, top, progress),
+        })
+    }
+}
+
+/// The text heap section.
+pub fn write_heap_text(h: &HeapJson, top: usize, out: &mut dyn Write) -> Result<(), Error> {
+    let r = &h.report;
+    writeln!(
+        out,
+        "Heap snapshot {} of {} (GC #{}): {} objects, {}, {} roots",
+        r.snapshot,
+        h.snapshots.len(),
+        r.gc,
+        count(r.objects),
+        bytes(r.total_bytes),
+        count(r.roots)
+    )?;
+    if r.unreached_objects > 0 || r.refs_cut > 0 {
+        writeln!(
+            out,
+            "  ({} objects no reported root reaches; {} references cut)",
+            count(r.unreached_objects),
+            count(r.refs_cut)
+        )?;
+    }
+    writeln!(
+        out,
+        "\n  {:>10}  {:>12}  {:>12}  type",
+        "objects", "shallow", "retained"
+    )?;
+    for t in r.types.iter().take(top) {
+        writeln!(
+            out,
+            "  {:>10}  {:>12}  {:>12}  {}",
+            count(t.count),
+            bytes(t.shallow_bytes),
+            bytes(t.retained_bytes),
+            t.type_name
+        )?;
+    }
+    if !r.generations.is_empty() {
+        writeln!(
+            out,
+            "\nAge (generation: gen0 survived no collection, gen1 one, gen2 two or more)"
+        )?;
+        for g in &r.generations {
+            writeln!(
+                out,
+                "  {:<5} {:>10} objects  {:>12}",
+                g.generation,
+                count(g.objects),
+                bytes(g.bytes)
+            )?;
+        }
+    }
+    writeln!(out, "\nTop retainers")?;
+    for (i, x) in r.top_retainers.iter().enumerate() {
+        writeln!(
+            out,
+            "  #{:<3} {} retains {} (itself {}) at {:#x}",
+            i + 1,
+            x.type_name,
+            bytes(x.retained_bytes),
+            bytes(x.shallow_bytes),
+            x.address
+        )?;
+        writeln!(out, "        {}", x.path.join(" -> "))?;
+    }
+    Ok(())
+}
+
+/// The text diff of two snapshots.
+pub fn write_diff_text(
+    before: &HeapReport,
+    after: &HeapReport,
+    rows: &[HeapDiffRow],
+    top: usize,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    writeln!(
+        out,
+        "Heap diff: snapshot {} ({} objects, {}) -> snapshot {} ({} objects, {})",
+        before.snapshot,
+        count(before.objects),
+        bytes(before.total_bytes),
+        after.snapshot,
+        count(after.objects),
+        bytes(after.total_bytes)
+    )?;
+    writeln!(
+        out,
+        "\n  {:>10}  {:>10}  {:>10}  {:>14}  {:>14}  type",
+        "before", "after", "delta", "shallow delta", "retained delta"
+    )?;
+    for r in rows.iter().take(top) {
+        writeln!(
+            out,
+            "  {:>10}  {:>10}  {:>+10}  {:>+14}  {:>+14}  {}",
+            count(r.count_before),
+            count(r.count_after),
+            r.count_delta,
+            r.shallow_bytes_delta,
+            r.retained_bytes_delta,
+            r.type_name
+        )?;
+    }
+    Ok(())
+}
+
+/// One side of a diff in the JSON.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DiffSide {
+    /// Snapshot number in its trace.
+    pub snapshot: u32,
+    /// Objects.
+    pub objects: u64,
+    /// Bytes.
+    pub total_bytes: u64,
+}
+
+/// The JSON of `report --diff A B`: `{"diff": {"before", "after", "types": [...]}}`.
+pub fn write_diff_json(
+    before: &HeapReport,
+    after: &HeapReport,
+    rows: &[HeapDiffRow],
+    pretty: bool,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    #[derive(serde::Serialize)]
+    struct Body<'a> {
+        before: DiffSide,
+        after: DiffSide,
+        types: &'a [HeapDiffRow],
+    }
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        diff: Body<'a>,
+    }
+    let side = |r: &HeapReport| DiffSide {
+        snapshot: r.snapshot,
+        objects: r.objects,
+        total_bytes: r.total_bytes,
+    };
+    let doc = Doc {
+        diff: Body {
+            before: side(before),
+            after: side(after),
+            types: rows,
+        },
+    };
+    if pretty {
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+    } else {
+        serde_json::to_writer(&mut *out, &doc)?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+/// A line at the end of the plain text report pointing at the memory reports the trace has.
+pub fn write_hints(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
+    let mut hints = Vec::new();
+    if t.has_allocations() {
+        hints.push(format!(
+            "{} allocation records (--alloc)",
+            count(t.memory.allocations.len() as u64)
+        ));
+    }
+    if !t.memory.gcs.is_empty() {
+        hints.push(format!(
+            "{} garbage collections (--gc)",
+            count(t.memory.gcs.len() as u64)
+        ));
+    }
+    if !t.memory.snapshots.is_empty() {
+        hints.push(format!(
+            "{} heap snapshots (--heap, --diff A B)",
+            count(t.memory.snapshots.len() as u64)
+        ));
+    }
+    if !hints.is_empty() {
+        writeln!(out, "\nMemory: {}", hints.join(", "))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clrprof_trace::{Record, Writer};
+
+    /// A trace with three complete snapshots of 1, 2 and 3 objects.
+    fn three_snapshots() -> Vec<u8> {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        for n in 1..=3u32 {
+            w.write(&Record::HeapSnapshot(HeapSnapshot {
+                ts: 0,
+                snapshot: n,
+                gc: n,
+            }))
+            .unwrap();
+            for i in 0..n {
+                w.write(&Record::HeapObject(HeapObject {
+                    snapshot: n,
+                    object: 0x1000 + 64 * u64::from(i),
+                    class: 7,
+                    size: 24,
+                    refs: vec![],
+                }))
+                .unwrap();
+            }
+            w.write(&Record::HeapRoot(HeapRoot {
+                snapshot: n,
+                object: 0x1000,
+                kind: 3,
+                flags: 0,
+                id: 0,
+            }))
+            .unwrap();
+            w.write(&Record::HeapSnapshotEnd(HeapSnapshotEnd {
+                ts: 0,
+                snapshot: n,
+                objects: u64::from(n),
+                roots: 1,
+                refs_cut: 0,
+            }))
+            .unwrap();
+        }
+        w.into_inner()
+    }
+
+    fn trace(records: Vec<Record>) -> LoadedTrace {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        for r in &records {
+            w.write(r).unwrap();
+        }
+        crate::trace::read(&w.into_inner()[..]).unwrap()
+    }
+
+    fn function(id: u64, method: &str) -> Record {
+        Record::FunctionDef(clrprof_trace::FunctionDef {
+            id,
+            type_name: "App".into(),
+            method_name: method.into(),
+            signature: "()".into(),
+            ..Default::default()
+        })
+    }
+
+    fn stack(id: u32, parent: u32, frame: u64) -> Record {
+        Record::StackDef(clrprof_trace::StackDef {
+            id,
+            parent,
+            frame_kind: clrprof_trace::FrameKind::Managed,
+            frame,
+        })
+    }
+
+    fn class(id: u64, name: &str) -> Record {
+        Record::ClassDef(clrprof_trace::ClassDef {
+            id,
+            name: name.into(),
+            ..Default::default()
+        })
+    }
+
+    fn allocation(class: u64, size: u64, stack: u32, interval: u64) -> Record {
+        Record::Allocation(Allocation {
+            class,
+            size,
+            stack,
+            interval,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn allocations_by_type_method_and_stack() {
+        // Main -> Make (stack 2) allocates 3 Nodes; Main -> Fill (stack 3) 2 byte[] of 124.
+        let mut records = vec![
+            function(1, "Main"),
+            function(2, "Make"),
+            function(3, "Fill"),
+            stack(1, 0, 1),
+            stack(2, 1, 2),
+            stack(3, 1, 3),
+            class(10, "Node"),
+            class(11, "byte[]"),
+        ];
+        records.extend((0..3).map(|_| allocation(10, 40, 2, 0)));
+        records.extend((0..2).map(|_| allocation(11, 124, 3, 0)));
+        let t = trace(records);
+        let r = t.alloc_report(10);
+        assert_eq!(r.mode, "all");
+        assert_eq!((r.total_count, r.total_bytes), (5, 3 * 40 + 2 * 124));
+        assert_eq!(r.types[0].type_name, "byte[]");
+        assert_eq!((r.types[0].count, r.types[0].bytes), (2, 248));
+        assert!(!r.types[0].estimated);
+        assert_eq!(r.types[1].allocated_by[0].function, "App.Make()");
+        assert_eq!(r.stacks[0].frames, ["App.Fill()", "App.Main()"]);
+        assert_eq!(
+            t.alloc_folded_lines(),
+            [
+                "App.Main();App.Fill();[byte[]] 248",
+                "App.Main();App.Make();[Node] 120"
+            ]
+        );
+    }
+
+    #[test]
+    fn sampled_allocations_are_scaled_up() {
+        // One sampled 24-byte object with a 1 MiB interval stands for about 1 MiB.
+        let t = trace(vec![class(10, "Small"), allocation(10, 24, 0, 1 << 20)]);
+        let r = t.alloc_report(10);
+        assert_eq!(r.mode, "sampled");
+        assert!(r.types[0].estimated);
+        let bytes = r.types[0].bytes as f64;
+        assert!((bytes - (1u64 << 20) as f64).abs() < 100.0, "{bytes}");
+        assert_eq!(r.types[0].allocated_by[0].function, "[no managed frame]");
+    }
+
+    #[test]
+    fn collections_get_their_pause_and_generation_sizes() {
+        use clrprof_trace::Event;
+        let ev = |ts, kind, args: &[u64]| Record::Event(Event::new(ts, 1, kind, args));
+        let sizes = |phase, sizes: Vec<u64>| {
+            Record::GcGenerations(GcGenerations {
+                ts: 0,
+                phase,
+                sizes,
+            })
+        };
+        let t = trace(vec![
+            ev(100, EventKind::RUNTIME_SUSPEND_STARTED, &[1]),
+            sizes(0, vec![1000, 0, 0, 0, 0]),
+            ev(150, EventKind::GARBAGE_COLLECTION_STARTED, &[0b111, 1]),
+            ev(160, EventKind::SURVIVING_REFERENCES2, &[2, 300]),
+            ev(170, EventKind::MOVED_REFERENCES2, &[1, 100]),
+            sizes(1, vec![0, 400, 0, 0, 0]),
+            ev(200, EventKind::GARBAGE_COLLECTION_FINISHED, &[]),
+            ev(250, EventKind::RUNTIME_RESUME_FINISHED, &[]),
+            // A second collection without a recorded suspension.
+            ev(500, EventKind::GARBAGE_COLLECTION_STARTED, &[0b1, 0]),
+            ev(520, EventKind::GARBAGE_COLLECTION_FINISHED, &[]),
+        ]);
+        let r = t.gc_report();
+        assert_eq!(r.gcs.len(), 2);
+        let g = &r.gcs[0];
+        assert_eq!((g.generation, g.reason.as_str()), (2, "induced"));
+        assert_eq!((g.pause_ns, g.duration_ns), (Some(150), Some(50)));
+        assert_eq!(g.heap_before, Some(vec![1000, 0, 0, 0, 0]));
+        assert_eq!(g.heap_after, Some(vec![0, 400, 0, 0, 0]));
+        assert_eq!((g.freed_bytes, g.survived_bytes), (Some(600), Some(400)));
+        let g = &r.gcs[1];
+        assert_eq!(
+            (g.generation, g.pause_ns, g.heap_before.clone()),
+            (0, None, None)
+        );
+        assert_eq!(r.count_by_generation, [1, 0, 1]);
+        assert_eq!((r.pause_max_ns, r.pause_total_ns), (150, 150));
+    }
+
+    #[test]
+    fn the_loader_keeps_only_the_snapshots_asked_for() {
+        let bytes = three_snapshots();
+        let last = crate::trace::read_with(&bytes[..], HeapKeep::Last).unwrap();
+        let kept: Vec<bool> = last.memory.snapshots.iter().map(|s| s.released).collect();
+        assert_eq!(kept, [true, true, false]);
+        // Counts survive the release; only the analysed snapshot needs its objects.
+        let counts: Vec<usize> = last.memory.snapshots.iter().map(|s| s.objects()).collect();
+        assert_eq!(counts, [1, 2, 3]);
+        assert_eq!(
+            last.heap_json(None, 5, &mut |_| {}).unwrap().report.objects,
+            3
+        );
+        let err = last.heap_json(Some(1), 5, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("not loaded"), "{err}");
+        assert!(last.heap_json(Some(9), 5, &mut |_| {}).is_err());
+
+        let first = crate::trace::read_with(&bytes[..], HeapKeep::Numbers(vec![1])).unwrap();
+        assert_eq!(
+            first
+                .heap_json(Some(1), 5, &mut |_| {})
+                .unwrap()
+                .report
+                .objects,
+            1
+        );
+        let all = crate::trace::read_with(&bytes[..], HeapKeep::All).unwrap();
+        assert!(all.memory.snapshots.iter().all(|s| !s.released));
+    }
+}

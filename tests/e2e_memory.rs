@@ -1,0 +1,447 @@
+//! Memory profiling on a real runtime: allocations by type, method and stack (`--alloc all`
+//! exact, `--alloc sampled` estimated), garbage collections with their pauses, and heap
+//! snapshots (retained sizes, root paths, diffs, ages; at exit, every GC and on a signal). The
+//! facts asserted are documented at the top of `tests/programs/Memory.cs`.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clrprof_e2e::{
+    ChildGuard, OutputExt, compile, default_timeout, record, record_command, report_json,
+    speedscope_schema, temp_dir,
+};
+use serde_json::Value;
+
+/// The row of `allocations[]` for a type.
+fn type_row<'a>(json: &'a Value, type_name: &str) -> &'a Value {
+    json["allocations"]
+        .as_array()
+        .expect("allocations[]")
+        .iter()
+        .find(|r| r["type"] == type_name)
+        .unwrap_or_else(|| panic!("no allocations of {type_name}: {:#}", json["allocations"]))
+}
+
+/// The `allocated_by` entries of a type whose method name contains `method`.
+fn allocated_by<'a>(row: &'a Value, method: &str) -> Vec<&'a Value> {
+    row["allocated_by"]
+        .as_array()
+        .expect("allocated_by[]")
+        .iter()
+        .filter(|m| m["function"].as_str().unwrap_or("").contains(method))
+        .collect()
+}
+
+#[test]
+fn alloc_all_counts_every_allocation_with_its_method() {
+    let program = compile("Memory");
+    let plain = program.run(&["exact"]);
+    plain.assert_success();
+    let rec = record(&program, &["exact"], &["--mode", "none", "--alloc", "all"]);
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+
+    let json = rec.report_json();
+    assert_eq!(json["allocation_mode"], "all");
+    assert_eq!(json["allocations_dropped"], 0);
+
+    let nodes = type_row(&json, "Memory.Node");
+    assert_eq!(nodes["count"], 12_345);
+    assert_eq!(nodes["bytes"], 12_345 * 40);
+    assert_eq!(nodes["estimated"], false);
+    let by = nodes["allocated_by"].as_array().unwrap();
+    assert_eq!(by.len(), 1, "{by:#?}");
+    assert_eq!(by[0]["function"], "Memory.Program.MakeNodes(int)");
+    assert_eq!(by[0]["count"], 12_345);
+
+    // Other code (the runtime, Console) allocates byte[] too: count MakeBuffers' own.
+    let buffers = type_row(&json, "byte[]");
+    assert_eq!(buffers["estimated"], false);
+    assert_eq!(buffers["array"], true);
+    let made = allocated_by(buffers, "MakeBuffers");
+    assert_eq!(made.len(), 1, "{buffers:#}");
+    assert_eq!(made[0]["function"], "Memory.Program.MakeBuffers(int)");
+    assert_eq!(made[0]["count"], 5_000);
+    assert_eq!(made[0]["bytes"], 5_000 * 124);
+    assert_eq!(made[0]["array_length_max"], 100);
+    assert_eq!(nodes["array_length_max"], Value::Null);
+    assert_eq!(nodes["large_object_heap"], 0);
+
+    // The stacks: MakeNodes innermost, called from Exact and Main.
+    let stacks = json["allocation_stacks"].as_array().unwrap();
+    let node_stack = stacks
+        .iter()
+        .find(|s| s["frames"][0] == "Memory.Program.MakeNodes(int)")
+        .expect("a stack allocating in MakeNodes");
+    assert_eq!(node_stack["count"], 12_345);
+    assert_eq!(node_stack["frames"][1], "Memory.Program.Exact()");
+    assert_eq!(node_stack["frames"][2], "Memory.Program.Main(string[])");
+
+    // The text section names the same facts.
+    let text = rec.report(&["--alloc"]);
+    text.assert_success();
+    let text = text.stdout_str();
+    assert!(text.contains("Memory.Node"), "{text}");
+    assert!(text.contains("12,345"), "{text}");
+    assert!(text.contains("Memory.Program.MakeBuffers(int)"), "{text}");
+
+    // Allocation bytes in the profile formats.
+    let folded = rec.report(&["--alloc", "--format", "folded"]);
+    folded.assert_success();
+    let line = folded
+        .stdout_str()
+        .lines()
+        .find(|l| l.contains("MakeNodes") && l.contains("[Memory.Node]"))
+        .map(str::to_string)
+        .expect("a folded line for MakeNodes");
+    assert!(line.ends_with(&format!(" {}", 12_345 * 40)), "{line}");
+    let svg = rec.report(&["--alloc", "--format", "flamegraph"]);
+    svg.assert_success();
+    assert!(svg.stdout_str().contains("MakeBuffers"));
+    let speedscope = rec.report(&["--alloc", "--format", "speedscope"]);
+    speedscope.assert_success();
+    let doc: Value = serde_json::from_str(&speedscope.stdout_str()).unwrap();
+    assert_eq!(doc["profiles"][0]["unit"], "bytes");
+    let schema = speedscope_schema();
+    let validator = jsonschema::validator_for(&schema).expect("speedscope's schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "speedscope schema violations: {errors:#?}"
+    );
+    let pprof_path = rec.dir.path().join("alloc.pb.gz");
+    let pprof = rec.report(&[
+        "--alloc",
+        "--format",
+        "pprof",
+        "-o",
+        pprof_path.to_str().unwrap(),
+    ]);
+    pprof.assert_success();
+    let profile = read_pprof(&pprof_path);
+    let names: Vec<&str> = profile
+        .sample_type
+        .iter()
+        .map(|t| profile.string_table[t.r#type as usize].as_str())
+        .collect();
+    assert_eq!(names, ["alloc_objects", "alloc_space"]);
+    let node_bytes: i64 = profile
+        .sample
+        .iter()
+        .filter(|s| {
+            s.label
+                .iter()
+                .any(|l| profile.string_table[l.str as usize] == "Memory.Node")
+        })
+        .map(|s| s.value[1])
+        .sum();
+    assert_eq!(node_bytes, 12_345 * 40);
+}
+
+fn read_pprof(path: &std::path::Path) -> clrprof_analysis::output::pprof_proto::Profile {
+    use prost::Message;
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_end(&mut bytes)
+        .unwrap();
+    clrprof_analysis::output::pprof_proto::Profile::decode(&bytes[..]).unwrap()
+}
+
+#[test]
+fn alloc_sampled_estimates_are_within_15_percent() {
+    let program = compile("Memory");
+    let plain = program.run(&["big"]);
+    plain.assert_success();
+    let rec = record(
+        &program,
+        &["big"],
+        &["--mode", "none", "--alloc", "--events", "gc"],
+    );
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+
+    let json = rec.report_json();
+    assert_eq!(json["allocation_mode"], "sampled");
+    assert_eq!(json["allocations_dropped"], 0);
+    // Far fewer records than the 5,250,000 allocations: this is sampling, and no event per
+    // allocation is written besides, even with the gc events on.
+    let records = json["allocation_records"].as_u64().unwrap();
+    assert!(records < 100_000, "{records} records");
+    assert_eq!(json["events"].get("ObjectAllocated"), None);
+    assert!(json["session"]["records"].as_u64().unwrap() < 200_000);
+    assert!(!json["gc"]["gcs"].as_array().unwrap().is_empty());
+    for (type_name, truth) in [
+        ("Memory.Small", 160_000_000u64),
+        ("int[]", 164_800_000),
+        ("byte[]", 201_200_000),
+    ] {
+        let row = type_row(&json, type_name);
+        assert_eq!(row["estimated"], true);
+        let estimate = row["bytes"].as_u64().unwrap();
+        let error = (estimate as f64 - truth as f64).abs() / truth as f64;
+        assert!(
+            error < 0.15,
+            "{type_name}: estimated {estimate} bytes, true {truth} ({:.1}% off)",
+            error * 100.0
+        );
+        let by = allocated_by(row, "Churn");
+        assert_eq!(by.len(), 1, "{row:#}");
+    }
+}
+
+#[test]
+fn gc_report_shows_induced_gen2_collections_with_pauses() {
+    let program = compile("Memory");
+    let plain = program.run(&["gc"]);
+    plain.assert_success();
+    let rec = record(
+        &program,
+        &["gc"],
+        &["--mode", "none", "--events", "gc,suspension"],
+    );
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+
+    let json = rec.report_json();
+    let gcs = json["gc"]["gcs"].as_array().expect("gc.gcs[]");
+    let induced: Vec<&Value> = gcs.iter().filter(|g| g["reason"] == "induced").collect();
+    assert_eq!(induced.len(), 3, "{gcs:#?}");
+    for g in induced {
+        assert_eq!(g["generation"], 2, "{g:#}");
+        assert!(g["pause_ns"].as_u64().unwrap() > 0, "{g:#}");
+        let before = g["heap_before"].as_array().expect("heap sizes before");
+        let after = g["heap_after"].as_array().expect("heap sizes after");
+        assert_eq!((before.len(), after.len()), (5, 5));
+        // Each collection follows 1,000 new nodes (40 KB) in generation 0, and moves the
+        // survivors out of it.
+        let (gen0_before, gen0_after) = (before[0].as_u64().unwrap(), after[0].as_u64().unwrap());
+        assert!(gen0_before >= 40_000, "{g:#}");
+        assert!(gen0_after < gen0_before, "{g:#}");
+    }
+    assert!(json["gc"]["pause_max_ns"].as_u64().unwrap() > 0);
+    assert_eq!(json["gc"]["pauses_known"], true);
+
+    let text = rec.report(&["--gc"]);
+    text.assert_success();
+    let text = text.stdout_str();
+    assert!(text.contains("induced"), "{text}");
+    assert!(text.contains("p50"), "{text}");
+}
+
+/// The row of `heap.types[]` (or of a diff's `types[]`) for a type.
+fn heap_type<'a>(types: &'a Value, type_name: &str) -> &'a Value {
+    types
+        .as_array()
+        .expect("types[]")
+        .iter()
+        .find(|r| r["type"] == type_name)
+        .unwrap_or_else(|| panic!("no {type_name} in {types:#}"))
+}
+
+#[test]
+fn heap_snapshots_show_retained_sizes_root_paths_and_growth() {
+    let program = compile("Memory");
+    let plain = program.run(&["heap"]);
+    plain.assert_success();
+    let rec = record(
+        &program,
+        &["heap"],
+        &[
+            "--mode",
+            "none",
+            "--events",
+            "gc",
+            "--heap-snapshot",
+            "every-gc",
+        ],
+    );
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+
+    // The program's two induced collections, and the snapshots taken in them.
+    let json = rec.report_json();
+    let induced: Vec<u64> = json["gc"]["gcs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["reason"] == "induced")
+        .map(|g| g["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(induced.len(), 2, "{:#}", json["gc"]);
+    let snapshot_of = |gc: u64| -> String {
+        json["heap"]["snapshots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["gc"] == gc)
+            .unwrap_or_else(|| panic!("no snapshot in GC {gc}: {:#}", json["heap"]["snapshots"]))
+            ["snapshot"]
+            .to_string()
+    };
+    let (first, second) = (snapshot_of(induced[0]), snapshot_of(induced[1]));
+    // With the heap walk on, the runtime reports what survived each collection, and what was
+    // allocated per class before it: every node was allocated before the second collection.
+    for g in json["gc"]["gcs"].as_array().unwrap() {
+        assert!(g["survived_bytes"].as_u64().unwrap() > 0, "{g:#}");
+        assert!(g["allocated_objects"].as_u64().unwrap() > 0, "{g:#}");
+    }
+    let allocated = heap_type(&json["gc"]["allocated_by_class"], "Memory.HeapNode");
+    assert_eq!(allocated["count"], 1_500);
+
+    let at = |n: &str| -> Value {
+        let out = rec.report(&["--format", "json", "--snapshot", n]);
+        out.assert_success();
+        serde_json::from_str(&out.stdout_str()).unwrap()
+    };
+    let before = at(&first);
+    let types = &before["heap"]["types"];
+    let nodes = heap_type(types, "Memory.HeapNode");
+    assert_eq!(nodes["count"], 1_000);
+    assert_eq!(nodes["shallow_bytes"], 1_000 * 32);
+    let node_and_data = 32 + 1_024;
+    assert_eq!(nodes["retained_bytes"], 1_000 * node_and_data);
+    // Every node survived at least this collection: none is left in generation 0.
+    let ages = nodes["generations"].as_array().unwrap();
+    assert_eq!(ages[0], 0, "{nodes:#}");
+    assert_eq!(
+        ages[1].as_u64().unwrap() + ages[2].as_u64().unwrap(),
+        1_000,
+        "{nodes:#}"
+    );
+    let list = heap_type(types, "System.Collections.Generic.List<Memory.HeapNode>");
+    assert_eq!(list["count"], 1);
+    assert!(
+        list["retained_bytes"].as_u64().unwrap() >= 1_000 * node_and_data,
+        "{list:#}"
+    );
+    // The list is among the top retainers, with a path from a root.
+    let retainers = before["heap"]["top_retainers"].as_array().unwrap();
+    let list_retainer = retainers
+        .iter()
+        .find(|r| r["type"] == "System.Collections.Generic.List<Memory.HeapNode>")
+        .unwrap_or_else(|| panic!("{retainers:#?}"));
+    let path: Vec<&str> = list_retainer["path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(path[0].starts_with("root: "), "{path:?}");
+    assert_eq!(
+        path.last(),
+        Some(&"System.Collections.Generic.List<Memory.HeapNode>")
+    );
+
+    let diff = rec.report(&["--format", "json", "--diff", &first, &second]);
+    diff.assert_success();
+    let diff: Value = serde_json::from_str(&diff.stdout_str()).unwrap();
+    let grown = heap_type(&diff["diff"]["types"], "Memory.HeapNode");
+    assert_eq!(grown["count_before"], 1_000);
+    assert_eq!(grown["count_after"], 1_500);
+    assert_eq!(grown["count_delta"], 500);
+    assert_eq!(grown["shallow_bytes_delta"], 500 * 32);
+
+    let text = rec.report(&["--heap"]);
+    text.assert_success();
+    let text = text.stdout_str();
+    assert!(text.contains("Memory.HeapNode"), "{text}");
+    assert!(text.contains("root: "), "{text}");
+
+    // A snapshot the trace does not have: a clear error, no panic.
+    let bad = rec.report(&["--heap", "--snapshot", "99"]);
+    assert!(!bad.status.success());
+    let err = bad.stderr_str();
+    assert!(err.contains("there is no heap snapshot 99"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn heap_snapshot_at_exit_sees_the_final_heap() {
+    let program = compile("Memory");
+    let plain = program.run(&["heap"]);
+    let rec = record(
+        &program,
+        &["heap"],
+        &["--mode", "none", "--heap-snapshot", "at-exit"],
+    );
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+    let json = rec.report_json();
+    let snapshots = json["heap"]["snapshots"].as_array().unwrap();
+    assert_eq!(snapshots.len(), 1, "{snapshots:#?}");
+    let nodes = heap_type(&json["heap"]["types"], "Memory.HeapNode");
+    assert_eq!(nodes["count"], 1_500);
+    assert_eq!(nodes["retained_bytes"], 1_500 * (32 + 1_024));
+    // Each node survived the program's second induced collection and the one at exit.
+    assert_eq!(nodes["generations"], serde_json::json!([0, 0, 1_500, 0, 0]));
+    let gen2 = &json["heap"]["generations"][2];
+    assert_eq!(gen2["generation"], "gen2");
+    assert!(gen2["objects"].as_u64().unwrap() >= 3_000, "{gen2:#}");
+}
+
+#[test]
+fn heap_snapshot_on_signal_while_the_program_runs() {
+    let program = compile("Memory");
+    let dir = temp_dir();
+    let dir_arg = dir.path().to_str().unwrap();
+    // Unprofiled, the `go` file lets the program go on.
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let plain = program.run(&["signal", dir_arg]);
+    plain.assert_success();
+    std::fs::remove_file(dir.path().join("go")).unwrap();
+    std::fs::remove_file(dir.path().join("pid")).unwrap();
+
+    let trace = dir.path().join("signal.clrprof");
+    let mut cmd = record_command(
+        &program,
+        &["signal", dir_arg],
+        &["--mode", "none", "--heap-snapshot", "on-signal"],
+        &trace,
+    );
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = ChildGuard::spawn(&mut cmd);
+    let pid_file = dir.path().join("pid");
+    let started = Instant::now();
+    while !pid_file.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the program never wrote its pid"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let kill = Command::new("kill")
+        .args(["-USR2", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let output = child.wait_with_output(default_timeout());
+    output.assert_success();
+    assert_eq!(output.stdout, plain.stdout, "profiling changed the output");
+
+    let json = report_json(&trace);
+    let snapshots = json["heap"]["snapshots"].as_array().unwrap();
+    assert_eq!(snapshots.len(), 1, "{snapshots:#?}");
+    assert_eq!(snapshots[0]["complete"], true);
+    let nodes = heap_type(&json["heap"]["types"], "Memory.HeapNode");
+    assert_eq!(nodes["count"], 1_000);
+}
