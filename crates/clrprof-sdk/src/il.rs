@@ -33,6 +33,27 @@ use core::fmt;
 
 use clrprof_sys as sys;
 
+mod blocks;
+mod instruction;
+mod locals;
+mod method;
+#[cfg(test)]
+mod model_tests;
+mod opcodes;
+mod stack;
+
+pub use blocks::{BasicBlock, basic_blocks};
+pub use instruction::{Instruction, Label, Operand};
+pub use locals::append_local;
+pub use method::{Clause, Handler, Layout, Method};
+pub use opcodes::{ALL as ALL_OPCODES, Flow, OpCode, OpInfo, OperandKind, StackCount};
+pub use stack::{CallSite, max_stack};
+
+/// Instructions to insert, for [`Method::insert_before`].
+pub mod asm {
+    pub use super::instruction::{ldc_i4, op};
+}
+
 use crate::error::Error;
 use crate::ids::Token;
 
@@ -163,6 +184,14 @@ pub enum IlError {
         /// What overflowed.
         what: &'static str,
     },
+    /// The code is not valid IL (an unknown opcode, a branch into an instruction, a stack
+    /// that underflows, ...).
+    InvalidCode {
+        /// IL offset of the offending instruction (0 when it has none yet).
+        offset: u32,
+        /// What is wrong.
+        what: &'static str,
+    },
 }
 
 impl fmt::Display for IlError {
@@ -190,6 +219,9 @@ impl fmt::Display for IlError {
                 "IL extra section at offset {offset} declares size {data_size}, smaller than its header"
             ),
             IlError::TooLarge { what } => write!(f, "IL body too large: {what}"),
+            IlError::InvalidCode { offset, what } => {
+                write!(f, "invalid IL at offset {offset:#x}: {what}")
+            }
         }
     }
 }
@@ -322,6 +354,46 @@ impl HeaderFormat {
         } else {
             None
         }
+    }
+}
+
+/// The forms a body is written in: header, and exception table clauses. Forms a body does not
+/// fit (a tiny header for 64 bytes of code) are replaced by the larger ones.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Encoding {
+    /// The header format wanted.
+    pub header: HeaderFormat,
+    /// Fat exception clauses even when small ones would do.
+    pub fat_clauses: bool,
+}
+
+impl Default for Encoding {
+    /// The smallest forms.
+    fn default() -> Self {
+        Encoding {
+            header: HeaderFormat::Tiny,
+            fat_clauses: false,
+        }
+    }
+}
+
+impl Encoding {
+    /// The forms a stored body uses; `None` when the bytes are not a body.
+    pub fn of(bytes: &[u8]) -> Option<Encoding> {
+        let header = HeaderFormat::of(bytes)?;
+        let mut fat_clauses = false;
+        if header == HeaderFormat::Fat && bytes.len() >= FAT_HEADER_LEN {
+            let flags = read_u16(bytes, 0);
+            if flags & FLAG_MORE_SECTS != 0 {
+                let code_start = ((flags >> 12) as usize) * 4;
+                let sect = align4(code_start + read_u32(bytes, 4) as usize)?;
+                fat_clauses = bytes.get(sect)? & SECT_FAT != 0;
+            }
+        }
+        Some(Encoding {
+            header,
+            fat_clauses,
+        })
     }
 }
 
@@ -512,7 +584,14 @@ impl IlBody {
     /// clause fits and there are at most 20, else fat. The result must be placed at a 4-byte
     /// aligned address when it has a fat header (the runtime aligns sections by address).
     pub fn encode(&self) -> Result<Vec<u8>, IlError> {
-        if self.fits_tiny() {
+        self.encode_with(Encoding::default())
+    }
+
+    /// Writes the body like [`IlBody::encode`], in the forms of `encoding` where the body fits
+    /// them (a fat header for a body that could be tiny, fat clauses that could be small): what
+    /// re-encoding a body read from a file byte for byte needs.
+    pub fn encode_with(&self, encoding: Encoding) -> Result<Vec<u8>, IlError> {
+        if self.fits_tiny() && encoding.header == HeaderFormat::Tiny {
             let mut out = Vec::with_capacity(1 + self.code.len());
             out.push(((self.code.len() as u8) << 2) | FLAG_TINY);
             out.extend_from_slice(&self.code);
@@ -540,7 +619,8 @@ impl IlBody {
         while out.len() % 4 != 0 {
             out.push(0);
         }
-        let small = self.clauses.len() <= SMALL_MAX_CLAUSES
+        let small = !encoding.fat_clauses
+            && self.clauses.len() <= SMALL_MAX_CLAUSES
             && self.clauses.iter().all(ExceptionClause::fits_small);
         if small {
             let size = SECTION_HEADER_LEN + self.clauses.len() * SMALL_CLAUSE_LEN;
