@@ -103,7 +103,10 @@ fn trace_mode_gives_time_to_the_function_that_spends_it() {
     let fib = functions["Calls.Fib(int)"]["total"].as_u64().unwrap();
     let main = functions["Calls.Main(string[])"]["total"].as_u64().unwrap();
     // Main does little else than call Fib (parse an int, print one line).
-    assert!(fib > 0 && fib * 2 > main, "Fib {fib} ns of Main's {main} ns");
+    assert!(
+        fib > 0 && fib * 2 > main,
+        "Fib {fib} ns of Main's {main} ns"
+    );
 }
 
 #[test]

@@ -48,8 +48,7 @@ pub fn append_local(sig: &[u8], local_type: &[u8]) -> Result<(Vec<u8>, u16), IlE
         if sig[0] != LOCAL_SIG {
             return Err(bad("not a local variable signature"));
         }
-        let (count, len) =
-            read_compressed(&sig[1..]).ok_or(bad("bad local variable count"))?;
+        let (count, len) = read_compressed(&sig[1..]).ok_or(bad("bad local variable count"))?;
         (count, &sig[1 + len..])
     };
     let index = u16::try_from(count)

@@ -124,9 +124,9 @@ fn decode_raw(code: &[u8]) -> Result<Vec<RawInstruction>, IlError> {
             OperandKind::None => RawOperand::Plain(Operand::None),
             OperandKind::I1 => RawOperand::Plain(Operand::I1(bytes[0] as i8)),
             OperandKind::U1 => RawOperand::Plain(Operand::U1(bytes[0])),
-            OperandKind::U2 => RawOperand::Plain(Operand::U2(u16::from_le_bytes([
-                bytes[0], bytes[1],
-            ]))),
+            OperandKind::U2 => {
+                RawOperand::Plain(Operand::U2(u16::from_le_bytes([bytes[0], bytes[1]])))
+            }
             OperandKind::I4 => RawOperand::Plain(Operand::I4(le_i32(bytes))),
             OperandKind::R4 => RawOperand::Plain(Operand::R4(le_i32(bytes) as u32)),
             OperandKind::Token => RawOperand::Plain(Operand::Token(Token(le_i32(bytes) as u32))),
@@ -179,11 +179,8 @@ impl Method {
     /// Decodes the code and clauses of `body`. The encoding is the smallest the body allows.
     pub fn decode(body: &IlBody) -> Result<Method, IlError> {
         let raw = decode_raw(&body.code)?;
-        let index: HashMap<u32, usize> = raw
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.offset, i))
-            .collect();
+        let index: HashMap<u32, usize> =
+            raw.iter().enumerate().map(|(i, r)| (r.offset, i)).collect();
         let code_len = body.code.len() as i64;
         let label_at = |offset: i64, from: usize| -> Result<Label, IlError> {
             if offset == code_len {
@@ -219,7 +216,12 @@ impl Method {
                 Some(l) => offset as i64 + l as i64,
                 None => offset as i64,
             };
-            label_at(at, offset as usize).map_err(|_| invalid(offset as usize, "exception clause boundary is not the start of an instruction"))
+            label_at(at, offset as usize).map_err(|_| {
+                invalid(
+                    offset as usize,
+                    "exception clause boundary is not the start of an instruction",
+                )
+            })
         };
         let clauses = body
             .clauses
@@ -319,13 +321,10 @@ impl Method {
     pub fn layout(&mut self) -> Result<Layout, IlError> {
         let labels = self.label_indexes();
         let target_index = |l: &Label| -> Result<usize, IlError> {
-            labels
-                .get(l)
-                .copied()
-                .ok_or(IlError::InvalidCode {
-                    offset: 0,
-                    what: "branch or clause refers to a label no instruction has",
-                })
+            labels.get(l).copied().ok_or(IlError::InvalidCode {
+                offset: 0,
+                what: "branch or clause refers to a label no instruction has",
+            })
         };
         // Resolve every target once.
         let mut targets: Vec<Vec<usize>> = Vec::with_capacity(self.instructions.len());
@@ -430,7 +429,8 @@ impl Method {
             .clauses
             .iter()
             .map(|c| {
-                let (try_start, handler_start) = (offset_of(&c.try_start), offset_of(&c.handler_start));
+                let (try_start, handler_start) =
+                    (offset_of(&c.try_start), offset_of(&c.handler_start));
                 ExceptionClause {
                     kind: match c.handler {
                         Handler::Catch(t) => ClauseKind::Catch(t),

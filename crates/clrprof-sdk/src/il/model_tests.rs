@@ -67,10 +67,16 @@ fn decodes_every_operand_kind_and_round_trips() {
         ]
     );
     assert_eq!(m.instructions[1].operand, Operand::I1(-2));
-    assert_eq!(m.instructions[3].operand, Operand::I8(0x0807_0605_0403_0201));
+    assert_eq!(
+        m.instructions[3].operand,
+        Operand::I8(0x0807_0605_0403_0201)
+    );
     assert_eq!(m.instructions[4].operand, Operand::R4(0x7FC0_0000));
     assert_eq!(m.instructions[7].operand, Operand::U2(0x1234));
-    assert_eq!(m.instructions[8].operand, Operand::Token(Token(0x7000_0001)));
+    assert_eq!(
+        m.instructions[8].operand,
+        Operand::Token(Token(0x7000_0001))
+    );
     // switch at 48, 13 bytes: its targets are the br.s right after it (61) and ldind.i4 (47).
     let labels = m.label_indexes();
     let Operand::Switch(ts) = &m.instructions[12].operand else {
@@ -78,23 +84,44 @@ fn decodes_every_operand_kind_and_round_trips() {
     };
     assert_eq!(labels[&ts[0]], 13);
     assert_eq!(m.instructions[labels[&ts[1]]].original_offset, Some(47));
-    assert_eq!(m.instructions[13].operand, Operand::Target(m.instructions[13].label));
+    assert_eq!(
+        m.instructions[13].operand,
+        Operand::Target(m.instructions[13].label)
+    );
     assert_eq!(m.encode().unwrap(), bytes);
 }
 
 #[test]
 fn invalid_code_is_refused() {
     let bad = |code: &[u8]| Method::decode(&IlBody::new(code.to_vec())).unwrap_err();
-    assert!(matches!(bad(&[0x24]), IlError::InvalidCode { offset: 0, what: "unknown opcode" }));
-    assert!(matches!(bad(&[0x00, 0xFE]), IlError::InvalidCode { offset: 2, .. }));
-    assert!(matches!(bad(&[0x20, 1, 2]), IlError::InvalidCode { offset: 1, .. }));
+    assert!(matches!(
+        bad(&[0x24]),
+        IlError::InvalidCode {
+            offset: 0,
+            what: "unknown opcode"
+        }
+    ));
+    assert!(matches!(
+        bad(&[0x00, 0xFE]),
+        IlError::InvalidCode { offset: 2, .. }
+    ));
+    assert!(matches!(
+        bad(&[0x20, 1, 2]),
+        IlError::InvalidCode { offset: 1, .. }
+    ));
     // br.s into the middle of ldc.i4.
     assert!(matches!(
         bad(&[0x2B, 0x01, 0x20, 0, 0, 0, 0]),
-        IlError::InvalidCode { offset: 0, what: "target is not the start of an instruction" }
+        IlError::InvalidCode {
+            offset: 0,
+            what: "target is not the start of an instruction"
+        }
     ));
     // A switch whose count runs past the code.
-    assert!(matches!(bad(&[0x45, 0xFF, 0xFF, 0xFF, 0xFF]), IlError::InvalidCode { .. }));
+    assert!(matches!(
+        bad(&[0x45, 0xFF, 0xFF, 0xFF, 0xFF]),
+        IlError::InvalidCode { .. }
+    ));
     // A branch to the very end is allowed (a label at the end of the code).
     let m = Method::decode(&IlBody::new(vec![0x2B, 0x00])).unwrap();
     assert_eq!(m.instructions[0].operand, Operand::Target(Label::END));
@@ -193,14 +220,26 @@ fn basic_blocks_follow_branches_clauses_and_prefixes() {
     // Max stack: ldarg.0 (1); the call takes 0 args (static, returns int32) -> 1.
     let sig = [0x00, 0x00, 0x08];
     let site = CallSite::from_signature(&sig).unwrap();
-    assert_eq!(site, CallSite { params: 0, has_this: false, returns_value: true });
+    assert_eq!(
+        site,
+        CallSite {
+            params: 0,
+            has_this: false,
+            returns_value: true
+        }
+    );
     assert_eq!(max_stack(&m, |_, _| Some(site)), Ok(1));
-    assert!(matches!(max_stack(&m, no_calls), Err(IlError::InvalidCode { offset: 22, .. })));
+    assert!(matches!(
+        max_stack(&m, no_calls),
+        Err(IlError::InvalidCode { offset: 22, .. })
+    ));
 
     // Clause boundaries start blocks, and a filter starts one too.
     // try { 0 nop; 1 leave.s 10 } filter { 3 ldnull; 4 cgt.un; 6 endfilter }
     // handler { 8 leave.s 10 } 10 ret
-    let code = [0x00, 0xDE, 0x07, 0x14, 0xFE, 0x03, 0xFE, 0x11, 0xDE, 0x00, 0x2A];
+    let code = [
+        0x00, 0xDE, 0x07, 0x14, 0xFE, 0x03, 0xFE, 0x11, 0xDE, 0x00, 0x2A,
+    ];
     let clause = ExceptionClause {
         kind: ClauseKind::Filter { filter_offset: 3 },
         try_offset: 0,
@@ -228,7 +267,10 @@ fn max_stack_follows_calls_joins_and_errors() {
     // newobj with 2 params: pops 2, pushes 1; a void instance call pops 3 and pushes nothing.
     let code = [0x02, 0x03, 0x73, 1, 0, 0, 0x06, 0x26, 0x2A];
     let m = Method::decode(&IlBody::new(code.to_vec())).unwrap();
-    assert_eq!(max_stack(&m, |_, _| CallSite::from_signature(&[0x20, 2, 1, 8, 8])), Ok(2));
+    assert_eq!(
+        max_stack(&m, |_, _| CallSite::from_signature(&[0x20, 2, 1, 8, 8])),
+        Ok(2)
+    );
     // Ternary join: both paths reach the join with depth 1.
     // 0 ldarg.0; 1 brtrue.s 5; 3 ldc.i4.1; 4 br.s 6? -> use: 3 ldc.i4.1; 4 br.s +1 -> 7; 6 ldc.i4.2; 7 ret
     let code = [0x02, 0x2D, 0x03, 0x17, 0x2B, 0x01, 0x18, 0x2A];
@@ -239,19 +281,37 @@ fn max_stack_follows_calls_joins_and_errors() {
     let m = Method::decode(&IlBody::new(code.to_vec())).unwrap();
     assert!(matches!(
         max_stack(&m, no_calls),
-        Err(IlError::InvalidCode { offset: 4, what: "paths reach an instruction with different stack depths" })
+        Err(IlError::InvalidCode {
+            offset: 4,
+            what: "paths reach an instruction with different stack depths"
+        })
     ));
     let m = Method::decode(&IlBody::new(vec![0x26, 0x2A])).unwrap();
-    assert!(matches!(max_stack(&m, no_calls), Err(IlError::InvalidCode { offset: 0, .. })));
+    assert!(matches!(
+        max_stack(&m, no_calls),
+        Err(IlError::InvalidCode { offset: 0, .. })
+    ));
     // Unreachable code after a throw is analysed from an empty stack.
-    let m = Method::decode(&IlBody::new(vec![0x14, 0x7A, 0x17, 0x18, 0x19, 0x26, 0x26, 0x26, 0x2A])).unwrap();
+    let m = Method::decode(&IlBody::new(vec![
+        0x14, 0x7A, 0x17, 0x18, 0x19, 0x26, 0x26, 0x26, 0x2A,
+    ]))
+    .unwrap();
     assert_eq!(max_stack(&m, no_calls), Ok(3));
     // Signatures: generic with a custom modifier on a void return; explicit this.
     assert_eq!(
         CallSite::from_signature(&[0x30, 0x01, 0x02, 0x1F, 0x09, 0x01, 0x08, 0x08]),
-        Some(CallSite { params: 2, has_this: true, returns_value: false })
+        Some(CallSite {
+            params: 2,
+            has_this: true,
+            returns_value: false
+        })
     );
-    assert_eq!(CallSite::from_signature(&[0x60, 0x00, 0x01]).unwrap().has_this, false);
+    assert_eq!(
+        CallSite::from_signature(&[0x60, 0x00, 0x01])
+            .unwrap()
+            .has_this,
+        false
+    );
     assert_eq!(CallSite::from_signature(&[0x00]), None);
 }
 
@@ -293,7 +353,10 @@ fn encoding_keeps_forms_and_grows_when_needed() {
 
 #[test]
 fn appending_locals() {
-    assert_eq!(append_local(&[], &[0x0A]).unwrap(), (vec![0x07, 0x01, 0x0A], 0));
+    assert_eq!(
+        append_local(&[], &[0x0A]).unwrap(),
+        (vec![0x07, 0x01, 0x0A], 0)
+    );
     assert_eq!(
         append_local(&[0x07, 0x02, 0x08, 0x0E], &[0x0A]).unwrap(),
         (vec![0x07, 0x03, 0x08, 0x0E, 0x0A], 2)
@@ -306,4 +369,30 @@ fn appending_locals() {
     assert_eq!(&new[..3], &[0x07, 0x80, 0x80]);
     assert_eq!(new.len(), 3 + 128);
     assert!(append_local(&[0x06, 0x00], &[0x08]).is_err());
+}
+
+#[test]
+fn calli_pops_the_function_pointer_too() {
+    // ldarg.0 ldarg.1 ldftn tok calli sig(int32(int32, int32)) ret
+    let code = [
+        0x02, 0x03, 0xFE, 0x06, 1, 0, 0, 0x06, 0x29, 1, 0, 0, 0x11, 0x2A,
+    ];
+    let m = Method::decode(&IlBody::new(code.to_vec())).unwrap();
+    let site = |op: OpCode, _| match op {
+        OpCode::CALLI => CallSite::from_signature(&[0x00, 0x02, 0x08, 0x08, 0x08]),
+        _ => None,
+    };
+    assert_eq!(max_stack(&m, site), Ok(3));
+    // 3 in, 1 out: a following `pop pop` would underflow.
+    let code = [
+        0x02, 0x03, 0xFE, 0x06, 1, 0, 0, 0x06, 0x29, 1, 0, 0, 0x11, 0x26, 0x26, 0x2A,
+    ];
+    let m = Method::decode(&IlBody::new(code.to_vec())).unwrap();
+    assert!(matches!(
+        max_stack(&m, site),
+        Err(IlError::InvalidCode {
+            offset: 14,
+            what: "evaluation stack underflow"
+        })
+    ));
 }

@@ -446,7 +446,12 @@ mod tests {
                 "{}",
                 info.name
             );
-            assert_eq!(info.flow == Flow::Prefix, info.name.ends_with('.'), "{}", info.name);
+            assert_eq!(
+                info.flow == Flow::Prefix,
+                info.name.ends_with('.'),
+                "{}",
+                info.name
+            );
         }
         for b in 0u16..=0xFF {
             // Only the two-byte escape and the reserved range are missing from the one-byte space.

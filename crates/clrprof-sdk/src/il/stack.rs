@@ -100,10 +100,7 @@ pub fn max_stack(
         while let Some(i) = work.pop() {
             let ins = &method.instructions[i];
             let at = ins.original_offset;
-            let info = ins
-                .opcode
-                .info()
-                .ok_or(invalid(at, "unknown opcode"))?;
+            let info = ins.opcode.info().ok_or(invalid(at, "unknown opcode"))?;
             let d_in = depth[i].unwrap_or(0);
             max = max.max(d_in);
             let mut site = || -> Result<CallSite, IlError> {
@@ -121,10 +118,7 @@ pub fn max_stack(
                     let this = u32::from(s.has_this);
                     match ins.opcode {
                         OpCode::NEWOBJ => (s.params as u32, 1),
-                        OpCode::CALLI => (
-                            s.params as u32 + this + 1,
-                            u32::from(s.returns_value),
-                        ),
+                        OpCode::CALLI => (s.params as u32 + this + 1, u32::from(s.returns_value)),
                         _ => (
                             s.params as u32 + this,
                             match push {
