@@ -54,6 +54,7 @@ impl Agent {
             context: "clrprof agent",
             reason,
         })?;
+        crate::coverage::start(&config);
         let out = Transport::start(sink, config.buffer_bytes, |_| {});
         let session = Session::new(info, config, out, start_ns);
         if SESSION.set(session).is_err() {
@@ -211,6 +212,9 @@ impl Session {
                 low |= EventMask::DISABLE_INLINING;
             }
         }
+        if let Some(coverage) = crate::coverage::get() {
+            low |= coverage.event_mask();
+        }
         (low, high)
     }
 
@@ -227,6 +231,9 @@ impl Profiler for Agent {
     fn shutdown(&self) -> Result<()> {
         if let Some(s) = self.session() {
             s.event(K::SHUTDOWN, &[]);
+            if let Some(coverage) = crate::coverage::get() {
+                coverage.write(s);
+            }
             s.end("shutdown");
         }
         Ok(())
@@ -272,6 +279,9 @@ impl Profiler for Agent {
         self.ev(K::MODULE_LOAD_STARTED, &[m.as_u64()])
     }
     fn module_load_finished(&self, m: ModuleId, status: HResult) -> Result<()> {
+        if let (Some(s), Some(coverage)) = (self.session(), crate::coverage::get()) {
+            coverage.module_loaded(&s.info, m);
+        }
         self.ev(K::MODULE_LOAD_FINISHED, &[m.as_u64(), hr(status)])
     }
     fn module_unload_started(&self, m: ModuleId) -> Result<()> {
@@ -309,6 +319,9 @@ impl Profiler for Agent {
         self.ev(K::FUNCTION_UNLOAD_STARTED, &[f.as_u64()])
     }
     fn jit_compilation_started(&self, f: FunctionId, safe: bool) -> Result<()> {
+        if let (Some(s), Some(coverage)) = (self.session(), crate::coverage::get()) {
+            coverage.jit_started(s, f);
+        }
         self.ev(K::JIT_COMPILATION_STARTED, &[f.as_u64(), b(safe)])
     }
     fn jit_compilation_finished(&self, f: FunctionId, status: HResult, safe: bool) -> Result<()> {

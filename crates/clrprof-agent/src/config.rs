@@ -4,7 +4,8 @@
 //! - `CLRPROF_OUTPUT`: a file to write the trace to directly (profiling without the CLI).
 //! - `CLRPROF_CONFIG`: `key=value` pairs separated by `;`:
 //!   `mode=sample|trace|none`, `events=jit,gc,...|all`, `rate=HZ`, `inline=1|0`,
-//!   `max_nodes=N`, `buffer_kb=N`.
+//!   `max_nodes=N`, `buffer_kb=N`, `coverage=1`, `cover_include=A,B`, `cover_exclude=A,B`
+//!   (assembly names, see `coverage.rs`).
 //!
 //! Unknown keys and bad values are reported back to the CLI as warnings, never fatal: the
 //! profiled program must run whatever the configuration says.
@@ -37,6 +38,12 @@ pub struct Config {
     pub max_nodes: u64,
     /// Size of each of the agent's two record buffers.
     pub buffer_bytes: usize,
+    /// Count basic-block hits of JIT-compiled methods (`clrprof coverage`).
+    pub coverage: bool,
+    /// Coverage: only these assemblies (empty: every assembly outside the framework).
+    pub cover_include: Vec<String>,
+    /// Coverage: never these assemblies.
+    pub cover_exclude: Vec<String>,
     /// The configuration string as given.
     pub raw: String,
     /// Problems found while parsing, for the CLI to show.
@@ -52,6 +59,9 @@ impl Default for Config {
             inline: true,
             max_nodes: 2_000_000,
             buffer_bytes: 4 << 20,
+            coverage: false,
+            cover_include: Vec::new(),
+            cover_exclude: Vec::new(),
             raw: String::new(),
             warnings: Vec::new(),
         }
@@ -106,6 +116,9 @@ impl Config {
                     Ok(kb) if (64..=1 << 20).contains(&kb) => c.buffer_bytes = kb << 10,
                     _ => c.warnings.push(format!("bad buffer_kb `{value}`")),
                 },
+                "coverage" => c.coverage = value != "0",
+                "cover_include" => c.cover_include = names(value),
+                "cover_exclude" => c.cover_exclude = names(value),
                 other => c
                     .warnings
                     .push(format!("unknown setting `{other}`, ignored")),
@@ -120,9 +133,29 @@ impl Config {
     }
 }
 
+/// A comma-separated list of names.
+fn names(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_coverage_settings() {
+        let c = Config::parse("mode=none;coverage=1;cover_include=App, Lib;cover_exclude=Tests");
+        assert!(c.coverage);
+        assert_eq!(c.cover_include, ["App", "Lib"]);
+        assert_eq!(c.cover_exclude, ["Tests"]);
+        assert!(c.warnings.is_empty());
+        assert!(!Config::parse("").coverage);
+    }
 
     #[test]
     fn parses_settings() {

@@ -16,6 +16,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod coverage;
 pub mod defs;
 #[allow(unsafe_code)]
 pub mod recorder;

@@ -141,6 +141,8 @@ pub struct LoadedTrace {
     pub records: u64,
     /// Records of kinds this version does not know (from a newer minor version).
     pub unknown_records: u64,
+    /// Basic-block hit counts of the methods instrumented for coverage.
+    pub coverage: Vec<clrprof_trace::CoverageMethod>,
     stacks: HashMap<u32, StackDef>,
     samples: Vec<TraceSample>,
     call_tree: Vec<CallTreeNode>,
@@ -174,6 +176,7 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
         events: EventSummary::default(),
         records: 0,
         unknown_records: 0,
+        coverage: Vec::new(),
         stacks: HashMap::new(),
         samples: Vec::new(),
         call_tree: Vec::new(),
@@ -229,6 +232,7 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
             Record::Event(e) => events.add(&e),
             Record::Sample(s) => t.samples.push(s),
             Record::CallTreeNode(n) => t.call_tree.push(n),
+            Record::CoverageMethod(m) => t.coverage.push(m),
             Record::Unknown { .. } => t.unknown_records += 1,
         }
     }

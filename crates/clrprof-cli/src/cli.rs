@@ -19,6 +19,8 @@ pub enum Command {
     Record(RecordArgs),
     /// Summarize a trace, or convert it for a viewer.
     Report(ReportArgs),
+    /// Run a .NET program with block counters and write its code coverage.
+    Coverage(crate::coverage::CoverageArgs),
 }
 
 /// How CPU time is profiled.

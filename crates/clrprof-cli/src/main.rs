@@ -8,6 +8,7 @@
 #[cfg(unix)]
 mod agent_lib;
 mod cli;
+mod coverage;
 #[cfg(unix)]
 mod record;
 mod report;
@@ -60,8 +61,18 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 output: a.output,
                 agent,
                 command: a.command,
+                extra_config: String::new(),
+                summary: true,
             };
             record::record(&opts)
+        }
+        #[cfg(unix)]
+        Command::Coverage(a) => coverage::coverage(a),
+        #[cfg(not(unix))]
+        Command::Coverage(_) => {
+            anyhow::bail!(
+                "`clrprof coverage` talks to the agent over a Unix socket and is available on Linux"
+            )
         }
         Command::Report(a) => {
             let opts = report::ReportOptions {

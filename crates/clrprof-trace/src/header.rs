@@ -81,7 +81,7 @@ mod tests {
     #[test]
     fn round_trip_and_errors() {
         let bytes = Header::CURRENT.to_bytes();
-        assert_eq!(&bytes, b"CLRPROF\0\x01\x00\x00\x00\x00\x00\x00\x00");
+        assert_eq!(&bytes, b"CLRPROF\0\x01\x00\x01\x00\x00\x00\x00\x00");
         assert_eq!(Header::parse(&bytes).unwrap(), Header::CURRENT);
         let newer_minor = Header {
             minor: 7,
@@ -90,6 +90,7 @@ mod tests {
         assert_eq!(Header::parse(&newer_minor.to_bytes()).unwrap(), newer_minor);
         let v2 = Header {
             major: 2,
+            minor: 0,
             ..Header::CURRENT
         };
         assert!(matches!(

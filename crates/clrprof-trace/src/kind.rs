@@ -62,6 +62,8 @@ record_kinds! {
     SAMPLE = 33, "Sample";
     /// `CallTreeNode`: one node of a thread's calling context tree.
     CALL_TREE_NODE = 34, "CallTreeNode";
+    /// `CoverageMethod`: basic-block hit counts of one instrumented method (format 1.1).
+    COVERAGE_METHOD = 60, "CoverageMethod";
 }
 
 impl RecordKind {
@@ -102,6 +104,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 16);
+        assert_eq!(RecordKind::KNOWN.len(), 17);
     }
 }

@@ -54,9 +54,9 @@ pub use header::Header;
 pub use kind::RecordKind;
 pub use read::Reader;
 pub use record::{
-    AppDomainDef, AssemblyDef, CallTreeNode, ClassDef, Counter, Event, FrameKind, FunctionDef,
-    Message, ModuleDef, NativeFrameDef, Record, RecordingEnd, Sample, SessionEnd, SessionStart,
-    StackDef, ThreadDef, ThreadState,
+    AppDomainDef, AssemblyDef, CallTreeNode, ClassDef, Counter, CoverageBlock, CoverageMethod,
+    Event, FrameKind, FunctionDef, MAX_COVERAGE_BLOCKS, Message, ModuleDef, NativeFrameDef, Record,
+    RecordingEnd, Sample, SessionEnd, SessionStart, StackDef, ThreadDef, ThreadState,
 };
 pub use stream::{RawRecord, StreamDecoder};
 pub use write::{Writer, write_header};
@@ -67,7 +67,7 @@ pub const MAGIC: [u8; 8] = *b"CLRPROF\0";
 pub const FORMAT_MAJOR: u16 = 1;
 /// The minor format version this crate writes. Files of any minor version of
 /// [`FORMAT_MAJOR`] are readable.
-pub const FORMAT_MINOR: u16 = 0;
+pub const FORMAT_MINOR: u16 = 1;
 /// Size of the file header in bytes.
 pub const HEADER_LEN: usize = 16;
 /// Size of a record's header (kind, flags, payload length) in bytes.

@@ -1,0 +1,178 @@
+// Coverage: a program whose every line's execution count follows from its source, for
+// `clrprof coverage` (tests/e2e_coverage.rs). Compiled with symbols (`.mdb`):
+// @mcs -debug
+//
+// Lines that tests check end with a marker `// @name`; the test finds them by marker, so their
+// expected counts (derived below) do not depend on line numbers.
+//
+// - Classify(x) for x in -3..6 (10 calls): @classify-test 10, @negative 3 (x < 0),
+//   @zero-test 7, @zero 1, @positive 6.
+// - SumTo(n) for n in {0, 3, 5, 10}: @sum-init 4, @sum-body 0 + 3 + 5 + 10 = 18.
+// - Name(day) for day in 0..9 (a switch with a jump table): @switch 10, @case0 1, @case3 1,
+//   @default 3 (7, 8, 9).
+// - Guarded(x) for x in {5, 0, 2, 0, 20, 4}, with a filter that wants DivideByZeroException
+//   only: @throw-test 6, @big 1 (20: escapes to Main's catch after the finally), @divide 5,
+//   @caught 2 (the two zeros), @finally 6, @want 3 (the filter runs for the 2 zeros and the 20).
+// - Pick<T>(first, a, b): 3 calls with int (2 with first = true) and 2 with string (1 true),
+//   sharing one body: @pick-test 5, @pick-a 3, @pick-b 2.
+// - MakePair(a) (a struct return) 4 calls: @pair 4.
+// - @never 0: never called.
+//
+// Output (the same with and without instrumentation):
+//   classify: -1 -1 -1 0 1 1 1 1 1 1
+//   sums: 0 6 15 55
+//   names: sun mon tue wed thu fri sat ? ? ?
+//   guarded: 20 -1 50 -1 big 25 finallies=6 filters=3
+//   picks: 1 2 3 x y
+//   pairs: 2 4 6 8
+using System;
+using System.Runtime.CompilerServices;
+
+struct Pair
+{
+    public int A;
+    public long B;
+}
+
+class Coverage
+{
+    static int finallies;
+    static int filters;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static int Classify(int x)
+    {
+        if (x < 0) // @classify-test
+            return -1; // @negative
+        if (x == 0) // @zero-test
+            return 0; // @zero
+        return 1; // @positive
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static int SumTo(int n)
+    {
+        int sum = 0; // @sum-init
+        for (int i = 1; i <= n; i++)
+            sum += i; // @sum-body
+        return sum;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static string Name(int day)
+    {
+        switch (day) // @switch
+        {
+            case 0:
+                return "sun"; // @case0
+            case 1:
+                return "mon";
+            case 2:
+                return "tue";
+            case 3:
+                return "wed"; // @case3
+            case 4:
+                return "thu";
+            case 5:
+                return "fri";
+            case 6:
+                return "sat";
+            default:
+                return "?"; // @default
+        }
+    }
+
+    static bool Want(Exception e)
+    {
+        filters++; // @want
+        return e is DivideByZeroException;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static int Guarded(int x)
+    {
+        int r = 0;
+        try
+        {
+            if (x > 10) // @throw-test
+                throw new InvalidOperationException("big"); // @big
+            r = 100 / x; // @divide
+        }
+        catch (Exception e) when (Want(e))
+        {
+            r = -1; // @caught
+        }
+        finally
+        {
+            finallies++; // @finally
+        }
+        return r;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static T Pick<T>(bool first, T a, T b)
+    {
+        if (first) // @pick-test
+            return a; // @pick-a
+        return b; // @pick-b
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static Pair MakePair(int a)
+    {
+        Pair p; // @pair
+        p.A = a;
+        p.B = 2L * a;
+        return p;
+    }
+
+    static void Never()
+    {
+        Console.WriteLine("never"); // @never
+    }
+
+    static int Main(string[] args)
+    {
+        var classes = new string[10];
+        for (int x = -3; x <= 6; x++)
+            classes[x + 3] = Classify(x).ToString();
+        Console.WriteLine("classify: " + string.Join(" ", classes));
+
+        int[] ns = { 0, 3, 5, 10 };
+        var sums = new string[ns.Length];
+        for (int i = 0; i < ns.Length; i++)
+            sums[i] = SumTo(ns[i]).ToString();
+        Console.WriteLine("sums: " + string.Join(" ", sums));
+
+        var names = new string[10];
+        for (int d = 0; d < 10; d++)
+            names[d] = Name(d);
+        Console.WriteLine("names: " + string.Join(" ", names));
+
+        int[] xs = { 5, 0, 2, 0, 20, 4 };
+        var guarded = new string[xs.Length];
+        for (int i = 0; i < xs.Length; i++)
+        {
+            try
+            {
+                guarded[i] = Guarded(xs[i]).ToString();
+            }
+            catch (InvalidOperationException e)
+            {
+                guarded[i] = e.Message;
+            }
+        }
+        Console.WriteLine("guarded: " + string.Join(" ", guarded) + " finallies=" + finallies + " filters=" + filters);
+
+        Console.WriteLine("picks: " + Pick(true, 1, 9) + " " + Pick(true, 2, 9) + " " + Pick(false, 0, 3)
+            + " " + Pick(true, "x", "-") + " " + Pick(false, "-", "y"));
+
+        var pairs = new string[4];
+        for (int a = 1; a <= 4; a++)
+            pairs[a - 1] = MakePair(a).B.ToString();
+        Console.WriteLine("pairs: " + string.Join(" ", pairs));
+        if (args.Length > 99)
+            Never();
+        return 0;
+    }
+}
