@@ -1,11 +1,12 @@
 //! `clrprof coverage` on a real runtime: exact hit counts per line and per block of
 //! `tests/programs/Coverage.cs` (branches, a loop, a switch, try/catch/finally with a filter,
-//! a generic method, a struct return), whose output must not change under instrumentation;
-//! every output format.
+//! a generic method, a struct return, a method never called), whose output must not change
+//! under instrumentation; and every output format.
 
 use std::collections::BTreeMap;
 
 use clrprof_e2e::{OutputExt, Program, Recording, compile, coverage, programs_dir};
+use serde_json::Value;
 
 /// The lines of `Coverage.cs` marked `// @name`, by name.
 fn markers() -> BTreeMap<String, u32> {
@@ -21,8 +22,34 @@ fn markers() -> BTreeMap<String, u32> {
         .collect()
 }
 
-/// Runs the program under `clrprof coverage` with `args`, checks its output is the
-/// uninstrumented one, and returns the recording.
+/// Expected hits of every marked line, as derived in the comment at the top of `Coverage.cs`.
+const EXPECTED_LINES: &[(&str, u64)] = &[
+    ("classify-test", 10),
+    ("negative", 3),
+    ("zero-test", 7),
+    ("zero", 1),
+    ("positive", 6),
+    ("sum-init", 4),
+    ("sum-body", 18),
+    ("switch", 10),
+    ("case0", 1),
+    ("case3", 1),
+    ("default", 3),
+    ("want", 3),
+    ("throw-test", 6),
+    ("big", 1),
+    ("divide", 5),
+    ("caught", 2),
+    ("finally", 6),
+    ("pick-test", 5),
+    ("pick-a", 3),
+    ("pick-b", 2),
+    ("pair", 4),
+    ("never", 0),
+];
+
+/// Runs the program under `clrprof coverage`, checks its output is the uninstrumented one,
+/// and returns the recording (`trace` is the coverage file).
 fn covered(program: &Program, clrprof_args: &[&str], extension: &str) -> Recording {
     let plain = program.run(&[]);
     plain.assert_success();
@@ -37,12 +64,229 @@ fn covered(program: &Program, clrprof_args: &[&str], extension: &str) -> Recordi
     rec
 }
 
+fn method<'a>(json: &'a Value, name: &str) -> &'a Value {
+    json["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["method_name"] == name)
+        .unwrap_or_else(|| panic!("no method {name} in {json:#}"))
+}
+
+fn hits(m: &Value) -> Vec<u64> {
+    m["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["hits"].as_u64().unwrap())
+        .collect()
+}
+
 #[test]
 fn exact_counts_per_line_and_block() {
     let program = compile("Coverage");
     let rec = covered(&program, &["--format", "json"], "json");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&rec.trace).unwrap()).unwrap();
-    eprintln!("{}", serde_json::to_string_pretty(&json).unwrap());
-    let _ = markers();
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&rec.trace).unwrap()).unwrap();
+
+    // Every method of the program, compiled or not, and nothing from the framework.
+    let mut names: Vec<&str> = json["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            assert_eq!(m["assembly"], "Coverage");
+            assert_eq!(m["type_name"], "Coverage");
+            m["method_name"].as_str().unwrap()
+        })
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            ".ctor", "Classify", "Guarded", "Main", "MakePair", "Name", "Never", "Pick<T>",
+            "SumTo", "Want"
+        ]
+    );
+
+    // Every marked line has the count its source says.
+    let markers = markers();
+    assert_eq!(markers.len(), EXPECTED_LINES.len());
+    for &(marker, expected) in EXPECTED_LINES {
+        let line = markers[marker].to_string();
+        let found: Vec<u64> = json["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["lines"].get(&line).and_then(Value::as_u64))
+            .collect();
+        assert_eq!(found, [expected], "line {line} (@{marker})");
+    }
+
+    // Blocks, in IL order. Classify: the `x < 0` test, `return -1`, the `x == 0` test,
+    // `return 0`, `return 1`.
+    assert_eq!(hits(method(&json, "Classify")), [10, 3, 7, 1, 6]);
+    // Name: the switch's block, its fall-through for days past 6, one block per case (days
+    // 0..6 once each) and the default (7, 8, 9).
+    let mut name = hits(method(&json, "Name"));
+    assert_eq!(name.remove(0), 10);
+    name.sort_unstable();
+    assert_eq!(name, [1, 1, 1, 1, 1, 1, 1, 3, 3]);
+    // One body (and one set of counters) for Pick<int> and Pick<string>.
+    assert_eq!(hits(method(&json, "Pick<T>"))[0], 5);
+    // A method without branches is one block; one never called has only zeros.
+    assert_eq!(hits(method(&json, "MakePair")), [4]);
+    assert!(hits(method(&json, "Never")).iter().all(|&h| h == 0));
+    assert_eq!(hits(method(&json, ".ctor")), [0]);
+    // Guarded: entered 6 times; the filter's and the handlers' blocks are counted too.
+    let guarded = hits(method(&json, "Guarded"));
+    assert_eq!(guarded[0], 6);
+    assert!(guarded.contains(&2) && guarded.contains(&1), "{guarded:?}");
+    // Blocks tile each method's IL without gaps.
+    for m in json["methods"].as_array().unwrap() {
+        let blocks = m["blocks"].as_array().unwrap();
+        assert_eq!(blocks[0]["il_start"], 0);
+        for w in blocks.windows(2) {
+            assert_eq!(w[0]["il_end"], w[1]["il_start"], "{m:#}");
+        }
+    }
+}
+
+#[test]
+fn lcov_cobertura_and_text_outputs() {
+    let program = compile("Coverage");
+    let markers = markers();
+
+    let lcov = covered(&program, &["--format", "lcov"], "info");
+    let text = std::fs::read_to_string(&lcov.trace).unwrap();
+    // One source file: the program's, which exists.
+    let sources: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("SF:")).collect();
+    assert_eq!(sources.len(), 1, "{text}");
+    assert!(sources[0].ends_with("Coverage.cs") && std::path::Path::new(sources[0]).is_file());
+    for &(marker, expected) in EXPECTED_LINES {
+        let da = format!("DA:{},{expected}", markers[marker]);
+        assert!(text.lines().any(|l| l == da), "no {da} in\n{text}");
+    }
+    assert!(
+        text.lines().any(|l| l == "FNDA:10,Coverage.Classify(int)"),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l == "FNDA:0,Coverage.Never()"),
+        "{text}"
+    );
+    // 9 methods with source lines (the implicit constructor has none), 8 of them called.
+    assert!(
+        text.lines().any(|l| l == "FNF:9") && text.lines().any(|l| l == "FNH:8"),
+        "{text}"
+    );
+    assert!(text.ends_with("end_of_record\n"));
+
+    let cobertura = covered(&program, &["--format", "cobertura"], "xml");
+    let xml = std::fs::read_to_string(&cobertura.trace).unwrap();
+    check_cobertura(&xml);
+    let line = format!("<line number=\"{}\" hits=\"18\"", markers["sum-body"]);
+    assert!(xml.contains(&line), "{xml}");
+    assert!(xml.contains("<method name=\"Pick&lt;T&gt;\" signature=\"(bool, T, T)\""));
+
+    let text = covered(&program, &[], "txt");
+    let report = std::fs::read_to_string(&text.trace).unwrap();
+    assert!(report.starts_with("Coverage: "), "{report}");
+    assert!(report.contains("Coverage.Classify(int) [Coverage] 5/5 blocks, 10 calls"));
+}
+
+/// Checks `xml` against the structure of Cobertura's coverage-04.dtd: every element is one
+/// the DTD declares, nested where it allows, with its required attributes, and every tag
+/// closed.
+fn check_cobertura(xml: &str) {
+    const ELEMENTS: &[(&str, &str, &[&str])] = &[
+        (
+            "coverage",
+            "",
+            &[
+                "line-rate",
+                "branch-rate",
+                "lines-covered",
+                "lines-valid",
+                "branches-covered",
+                "branches-valid",
+                "complexity",
+                "version",
+                "timestamp",
+            ],
+        ),
+        ("sources", "coverage", &[]),
+        ("source", "sources", &[]),
+        ("packages", "coverage", &[]),
+        (
+            "package",
+            "packages",
+            &["name", "line-rate", "branch-rate", "complexity"],
+        ),
+        ("classes", "package", &[]),
+        (
+            "class",
+            "classes",
+            &["name", "filename", "line-rate", "branch-rate", "complexity"],
+        ),
+        ("methods", "class", &[]),
+        (
+            "method",
+            "methods",
+            &[
+                "name",
+                "signature",
+                "line-rate",
+                "branch-rate",
+                "complexity",
+            ],
+        ),
+        ("lines", "class|method", &[]),
+        ("line", "lines", &["number", "hits"]),
+    ];
+    let body = xml
+        .strip_prefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
+        .expect("XML declaration");
+    let body = body
+        .strip_prefix(
+            "<!DOCTYPE coverage SYSTEM \"http://cobertura.sourceforge.net/xml/coverage-04.dtd\">\n",
+        )
+        .expect("DOCTYPE");
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = body;
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(open) = rest.find('<') {
+        let close = rest[open..].find('>').expect("unclosed tag") + open;
+        let tag = &rest[open + 1..close];
+        assert!(rest[..open].trim().is_empty() || stack.last().is_some_and(|t| t == "source"));
+        rest = &rest[close + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop().as_deref(), Some(name), "mismatched </{name}>");
+            continue;
+        }
+        let self_closing = tag.ends_with('/');
+        let tag = tag.trim_end_matches('/');
+        let name = tag.split_whitespace().next().unwrap();
+        let &(_, parents, required) = ELEMENTS
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .unwrap_or_else(|| panic!("<{name}> is not a Cobertura element"));
+        let parent = stack.last().map(String::as_str).unwrap_or("");
+        assert!(
+            parents.split('|').any(|p| p == parent),
+            "<{name}> inside <{parent}>"
+        );
+        for attr in required {
+            assert!(
+                tag.contains(&format!(" {attr}=\"")),
+                "<{name}> lacks {attr}: {tag}"
+            );
+        }
+        assert_eq!(tag.matches('"').count() % 2, 0, "{tag}");
+        seen.insert(name.to_string());
+        if !self_closing {
+            stack.push(name.to_string());
+        }
+    }
+    assert!(stack.is_empty(), "unclosed {stack:?}");
+    assert_eq!(seen.len(), ELEMENTS.len(), "{seen:?}");
 }

@@ -9,7 +9,8 @@
 //   @zero-test 7, @zero 1, @positive 6.
 // - SumTo(n) for n in {0, 3, 5, 10}: @sum-init 4, @sum-body 0 + 3 + 5 + 10 = 18.
 // - Name(day) for day in 0..9 (a switch with a jump table): @switch 10, @case0 1, @case3 1,
-//   @default 3 (7, 8, 9).
+//   @default 3 (7, 8, 9). Its blocks: the switch (10), the switch's fall-through for days
+//   past 6 (3), one per case 0..6 (1 each) and the default (3).
 // - Guarded(x) for x in {5, 0, 2, 0, 20, 4}, with a filter that wants DivideByZeroException
 //   only: @throw-test 6, @big 1 (20: escapes to Main's catch after the finally), @divide 5,
 //   @caught 2 (the two zeros), @finally 6, @want 3 (the filter runs for the 2 zeros and the 20).
@@ -61,8 +62,8 @@ class Coverage
     [MethodImpl(MethodImplOptions.NoInlining)]
     static string Name(int day)
     {
-        switch (day) // @switch
-        {
+        // (mcs puts the switch's sequence point on its opening brace: keep them on one line.)
+        switch (day) { // @switch
             case 0:
                 return "sun"; // @case0
             case 1:
@@ -79,7 +80,7 @@ class Coverage
                 return "sat";
             default:
                 return "?"; // @default
-        }
+        } // end of switch
     }
 
     static bool Want(Exception e)
@@ -120,8 +121,8 @@ class Coverage
     [MethodImpl(MethodImplOptions.NoInlining)]
     static Pair MakePair(int a)
     {
-        Pair p; // @pair
-        p.A = a;
+        Pair p;
+        p.A = a; // @pair
         p.B = 2L * a;
         return p;
     }
