@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use clrprof_e2e::{OutputExt, Program, Recording, compile, coverage, programs_dir};
+use clrprof_e2e::{OutputExt, Program, Recording, compile, coverage, programs_dir, run_command};
 use serde_json::Value;
 
 /// The lines of `Coverage.cs` marked `// @name`, by name.
@@ -180,6 +180,24 @@ fn lcov_cobertura_and_text_outputs() {
         "{text}"
     );
     assert!(text.ends_with("end_of_record\n"));
+    // lcov's own HTML generator accepts it, branches (blocks) included, without warnings.
+    let html = lcov.dir.path().join("html");
+    let out = run_command(
+        std::process::Command::new("genhtml")
+            .arg("--branch-coverage")
+            .arg("--output-directory")
+            .arg(&html)
+            .arg(&lcov.trace),
+    );
+    out.assert_success();
+    assert!(!out.stderr_str().contains("WARNING"), "{}", out.describe());
+    assert!(html.join("index.html").is_file());
+    let summary = out.stdout_str();
+    // 8 of the 9 methods with lines were called (not Never).
+    assert!(
+        summary.contains("functions..: 88.9% (8 of 9 functions)"),
+        "{summary}"
+    );
 
     let cobertura = covered(&program, &["--format", "cobertura"], "xml");
     let xml = std::fs::read_to_string(&cobertura.trace).unwrap();

@@ -53,10 +53,13 @@ pub fn get() -> Option<&'static Coverage> {
 /// Stack slots the probe needs on top of what the block starts with.
 const PROBE_STACK: u16 = 3;
 
+/// The IL range of a block in the original body: start and end offsets.
+type IlRange = (u32, u32);
+
 /// One instrumented method.
 struct Instrumented {
     /// IL ranges of the blocks in the original body.
-    ranges: Vec<(u32, u32)>,
+    ranges: Vec<IlRange>,
     counters: &'static [AtomicU64],
 }
 
@@ -247,7 +250,7 @@ fn uncovered_blocks(
 }
 
 /// The probed blocks of `method` and their IL ranges.
-fn block_ranges(method: &Method) -> Result<(Vec<(u32, u32)>, Vec<BasicBlock>)> {
+fn block_ranges(method: &Method) -> Result<(Vec<IlRange>, Vec<BasicBlock>)> {
     let blocks = probed_blocks(method);
     let code_end = method.clone().to_body()?.1.code_size;
     let offset = |i: usize| {

@@ -56,13 +56,13 @@ pub fn basic_blocks(method: &Method) -> Vec<BasicBlock> {
             mark(&l, &mut leader);
         }
     }
-    for i in 1..n {
-        let after_prefix = method.instructions[i - 1]
+    for (i, pair) in method.instructions.windows(2).enumerate() {
+        if pair[0]
             .opcode
             .info()
-            .is_some_and(|info| info.flow == Flow::Prefix);
-        if after_prefix {
-            leader[i] = false;
+            .is_some_and(|info| info.flow == Flow::Prefix)
+        {
+            leader[i + 1] = false;
         }
     }
     let starts: Vec<usize> = (0..n).filter(|&i| leader[i]).collect();

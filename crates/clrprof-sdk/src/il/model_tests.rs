@@ -306,11 +306,10 @@ fn max_stack_follows_calls_joins_and_errors() {
             returns_value: false
         })
     );
-    assert_eq!(
-        CallSite::from_signature(&[0x60, 0x00, 0x01])
+    assert!(
+        !CallSite::from_signature(&[0x60, 0x00, 0x01])
             .unwrap()
-            .has_this,
-        false
+            .has_this
     );
     assert_eq!(CallSite::from_signature(&[0x00]), None);
 }
@@ -346,7 +345,7 @@ fn encoding_keeps_forms_and_grows_when_needed() {
         })
         .unwrap();
     assert_eq!(fat_eh[16], 0x41);
-    assert_eq!(Encoding::of(&fat_eh).unwrap().fat_clauses, true);
+    assert!(Encoding::of(&fat_eh).unwrap().fat_clauses);
     assert_eq!(Method::parse(&fat_eh).unwrap().encode().unwrap(), fat_eh);
     assert_eq!(body.encode().unwrap()[16], 0x01);
 }
