@@ -9,18 +9,11 @@
 //! include list, precompiled (ReadyToRun) code is turned off too, so that framework methods
 //! are JIT-compiled and can be covered.
 //!
-//! The probe is `ldc.i8 <address of the block's counter>; conv.u; dup; ldind.i8; ldc.i4.1;
-//! conv.i8; add; stind.i8`: no call, no metadata token, nothing the program can observe. It
-//! needs 3 more stack slots at a block start, so the body's max stack grows by 3. The counter
-//! is an 8-byte aligned `u64` the agent allocates once and never frees (code may run after
-//! shutdown). The increment is a plain load-add-store, not an atomic one: two threads entering
-//! the same block at the same instant may count once. Single-threaded code counts exactly.
-//!
-//! A block counts how many times control entered it at its first instruction, whether it then
-//! ran to its end or left early by an exception. Several instantiations of a generic method
-//! share one body and so one set of counters. The `ret` after a `tail.`-prefixed call cannot
-//! have a probe of its own (nothing may come between them): it belongs to the block of the
-//! call.
+//! The probes are the SDK's block counters (`clrprof_sdk::il::counters`: a plain 8-byte
+//! increment per block entry, no call; exact for single-threaded code, concurrent entries of
+//! one block may count once). Counters are allocated once per method and never freed (code
+//! may run after shutdown). Several instantiations of a generic method share one body and so
+//! one set of counters. Methods the JIT never compiled are reported with zero counts.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use clrprof_sdk::flags::EventMask;
-use clrprof_sdk::il::{self, BasicBlock, Method, OpCode, Operand, asm};
+use clrprof_sdk::il::{BasicBlock, Method, counters};
 use clrprof_sdk::{FunctionId, ModuleId, Namer, ProfilerInfo, Result, Token};
 use clrprof_trace::{CoverageBlock, CoverageMethod, Record};
 
@@ -49,9 +42,6 @@ pub fn start(config: &Config) {
 pub fn get() -> Option<&'static Coverage> {
     COVERAGE.get()
 }
-
-/// Stack slots the probe needs on top of what the block starts with.
-const PROBE_STACK: u16 = 3;
 
 /// The IL range of a block in the original body: start and end offsets.
 type IlRange = (u32, u32);
@@ -251,50 +241,9 @@ fn uncovered_blocks(
 
 /// The probed blocks of `method` and their IL ranges.
 fn block_ranges(method: &Method) -> Result<(Vec<IlRange>, Vec<BasicBlock>)> {
-    let blocks = probed_blocks(method);
-    let code_end = method.clone().to_body()?.1.code_size;
-    let offset = |i: usize| {
-        method
-            .instructions
-            .get(i)
-            .and_then(|ins| ins.original_offset)
-            .unwrap_or(code_end)
-    };
-    let ranges = blocks
-        .iter()
-        .map(|b| (offset(b.start), offset(b.end)))
-        .collect();
+    let blocks = counters::probed_blocks(method);
+    let ranges = counters::block_ranges(method, &blocks)?;
     Ok((ranges, blocks))
-}
-
-/// The blocks that get a probe: the basic blocks, except that a `ret` right after a
-/// `tail.`-prefixed call stays in the call's block.
-pub fn probed_blocks(method: &Method) -> Vec<BasicBlock> {
-    let mut out: Vec<BasicBlock> = Vec::new();
-    for b in il::basic_blocks(method) {
-        let after_tail_call = b.start >= 2
-            && method.instructions[b.start].opcode == OpCode::RET
-            && method.instructions[b.start - 2].opcode == OpCode::TAIL;
-        match out.last_mut() {
-            Some(last) if after_tail_call => last.end = b.end,
-            _ => out.push(b),
-        }
-    }
-    out
-}
-
-/// The probe that increments the counter at `address`.
-fn probe(address: usize) -> [(OpCode, Operand); 8] {
-    [
-        asm::op(OpCode::LDC_I8, Operand::I8(address as i64)),
-        asm::op(OpCode::CONV_U, Operand::None),
-        asm::op(OpCode::DUP, Operand::None),
-        asm::op(OpCode::LDIND_I8, Operand::None),
-        asm::ldc_i4(1),
-        asm::op(OpCode::CONV_I8, Operand::None),
-        asm::op(OpCode::ADD, Operand::None),
-        asm::op(OpCode::STIND_I8, Operand::None),
-    ]
 }
 
 /// Adds probes to the body of `token` and installs it; `None` for a method without IL.
@@ -312,12 +261,8 @@ fn instrument(
     if blocks.is_empty() {
         return Ok(None);
     }
-    let counters: &'static [AtomicU64] =
-        Box::leak((0..blocks.len()).map(|_| AtomicU64::new(0)).collect());
-    for (b, counter) in blocks.iter().zip(counters).rev() {
-        method.insert_before(b.start, probe(counter.as_ptr() as usize));
-    }
-    method.max_stack = method.max_stack.saturating_add(PROBE_STACK);
+    let counters = counters::leak_counters(blocks.len());
+    counters::add_block_counters(&mut method, &blocks, counters);
     let (body, layout) = method.to_body()?;
     info.replace_il_function_body(module, token, &body)?;
     // The debugger's view of the original offsets; not essential to counting.

@@ -34,6 +34,7 @@ use core::fmt;
 use clrprof_sys as sys;
 
 mod blocks;
+pub mod counters;
 mod instruction;
 mod locals;
 mod method;
