@@ -308,3 +308,49 @@ fn check_cobertura(xml: &str) {
     assert!(stack.is_empty(), "unclosed {stack:?}");
     assert_eq!(seen.len(), ELEMENTS.len(), "{seen:?}");
 }
+
+/// Every method of the other test programs runs with a counter in every block (the JIT
+/// accepts all those bodies: a rejected one would throw `InvalidProgramException`), and each
+/// program's output and exit code stay the same.
+#[test]
+fn every_test_program_runs_unchanged_with_counters_in_every_block() {
+    let programs: &[(&str, &[&str])] = &[
+        ("Hello", &["a", "b c"]),
+        ("Events", &[]),
+        ("Doubles", &[]),
+        ("Calls", &[]),
+        ("Traced", &[]),
+        ("Names", &[]),
+        ("IlRewrite", &[]),
+        ("JitCount", &[]),
+        ("Heap", &[]),
+        ("Crash", &["exit", "3"]),
+    ];
+    for &(name, args) in programs {
+        let program = compile(name);
+        let plain = program.run(args);
+        let rec = coverage(&program, args, &["--format", "json"], "json");
+        assert_eq!(
+            rec.output.status.code(),
+            plain.status.code(),
+            "{name}: {}",
+            rec.output.describe()
+        );
+        assert_eq!(rec.output.stdout_str(), plain.stdout_str(), "{name}");
+        assert!(
+            !rec.output.stderr_str().contains("cannot instrument"),
+            "{name}: {}",
+            rec.output.describe()
+        );
+        let json: Value =
+            serde_json::from_str(&std::fs::read_to_string(&rec.trace).unwrap()).unwrap();
+        let methods = json["methods"].as_array().unwrap();
+        // Main ran once, through its first block.
+        let main = methods
+            .iter()
+            .find(|m| m["method_name"] == "Main")
+            .unwrap_or_else(|| panic!("{name}: no Main"));
+        assert_eq!(main["blocks"][0]["hits"], 1, "{name}");
+        assert!(methods.iter().all(|m| m["assembly"] == name), "{name}");
+    }
+}
