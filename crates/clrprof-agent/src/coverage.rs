@@ -149,8 +149,14 @@ impl Coverage {
             return;
         }
         match instrument(info, function, f.module, f.token) {
-            Ok(Some(m)) => {
+            Ok(Some((m, map_error))) => {
                 methods.insert(key, m);
+                if let Some(e) = map_error {
+                    session.warn(format!(
+                        "coverage: the runtime refused the IL offset map of method {:#010x}: {e}",
+                        f.token.0
+                    ));
+                }
             }
             Ok(None) => {}
             Err(e) => session.warn(format!(
@@ -247,12 +253,13 @@ fn block_ranges(method: &Method) -> Result<(Vec<IlRange>, Vec<BasicBlock>)> {
 }
 
 /// Adds probes to the body of `token` and installs it; `None` for a method without IL.
+/// Also returns why the runtime refused the IL offset map, if it did.
 fn instrument(
     info: &ProfilerInfo,
     function: FunctionId,
     module: ModuleId,
     token: Token,
-) -> Result<Option<Instrumented>> {
+) -> Result<Option<(Instrumented, Option<clrprof_sdk::Error>)>> {
     let Ok(bytes) = info.get_il_function_body(module, token) else {
         return Ok(None);
     };
@@ -265,7 +272,9 @@ fn instrument(
     counters::add_block_counters(&mut method, &blocks, counters);
     let (body, layout) = method.to_body()?;
     info.replace_il_function_body(module, token, &body)?;
-    // The debugger's view of the original offsets; not essential to counting.
-    let _ = info.set_il_instrumented_code_map(function, true, &method.il_map(&layout));
-    Ok(Some(Instrumented { ranges, counters }))
+    // The debugger's view of the original offsets (counting works without it).
+    let map = info
+        .set_il_instrumented_code_map(function, true, &method.il_map(&layout))
+        .err();
+    Ok(Some((Instrumented { ranges, counters }, map)))
 }

@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use clrprof_analysis::coverage::{CoverageFormat, CoverageReport};
 
 /// Output formats of `coverage`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -51,6 +50,7 @@ pub struct CoverageArgs {
 }
 
 /// The agent settings for a coverage run.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub fn agent_config(include: &[String], exclude: &[String]) -> anyhow::Result<String> {
     for name in include.iter().chain(exclude) {
         if name.is_empty() || name.contains([',', ';', '=']) {
@@ -74,6 +74,7 @@ pub fn agent_config(include: &[String], exclude: &[String]) -> anyhow::Result<St
 #[cfg(unix)]
 pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
     use anyhow::Context;
+    use clrprof_analysis::coverage::{CoverageFormat, CoverageReport};
 
     let agent = crate::agent_lib::locate(a.agent.as_deref())?;
     let extra_config = agent_config(&a.include, &a.exclude)?;
