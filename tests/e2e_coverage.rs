@@ -361,3 +361,44 @@ fn every_test_program_runs_unchanged_with_counters_in_every_block() {
         assert!(methods.iter().all(|m| m["assembly"] == name), "{name}");
     }
 }
+
+/// `--include` and `--exclude` choose assemblies; an included framework assembly is
+/// JIT-compiled (not run from its precompiled code) and instrumented too.
+#[test]
+fn include_and_exclude_choose_assemblies() {
+    let program = compile("Hello");
+    let plain = program.run(&["a"]);
+    let assemblies = |clrprof_args: &[&str]| -> Vec<(String, u64)> {
+        let rec = coverage(&program, &["a"], clrprof_args, "json");
+        rec.output.assert_success();
+        assert_eq!(
+            rec.output.stdout_str(),
+            plain.stdout_str(),
+            "{}",
+            rec.output.describe()
+        );
+        assert!(
+            !rec.output.stderr_str().contains("coverage:"),
+            "{}",
+            rec.output.describe()
+        );
+        let json: Value =
+            serde_json::from_str(&std::fs::read_to_string(&rec.trace).unwrap()).unwrap();
+        let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+        for m in json["methods"].as_array().unwrap() {
+            *seen
+                .entry(m["assembly"].as_str().unwrap().to_string())
+                .or_default() += hits(m).first().copied().unwrap_or(0);
+        }
+        seen.into_iter().collect()
+    };
+    let only_hello = assemblies(&["--format", "json"]);
+    assert_eq!(only_hello.len(), 1);
+    assert_eq!(only_hello[0].0, "Hello");
+    assert!(assemblies(&["--format", "json", "--exclude", "Hello"]).is_empty());
+    // System.Console: its methods that printed the line ran instrumented (calls counted).
+    let with_console = assemblies(&["--format", "json", "--include", "System.Console"]);
+    assert_eq!(with_console.len(), 1, "{with_console:?}");
+    assert_eq!(with_console[0].0, "System.Console");
+    assert!(with_console[0].1 > 0, "{with_console:?}");
+}
