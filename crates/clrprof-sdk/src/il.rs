@@ -28,6 +28,31 @@
 //! body.code = [ldc_i4(42), vec![op::RET]].concat();
 //! assert_eq!(body.encode().unwrap(), [0x0E, 0x1F, 42, 0x2A]);
 //! ```
+//!
+//! [`Method`] decodes the code into instructions (every opcode of ECMA-335, prefixes and
+//! `switch` included) whose branch targets and exception clause boundaries are [`Label`]s, so
+//! code can be inserted anywhere; encoding widens the short branches that no longer reach and
+//! otherwise gives back the original bytes. [`basic_blocks`], [`max_stack`] and
+//! [`Method::il_map`] (for `SetILInstrumentedCodeMap`) work on it, and [`counters`] adds a hit
+//! counter to every block.
+//!
+//! ```
+//! use clrprof_sdk::il::{Method, OpCode, Operand, asm, basic_blocks};
+//!
+//! // `return x ? 1 : 2;`: ldarg.0; brfalse.s +2; ldc.i4.1; ret; ldc.i4.2; ret
+//! let mut m = Method::parse(&[0x1E, 0x02, 0x2C, 0x02, 0x17, 0x2A, 0x18, 0x2A]).unwrap();
+//! let blocks = basic_blocks(&m);
+//! assert_eq!(blocks.len(), 3);
+//! // A nop at the start of every block (last first, so that indexes stay valid). The branch
+//! // now lands on the nop of its target block.
+//! for b in blocks.iter().rev() {
+//!     m.insert_before(b.start, [asm::op(OpCode::NOP, Operand::None)]);
+//! }
+//! assert_eq!(
+//!     m.encode().unwrap(),
+//!     [0x2A, 0x00, 0x02, 0x2C, 0x03, 0x00, 0x17, 0x2A, 0x00, 0x18, 0x2A]
+//! );
+//! ```
 
 use core::fmt;
 
