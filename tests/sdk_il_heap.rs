@@ -179,13 +179,16 @@ fn rejit_turns_block_counters_on_and_off_in_a_running_program() {
         &[("COMPlus_TieredCompilation", "0")],
     );
     assert_eq!(out.stdout_str(), unchanged("True"));
-    // Only the 7 calls made while the counters were in: the entry block 7, the even branch 4
+    // `instrumented=True`: the new body of Instrumented, which returns true through the added
+    // local, was accepted by the JIT. Only the 7 calls made while the counters were in: the entry block 7, the even branch 4
     // (0, 2, 4, 6), the odd branch 3, the join 7. Not the 5 calls before, nor the 9 after the
     // revert.
     assert_line_set(
         &lines,
         &[
             "initialized: RejitCoverage, ICorProfilerInfo11",
+            // One bool local (07 01 02), its StandAloneSig defined through IMetaDataEmit.
+            "local signature 070102: local 0, token table 0x11",
             "module loaded: ReJitCoverage.dll",
             "worker initialize_current_thread: ok",
             "request_rejit Work, Instrumented: ok",

@@ -11,7 +11,8 @@
 //!   alone) and `ReJit.Value()` (-> 2); when `ReJit.AskRevert()` is compiled, it reverts both.
 //! - `rejit-coverage`: when `ReJitCoverage.AskInstrument()` is compiled, a thread of the
 //!   probe re-JITs `ReJitCoverage.Work(int)` with the SDK's block counters and
-//!   `ReJitCoverage.Instrumented()` (-> true) in one request; when `AskRevert()` is compiled,
+//!   `ReJitCoverage.Instrumented()` (-> true, through a local variable whose signature the
+//!   probe added at ModuleLoadFinished) in one request; when `AskRevert()` is compiled,
 //!   it reverts both. At shutdown it prints Work's block counts.
 //! - `heap`: inspects the objects `Heap.cs` keeps in statics, in the `GarbageCollectionFinished`
 //!   of the GC the program induces after setting `Heap.Phase = 1`, then calls `ForceGC` from
@@ -30,7 +31,9 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use clrprof_sdk::il::{ClauseKind, HeaderFormat, IlBody, Method, counters, ldc_i4, op};
+use clrprof_sdk::il::{
+    ClauseKind, HeaderFormat, IlBody, Method, append_local, counters, ldc_i4, op,
+};
 use clrprof_sdk::info::{MethodRef, RejitFlags};
 use clrprof_sdk::metadata::MetaDataImport;
 use clrprof_sdk::{
@@ -125,6 +128,8 @@ struct State {
     inspected: bool,
     /// `rejit-coverage`: the block counters of `ReJitCoverage.Work`, once re-JIT'd.
     work_counters: Option<&'static [AtomicU64]>,
+    /// `rejit-coverage`: the StandAloneSig of a local signature with one `bool`.
+    bool_local: Option<Token>,
 }
 
 #[derive(Default)]
@@ -539,6 +544,24 @@ impl IlHeapProbe {
             Some("ReJitCoverage.AskRevert") => self.send(Job::Counters(false)),
             _ => {}
         }
+        Ok(())
+    }
+
+    /// Adds a local variable signature with one `bool` (`Instrumented` has no locals).
+    fn add_bool_local(&self, module: ModuleId) -> Result<()> {
+        const ELEMENT_TYPE_BOOLEAN: u8 = 0x02;
+        let (sig, index) = append_local(&[], &[ELEMENT_TYPE_BOOLEAN])?;
+        let Some(emit) = self.info().get_module_metadata_emit(module)? else {
+            self.emit("error metadata: no emitter");
+            return Ok(());
+        };
+        let token = emit.get_token_from_sig(&sig)?;
+        self.emit(format!(
+            "local signature {}: local {index}, token table {:#04x}",
+            hex(&sig),
+            token.0 >> 24
+        ));
+        lock(&self.state).bool_local = Some(token);
         Ok(())
     }
 
@@ -1053,13 +1076,15 @@ impl Profiler for IlHeapProbe {
                     &["Value", "Inlinee", "Caller", "AskRejit", "AskRevert"],
                 )],
             ),
-            Scenario::RejitCoverage => self.learn_metadata(
-                &md,
-                &[(
-                    "ReJitCoverage",
-                    &["Work", "Instrumented", "AskInstrument", "AskRevert"],
-                )],
-            ),
+            Scenario::RejitCoverage => self
+                .learn_metadata(
+                    &md,
+                    &[(
+                        "ReJitCoverage",
+                        &["Work", "Instrumented", "AskInstrument", "AskRevert"],
+                    )],
+                )
+                .and_then(|()| self.add_bool_local(module)),
             Scenario::Heap => self.learn_metadata(
                 &md,
                 &[
