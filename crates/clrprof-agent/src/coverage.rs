@@ -61,7 +61,8 @@ pub struct Coverage {
     framework_dir: OnceLock<PathBuf>,
     /// Whether to instrument each module seen so far.
     modules: Mutex<HashMap<ModuleId, bool>>,
-    methods: Mutex<HashMap<(ModuleId, Token), Instrumented>>,
+    /// Methods seen at JIT time: `None` while being instrumented, or if they could not be.
+    methods: Mutex<HashMap<(ModuleId, Token), Option<Instrumented>>>,
     namer: Namer,
 }
 
@@ -143,14 +144,20 @@ impl Coverage {
         if !self.wants_module(info, f.module) {
             return;
         }
+        // Reserve the method, then instrument it without holding the lock (the runtime is
+        // called meanwhile). Another instantiation of a generic method compiled at the same
+        // moment on another thread may miss the counters.
         let key = (f.module, f.token);
-        let mut methods = lock(&self.methods);
-        if methods.contains_key(&key) {
-            return;
+        {
+            let mut methods = lock(&self.methods);
+            if methods.contains_key(&key) {
+                return;
+            }
+            methods.insert(key, None);
         }
         match instrument(info, function, f.module, f.token) {
             Ok(Some((m, map_error))) => {
-                methods.insert(key, m);
+                lock(&self.methods).insert(key, Some(m));
                 if let Some(e) = map_error {
                     session.warn(format!(
                         "coverage: the runtime refused the IL offset map of method {:#010x}: {e}",
@@ -190,7 +197,7 @@ impl Coverage {
             tokens.sort();
             for token in tokens {
                 let blocks: Vec<CoverageBlock> = match methods.get(&(module, token)) {
-                    Some(m) => m
+                    Some(Some(m)) => m
                         .ranges
                         .iter()
                         .zip(m.counters)
@@ -200,7 +207,7 @@ impl Coverage {
                             hits: c.load(Ordering::Relaxed),
                         })
                         .collect(),
-                    None => match uncovered_blocks(info, module, token) {
+                    Some(None) | None => match uncovered_blocks(info, module, token) {
                         Some(ranges) => ranges
                             .into_iter()
                             .map(|(il_start, il_end)| CoverageBlock {
