@@ -45,6 +45,9 @@ const EXPECTED_LINES: &[(&str, u64)] = &[
     ("pick-a", 3),
     ("pick-b", 2),
     ("pair", 4),
+    ("big-switch", 50),
+    ("big-case0", 1),
+    ("big-default", 10),
     ("never", 0),
 ];
 
@@ -109,7 +112,7 @@ fn exact_counts_per_line_and_block() {
     assert_eq!(
         names,
         [
-            ".ctor", "Classify", "Guarded", "Main", "MakePair", "Name", "Never", "Pick<T>",
+            ".ctor", "Big", "Classify", "Guarded", "Main", "MakePair", "Name", "Never", "Pick<T>",
             "SumTo", "Want"
         ]
     );
@@ -137,6 +140,11 @@ fn exact_counts_per_line_and_block() {
     assert_eq!(name.remove(0), 10);
     name.sort_unstable();
     assert_eq!(name, [1, 1, 1, 1, 1, 1, 1, 3, 3]);
+    // Big: entered 50 times, each of the 40 cases once, the default 10 times.
+    let big = hits(method(&json, "Big"));
+    assert_eq!(big[0], 50);
+    assert_eq!(big.iter().filter(|&&h| h == 1).count(), 40, "{big:?}");
+    assert!(big.contains(&10), "{big:?}");
     // One body (and one set of counters) for Pick<int> and Pick<string>.
     assert_eq!(hits(method(&json, "Pick<T>"))[0], 5);
     // A method without branches is one block; one never called has only zeros.
@@ -180,9 +188,9 @@ fn lcov_cobertura_and_text_outputs() {
         text.lines().any(|l| l == "FNDA:0,Coverage.Never()"),
         "{text}"
     );
-    // 9 methods with source lines (the implicit constructor has none), 8 of them called.
+    // 10 methods with source lines (the implicit constructor has none), 9 of them called.
     assert!(
-        text.lines().any(|l| l == "FNF:9") && text.lines().any(|l| l == "FNH:8"),
+        text.lines().any(|l| l == "FNF:10") && text.lines().any(|l| l == "FNH:9"),
         "{text}"
     );
     assert!(text.ends_with("end_of_record\n"));
@@ -199,9 +207,9 @@ fn lcov_cobertura_and_text_outputs() {
     assert!(!out.stderr_str().contains("WARNING"), "{}", out.describe());
     assert!(html.join("index.html").is_file());
     let summary = out.stdout_str();
-    // 8 of the 9 methods with lines were called (not Never).
+    // 9 of the 10 methods with lines were called (not Never).
     assert!(
-        summary.contains("functions..: 88.9% (8 of 9 functions)"),
+        summary.contains("functions..: 90.0% (9 of 10 functions)"),
         "{summary}"
     );
 

@@ -17,6 +17,7 @@
 // - Pick<T>(first, a, b): 3 calls with int (2 with first = true) and 2 with string (1 true),
 //   sharing one body: @pick-test 5, @pick-a 3, @pick-b 2.
 // - MakePair(a) (a struct return) 4 calls: @pair 4.
+// - Big(k) for k in 0..49, a 40-case switch: @big-switch 50, @big-case0 1, @big-default 10.
 // - @never 0: never called.
 //
 // Output (the same with and without instrumentation):
@@ -25,6 +26,7 @@
 //   names: sun mon tue wed thu fri sat ? ? ?
 //   guarded: 20 -1 50 -1 big 25 finallies=6 filters=3
 //   picks: 1 2 3 x y
+//   big: 1170
 //   pairs: 2 4 6 8
 using System;
 using System.Runtime.CompilerServices;
@@ -127,6 +129,58 @@ class Coverage
         return p;
     }
 
+    // 40 cases that each `break` to the common end: with a counter in every block, the short
+    // branches to the end no longer reach and must become long ones.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static int Big(int k)
+    {
+        int r;
+        switch (k) { // @big-switch
+            case 0: r = 10; break; // @big-case0
+            case 1: r = 11; break;
+            case 2: r = 12; break;
+            case 3: r = 13; break;
+            case 4: r = 14; break;
+            case 5: r = 15; break;
+            case 6: r = 16; break;
+            case 7: r = 17; break;
+            case 8: r = 18; break;
+            case 9: r = 19; break;
+            case 10: r = 20; break;
+            case 11: r = 21; break;
+            case 12: r = 22; break;
+            case 13: r = 23; break;
+            case 14: r = 24; break;
+            case 15: r = 25; break;
+            case 16: r = 26; break;
+            case 17: r = 27; break;
+            case 18: r = 28; break;
+            case 19: r = 29; break;
+            case 20: r = 30; break;
+            case 21: r = 31; break;
+            case 22: r = 32; break;
+            case 23: r = 33; break;
+            case 24: r = 34; break;
+            case 25: r = 35; break;
+            case 26: r = 36; break;
+            case 27: r = 37; break;
+            case 28: r = 38; break;
+            case 29: r = 39; break;
+            case 30: r = 40; break;
+            case 31: r = 41; break;
+            case 32: r = 42; break;
+            case 33: r = 43; break;
+            case 34: r = 44; break;
+            case 35: r = 45; break;
+            case 36: r = 46; break;
+            case 37: r = 47; break;
+            case 38: r = 48; break;
+            case 39: r = 49; break;
+            default: r = -1; break; // @big-default
+        }
+        return r;
+    }
+
     static void Never()
     {
         Console.WriteLine("never"); // @never
@@ -167,6 +221,11 @@ class Coverage
 
         Console.WriteLine("picks: " + Pick(true, 1, 9) + " " + Pick(true, 2, 9) + " " + Pick(false, 0, 3)
             + " " + Pick(true, "x", "-") + " " + Pick(false, "-", "y"));
+
+        int big = 0;
+        for (int k = 0; k < 50; k++)
+            big += Big(k);
+        Console.WriteLine("big: " + big);
 
         var pairs = new string[4];
         for (int a = 1; a <= 4; a++)

@@ -501,3 +501,56 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn block_counters() {
+    #[rustfmt::skip]
+    let code = [
+        0x02,                            // 0 ldarg.0
+        0x2D, 0x09,                      // 1 brtrue.s -> 12 (the ret)
+        0x16, 0x26,                      // 3 ldc.i4.0; 4 pop
+        0xFE, 0x14, 0x28, 1, 0, 0, 0x0A, // 5 tail. call 0x0A000001
+        0x2A,                            // 12 ret
+    ];
+    let m = Method::decode(&IlBody::new(code.to_vec())).unwrap();
+    // Basic blocks (instruction indexes): [0, 2), [2, 6), [6, 7): the ret is a branch target.
+    let starts: Vec<usize> = basic_blocks(&m).iter().map(|b| b.start).collect();
+    assert_eq!(starts, [0, 2, 6]);
+    // The ret after the tail call joins the call's block: no probe may separate them.
+    let blocks = counters::probed_blocks(&m);
+    assert_eq!(
+        blocks,
+        [
+            BasicBlock { start: 0, end: 2 },
+            BasicBlock { start: 2, end: 7 }
+        ]
+    );
+    assert_eq!(
+        counters::block_ranges(&m, &blocks).unwrap(),
+        [(0, 3), (3, 13)]
+    );
+
+    // Counters in the blocks of `return x ? 1 : 2;`.
+    let mut m = Method::parse(&[0x1E, 0x02, 0x2C, 0x02, 0x17, 0x2A, 0x18, 0x2A]).unwrap();
+    let blocks = counters::probed_blocks(&m);
+    let cells = counters::leak_counters(blocks.len());
+    counters::add_block_counters(&mut m, &blocks, cells);
+    assert_eq!(m.max_stack, 8 + counters::PROBE_STACK);
+    let (body, _) = m.to_body().unwrap();
+    let probe = |cell: &std::sync::atomic::AtomicU64| {
+        let mut p = vec![0x21];
+        p.extend_from_slice(&(cell.as_ptr() as u64).to_le_bytes());
+        p.extend_from_slice(&[0xE0, 0x25, 0x4C, 0x17, 0x6A, 0x58, 0x55]);
+        p
+    };
+    let expected = [
+        probe(&cells[0]),
+        vec![0x02, 0x2C, 18],
+        probe(&cells[1]),
+        vec![0x17, 0x2A],
+        probe(&cells[2]),
+        vec![0x18, 0x2A],
+    ]
+    .concat();
+    assert_eq!(body.code, expected);
+}
