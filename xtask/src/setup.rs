@@ -5,7 +5,8 @@
 //!   `shared/` next to it are symlinks into the wheel, so the directory is an ordinary dotnet root
 //!   (`dotnet` muxer + `shared/Microsoft.NETCore.App/<version>/`).
 //! - Mono's C# compiler `mcs` (Debian package `mono-mcs`), when it is not already on PATH.
-//! - lcov's `genhtml` (Debian package `lcov`), which checks `clrprof coverage`'s lcov output.
+//! - lcov's `genhtml` (Debian package `lcov`) and libxml2's `xmllint` (Debian package
+//!   `libxml2-utils`), which check `clrprof coverage`'s lcov and Cobertura outputs.
 //! - speedscope's file format JSON schema, from the pinned `speedscope` package on the npm
 //!   registry, into `.deps/speedscope-<version>/`: the end-to-end tests validate clrprof's
 //!   speedscope output against it.
@@ -33,6 +34,7 @@ pub fn run() -> Result<()> {
     ensure_dotnet(&dotnet_root())?;
     ensure_debian_tool("mcs", "mono-mcs", "the Mono C# compiler")?;
     ensure_debian_tool("genhtml", "lcov", "lcov's HTML generator")?;
+    ensure_debian_tool("xmllint", "libxml2-utils", "libxml2's validator")?;
     ensure_speedscope_schema()?;
     Ok(())
 }
