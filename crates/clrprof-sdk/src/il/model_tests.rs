@@ -482,6 +482,16 @@ mod properties {
 
     proptest! {
         #[test]
+        fn decoding_any_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            // Whatever decodes re-encodes to the same code, and its analyses do not panic.
+            if let Ok(mut m) = Method::decode(&IlBody::new(bytes.clone())) {
+                let _ = basic_blocks(&m);
+                let _ = max_stack(&m, |_, _| CallSite::from_signature(&[0, 0, 1]));
+                prop_assert_eq!(m.to_body().unwrap().0.code, bytes);
+            }
+        }
+
+        #[test]
         fn encode_decode_keeps_the_code(mut m in method(), nops in proptest::collection::vec((0usize..60, 0usize..200), 0..4)) {
             // Insert runs of nops (pushing targets out of short reach) before random
             // instructions; after encoding (which widens what must be) and decoding, every
