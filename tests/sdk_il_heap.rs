@@ -156,6 +156,54 @@ fn rejit_replaces_running_methods_and_their_inliners_then_reverts() {
     assert_line_set(&lines, &expected);
 }
 
+#[test]
+fn rejit_turns_block_counters_on_and_off_in_a_running_program() {
+    let program = compile("ReJitCoverage");
+    let plain = program.run(&["50"]);
+    plain.assert_success();
+    let unchanged = |instrumented: &str| {
+        format!(
+            "before: evens=3 odds=2\n\
+             instrumented={instrumented}\n\
+             during: evens=7 odds=5\n\
+             reverted=True\n\
+             after: evens=12 odds=9\n"
+        )
+    };
+    assert_eq!(plain.stdout_str(), unchanged("False"));
+
+    let (out, lines) = profiled(
+        &program,
+        "rejit-coverage",
+        &[],
+        &[("COMPlus_TieredCompilation", "0")],
+    );
+    assert_eq!(out.stdout_str(), unchanged("True"));
+    // `instrumented=True`: the new body of Instrumented, which returns true through the added
+    // local, was accepted by the JIT. Only the 7 calls made while the counters were in: the entry block 7, the even branch 4
+    // (0, 2, 4, 6), the odd branch 3, the join 7. Not the 5 calls before, nor the 9 after the
+    // revert.
+    assert_line_set(
+        &lines,
+        &[
+            "initialized: RejitCoverage, ICorProfilerInfo11",
+            // One bool local (07 01 02), its StandAloneSig defined through IMetaDataEmit.
+            "local signature 070102: local 0, token table 0x11",
+            "module loaded: ReJitCoverage.dll",
+            "worker initialize_current_thread: ok",
+            "request_rejit Work, Instrumented: ok",
+            "ReJitCoverage.Work: 4 blocks",
+            "get_rejit_parameters ReJitCoverage.Work: set_il_body ok",
+            "get_rejit_parameters ReJitCoverage.Instrumented: set_il_body ok",
+            "rejit compiled ReJitCoverage.Work: 0x00000000 S_OK, rejit id non-zero: true",
+            "rejit compiled ReJitCoverage.Instrumented: 0x00000000 S_OK, rejit id non-zero: true",
+            "request_revert Work, Instrumented: ok",
+            "Work block hits: 7 4 3 7",
+            "shutdown",
+        ],
+    );
+}
+
 /// `ProfApi_RejitOnAttach=0` turns the runtime's inline tracking off (the variable name is
 /// case-sensitive on Linux).
 #[test]

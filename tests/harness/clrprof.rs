@@ -151,9 +151,33 @@ pub fn record_with_env(
     clrprof_args: &[&str],
     env: &[(&str, &str)],
 ) -> Recording {
+    run_under_clrprof("record", "clrprof", program, args, clrprof_args, env)
+}
+
+/// Runs `clrprof coverage <clrprof_args> -o <temp>/<name>.<extension> -- <dotnet> <dll> <args>`
+/// to completion; `trace` of the result is the coverage file. Does not check the exit status.
+#[track_caller]
+pub fn coverage(
+    program: &Program,
+    args: &[&str],
+    clrprof_args: &[&str],
+    extension: &str,
+) -> Recording {
+    run_under_clrprof("coverage", extension, program, args, clrprof_args, &[])
+}
+
+#[track_caller]
+fn run_under_clrprof(
+    subcommand: &str,
+    extension: &str,
+    program: &Program,
+    args: &[&str],
+    clrprof_args: &[&str],
+    env: &[(&str, &str)],
+) -> Recording {
     let dir = crate::temp_dir();
-    let trace = dir.path().join(format!("{}.clrprof", program.name));
-    let mut cmd = record_command(program, args, clrprof_args, &trace);
+    let trace = dir.path().join(format!("{}.{extension}", program.name));
+    let mut cmd = command_under_clrprof(subcommand, program, args, clrprof_args, &trace);
     cmd.envs(env.iter().copied());
     let output = run_command(&mut cmd);
     Recording { output, trace, dir }
@@ -168,8 +192,19 @@ pub fn record_command(
     clrprof_args: &[&str],
     trace: &Path,
 ) -> Command {
+    command_under_clrprof("record", program, args, clrprof_args, trace)
+}
+
+/// `clrprof <subcommand> <clrprof_args> -o <trace> -- <dotnet> <dll> <args>`.
+fn command_under_clrprof(
+    subcommand: &str,
+    program: &Program,
+    args: &[&str],
+    clrprof_args: &[&str],
+    trace: &Path,
+) -> Command {
     let mut cmd = Command::new(clrprof_bin());
-    cmd.arg("record")
+    cmd.arg(subcommand)
         .args(clrprof_args)
         .arg("-o")
         .arg(trace)

@@ -250,7 +250,13 @@ impl Dotnet {
         let src = dir.join(format!("{name}.cs"));
         std::fs::write(&src, source).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
         let mut cmd = Command::new(mcs);
+        // More compiler flags from `// @mcs -debug` lines (the source is part of the cache key).
+        let extra_flags = source
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix("// @mcs "))
+            .map(str::trim);
         cmd.args(MCS_FLAGS)
+            .args(extra_flags)
             .arg(format!(
                 "-out:{}",
                 dir.join(format!("{name}.dll")).display()

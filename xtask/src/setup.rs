@@ -5,6 +5,8 @@
 //!   `shared/` next to it are symlinks into the wheel, so the directory is an ordinary dotnet root
 //!   (`dotnet` muxer + `shared/Microsoft.NETCore.App/<version>/`).
 //! - Mono's C# compiler `mcs` (Debian package `mono-mcs`), when it is not already on PATH.
+//! - lcov's `genhtml` (Debian package `lcov`) and libxml2's `xmllint` (Debian package
+//!   `libxml2-utils`), which check `clrprof coverage`'s lcov and Cobertura outputs.
 //! - speedscope's file format JSON schema, from the pinned `speedscope` package on the npm
 //!   registry, into `.deps/speedscope-<version>/`: the end-to-end tests validate clrprof's
 //!   speedscope output against it.
@@ -30,7 +32,9 @@ pub fn dotnet_root() -> PathBuf {
 
 pub fn run() -> Result<()> {
     ensure_dotnet(&dotnet_root())?;
-    ensure_mcs()?;
+    ensure_debian_tool("mcs", "mono-mcs", "the Mono C# compiler")?;
+    ensure_debian_tool("genhtml", "lcov", "lcov's HTML generator")?;
+    ensure_debian_tool("xmllint", "libxml2-utils", "libxml2's validator")?;
     ensure_speedscope_schema()?;
     Ok(())
 }
@@ -273,24 +277,27 @@ fn link(_target: &Path, _link: &Path) -> Result<()> {
     bail!("setup installs the test runtime on Linux x86_64 only")
 }
 
-fn ensure_mcs() -> Result<()> {
-    if let Some(mcs) = find_on_path("mcs") {
-        println!("setup: mcs: found {}", mcs.display());
+/// Makes sure `command` is on PATH, installing Debian's `package` with apt-get if not.
+fn ensure_debian_tool(command: &str, package: &str, what: &str) -> Result<()> {
+    if let Some(found) = find_on_path(command) {
+        println!("setup: {command}: found {}", found.display());
         return Ok(());
     }
     let Some(apt_get) = find_on_path("apt-get") else {
         bail!(
-            "the Mono C# compiler `mcs` is not on PATH and apt-get is not available; \
-             install the package that provides `mcs` (Debian/Ubuntu: mono-mcs)"
+            "{what} `{command}` is not on PATH and apt-get is not available; \
+             install the package that provides `{command}` (Debian/Ubuntu: {package})"
         );
     };
     let sudo = if is_root()? {
         None
     } else {
-        Some(find_on_path("sudo").context(
-            "the Mono C# compiler `mcs` is not on PATH; installing it needs root: \
-             run `apt-get install mono-mcs` as root (sudo is not available)",
-        )?)
+        Some(find_on_path("sudo").with_context(|| {
+            format!(
+                "{what} `{command}` is not on PATH; installing it needs root: \
+                 run `apt-get install {package}` as root (sudo is not available)"
+            )
+        })?)
     };
     let apt = |args: &[&str]| {
         let mut cmd = match &sudo {
@@ -307,19 +314,22 @@ fn ensure_mcs() -> Result<()> {
             .map(|s| s.success())
             .with_context(|| format!("cannot run `{}`", display(&cmd)))
     };
-    let install = ["install", "-y", "--no-install-recommends", "mono-mcs"];
+    let install = ["install", "-y", "--no-install-recommends", package];
     if !apt(&install)? {
         println!("setup: apt-get install failed; refreshing the package lists and retrying");
         if !apt(&["update"])? {
             bail!("`apt-get update` failed; see its output above");
         }
         if !apt(&install)? {
-            bail!("`apt-get install mono-mcs` failed; see its output above");
+            bail!("`apt-get install {package}` failed; see its output above");
         }
     }
-    let mcs =
-        find_on_path("mcs").context("mono-mcs was installed but `mcs` is still not on PATH")?;
-    println!("setup: mcs: installed mono-mcs ({})", mcs.display());
+    let found = find_on_path(command)
+        .with_context(|| format!("{package} was installed but `{command}` is still not on PATH"))?;
+    println!(
+        "setup: {command}: installed {package} ({})",
+        found.display()
+    );
     Ok(())
 }
 

@@ -95,6 +95,7 @@ impl Agent {
                     .into(),
             );
         }
+        crate::coverage::start(&config);
         let out = Transport::start(sink, config.buffer_bytes, |_| {});
         let session = SESSION.publish(Session::new(
             info,
@@ -263,6 +264,9 @@ impl Session {
                 low |= EventMask::DISABLE_INLINING;
             }
         }
+        if let Some(coverage) = crate::coverage::get() {
+            low |= coverage.event_mask();
+        }
         if self.attached {
             // Cache searches come with `jit` but are not allowed after attach: JIT events are.
             low.remove(EventMask::MONITOR_CACHE_SEARCHES);
@@ -295,6 +299,9 @@ impl Profiler for Agent {
             crate::heap::snapshot_at_exit(s);
             crate::heap::finish(s);
             s.event(K::SHUTDOWN, &[]);
+            if let Some(coverage) = crate::coverage::get() {
+                coverage.write(s);
+            }
             s.end("shutdown");
         }
         Ok(())
@@ -340,6 +347,9 @@ impl Profiler for Agent {
         self.ev(K::MODULE_LOAD_STARTED, &[m.as_u64()])
     }
     fn module_load_finished(&self, m: ModuleId, status: HResult) -> Result<()> {
+        if let (Some(s), Some(coverage)) = (self.session(), crate::coverage::get()) {
+            coverage.module_loaded(&s.info, m);
+        }
         self.ev(K::MODULE_LOAD_FINISHED, &[m.as_u64(), hr(status)])
     }
     fn module_unload_started(&self, m: ModuleId) -> Result<()> {
@@ -377,16 +387,19 @@ impl Profiler for Agent {
         self.ev(K::FUNCTION_UNLOAD_STARTED, &[f.as_u64()])
     }
     fn jit_compilation_started(&self, f: FunctionId, safe: bool) -> Result<()> {
-        let Some(s) = self
-            .session()
-            .filter(|s| s.wants(K::JIT_COMPILATION_STARTED))
-        else {
-            return Ok(());
-        };
-        s.event(
-            K::JIT_COMPILATION_STARTED,
-            &[f.as_u64(), b(safe), u64::from(il_code_size(&s.info, f))],
-        );
+        let session = self.session();
+        // The IL size is the method's own, read before coverage rewrites the body.
+        let wanted = session.filter(|s| s.wants(K::JIT_COMPILATION_STARTED));
+        let il_bytes = wanted.map_or(0, |s| il_code_size(&s.info, f));
+        if let (Some(s), Some(coverage)) = (session, crate::coverage::get()) {
+            coverage.jit_started(s, f);
+        }
+        if let Some(s) = wanted {
+            s.event(
+                K::JIT_COMPILATION_STARTED,
+                &[f.as_u64(), b(safe), u64::from(il_bytes)],
+            );
+        }
         Ok(())
     }
     fn jit_compilation_finished(&self, f: FunctionId, status: HResult, safe: bool) -> Result<()> {

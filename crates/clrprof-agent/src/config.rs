@@ -5,7 +5,8 @@
 //! - `CLRPROF_CONFIG`: `key=value` pairs separated by `;`:
 //!   `mode=sample|trace|none`, `events=jit,gc,...|all`, `rate=HZ`, `inline=1|0`,
 //!   `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all`, `alloc_interval=BYTES`,
-//!   `heap_snapshot=at-exit|every-gc|N|on-signal`.
+//!   `heap_snapshot=at-exit|every-gc|N|on-signal`, `coverage=1`, `cover_include=A,B`,
+//!   `cover_exclude=A,B` (assembly names, see `coverage.rs`).
 //!
 //! Unknown keys and bad values are reported back to the CLI as warnings, never fatal: the
 //! profiled program must run whatever the configuration says.
@@ -68,6 +69,12 @@ pub struct Config {
     pub alloc_interval: u64,
     /// Heap snapshots.
     pub heap_snapshots: HeapSnapshots,
+    /// Count basic-block hits of JIT-compiled methods (`clrprof coverage`).
+    pub coverage: bool,
+    /// Coverage: only these assemblies (empty: every assembly outside the framework).
+    pub cover_include: Vec<String>,
+    /// Coverage: never these assemblies.
+    pub cover_exclude: Vec<String>,
     /// The configuration string as given.
     pub raw: String,
     /// Problems found while parsing, for the CLI to show.
@@ -89,6 +96,9 @@ impl Default for Config {
             alloc: AllocMode::Off,
             alloc_interval: DEFAULT_ALLOC_INTERVAL,
             heap_snapshots: HeapSnapshots::Off,
+            coverage: false,
+            cover_include: Vec::new(),
+            cover_exclude: Vec::new(),
             raw: String::new(),
             warnings: Vec::new(),
         }
@@ -170,6 +180,9 @@ impl Config {
                             .push(format!("bad heap_snapshot `{value}`, no snapshots")),
                     },
                 },
+                "coverage" => c.coverage = value != "0",
+                "cover_include" => c.cover_include = names(value),
+                "cover_exclude" => c.cover_exclude = names(value),
                 other => c
                     .warnings
                     .push(format!("unknown setting `{other}`, ignored")),
@@ -184,9 +197,29 @@ impl Config {
     }
 }
 
+/// A comma-separated list of names.
+fn names(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_coverage_settings() {
+        let c = Config::parse("mode=none;coverage=1;cover_include=App, Lib;cover_exclude=Tests");
+        assert!(c.coverage);
+        assert_eq!(c.cover_include, ["App", "Lib"]);
+        assert_eq!(c.cover_exclude, ["Tests"]);
+        assert!(c.warnings.is_empty());
+        assert!(!Config::parse("").coverage);
+    }
 
     #[test]
     fn parses_settings() {

@@ -22,6 +22,7 @@
 pub mod agent;
 pub mod alloc;
 pub mod config;
+pub mod coverage;
 pub mod defs;
 pub mod detach;
 pub mod exceptions;

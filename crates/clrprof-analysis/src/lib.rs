@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 pub mod builder;
+pub mod coverage;
 mod error;
 pub mod events;
 pub mod memory;

@@ -151,6 +151,8 @@ pub struct LoadedTrace {
     pub unknown_records: u64,
     /// Allocations, collections and suspensions, for the memory reports.
     pub memory: MemoryRecords,
+    /// Basic-block hit counts of the methods instrumented for coverage.
+    pub coverage: Vec<clrprof_trace::CoverageMethod>,
     pub(crate) stacks: HashMap<u32, StackDef>,
     samples: Vec<TraceSample>,
     call_tree: Vec<CallTreeNode>,
@@ -199,6 +201,7 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
         records: 0,
         unknown_records: 0,
         memory: MemoryRecords::keeping(heap),
+        coverage: Vec::new(),
         stacks: HashMap::new(),
         samples: Vec::new(),
         call_tree: Vec::new(),
@@ -273,6 +276,7 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
             Record::AllocatedByClass(a) => t.memory.allocated_by_class(&a),
             Record::Sample(s) => t.samples.push(s),
             Record::CallTreeNode(n) => t.call_tree.push(n),
+            Record::CoverageMethod(m) => t.coverage.push(m),
             Record::Unknown { .. } => t.unknown_records += 1,
         }
     }

@@ -297,6 +297,8 @@ mod tests {
             output: PathBuf::from("x"),
             agent: PathBuf::from("a"),
             command: Vec::new(),
+            extra_config: String::new(),
+            summary: true,
         }
     }
 

@@ -23,6 +23,8 @@ pub enum Command {
     Ps,
     /// Load the agent into a running .NET process, record for a while, then detach.
     Attach(AttachArgs),
+    /// Run a .NET program with block counters and write its code coverage.
+    Coverage(crate::coverage::CoverageArgs),
 }
 
 /// How CPU time is profiled.

@@ -10,6 +10,7 @@ mod agent_lib;
 #[cfg(unix)]
 mod attach;
 mod cli;
+mod coverage;
 #[cfg(unix)]
 mod ps;
 #[cfg(unix)]
@@ -77,6 +78,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 output: a.output,
                 agent,
                 command: a.command,
+                extra_config: String::new(),
+                summary: true,
             };
             record::record(&opts)
         }
@@ -112,9 +115,19 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     output: a.output,
                     agent,
                     command: Vec::new(),
+                    extra_config: String::new(),
+                    summary: true,
                 },
             };
             attach::attach(&opts)
+        }
+        #[cfg(unix)]
+        Command::Coverage(a) => coverage::coverage(a),
+        #[cfg(not(unix))]
+        Command::Coverage(_) => {
+            anyhow::bail!(
+                "`clrprof coverage` talks to the agent over a Unix socket and is available on Linux"
+            )
         }
         Command::Report(a) => {
             let opts = report::ReportOptions {

@@ -48,6 +48,10 @@ pub struct RecordOptions {
     pub agent: PathBuf,
     /// Program and arguments.
     pub command: Vec<String>,
+    /// More agent settings (`key=value;...`), e.g. coverage's.
+    pub extra_config: String,
+    /// Print the closing summary line.
+    pub summary: bool,
 }
 
 impl RecordOptions {
@@ -71,6 +75,10 @@ impl RecordOptions {
         }
         if let Some(when) = &self.heap_snapshot {
             c.push_str(&format!(";heap_snapshot={when}"));
+        }
+        if !self.extra_config.is_empty() {
+            c.push(';');
+            c.push_str(&self.extra_config);
         }
         c
     }
@@ -201,6 +209,9 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         );
     }
     let code = if signal != 0 { 128 + signal } else { exit_code };
+    if !opts.summary {
+        return Ok(code);
+    }
     eprintln!(
         "clrprof: wrote {} ({} records: {} events, {} samples, {} dropped); the program exited with {}",
         opts.output.display(),

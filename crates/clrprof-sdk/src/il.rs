@@ -28,10 +28,57 @@
 //! body.code = [ldc_i4(42), vec![op::RET]].concat();
 //! assert_eq!(body.encode().unwrap(), [0x0E, 0x1F, 42, 0x2A]);
 //! ```
+//!
+//! [`Method`] decodes the code into instructions (every opcode of ECMA-335, prefixes and
+//! `switch` included) whose branch targets and exception clause boundaries are [`Label`]s, so
+//! code can be inserted anywhere; encoding widens the short branches that no longer reach and
+//! otherwise gives back the original bytes. [`basic_blocks`], [`max_stack`] and
+//! [`Method::il_map`] (for `SetILInstrumentedCodeMap`) work on it, and [`counters`] adds a hit
+//! counter to every block.
+//!
+//! ```
+//! use clrprof_sdk::il::{Method, OpCode, Operand, asm, basic_blocks};
+//!
+//! // `return x ? 1 : 2;`: ldarg.0; brfalse.s +2; ldc.i4.1; ret; ldc.i4.2; ret
+//! let mut m = Method::parse(&[0x1E, 0x02, 0x2C, 0x02, 0x17, 0x2A, 0x18, 0x2A]).unwrap();
+//! let blocks = basic_blocks(&m);
+//! assert_eq!(blocks.len(), 3);
+//! // A nop at the start of every block (last first, so that indexes stay valid). The branch
+//! // now lands on the nop of its target block.
+//! for b in blocks.iter().rev() {
+//!     m.insert_before(b.start, [asm::op(OpCode::NOP, Operand::None)]);
+//! }
+//! assert_eq!(
+//!     m.encode().unwrap(),
+//!     [0x2A, 0x00, 0x02, 0x2C, 0x03, 0x00, 0x17, 0x2A, 0x00, 0x18, 0x2A]
+//! );
+//! ```
 
 use core::fmt;
 
 use clrprof_sys as sys;
+
+mod blocks;
+pub mod counters;
+mod instruction;
+mod locals;
+mod method;
+#[cfg(test)]
+mod model_tests;
+mod opcodes;
+mod stack;
+
+pub use blocks::{BasicBlock, basic_blocks};
+pub use instruction::{Instruction, Label, Operand};
+pub use locals::append_local;
+pub use method::{Clause, Handler, Layout, Method};
+pub use opcodes::{ALL as ALL_OPCODES, Flow, OpCode, OpInfo, OperandKind, StackCount};
+pub use stack::{CallSite, max_stack};
+
+/// Instructions to insert, for [`Method::insert_before`].
+pub mod asm {
+    pub use super::instruction::{ldc_i4, op};
+}
 
 use crate::error::Error;
 use crate::ids::Token;
@@ -163,6 +210,14 @@ pub enum IlError {
         /// What overflowed.
         what: &'static str,
     },
+    /// The code is not valid IL (an unknown opcode, a branch into an instruction, a stack
+    /// that underflows, ...).
+    InvalidCode {
+        /// IL offset of the offending instruction (0 when it has none yet).
+        offset: u32,
+        /// What is wrong.
+        what: &'static str,
+    },
 }
 
 impl fmt::Display for IlError {
@@ -190,6 +245,9 @@ impl fmt::Display for IlError {
                 "IL extra section at offset {offset} declares size {data_size}, smaller than its header"
             ),
             IlError::TooLarge { what } => write!(f, "IL body too large: {what}"),
+            IlError::InvalidCode { offset, what } => {
+                write!(f, "invalid IL at offset {offset:#x}: {what}")
+            }
         }
     }
 }
@@ -322,6 +380,46 @@ impl HeaderFormat {
         } else {
             None
         }
+    }
+}
+
+/// The forms a body is written in: header, and exception table clauses. Forms a body does not
+/// fit (a tiny header for 64 bytes of code) are replaced by the larger ones.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Encoding {
+    /// The header format wanted.
+    pub header: HeaderFormat,
+    /// Fat exception clauses even when small ones would do.
+    pub fat_clauses: bool,
+}
+
+impl Default for Encoding {
+    /// The smallest forms.
+    fn default() -> Self {
+        Encoding {
+            header: HeaderFormat::Tiny,
+            fat_clauses: false,
+        }
+    }
+}
+
+impl Encoding {
+    /// The forms a stored body uses; `None` when the bytes are not a body.
+    pub fn of(bytes: &[u8]) -> Option<Encoding> {
+        let header = HeaderFormat::of(bytes)?;
+        let mut fat_clauses = false;
+        if header == HeaderFormat::Fat && bytes.len() >= FAT_HEADER_LEN {
+            let flags = read_u16(bytes, 0);
+            if flags & FLAG_MORE_SECTS != 0 {
+                let code_start = ((flags >> 12) as usize) * 4;
+                let sect = align4(code_start + read_u32(bytes, 4) as usize)?;
+                fat_clauses = bytes.get(sect)? & SECT_FAT != 0;
+            }
+        }
+        Some(Encoding {
+            header,
+            fat_clauses,
+        })
     }
 }
 
@@ -512,7 +610,14 @@ impl IlBody {
     /// clause fits and there are at most 20, else fat. The result must be placed at a 4-byte
     /// aligned address when it has a fat header (the runtime aligns sections by address).
     pub fn encode(&self) -> Result<Vec<u8>, IlError> {
-        if self.fits_tiny() {
+        self.encode_with(Encoding::default())
+    }
+
+    /// Writes the body like [`IlBody::encode`], in the forms of `encoding` where the body fits
+    /// them (a fat header for a body that could be tiny, fat clauses that could be small): what
+    /// re-encoding a body read from a file byte for byte needs.
+    pub fn encode_with(&self, encoding: Encoding) -> Result<Vec<u8>, IlError> {
+        if self.fits_tiny() && encoding.header == HeaderFormat::Tiny {
             let mut out = Vec::with_capacity(1 + self.code.len());
             out.push(((self.code.len() as u8) << 2) | FLAG_TINY);
             out.extend_from_slice(&self.code);
@@ -540,7 +645,8 @@ impl IlBody {
         while out.len() % 4 != 0 {
             out.push(0);
         }
-        let small = self.clauses.len() <= SMALL_MAX_CLAUSES
+        let small = !encoding.fat_clauses
+            && self.clauses.len() <= SMALL_MAX_CLAUSES
             && self.clauses.iter().all(ExceptionClause::fits_small);
         if small {
             let size = SECTION_HEADER_LEN + self.clauses.len() * SMALL_CLAUSE_LEN;

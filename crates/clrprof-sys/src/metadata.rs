@@ -502,9 +502,125 @@ com_vtable! {
     }
 }
 
+/// IID of IMetaDataEmit: {BA3FEE4C-ECB9-4E41-83B7-183FA41CD859}.
+pub const IID_IMetaDataEmit: GUID = GUID::from_u128(0xBA3FEE4C_ECB9_4E41_83B7_183FA41CD859);
+
+com_vtable! {
+    /// IMetaDataEmit, the first 21 methods (through `GetTokenFromSig`, what IL rewriting needs
+    /// to add local variable signatures); the slots after them are not declared, so a pointer
+    /// to the runtime's vtable may be read through this prefix. Obtained with
+    /// `GetModuleMetaData(ofWrite, IID_IMetaDataEmit)`.
+    pub struct IMetaDataEmitVtbl("IMetaDataEmit"): IUnknownVtbl {
+        fn SetModuleProps(szName: LPCWSTR) -> HRESULT;
+        fn Save(szFile: LPCWSTR, dwSaveFlags: DWORD) -> HRESULT;
+        /// `pIStream` is an `IStream*`.
+        fn SaveToStream(pIStream: *mut c_void, dwSaveFlags: DWORD) -> HRESULT;
+        /// `fSave` is a `CorSaveSize`.
+        fn GetSaveSize(fSave: DWORD, pdwSaveSize: *mut DWORD) -> HRESULT;
+        fn DefineTypeDef(
+            szTypeDef: LPCWSTR,
+            dwTypeDefFlags: DWORD,
+            tkExtends: mdToken,
+            rtkImplements: *mut mdToken,
+            ptd: *mut mdTypeDef,
+        ) -> HRESULT;
+        fn DefineNestedType(
+            szTypeDef: LPCWSTR,
+            dwTypeDefFlags: DWORD,
+            tkExtends: mdToken,
+            rtkImplements: *mut mdToken,
+            tdEncloser: mdTypeDef,
+            ptd: *mut mdTypeDef,
+        ) -> HRESULT;
+        /// `pUnk` is an `IUnknown*`.
+        fn SetHandler(pUnk: *mut c_void) -> HRESULT;
+        fn DefineMethod(
+            td: mdTypeDef,
+            szName: LPCWSTR,
+            dwMethodFlags: DWORD,
+            pvSigBlob: PCCOR_SIGNATURE,
+            cbSigBlob: ULONG,
+            ulCodeRVA: ULONG,
+            dwImplFlags: DWORD,
+            pmd: *mut mdMethodDef,
+        ) -> HRESULT;
+        fn DefineMethodImpl(td: mdTypeDef, tkBody: mdToken, tkDecl: mdToken) -> HRESULT;
+        fn DefineTypeRefByName(tkResolutionScope: mdToken, szName: LPCWSTR, ptr: *mut mdTypeRef) -> HRESULT;
+        /// `pAssemImport`: IMetaDataAssemblyImport*, `pImport`: IMetaDataImport*,
+        /// `pAssemEmit`: IMetaDataAssemblyEmit*.
+        fn DefineImportType(
+            pAssemImport: *mut c_void,
+            pbHashValue: *const c_void,
+            cbHashValue: ULONG,
+            pImport: *mut c_void,
+            tdImport: mdTypeDef,
+            pAssemEmit: *mut c_void,
+            ptr: *mut mdTypeRef,
+        ) -> HRESULT;
+        fn DefineMemberRef(
+            tkImport: mdToken,
+            szName: LPCWSTR,
+            pvSigBlob: PCCOR_SIGNATURE,
+            cbSigBlob: ULONG,
+            pmr: *mut mdMemberRef,
+        ) -> HRESULT;
+        /// `pAssemImport`: IMetaDataAssemblyImport*, `pImport`: IMetaDataImport*,
+        /// `pAssemEmit`: IMetaDataAssemblyEmit*.
+        fn DefineImportMember(
+            pAssemImport: *mut c_void,
+            pbHashValue: *const c_void,
+            cbHashValue: ULONG,
+            pImport: *mut c_void,
+            mbMember: mdToken,
+            pAssemEmit: *mut c_void,
+            tkParent: mdToken,
+            pmr: *mut mdMemberRef,
+        ) -> HRESULT;
+        fn DefineEvent(
+            td: mdTypeDef,
+            szEvent: LPCWSTR,
+            dwEventFlags: DWORD,
+            tkEventType: mdToken,
+            mdAddOn: mdMethodDef,
+            mdRemoveOn: mdMethodDef,
+            mdFire: mdMethodDef,
+            rmdOtherMethods: *mut mdMethodDef,
+            pmdEvent: *mut mdEvent,
+        ) -> HRESULT;
+        fn SetClassLayout(
+            td: mdTypeDef,
+            dwPackSize: DWORD,
+            rFieldOffsets: *mut COR_FIELD_OFFSET,
+            ulClassSize: ULONG,
+        ) -> HRESULT;
+        fn DeleteClassLayout(td: mdTypeDef) -> HRESULT;
+        fn SetFieldMarshal(tk: mdToken, pvNativeType: PCCOR_SIGNATURE, cbNativeType: ULONG) -> HRESULT;
+        fn DeleteFieldMarshal(tk: mdToken) -> HRESULT;
+        fn DefinePermissionSet(
+            tk: mdToken,
+            dwAction: DWORD,
+            pvPermission: *const c_void,
+            cbPermission: ULONG,
+            ppm: *mut mdPermission,
+        ) -> HRESULT;
+        fn SetRVA(md: mdMethodDef, ulRVA: ULONG) -> HRESULT;
+        /// A StandAloneSig token for the signature (a local variable signature, or a method
+        /// signature for `calli`), new or existing.
+        fn GetTokenFromSig(pvSig: PCCOR_SIGNATURE, cbSig: ULONG, pmsig: *mut mdSignature) -> HRESULT;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn emit_iid() {
+        assert_eq!(
+            IID_IMetaDataEmit.to_string(),
+            "{BA3FEE4C-ECB9-4E41-83B7-183FA41CD859}"
+        );
+    }
 
     #[test]
     fn iids() {

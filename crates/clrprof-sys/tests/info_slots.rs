@@ -11,6 +11,7 @@ use clrprof_sys::*;
 const INFO_LISTING: &str = include_str!("slots/info.txt");
 const METADATA_LISTING: &str = include_str!("slots/metadata.txt");
 const ASSEMBLY_IMPORT_LISTING: &str = include_str!("slots/metadata_assembly.txt");
+const EMIT_LISTING: &str = include_str!("slots/metadata_emit.txt");
 
 /// `listing` cut off after the last method of `interface`, to check an intermediate version.
 fn listing_through(listing: &str, interface: &str) -> String {
@@ -54,6 +55,12 @@ fn metadata_import_matches_listing() {
         "IMetaDataImport",
     ));
     common::check_listing::<IMetaDataAssemblyImportVtbl>(ASSEMBLY_IMPORT_LISTING);
+}
+
+#[test]
+fn metadata_emit_prefix_matches_listing() {
+    common::check_listing::<IMetaDataEmitVtbl>(EMIT_LISTING);
+    common::assert_slot::<IMetaDataEmitVtbl>("GetTokenFromSig", 23);
 }
 
 /// Slots measured with hand-made vtables against CoreCLR 3.1.23 on Linux x86_64.

@@ -90,11 +90,12 @@ mod tests {
         assert_eq!(Header::parse(&newer_minor.to_bytes()).unwrap(), newer_minor);
         let v2 = Header {
             major: 2,
+            minor: 0,
             ..Header::CURRENT
         };
         assert!(matches!(
             Header::parse(&v2.to_bytes()),
-            Err(ReadError::UnsupportedVersion { major: 2, minor: 1 })
+            Err(ReadError::UnsupportedVersion { major: 2, minor: 0 })
         ));
         assert!(matches!(
             Header::parse(b"CLRP"),

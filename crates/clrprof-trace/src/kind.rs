@@ -82,6 +82,8 @@ record_kinds! {
     HEAP_GENERATIONS = 46, "HeapGenerations";
     /// `AllocatedByClass`: objects allocated per class since the previous collection (1.1).
     ALLOCATED_BY_CLASS = 47, "AllocatedByClass";
+    /// `CoverageMethod`: basic-block hit counts of one instrumented method (format 1.1).
+    COVERAGE_METHOD = 60, "CoverageMethod";
 }
 
 impl RecordKind {
@@ -122,6 +124,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 26);
+        assert_eq!(RecordKind::KNOWN.len(), 27);
     }
 }

@@ -55,10 +55,10 @@ pub use kind::RecordKind;
 pub use read::Reader;
 pub use record::{
     AllocatedByClass, Allocation, AppDomainDef, AssemblyDef, CallTreeNode, ClassDef, Counter,
-    Event, ExceptionInfo, FrameKind, FunctionDef, GcGenerations, HeapGenerations, HeapObject,
-    HeapRoot, HeapSnapshot, HeapSnapshotEnd, MAX_U64_LIST, Message, ModuleDef, NativeFrameDef,
-    NativeTargetDef, Record, RecordingEnd, Sample, SessionEnd, SessionStart, StackDef, ThreadDef,
-    ThreadState,
+    CoverageBlock, CoverageMethod, Event, ExceptionInfo, FrameKind, FunctionDef, GcGenerations,
+    HeapGenerations, HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd, MAX_COVERAGE_BLOCKS,
+    MAX_U64_LIST, Message, ModuleDef, NativeFrameDef, NativeTargetDef, Record, RecordingEnd,
+    Sample, SessionEnd, SessionStart, StackDef, ThreadDef, ThreadState,
 };
 pub use stream::{RawRecord, StreamDecoder};
 pub use write::{Writer, write_header};

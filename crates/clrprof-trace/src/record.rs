@@ -79,6 +79,54 @@ impl Field for String {
     }
 }
 
+/// One basic block of a [`CoverageMethod`]: its IL range in the method's original body and
+/// how many times it was entered. 16 bytes: `u32 il_start`, `u32 il_end`, `u64 hits`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct CoverageBlock {
+    /// IL offset of the block's first instruction.
+    pub il_start: u32,
+    /// IL offset just after its last instruction.
+    pub il_end: u32,
+    /// Times the block was entered.
+    pub hits: u64,
+}
+
+impl CoverageBlock {
+    /// Encoded size.
+    const LEN: usize = 16;
+}
+
+/// `[CoverageBlock]`: `u32` count and the blocks.
+impl Field for Vec<CoverageBlock> {
+    fn len(&self) -> usize {
+        4 + CoverageBlock::LEN * self.len().min(MAX_COVERAGE_BLOCKS)
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        let blocks = &self[..self.len().min(MAX_COVERAGE_BLOCKS)];
+        (blocks.len() as u32).put(s);
+        for b in blocks {
+            b.il_start.put(s);
+            b.il_end.put(s);
+            b.hits.put(s);
+        }
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        let n = f.count(name, CoverageBlock::LEN, MAX_COVERAGE_BLOCKS)?;
+        (0..n)
+            .map(|_| {
+                Ok(CoverageBlock {
+                    il_start: f.u32(name)?,
+                    il_end: f.u32(name)?,
+                    hits: f.u64(name)?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Most blocks one [`CoverageMethod`] holds (what fits a payload); writers drop the rest.
+pub const MAX_COVERAGE_BLOCKS: usize = (MAX_PAYLOAD_LEN - 64) / CoverageBlock::LEN;
+
 impl Field for EventKind {
     fn len(&self) -> usize {
         2
@@ -618,6 +666,24 @@ records! {
         /// The native function's name.
         entry_point: String,
     }
+
+    /// Kind 60 (format 1.1): basic-block hit counts of one method the agent instrumented for
+    /// coverage, written at shutdown.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    CoverageMethod = COVERAGE_METHOD {
+        /// Its module (a [`ModuleDef`] gives the path).
+        module: u64,
+        /// Its MethodDef token.
+        token: u32,
+        /// Declaring type, generic parameters by their declared names (`Shop.Box<T>`).
+        type_name: String,
+        /// Method name, with its generic parameters (`Pick<T>`).
+        method_name: String,
+        /// Parameter list (`(bool, T, T)`).
+        signature: String,
+        /// Its blocks in IL order.
+        blocks: Vec<CoverageBlock>,
+    }
 }
 
 /// Kind 32: one profiler callback.
@@ -800,6 +866,8 @@ pub enum Record {
     HeapGenerations(HeapGenerations),
     /// Kind 47 (1.1).
     AllocatedByClass(AllocatedByClass),
+    /// Kind 60.
+    CoverageMethod(CoverageMethod),
     /// A kind this crate does not know, from a newer minor version of the format. Readers
     /// skip (and may count) it; a writer copies it as it is.
     Unknown {
@@ -840,6 +908,7 @@ macro_rules! with_record {
             Record::HeapSnapshotEnd($r) => $body,
             Record::HeapGenerations($r) => $body,
             Record::AllocatedByClass($r) => $body,
+            Record::CoverageMethod($r) => $body,
             Record::Unknown {
                 kind: $kind,
                 payload: $payload,
@@ -937,6 +1006,7 @@ impl Record {
             RecordKind::HEAP_SNAPSHOT_END => read::<HeapSnapshotEnd>(payload).map(Record::from),
             RecordKind::HEAP_GENERATIONS => read::<HeapGenerations>(payload).map(Record::from),
             RecordKind::ALLOCATED_BY_CLASS => read::<AllocatedByClass>(payload).map(Record::from),
+            RecordKind::COVERAGE_METHOD => read::<CoverageMethod>(payload).map(Record::from),
             kind => Ok(Record::Unknown {
                 kind,
                 payload: payload.to_vec(),
@@ -1126,6 +1196,25 @@ pub(crate) mod tests {
                 objects: 1,
                 roots: 1,
                 refs_cut: 0,
+            }),
+            Record::CoverageMethod(CoverageMethod {
+                module: 0x7f00_0000_1000,
+                token: 0x0600_0002,
+                type_name: "Shop.Box<T>".into(),
+                method_name: "Pick<U>".into(),
+                signature: "(bool, U, U)".into(),
+                blocks: vec![
+                    CoverageBlock {
+                        il_start: 0,
+                        il_end: 7,
+                        hits: 3,
+                    },
+                    CoverageBlock {
+                        il_start: 7,
+                        il_end: 9,
+                        hits: 0,
+                    },
+                ],
             }),
             Record::Unknown {
                 kind: RecordKind(200),

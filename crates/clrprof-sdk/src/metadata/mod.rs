@@ -16,10 +16,12 @@ use crate::error::{Error, HResult, Result, check};
 use crate::ids::{FunctionId, ModuleId, Token};
 use crate::info::ProfilerInfo;
 
+pub mod emit;
 pub mod import;
 pub mod names;
 pub mod signature;
 
+pub use emit::MetaDataEmit;
 pub use import::{
     AssemblyProps, Constant, FieldProps, GenericParamProps, MemberRefProps, MetaDataAssemblyImport,
     MetaDataImport, MethodProps, MethodSpecProps, ParamProps, PinvokeMap, ScopeProps, TypeDefProps,

@@ -9,6 +9,11 @@
 //! - `rejit`: when `ReJit.AskRejit()` is compiled, a thread of the probe re-JITs
 //!   `ReJit.Inlinee()` with its inliners (-> 20; if the runtime does not track inliners,
 //!   alone) and `ReJit.Value()` (-> 2); when `ReJit.AskRevert()` is compiled, it reverts both.
+//! - `rejit-coverage`: when `ReJitCoverage.AskInstrument()` is compiled, a thread of the
+//!   probe re-JITs `ReJitCoverage.Work(int)` with the SDK's block counters and
+//!   `ReJitCoverage.Instrumented()` (-> true, through a local variable whose signature the
+//!   probe added at ModuleLoadFinished) in one request; when `AskRevert()` is compiled,
+//!   it reverts both. At shutdown it prints Work's block counts.
 //! - `heap`: inspects the objects `Heap.cs` keeps in statics, in the `GarbageCollectionFinished`
 //!   of the GC the program induces after setting `Heap.Phase = 1`, then calls `ForceGC` from
 //!   a thread of its own.
@@ -20,12 +25,15 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Display;
 use std::fs::File;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use clrprof_sdk::il::{ClauseKind, HeaderFormat, IlBody, ldc_i4, op};
+use clrprof_sdk::il::{
+    ClauseKind, HeaderFormat, IlBody, Method, append_local, counters, ldc_i4, op,
+};
 use clrprof_sdk::info::{MethodRef, RejitFlags};
 use clrprof_sdk::metadata::MetaDataImport;
 use clrprof_sdk::{
@@ -43,6 +51,7 @@ clrprof_sdk::export_profiler!(IlHeapProbe, CLSID);
 enum Scenario {
     IlRewrite,
     Rejit,
+    RejitCoverage,
     Heap,
 }
 
@@ -51,6 +60,7 @@ impl Scenario {
         match std::env::var("PROBE_SCENARIO").ok()?.as_str() {
             "il-rewrite" => Some(Scenario::IlRewrite),
             "rejit" => Some(Scenario::Rejit),
+            "rejit-coverage" => Some(Scenario::RejitCoverage),
             "heap" => Some(Scenario::Heap),
             _ => None,
         }
@@ -61,6 +71,7 @@ impl Scenario {
         match self {
             Scenario::IlRewrite => "IlRewrite.dll",
             Scenario::Rejit => "ReJit.dll",
+            Scenario::RejitCoverage => "ReJitCoverage.dll",
             Scenario::Heap => "Heap.dll",
         }
     }
@@ -69,7 +80,9 @@ impl Scenario {
         let base = EventMask::MONITOR_MODULE_LOADS;
         match self {
             Scenario::IlRewrite => base | EventMask::MONITOR_JIT_COMPILATION,
-            Scenario::Rejit => base | EventMask::MONITOR_JIT_COMPILATION | EventMask::ENABLE_REJIT,
+            Scenario::Rejit | Scenario::RejitCoverage => {
+                base | EventMask::MONITOR_JIT_COMPILATION | EventMask::ENABLE_REJIT
+            }
             Scenario::Heap => {
                 base | EventMask::MONITOR_CLASS_LOADS
                     | EventMask::MONITOR_GC
@@ -84,6 +97,8 @@ impl Scenario {
 enum Job {
     Rejit,
     Revert,
+    /// `rejit-coverage`: re-JIT (`true`) or revert (`false`) Work and Instrumented.
+    Counters(bool),
     ForceGc,
 }
 
@@ -111,6 +126,10 @@ struct State {
     value_function: Option<FunctionId>,
     point3_allocated: bool,
     inspected: bool,
+    /// `rejit-coverage`: the block counters of `ReJitCoverage.Work`, once re-JIT'd.
+    work_counters: Option<&'static [AtomicU64]>,
+    /// `rejit-coverage`: the StandAloneSig of a local signature with one `bool`.
+    bool_local: Option<Token>,
 }
 
 #[derive(Default)]
@@ -344,6 +363,31 @@ impl IlHeapProbe {
                     ));
                 }
             }
+            Job::Counters(on) => {
+                let module = lock(&self.state).module.unwrap_or_default();
+                let methods: Vec<MethodRef> = ["ReJitCoverage.Work", "ReJitCoverage.Instrumented"]
+                    .iter()
+                    .map(|name| MethodRef {
+                        module,
+                        token: self.token(name),
+                    })
+                    .collect();
+                if on {
+                    self.emit_result(
+                        "worker initialize_current_thread",
+                        info.initialize_current_thread().map(|_| "ok"),
+                    );
+                    self.emit(format!(
+                        "request_rejit Work, Instrumented: {}",
+                        status(&info.request_rejit(&methods))
+                    ));
+                } else {
+                    self.emit(format!(
+                        "request_revert Work, Instrumented: {}",
+                        status(&info.request_revert(&methods))
+                    ));
+                }
+            }
             Job::ForceGc => {
                 self.emit(format!(
                     "force_gc from a profiler thread: {}",
@@ -486,6 +530,60 @@ impl IlHeapProbe {
             _ => return Some((name, IlBody::new(Vec::new()))),
         };
         Some((name, IlBody::new([ldc_i4(value), vec![op::RET]].concat())))
+    }
+
+    // ----- rejit-coverage -----
+
+    fn rejit_coverage_jit_started(&self, function: FunctionId) -> Result<()> {
+        let f = self.info().get_function_info(function)?;
+        if Some(f.module) != lock(&self.state).module {
+            return Ok(());
+        }
+        match self.name_of(f.token).as_deref() {
+            Some("ReJitCoverage.AskInstrument") => self.send(Job::Counters(true)),
+            Some("ReJitCoverage.AskRevert") => self.send(Job::Counters(false)),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Adds a local variable signature with one `bool` (`Instrumented` has no locals).
+    fn add_bool_local(&self, module: ModuleId) -> Result<()> {
+        const ELEMENT_TYPE_BOOLEAN: u8 = 0x02;
+        let (sig, index) = append_local(&[], &[ELEMENT_TYPE_BOOLEAN])?;
+        let Some(emit) = self.info().get_module_metadata_emit(module)? else {
+            self.emit("error metadata: no emitter");
+            return Ok(());
+        };
+        let token = emit.get_token_from_sig(&sig)?;
+        self.emit(format!(
+            "local signature {}: local {index}, token table {:#04x}",
+            hex(&sig),
+            token.0 >> 24
+        ));
+        lock(&self.state).bool_local = Some(token);
+        Ok(())
+    }
+
+    /// The re-JIT body of `Work` (the original with a counter in every block) or of
+    /// `Instrumented` (`return true`).
+    fn counted_body(&self, module: ModuleId, method: Token) -> Result<Option<(String, IlBody)>> {
+        let Some(name) = self.name_of(method) else {
+            return Ok(None);
+        };
+        if name == "ReJitCoverage.Instrumented" {
+            return Ok(Some((
+                name,
+                IlBody::new([ldc_i4(1), vec![op::RET]].concat()),
+            )));
+        }
+        let mut work = Method::parse(&self.info().get_il_function_body(module, method)?)?;
+        let blocks = counters::probed_blocks(&work);
+        let block_counters = counters::leak_counters(blocks.len());
+        counters::add_block_counters(&mut work, &blocks, block_counters);
+        lock(&self.state).work_counters = Some(block_counters);
+        self.emit(format!("{name}: {} blocks", blocks.len()));
+        Ok(Some((name, work.to_body()?.0)))
     }
 
     // ----- heap -----
@@ -940,6 +1038,13 @@ impl Profiler for IlHeapProbe {
                 std::thread::sleep(Duration::from_millis(5));
             }
         }
+        if let Some(c) = lock(&self.state).work_counters {
+            let hits: Vec<String> = c
+                .iter()
+                .map(|h| h.load(Ordering::Relaxed).to_string())
+                .collect();
+            self.emit(format!("Work block hits: {}", hits.join(" ")));
+        }
         self.emit("shutdown");
         Ok(())
     }
@@ -971,6 +1076,15 @@ impl Profiler for IlHeapProbe {
                     &["Value", "Inlinee", "Caller", "AskRejit", "AskRevert"],
                 )],
             ),
+            Scenario::RejitCoverage => self
+                .learn_metadata(
+                    &md,
+                    &[(
+                        "ReJitCoverage",
+                        &["Work", "Instrumented", "AskInstrument", "AskRevert"],
+                    )],
+                )
+                .and_then(|()| self.add_bool_local(module)),
             Scenario::Heap => self.learn_metadata(
                 &md,
                 &[
@@ -1003,6 +1117,7 @@ impl Profiler for IlHeapProbe {
         match self.scenario.get() {
             Some(Scenario::IlRewrite) => self.rewrite_jit_started(function),
             Some(Scenario::Rejit) => self.rejit_jit_started(function),
+            Some(Scenario::RejitCoverage) => self.rejit_coverage_jit_started(function),
             _ => Ok(()),
         }
     }
@@ -1017,7 +1132,18 @@ impl Profiler for IlHeapProbe {
             self.emit(format!("get_rejit_parameters: another module, {method}"));
             return Ok(());
         }
-        let Some((name, body)) = self.new_body(method) else {
+        let body = if self.scenario.get() == Some(&Scenario::RejitCoverage) {
+            match self.counted_body(module, method) {
+                Ok(body) => body,
+                Err(e) => {
+                    self.emit(format!("error rejit body {method}: {}", describe(&e)));
+                    return Ok(());
+                }
+            }
+        } else {
+            self.new_body(method)
+        };
+        let Some((name, body)) = body else {
             self.emit(format!("get_rejit_parameters: unknown method {method}"));
             return Ok(());
         };
