@@ -262,3 +262,56 @@ fn chrome_timeline_has_threads_gc_pauses_and_runtime_activity() {
     // CPU samples are on the threads' own tracks.
     assert!(events.iter().any(|e| e["cat"] == "sample"));
 }
+
+#[test]
+fn precompiled_methods_are_listed_unless_transitions_are_recorded() {
+    let program = compile("Timeline");
+    let rec = record(&program, &[], &["--mode", "none", "--events", "jit"]);
+    rec.output.assert_success();
+    let out = rec.report(&["--jit", "--format", "json"]);
+    out.assert_success();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The framework is precompiled (ReadyToRun); the test program is not.
+    let corelib = find(&json["jit_modules"], "module", "System.Private.CoreLib.dll");
+    assert!(corelib["precompiled"].as_u64().unwrap() > 0, "{corelib}");
+    let precompiled: Vec<&Value> = json["jit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["kind"] == "precompiled")
+        .collect();
+    assert_eq!(
+        precompiled.len() as u64,
+        json["jit_modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["precompiled"].as_u64().unwrap())
+            .sum::<u64>()
+    );
+    assert!(
+        precompiled
+            .iter()
+            .all(|j| j["count"] == 0 && j["precompiled"] == true)
+    );
+    assert!(
+        precompiled
+            .iter()
+            .any(|j| j["il_bytes"].as_u64().unwrap() > 0)
+    );
+    let known = find(&json["jit"], "method", "Program.KnownMethod(int, string)");
+    assert_eq!(known["precompiled"], false);
+    assert_eq!(known["il_bytes"], 9);
+
+    // With native transitions recorded the runtime uses no precompiled code at all.
+    let all = view("jit");
+    assert!(
+        all["jit_modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["precompiled"] == 0),
+        "{:#}",
+        all["jit_modules"]
+    );
+}

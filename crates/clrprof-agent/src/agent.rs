@@ -423,16 +423,22 @@ impl Profiler for Agent {
         f: FunctionId,
         result: JitCacheResult,
     ) -> Result<()> {
-        if let Some(s) = self
+        let Some(s) = self
             .session()
             .filter(|s| s.wants(K::JIT_CACHED_FUNCTION_SEARCH_FINISHED))
-        {
-            s.defs.function(&s.info, &s.out, f);
-        }
-        self.ev(
+        else {
+            return Ok(());
+        };
+        s.defs.function(&s.info, &s.out, f);
+        s.event(
             K::JIT_CACHED_FUNCTION_SEARCH_FINISHED,
-            &[f.as_u64(), u64::from(result.0)],
-        )
+            &[
+                f.as_u64(),
+                u64::from(result.0),
+                u64::from(il_code_size(&s.info, f)),
+            ],
+        );
+        Ok(())
     }
     fn jit_function_pitched(&self, f: FunctionId) -> Result<()> {
         self.ev(K::JIT_FUNCTION_PITCHED, &[f.as_u64()])

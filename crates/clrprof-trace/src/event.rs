@@ -80,7 +80,7 @@ event_kinds! {
         23 JIT_COMPILATION_STARTED JITCompilationStarted Jit ["function", "is_safe_to_block", "il_bytes"];
         24 JIT_COMPILATION_FINISHED JITCompilationFinished Jit ["function", "hr_status", "is_safe_to_block"];
         25 JIT_CACHED_FUNCTION_SEARCH_STARTED JITCachedFunctionSearchStarted Jit ["function"];
-        26 JIT_CACHED_FUNCTION_SEARCH_FINISHED JITCachedFunctionSearchFinished Jit ["function", "result"];
+        26 JIT_CACHED_FUNCTION_SEARCH_FINISHED JITCachedFunctionSearchFinished Jit ["function", "result", "il_bytes"];
         27 JIT_FUNCTION_PITCHED JITFunctionPitched Jit ["function"];
         28 JIT_INLINING JITInlining Jit ["caller", "callee"];
         29 THREAD_CREATED ThreadCreated Thread ["thread"];

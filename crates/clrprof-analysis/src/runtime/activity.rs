@@ -30,6 +30,8 @@ pub enum JitKind {
     Dynamic,
     /// A ReJIT of a method.
     Rejit,
+    /// Not compiled: the runtime used the method's precompiled (ReadyToRun) code.
+    Precompiled,
 }
 
 #[derive(Debug, Default)]
@@ -77,6 +79,7 @@ pub(crate) struct ActivityBuilder {
     jit: BTreeMap<(u64, JitKind), JitAgg>,
     /// (end, duration) of every compilation, for the startup view.
     pub(crate) compilations: Vec<(u64, u64)>,
+    /// Methods whose precompiled code was used, with their IL size.
     precompiled: BTreeMap<u64, u64>,
     loads_open: HashMap<(&'static str, u64), (u64, u32)>,
     pub(crate) loads: Vec<LoadRecord>,
@@ -157,7 +160,7 @@ impl ActivityBuilder {
             }
             K::REJIT_COMPILATION_FINISHED => self.jit_end(e, a(0), a(2), JitKind::Rejit, tl),
             K::JIT_CACHED_FUNCTION_SEARCH_FINISHED if a(1) == CACHED_FUNCTION_FOUND => {
-                *self.precompiled.entry(a(0)).or_default() += 1;
+                self.precompiled.insert(a(0), a(2));
             }
             K::THREAD_CREATED => {
                 let t = self.threads.entry(a(0)).or_default();
@@ -295,8 +298,25 @@ impl ActivityBuilder {
                 jit_ns: agg.jit_ns,
                 il_bytes: agg.il_bytes,
                 failed: agg.failed,
+                precompiled: self.precompiled.contains_key(&f),
             })
             .collect();
+        // Methods that ran their precompiled code and were never compiled while recording.
+        jit.extend(
+            self.precompiled
+                .iter()
+                .filter(|&(&f, _)| self.first_compiled(f).is_none())
+                .map(|(&f, &il_bytes)| JitMethod {
+                    method: names.function(f),
+                    module: names.function_module(f),
+                    kind: JitKind::Precompiled,
+                    count: 0,
+                    jit_ns: 0,
+                    il_bytes,
+                    failed: 0,
+                    precompiled: true,
+                }),
+        );
         jit.sort_by(|a, b| {
             b.jit_ns
                 .cmp(&a.jit_ns)
@@ -304,7 +324,7 @@ impl ActivityBuilder {
         });
 
         let mut modules: BTreeMap<String, JitModule> = BTreeMap::new();
-        for j in &jit {
+        for j in jit.iter().filter(|j| j.kind != JitKind::Precompiled) {
             let m = modules
                 .entry(j.module.clone())
                 .or_insert_with(|| JitModule::named(&j.module));
@@ -470,7 +490,7 @@ pub struct JitMethod {
     pub method: String,
     /// Its module's file name.
     pub module: String,
-    /// `jit`, `dynamic` or `rejit`.
+    /// `jit`, `dynamic`, `rejit`, or `precompiled` (never compiled while recording).
     pub kind: JitKind,
     /// Compilations (tiered compilation compiles a hot method twice).
     pub count: u64,
@@ -480,6 +500,9 @@ pub struct JitMethod {
     pub il_bytes: u64,
     /// Compilations that failed.
     pub failed: u64,
+    /// Whether the runtime found precompiled (ReadyToRun) code for the method (a method can be
+    /// both: precompiled code first, recompiled when hot).
+    pub precompiled: bool,
 }
 
 /// JIT totals of one module.

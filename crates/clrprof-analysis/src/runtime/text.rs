@@ -114,10 +114,11 @@ fn jit(v: &RuntimeViews, rows: usize, out: &mut dyn Write) -> io::Result<()> {
     let compilations: u64 = v.jit.iter().map(|j| j.count).sum();
     let time: u64 = v.jit.iter().map(|j| j.jit_ns).sum();
     let precompiled: u64 = v.jit_modules.iter().map(|m| m.precompiled).sum();
+    let compiled = v.jit.iter().filter(|j| j.count > 0).count();
     writeln!(
         out,
         "\nJIT ({} methods, {} compilations, {} in the JIT; {} methods precompiled)",
-        count(v.jit.len() as u64),
+        count(compiled as u64),
         count(compilations),
         ms(time),
         count(precompiled)
