@@ -61,6 +61,13 @@ fn check_attachable(opts: &mut RecordOptions) -> Result<()> {
     if opts.mode == "trace" {
         bail!("--mode trace cannot be used with attach: it needs enter/leave hooks, and {REASON}");
     }
+    if opts.alloc == Some("ticks") {
+        bail!(
+            "--alloc ticks cannot be used with attach: clrprof reads the ticks and the method \
+             rundown from an EventPipe session it starts with the program (record it with \
+             `clrprof record --alloc ticks`)"
+        );
+    }
     if let Some(alloc) = opts.alloc {
         bail!(
             "--alloc {alloc} cannot be used with attach: it needs the runtime's allocation \
