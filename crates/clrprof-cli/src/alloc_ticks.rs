@@ -286,7 +286,7 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
                             class: 0,
                             module: 0,
                             token: m.token,
-                            type_name: m.type_name.clone(),
+                            type_name: csharp_type_name(&m.type_name),
                             method_name: m.name.clone(),
                             signature: csharp_parameters(&m.signature),
                         }));
@@ -388,20 +388,22 @@ impl StackInterner {
 fn csharp_alias(name: &str) -> Option<&'static str> {
     Some(match name {
         "System.Boolean" | "bool" => "bool",
-        "System.Byte" | "uint8" => "byte",
+        "System.Byte" | "uint8" | "unsigned int8" => "byte",
         "System.SByte" | "int8" => "sbyte",
         "System.Char" | "char" | "wchar" => "char",
         "System.Int16" | "int16" => "short",
-        "System.UInt16" | "uint16" => "ushort",
+        "System.UInt16" | "uint16" | "unsigned int16" => "ushort",
         "System.Int32" | "int32" => "int",
-        "System.UInt32" | "uint32" => "uint",
+        "System.UInt32" | "uint32" | "unsigned int32" => "uint",
         "System.Int64" | "int64" => "long",
-        "System.UInt64" | "uint64" => "ulong",
+        "System.UInt64" | "uint64" | "unsigned int64" => "ulong",
         "System.Single" | "float32" => "float",
         "System.Double" | "float64" => "double",
         "System.Decimal" => "decimal",
         "System.String" | "string" => "string",
         "System.Object" | "object" => "object",
+        "System.IntPtr" | "native int" => "IntPtr",
+        "System.UIntPtr" | "native unsigned int" => "UIntPtr",
         "void" => "void",
         _ => return None,
     })
@@ -603,6 +605,14 @@ mod tests {
             "(string, byte[], ref long)"
         );
         assert_eq!(csharp_parameters("void  ()"), "()");
+        assert_eq!(
+            csharp_parameters("class System.String  (unsigned int32,int32)"),
+            "(uint, int)"
+        );
+        assert_eq!(
+            csharp_type_name("System.Collections.Generic.List`1[System.Int32]"),
+            "System.Collections.Generic.List<int>"
+        );
     }
 
     #[test]

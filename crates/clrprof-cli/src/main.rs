@@ -7,6 +7,7 @@
 
 #[cfg(unix)]
 mod agent_lib;
+#[cfg(unix)]
 mod alloc_ticks;
 #[cfg(unix)]
 mod attach;

@@ -528,7 +528,7 @@ mod tests {
             self.begin(name);
             self.out
                 .extend_from_slice(&(content.len() as u32).to_le_bytes());
-            while self.out.len() % 4 != 0 {
+            while !self.out.len().is_multiple_of(4) {
                 self.out.push(0);
             }
             self.out.extend_from_slice(content);
@@ -632,7 +632,7 @@ mod tests {
         plain.extend_from_slice(&[0; 32]);
         plain.extend_from_slice(&(payload.len() as u32).to_le_bytes());
         plain.extend_from_slice(payload);
-        while plain.len() % 4 != 0 {
+        while !plain.len().is_multiple_of(4) {
             plain.push(0);
         }
         b.block("EventBlock", &plain);
