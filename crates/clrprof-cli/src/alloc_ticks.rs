@@ -130,11 +130,8 @@ fn collect(pid: u32, exited: &AtomicBool) -> Result<Vec<u8>, String> {
     // The runtime ends the stream when the program exits, after the method rundown.
     match stream.read_to_end(&mut bytes) {
         Ok(_) => Ok(bytes),
-        Err(e) if !bytes.is_empty() => {
-            // Keep what arrived; the parser reports the cut.
-            let _ = e;
-            Ok(bytes)
-        }
+        // Keep what arrived: the nettrace reader says where the stream was cut.
+        Err(_) if !bytes.is_empty() => Ok(bytes),
         Err(e) => Err(format!("reading the EventPipe stream failed: {e}")),
     }
 }
