@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clrprof_trace::{Record, RecordingEnd, StreamDecoder, Writer, protocol};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::alloc_ticks::{TickSession, is_definition, tick_records};
-use indicatif::{ProgressBar, ProgressStyle};
 
 /// Exit code when profiling itself failed (as `env` and container tools use 125).
 pub const AGENT_FAILED: i32 = 125;
@@ -152,10 +152,9 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start {}", program.display()))?;
-    let program_gone = Arc::new(AtomicBool::new(false));
     let ticks = if opts.alloc_ticks() {
         Some(
-            TickSession::start(child.id(), Arc::clone(&program_gone))
+            TickSession::start(child.id(), Arc::clone(&stop))
                 .context("cannot start the EventPipe reader thread")?,
         )
     } else {
@@ -183,7 +182,6 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     let duration = started.elapsed();
     // The program is gone, so the agent's socket is closed: the receiver drains what is left.
     stop.store(true, Ordering::Release);
-    program_gone.store(true, Ordering::Release);
     let mut writer = receiver
         .join()
         .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
