@@ -320,6 +320,9 @@ mod tests {
         every.alloc = Some("all");
         let err = check_attachable(&mut every).unwrap_err();
         assert!(err.to_string().contains("allocation callback"), "{err}");
+        every.alloc = Some("ticks");
+        let err = check_attachable(&mut every).unwrap_err();
+        assert!(err.to_string().contains("EventPipe session"), "{err}");
         let mut all = options("sample", &["all"]);
         check_attachable(&mut all).unwrap();
         assert_eq!(all.events.len(), EventCategory::all().len() - 1);
