@@ -200,6 +200,68 @@ fn alloc_sampled_estimates_are_within_15_percent() {
 }
 
 #[test]
+fn alloc_ticks_give_bytes_per_type_and_allocating_stack_from_the_runtime_events() {
+    let program = compile("Memory");
+    let plain = program.run(&["big"]);
+    plain.assert_success();
+    let rec = record(&program, &["big"], &["--mode", "none", "--alloc", "ticks"]);
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+
+    let json = rec.report_json();
+    assert_eq!(json["allocation_mode"], "ticks");
+    // The agent is not asked for allocations at all: no ObjectAllocated callback.
+    let config = json["session"]["config"].as_str().unwrap();
+    assert!(!config.contains("alloc"), "{config}");
+    // One tick per ~100 KB of the 526,000,000 bytes (a few more for startup and the
+    // allocation contexts' unused ends): thousands of records, not millions.
+    let ticks = json["allocation_records"].as_u64().unwrap();
+    assert!((4_000..=7_000).contains(&ticks), "{ticks} ticks");
+    // The ticks' bytes add up to what the runtime handed out: the program's bytes plus the
+    // unused ends of allocation contexts (see docs/memory-profiling.md).
+    let total = json["allocated_bytes"].as_u64().unwrap() as f64;
+    let truth = 526_000_000f64;
+    assert!(
+        (truth..truth * 1.15).contains(&total),
+        "ticks stand for {total} bytes, the program allocated {truth}"
+    );
+    assert_eq!(json["allocated_objects"], 0);
+    for type_name in ["Memory.Small", "int[]", "byte[]"] {
+        let row = type_row(&json, type_name);
+        assert_eq!(row["estimated"], true);
+        assert_eq!(row["count"], 0, "{row:#}");
+        // Each of the three types is at least a sixth of the bytes (each is 30-38% of them).
+        assert!(row["bytes"].as_f64().unwrap() > total / 6.0, "{row:#}");
+        let by = allocated_by(row, "Churn");
+        assert_eq!(by.len(), 1, "{row:#}");
+        assert_eq!(by[0]["function"], "Memory.Program.Churn(int)");
+        assert_eq!(by[0]["bytes"], row["bytes"], "{row:#}");
+    }
+    let stack = &json["allocation_stacks"][0];
+    assert_eq!(
+        stack["frames"],
+        serde_json::json!([
+            "Memory.Program.Churn(int)",
+            "Memory.Program.Big()",
+            "Memory.Program.Main(string[])"
+        ])
+    );
+
+    let folded = rec.report(&["--alloc", "--format", "folded"]);
+    folded.assert_success();
+    assert!(
+        folded.stdout_str().lines().any(|l| l.starts_with(
+            "Memory.Program.Main(string[]);Memory.Program.Big();Memory.Program.Churn(int);[byte[]] "
+        )),
+        "{}",
+        folded.stdout_str()
+    );
+}
+
+#[test]
 fn gc_report_shows_induced_gen2_collections_with_pauses() {
     let program = compile("Memory");
     let plain = program.run(&["gc"]);

@@ -72,6 +72,7 @@ enum Config {
     /// Memory benchmarks only (not in [`Config::ALL`]).
     AllocSampled,
     AllocAll,
+    AllocTicks,
 }
 
 impl Config {
@@ -94,6 +95,7 @@ impl Config {
             Config::EventPipe1000 => "eventpipe-1000",
             Config::AllocSampled => "alloc-sampled",
             Config::AllocAll => "alloc-all",
+            Config::AllocTicks => "alloc-ticks",
         }
     }
 
@@ -115,6 +117,7 @@ impl Config {
             }
             Config::AllocSampled => "`clrprof record --mode none --alloc sampled`",
             Config::AllocAll => "`clrprof record --mode none --alloc all`",
+            Config::AllocTicks => "`clrprof record --mode none --alloc ticks`",
         }
     }
 
@@ -127,6 +130,7 @@ impl Config {
             Config::Trace => Some(&["--mode", "trace"]),
             Config::AllocSampled => Some(&["--mode", "none", "--alloc", "sampled"]),
             Config::AllocAll => Some(&["--mode", "none", "--alloc", "all"]),
+            Config::AllocTicks => Some(&["--mode", "none", "--alloc", "ticks"]),
         }
     }
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clrprof_ipc::Provider;
-use clrprof_ipc::client::command;
+use clrprof_ipc::client::{command, start_tracing};
 use clrprof_ipc::message::{self, u64_at};
 
 /// Circular buffer size `dotnet-trace` uses by default.
@@ -60,18 +60,10 @@ impl Session {
     /// Starts a streaming session with `providers` in process `pid` and begins draining it.
     /// Returns once the runtime has accepted the session.
     pub fn start(pid: u32, providers: &[Provider]) -> Result<Session> {
-        let (stream, payload) = command(
-            pid,
-            &message::collect_tracing(BUFFER_MB, providers)?,
-            IO_TIMEOUT,
-        )
-        .context("CollectTracing")?;
-        let id = u64_at(&payload, 0).with_context(|| {
-            format!(
-                "CollectTracing reply has a {}-byte payload, expected a u64 session id",
-                payload.len()
-            )
-        })?;
+        let (stream, id) =
+            start_tracing(pid, BUFFER_MB, providers, IO_TIMEOUT).context("CollectTracing")?;
+        // The stream may pause for as long as the program does not write events.
+        stream.set_read_timeout(Some(IO_TIMEOUT))?;
         let reader = std::thread::Builder::new()
             .name("eventpipe-reader".into())
             .spawn(move || drain(stream))

@@ -63,7 +63,7 @@ pub struct BenchArgs {
     /// Runs of the empty program per startup configuration (default 20, quick 6).
     #[arg(long, value_name = "N")]
     pub startup_runs: Option<usize>,
-    /// Only the memory benchmarks: allocation recording (sampled, all) on the Alloc workload
+    /// Only the memory benchmarks: allocation recording (sampled, ticks, all) on the Alloc workload
     /// and heap-snapshot analysis of 1M and 5M synthetic objects.
     #[arg(long)]
     pub memory: bool,

@@ -61,6 +61,13 @@ fn check_attachable(opts: &mut RecordOptions) -> Result<()> {
     if opts.mode == "trace" {
         bail!("--mode trace cannot be used with attach: it needs enter/leave hooks, and {REASON}");
     }
+    if opts.alloc == Some("ticks") {
+        bail!(
+            "--alloc ticks cannot be used with attach: clrprof reads the ticks and the method \
+             rundown from an EventPipe session it starts with the program (record it with \
+             `clrprof record --alloc ticks`)"
+        );
+    }
     if let Some(alloc) = opts.alloc {
         bail!(
             "--alloc {alloc} cannot be used with attach: it needs the runtime's allocation \
@@ -313,6 +320,9 @@ mod tests {
         every.alloc = Some("all");
         let err = check_attachable(&mut every).unwrap_err();
         assert!(err.to_string().contains("allocation callback"), "{err}");
+        every.alloc = Some("ticks");
+        let err = check_attachable(&mut every).unwrap_err();
+        assert!(err.to_string().contains("EventPipe session"), "{err}");
         let mut all = options("sample", &["all"]);
         check_attachable(&mut all).unwrap();
         assert_eq!(all.events.len(), EventCategory::all().len() - 1);

@@ -57,7 +57,8 @@ pub struct RecordArgs {
     #[arg(long, default_value_t = 2_000_000, value_name = "N")]
     pub max_nodes: u64,
     /// Record allocations with their stacks: `sampled` (the default; picked by bytes, totals
-    /// estimated) or `all` (every allocation, exact; slower).
+    /// estimated), `all` (every allocation, exact; slower) or `ticks` (the runtime's own
+    /// allocation ticks: far cheaper, bytes only, biased; see docs/memory-profiling.md).
     #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "sampled", value_name = "HOW")]
     pub alloc: Option<AllocArg>,
     /// `--alloc sampled`: mean number of bytes allocated between two samples (default 131072).
@@ -150,6 +151,9 @@ pub enum AllocArg {
     Sampled,
     /// Every allocation: exact counts and bytes.
     All,
+    /// The runtime's allocation ticks (one per ~100 KB allocated), read over the diagnostics
+    /// socket: bytes per type and stack, estimated, with a bias; no object counts.
+    Ticks,
 }
 
 impl AllocArg {
@@ -158,6 +162,7 @@ impl AllocArg {
         match self {
             AllocArg::Sampled => "sampled",
             AllocArg::All => "all",
+            AllocArg::Ticks => "ticks",
         }
     }
 }

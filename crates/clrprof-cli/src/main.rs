@@ -8,6 +8,8 @@
 #[cfg(unix)]
 mod agent_lib;
 #[cfg(unix)]
+mod alloc_ticks;
+#[cfg(unix)]
 mod attach;
 mod cli;
 mod coverage;

@@ -20,6 +20,8 @@ use anyhow::{Context, Result, bail};
 use clrprof_trace::{Record, RecordingEnd, StreamDecoder, Writer, protocol};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::alloc_ticks::{TickSession, is_definition, tick_records};
+
 /// Exit code when profiling itself failed (as `env` and container tools use 125).
 pub const AGENT_FAILED: i32 = 125;
 
@@ -36,7 +38,8 @@ pub struct RecordOptions {
     pub inline: bool,
     /// Call tree node budget.
     pub max_nodes: u64,
-    /// Allocations with stacks: `None`, `Some("sampled")` or `Some("all")`.
+    /// Allocations with stacks: `None`, `Some("sampled")`, `Some("all")` or `Some("ticks")`
+    /// (read by the CLI from the runtime's events, see `alloc_ticks.rs`, not by the agent).
     pub alloc: Option<&'static str>,
     /// Mean sampling interval of `--alloc sampled`, in bytes (`None`: the agent's default).
     pub alloc_interval: Option<u64>,
@@ -55,6 +58,11 @@ pub struct RecordOptions {
 }
 
 impl RecordOptions {
+    /// Whether allocations come from the runtime's allocation ticks rather than the agent.
+    pub(crate) fn alloc_ticks(&self) -> bool {
+        self.alloc == Some("ticks")
+    }
+
     pub(crate) fn agent_config(&self) -> String {
         let mut c = format!(
             "mode={};rate={};inline={};max_nodes={}",
@@ -67,7 +75,7 @@ impl RecordOptions {
             c.push_str(";events=");
             c.push_str(&self.events.join(","));
         }
-        if let Some(alloc) = self.alloc {
+        if let Some(alloc) = self.alloc.filter(|_| !self.alloc_ticks()) {
             c.push_str(&format!(";alloc={alloc}"));
         }
         if let Some(bytes) = self.alloc_interval {
@@ -96,11 +104,18 @@ pub(crate) struct Progress {
     bytes: AtomicU64,
     messages: Mutex<Vec<(u8, String)>>,
     pub(crate) problem: Mutex<Option<String>>,
+    /// What the agent defined (for the allocation tick records).
+    pub(crate) agent_ids: Mutex<crate::alloc_ticks::AgentIds>,
 }
 
 /// Runs the recording; returns the exit code clrprof should exit with.
 pub fn record(opts: &RecordOptions) -> Result<i32> {
     validate_events(&opts.events)?;
+    if opts.alloc_ticks() && opts.alloc_interval.is_some() {
+        bail!(
+            "--alloc-interval applies to --alloc sampled; the runtime chooses the ticks of --alloc ticks"
+        );
+    }
     let (program, args) = resolve_program(&opts.command)?;
     let dir = tempfile::Builder::new()
         .prefix("clrprof-")
@@ -137,6 +152,14 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start {}", program.display()))?;
+    let ticks = if opts.alloc_ticks() {
+        Some(
+            TickSession::start(child.id(), Arc::clone(&stop))
+                .context("cannot start the EventPipe reader thread")?,
+        )
+    } else {
+        None
+    };
     // Wait for the program on a thread of its own, so that its end is seen at once while the
     // status line keeps ticking.
     let (exited_tx, exited) = std::sync::mpsc::channel();
@@ -159,11 +182,14 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     let duration = started.elapsed();
     // The program is gone, so the agent's socket is closed: the receiver drains what is left.
     stop.store(true, Ordering::Release);
-    let writer = receiver
+    let mut writer = receiver
         .join()
         .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
     bar.finish_and_clear();
     print_messages(&progress, &bar);
+    if let Some(ticks) = ticks {
+        write_ticks(ticks, writer.as_mut(), &progress)?;
+    }
 
     let (exit_code, signal) = exit_of(status);
     let connected = progress.connected.load(Ordering::Acquire);
@@ -226,6 +252,38 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         }
     );
     Ok(code)
+}
+
+/// Appends the allocation samples of the program's EventPipe session to the trace.
+fn write_ticks(
+    ticks: TickSession,
+    writer: Option<&mut Writer<BufWriter<std::fs::File>>>,
+    progress: &Progress,
+) -> Result<()> {
+    let bytes = match ticks.finish() {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            eprintln!("clrprof: warning: no allocation samples: {e}");
+            return Ok(());
+        }
+    };
+    let Some(w) = writer else {
+        return Ok(());
+    };
+    let ids = progress.agent_ids.lock().unwrap_or_else(|e| e.into_inner());
+    let (records, summary) = tick_records(&bytes, &ids);
+    for r in &records {
+        w.write(r)?;
+    }
+    if let Some(why) = summary.incomplete {
+        eprintln!(
+            "clrprof: warning: the runtime's event stream was cut short ({why}); the allocation samples before that point were kept"
+        );
+    }
+    if summary.ticks == 0 {
+        eprintln!("clrprof: warning: the runtime sent no allocation ticks");
+    }
+    Ok(())
 }
 
 pub(crate) fn validate_events(events: &[String]) -> Result<()> {
@@ -369,6 +427,13 @@ fn set_problem(progress: &Progress, text: String) {
 
 fn note(progress: &Progress, record: &Record) {
     progress.records.fetch_add(1, Ordering::Relaxed);
+    if is_definition(record) {
+        progress
+            .agent_ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .observe(record);
+    }
     match record {
         Record::Event(_) => {
             progress.events.fetch_add(1, Ordering::Relaxed);

@@ -94,3 +94,31 @@ pub fn attach_profiler(
         Some(hresult) => Err(Error::Refused { hresult }),
     }
 }
+
+/// Starts a streaming EventPipe session (`CollectTracing`) with `providers` in `pid`, with a
+/// circular buffer of `buffer_mb` megabytes. Returns the connection, on which the nettrace
+/// stream follows until the session stops or the process exits (it has no read timeout), and
+/// the session id for `StopTracing`.
+pub fn start_tracing(
+    pid: u32,
+    buffer_mb: u32,
+    providers: &[message::Provider],
+    timeout: Duration,
+) -> Result<(UnixStream, u64), Error> {
+    let (stream, payload) = command(
+        pid,
+        &message::collect_tracing(buffer_mb, providers)?,
+        timeout,
+    )?;
+    let id = message::u64_at(&payload, 0).ok_or_else(|| {
+        Error::Protocol(format!(
+            "CollectTracing reply has a {}-byte payload, expected a u64 session id",
+            payload.len()
+        ))
+    })?;
+    stream.set_read_timeout(None).map_err(|e| Error::Io {
+        context: "cannot clear the timeout of the event stream".into(),
+        source: e,
+    })?;
+    Ok((stream, id))
+}

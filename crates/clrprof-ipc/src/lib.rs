@@ -8,6 +8,7 @@
 //! - [`discovery`] (Unix): where a process's diagnostics socket is, also for processes in
 //!   other mount namespaces (containers), through `/proc/PID/root`.
 //! - [`client`] (Unix): one command per connection, and its reply.
+//! - [`nettrace`]: a reader of the event stream an EventPipe session sends back.
 #![forbid(unsafe_code)]
 
 #[cfg(unix)]
@@ -15,6 +16,7 @@ pub mod client;
 #[cfg(unix)]
 pub mod discovery;
 pub mod message;
+pub mod nettrace;
 
 use std::path::PathBuf;
 

@@ -516,8 +516,12 @@ records! {
         stack: u32,
         /// Mean sampling interval in bytes; 0 when every allocation is recorded. A sampled
         /// allocation of `size` bytes stands for `1 / (1 - exp(-size / interval))` of them.
+        /// For an allocation tick (flag bit 2): the runtime's tick budget.
         interval: u64,
-        /// Bit 0: on the large object heap (at least 85,000 bytes). Bit 1: an array.
+        /// Bit 0: on the large object heap (at least 85,000 bytes). Bit 1: an array. Bit 2:
+        /// an allocation tick of the runtime (`--alloc sampled`): `size` is the bytes
+        /// allocated on the heap since the previous tick, which this record's class stands
+        /// for; the object's own size and the number of objects are not known.
         flags: u8,
         /// For an array, its number of elements (all dimensions); 0 otherwise.
         array_length: u64,
@@ -619,6 +623,8 @@ impl Allocation {
     pub const LARGE_OBJECT_HEAP: u8 = 1;
     /// Flag bit: the object is an array.
     pub const ARRAY: u8 = 2;
+    /// Flag bit: a runtime allocation tick; `size` is the bytes it stands for.
+    pub const TICK: u8 = 4;
     /// The encoded size of an allocation, record header included.
     pub const ENCODED_LEN: usize = RECORD_HEADER_LEN + 8 + 4 + 8 + 8 + 4 + 8 + 1 + 8;
 

@@ -5,6 +5,8 @@
 //! `--alloc sampled` each record is one sampled allocation of `size` bytes, picked with
 //! probability `p = 1 - exp(-size / interval)` (see the agent's `alloc.rs`); it stands for
 //! `1/p` allocations and `size/p` bytes, which makes every total an unbiased estimate.
+//! A record flagged [`Allocation::TICK`] is one of the runtime's allocation ticks instead: it
+//! stands for `size` bytes of its type and an unknown number of objects (counted as 0).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -65,7 +67,8 @@ pub struct AllocationStackRow {
 /// The allocation report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AllocReport {
-    /// `all` (exact) or `sampled`.
+    /// `all` (exact), `sampled` or `ticks` (the runtime's allocation ticks: bytes estimated,
+    /// objects not counted).
     #[serde(rename = "allocation_mode")]
     pub mode: String,
     /// The mean sampling interval in bytes (0 when every allocation was recorded).
@@ -93,6 +96,11 @@ pub struct AllocReport {
 
 /// Weight of one record: (objects, bytes) it stands for.
 pub fn weight(a: &Allocation) -> (f64, f64) {
+    if a.flags & Allocation::TICK != 0 {
+        // The tick's type stands for the bytes allocated since the previous tick; how many
+        // objects that was is unknown.
+        return (0.0, a.size as f64);
+    }
     if a.interval == 0 || a.size == 0 {
         return (1.0, a.size as f64);
     }
@@ -116,7 +124,7 @@ impl Sum {
         if a.flags & Allocation::LARGE_OBJECT_HEAP != 0 {
             self.loh += c;
         }
-        if a.flags & Allocation::ARRAY != 0 {
+        if a.flags & Allocation::ARRAY != 0 && a.flags & Allocation::TICK == 0 {
             self.array_length_max = self.array_length_max.max(Some(a.array_length));
         }
     }
@@ -134,6 +142,7 @@ struct Aggregate {
     by_site: HashMap<(u32, u64), Sum>,
     arrays: HashMap<u64, bool>,
     sampled: bool,
+    ticks: bool,
     interval: u64,
 }
 
@@ -142,11 +151,13 @@ fn aggregate(t: &LoadedTrace) -> Aggregate {
         by_site: HashMap::new(),
         arrays: HashMap::new(),
         sampled: false,
+        ticks: false,
         interval: 0,
     };
     for a in &t.memory.allocations {
         agg.by_site.entry((a.stack, a.class)).or_default().add(a);
         *agg.arrays.entry(a.class).or_default() |= a.flags & Allocation::ARRAY != 0;
+        agg.ticks |= a.flags & Allocation::TICK != 0;
         if a.interval > 0 {
             agg.sampled = true;
             agg.interval = agg.interval.max(a.interval);
@@ -255,7 +266,14 @@ impl LoadedTrace {
         stack_rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.frames.cmp(&b.frames)));
         stack_rows.truncate(top);
         AllocReport {
-            mode: if agg.sampled { "sampled" } else { "all" }.into(),
+            mode: if agg.ticks {
+                "ticks"
+            } else if agg.sampled {
+                "sampled"
+            } else {
+                "all"
+            }
+            .into(),
             interval_bytes: agg.interval,
             records: self.memory.allocations.len() as u64,
             dropped: self.counter("allocations_dropped"),
@@ -473,6 +491,20 @@ struct Site {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tick_stands_for_its_bytes_and_no_known_objects() {
+        let tick = Allocation {
+            size: 104_664,
+            interval: 100 * 1024,
+            flags: Allocation::TICK | Allocation::ARRAY,
+            ..Default::default()
+        };
+        assert_eq!(weight(&tick), (0.0, 104_664.0));
+        let mut sum = Sum::default();
+        sum.add(&tick);
+        assert_eq!(sum.array_length_max, None);
+    }
 
     #[test]
     fn weights_scale_sampled_allocations() {

@@ -220,22 +220,36 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
         return Ok(());
     }
     let r = t.alloc_report(top);
-    let how = if r.mode == "sampled" {
-        format!(
-            "sampled every {} on average, totals estimated",
-            bytes(r.interval_bytes)
-        )
+    let ticks = r.mode == "ticks";
+    // Ticks say how many bytes, not how many objects.
+    let objects = |n: u64| if ticks { "-".to_string() } else { count(n) };
+    if ticks {
+        writeln!(
+            out,
+            "Allocations: {} (the runtime's allocation ticks, one per {} allocated: bytes \
+             estimated, with a bias, objects not counted; {} ticks)",
+            bytes(r.total_bytes),
+            bytes(r.interval_bytes),
+            count(r.records)
+        )?;
     } else {
-        "every allocation, exact".to_string()
-    };
-    writeln!(
-        out,
-        "Allocations: {} objects, {} ({how}; {} records, {} dropped)",
-        count(r.total_count),
-        bytes(r.total_bytes),
-        count(r.records),
-        count(r.dropped)
-    )?;
+        let how = if r.mode == "sampled" {
+            format!(
+                "sampled every {} on average, totals estimated",
+                bytes(r.interval_bytes)
+            )
+        } else {
+            "every allocation, exact".to_string()
+        };
+        writeln!(
+            out,
+            "Allocations: {} objects, {} ({how}; {} records, {} dropped)",
+            count(r.total_count),
+            bytes(r.total_bytes),
+            count(r.records),
+            count(r.dropped)
+        )?;
+    }
     writeln!(
         out,
         "\n  {:>12}  {:>12}  {:>6}  type / allocated by",
@@ -265,7 +279,7 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
         writeln!(
             out,
             "  {:>12}  {:>12}  {:>5.1}%  {}{loh}",
-            count(row.count),
+            objects(row.count),
             bytes(row.bytes),
             share,
             row.type_name
@@ -274,7 +288,7 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
             writeln!(
                 out,
                 "  {:>12}  {:>12}           {}",
-                count(m.count),
+                objects(m.count),
                 bytes(m.bytes),
                 m.function
             )?;
@@ -286,7 +300,7 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
             out,
             "  #{:<3} {} objects, {}",
             i + 1,
-            count(s.count),
+            objects(s.count),
             bytes(s.bytes)
         )?;
         for f in s.frames.iter().take(12) {

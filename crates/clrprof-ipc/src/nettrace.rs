@@ -1,0 +1,719 @@
+//! A reader of the nettrace format: the stream an EventPipe session sends back over the
+//! diagnostics socket (format version 4, written by .NET Core 3.0 and later). Pure decoding,
+//! no I/O, never panics: a stream cut short (the program crashed, the socket closed) yields
+//! everything before the cut and says where it stopped.
+//!
+//! Layout, all little-endian:
+//!
+//! - the magic `Nettrace`, then the serializer's signature as a u32 length and the ASCII
+//!   `!FastSerialization.1`;
+//! - objects, each `BeginObject` (tag 5), its type (tag 5, tag 1 (null reference), u32
+//!   version, u32 minimum reader version, u32 name length, the ASCII name, tag 6), its
+//!   content, then `EndObject` (tag 6); the stream ends with a null reference tag (1);
+//! - the `Trace` object's content: a 16-byte SYSTEMTIME, u64 timestamp of that time, u64
+//!   timestamp frequency (ticks per second), u32 pointer size, u32 process id, u32 processor
+//!   count, u32 CPU sampling rate;
+//! - every other object (`EventBlock`, `MetadataBlock`, `StackBlock`, `SPBlock`) is a block:
+//!   u32 size, padding to a multiple of 4 bytes from the start of the stream, then `size`
+//!   bytes;
+//! - `EventBlock` and `MetadataBlock`: u16 header size (counting itself), u16 flags (bit 0:
+//!   compressed event headers), the rest of the header, then events. A compressed header is a
+//!   flags byte and the fields that changed since the previous event of the block (bit 0:
+//!   metadata id, varint; 1: sequence number delta - 1, capture thread id and processor
+//!   number, varints; 2: thread id; 3: stack id; then always the timestamp delta; 4: activity
+//!   id, 16 bytes; 5: related activity id; 6: sorted; 7: payload size, varint), then the
+//!   payload. An uncompressed event is u32 size, u32 metadata id (high bit: sorted), u32
+//!   sequence number, u64 thread id, u64 capture thread id, u32 processor, u32 stack id, u64
+//!   timestamp, two 16-byte activity ids, u32 payload size, the payload, padded to 4 bytes;
+//! - a `MetadataBlock` event's payload describes an event: u32 metadata id, the provider name
+//!   (NUL-terminated UTF-16), u32 event id, the event name, u64 keywords, u32 version, u32
+//!   level, then field descriptions (not read here);
+//! - `StackBlock`: u32 id of its first stack, u32 count, then per stack a u32 byte length and
+//!   the instruction pointers (pointer-sized);
+//! - `SPBlock` (sequence points) carries nothing needed here.
+
+use std::collections::HashMap;
+
+/// What the `Trace` object says about the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TraceInfo {
+    /// Wall-clock time of the session's start (the `Trace` object's SYSTEMTIME, UTC, to the
+    /// millisecond), nanoseconds since the Unix epoch.
+    pub sync_unix_ns: u64,
+    /// The timestamp of the session's start (in ticks of `frequency`).
+    pub sync_timestamp: u64,
+    /// Timestamp ticks per second.
+    pub frequency: u64,
+    /// Size of a pointer in the traced process.
+    pub pointer_size: u32,
+    /// The traced process.
+    pub process_id: u32,
+}
+
+/// An event's description, from a `MetadataBlock`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EventMetadata {
+    /// The provider, e.g. `Microsoft-Windows-DotNETRuntime`.
+    pub provider: String,
+    /// The event id within the provider.
+    pub event_id: u32,
+    /// The event's version (its payload layout).
+    pub version: u32,
+}
+
+/// One event, with its payload and stack.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Event {
+    /// Which [`EventMetadata`] describes it.
+    pub metadata_id: u32,
+    /// The OS thread that wrote it.
+    pub thread_id: u64,
+    /// When, in ticks of [`TraceInfo::frequency`].
+    pub timestamp: u64,
+    /// Its stack in the session's stack table (0: none).
+    pub stack_id: u32,
+    /// The payload.
+    pub payload: Vec<u8>,
+}
+
+/// What a stream held.
+#[derive(Debug, Clone, Default)]
+pub struct Nettrace {
+    /// The `Trace` object, if the stream got that far.
+    pub trace: Option<TraceInfo>,
+    /// Event descriptions by metadata id.
+    pub metadata: HashMap<u32, EventMetadata>,
+    /// Stacks by id: instruction pointers, innermost first.
+    pub stacks: HashMap<u32, Vec<u64>>,
+    /// The events [`parse`]'s filter kept, in stream order.
+    pub events: Vec<Event>,
+    /// Why reading stopped before the end-of-stream tag, if it did (the stream was cut
+    /// short or is not nettrace); everything before that point is above.
+    pub incomplete: Option<String>,
+}
+
+impl Nettrace {
+    /// The description of `event`, if its metadata was seen.
+    pub fn metadata_of(&self, event: &Event) -> Option<&EventMetadata> {
+        self.metadata.get(&event.metadata_id)
+    }
+
+    /// The instruction pointers of `event`'s stack (empty if it has none).
+    pub fn stack_of(&self, event: &Event) -> &[u64] {
+        self.stacks.get(&event.stack_id).map_or(&[], Vec::as_slice)
+    }
+}
+
+const MAGIC: &[u8] = b"Nettrace";
+const SERIALIZER: &[u8] = b"!FastSerialization.1";
+const TAG_NULL: u8 = 1;
+const TAG_BEGIN: u8 = 5;
+const TAG_END: u8 = 6;
+
+/// Reads a nettrace stream. `keep` decides, from its description, whether an event is kept
+/// (its payload copied); metadata and stacks are always kept. Never fails: a stream that
+/// stops early or breaks the format yields what came before, with
+/// [`incomplete`](Nettrace::incomplete) saying why.
+pub fn parse(bytes: &[u8], keep: impl Fn(&EventMetadata) -> bool) -> Nettrace {
+    let mut out = Nettrace::default();
+    let mut cur = Cursor { bytes, pos: 0 };
+    if let Err(e) = read_stream(&mut cur, &mut out, &keep) {
+        out.incomplete = Some(format!("{e} (at byte {} of {})", cur.pos, bytes.len()));
+    }
+    out
+}
+
+fn read_stream(
+    cur: &mut Cursor<'_>,
+    out: &mut Nettrace,
+    keep: &impl Fn(&EventMetadata) -> bool,
+) -> Result<(), &'static str> {
+    if cur.take(MAGIC.len())? != MAGIC {
+        return Err("not a nettrace stream (no `Nettrace` magic)");
+    }
+    let len = cur.u32()? as usize;
+    if cur.take(len)? != SERIALIZER {
+        return Err("unknown serializer (expected `!FastSerialization.1`)");
+    }
+    loop {
+        match cur.u8()? {
+            TAG_NULL => return Ok(()),
+            TAG_BEGIN => {}
+            _ => return Err("expected the start of an object"),
+        }
+        let name = read_type(cur)?;
+        if name == b"Trace" {
+            out.trace = Some(read_trace(cur)?);
+        } else {
+            let size = cur.u32()? as usize;
+            cur.align4()?;
+            let content = cur.take(size)?;
+            match name {
+                b"EventBlock" => read_event_block(content, out, Some(keep))?,
+                b"MetadataBlock" => read_event_block(content, out, None::<&fn(&_) -> bool>)?,
+                b"StackBlock" => read_stack_block(content, out)?,
+                _ => {}
+            }
+        }
+        if cur.u8()? != TAG_END {
+            return Err("expected the end of an object");
+        }
+    }
+}
+
+/// A type descriptor; returns the type's name.
+fn read_type<'a>(cur: &mut Cursor<'a>) -> Result<&'a [u8], &'static str> {
+    if cur.u8()? != TAG_BEGIN || cur.u8()? != TAG_NULL {
+        return Err("malformed object type");
+    }
+    let _version = cur.u32()?;
+    let _min_reader_version = cur.u32()?;
+    let len = cur.u32()? as usize;
+    let name = cur.take(len)?;
+    if cur.u8()? != TAG_END {
+        return Err("malformed object type");
+    }
+    Ok(name)
+}
+
+fn read_trace(cur: &mut Cursor<'_>) -> Result<TraceInfo, &'static str> {
+    let mut time = [0u64; 8];
+    for t in &mut time {
+        *t = u64::from(cur.u16()?);
+    }
+    let sync_timestamp = cur.u64()?;
+    let frequency = cur.u64()?;
+    let pointer_size = cur.u32()?;
+    let process_id = cur.u32()?;
+    let _processors = cur.u32()?;
+    let _sampling_rate = cur.u32()?;
+    Ok(TraceInfo {
+        sync_unix_ns: system_time_unix_ns(time),
+        sync_timestamp,
+        frequency,
+        pointer_size,
+        process_id,
+    })
+}
+
+/// A SYSTEMTIME (year, month, day of week, day, hour, minute, second, millisecond) as
+/// nanoseconds since the Unix epoch; 0 if it is before the epoch or malformed.
+fn system_time_unix_ns([year, month, _, day, hour, minute, second, ms]: [u64; 8]) -> u64 {
+    // Nanoseconds since the epoch fit a u64 until 2554.
+    if !(1970..=2500).contains(&year)
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+        || ms > 999
+    {
+        return 0;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm), years starting in March.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).saturating_sub(719_468);
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second;
+    secs * 1_000_000_000 + ms * 1_000_000
+}
+
+/// The event header state a compressed header changes.
+#[derive(Default)]
+struct Header {
+    metadata_id: u32,
+    thread_id: u64,
+    stack_id: u32,
+    timestamp: u64,
+    payload_size: usize,
+}
+
+/// An `EventBlock` (with `keep`) or a `MetadataBlock` (without).
+fn read_event_block<K: Fn(&EventMetadata) -> bool>(
+    content: &[u8],
+    out: &mut Nettrace,
+    keep: Option<&K>,
+) -> Result<(), &'static str> {
+    let mut cur = Cursor {
+        bytes: content,
+        pos: 0,
+    };
+    let header_size = usize::from(cur.u16()?);
+    let flags = cur.u16()?;
+    if header_size < 4 {
+        return Err("block header too small");
+    }
+    cur.take(header_size - 4)?;
+    let compressed = flags & 1 != 0;
+    let mut h = Header::default();
+    while cur.pos < content.len() {
+        let payload = if compressed {
+            read_compressed_header(&mut cur, &mut h)?;
+            cur.take(h.payload_size)?
+        } else {
+            read_uncompressed_event(&mut cur, &mut h)?
+        };
+        match keep {
+            None => {
+                let (id, meta) = read_metadata(payload)?;
+                out.metadata.insert(id, meta);
+            }
+            Some(keep) => {
+                if out.metadata.get(&h.metadata_id).is_some_and(keep) {
+                    out.events.push(Event {
+                        metadata_id: h.metadata_id,
+                        thread_id: h.thread_id,
+                        timestamp: h.timestamp,
+                        stack_id: h.stack_id,
+                        payload: payload.to_vec(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn read_compressed_header(cur: &mut Cursor<'_>, h: &mut Header) -> Result<(), &'static str> {
+    let flags = cur.u8()?;
+    if flags & 1 != 0 {
+        h.metadata_id = cur.varint32()?;
+    }
+    if flags & 2 != 0 {
+        let _sequence_delta = cur.varint32()?;
+        let _capture_thread = cur.varint64()?;
+        let _processor = cur.varint32()?;
+    }
+    if flags & 4 != 0 {
+        h.thread_id = cur.varint64()?;
+    }
+    if flags & 8 != 0 {
+        h.stack_id = cur.varint32()?;
+    }
+    h.timestamp = h.timestamp.wrapping_add(cur.varint64()?);
+    if flags & 16 != 0 {
+        cur.take(16)?;
+    }
+    if flags & 32 != 0 {
+        cur.take(16)?;
+    }
+    if flags & 128 != 0 {
+        h.payload_size = cur.varint32()? as usize;
+    }
+    Ok(())
+}
+
+fn read_uncompressed_event<'a>(
+    cur: &mut Cursor<'a>,
+    h: &mut Header,
+) -> Result<&'a [u8], &'static str> {
+    let start = cur.pos;
+    let size = cur.u32()? as usize;
+    h.metadata_id = cur.u32()? & 0x7fff_ffff;
+    let _sequence = cur.u32()?;
+    h.thread_id = cur.u64()?;
+    let _capture_thread = cur.u64()?;
+    let _processor = cur.u32()?;
+    h.stack_id = cur.u32()?;
+    h.timestamp = cur.u64()?;
+    cur.take(32)?;
+    let payload_size = cur.u32()? as usize;
+    let payload = cur.take(payload_size)?;
+    let end = start
+        .checked_add(4)
+        .and_then(|e| e.checked_add(size))
+        .ok_or("event size out of range")?;
+    if end < cur.pos {
+        return Err("event size smaller than its contents");
+    }
+    cur.pos = end;
+    cur.align4()?;
+    Ok(payload)
+}
+
+fn read_metadata(payload: &[u8]) -> Result<(u32, EventMetadata), &'static str> {
+    let mut cur = Cursor {
+        bytes: payload,
+        pos: 0,
+    };
+    let id = cur.u32()?;
+    let provider = cur.utf16z()?;
+    let event_id = cur.u32()?;
+    let _name = cur.utf16z()?;
+    let _keywords = cur.u64()?;
+    let version = cur.u32()?;
+    Ok((
+        id,
+        EventMetadata {
+            provider,
+            event_id,
+            version,
+        },
+    ))
+}
+
+fn read_stack_block(content: &[u8], out: &mut Nettrace) -> Result<(), &'static str> {
+    let pointer = match out.trace.map_or(8, |t| t.pointer_size) {
+        4 => 4,
+        _ => 8,
+    };
+    let mut cur = Cursor {
+        bytes: content,
+        pos: 0,
+    };
+    let first = cur.u32()?;
+    let count = cur.u32()?;
+    for i in 0..count {
+        let len = cur.u32()? as usize;
+        let ips = cur.take(len)?;
+        let stack = ips
+            .chunks_exact(pointer)
+            .map(|c| {
+                let mut b = [0u8; 8];
+                b[..pointer].copy_from_slice(c);
+                u64::from_le_bytes(b)
+            })
+            .collect();
+        out.stacks.insert(first.wrapping_add(i), stack);
+    }
+    Ok(())
+}
+
+/// Reads a NUL-terminated UTF-16 string at `*offset` of `payload`, moving past it.
+pub fn utf16z_at(payload: &[u8], offset: &mut usize) -> Option<String> {
+    let mut cur = Cursor {
+        bytes: payload,
+        pos: *offset,
+    };
+    let s = cur.utf16z().ok()?;
+    *offset = cur.pos;
+    Some(s)
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+const TRUNCATED: &str = "the stream ends in the middle of an object";
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], &'static str> {
+        let end = self.pos.checked_add(n).ok_or(TRUNCATED)?;
+        let s = self.bytes.get(self.pos..end).ok_or(TRUNCATED)?;
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn u8(&mut self) -> Result<u8, &'static str> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u16(&mut self) -> Result<u16, &'static str> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+
+    fn u32(&mut self) -> Result<u32, &'static str> {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(b))
+    }
+
+    fn u64(&mut self) -> Result<u64, &'static str> {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(b))
+    }
+
+    fn align4(&mut self) -> Result<(), &'static str> {
+        let pad = (4 - self.pos % 4) % 4;
+        self.take(pad).map(|_| ())
+    }
+
+    fn varint64(&mut self) -> Result<u64, &'static str> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            value |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err("variable-length integer too long")
+    }
+
+    fn varint32(&mut self) -> Result<u32, &'static str> {
+        u32::try_from(self.varint64()?).map_err(|_| "variable-length integer too large")
+    }
+
+    fn utf16z(&mut self) -> Result<String, &'static str> {
+        let mut units = Vec::new();
+        loop {
+            let u = self.u16()?;
+            if u == 0 {
+                return Ok(String::from_utf16_lossy(&units));
+            }
+            units.push(u);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Builds streams the way the runtime writes them.
+    struct Builder {
+        out: Vec<u8>,
+    }
+
+    fn utf16z(s: &str) -> Vec<u8> {
+        let mut v: Vec<u8> = s.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        v.extend_from_slice(&[0, 0]);
+        v
+    }
+
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                return;
+            }
+            out.push(b | 0x80);
+        }
+    }
+
+    impl Builder {
+        fn new() -> Builder {
+            let mut out = MAGIC.to_vec();
+            out.extend_from_slice(&(SERIALIZER.len() as u32).to_le_bytes());
+            out.extend_from_slice(SERIALIZER);
+            Builder { out }
+        }
+
+        fn begin(&mut self, name: &str) {
+            self.out
+                .extend_from_slice(&[TAG_BEGIN, TAG_BEGIN, TAG_NULL]);
+            self.out.extend_from_slice(&4u32.to_le_bytes());
+            self.out.extend_from_slice(&4u32.to_le_bytes());
+            self.out
+                .extend_from_slice(&(name.len() as u32).to_le_bytes());
+            self.out.extend_from_slice(name.as_bytes());
+            self.out.push(TAG_END);
+        }
+
+        fn trace(&mut self) {
+            self.begin("Trace");
+            // 2021-03-04 (a Thursday) 05:06:07.089 UTC.
+            for v in [2021u16, 3, 4, 4, 5, 6, 7, 89] {
+                self.out.extend_from_slice(&v.to_le_bytes());
+            }
+            self.out.extend_from_slice(&1000u64.to_le_bytes());
+            self.out.extend_from_slice(&1_000_000_000u64.to_le_bytes());
+            self.out.extend_from_slice(&8u32.to_le_bytes());
+            self.out.extend_from_slice(&4242u32.to_le_bytes());
+            self.out.extend_from_slice(&2u32.to_le_bytes());
+            self.out.extend_from_slice(&1000u32.to_le_bytes());
+            self.out.push(TAG_END);
+        }
+
+        fn block(&mut self, name: &str, content: &[u8]) {
+            self.begin(name);
+            self.out
+                .extend_from_slice(&(content.len() as u32).to_le_bytes());
+            while !self.out.len().is_multiple_of(4) {
+                self.out.push(0);
+            }
+            self.out.extend_from_slice(content);
+            self.out.push(TAG_END);
+        }
+
+        fn finish(mut self) -> Vec<u8> {
+            self.out.push(TAG_NULL);
+            self.out
+        }
+    }
+
+    fn block_header(compressed: bool) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&20u16.to_le_bytes());
+        v.extend_from_slice(&u16::from(compressed).to_le_bytes());
+        v.extend_from_slice(&[0; 16]);
+        v
+    }
+
+    /// A compressed event: every field given.
+    fn compressed_event(
+        meta: u32,
+        thread: u64,
+        stack: u32,
+        ts_delta: u64,
+        payload: &[u8],
+    ) -> Vec<u8> {
+        let mut v = vec![1 | 2 | 4 | 8 | 64 | 128];
+        varint(u64::from(meta), &mut v);
+        varint(0, &mut v);
+        varint(thread, &mut v);
+        varint(1, &mut v);
+        varint(thread, &mut v);
+        varint(u64::from(stack), &mut v);
+        varint(ts_delta, &mut v);
+        varint(payload.len() as u64, &mut v);
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn metadata_payload(id: u32, provider: &str, event_id: u32, version: u32) -> Vec<u8> {
+        let mut v = id.to_le_bytes().to_vec();
+        v.extend(utf16z(provider));
+        v.extend_from_slice(&event_id.to_le_bytes());
+        v.extend(utf16z(""));
+        v.extend_from_slice(&1u64.to_le_bytes());
+        v.extend_from_slice(&version.to_le_bytes());
+        v.extend_from_slice(&5u32.to_le_bytes());
+        v.extend_from_slice(&0u32.to_le_bytes()); // no fields
+        v
+    }
+
+    fn sample_stream() -> Vec<u8> {
+        let mut b = Builder::new();
+        b.trace();
+        let mut meta = block_header(true);
+        meta.extend(compressed_event(
+            0,
+            0,
+            0,
+            5,
+            &metadata_payload(1, "Provider-A", 10, 3),
+        ));
+        meta.extend(compressed_event(
+            0,
+            0,
+            0,
+            0,
+            &metadata_payload(2, "Provider-B", 7, 0),
+        ));
+        b.block("MetadataBlock", &meta);
+        let mut stacks = Vec::new();
+        stacks.extend_from_slice(&1u32.to_le_bytes());
+        stacks.extend_from_slice(&2u32.to_le_bytes());
+        stacks.extend_from_slice(&16u32.to_le_bytes());
+        stacks.extend_from_slice(&0x1000u64.to_le_bytes());
+        stacks.extend_from_slice(&0x2000u64.to_le_bytes());
+        stacks.extend_from_slice(&0u32.to_le_bytes());
+        b.block("StackBlock", &stacks);
+        let mut events = block_header(true);
+        events.extend(compressed_event(1, 77, 1, 1500, b"abc"));
+        // Only the timestamp changes: the header keeps the rest.
+        events.extend_from_slice(&[0]);
+        varint(10, &mut events);
+        events.extend_from_slice(b"xyz");
+        events.extend(compressed_event(2, 78, 2, 1, b"skip"));
+        b.block("EventBlock", &events);
+        // An uncompressed block with one event.
+        let mut plain = block_header(false);
+        let payload = b"hello";
+        let size = 4 + 4 + 8 + 8 + 4 + 4 + 8 + 32 + 4 + payload.len();
+        plain.extend_from_slice(&(size as u32).to_le_bytes());
+        plain.extend_from_slice(&(1u32 | 0x8000_0000).to_le_bytes());
+        plain.extend_from_slice(&9u32.to_le_bytes());
+        plain.extend_from_slice(&99u64.to_le_bytes());
+        plain.extend_from_slice(&99u64.to_le_bytes());
+        plain.extend_from_slice(&0u32.to_le_bytes());
+        plain.extend_from_slice(&0u32.to_le_bytes());
+        plain.extend_from_slice(&5000u64.to_le_bytes());
+        plain.extend_from_slice(&[0; 32]);
+        plain.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        plain.extend_from_slice(payload);
+        while !plain.len().is_multiple_of(4) {
+            plain.push(0);
+        }
+        b.block("EventBlock", &plain);
+        b.block("SPBlock", &[0; 12]);
+        b.finish()
+    }
+
+    #[test]
+    fn reads_trace_metadata_stacks_and_events() {
+        let t = parse(&sample_stream(), |m| m.provider == "Provider-A");
+        assert_eq!(t.incomplete, None);
+        assert_eq!(
+            t.trace,
+            Some(TraceInfo {
+                // date -u -d '2021-03-04 05:06:07.089' +%s%N
+                sync_unix_ns: 1_614_834_367_089_000_000,
+                sync_timestamp: 1000,
+                frequency: 1_000_000_000,
+                pointer_size: 8,
+                process_id: 4242
+            })
+        );
+        assert_eq!(
+            t.metadata[&1],
+            EventMetadata {
+                provider: "Provider-A".into(),
+                event_id: 10,
+                version: 3
+            }
+        );
+        assert_eq!(t.stacks[&1], [0x1000, 0x2000]);
+        assert_eq!(t.stacks[&2], [] as [u64; 0]);
+        assert_eq!(t.events.len(), 3, "{:?}", t.events);
+        let e = &t.events[0];
+        assert_eq!((e.thread_id, e.timestamp, e.stack_id), (77, 1500, 1));
+        assert_eq!(e.payload, b"abc");
+        assert_eq!(t.stack_of(e), [0x1000, 0x2000]);
+        let e = &t.events[1];
+        assert_eq!((e.thread_id, e.timestamp, e.stack_id), (77, 1510, 1));
+        assert_eq!(e.payload, b"xyz");
+        let e = &t.events[2];
+        assert_eq!((e.thread_id, e.timestamp, e.stack_id), (99, 5000, 0));
+        assert_eq!(e.payload, b"hello");
+    }
+
+    #[test]
+    fn every_truncation_keeps_what_came_before_and_never_panics() {
+        let full = sample_stream();
+        let mut last_events = 0;
+        for len in 0..full.len() {
+            let t = parse(&full[..len], |_| true);
+            assert!(
+                t.incomplete.is_some(),
+                "prefix of {len} bytes looked complete"
+            );
+            assert!(t.events.len() >= last_events, "events lost at {len}");
+            last_events = t.events.len();
+        }
+        assert_eq!(parse(&full, |_| true).events.len(), 4);
+    }
+
+    #[test]
+    fn corrupted_bytes_never_panic() {
+        let full = sample_stream();
+        // A deterministic xorshift walk over single-byte corruptions.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..5000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut bytes = full.clone();
+            let at = (x % bytes.len() as u64) as usize;
+            bytes[at] = (x >> 32) as u8;
+            let _ = parse(&bytes, |_| true);
+        }
+    }
+
+    #[test]
+    fn rejects_other_data() {
+        let t = parse(b"GIF89a", |_| true);
+        assert!(t.incomplete.is_some());
+        assert!(t.trace.is_none());
+    }
+}
