@@ -13,6 +13,9 @@
 //! (started over the diagnostics socket, see [`crate::eventpipe`]), and empty enter/leave hooks
 //! (the SDK's test profiler `probe-elt`), the floor under trace mode.
 //!
+//! The memory benchmarks ([`memory`], alone with `--memory`) and the coverage benchmark
+//! ([`coverage`], alone with `--coverage`) follow the main matrix.
+//!
 //! The results are printed and, for a full run, written to `BENCHMARKS.md`.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -26,6 +29,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clrprof_e2e::{ChildGuard, Dotnet, Program};
 use clrprof_trace::protocol;
 
+mod coverage;
 mod memory;
 
 use crate::BenchArgs;
@@ -73,6 +77,9 @@ enum Config {
     AllocSampled,
     AllocAll,
     AllocTicks,
+    /// Coverage benchmarks only (not in [`Config::ALL`]).
+    Coverage,
+    CoverageCoreLib,
 }
 
 impl Config {
@@ -96,6 +103,8 @@ impl Config {
             Config::AllocSampled => "alloc-sampled",
             Config::AllocAll => "alloc-all",
             Config::AllocTicks => "alloc-ticks",
+            Config::Coverage => "coverage",
+            Config::CoverageCoreLib => "coverage-corelib",
         }
     }
 
@@ -118,6 +127,11 @@ impl Config {
             Config::AllocSampled => "`clrprof record --mode none --alloc sampled`",
             Config::AllocAll => "`clrprof record --mode none --alloc all`",
             Config::AllocTicks => "`clrprof record --mode none --alloc ticks`",
+            Config::Coverage => "`clrprof coverage` (default: the workload's own assembly)",
+            Config::CoverageCoreLib => {
+                "`clrprof coverage --include WORKLOAD --include System.Private.CoreLib` (the \
+                 workload and the framework's core library, precompiled code off)"
+            }
         }
     }
 
@@ -131,6 +145,16 @@ impl Config {
             Config::AllocSampled => Some(&["--mode", "none", "--alloc", "sampled"]),
             Config::AllocAll => Some(&["--mode", "none", "--alloc", "all"]),
             Config::AllocTicks => Some(&["--mode", "none", "--alloc", "ticks"]),
+            Config::Coverage => Some(&[]),
+            Config::CoverageCoreLib => Some(&["--include", "System.Private.CoreLib"]),
+        }
+    }
+
+    /// The `clrprof` subcommand of a configuration that uses clrprof.
+    fn subcommand(self) -> &'static str {
+        match self {
+            Config::Coverage | Config::CoverageCoreLib => "coverage",
+            _ => "record",
         }
     }
 
@@ -334,9 +358,15 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     let empty = compile(EMPTY)?;
 
-    if opts.memory {
-        let alloc = compile("Alloc")?;
-        let section = memory::run(&tools, Some(&alloc), rounds)?;
+    if opts.memory || opts.coverage {
+        let mut section = String::new();
+        if opts.memory {
+            let alloc = compile("Alloc")?;
+            section.push_str(&memory::run(&tools, Some(&alloc), rounds)?);
+        }
+        if opts.coverage {
+            section.push_str(&coverage::run(&tools, &programs, rounds)?);
+        }
         println!("\n{section}");
         if let Some(path) = &opts.output {
             std::fs::write(path, &section)
@@ -418,6 +448,8 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
     let alloc = programs.iter().find(|p| p.name == "Alloc");
     report.push('\n');
     report.push_str(&memory::run(&tools, alloc, rounds)?);
+    println!("bench: coverage benchmarks");
+    report.push_str(&coverage::run(&tools, &programs, rounds)?);
     println!("\n{report}");
     match output {
         Some(path) => {
@@ -522,9 +554,15 @@ fn plain_command(tools: &Tools, program: &Program) -> Command {
     cmd
 }
 
-fn clrprof_command(tools: &Tools, program: &Program, args: &[&str], trace: &Path) -> Command {
+fn clrprof_command(
+    tools: &Tools,
+    program: &Program,
+    subcommand: &str,
+    args: &[&str],
+    trace: &Path,
+) -> Command {
     let mut cmd = Command::new(&tools.clrprof);
-    cmd.arg("record")
+    cmd.arg(subcommand)
         .args(args)
         .arg("-o")
         .arg(trace)
@@ -705,7 +743,14 @@ fn run_workload(tools: &Tools, program: &Program, config: Config) -> Result<(Run
         .join(format!("{}.clrprof", program.name));
     let probe_output = tools.scratch.path().join("probe.txt");
     let cmd = match config.clrprof_args() {
-        Some(args) => clrprof_command(tools, program, args, &trace),
+        Some(args) => {
+            let mut args = args.to_vec();
+            if config == Config::CoverageCoreLib {
+                // `--include` replaces the default (the program's own assembly): name it too.
+                args.extend(["--include", program.name.as_str()]);
+            }
+            clrprof_command(tools, program, config.subcommand(), &args, &trace)
+        }
         None if config == Config::HooksFloor => {
             let mut cmd = plain_command(tools, program);
             cmd.env("CORECLR_ENABLE_PROFILING", "1")
@@ -800,6 +845,58 @@ fn run_workload(tools: &Tools, program: &Program, config: Config) -> Result<(Run
 }
 
 /// The sample count from clrprof's closing line (`... N events, M samples, ...`).
+/// Times in ms, per configuration, in round order.
+type Times = Vec<Vec<f64>>;
+
+/// Work and wall times (ms) of `program` under each of `configs`, in the order of `configs`:
+/// every configuration once per round, alternating, their order rotating from round to round
+/// (the first configuration is the baseline the others are compared with). Every run must print
+/// the same checksum.
+fn alternate(
+    tools: &Tools,
+    program: &Program,
+    configs: &[Config],
+    rounds: usize,
+    label: &str,
+) -> Result<(Times, Times)> {
+    let mut work: Times = vec![Vec::new(); configs.len()];
+    let mut wall: Times = vec![Vec::new(); configs.len()];
+    let mut checksum: Option<(Config, String)> = None;
+    for round in 0..rounds {
+        for k in 0..configs.len() {
+            let i = (k + round) % configs.len();
+            let config = configs[i];
+            let (run, warnings) = run_workload(tools, program, config)
+                .with_context(|| format!("{} under {}", program.name, config.name()))?;
+            for w in warnings {
+                println!("bench:   warning: {}: {w}", config.name());
+            }
+            match &checksum {
+                Some((first, sum)) if *sum != run.checksum => bail!(
+                    "{} printed checksum `{}` under {} but `{sum}` under {}; a profiler changed \
+                     what the program computes",
+                    program.name,
+                    run.checksum,
+                    config.name(),
+                    first.name()
+                ),
+                Some(_) => {}
+                None => checksum = Some((config, run.checksum.clone())),
+            }
+            println!(
+                "bench: {label} round {}/{rounds} {:<10} {:<16} work {:>8.1} ms",
+                round + 1,
+                program.name,
+                config.name(),
+                run.work_ms
+            );
+            work[i].push(run.work_ms);
+            wall[i].push(run.wall_ms);
+        }
+    }
+    Ok((work, wall))
+}
+
 fn parse_samples(stderr: &str) -> Option<u64> {
     let line = stderr
         .lines()
@@ -817,7 +914,9 @@ fn run_startup(tools: &Tools, empty: &Program, how: Startup) -> Result<(f64, f64
     let trace = tools.scratch.path().join("startup.clrprof");
     let cmd = match how {
         Startup::None => plain_command(tools, empty),
-        Startup::ClrprofNone => clrprof_command(tools, empty, &["--mode", "none"], &trace),
+        Startup::ClrprofNone => {
+            clrprof_command(tools, empty, "record", &["--mode", "none"], &trace)
+        }
         Startup::AgentOnly => {
             let mut cmd = plain_command(tools, empty);
             cmd.env("CORECLR_ENABLE_PROFILING", "1")
@@ -903,6 +1002,13 @@ fn per_round_ratios(values: &[f64], baseline: &[f64]) -> Vec<f64> {
         .filter(|(_, b)| **b > 0.0)
         .map(|(v, b)| v / b)
         .collect()
+}
+
+/// Median, min and max of the per-round ratios of `values` to `baseline` (NaN when empty).
+fn ratio_summary(values: &[f64], baseline: &[f64]) -> (f64, f64, f64) {
+    let ratios = per_round_ratios(values, baseline);
+    let (lo, hi) = min_max(&ratios).unwrap_or((f64::NAN, f64::NAN));
+    (median(&ratios).unwrap_or(f64::NAN), lo, hi)
 }
 
 fn per_round_deltas(values: &[f64], baseline: &[f64]) -> Vec<f64> {

@@ -67,6 +67,10 @@ pub struct BenchArgs {
     /// and heap-snapshot analysis of 1M and 5M synthetic objects.
     #[arg(long)]
     pub memory: bool,
+    /// Only the coverage benchmark: the CPU workloads (or those of --workloads) under `clrprof
+    /// coverage`, of their own assembly and with System.Private.CoreLib.
+    #[arg(long)]
+    pub coverage: bool,
     /// Write the report here (default: BENCHMARKS.md, for a full run only).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,

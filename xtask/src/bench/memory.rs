@@ -22,7 +22,7 @@ use clrprof_trace::{
     ClassDef, HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd, Record, SessionStart, Writer,
 };
 
-use super::{Config, Tools, median, min_max, per_round_ratios, run_workload};
+use super::{Config, Tools, alternate, ratio_summary};
 
 /// Targets from the issue: sampled allocation recording (`sampled`, and `ticks`, the cheap
 /// alternative) at most 5% slower, `all` at most 3x; a 5-million-object snapshot analysed in
@@ -50,27 +50,7 @@ fn alloc_modes(tools: &Tools, program: &Program, rounds: usize) -> Result<String
         Config::AllocTicks,
         Config::AllocAll,
     ];
-    let mut work: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
-    let mut wall: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
-    for round in 0..rounds {
-        for k in 0..configs.len() {
-            let i = (k + round) % configs.len();
-            let (run, warnings) = run_workload(tools, program, configs[i])
-                .with_context(|| format!("{} under {}", program.name, configs[i].name()))?;
-            for w in warnings {
-                println!("bench:   warning: {}: {w}", configs[i].name());
-            }
-            println!(
-                "bench: memory round {}/{rounds} {:<10} {:<13} work {:>8.1} ms",
-                round + 1,
-                program.name,
-                configs[i].name(),
-                run.work_ms
-            );
-            work[i].push(run.work_ms);
-            wall[i].push(run.wall_ms);
-        }
-    }
+    let (work, wall) = alternate(tools, program, &configs, rounds, "memory")?;
     let mut out = String::from(
         "Allocation recording on the `Alloc` workload (`--mode none`, so nothing else is \
          recorded): work time relative to the unprofiled run of the same round (the target \
@@ -88,10 +68,8 @@ fn alloc_modes(tools: &Tools, program: &Program, rounds: usize) -> Result<String
     .into_iter()
     .enumerate()
     {
-        let ratios = per_round_ratios(&work[i + 1], &work[0]);
-        let med = median(&ratios).unwrap_or(f64::NAN);
-        let (lo, hi) = min_max(&ratios).unwrap_or((f64::NAN, f64::NAN));
-        let wall_med = median(&per_round_ratios(&wall[i + 1], &wall[0])).unwrap_or(f64::NAN);
+        let (med, lo, hi) = ratio_summary(&work[i + 1], &work[0]);
+        let (wall_med, _, _) = ratio_summary(&wall[i + 1], &wall[0]);
         out.push_str(&format!(
             "| {} | {med:.3}x | {lo:.3}-{hi:.3} | {wall_med:.3}x | <= {max}x: {} |\n",
             config.describe(),
