@@ -157,7 +157,8 @@ pub enum AllocArg {
 }
 
 impl AllocArg {
-    /// The value the agent's configuration uses.
+    /// The value the agent's configuration uses (`record` and `attach` are Unix-only).
+    #[cfg_attr(not(unix), allow(dead_code))]
     pub fn name(self) -> &'static str {
         match self {
             AllocArg::Sampled => "sampled",
