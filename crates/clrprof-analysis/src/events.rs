@@ -87,7 +87,7 @@ impl EventSummaryBuilder {
             .map(|(i, g)| GcSummary {
                 index: i as u64 + 1,
                 generation: highest_generation(g.generations),
-                generations: (0..32).filter(|b| g.generations & (1 << b) != 0).collect(),
+                generations: generations_in(g.generations),
                 reason: gc_reason_name(g.reason),
                 start_ns: g.start_ns,
                 duration_ns: g.end_ns.map(|end| end.saturating_sub(g.start_ns)),
@@ -193,8 +193,15 @@ pub struct InlinedSummary {
     pub count: u64,
 }
 
-fn highest_generation(mask: u32) -> u32 {
+/// The highest small-object generation (0, 1 or 2) in a `GarbageCollectionStarted`
+/// generations mask.
+pub(crate) fn highest_generation(mask: u32) -> u32 {
     (0..=2).rev().find(|g| mask & (1 << g) != 0).unwrap_or(0)
+}
+
+/// Every generation in a generations mask (3 is the large object heap, 4 the pinned one).
+pub(crate) fn generations_in(mask: u32) -> Vec<u32> {
+    (0..32).filter(|g| mask & (1 << g) != 0).collect()
 }
 
 /// Name of a `COR_PRF_GC_REASON`.

@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use crate::events::gc_reason_name;
+use crate::events::{gc_reason_name, generations_in, highest_generation};
 use crate::trace::LoadedTrace;
 
 /// A collection as read from the trace.
@@ -138,10 +138,7 @@ impl LoadedTrace {
         let mut rows = Vec::with_capacity(m.gcs.len());
         let mut count_by_generation = [0u64; 3];
         for (i, g) in m.gcs.iter().enumerate() {
-            let generation = (0..=2u32)
-                .rev()
-                .find(|n| g.generations_mask & (1 << n) != 0)
-                .unwrap_or(0);
+            let generation = highest_generation(g.generations_mask);
             count_by_generation[generation as usize] += 1;
             let pause_ns = m
                 .suspensions
@@ -155,9 +152,7 @@ impl LoadedTrace {
             rows.push(GcRow {
                 index: i as u64 + 1,
                 generation,
-                generations: (0..32)
-                    .filter(|n| g.generations_mask & (1 << n) != 0)
-                    .collect(),
+                generations: generations_in(g.generations_mask),
                 reason: gc_reason_name(g.reason),
                 start_ns: g.start_ns,
                 pause_ns,

@@ -15,7 +15,7 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::events::{gc_reason_name, suspend_reason_name};
+use crate::events::{gc_reason_name, highest_generation, suspend_reason_name};
 use crate::model::{CallTree, FrameIndex, Profile, ThreadProfile};
 use crate::query::{NodeMark, Query, Selection};
 use crate::runtime::timeline::{Subject, Timeline, Track};
@@ -198,13 +198,7 @@ fn runtime_events(timeline: &Timeline, names: &Names, pid: u32, events: &mut Vec
                 json!({ "kind": kind }),
             ),
             Subject::Gc(generations, reason) => (
-                format!(
-                    "GC gen {}",
-                    (0..=2)
-                        .rev()
-                        .find(|g| generations & (1 << g) != 0)
-                        .unwrap_or(0)
-                ),
+                format!("GC gen {}", highest_generation(generations)),
                 json!({ "generations_mask": generations, "reason": gc_reason_name(reason) }),
             ),
             Subject::Thread(managed_id) => (
