@@ -58,6 +58,15 @@ impl Agent {
         SESSION.get().filter(|s| !s.ended())
     }
 
+    /// Records an event whose args take work to compute, computing them only if a session
+    /// runs and wants it (GC callbacks summarize arrays while the runtime is suspended).
+    fn ev_with<const N: usize>(&self, kind: K, args: impl FnOnce() -> [u64; N]) -> Result<()> {
+        if let Some(s) = self.session().filter(|s| s.wants(kind)) {
+            s.event(kind, &args());
+        }
+        Ok(())
+    }
+
     /// Records an event if a session runs and wants it.
     fn ev(&self, kind: K, args: &[u64]) -> Result<()> {
         if let Some(s) = self.session() {
@@ -283,10 +292,6 @@ impl Session {
         }
         (low, high)
     }
-
-    fn trace_mode(&self) -> bool {
-        self.config.mode == Mode::Trace
-    }
 }
 
 impl Profiler for Agent {
@@ -444,18 +449,10 @@ impl Profiler for Agent {
         self.ev(K::JIT_FUNCTION_PITCHED, &[f.as_u64()])
     }
     fn jit_inlining(&self, caller: FunctionId, callee: FunctionId) -> Result<bool> {
-        if let Some(s) = self.session() {
-            // Trace mode reports what was inlined into what, whatever the event selection.
-            if s.wants(K::JIT_INLINING) || s.trace_mode() {
-                s.defs.function(&s.info, &s.out, caller);
-                s.defs.function(&s.info, &s.out, callee);
-                s.out.push_event(&clrprof_trace::Event::new(
-                    s.now(),
-                    sys::gettid(),
-                    K::JIT_INLINING,
-                    &[caller.as_u64(), callee.as_u64()],
-                ));
-            }
+        if let Some(s) = self.session().filter(|s| s.wants(K::JIT_INLINING)) {
+            s.defs.function(&s.info, &s.out, caller);
+            s.defs.function(&s.info, &s.out, callee);
+            s.event(K::JIT_INLINING, &[caller.as_u64(), callee.as_u64()]);
         }
         Ok(true)
     }
@@ -557,8 +554,12 @@ impl Profiler for Agent {
         _new: &[ObjectId],
         lengths: &[u32],
     ) -> Result<()> {
-        let bytes: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
-        self.ev(K::MOVED_REFERENCES, &[lengths.len() as u64, bytes])
+        self.ev_with(K::MOVED_REFERENCES, || {
+            [
+                lengths.len() as u64,
+                lengths.iter().map(|&l| u64::from(l)).sum(),
+            ]
+        })
     }
     fn object_allocated(&self, o: ObjectId, c: ClassId) -> Result<()> {
         // The runtime calls this only with `--alloc`, whose `Allocation` records (sampled or
@@ -572,11 +573,12 @@ impl Profiler for Agent {
         if let Some(s) = self.session() {
             crate::gc::write_allocated_by_class(s, classes, counts);
         }
-        let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-        self.ev(
-            K::OBJECTS_ALLOCATED_BY_CLASS,
-            &[classes.len() as u64, total],
-        )
+        self.ev_with(K::OBJECTS_ALLOCATED_BY_CLASS, || {
+            [
+                classes.len() as u64,
+                counts.iter().map(|&c| u64::from(c)).sum(),
+            ]
+        })
     }
     fn object_references(&self, o: ObjectId, c: ClassId, refs: &[ObjectId]) -> Result<()> {
         if let Some(s) = self.session() {
@@ -718,8 +720,12 @@ impl Profiler for Agent {
         )
     }
     fn surviving_references(&self, _starts: &[ObjectId], lengths: &[u32]) -> Result<()> {
-        let bytes: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
-        self.ev(K::SURVIVING_REFERENCES, &[lengths.len() as u64, bytes])
+        self.ev_with(K::SURVIVING_REFERENCES, || {
+            [
+                lengths.len() as u64,
+                lengths.iter().map(|&l| u64::from(l)).sum(),
+            ]
+        })
     }
     fn garbage_collection_finished(&self) -> Result<()> {
         if let Some(s) = self.session() {
@@ -827,12 +833,20 @@ impl Profiler for Agent {
         _new: &[ObjectId],
         lengths: &[usize],
     ) -> Result<()> {
-        let bytes: u64 = lengths.iter().map(|&l| l as u64).sum();
-        self.ev(K::MOVED_REFERENCES2, &[lengths.len() as u64, bytes])
+        self.ev_with(K::MOVED_REFERENCES2, || {
+            [
+                lengths.len() as u64,
+                lengths.iter().map(|&l| l as u64).sum(),
+            ]
+        })
     }
     fn surviving_references2(&self, _starts: &[ObjectId], lengths: &[usize]) -> Result<()> {
-        let bytes: u64 = lengths.iter().map(|&l| l as u64).sum();
-        self.ev(K::SURVIVING_REFERENCES2, &[lengths.len() as u64, bytes])
+        self.ev_with(K::SURVIVING_REFERENCES2, || {
+            [
+                lengths.len() as u64,
+                lengths.iter().map(|&l| l as u64).sum(),
+            ]
+        })
     }
     fn conditional_weak_table_element_references(
         &self,

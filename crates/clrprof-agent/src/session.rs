@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use clrprof_sdk::{FunctionId, ProfilerInfo};
 use clrprof_trace::{CallTreeNode, Counter, Event, EventKind, Message, Record};
 
-use crate::config::Config;
+use crate::config::{Config, Mode};
 use crate::defs::Definitions;
 use crate::exceptions::ExceptionReader;
 use crate::recorder::cct::{self, ThreadState};
@@ -58,6 +58,10 @@ impl Session {
             if (kind.0 as u32) < 128 && config.wants(kind.category()) {
                 wanted |= 1u128 << kind.0;
             }
+        }
+        if config.mode == Mode::Trace {
+            // Trace mode reports what was inlined into what, whatever the event selection.
+            wanted |= 1u128 << EventKind::JIT_INLINING.0;
         }
         Session {
             info,
