@@ -4,13 +4,7 @@
 
 use std::collections::HashMap;
 
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
+use clrprof_analysis::pe::{PeImage, u16_at, u32_at};
 
 /// Table numbers (II.22).
 pub const TYPE_REF: usize = 0x01;
@@ -146,7 +140,7 @@ struct Table {
 /// A loaded assembly file.
 pub struct Assembly {
     data: Vec<u8>,
-    sections: Vec<(u32, u32, u32)>, // (virtual address, size, file offset)
+    pe: PeImage,
     tables: Vec<Table>,
     blob: usize,
     blob_len: usize,
@@ -156,40 +150,15 @@ impl Assembly {
     /// Reads the file's PE headers and metadata tables.
     pub fn read(data: Vec<u8>) -> Result<Assembly, String> {
         let e = |what: &str| format!("not a .NET assembly: {what}");
-        let pe = u32_at(&data, 0x3C).ok_or(e("no DOS header"))? as usize;
-        if data.get(pe..pe + 4) != Some(b"PE\0\0") {
-            return Err(e("no PE signature"));
-        }
-        let coff = pe + 4;
-        let sections_count = u16_at(&data, coff + 2).ok_or(e("COFF"))? as usize;
-        let optional_size = u16_at(&data, coff + 16).ok_or(e("COFF"))? as usize;
-        let optional = coff + 20;
-        let dirs = match u16_at(&data, optional).ok_or(e("optional header"))? {
-            0x10B => optional + 96,
-            0x20B => optional + 112,
-            m => return Err(e(&format!("optional header magic {m:#x}"))),
-        };
-        let mut sections = Vec::new();
-        let table = optional + optional_size;
-        for i in 0..sections_count {
-            let s = table + i * 40;
-            sections.push((
-                u32_at(&data, s + 12).ok_or(e("section"))?,
-                u32_at(&data, s + 8)
-                    .ok_or(e("section"))?
-                    .max(u32_at(&data, s + 16).ok_or(e("section"))?),
-                u32_at(&data, s + 20).ok_or(e("section"))?,
-            ));
-        }
+        let pe = PeImage::parse(&data).ok_or(e("no PE headers"))?;
+        let cli = pe.cli_header().ok_or(e("CLI header"))?;
         let mut asm = Assembly {
             data,
-            sections,
+            pe,
             tables: Vec::new(),
             blob: 0,
             blob_len: 0,
         };
-        let cli_rva = u32_at(&asm.data, dirs + 14 * 8).ok_or(e("CLI directory"))?;
-        let cli = asm.offset(cli_rva).ok_or(e("CLI header"))?;
         let md_rva = u32_at(&asm.data, cli + 8).ok_or(e("CLI header"))?;
         let md = asm.offset(md_rva).ok_or(e("metadata"))?;
         if u32_at(&asm.data, md) != Some(0x424A_5342) {
@@ -278,10 +247,7 @@ impl Assembly {
 
     /// The file offset of an RVA.
     pub fn offset(&self, rva: u32) -> Option<usize> {
-        self.sections
-            .iter()
-            .find(|&&(va, size, _)| rva >= va && rva < va + size)
-            .map(|&(va, _, raw)| (rva - va + raw) as usize)
+        self.pe.offset(rva)
     }
 
     /// The whole file.

@@ -37,6 +37,7 @@ pub mod events;
 pub mod memory;
 pub mod model;
 pub mod output;
+pub mod pe;
 pub mod query;
 pub mod report;
 pub mod runtime;

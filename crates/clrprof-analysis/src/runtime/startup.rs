@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::activity::{ActivityBuilder, LoadRecord, load_name};
+use crate::pe::{PeImage, u32_at};
 use crate::trace::Names;
 
 /// The startup view.
@@ -103,51 +104,12 @@ pub(crate) fn entry_point_token(path: &Path) -> Option<u32> {
     cli_entry_point(&bytes)
 }
 
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-
 /// Reads the CLI header's `EntryPointToken` (ECMA-335 II.25.3.3) of a PE image.
 fn cli_entry_point(b: &[u8]) -> Option<u32> {
-    if b.get(..2)? != b"MZ" {
-        return None;
-    }
-    let pe = u32_at(b, 0x3c)? as usize;
-    if b.get(pe..pe + 4)? != b"PE\0\0" {
-        return None;
-    }
-    let coff = pe + 4;
-    let sections = u16_at(b, coff + 2)? as usize;
-    let optional_size = u16_at(b, coff + 16)? as usize;
-    let optional = coff + 20;
-    // Data directories start at 96 (PE32) or 112 (PE32+); the CLI header is entry 14.
-    let directories = match u16_at(b, optional)? {
-        0x10b => optional + 96,
-        0x20b => optional + 112,
-        _ => return None,
-    };
-    let cli_rva = u32_at(b, directories + 14 * 8)?;
-    if cli_rva == 0 {
-        return None;
-    }
-    let section_table = optional + optional_size;
-    let file_offset = (0..sections).find_map(|i| {
-        let s = section_table + i * 40;
-        let virtual_size = u32_at(b, s + 8)?;
-        let virtual_address = u32_at(b, s + 12)?;
-        let raw_size = u32_at(b, s + 16)?;
-        let raw_pointer = u32_at(b, s + 20)?;
-        let size = virtual_size.max(raw_size);
-        (cli_rva >= virtual_address && cli_rva < virtual_address.checked_add(size)?)
-            .then(|| (cli_rva - virtual_address + raw_pointer) as usize)
-    })?;
+    let header = PeImage::parse(b)?.cli_header()?;
     // COMIMAGE_FLAGS_NATIVE_ENTRYPOINT: the entry point is an RVA, not a token.
-    let flags = u32_at(b, file_offset + 16)?;
-    let token = u32_at(b, file_offset + 20)?;
+    let flags = u32_at(b, header + 16)?;
+    let token = u32_at(b, header + 20)?;
     (flags & 0x10 == 0 && token >> 24 == 0x06 && token & 0x00ff_ffff != 0).then_some(token)
 }
 
