@@ -5,61 +5,29 @@
 //! [`EventSummary`] that serializes as the report's JSON (documented in
 //! `docs/report-json.md`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use clrprof_trace::{Event, EventKind as K};
 use serde::Serialize;
 
+use crate::memory::gc::GcRecord;
 use crate::trace::Names;
 
 /// Aggregates events as they are read.
 #[derive(Debug, Default)]
 pub struct EventSummaryBuilder {
     counts: BTreeMap<u16, u64>,
-    gcs: Vec<GcBuilder>,
-    gc_open: HashMap<u32, usize>,
     modules: Vec<(u64, u32)>,
     inlined: BTreeMap<(u64, u64), u64>,
     classes: Vec<u64>,
-    first_ts: Option<u64>,
-    last_ts: u64,
-}
-
-#[derive(Debug)]
-struct GcBuilder {
-    start_ns: u64,
-    end_ns: Option<u64>,
-    generations: u32,
-    reason: u64,
 }
 
 impl EventSummaryBuilder {
     /// Takes one event into account.
     pub fn add(&mut self, e: &Event) {
         *self.counts.entry(e.event.0).or_default() += 1;
-        self.first_ts.get_or_insert(e.ts);
-        self.last_ts = self.last_ts.max(e.ts);
         let a = |i| e.arg(i).unwrap_or(0);
         match e.event {
-            K::GARBAGE_COLLECTION_STARTED => {
-                self.gc_open.insert(e.tid, self.gcs.len());
-                self.gcs.push(GcBuilder {
-                    start_ns: e.ts,
-                    end_ns: None,
-                    generations: a(0) as u32,
-                    reason: a(1),
-                });
-            }
-            K::GARBAGE_COLLECTION_FINISHED => {
-                // Finished comes on the thread that started it; fall back to the latest open one.
-                let open = self
-                    .gc_open
-                    .remove(&e.tid)
-                    .or_else(|| self.gcs.iter().rposition(|g| g.end_ns.is_none()));
-                if let Some(gc) = open.and_then(|i| self.gcs.get_mut(i)) {
-                    gc.end_ns = Some(e.ts);
-                }
-            }
             K::MODULE_LOAD_FINISHED => self.modules.push((a(0), a(1) as u32)),
             K::JIT_INLINING => *self.inlined.entry((a(1), a(0))).or_default() += 1,
             K::CLASS_LOAD_FINISHED => self.classes.push(a(0)),
@@ -67,8 +35,8 @@ impl EventSummaryBuilder {
         }
     }
 
-    /// Resolves ids to names.
-    pub fn finish(self, names: &Names) -> EventSummary {
+    /// Resolves ids to names; the collections are the ones the memory records paired.
+    pub fn finish(self, names: &Names, collections: &[GcRecord]) -> EventSummary {
         let events = self
             .counts
             .iter()
@@ -80,14 +48,13 @@ impl EventSummaryBuilder {
                 )
             })
             .collect();
-        let gcs: Vec<GcSummary> = self
-            .gcs
+        let gcs: Vec<GcSummary> = collections
             .iter()
             .enumerate()
             .map(|(i, g)| GcSummary {
                 index: i as u64 + 1,
-                generation: highest_generation(g.generations),
-                generations: generations_in(g.generations),
+                generation: highest_generation(g.generations_mask),
+                generations: generations_in(g.generations_mask),
                 reason: gc_reason_name(g.reason),
                 start_ns: g.start_ns,
                 duration_ns: g.end_ns.map(|end| end.saturating_sub(g.start_ns)),

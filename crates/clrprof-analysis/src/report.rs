@@ -168,13 +168,7 @@ pub fn write_json_report(
     options: &Json,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
-    if options.pretty {
-        serde_json::to_writer_pretty(&mut *out, report)?;
-    } else {
-        serde_json::to_writer(&mut *out, report)?;
-    }
-    writeln!(out)?;
-    Ok(())
+    crate::output::write_json(report, options.pretty, out)
 }
 
 /// How many rows of long lists the text report shows.
@@ -357,14 +351,7 @@ pub fn write_view_json(
         View::Native => put("native", serde_json::to_value(&r.native)?),
         View::Suspensions => put("suspensions", serde_json::to_value(&r.suspensions)?),
     }
-    let doc = serde_json::Value::Object(doc);
-    if pretty {
-        serde_json::to_writer_pretty(&mut *out, &doc)?;
-    } else {
-        serde_json::to_writer(&mut *out, &doc)?;
-    }
-    writeln!(out)?;
-    Ok(())
+    crate::output::write_json(&serde_json::Value::Object(doc), pretty, out)
 }
 
 /// Writes the Chrome trace timeline: CPU slices (if any) and the runtime's activity.

@@ -80,6 +80,15 @@ impl Names {
         }
     }
 
+    /// Where a P/Invoke method goes, `library!entry_point` (`libc!abs`), or the method's own
+    /// name when the trace does not say (reverse P/Invoke targets).
+    pub fn native_target(&self, function: u64) -> String {
+        self.native_targets.get(&function).map_or_else(
+            || self.function(function),
+            |t| format!("{}!{}", t.library, t.entry_point),
+        )
+    }
+
     /// The file name of a function's module.
     pub fn function_module(&self, id: u64) -> String {
         self.functions
@@ -280,8 +289,8 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
             Record::Unknown { .. } => t.unknown_records += 1,
         }
     }
-    t.events = events.finish(&t.names);
-    t.runtime = runtime.finish(&t.names);
+    t.events = events.finish(&t.names, &t.memory.gcs);
+    t.runtime = runtime.finish(&t.names, &t.memory.gcs);
     Ok(t)
 }
 

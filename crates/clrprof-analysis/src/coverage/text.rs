@@ -40,9 +40,5 @@ pub(super) fn render(r: &CoverageReport) -> String {
 
 /// `part` of `all` in percent (0 for nothing).
 pub(super) fn percent(part: usize, all: usize) -> f64 {
-    if all == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / all as f64
-    }
+    crate::top::percent(part as u64, all as u64)
 }

@@ -201,11 +201,7 @@ impl LoadedTrace {
             pause_p99_ns: percentile(&pauses, 99),
             pause_max_ns: pauses.last().copied().unwrap_or(0),
             pause_total_ns: total_pause,
-            time_in_gc_percent: if duration == 0 {
-                0.0
-            } else {
-                total_pause as f64 * 100.0 / duration as f64
-            },
+            time_in_gc_percent: crate::top::percent(total_pause, duration),
             pauses_known,
             allocated_by_class,
         }

@@ -256,11 +256,7 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
         "objects", "bytes", "%"
     )?;
     for row in r.types.iter().take(top) {
-        let share = if r.total_bytes == 0 {
-            0.0
-        } else {
-            row.bytes as f64 * 100.0 / r.total_bytes as f64
-        };
+        let share = crate::top::percent(row.bytes, r.total_bytes);
         let mut notes = Vec::new();
         if let Some(max) = row.array_length_max {
             notes.push(format!("up to {} elements", count(max)));
@@ -630,13 +626,7 @@ pub fn write_diff_json(
             types: rows,
         },
     };
-    if pretty {
-        serde_json::to_writer_pretty(&mut *out, &doc)?;
-    } else {
-        serde_json::to_writer(&mut *out, &doc)?;
-    }
-    writeln!(out)?;
-    Ok(())
+    crate::output::write_json(&doc, pretty, out)
 }
 
 /// A line at the end of the plain text report pointing at the memory reports the trace has.

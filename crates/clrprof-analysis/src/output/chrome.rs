@@ -178,10 +178,7 @@ fn runtime_events(timeline: &Timeline, names: &Names, pid: u32, events: &mut Vec
             Subject::Function(f) => {
                 let method = names.function(f);
                 let name = match span.category {
-                    "native" => names.native_targets.get(&f).map_or_else(
-                        || method.clone(),
-                        |t| format!("{}!{}", t.library, t.entry_point),
-                    ),
+                    "native" => names.native_target(f),
                     _ => format!("JIT {method}"),
                 };
                 (

@@ -34,14 +34,7 @@ impl Default for Json {
 
 impl Render for Json {
     fn render(&self, profile: &Profile, query: &Query, out: &mut dyn Write) -> Result<(), Error> {
-        let report = report(profile, query, self)?;
-        if self.pretty {
-            serde_json::to_writer_pretty(&mut *out, &report)?;
-        } else {
-            serde_json::to_writer(&mut *out, &report)?;
-        }
-        writeln!(out)?;
-        Ok(())
+        super::write_json(&report(profile, query, self)?, self.pretty, out)
     }
 }
 

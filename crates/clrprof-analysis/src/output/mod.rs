@@ -38,6 +38,21 @@ pub use json::{
 };
 pub use pprof::{Pprof, encode as pprof_encode};
 pub use speedscope::Speedscope;
+
+/// Writes a value as JSON, indented for people when `pretty`, and a final newline.
+pub(crate) fn write_json<T: serde::Serialize + ?Sized>(
+    value: &T,
+    pretty: bool,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    if pretty {
+        serde_json::to_writer_pretty(&mut *out, value)?;
+    } else {
+        serde_json::to_writer(&mut *out, value)?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
 pub use text::Text;
 
 /// Writes a profile in one output format.

@@ -88,7 +88,6 @@ pub(crate) struct ActivityBuilder {
     native: BTreeMap<(u64, bool), NativeAgg>,
     suspension: Option<OpenSuspension>,
     suspensions: BTreeMap<u64, SuspensionAgg>,
-    gc_open: Option<(u64, u32, u64)>,
     last_ns: u64,
 }
 
@@ -226,18 +225,6 @@ impl ActivityBuilder {
                         subject: Subject::Suspension(s.reason),
                         start_ns: s.start_ns,
                         duration_ns: d,
-                    });
-                }
-            }
-            K::GARBAGE_COLLECTION_STARTED => self.gc_open = Some((e.ts, a(0) as u32, a(1))),
-            K::GARBAGE_COLLECTION_FINISHED => {
-                if let Some((start, generations, reason)) = self.gc_open.take() {
-                    tl.push(Span {
-                        track: Track::Gc,
-                        category: "gc",
-                        subject: Subject::Gc(generations, reason),
-                        start_ns: start,
-                        duration_ns: e.ts.saturating_sub(start),
                     });
                 }
             }
@@ -401,10 +388,7 @@ impl ActivityBuilder {
             .map(|(&(f, pinvoke), agg)| {
                 let function = names.function(f);
                 NativeCalls {
-                    target: names.native_targets.get(&f).map_or_else(
-                        || function.clone(),
-                        |t| format!("{}!{}", t.library, t.entry_point),
-                    ),
+                    target: names.native_target(f),
                     function,
                     direction: if pinvoke {
                         "pinvoke"

@@ -24,6 +24,7 @@ pub use timeline::{Span, Subject, Timeline, Track};
 
 pub(crate) use activity::load_name;
 
+use crate::memory::gc::GcRecord;
 use crate::trace::Names;
 
 /// One view of the runtime's activity, as `clrprof report --exceptions` etc. select it.
@@ -99,8 +100,20 @@ impl RuntimeBuilder {
         self.exceptions.info(info);
     }
 
-    /// Resolves ids to names.
-    pub fn finish(mut self, names: &Names) -> RuntimeViews {
+    /// Resolves ids to names; `collections` (paired by the memory records) become the
+    /// timeline's GC track.
+    pub fn finish(mut self, names: &Names, collections: &[GcRecord]) -> RuntimeViews {
+        for g in collections {
+            if let Some(end) = g.end_ns {
+                self.timeline.push(Span {
+                    track: Track::Gc,
+                    category: "gc",
+                    subject: Subject::Gc(g.generations_mask, g.reason),
+                    start_ns: g.start_ns,
+                    duration_ns: end.saturating_sub(g.start_ns),
+                });
+            }
+        }
         let startup = startup::startup(names, &self.activity);
         let exceptions = self.exceptions.finish(&mut self.timeline, names);
         let activity = self.activity.finish(names, &mut self.timeline);
@@ -180,7 +193,7 @@ mod tests {
         for &(ts, tid, kind, args) in events {
             b.event(&Event::new(ts, tid, kind, args));
         }
-        b.finish(&names())
+        b.finish(&names(), &[])
     }
 
     #[test]
