@@ -16,6 +16,10 @@ use serde::Serialize;
 
 use crate::Error;
 use crate::events::file_name;
+use crate::output::{
+    LocationTable, SPEEDSCOPE_SCHEMA, StringTable, exporter, folded_frame_name, to_i64,
+    write_gzipped, write_json,
+};
 use crate::trace::LoadedTrace;
 
 /// One allocated type.
@@ -294,7 +298,7 @@ impl LoadedTrace {
             .map(|s| {
                 let mut frames = s.frames;
                 frames.push(format!("[{}]", s.type_name));
-                let cleaned: Vec<String> = frames.iter().map(|f| f.replace(';', ":")).collect();
+                let cleaned: Vec<_> = frames.iter().map(|f| folded_frame_name(f)).collect();
                 format!("{} {}", cleaned.join(";"), s.bytes)
             })
             .collect();
@@ -363,8 +367,8 @@ impl LoadedTrace {
         }
         let total: u64 = weights.iter().sum();
         let doc = serde_json::json!({
-            "$schema": "https://www.speedscope.app/file-format-schema.json",
-            "exporter": format!("clrprof {}", env!("CARGO_PKG_VERSION")),
+            "$schema": SPEEDSCOPE_SCHEMA,
+            "exporter": exporter(),
             "name": "allocated bytes",
             "activeProfileIndex": 0,
             "shared": { "frames": frames.iter().map(|f| serde_json::json!({"name": f})).collect::<Vec<_>>() },
@@ -378,27 +382,15 @@ impl LoadedTrace {
                 "weights": weights,
             }],
         });
-        serde_json::to_writer(&mut *out, &doc)?;
-        writeln!(out)?;
-        Ok(())
+        write_json(&doc, false, out)
     }
 
     /// pprof (gzipped protobuf) with sample types `alloc_objects/count` and
     /// `alloc_space/bytes` (the default), one sample per stack and type, labelled `type`.
     pub fn write_alloc_pprof(&self, out: &mut dyn Write) -> Result<(), Error> {
         use crate::output::pprof_proto as pb;
-        use prost::Message;
-        let mut strings = vec![String::new()];
-        let mut string_index: HashMap<String, i64> = HashMap::from([(String::new(), 0)]);
-        let mut string = |s: &str| -> i64 {
-            if let Some(&i) = string_index.get(s) {
-                return i;
-            }
-            let i = strings.len() as i64;
-            strings.push(s.to_owned());
-            string_index.insert(s.to_owned(), i);
-            i
-        };
+        let mut strings = StringTable::new();
+        let mut string = |s: &str| strings.string(s);
         let sample_type = vec![
             pb::ValueType {
                 r#type: string("alloc_objects"),
@@ -410,8 +402,7 @@ impl LoadedTrace {
             },
         ];
         let type_key = string("type");
-        let mut functions: Vec<pb::Function> = Vec::new();
-        let mut locations: Vec<pb::Location> = Vec::new();
+        let mut table = LocationTable::default();
         let mut location_of: HashMap<String, u64> = HashMap::new();
         let mut samples = Vec::new();
         let mut sites = self.alloc_sites();
@@ -422,22 +413,7 @@ impl LoadedTrace {
                 let id = match location_of.get(name) {
                     Some(&id) => id,
                     None => {
-                        let id = locations.len() as u64 + 1;
-                        let n = string(name);
-                        functions.push(pb::Function {
-                            id,
-                            name: n,
-                            system_name: n,
-                            ..pb::Function::default()
-                        });
-                        locations.push(pb::Location {
-                            id,
-                            line: vec![pb::Line {
-                                function_id: id,
-                                ..pb::Line::default()
-                            }],
-                            ..pb::Location::default()
-                        });
+                        let id = table.add(string(name), 0);
                         location_of.insert(name.clone(), id);
                         id
                     }
@@ -446,10 +422,7 @@ impl LoadedTrace {
             }
             samples.push(pb::Sample {
                 location_id,
-                value: vec![
-                    i64::try_from(s.count).unwrap_or(i64::MAX),
-                    i64::try_from(s.bytes).unwrap_or(i64::MAX),
-                ],
+                value: vec![to_i64(s.count), to_i64(s.bytes)],
                 label: vec![pb::Label {
                     key: type_key,
                     str: string(&s.type_name),
@@ -466,18 +439,15 @@ impl LoadedTrace {
         let message = pb::Profile {
             sample_type,
             sample: samples,
-            location: locations,
-            function: functions,
-            string_table: strings,
+            location: table.locations,
+            function: table.functions,
+            string_table: strings.into_vec(),
             period_type,
             comment,
             default_sample_type,
             ..pb::Profile::default()
         };
-        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
-        gz.write_all(&message.encode_to_vec())?;
-        gz.finish()?;
-        Ok(())
+        write_gzipped(&message, out)
     }
 }
 

@@ -83,7 +83,7 @@ impl Chrome {
         let mut events = Vec::new();
         let mut other = match profile {
             Some(p) => cpu_events(p, query, &mut events)?,
-            None => json!({ "exporter": format!("clrprof@{}", env!("CARGO_PKG_VERSION")) }),
+            None => json!({ "exporter": super::exporter() }),
         };
         let pid = profile.map_or(pid, |p| p.pid);
         if profile.is_none() {
@@ -130,7 +130,7 @@ fn cpu_events(profile: &Profile, query: &Query, events: &mut Vec<Event>) -> Resu
         }
     }
     Ok(json!({
-        "exporter": format!("clrprof@{}", env!("CARGO_PKG_VERSION")),
+        "exporter": super::exporter(),
         "mode": profile.mode,
         "start_unix_ns": profile.start_unix_ns,
         "sample_interval_ns": profile.sample_interval_ns,

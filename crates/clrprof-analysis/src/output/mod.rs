@@ -36,7 +36,14 @@ pub use json::{
     CallTreeJson, CpuReport, FunctionJson, Json, NodeJson, NodeKind, ThreadJson,
     report as json_report,
 };
+pub(crate) use pprof::{LocationTable, StringTable, to_i64, write_gzipped};
 pub use pprof::{Pprof, encode as pprof_encode};
+pub(crate) use speedscope::SPEEDSCOPE_SCHEMA;
+
+/// The `exporter` named in the JSON outputs that have one (speedscope, Chrome).
+pub(crate) fn exporter() -> String {
+    format!("clrprof@{}", env!("CARGO_PKG_VERSION"))
+}
 pub use speedscope::Speedscope;
 
 /// Writes a value as JSON, indented for people when `pretty`, and a final newline.

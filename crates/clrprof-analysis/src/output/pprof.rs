@@ -25,24 +25,88 @@ pub struct Pprof;
 
 impl Render for Pprof {
     fn render(&self, profile: &Profile, query: &Query, out: &mut dyn Write) -> Result<(), Error> {
-        let message = encode(profile, query)?;
-        let mut gz = GzEncoder::new(out, Compression::default());
-        gz.write_all(&message.encode_to_vec())?;
-        gz.finish()?;
-        Ok(())
+        write_gzipped(&encode(profile, query)?, out)
     }
 }
 
-fn to_i64(v: u64) -> i64 {
+/// Writes a profile message gzip-compressed, as pprof files are.
+pub(crate) fn write_gzipped(message: &pb::Profile, out: &mut dyn Write) -> Result<(), Error> {
+    let mut gz = GzEncoder::new(out, Compression::default());
+    gz.write_all(&message.encode_to_vec())?;
+    gz.finish()?;
+    Ok(())
+}
+
+/// A count or weight as pprof's signed value.
+pub(crate) fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// A profile's string table: index 0 is the empty string, each string is stored once.
+pub(crate) struct StringTable {
+    strings: Vec<String>,
+    index: HashMap<String, i64>,
+}
+
+impl StringTable {
+    pub(crate) fn new() -> StringTable {
+        StringTable {
+            strings: vec![String::new()],
+            index: HashMap::from([(String::new(), 0)]),
+        }
+    }
+
+    /// The index of `s`, added if new.
+    pub(crate) fn string(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as i64;
+        self.strings.push(s.to_owned());
+        self.index.insert(s.to_owned(), i);
+        i
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<String> {
+        self.strings
+    }
+}
+
+/// A profile's functions and locations, one location per function, with the same ids
+/// (from 1).
+#[derive(Default)]
+pub(crate) struct LocationTable {
+    pub(crate) functions: Vec<pb::Function>,
+    pub(crate) locations: Vec<pb::Location>,
+}
+
+impl LocationTable {
+    /// Adds a function named by string `name` in mapping `mapping_id` (0: none); its id.
+    pub(crate) fn add(&mut self, name: i64, mapping_id: u64) -> u64 {
+        let id = self.locations.len() as u64 + 1;
+        self.functions.push(pb::Function {
+            id,
+            name,
+            system_name: name,
+            ..pb::Function::default()
+        });
+        self.locations.push(pb::Location {
+            id,
+            mapping_id,
+            line: vec![pb::Line {
+                function_id: id,
+                ..pb::Line::default()
+            }],
+            ..pb::Location::default()
+        });
+        id
+    }
 }
 
 struct Tables<'p> {
     profile: &'p Profile,
-    strings: Vec<String>,
-    string_index: HashMap<String, i64>,
-    functions: Vec<pb::Function>,
-    locations: Vec<pb::Location>,
+    strings: StringTable,
+    locations: LocationTable,
     location_index: HashMap<Label, u64>,
     mappings: Vec<pb::Mapping>,
     mapping_index: HashMap<String, u64>,
@@ -50,13 +114,7 @@ struct Tables<'p> {
 
 impl Tables<'_> {
     fn string(&mut self, s: &str) -> i64 {
-        if let Some(&i) = self.string_index.get(s) {
-            return i;
-        }
-        let i = self.strings.len() as i64;
-        self.strings.push(s.to_owned());
-        self.string_index.insert(s.to_owned(), i);
-        i
+        self.strings.string(s)
     }
 
     fn mapping(&mut self, module: &str) -> u64 {
@@ -83,24 +141,9 @@ impl Tables<'_> {
         if let Some(&id) = self.location_index.get(&label) {
             return id;
         }
-        let id = self.locations.len() as u64 + 1;
         let name = self.string(&label.name(self.profile));
         let mapping_id = self.mapping(label.module(self.profile));
-        self.functions.push(pb::Function {
-            id,
-            name,
-            system_name: name,
-            ..pb::Function::default()
-        });
-        self.locations.push(pb::Location {
-            id,
-            mapping_id,
-            line: vec![pb::Line {
-                function_id: id,
-                ..pb::Line::default()
-            }],
-            ..pb::Location::default()
-        });
+        let id = self.locations.add(name, mapping_id);
         self.location_index.insert(label, id);
         id
     }
@@ -112,10 +155,8 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
     let with_calls = profile.mode == Mode::Trace;
     let mut t = Tables {
         profile,
-        strings: vec![String::new()],
-        string_index: HashMap::from([(String::new(), 0)]),
-        functions: Vec::new(),
-        locations: Vec::new(),
+        strings: StringTable::new(),
+        locations: LocationTable::default(),
         location_index: HashMap::new(),
         mappings: Vec::new(),
         mapping_index: HashMap::new(),
@@ -233,9 +274,9 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
         sample_type,
         sample: samples,
         mapping: t.mappings,
-        location: t.locations,
-        function: t.functions,
-        string_table: t.strings,
+        location: t.locations.locations,
+        function: t.locations.functions,
+        string_table: t.strings.into_vec(),
         time_nanos: to_i64(profile.start_unix_ns),
         duration_nanos: to_i64(profile.duration_ns),
         period_type: Some(period_type),

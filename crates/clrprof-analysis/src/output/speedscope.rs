@@ -204,7 +204,7 @@ impl Render for Speedscope {
                 profile.name.clone()
             },
             active_profile_index,
-            exporter: format!("clrprof@{}", env!("CARGO_PKG_VERSION")),
+            exporter: super::exporter(),
         };
         serde_json::to_writer(&mut *out, &file)?;
         writeln!(out)?;
