@@ -80,6 +80,19 @@ impl Names {
         }
     }
 
+    /// A native frame's name and module: its symbol, or `[library]` when it has none, or
+    /// `[native code]` when not even the library is known.
+    pub fn native_frame(&self, id: u64) -> (String, String) {
+        match self.natives.get(&id) {
+            Some(n) if !n.symbol.is_empty() => (n.symbol.clone(), file_name(&n.library)),
+            Some(n) if !n.library.is_empty() => (
+                format!("[{}]", file_name(&n.library)),
+                file_name(&n.library),
+            ),
+            _ => ("[native code]".to_string(), String::new()),
+        }
+    }
+
     /// Where a P/Invoke method goes, `library!entry_point` (`libc!abs`), or the method's own
     /// name when the trace does not say (reverse P/Invoke targets).
     pub fn native_target(&self, function: u64) -> String {
@@ -356,16 +369,7 @@ impl LoadedTrace {
                         FrameKind::Managed,
                     ),
                     TraceFrameKind::Native => {
-                        let (name, module) = match names.natives.get(&id) {
-                            Some(n) if !n.symbol.is_empty() => {
-                                (n.symbol.clone(), file_name(&n.library))
-                            }
-                            Some(n) if !n.library.is_empty() => (
-                                format!("[{}]", file_name(&n.library)),
-                                file_name(&n.library),
-                            ),
-                            _ => ("[native code]".to_string(), String::new()),
-                        };
+                        let (name, module) = names.native_frame(id);
                         b.intern_frame(&name, &module, FrameKind::Native)
                     }
                     _ => b.intern_frame("[truncated]", "", FrameKind::Truncated),

@@ -15,7 +15,6 @@ use clrprof_trace::{Allocation, FrameKind};
 use serde::Serialize;
 
 use crate::Error;
-use crate::events::file_name;
 use crate::output::{
     LocationTable, SPEEDSCOPE_SCHEMA, StringTable, exporter, folded_frame_name, to_i64,
     write_gzipped, write_json,
@@ -197,11 +196,7 @@ impl LoadedTrace {
     fn frame_name(&self, (kind, id): (FrameKind, u64)) -> String {
         match kind {
             FrameKind::Managed => self.names.function(id),
-            FrameKind::Native => match self.names.natives.get(&id) {
-                Some(n) if !n.symbol.is_empty() => n.symbol.clone(),
-                Some(n) => format!("[{}]", file_name(&n.library)),
-                None => "[native code]".into(),
-            },
+            FrameKind::Native => self.names.native_frame(id).0,
             FrameKind::Truncated => "[truncated]".into(),
             FrameKind::Other(_) => "[unknown frame]".into(),
         }
