@@ -6,6 +6,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::events::EventSummary;
+use crate::memory::TEXT_ROWS;
 use crate::output::{CpuReport, Json, Render, Text, json_report};
 use crate::runtime::{RuntimeViews, View, write_view};
 use crate::trace::LoadedTrace;
@@ -170,9 +171,6 @@ pub fn write_json_report(
 ) -> Result<(), Error> {
     crate::output::write_json(report, options.pretty, out)
 }
-
-/// How many rows of long lists the text report shows.
-const TEXT_ROWS: usize = 25;
 
 /// How many rows of each runtime view the full text report shows.
 const SUMMARY_ROWS: usize = 10;
