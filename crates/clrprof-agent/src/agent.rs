@@ -105,7 +105,7 @@ impl Agent {
             );
         }
         crate::coverage::start(&config);
-        let out = Transport::start(sink, config.buffer_bytes, |_| {});
+        let out = Transport::start(sink, config.buffer_bytes);
         let session = SESSION.publish(Session::new(
             info,
             config,
