@@ -148,17 +148,22 @@ impl Transport {
     }
 
     /// Appends a record, first writing out the buffer (on the calling thread) if the record
-    /// would not fit. For bulk output at thread end and shutdown, never on the program's hot
-    /// paths.
+    /// would not fit. Never drops it: a record larger than the hard limit goes into the
+    /// emptied buffer anyway. For bulk output at thread end and shutdown, never on the
+    /// program's hot paths.
     pub fn push_record_or_drain(&self, record: &Record) {
-        let fits = {
-            let buf = self.shared.buffer.lock().unwrap_or_else(|e| e.into_inner());
-            buf.len() + record.encoded_len() <= self.shared.hard_capacity
-        };
-        if !fits {
-            self.drain();
+        let s = &self.shared;
+        let len = record.encoded_len();
+        {
+            let mut buf = s.buffer.lock().unwrap_or_else(|e| e.into_inner());
+            if buf.len() + len <= s.hard_capacity {
+                record.encode(&mut buf);
+                return;
+            }
         }
-        self.push_record(record);
+        self.drain();
+        let mut buf = s.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        record.encode(&mut buf);
     }
 
     /// Writes out everything buffered so far (on the calling thread).
