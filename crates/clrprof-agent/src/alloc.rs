@@ -97,15 +97,14 @@ pub fn object_allocated(s: &Session, object: ObjectId, class: ClassId) {
             true
         });
     let frames = &frames[..depth];
-    for &f in frames {
-        s.defs.function(&s.info, &s.out, FunctionId(f));
-    }
     s.defs.class(&s.info, &s.out, class);
     let root = truncated.then_some((FrameKind::Truncated, 0));
     let path = root
         .into_iter()
         .chain(frames.iter().rev().map(|&f| (FrameKind::Managed, f as u64)));
-    let stack = s.stacks.intern_path(&s.out, path);
+    let stack = s.stacks.intern_path(&s.out, path, |f| {
+        s.defs.function(&s.info, &s.out, FunctionId(f as usize));
+    });
     let mut flags = 0;
     if size >= LOH_THRESHOLD {
         flags |= Allocation::LARGE_OBJECT_HEAP;
