@@ -709,8 +709,10 @@ impl Profiler for Agent {
     }
     fn garbage_collection_started(&self, generations: Generations, reason: GcReason) -> Result<()> {
         if let Some(s) = self.session() {
-            if s.wants(K::GARBAGE_COLLECTION_STARTED) {
-                crate::gc::write_generation_sizes(s, 0);
+            if s.wants(K::GARBAGE_COLLECTION_STARTED)
+                && let Ok(bounds) = s.info.get_generation_bounds()
+            {
+                crate::gc::write_generation_sizes(s, 0, &bounds);
             }
             crate::heap::gc_started(s);
         }
@@ -729,10 +731,16 @@ impl Profiler for Agent {
     }
     fn garbage_collection_finished(&self) -> Result<()> {
         if let Some(s) = self.session() {
-            if s.wants(K::GARBAGE_COLLECTION_FINISHED) {
-                crate::gc::write_generation_sizes(s, 1);
+            // One `GetGenerationBounds` for both the sizes and a heap snapshot's ranges.
+            let sizes = s.wants(K::GARBAGE_COLLECTION_FINISHED);
+            if (sizes || crate::heap::snapshot_active())
+                && let Ok(bounds) = s.info.get_generation_bounds()
+            {
+                if sizes {
+                    crate::gc::write_generation_sizes(s, 1, &bounds);
+                }
+                crate::heap::gc_finished(s, &bounds);
             }
-            crate::heap::gc_finished(s);
         }
         self.ev(K::GARBAGE_COLLECTION_FINISHED, &[])
     }

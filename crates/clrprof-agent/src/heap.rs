@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use clrprof_sdk::flags::EventMask;
+use clrprof_sdk::info::GenerationRange;
 use clrprof_sdk::types::{GcRootFlags, GcRootKind};
 use clrprof_sdk::{ClassId, ObjectId};
 use clrprof_trace::{
@@ -105,16 +106,19 @@ pub fn gc_started(s: &Session) {
     STATE.active.store(snapshot, Ordering::Release);
 }
 
-/// `GarbageCollectionFinished`: for a snapshot, where each generation now lies (the heap
-/// walk that follows reports objects at these addresses).
-pub fn gc_finished(s: &Session) {
+/// True while a heap snapshot is being taken (its collection has started and not ended).
+pub fn snapshot_active() -> bool {
+    STATE.active.load(Ordering::Acquire) != 0
+}
+
+/// `GarbageCollectionFinished`: for a snapshot, where each generation now lies (`bounds`,
+/// from `GetGenerationBounds`; the heap walk that follows reports objects at these
+/// addresses).
+pub fn gc_finished(s: &Session, bounds: &[GenerationRange]) {
     let snapshot = STATE.active.load(Ordering::Acquire);
     if snapshot == 0 {
         return;
     }
-    let Ok(bounds) = s.info.get_generation_bounds() else {
-        return;
-    };
     let ranges = bounds
         .iter()
         .flat_map(|r| [u64::from(r.generation.0), r.start as u64, r.length as u64])
