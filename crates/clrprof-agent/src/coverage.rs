@@ -23,7 +23,7 @@ use std::sync::{Mutex, OnceLock};
 use clrprof_sdk::flags::EventMask;
 use clrprof_sdk::il::{BasicBlock, Method, counters};
 use clrprof_sdk::info::FunctionInfo;
-use clrprof_sdk::{FunctionId, ModuleId, Namer, ProfilerInfo, Result, Token};
+use clrprof_sdk::{FunctionId, ModuleId, ProfilerInfo, Result, Token};
 use clrprof_trace::{CoverageBlock, CoverageMethod, Record};
 
 use crate::config::Config;
@@ -67,7 +67,6 @@ pub struct Coverage {
     modules: Mutex<HashMap<ModuleId, bool>>,
     /// Methods seen at JIT time: `None` while being instrumented, or if they could not be.
     methods: Mutex<HashMap<(ModuleId, Token), Option<Instrumented>>>,
-    namer: Namer,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -200,7 +199,7 @@ impl Coverage {
             .collect();
         modules.sort();
         for module in modules {
-            let Ok(Some(import)) = self.namer.metadata(info, module) else {
+            let Ok(Some(import)) = session.defs.namer().metadata(info, module) else {
                 continue;
             };
             let mut tokens: Vec<Token> = import
@@ -234,7 +233,11 @@ impl Coverage {
                         None => continue,
                     },
                 };
-                let name = self.namer.get_method_name(info, module, token).ok();
+                let name = session
+                    .defs
+                    .namer()
+                    .get_method_name(info, module, token)
+                    .ok();
                 let (type_name, method_name, signature) = name.map_or_else(
                     || (String::new(), format!("{token}"), String::new()),
                     |n| (n.type_name, n.method_name, n.signature),
