@@ -25,13 +25,13 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use clrprof_sdk::stack::SnapshotFlags;
-use clrprof_sdk::{ClassId, FunctionId, ObjectId, ThreadId};
+use clrprof_sdk::{ClassId, FunctionId, ObjectId};
 use clrprof_trace::{Allocation, FrameKind};
 
 use crate::config::AllocMode;
 use crate::recorder::sys;
 use crate::session::Session;
+use crate::stacks;
 
 /// Deepest allocation stack kept (deeper stacks are cut at the root end, marked truncated).
 const MAX_ALLOC_FRAMES: usize = 256;
@@ -80,22 +80,7 @@ pub fn object_allocated(s: &Session, object: ObjectId, class: ClassId) {
         return;
     }
     let mut frames = [0usize; MAX_ALLOC_FRAMES];
-    let mut depth = 0;
-    let mut truncated = false;
-    let _ = s
-        .info
-        .do_stack_snapshot(ThreadId::NULL, SnapshotFlags::DEFAULT, &mut |frame| {
-            if frame.function.is_null() {
-                return true; // a native chain between managed frames
-            }
-            if depth == MAX_ALLOC_FRAMES {
-                truncated = true;
-                return false;
-            }
-            frames[depth] = frame.function.0;
-            depth += 1;
-            true
-        });
+    let (depth, truncated) = stacks::managed_stack(&s.info, &mut frames);
     let frames = &frames[..depth];
     s.defs.class(&s.info, &s.out, class);
     let root = truncated.then_some((FrameKind::Truncated, 0));

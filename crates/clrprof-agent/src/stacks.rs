@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use clrprof_sdk::stack::SnapshotFlags;
+use clrprof_sdk::{ProfilerInfo, ThreadId};
 use clrprof_trace::{FrameKind, Record, StackDef};
 
 use crate::transport::Transport;
@@ -90,4 +92,25 @@ impl StackInterner {
             });
         (id, created)
     }
+}
+
+/// Walks the calling thread's managed stack (`DoStackSnapshot` on the current thread) into
+/// `frames`, innermost first, skipping native chains between managed frames. Returns how many
+/// frames were written and whether there were more than `frames` holds. Does not allocate.
+pub fn managed_stack(info: &ProfilerInfo, frames: &mut [usize]) -> (usize, bool) {
+    let mut depth = 0;
+    let mut truncated = false;
+    let _ = info.do_stack_snapshot(ThreadId::NULL, SnapshotFlags::DEFAULT, &mut |frame| {
+        if frame.function.is_null() {
+            return true; // a native chain between managed frames
+        }
+        if depth == frames.len() {
+            truncated = true;
+            return false;
+        }
+        frames[depth] = frame.function.0;
+        depth += 1;
+        true
+    });
+    (depth, truncated)
 }
