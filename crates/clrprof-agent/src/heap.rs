@@ -216,13 +216,12 @@ pub fn start_signal_thread(s: &'static Session) {
                     continue;
                 }
                 seen = now;
-                STATE.exit_requested.store(true, Ordering::Release);
-                // This thread never runs managed code: the runtime accepts ForceGC from it.
-                if let Err(e) = s.info.force_gc() {
-                    s.warn(format!("no heap snapshot on request: ForceGC failed ({e})"));
-                }
-                STATE.exit_requested.store(false, Ordering::Release);
-                finish(s);
+                forced_snapshot(s, || {
+                    // This thread never runs managed code: the runtime accepts ForceGC from it.
+                    if let Err(e) = s.info.force_gc() {
+                        s.warn(format!("no heap snapshot on request: ForceGC failed ({e})"));
+                    }
+                });
             }
         });
     if spawned.is_err() {
@@ -236,22 +235,30 @@ pub fn snapshot_at_exit(s: &'static Session) {
     if s.config.heap_snapshots != HeapSnapshots::AtExit {
         return;
     }
+    forced_snapshot(s, || {
+        let (done, wait) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("clrprof-heap".into())
+            .spawn(move || {
+                let _ = done.send(s.info.force_gc());
+            });
+        let outcome = match spawned {
+            Ok(_) => wait.recv_timeout(EXIT_GC_TIMEOUT).ok(),
+            Err(_) => None,
+        };
+        match outcome {
+            Some(Ok(())) => {}
+            Some(Err(e)) => s.warn(format!("no heap snapshot at exit: ForceGC failed ({e})")),
+            None => s.warn("no heap snapshot at exit: the collection did not finish in time"),
+        }
+    });
+}
+
+/// Snapshots the collection `collect` forces: the next collection is chosen while it runs,
+/// and the snapshot is ended after it.
+fn forced_snapshot(s: &Session, collect: impl FnOnce()) {
     STATE.exit_requested.store(true, Ordering::Release);
-    let (done, wait) = std::sync::mpsc::channel();
-    let spawned = std::thread::Builder::new()
-        .name("clrprof-heap".into())
-        .spawn(move || {
-            let _ = done.send(s.info.force_gc());
-        });
-    let outcome = match spawned {
-        Ok(_) => wait.recv_timeout(EXIT_GC_TIMEOUT).ok(),
-        Err(_) => None,
-    };
-    match outcome {
-        Some(Ok(())) => {}
-        Some(Err(e)) => s.warn(format!("no heap snapshot at exit: ForceGC failed ({e})")),
-        None => s.warn("no heap snapshot at exit: the collection did not finish in time"),
-    }
+    collect();
     STATE.exit_requested.store(false, Ordering::Release);
     finish(s);
 }
