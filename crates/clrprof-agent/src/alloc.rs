@@ -95,12 +95,15 @@ pub fn object_allocated(s: &Session, object: ObjectId, class: ClassId) {
         flags |= Allocation::LARGE_OBJECT_HEAP;
     }
     // Arrays: the element count (the element type is in the class's name, e.g. `int[,]`).
-    let array_length = match s.info.get_array_object_info(object) {
-        Ok(array) => {
-            flags |= Allocation::ARRAY;
-            array.len()
-        }
-        Err(_) => 0,
+    let array_length = match s.info.is_array_class(class) {
+        Ok(Some(array)) => match s.info.get_array_len(object, array.rank) {
+            Ok(len) => {
+                flags |= Allocation::ARRAY;
+                len
+            }
+            Err(_) => 0,
+        },
+        _ => 0,
     };
     let record = Allocation {
         ts: s.now(),
