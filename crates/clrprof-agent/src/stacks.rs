@@ -1,6 +1,9 @@
 //! The session's stack interner: one prefix tree of frames for every stack the agent writes
 //! (CPU samples from the sampler thread, allocation stacks from the allocating threads), so
-//! that `StackDef` ids are unique in a trace and shared stacks are written once.
+//! that `StackDef` ids are unique in a trace and shared stacks are written once. A function is
+//! named (its `FunctionDef`) when a stack node is first made for it, after the lock is
+//! released, so interning a known stack costs no name lookup. Also the walk of the calling
+//! thread's managed stack that allocation and throw-site stacks share.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
