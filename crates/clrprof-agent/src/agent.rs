@@ -105,7 +105,7 @@ impl Agent {
             );
         }
         crate::coverage::start(&config);
-        let out = Transport::start(sink, config.buffer_bytes, |_| {});
+        let out = Transport::start(sink, config.buffer_bytes);
         let session = SESSION.publish(Session::new(
             info,
             config,
@@ -392,14 +392,28 @@ impl Profiler for Agent {
         self.ev(K::FUNCTION_UNLOAD_STARTED, &[f.as_u64()])
     }
     fn jit_compilation_started(&self, f: FunctionId, safe: bool) -> Result<()> {
-        let session = self.session();
-        // The IL size is the method's own, read before coverage rewrites the body.
-        let wanted = session.filter(|s| s.wants(K::JIT_COMPILATION_STARTED));
-        let il_bytes = wanted.map_or(0, |s| il_code_size(&s.info, f));
-        if let (Some(s), Some(coverage)) = (session, crate::coverage::get()) {
-            coverage.jit_started(s, f);
+        let Some(s) = self.session() else {
+            return Ok(());
+        };
+        let wanted = s.wants(K::JIT_COMPILATION_STARTED);
+        let coverage = crate::coverage::get();
+        if !wanted && coverage.is_none() {
+            return Ok(());
         }
-        if let Some(s) = wanted {
+        // The method's IL body, read once (before coverage rewrites it) for both its size in
+        // the event and coverage's probes.
+        let mut il_bytes = 0;
+        if let Ok(fi) = s.info.get_function_info(f) {
+            let reserved = coverage.and_then(|c| Some((c, c.reserve(&s.info, &fi)?)));
+            let body = (wanted || reserved.is_some())
+                .then(|| s.info.get_il_function_body(fi.module, fi.token).ok())
+                .flatten();
+            il_bytes = body.as_deref().map_or(0, il_code_size_of_body);
+            if let Some((coverage, key)) = reserved {
+                coverage.instrument(s, f, key, body.as_deref());
+            }
+        }
+        if wanted {
             s.event(
                 K::JIT_COMPILATION_STARTED,
                 &[f.as_u64(), b(safe), u64::from(il_bytes)],
@@ -709,8 +723,10 @@ impl Profiler for Agent {
     }
     fn garbage_collection_started(&self, generations: Generations, reason: GcReason) -> Result<()> {
         if let Some(s) = self.session() {
-            if s.wants(K::GARBAGE_COLLECTION_STARTED) {
-                crate::gc::write_generation_sizes(s, 0);
+            if s.wants(K::GARBAGE_COLLECTION_STARTED)
+                && let Ok(bounds) = s.info.get_generation_bounds()
+            {
+                crate::gc::write_generation_sizes(s, 0, &bounds);
             }
             crate::heap::gc_started(s);
         }
@@ -729,10 +745,16 @@ impl Profiler for Agent {
     }
     fn garbage_collection_finished(&self) -> Result<()> {
         if let Some(s) = self.session() {
-            if s.wants(K::GARBAGE_COLLECTION_FINISHED) {
-                crate::gc::write_generation_sizes(s, 1);
+            // One `GetGenerationBounds` for both the sizes and a heap snapshot's ranges.
+            let sizes = s.wants(K::GARBAGE_COLLECTION_FINISHED);
+            if (sizes || crate::heap::snapshot_active())
+                && let Ok(bounds) = s.info.get_generation_bounds()
+            {
+                if sizes {
+                    crate::gc::write_generation_sizes(s, 1, &bounds);
+                }
+                crate::heap::gc_finished(s, &bounds);
             }
-            crate::heap::gc_finished(s);
         }
         self.ev(K::GARBAGE_COLLECTION_FINISHED, &[])
     }
@@ -937,7 +959,10 @@ impl Agent {
 fn il_code_size(info: &ProfilerInfo, f: FunctionId) -> u32 {
     info.get_function_info(f)
         .and_then(|fi| info.get_il_function_body(fi.module, fi.token))
-        .ok()
-        .and_then(|body| il::IlBody::parse(&body).ok())
-        .map_or(0, |body| body.code.len() as u32)
+        .map_or(0, |body| il_code_size_of_body(&body))
+}
+
+/// The size of the IL code in a method body, 0 if it cannot be parsed.
+fn il_code_size_of_body(body: &[u8]) -> u32 {
+    il::IlBody::parse(body).map_or(0, |body| body.code.len() as u32)
 }

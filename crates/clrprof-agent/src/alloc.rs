@@ -25,13 +25,13 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use clrprof_sdk::stack::SnapshotFlags;
-use clrprof_sdk::{ClassId, FunctionId, ObjectId, ThreadId};
+use clrprof_sdk::{ClassId, FunctionId, ObjectId};
 use clrprof_trace::{Allocation, FrameKind};
 
 use crate::config::AllocMode;
 use crate::recorder::sys;
 use crate::session::Session;
+use crate::stacks;
 
 /// Deepest allocation stack kept (deeper stacks are cut at the root end, marked truncated).
 const MAX_ALLOC_FRAMES: usize = 256;
@@ -80,43 +80,30 @@ pub fn object_allocated(s: &Session, object: ObjectId, class: ClassId) {
         return;
     }
     let mut frames = [0usize; MAX_ALLOC_FRAMES];
-    let mut depth = 0;
-    let mut truncated = false;
-    let _ = s
-        .info
-        .do_stack_snapshot(ThreadId::NULL, SnapshotFlags::DEFAULT, &mut |frame| {
-            if frame.function.is_null() {
-                return true; // a native chain between managed frames
-            }
-            if depth == MAX_ALLOC_FRAMES {
-                truncated = true;
-                return false;
-            }
-            frames[depth] = frame.function.0;
-            depth += 1;
-            true
-        });
+    let (depth, truncated) = stacks::managed_stack(&s.info, &mut frames);
     let frames = &frames[..depth];
-    for &f in frames {
-        s.defs.function(&s.info, &s.out, FunctionId(f));
-    }
     s.defs.class(&s.info, &s.out, class);
     let root = truncated.then_some((FrameKind::Truncated, 0));
     let path = root
         .into_iter()
         .chain(frames.iter().rev().map(|&f| (FrameKind::Managed, f as u64)));
-    let stack = s.stacks.intern_path(&s.out, path);
+    let stack = s.stacks.intern_path(&s.out, path, |f| {
+        s.defs.function(&s.info, &s.out, FunctionId(f as usize));
+    });
     let mut flags = 0;
     if size >= LOH_THRESHOLD {
         flags |= Allocation::LARGE_OBJECT_HEAP;
     }
     // Arrays: the element count (the element type is in the class's name, e.g. `int[,]`).
-    let array_length = match s.info.get_array_object_info(object) {
-        Ok(array) => {
-            flags |= Allocation::ARRAY;
-            array.len()
-        }
-        Err(_) => 0,
+    let array_length = match s.info.is_array_class(class) {
+        Ok(Some(array)) => match s.info.get_array_len(object, array.rank) {
+            Ok(len) => {
+                flags |= Allocation::ARRAY;
+                len
+            }
+            Err(_) => 0,
+        },
+        _ => 0,
     };
     let record = Allocation {
         ts: s.now(),

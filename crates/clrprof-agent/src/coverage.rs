@@ -22,7 +22,8 @@ use std::sync::{Mutex, OnceLock};
 
 use clrprof_sdk::flags::EventMask;
 use clrprof_sdk::il::{BasicBlock, Method, counters};
-use clrprof_sdk::{FunctionId, ModuleId, Namer, ProfilerInfo, Result, Token};
+use clrprof_sdk::info::FunctionInfo;
+use clrprof_sdk::{FunctionId, ModuleId, ProfilerInfo, Result, Token};
 use clrprof_trace::{CoverageBlock, CoverageMethod, Record};
 
 use crate::config::Config;
@@ -42,6 +43,9 @@ pub fn start(config: &Config) {
 pub fn get() -> Option<&'static Coverage> {
     COVERAGE.get()
 }
+
+/// A method: its module and MethodDef token.
+pub type MethodKey = (ModuleId, Token);
 
 /// The IL range of a block in the original body: start and end offsets.
 type IlRange = (u32, u32);
@@ -63,7 +67,6 @@ pub struct Coverage {
     modules: Mutex<HashMap<ModuleId, bool>>,
     /// Methods seen at JIT time: `None` while being instrumented, or if they could not be.
     methods: Mutex<HashMap<(ModuleId, Token), Option<Instrumented>>>,
-    namer: Namer,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -134,41 +137,52 @@ impl Coverage {
         wanted
     }
 
-    /// `JITCompilationStarted`: instruments `function` if its module is covered and its
-    /// body was not instrumented yet.
-    pub fn jit_started(&self, session: &Session, function: FunctionId) {
-        let info = &session.info;
-        let Ok(f) = info.get_function_info(function) else {
-            return;
-        };
+    /// `JITCompilationStarted`, first step: reserves the method `f` (of `function`) if its
+    /// module is covered and its body was not instrumented yet. The caller then reads the
+    /// body and calls [`Coverage::instrument`] with the key returned.
+    pub fn reserve(&self, info: &ProfilerInfo, f: &FunctionInfo) -> Option<MethodKey> {
         if !self.wants_module(info, f.module) {
-            return;
+            return None;
         }
         // Reserve the method, then instrument it without holding the lock (the runtime is
         // called meanwhile). Another instantiation of a generic method compiled at the same
         // moment on another thread may miss the counters.
         let key = (f.module, f.token);
-        {
-            let mut methods = lock(&self.methods);
-            if methods.contains_key(&key) {
-                return;
-            }
-            methods.insert(key, None);
+        let mut methods = lock(&self.methods);
+        if methods.contains_key(&key) {
+            return None;
         }
-        match instrument(info, function, f.module, f.token) {
+        methods.insert(key, None);
+        Some(key)
+    }
+
+    /// `JITCompilationStarted`, second step: instruments the method reserved as `key`, whose
+    /// original IL body is `body` (`None` if it has none).
+    pub fn instrument(
+        &self,
+        session: &Session,
+        function: FunctionId,
+        key: MethodKey,
+        body: Option<&[u8]>,
+    ) {
+        let (module, token) = key;
+        let Some(body) = body else {
+            return;
+        };
+        match instrument(&session.info, function, module, token, body) {
             Ok(Some((m, map_error))) => {
                 lock(&self.methods).insert(key, Some(m));
                 if let Some(e) = map_error {
                     session.warn(format!(
                         "coverage: the runtime refused the IL offset map of method {:#010x}: {e}",
-                        f.token.0
+                        token.0
                     ));
                 }
             }
             Ok(None) => {}
             Err(e) => session.warn(format!(
                 "coverage: cannot instrument method {:#010x} of module {}: {e}",
-                f.token.0, f.module
+                token.0, module
             )),
         }
     }
@@ -185,7 +199,7 @@ impl Coverage {
             .collect();
         modules.sort();
         for module in modules {
-            let Ok(Some(import)) = self.namer.metadata(info, module) else {
+            let Ok(Some(import)) = session.defs.namer().metadata(info, module) else {
                 continue;
             };
             let mut tokens: Vec<Token> = import
@@ -219,7 +233,11 @@ impl Coverage {
                         None => continue,
                     },
                 };
-                let name = self.namer.get_method_name(info, module, token).ok();
+                let name = session
+                    .defs
+                    .namer()
+                    .get_method_name(info, module, token)
+                    .ok();
                 let (type_name, method_name, signature) = name.map_or_else(
                     || (String::new(), format!("{token}"), String::new()),
                     |n| (n.type_name, n.method_name, n.signature),
@@ -259,18 +277,17 @@ fn block_ranges(method: &Method) -> Result<(Vec<IlRange>, Vec<BasicBlock>)> {
     Ok((ranges, blocks))
 }
 
-/// Adds probes to the body of `token` and installs it; `None` for a method without IL.
-/// Also returns why the runtime refused the IL offset map, if it did.
+/// Adds probes to `body`, the original body of `token`, and installs it; `None` for a
+/// method without blocks to probe. Also returns why the runtime refused the IL offset map,
+/// if it did.
 fn instrument(
     info: &ProfilerInfo,
     function: FunctionId,
     module: ModuleId,
     token: Token,
+    body: &[u8],
 ) -> Result<Option<(Instrumented, Option<clrprof_sdk::Error>)>> {
-    let Ok(bytes) = info.get_il_function_body(module, token) else {
-        return Ok(None);
-    };
-    let mut method = Method::parse(&bytes)?;
+    let mut method = Method::parse(body)?;
     let (ranges, blocks) = block_ranges(&method)?;
     if blocks.is_empty() {
         return Ok(None);

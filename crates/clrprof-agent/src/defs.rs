@@ -140,11 +140,11 @@ impl Definitions {
             }));
             return;
         };
-        let assembly_name = info
-            .get_assembly_info(m.assembly)
-            .map(|a| a.name)
+        // The assembly's name: read when defining the assembly, else asked for here.
+        let assembly_name = self
+            .define_assembly(info, out, m.assembly)
+            .or_else(|| info.get_assembly_info(m.assembly).ok().map(|a| a.name))
             .unwrap_or_default();
-        self.assembly(info, out, m.assembly);
         out.push_record(&Record::ModuleDef(ModuleDef {
             id: module.as_u64(),
             assembly: m.assembly.as_u64(),
@@ -156,18 +156,27 @@ impl Definitions {
 
     /// Defines an assembly (and its app domain) if not done yet.
     pub fn assembly(&self, info: &ProfilerInfo, out: &Transport, assembly: AssemblyId) {
+        self.define_assembly(info, out, assembly);
+    }
+
+    /// [`Definitions::assembly`], returning the assembly's name if it was defined now.
+    fn define_assembly(
+        &self,
+        info: &ProfilerInfo,
+        out: &Transport,
+        assembly: AssemblyId,
+    ) -> Option<String> {
         if !first_time(&self.assemblies, assembly.0) {
-            return;
+            return None;
         }
-        let Ok(a) = info.get_assembly_info(assembly) else {
-            return;
-        };
+        let a = info.get_assembly_info(assembly).ok()?;
         self.app_domain(info, out, a.app_domain);
         out.push_record(&Record::AssemblyDef(AssemblyDef {
             id: assembly.as_u64(),
             app_domain: a.app_domain.as_u64(),
-            name: a.name,
+            name: a.name.clone(),
         }));
+        Some(a.name)
     }
 
     /// Defines an app domain if not done yet.

@@ -4,9 +4,10 @@
 use std::sync::OnceLock;
 
 use clrprof_sdk::info::StringLayout2;
-use clrprof_sdk::{ClassId, FunctionId, Namer, ObjectId, ProfilerInfo, ThreadId, stack};
+use clrprof_sdk::{ClassId, FunctionId, Namer, ObjectId, ProfilerInfo};
 
 use crate::recorder::objects;
+use crate::stacks;
 
 /// The most frames of a throw-site stack that are kept.
 pub const MAX_THROW_FRAMES: usize = 256;
@@ -78,22 +79,10 @@ fn message_offset(info: &ProfilerInfo, namer: &Namer, class: ClassId) -> Option<
 /// The managed frames of the current thread, innermost first, and whether there were more
 /// than [`MAX_THROW_FRAMES`].
 pub fn throw_site_stack(info: &ProfilerInfo) -> (Vec<FunctionId>, bool) {
-    let mut frames = Vec::new();
-    let mut truncated = false;
-    let _ = info.do_stack_snapshot(
-        ThreadId::NULL,
-        stack::SnapshotFlags::DEFAULT,
-        &mut |frame| {
-            if frame.function.is_null() {
-                return true;
-            }
-            if frames.len() == MAX_THROW_FRAMES {
-                truncated = true;
-                return false;
-            }
-            frames.push(frame.function);
-            true
-        },
-    );
-    (frames, truncated)
+    let mut frames = [0usize; MAX_THROW_FRAMES];
+    let (depth, truncated) = stacks::managed_stack(info, &mut frames);
+    (
+        frames[..depth].iter().map(|&f| FunctionId(f)).collect(),
+        truncated,
+    )
 }

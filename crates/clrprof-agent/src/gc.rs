@@ -6,6 +6,7 @@
 //! only moments the bounds are exact.
 
 use clrprof_sdk::ClassId;
+use clrprof_sdk::info::GenerationRange;
 use clrprof_trace::{AllocatedByClass, GcGenerations, MAX_U64_LIST, Record};
 
 use crate::session::Session;
@@ -13,12 +14,10 @@ use crate::session::Session;
 /// Generations reported: 0, 1, 2, large object heap, pinned object heap.
 const GENERATIONS: usize = 5;
 
-/// Writes the generation sizes; `phase` 0 at the start of a collection, 1 at its end.
-pub fn write_generation_sizes(s: &Session, phase: u8) {
-    let Ok(ranges) = s.info.get_generation_bounds() else {
-        return;
-    };
-    let mut sizes = vec![0u64; GENERATIONS];
+/// Writes the generation sizes of `ranges` (from `GetGenerationBounds`); `phase` 0 at the
+/// start of a collection, 1 at its end.
+pub fn write_generation_sizes(s: &Session, phase: u8, ranges: &[GenerationRange]) {
+    let mut sizes = [0u64; GENERATIONS];
     for r in ranges {
         if let Some(size) = sizes.get_mut(r.generation.0 as usize) {
             *size += r.length as u64;
@@ -27,7 +26,7 @@ pub fn write_generation_sizes(s: &Session, phase: u8) {
     s.out.push_record(&Record::GcGenerations(GcGenerations {
         ts: s.now(),
         phase,
-        sizes,
+        sizes: sizes.to_vec(),
     }));
 }
 

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use clrprof_sdk::flags::EventMask;
+use clrprof_sdk::info::GenerationRange;
 use clrprof_sdk::types::{GcRootFlags, GcRootKind};
 use clrprof_sdk::{ClassId, ObjectId};
 use clrprof_trace::{
@@ -105,16 +106,19 @@ pub fn gc_started(s: &Session) {
     STATE.active.store(snapshot, Ordering::Release);
 }
 
-/// `GarbageCollectionFinished`: for a snapshot, where each generation now lies (the heap
-/// walk that follows reports objects at these addresses).
-pub fn gc_finished(s: &Session) {
+/// True while a heap snapshot is being taken (its collection has started and not ended).
+pub fn snapshot_active() -> bool {
+    STATE.active.load(Ordering::Acquire) != 0
+}
+
+/// `GarbageCollectionFinished`: for a snapshot, where each generation now lies (`bounds`,
+/// from `GetGenerationBounds`; the heap walk that follows reports objects at these
+/// addresses).
+pub fn gc_finished(s: &Session, bounds: &[GenerationRange]) {
     let snapshot = STATE.active.load(Ordering::Acquire);
     if snapshot == 0 {
         return;
     }
-    let Ok(bounds) = s.info.get_generation_bounds() else {
-        return;
-    };
     let ranges = bounds
         .iter()
         .flat_map(|r| [u64::from(r.generation.0), r.start as u64, r.length as u64])
@@ -212,13 +216,12 @@ pub fn start_signal_thread(s: &'static Session) {
                     continue;
                 }
                 seen = now;
-                STATE.exit_requested.store(true, Ordering::Release);
-                // This thread never runs managed code: the runtime accepts ForceGC from it.
-                if let Err(e) = s.info.force_gc() {
-                    s.warn(format!("no heap snapshot on request: ForceGC failed ({e})"));
-                }
-                STATE.exit_requested.store(false, Ordering::Release);
-                finish(s);
+                forced_snapshot(s, || {
+                    // This thread never runs managed code: the runtime accepts ForceGC from it.
+                    if let Err(e) = s.info.force_gc() {
+                        s.warn(format!("no heap snapshot on request: ForceGC failed ({e})"));
+                    }
+                });
             }
         });
     if spawned.is_err() {
@@ -232,22 +235,30 @@ pub fn snapshot_at_exit(s: &'static Session) {
     if s.config.heap_snapshots != HeapSnapshots::AtExit {
         return;
     }
+    forced_snapshot(s, || {
+        let (done, wait) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("clrprof-heap".into())
+            .spawn(move || {
+                let _ = done.send(s.info.force_gc());
+            });
+        let outcome = match spawned {
+            Ok(_) => wait.recv_timeout(EXIT_GC_TIMEOUT).ok(),
+            Err(_) => None,
+        };
+        match outcome {
+            Some(Ok(())) => {}
+            Some(Err(e)) => s.warn(format!("no heap snapshot at exit: ForceGC failed ({e})")),
+            None => s.warn("no heap snapshot at exit: the collection did not finish in time"),
+        }
+    });
+}
+
+/// Snapshots the collection `collect` forces: the next collection is chosen while it runs,
+/// and the snapshot is ended after it.
+fn forced_snapshot(s: &Session, collect: impl FnOnce()) {
     STATE.exit_requested.store(true, Ordering::Release);
-    let (done, wait) = std::sync::mpsc::channel();
-    let spawned = std::thread::Builder::new()
-        .name("clrprof-heap".into())
-        .spawn(move || {
-            let _ = done.send(s.info.force_gc());
-        });
-    let outcome = match spawned {
-        Ok(_) => wait.recv_timeout(EXIT_GC_TIMEOUT).ok(),
-        Err(_) => None,
-    };
-    match outcome {
-        Some(Ok(())) => {}
-        Some(Err(e)) => s.warn(format!("no heap snapshot at exit: ForceGC failed ({e})")),
-        None => s.warn("no heap snapshot at exit: the collection did not finish in time"),
-    }
+    collect();
     STATE.exit_requested.store(false, Ordering::Release);
     finish(s);
 }

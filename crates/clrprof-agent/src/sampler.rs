@@ -431,15 +431,14 @@ impl SamplerLoop {
                 .truncated
                 .fetch_add(1, Ordering::Relaxed);
         }
-        let mut parent = 0u32;
-        for i in (0..self.path.len()).rev() {
-            let (kind, frame) = match self.path[i] {
-                FrameRef::Managed(f) => (FrameKind::Managed, f as u64),
-                FrameRef::Native(id) => (FrameKind::Native, id),
-            };
-            parent = self.intern(parent, kind, frame);
-        }
-        parent
+        let s = self.session;
+        let path = self.path.iter().rev().map(|f| match *f {
+            FrameRef::Managed(f) => (FrameKind::Managed, f as u64),
+            FrameRef::Native(id) => (FrameKind::Native, id),
+        });
+        s.stacks.intern_path(&s.out, path, |f| {
+            s.defs.function(&s.info, &s.out, FunctionId(f as usize))
+        })
     }
 
     fn resolve(&mut self, ip: usize) -> FrameRef {
@@ -448,10 +447,7 @@ impl SamplerLoop {
         }
         let s = self.session;
         let frame = match s.info.get_function_from_ip(ip) {
-            Ok(function) if !function.is_null() => {
-                s.defs.function(&s.info, &s.out, function);
-                FrameRef::Managed(function.0)
-            }
+            Ok(function) if !function.is_null() => FrameRef::Managed(function.0),
             _ => {
                 // The module's symbol table names local functions too (the GC, libc's string
                 // functions); dladdr, which knows only exported symbols, is the fallback for
@@ -483,11 +479,6 @@ impl SamplerLoop {
         frame
     }
 
-    fn intern(&mut self, parent: u32, kind: FrameKind, frame: u64) -> u32 {
-        let s = self.session;
-        s.stacks.intern(&s.out, parent, kind, frame)
-    }
-
     /// The interned stack of a call tree node, computed once per node.
     fn stack_of_node(&mut self, node: &Node) -> u32 {
         let cached = node.stack_id.load(Ordering::Relaxed);
@@ -510,14 +501,23 @@ impl SamplerLoop {
             chain.push(cur);
             n = cur.parent();
         }
-        for cur in chain.into_iter().rev() {
-            let function = cur.function();
-            let s = self.session;
-            s.defs.function(&s.info, &s.out, FunctionId(function));
-            parent_stack = self.intern(parent_stack, FrameKind::Managed, function as u64);
-            cur.stack_id.store(parent_stack, Ordering::Relaxed);
-        }
-        parent_stack
+        let s = self.session;
+        let path = chain
+            .iter()
+            .rev()
+            .map(|cur| (FrameKind::Managed, cur.function() as u64));
+        let mut unset = chain.iter().rev();
+        s.stacks.extend_path(
+            &s.out,
+            parent_stack,
+            path,
+            |id| {
+                if let Some(cur) = unset.next() {
+                    cur.stack_id.store(id, Ordering::Relaxed);
+                }
+            },
+            |f| s.defs.function(&s.info, &s.out, FunctionId(f as usize)),
+        )
     }
 }
 

@@ -1,13 +1,22 @@
 //! The session's stack interner: one prefix tree of frames for every stack the agent writes
 //! (CPU samples from the sampler thread, allocation stacks from the allocating threads), so
-//! that `StackDef` ids are unique in a trace and shared stacks are written once.
+//! that `StackDef` ids are unique in a trace and shared stacks are written once. A function is
+//! named (its `FunctionDef`) when a stack node is first made for it, after the lock is
+//! released, so interning a known stack costs no name lookup. Also the walk of the calling
+//! thread's managed stack that allocation and throw-site stacks share.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use clrprof_sdk::stack::SnapshotFlags;
+use clrprof_sdk::{ProfilerInfo, ThreadId};
 use clrprof_trace::{FrameKind, Record, StackDef};
 
 use crate::transport::Transport;
+
+/// Managed frames that got their first stack node are named after the interner's lock is
+/// released, up to this many per call (any more are named under the lock).
+const NAME_AFTER_UNLOCK: usize = 256;
 
 /// Interned stack nodes: `(parent, frame kind, frame)` to node id.
 #[derive(Default)]
@@ -16,37 +25,66 @@ pub struct StackInterner {
 }
 
 impl StackInterner {
-    /// The node for `frame` called from `parent` (0 for a root), writing its `StackDef` the
-    /// first time.
-    pub fn intern(&self, out: &Transport, parent: u32, kind: FrameKind, frame: u64) -> u32 {
-        let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
-        Self::node(&mut nodes, out, parent, kind, frame)
-    }
-
     /// The node of a whole stack, frames given from the outermost to the innermost; 0 for an
-    /// empty stack. Takes the lock once.
+    /// empty stack. Takes the lock once. `name` is called for each managed frame that is in
+    /// a new node (so every function of a written `StackDef` is named once it is first seen,
+    /// and frames already interned cost no name lookup).
     pub fn intern_path(
         &self,
         out: &Transport,
         frames: impl Iterator<Item = (FrameKind, u64)>,
+        name: impl FnMut(u64),
     ) -> u32 {
-        let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
-        frames.fold(0, |parent, (kind, frame)| {
-            Self::node(&mut nodes, out, parent, kind, frame)
-        })
+        self.extend_path(out, 0, frames, |_| {}, name)
     }
 
+    /// Like [`StackInterner::intern_path`], starting below the node `parent`; `interned` sees
+    /// each frame's node id in order.
+    pub fn extend_path(
+        &self,
+        out: &Transport,
+        parent: u32,
+        frames: impl Iterator<Item = (FrameKind, u64)>,
+        mut interned: impl FnMut(u32),
+        mut name: impl FnMut(u64),
+    ) -> u32 {
+        let mut new = [0u64; NAME_AFTER_UNLOCK];
+        let mut new_len = 0;
+        let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut node = parent;
+        for (kind, frame) in frames {
+            let (id, created) = Self::node(&mut nodes, out, node, kind, frame);
+            if created && kind == FrameKind::Managed {
+                if new_len < NAME_AFTER_UNLOCK {
+                    new[new_len] = frame;
+                    new_len += 1;
+                } else {
+                    name(frame);
+                }
+            }
+            interned(id);
+            node = id;
+        }
+        drop(nodes);
+        new[..new_len].iter().for_each(|&frame| name(frame));
+        node
+    }
+
+    /// The node for `frame` called from `parent`, and whether it is new (its `StackDef` is
+    /// written then).
     fn node(
         nodes: &mut HashMap<(u32, u8, u64), u32>,
         out: &Transport,
         parent: u32,
         kind: FrameKind,
         frame: u64,
-    ) -> u32 {
+    ) -> (u32, bool) {
         let next = nodes.len() as u32 + 1;
-        *nodes
+        let mut created = false;
+        let id = *nodes
             .entry((parent, kind.to_u8(), frame))
             .or_insert_with(|| {
+                created = true;
                 out.push_record(&Record::StackDef(StackDef {
                     id: next,
                     parent,
@@ -54,6 +92,28 @@ impl StackInterner {
                     frame,
                 }));
                 next
-            })
+            });
+        (id, created)
     }
+}
+
+/// Walks the calling thread's managed stack (`DoStackSnapshot` on the current thread) into
+/// `frames`, innermost first, skipping native chains between managed frames. Returns how many
+/// frames were written and whether there were more than `frames` holds. Does not allocate.
+pub fn managed_stack(info: &ProfilerInfo, frames: &mut [usize]) -> (usize, bool) {
+    let mut depth = 0;
+    let mut truncated = false;
+    let _ = info.do_stack_snapshot(ThreadId::NULL, SnapshotFlags::DEFAULT, &mut |frame| {
+        if frame.function.is_null() {
+            return true; // a native chain between managed frames
+        }
+        if depth == frames.len() {
+            truncated = true;
+            return false;
+        }
+        frames[depth] = frame.function.0;
+        depth += 1;
+        true
+    });
+    (depth, truncated)
 }

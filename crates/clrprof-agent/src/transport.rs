@@ -56,12 +56,7 @@ pub struct Transport {
 
 impl Transport {
     /// Starts a transport writing to `sink`; `capacity` is the size of each of its two buffers.
-    /// `tick` is called by the writer thread about once a second (to emit counters).
-    pub fn start(
-        sink: Box<dyn Write + Send>,
-        capacity: usize,
-        tick: impl Fn(&Transport) + Send + 'static,
-    ) -> Arc<Transport> {
+    pub fn start(sink: Box<dyn Write + Send>, capacity: usize) -> Arc<Transport> {
         let shared = Arc::new(Shared {
             buffer: Mutex::new(Vec::with_capacity(capacity)),
             capacity,
@@ -78,14 +73,8 @@ impl Transport {
         let handle = std::thread::Builder::new()
             .name("clrprof-writer".into())
             .spawn(move || {
-                let mut since_tick = Duration::ZERO;
                 while !for_thread.shared.stop.load(Ordering::Acquire) {
                     std::thread::park_timeout(DRAIN_EVERY);
-                    since_tick += DRAIN_EVERY;
-                    if since_tick >= Duration::from_secs(1) {
-                        since_tick = Duration::ZERO;
-                        tick(&for_thread);
-                    }
                     for_thread.drain();
                 }
             })
@@ -159,17 +148,22 @@ impl Transport {
     }
 
     /// Appends a record, first writing out the buffer (on the calling thread) if the record
-    /// would not fit. For bulk output at thread end and shutdown, never on the program's hot
-    /// paths.
+    /// would not fit. Never drops it: a record larger than the hard limit goes into the
+    /// emptied buffer anyway. For bulk output at thread end and shutdown, never on the
+    /// program's hot paths.
     pub fn push_record_or_drain(&self, record: &Record) {
-        let fits = {
-            let buf = self.shared.buffer.lock().unwrap_or_else(|e| e.into_inner());
-            buf.len() + record.encoded_len() <= self.shared.hard_capacity
-        };
-        if !fits {
-            self.drain();
+        let s = &self.shared;
+        let len = record.encoded_len();
+        {
+            let mut buf = s.buffer.lock().unwrap_or_else(|e| e.into_inner());
+            if buf.len() + len <= s.hard_capacity {
+                record.encode(&mut buf);
+                return;
+            }
         }
-        self.push_record(record);
+        self.drain();
+        let mut buf = s.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        record.encode(&mut buf);
     }
 
     /// Writes out everything buffered so far (on the calling thread).
@@ -250,7 +244,7 @@ mod tests {
         let mut header = Vec::new();
         clrprof_trace::write_header(&mut header).unwrap();
         out.0.lock().unwrap().extend_from_slice(&header);
-        let t = Transport::start(Box::new(out.clone()), 200, |_| {});
+        let t = Transport::start(Box::new(out.clone()), 200);
         t.stop(); // no writer thread: everything below stays buffered until drained
         for i in 0..10u64 {
             t.push_event(&Event::new(i, 1, EventKind::EXCEPTION_THROWN, &[i, 2, 3]));

@@ -180,6 +180,13 @@ pub static STATS: Stats = Stats {
 
 static NODE_BUDGET: AtomicU64 = AtomicU64::new(2_000_000);
 
+/// A node that could not be made: gives back the budget it took and counts it dropped.
+fn node_not_made<T>() -> Option<T> {
+    STATS.nodes.fetch_sub(1, Ordering::Relaxed);
+    STATS.nodes_dropped.fetch_add(1, Ordering::Relaxed);
+    None
+}
+
 /// Sets the maximum number of nodes, all threads together.
 pub fn set_node_budget(nodes: u64) {
     NODE_BUDGET.store(nodes, Ordering::Relaxed);
@@ -413,16 +420,12 @@ impl ThreadState {
 
     fn new_node(&self, parent: &Node, function: usize) -> Option<&Node> {
         if STATS.nodes.fetch_add(1, Ordering::Relaxed) >= NODE_BUDGET.load(Ordering::Relaxed) {
-            STATS.nodes.fetch_sub(1, Ordering::Relaxed);
-            STATS.nodes_dropped.fetch_add(1, Ordering::Relaxed);
-            return None;
+            return node_not_made();
         }
         let n = self.node_count.load(Ordering::Relaxed) as usize;
         let (c, i) = (n / CHUNK_NODES, n % CHUNK_NODES);
         let Some(chunk_slot) = self.chunks.get(c) else {
-            STATS.nodes.fetch_sub(1, Ordering::Relaxed);
-            STATS.nodes_dropped.fetch_add(1, Ordering::Relaxed);
-            return None;
+            return node_not_made();
         };
         let mut chunk = chunk_slot.load(Ordering::Relaxed);
         if chunk.is_null() {
@@ -437,9 +440,7 @@ impl ThreadState {
                 )
             };
             if n.is_null() || t.is_null() {
-                STATS.nodes.fetch_sub(1, Ordering::Relaxed);
-                STATS.nodes_dropped.fetch_add(1, Ordering::Relaxed);
-                return None;
+                return node_not_made();
             }
             chunk = n.cast::<Node>();
             self.time_chunks[c].store(t.cast::<NodeTimes>(), Ordering::Release);

@@ -119,31 +119,11 @@ pub fn register_current(managed_id: usize) -> Option<&'static ThreadSlot> {
         }
         return Some(slot);
     }
-    let tid = sys::gettid();
-    for slot in SLOTS.iter() {
-        if slot
-            .tid
-            .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
-        {
-            let (lo, hi) = sys::current_stack_bounds().unwrap_or((0, 0));
-            slot.stack_lo.store(lo, Ordering::Relaxed);
-            slot.stack_hi.store(hi, Ordering::Relaxed);
-            slot.managed_id.store(managed_id, Ordering::Relaxed);
-            slot.request.store(0, Ordering::Relaxed);
-            slot.done.store(0, Ordering::Relaxed);
-            slot.copy_len.store(0, Ordering::Relaxed);
-            if slot.copy.load(Ordering::Relaxed).is_null() {
-                slot.copy
-                    .store(sys::reserve_zeroed(STACK_COPY_BYTES), Ordering::Release);
-            }
-            slot.state.store(LIVE, Ordering::Release);
-            tls::set_thread_slot(slot as *const ThreadSlot as usize);
-            return Some(slot);
-        }
-    }
-    THREADS_DROPPED.fetch_add(1, Ordering::Relaxed);
-    None
+    let slot = take_slot(sys::gettid(), managed_id, || {
+        sys::current_stack_bounds().unwrap_or((0, 0))
+    })?;
+    tls::set_thread_slot(slot as *const ThreadSlot as usize);
+    Some(slot)
 }
 
 /// Registers thread `tid` from another thread: threads that were already running when the
@@ -155,28 +135,38 @@ pub fn adopt(tid: u32, managed_id: usize) -> bool {
     if tid == 0 || used().any(|s| s.tid.load(Ordering::Acquire) == tid) {
         return false;
     }
-    for slot in SLOTS.iter() {
-        if slot
-            .tid
+    take_slot(tid, managed_id, || (0, 0)).is_some()
+}
+
+/// Takes a free slot for thread `tid` and makes it live, with the stack bounds `bounds`
+/// gives (low, high; 0 when unknown). `None`, counted in [`THREADS_DROPPED`], if every slot
+/// is taken.
+fn take_slot(
+    tid: u32,
+    managed_id: usize,
+    bounds: impl FnOnce() -> (usize, usize),
+) -> Option<&'static ThreadSlot> {
+    let Some(slot) = SLOTS.iter().find(|slot| {
+        slot.tid
             .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
-        {
-            slot.stack_lo.store(0, Ordering::Relaxed);
-            slot.stack_hi.store(0, Ordering::Relaxed);
-            slot.managed_id.store(managed_id, Ordering::Relaxed);
-            slot.request.store(0, Ordering::Relaxed);
-            slot.done.store(0, Ordering::Relaxed);
-            slot.copy_len.store(0, Ordering::Relaxed);
-            if slot.copy.load(Ordering::Relaxed).is_null() {
-                slot.copy
-                    .store(sys::reserve_zeroed(STACK_COPY_BYTES), Ordering::Release);
-            }
-            slot.state.store(LIVE, Ordering::Release);
-            return true;
-        }
+    }) else {
+        THREADS_DROPPED.fetch_add(1, Ordering::Relaxed);
+        return None;
+    };
+    let (lo, hi) = bounds();
+    slot.stack_lo.store(lo, Ordering::Relaxed);
+    slot.stack_hi.store(hi, Ordering::Relaxed);
+    slot.managed_id.store(managed_id, Ordering::Relaxed);
+    slot.request.store(0, Ordering::Relaxed);
+    slot.done.store(0, Ordering::Relaxed);
+    slot.copy_len.store(0, Ordering::Relaxed);
+    if slot.copy.load(Ordering::Relaxed).is_null() {
+        slot.copy
+            .store(sys::reserve_zeroed(STACK_COPY_BYTES), Ordering::Release);
     }
-    THREADS_DROPPED.fetch_add(1, Ordering::Relaxed);
-    false
+    slot.state.store(LIVE, Ordering::Release);
+    Some(slot)
 }
 
 /// In the signal handler of a thread without a slot: the slot [`adopt`] reserved for it, which

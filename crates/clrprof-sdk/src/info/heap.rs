@@ -26,6 +26,9 @@ use crate::error::{Error, Result};
 use crate::ids::{ClassId, GcHandleId, ModuleId, ObjectId, Token};
 use crate::types::{GcGeneration, GcHandleType};
 
+/// The most dimensions an array has.
+const MAX_ARRAY_RANK: usize = 32;
+
 /// An array object's shape and data (`GetArrayObjectInfo`).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct ArrayObjectInfo {
@@ -280,7 +283,7 @@ impl ProfilerInfo {
     /// rank and element type). `E_INVALIDARG` if `object` is not an array.
     pub fn get_array_object_info(&self, object: ObjectId) -> Result<ArrayObjectInfo> {
         const M: &str = "ICorProfilerInfo2::GetArrayObjectInfo";
-        let vt = self.vt::<ICorProfilerInfo2Vtbl>(2, M)?;
+        self.vt::<ICorProfilerInfo2Vtbl>(2, M)?;
         let class = self.get_class_from_object(object)?;
         let Some(array) = self.is_array_class(class)? else {
             return Err(Error::Failed {
@@ -288,13 +291,45 @@ impl ProfilerInfo {
                 hr: crate::error::HResult(clrprof_sys::E_INVALIDARG),
             });
         };
-        // An array has at most 32 dimensions; never trust a larger rank.
-        let rank = array.rank.min(32) as usize;
-        let mut dims = vec![0u32; rank.max(1)];
-        let mut lower_bounds = vec![0i32; rank.max(1)];
+        let mut dims = [0u32; MAX_ARRAY_RANK];
+        let mut lower_bounds = [0i32; MAX_ARRAY_RANK];
+        let (rank, data) =
+            self.array_object_info_into(object, array.rank, &mut dims, &mut lower_bounds)?;
+        Ok(ArrayObjectInfo {
+            element_type: array.element_type,
+            element_class: array.element_class,
+            dims: dims[..rank].to_vec(),
+            lower_bounds: lower_bounds[..rank].to_vec(),
+            data,
+        })
+    }
+
+    /// The number of elements of `object`, an array of rank `rank` (from
+    /// [`ProfilerInfo::is_array_class`] on its class): the product of its dimensions
+    /// (`ICorProfilerInfo2::GetArrayObjectInfo`). Does not allocate.
+    pub fn get_array_len(&self, object: ObjectId, rank: u32) -> Result<u64> {
+        let mut dims = [0u32; MAX_ARRAY_RANK];
+        let mut lower_bounds = [0i32; MAX_ARRAY_RANK];
+        let (rank, _) = self.array_object_info_into(object, rank, &mut dims, &mut lower_bounds)?;
+        Ok(dims[..rank].iter().map(|&d| u64::from(d)).product())
+    }
+
+    /// `GetArrayObjectInfo` into `dims` and `lower_bounds`: the rank used (`rank`, at most
+    /// [`MAX_ARRAY_RANK`]) and the address of the first element.
+    fn array_object_info_into(
+        &self,
+        object: ObjectId,
+        rank: u32,
+        dims: &mut [u32; MAX_ARRAY_RANK],
+        lower_bounds: &mut [i32; MAX_ARRAY_RANK],
+    ) -> Result<(usize, usize)> {
+        const M: &str = "ICorProfilerInfo2::GetArrayObjectInfo";
+        let vt = self.vt::<ICorProfilerInfo2Vtbl>(2, M)?;
+        // Never trust a rank larger than an array can have.
+        let rank = (rank as usize).min(MAX_ARRAY_RANK);
         let mut data: *mut u8 = ptr::null_mut();
-        // SAFETY: `this` is live; both arrays hold `rank` (at least 1) elements and `data`
-        // is a valid local.
+        // SAFETY: `this` is live; both arrays hold MAX_ARRAY_RANK >= max(rank, 1) elements
+        // and `data` is a valid local.
         ok(M, unsafe {
             (vt.GetArrayObjectInfo)(
                 self.this(),
@@ -305,15 +340,7 @@ impl ProfilerInfo {
                 &mut data,
             )
         })?;
-        dims.truncate(rank);
-        lower_bounds.truncate(rank);
-        Ok(ArrayObjectInfo {
-            element_type: array.element_type,
-            element_class: array.element_class,
-            dims,
-            lower_bounds,
-            data: data as usize,
-        })
+        Ok((rank, data as usize))
     }
 
     /// The instance fields a class declares, with their offsets, and its size
