@@ -117,16 +117,12 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         );
     }
     let (program, args) = resolve_program(&opts.command)?;
-    let dir = tempfile::Builder::new()
-        .prefix("clrprof-")
-        .tempdir()
-        .context("cannot create a private temporary directory")?;
-    let socket = dir.path().join("agent.sock");
-    let listener = UnixListener::bind(&socket)
-        .with_context(|| format!("cannot listen on {}", socket.display()))?;
-    listener.set_nonblocking(true)?;
-    let file = std::fs::File::create(&opts.output)
-        .with_context(|| format!("cannot create the trace file {}", opts.output.display()))?;
+    let AgentSocket {
+        dir: _dir,
+        socket,
+        listener,
+        file,
+    } = AgentSocket::open(&opts.output)?;
 
     let mut cmd = Command::new(&program);
     cmd.args(&args)
@@ -221,14 +217,7 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         );
         return Ok(AGENT_FAILED);
     }
-    if let Some(problem) = progress
-        .problem
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take()
-    {
-        eprintln!("clrprof: warning: {problem}");
-    }
+    warn_problem(&progress);
     if !clean {
         eprintln!(
             "clrprof: warning: the program ended without shutting the profiler down (crash or kill); the trace holds everything up to the agent's last flush"
@@ -238,20 +227,93 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     if !opts.summary {
         return Ok(code);
     }
+    let ended = if signal != 0 {
+        format!("signal {signal}")
+    } else {
+        format!("code {exit_code}")
+    };
+    print_wrote(
+        &opts.output,
+        &progress,
+        &format!("; the program exited with {ended}"),
+    );
+    Ok(code)
+}
+
+/// The private directory, the socket the agent connects to, and the trace file.
+pub(crate) struct AgentSocket {
+    /// Removed (with the socket) when dropped.
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) socket: PathBuf,
+    /// Non-blocking: see [`accept_agent`].
+    pub(crate) listener: UnixListener,
+    pub(crate) file: std::fs::File,
+}
+
+impl AgentSocket {
+    /// Creates the private directory, listens on its socket and creates the trace file.
+    pub(crate) fn open(output: &Path) -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("clrprof-")
+            .tempdir()
+            .context("cannot create a private temporary directory")?;
+        let socket = dir.path().join("agent.sock");
+        let listener = UnixListener::bind(&socket)
+            .with_context(|| format!("cannot listen on {}", socket.display()))?;
+        listener.set_nonblocking(true)?;
+        let file = std::fs::File::create(output)
+            .with_context(|| format!("cannot create the trace file {}", output.display()))?;
+        Ok(Self {
+            dir,
+            socket,
+            listener,
+            file,
+        })
+    }
+}
+
+/// Waits for the agent's connection on the non-blocking `listener`, polling while `waiting()`
+/// says to go on; `None` once it says to stop.
+pub(crate) fn accept_agent(
+    listener: &UnixListener,
+    mut waiting: impl FnMut() -> bool,
+) -> std::io::Result<Option<UnixStream>> {
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => return Ok(Some(stream)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if !waiting() {
+                    return Ok(None);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Prints the first problem the receiver met, if any.
+pub(crate) fn warn_problem(progress: &Progress) {
+    if let Some(problem) = progress
+        .problem
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+    {
+        eprintln!("clrprof: warning: {problem}");
+    }
+}
+
+/// The closing line: the trace file and its counts, then `tail` (how the recording ended).
+pub(crate) fn print_wrote(output: &Path, progress: &Progress, tail: &str) {
     eprintln!(
-        "clrprof: wrote {} ({} records: {} events, {} samples, {} dropped); the program exited with {}",
-        opts.output.display(),
+        "clrprof: wrote {} ({} records: {} events, {} samples, {} dropped){tail}",
+        output.display(),
         progress.records.load(Ordering::Relaxed),
         progress.events.load(Ordering::Relaxed),
         progress.samples.load(Ordering::Relaxed),
         progress.dropped.load(Ordering::Relaxed),
-        if signal != 0 {
-            format!("signal {signal}")
-        } else {
-            format!("code {exit_code}")
-        }
     );
-    Ok(code)
 }
 
 /// Appends the allocation samples of the program's EventPipe session to the trace.
@@ -341,17 +403,10 @@ fn receive(
     progress: &Progress,
     stop: &AtomicBool,
 ) -> Result<Option<Writer<BufWriter<std::fs::File>>>> {
-    let stream = loop {
-        match listener.accept() {
-            Ok((stream, _)) => break stream,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if stop.load(Ordering::Acquire) {
-                    return Ok(None);
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => return Err(e).context("accepting the agent's connection"),
-        }
+    let Some(stream) = accept_agent(&listener, || !stop.load(Ordering::Acquire))
+        .context("accepting the agent's connection")?
+    else {
+        return Ok(None);
     };
     // One agent per recording: child processes that inherit the variables cannot connect.
     let _ = std::fs::remove_file(socket);
