@@ -210,7 +210,7 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
     record::print_messages(&progress, &bar);
     record::warn_problem(&progress);
 
-    let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+    let alive = discovery::is_alive(pid);
     let clean = progress.clean.load(Ordering::Acquire);
     record::print_wrote(
         &rec.output,
