@@ -100,12 +100,22 @@ pub(crate) struct Progress {
     pub(crate) records: AtomicU64,
     pub(crate) events: AtomicU64,
     pub(crate) samples: AtomicU64,
-    pub(crate) dropped: AtomicU64,
+    /// The latest value of the agent's cumulative `events_dropped` counter.
+    events_dropped: AtomicU64,
+    /// The latest value of the agent's cumulative `samples_dropped` counter.
+    samples_dropped: AtomicU64,
     bytes: AtomicU64,
     messages: Mutex<Vec<(u8, String)>>,
     pub(crate) problem: Mutex<Option<String>>,
     /// What the agent defined (for the allocation tick records).
     pub(crate) agent_ids: Mutex<crate::alloc_ticks::AgentIds>,
+}
+
+impl Progress {
+    /// Events and samples the agent dropped so far.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.events_dropped.load(Ordering::Relaxed) + self.samples_dropped.load(Ordering::Relaxed)
+    }
 }
 
 /// Runs the recording; returns the exit code clrprof should exit with.
@@ -312,7 +322,7 @@ pub(crate) fn print_wrote(output: &Path, progress: &Progress, tail: &str) {
         progress.records.load(Ordering::Relaxed),
         progress.events.load(Ordering::Relaxed),
         progress.samples.load(Ordering::Relaxed),
-        progress.dropped.load(Ordering::Relaxed),
+        progress.dropped(),
     );
 }
 
@@ -496,12 +506,12 @@ fn note(progress: &Progress, record: &Record) {
         Record::Sample(_) => {
             progress.samples.fetch_add(1, Ordering::Relaxed);
         }
-        Record::Counter(c) if c.name == "events_dropped" || c.name == "samples_dropped" => {
-            // Cumulative per counter: keep the sum of the latest values.
-            static LAST: Mutex<[u64; 2]> = Mutex::new([0, 0]);
-            let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-            last[usize::from(c.name == "samples_dropped")] = c.value;
-            progress.dropped.store(last[0] + last[1], Ordering::Relaxed);
+        // Cumulative per counter: keep the latest values.
+        Record::Counter(c) if c.name == "events_dropped" => {
+            progress.events_dropped.store(c.value, Ordering::Relaxed);
+        }
+        Record::Counter(c) if c.name == "samples_dropped" => {
+            progress.samples_dropped.store(c.value, Ordering::Relaxed);
         }
         Record::SessionEnd(_) => progress.clean.store(true, Ordering::Release),
         Record::Message(m) => progress
@@ -535,7 +545,7 @@ pub(crate) fn status_text(p: &Progress, elapsed: Duration) -> String {
         "{} events · {} samples · {} dropped · {:.1} MB",
         p.events.load(Ordering::Relaxed),
         p.samples.load(Ordering::Relaxed),
-        p.dropped.load(Ordering::Relaxed),
+        p.dropped(),
         p.bytes.load(Ordering::Relaxed) as f64 / 1e6
     )
 }
