@@ -269,19 +269,8 @@ mod tests {
 
     fn options(mode: &'static str, events: &[&str]) -> RecordOptions {
         RecordOptions {
-            mode,
             events: events.iter().map(|e| e.to_string()).collect(),
-            rate: 1000,
-            inline: true,
-            max_nodes: 1,
-            alloc: None,
-            alloc_interval: None,
-            heap_snapshot: None,
-            output: PathBuf::from("x"),
-            agent: PathBuf::from("a"),
-            command: Vec::new(),
-            extra_config: String::new(),
-            summary: true,
+            ..RecordOptions::new(mode, PathBuf::from("x"), PathBuf::from("a"), Vec::new())
         }
     }
 

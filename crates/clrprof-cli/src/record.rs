@@ -58,6 +58,32 @@ pub struct RecordOptions {
 }
 
 impl RecordOptions {
+    /// Records `command` in `mode` with `agent` into `output`: no events, 1000 Hz, inlining
+    /// kept, a one-node call tree budget, no allocations or heap snapshots, no extra agent
+    /// settings, and the closing summary line. Callers override what differs.
+    pub(crate) fn new(
+        mode: &'static str,
+        output: PathBuf,
+        agent: PathBuf,
+        command: Vec<String>,
+    ) -> Self {
+        Self {
+            mode,
+            events: Vec::new(),
+            rate: 1000,
+            inline: true,
+            max_nodes: 1,
+            alloc: None,
+            alloc_interval: None,
+            heap_snapshot: None,
+            output,
+            agent,
+            command,
+            extra_config: String::new(),
+            summary: true,
+        }
+    }
+
     /// Whether allocations come from the runtime's allocation ticks rather than the agent.
     pub(crate) fn alloc_ticks(&self) -> bool {
         self.alloc == Some("ticks")
