@@ -29,8 +29,8 @@ mod paths;
 mod process;
 
 pub use clrprof::{
-    Recording, agent_lib, clrprof_bin, coverage, example_lib, record, record_command,
-    record_with_env, report, report_json,
+    Recording, agent_lib, clrprof, clrprof_bin, coverage, example_lib, record, record_command,
+    record_with_env, report, report_json, report_json_with,
 };
 pub use compile::{Program, compile, compile_file, compile_source, programs_dir};
 pub use dotnet::{Dotnet, PINNED_VERSION};
