@@ -26,6 +26,7 @@ mod clrprof;
 mod compile;
 mod dotnet;
 mod paths;
+pub mod probes;
 mod process;
 
 pub use clrprof::{
@@ -35,6 +36,7 @@ pub use clrprof::{
 pub use compile::{Program, compile, compile_file, compile_source, programs_dir};
 pub use dotnet::{Dotnet, PINNED_VERSION};
 pub use paths::{target_dir, workspace_root};
+pub use probes::{ProbeRun, run_probe};
 pub use process::{ChildGuard, OutputExt, default_timeout, run_command, run_command_timeout};
 
 /// A fresh temporary directory for one test, deleted when dropped.
