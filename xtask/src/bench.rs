@@ -26,6 +26,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, anyhow, bail};
+use clrprof_e2e::probes::{self, set_profiler};
 use clrprof_e2e::{ChildGuard, Dotnet, Program};
 use clrprof_trace::protocol;
 
@@ -44,7 +45,6 @@ const EMPTY: &str = "Empty";
 /// `probe-elt` (tests/probes/elt), the SDK's test profiler: its `fast_ret` scenario installs
 /// enter/leave hooks that are a single `ret`, the floor under any enter/leave-based trace mode.
 const PROBE_PACKAGE: &str = "probe-elt";
-const PROBE_CLSID: &str = "{8E2B6F41-7C3A-4D95-A1E8-2F6B9C0D4E73}";
 
 const DEFAULT_ROUNDS: usize = 5;
 const QUICK_ROUNDS: usize = 2;
@@ -753,10 +753,8 @@ fn run_workload(tools: &Tools, program: &Program, config: Config) -> Result<(Run
         }
         None if config == Config::HooksFloor => {
             let mut cmd = plain_command(tools, program);
-            cmd.env("CORECLR_ENABLE_PROFILING", "1")
-                .env("CORECLR_PROFILER", PROBE_CLSID)
-                .env("CORECLR_PROFILER_PATH", &tools.probe)
-                .env("PROBE_SCENARIO", "fast_ret")
+            set_profiler(&mut cmd, probes::ELT, &tools.probe);
+            cmd.env("PROBE_SCENARIO", "fast_ret")
                 .env("PROBE_OUTPUT", &probe_output);
             cmd
         }
@@ -919,10 +917,8 @@ fn run_startup(tools: &Tools, empty: &Program, how: Startup) -> Result<(f64, f64
         }
         Startup::AgentOnly => {
             let mut cmd = plain_command(tools, empty);
-            cmd.env("CORECLR_ENABLE_PROFILING", "1")
-                .env("CORECLR_PROFILER", protocol::AGENT_CLSID)
-                .env("CORECLR_PROFILER_PATH", &tools.agent)
-                .env(protocol::ENV_OUTPUT, &trace)
+            set_profiler(&mut cmd, protocol::AGENT_CLSID, &tools.agent);
+            cmd.env(protocol::ENV_OUTPUT, &trace)
                 .env(protocol::ENV_CONFIG, "mode=none");
             cmd
         }
