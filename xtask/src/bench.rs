@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, anyhow, bail};
 use clrprof_e2e::probes::{self, set_profiler};
-use clrprof_e2e::{ChildGuard, Dotnet, Program};
+use clrprof_e2e::{ChildGuard, Dotnet, Program, apply_env, describe_command};
 use clrprof_trace::protocol;
 
 mod coverage;
@@ -35,7 +35,7 @@ mod memory;
 
 use crate::BenchArgs;
 use crate::eventpipe;
-use crate::util::{build_release, catch_panic, display, workspace_root};
+use crate::util::{build_release, catch_panic, workspace_root};
 
 /// The workloads, in report order.
 const WORKLOADS: &[&str] = &["Fib", "Realistic", "Alloc", "Threads"];
@@ -531,13 +531,8 @@ fn detail_text(detail: Detail) -> String {
 
 /// The environment of every .NET process the bench starts (as the tests use).
 fn dotnet_env(cmd: &mut Command) {
-    cmd.env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
-        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1");
+    apply_env(cmd);
     for var in [
-        "CORECLR_ENABLE_PROFILING",
-        "CORECLR_PROFILER",
-        "CORECLR_PROFILER_PATH",
-        "CORECLR_PROFILER_PATH_64",
         protocol::ENV_SESSION,
         protocol::ENV_OUTPUT,
         protocol::ENV_CONFIG,
@@ -547,9 +542,8 @@ fn dotnet_env(cmd: &mut Command) {
     }
 }
 
-fn plain_command(tools: &Tools, program: &Program) -> Command {
-    let mut cmd = Command::new(&tools.dotnet.muxer);
-    cmd.arg(&program.dll);
+fn plain_command(program: &Program) -> Command {
+    let mut cmd = program.command();
     dotnet_env(&mut cmd);
     cmd
 }
@@ -601,7 +595,7 @@ impl Proc {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-        let shown = display(&cmd);
+        let shown = describe_command(&cmd);
         let started = Instant::now();
         let mut guard = catch_panic("starting a program", || ChildGuard::spawn(&mut cmd))?;
         let child = guard.child_mut();
@@ -752,13 +746,13 @@ fn run_workload(tools: &Tools, program: &Program, config: Config) -> Result<(Run
             clrprof_command(tools, program, config.subcommand(), &args, &trace)
         }
         None if config == Config::HooksFloor => {
-            let mut cmd = plain_command(tools, program);
+            let mut cmd = plain_command(program);
             set_profiler(&mut cmd, probes::ELT, &tools.probe);
             cmd.env("PROBE_SCENARIO", "fast_ret")
                 .env("PROBE_OUTPUT", &probe_output);
             cmd
         }
-        None => plain_command(tools, program),
+        None => plain_command(program),
     };
     let mut proc = Proc::spawn(cmd, true)?;
     proc.expect_line("`ready`", READY_TIMEOUT, |l| l.trim() == "ready")?;
@@ -911,12 +905,12 @@ fn parse_samples(stderr: &str) -> Option<u64> {
 fn run_startup(tools: &Tools, empty: &Program, how: Startup) -> Result<(f64, f64)> {
     let trace = tools.scratch.path().join("startup.clrprof");
     let cmd = match how {
-        Startup::None => plain_command(tools, empty),
+        Startup::None => plain_command(empty),
         Startup::ClrprofNone => {
             clrprof_command(tools, empty, "record", &["--mode", "none"], &trace)
         }
         Startup::AgentOnly => {
-            let mut cmd = plain_command(tools, empty);
+            let mut cmd = plain_command(empty);
             set_profiler(&mut cmd, protocol::AGENT_CLSID, &tools.agent);
             cmd.env(protocol::ENV_OUTPUT, &trace)
                 .env(protocol::ENV_CONFIG, "mode=none");
