@@ -404,8 +404,7 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
         .collect();
     for round in 0..rounds {
         for (program, result) in programs.iter().zip(results.iter_mut()) {
-            for k in 0..Config::ALL.len() {
-                let config = Config::ALL[(k + round) % Config::ALL.len()];
+            for (_, config) in rotated(&Config::ALL, round) {
                 let (run, warnings) = run_workload(&tools, program, config).with_context(|| {
                     format!(
                         "round {} of {}: {} under {}",
@@ -836,9 +835,17 @@ fn run_workload(tools: &Tools, program: &Program, config: Config) -> Result<(Run
     ))
 }
 
-/// The sample count from clrprof's closing line (`... N events, M samples, ...`).
 /// Times in ms, per configuration, in round order.
 type Times = Vec<Vec<f64>>;
+
+/// `items` with their indices, starting at `round` (modulo their number) and wrapping around:
+/// each round runs the configurations in another order, so that none always runs first.
+fn rotated<T: Copy>(items: &[T], round: usize) -> impl Iterator<Item = (usize, T)> + '_ {
+    (0..items.len()).map(move |k| {
+        let i = (k + round) % items.len();
+        (i, items[i])
+    })
+}
 
 /// Work and wall times (ms) of `program` under each of `configs`, in the order of `configs`:
 /// every configuration once per round, alternating, their order rotating from round to round
@@ -855,9 +862,7 @@ fn alternate(
     let mut wall: Times = vec![Vec::new(); configs.len()];
     let mut checksum: Option<(Config, String)> = None;
     for round in 0..rounds {
-        for k in 0..configs.len() {
-            let i = (k + round) % configs.len();
-            let config = configs[i];
+        for (i, config) in rotated(configs, round) {
             let (run, warnings) = run_workload(tools, program, config)
                 .with_context(|| format!("{} under {}", program.name, config.name()))?;
             for w in warnings {
@@ -889,6 +894,7 @@ fn alternate(
     Ok((work, wall))
 }
 
+/// The sample count from clrprof's closing line (`... N events, M samples, ...`).
 fn parse_samples(stderr: &str) -> Option<u64> {
     let line = stderr
         .lines()
@@ -941,8 +947,7 @@ fn measure_startup(tools: &Tools, empty: &Program, runs: usize) -> Result<Startu
         wall: vec![Vec::new(); Startup::ALL.len()],
     };
     for i in 0..runs {
-        for k in 0..Startup::ALL.len() {
-            let how = Startup::ALL[(k + i) % Startup::ALL.len()];
+        for (_, how) in rotated(&Startup::ALL, i) {
             let (ready, wall) = run_startup(tools, empty, how)
                 .with_context(|| format!("startup run {} under {}", i + 1, how.name()))?;
             let idx = StartupResults::index(how);
