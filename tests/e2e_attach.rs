@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use clrprof_e2e::*;
@@ -63,10 +63,6 @@ impl Attachee {
         assert_eq!(out.status.code(), Some(0), "{bye}\n{}", out.describe());
         self.printed
     }
-}
-
-fn clrprof(args: &[&str]) -> Output {
-    run_command(Command::new(clrprof_bin()).args(args))
 }
 
 /// A `clrprof attach` that records until it is interrupted (Ctrl-C).

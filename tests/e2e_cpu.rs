@@ -25,14 +25,6 @@ fn calls_of(json: &Value, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn report_json_args(rec: &Recording, args: &[&str]) -> Value {
-    let mut all = vec!["--format", "json"];
-    all.extend_from_slice(args);
-    let out = rec.report(&all);
-    out.assert_success();
-    serde_json::from_slice(&out.stdout).expect("json")
-}
-
 /// The merged call tree: nodes by id.
 struct Tree {
     nodes: HashMap<u64, Value>,
@@ -78,7 +70,7 @@ fn trace_mode_counts_every_fib_call() {
         program.run(&[]).stdout_str(),
         "profiled output differs"
     );
-    let json = report_json_args(&rec, &["--metric", "calls"]);
+    let json = rec.report_json_with(&["--metric", "calls"]);
     assert_eq!(json["mode"], "trace");
     assert_eq!(json["unit"], "calls");
     assert_eq!(calls_of(&json, "Calls.Fib(int)"), 242_785);
@@ -93,11 +85,11 @@ fn trace_mode_gives_time_to_the_function_that_spends_it() {
     let program = compile("Calls");
     let rec = record(&program, &["bench", "32"], &["--mode", "trace"]);
     rec.output.assert_success();
-    let calls = report_json_args(&rec, &["--metric", "calls"]);
+    let calls = rec.report_json_with(&["--metric", "calls"]);
     // 3 x (2 * F(33) - 1) with F(33) = 3,524,578.
     assert_eq!(calls_of(&calls, "Calls.Fib(int)"), 21_147_465);
 
-    let wall = report_json_args(&rec, &["--metric", "wall"]);
+    let wall = rec.report_json_with(&["--metric", "wall"]);
     assert_eq!(wall["unit"], "ns");
     let functions = functions(&wall);
     let fib = functions["Calls.Fib(int)"]["total"].as_u64().unwrap();
@@ -126,7 +118,7 @@ fn trace_mode_is_exact_across_threads_tail_calls_exceptions_and_deep_recursion()
         "profiled output differs"
     );
 
-    let json = report_json_args(&rec, &["--metric", "calls"]);
+    let json = rec.report_json_with(&["--metric", "calls"]);
     assert_eq!(
         json["counters"]["shadow_stack_mismatches"], 0,
         "{}",
@@ -199,7 +191,7 @@ fn trace_mode_is_exact_across_threads_tail_calls_exceptions_and_deep_recursion()
     assert_eq!(tree.edge_calls("Deep.Start()", "Deep.Recurse(int)"), 1);
 
     // Per thread: thread "t2" ran Run once, Step 2000 times, Leaf 1000 times.
-    let t2 = report_json_args(&rec, &["--metric", "calls", "--thread", "t2"]);
+    let t2 = rec.report_json_with(&["--metric", "calls", "--thread", "t2"]);
     assert_eq!(calls_of(&t2, "Work.Run(int)"), 1);
     assert_eq!(calls_of(&t2, "Work.Step(int)"), 2000);
     assert_eq!(calls_of(&t2, "Work.Leaf(int)"), 1000);
@@ -212,7 +204,7 @@ fn sample_mode_finds_the_hot_method_and_splits_cpu_from_wall() {
     rec.output.assert_success();
     assert_eq!(rec.output.stdout_str(), "hot: done\n");
 
-    let cpu = report_json_args(&rec, &["--metric", "cpu"]);
+    let cpu = rec.report_json_with(&["--metric", "cpu"]);
     assert_eq!(cpu["mode"], "sample");
     let top = &cpu["functions"][0];
     assert_eq!(
@@ -238,7 +230,7 @@ fn sample_mode_finds_the_hot_method_and_splits_cpu_from_wall() {
             .find(|t| t["name"] == name)
             .cloned()
     };
-    let wall = report_json_args(&rec, &["--metric", "wall"]);
+    let wall = rec.report_json_with(&["--metric", "wall"]);
     let sleeper = thread(&wall, "sleeper").expect("the sleeping thread is in the wall-clock view");
     let duration = wall["duration_ns"].as_f64().unwrap();
     assert!(
@@ -249,7 +241,7 @@ fn sample_mode_finds_the_hot_method_and_splits_cpu_from_wall() {
     // WaitHandle.WaitOne, called (through Sleeper.Nap) from Sleeper.Run. (Nap itself is not
     // seen: the precompiled WaitOne() is a frameless leaf-like method, and a frame-pointer walk
     // skips the caller of such a method; see docs/cpu-profiling.md.)
-    let nap = report_json_args(&rec, &["--metric", "wall", "--thread", "sleeper"]);
+    let nap = rec.report_json_with(&["--metric", "wall", "--thread", "sleeper"]);
     let sleeper_wall = sleeper["wall_ns"].as_f64().unwrap();
     for name in ["Sleeper.Run()", "System.Threading.WaitHandle.WaitOne()"] {
         let total = functions(&nap)
@@ -302,14 +294,10 @@ fn program_output_is_identical_in_every_mode() {
 #[test]
 fn no_inline_counts_calls_that_inlining_would_hide() {
     let program = compile("Calls");
-    let inlined = report_json_args(
-        &record(&program, &[], &["--mode", "trace"]),
-        &["--metric", "calls"],
-    );
-    let every = report_json_args(
-        &record(&program, &[], &["--mode", "trace", "--no-inline"]),
-        &["--metric", "calls"],
-    );
+    let inlined =
+        record(&program, &[], &["--mode", "trace"]).report_json_with(&["--metric", "calls"]);
+    let every = record(&program, &[], &["--mode", "trace", "--no-inline"])
+        .report_json_with(&["--metric", "calls"]);
     // With inlining off every call is counted: at least as many distinct functions and calls,
     // and nothing reported as inlined.
     assert!(

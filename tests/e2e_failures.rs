@@ -2,16 +2,8 @@
 //! End to end: what `clrprof` does when things go wrong, and that it says so clearly.
 
 use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
 
 use clrprof_e2e::*;
-
-fn clrprof(args: &[&str]) -> std::process::Output {
-    let mut cmd = Command::new(clrprof_bin());
-    cmd.args(args)
-        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
-    run_command(&mut cmd)
-}
 
 #[test]
 fn a_program_that_is_not_dotnet_is_reported_as_agent_never_started() {

@@ -20,11 +20,7 @@ fn timeline() -> &'static (Program, Recording) {
 
 /// `report --<view> --format json`.
 fn view(name: &str) -> Value {
-    let out = timeline()
-        .1
-        .report(&[&format!("--{name}"), "--format", "json"]);
-    out.assert_success();
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{}", out.describe()))
+    timeline().1.report_json_with(&[&format!("--{name}")])
 }
 
 fn find<'a>(list: &'a Value, key: &str, value: &str) -> &'a Value {

@@ -8,10 +8,7 @@
 use std::collections::HashMap;
 use std::process::Output;
 
-use clrprof_e2e::{OutputExt, Program, compile, example_lib, run_command};
-
-/// `probe-elt`'s CLSID.
-const PROBE_CLSID: &str = "{8E2B6F41-7C3A-4D95-A1E8-2F6B9C0D4E73}";
+use clrprof_e2e::{OutputExt, Program, compile, example_lib, probes, run_command, run_probe};
 
 /// The documented output of `Doubles.cs`.
 const DOUBLES_OUTPUT: &str = "Mix = 406.75\n\
@@ -104,37 +101,32 @@ impl Run {
 }
 
 fn run(program: &Program, args: &[&str], scenario: Option<&str>, tiering: Tiering) -> Run {
-    let dir = clrprof_e2e::temp_dir();
-    let output_path = dir.path().join("probe-elt.txt");
-    let mut cmd = program.command();
+    let mut cmd = match scenario {
+        Some(scenario) => {
+            let mut cmd = program.command_with_profiler(probes::ELT, &example_lib("probe-elt"));
+            cmd.env("PROBE_SCENARIO", scenario);
+            cmd
+        }
+        None => program.command(),
+    };
     cmd.args(args);
     if tiering == Tiering::Off {
         cmd.env("COMPlus_TieredCompilation", "0");
     }
-    if let Some(scenario) = scenario {
-        cmd.env("CORECLR_ENABLE_PROFILING", "1")
-            .env("CORECLR_PROFILER", PROBE_CLSID)
-            .env("CORECLR_PROFILER_PATH", example_lib("probe-elt"))
-            .env("PROBE_SCENARIO", scenario)
-            .env("PROBE_OUTPUT", &output_path);
-    }
-    let output = run_command(&mut cmd);
-    output.assert_success();
-    let lines = match scenario {
-        None => Vec::new(),
+    let (output, lines) = match scenario {
+        None => {
+            let output = run_command(&mut cmd);
+            output.assert_success();
+            (output, Vec::new())
+        }
         Some(scenario) => {
-            let text = std::fs::read_to_string(&output_path).unwrap_or_else(|e| {
-                panic!(
-                    "probe-elt wrote no output ({e}): was it loaded?\n{}",
-                    output.describe()
-                )
-            });
+            let probes::ProbeRun { output, text, .. } = run_probe(&mut cmd);
             let lines: Vec<String> = text.lines().map(str::to_string).collect();
             assert!(
                 lines.contains(&format!("scenario\t{scenario}")),
                 "{lines:#?}"
             );
-            lines
+            (output, lines)
         }
     };
     Run { output, lines }

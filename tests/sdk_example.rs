@@ -2,11 +2,7 @@
 
 use std::collections::HashMap;
 
-use clrprof_e2e::{OutputExt, compile, example_lib, run_command, temp_dir};
-
-/// The CLSID `examples/jit-counter/src/lib.rs` exports (a cdylib cannot be imported, so it is
-/// repeated here).
-const JIT_COUNTER_CLSID: &str = "{6C0F5B1E-2A4D-4E8B-9F37-5D1C8A2E7B40}";
+use clrprof_e2e::{OutputExt, compile, example_lib, probes, run_command, temp_dir};
 
 /// Main + Step01..Step12: see the comment at the top of `programs/JitCount.cs`.
 const JIT_COUNT_METHODS: u64 = 13;
@@ -22,11 +18,8 @@ fn jit_counter_counts_each_method_of_the_program_once() {
 
     let dir = temp_dir();
     let report = dir.path().join("jit-counts.txt");
-    let mut cmd = program.command();
-    cmd.env("CORECLR_ENABLE_PROFILING", "1")
-        .env("CORECLR_PROFILER", JIT_COUNTER_CLSID)
-        .env("CORECLR_PROFILER_PATH", &lib)
-        .env("JIT_COUNTER_OUTPUT", &report);
+    let mut cmd = program.command_with_profiler(probes::JIT_COUNTER, &lib);
+    cmd.env("JIT_COUNTER_OUTPUT", &report);
     let profiled = run_command(&mut cmd);
     profiled.assert_success();
     assert_eq!(

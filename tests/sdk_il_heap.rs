@@ -8,10 +8,7 @@
 
 use std::process::Output;
 
-use clrprof_e2e::{OutputExt, Program, compile, example_lib, run_command, temp_dir};
-
-/// `probe-il-heap`'s CLSID.
-const PROBE_CLSID: &str = "{8E2A41C7-5B36-4D0F-A1E9-3C7D92B6F054}";
+use clrprof_e2e::{OutputExt, Program, compile, example_lib, probes, run_probe};
 
 /// Runs `program` with `args` under the probe in `scenario`, with extra environment `env`.
 /// Returns the process output and the probe's lines.
@@ -21,23 +18,14 @@ fn profiled(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> (Output, Vec<String>) {
-    let lib = example_lib("probe-il-heap");
-    let dir = temp_dir();
-    let path = dir.path().join("probe.txt");
-    let mut cmd = program.command();
-    cmd.args(args)
-        .env("CORECLR_ENABLE_PROFILING", "1")
-        .env("CORECLR_PROFILER", PROBE_CLSID)
-        .env("CORECLR_PROFILER_PATH", &lib)
-        .env("PROBE_SCENARIO", scenario)
-        .env("PROBE_OUTPUT", &path);
+    let mut cmd = program.command_with_profiler(probes::IL_HEAP, &example_lib("probe-il-heap"));
+    cmd.args(args).env("PROBE_SCENARIO", scenario);
     for (key, value) in env {
         cmd.env(key, value);
     }
-    let out = run_command(&mut cmd);
-    out.assert_success();
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("the probe wrote no output ({e})\n{}", out.describe()));
+    let probes::ProbeRun {
+        output: out, text, ..
+    } = run_probe(&mut cmd);
     (out, text.lines().map(str::to_string).collect())
 }
 

@@ -8,11 +8,10 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use clrprof_e2e::{Dotnet, OutputExt, PINNED_VERSION, Program, compile, example_lib, run_command};
+use clrprof_e2e::{
+    Dotnet, OutputExt, PINNED_VERSION, Program, compile, example_lib, probes, run_probe,
+};
 use serde_json::Value;
-
-/// `probe-info`'s CLSID.
-const PROBE_CLSID: &str = "{5D1C7E0A-3B8F-4A61-9C2E-7F04B1D9A6E3}";
 
 const E_NOTIMPL: u64 = 0x8000_4001;
 const E_FAIL: u64 = 0x8000_4005;
@@ -85,22 +84,11 @@ impl Run {
 }
 
 fn profiled_run(program: Program) -> Run {
-    let probe = example_lib("probe-info");
-    let dir = clrprof_e2e::temp_dir();
-    let output = dir.path().join("probe-info.jsonl");
-    let mut cmd = program.command();
-    cmd.env("CORECLR_ENABLE_PROFILING", "1")
-        .env("CORECLR_PROFILER", PROBE_CLSID)
-        .env("CORECLR_PROFILER_PATH", &probe)
-        .env("PROBE_OUTPUT", &output);
-    let out = run_command(&mut cmd);
-    out.assert_success();
-    let text = std::fs::read_to_string(&output).unwrap_or_else(|e| {
-        panic!(
-            "the probe wrote no output ({e}): was it loaded?\n{}",
-            out.describe()
-        )
-    });
+    let probes::ProbeRun {
+        output: out,
+        text,
+        path: output,
+    } = run_probe(&mut program.command_with_profiler(probes::INFO, &example_lib("probe-info")));
     let lines = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad probe line {l:?}: {e}")))

@@ -18,26 +18,18 @@
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
-use clrprof_e2e::{OutputExt, compile, example_lib, run_command, temp_dir};
-
-/// The probe's CLSID (`export_profiler!` in `tests/probes/names`).
-const CLSID: &str = "{6E0A3C41-8B2D-4F57-9A1E-2C7D5B3F9A60}";
+use clrprof_e2e::{OutputExt, compile, example_lib, probes, run_probe};
 
 /// The lines the probe wrote, from one run of the program shared by all tests.
 fn probe_lines() -> &'static [String] {
     static LINES: OnceLock<Vec<String>> = OnceLock::new();
     LINES.get_or_init(|| {
         let program = compile("Names");
-        let probe = example_lib("probe-names");
-        let dir = temp_dir();
-        let output = dir.path().join("names.txt");
-        let mut cmd = program.command();
-        cmd.env("CORECLR_ENABLE_PROFILING", "1")
-            .env("CORECLR_PROFILER", CLSID)
-            .env("CORECLR_PROFILER_PATH", &probe)
-            .env("PROBE_OUTPUT", &output);
-        let out = run_command(&mut cmd);
-        out.assert_success();
+        let probes::ProbeRun {
+            output: out, text, ..
+        } = run_probe(
+            &mut program.command_with_profiler(probes::NAMES, &example_lib("probe-names")),
+        );
         assert_eq!(
             out.stdout_str(),
             "inner=7 box=5/hi point=25 name=Ada config=names\n\
@@ -46,13 +38,6 @@ fn probe_lines() -> &'static [String] {
             "the program's output changed under the profiler\n{}",
             out.describe()
         );
-        let text = std::fs::read_to_string(&output).unwrap_or_else(|e| {
-            panic!(
-                "the probe wrote no {} ({e}): was it loaded?\n{}",
-                output.display(),
-                out.describe()
-            )
-        });
         let lines: Vec<String> = text.lines().map(str::to_string).collect();
         assert_eq!(
             lines.first().map(String::as_str),

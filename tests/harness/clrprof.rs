@@ -133,6 +133,12 @@ impl Recording {
     pub fn report_json(&self) -> serde_json::Value {
         report_json(&self.trace)
     }
+
+    /// `clrprof report <trace> --format json <args>`, which must succeed and print JSON.
+    #[track_caller]
+    pub fn report_json_with(&self, args: &[&str]) -> serde_json::Value {
+        report_json_with(&self.trace, args)
+    }
 }
 
 /// Runs `clrprof record <clrprof_args> -o <temp>/<name>.clrprof -- <dotnet> <dll> <args>` to
@@ -216,6 +222,16 @@ fn command_under_clrprof(
     cmd
 }
 
+/// `clrprof <args>` with the tests' environment (see [`Program::command`]). Does not check the
+/// exit status.
+#[track_caller]
+pub fn clrprof(args: &[&str]) -> Output {
+    let mut cmd = Command::new(clrprof_bin());
+    cmd.args(args);
+    apply_env(&mut cmd);
+    run_command(&mut cmd)
+}
+
 /// `clrprof report <trace> <args>`. Does not check the exit status.
 #[track_caller]
 pub fn report(trace: &Path, args: &[&str]) -> Output {
@@ -227,7 +243,15 @@ pub fn report(trace: &Path, args: &[&str]) -> Output {
 /// `clrprof report <trace> --format json`, which must succeed and print JSON.
 #[track_caller]
 pub fn report_json(trace: &Path) -> serde_json::Value {
-    let out = report(trace, &["--format", "json"]);
+    report_json_with(trace, &[])
+}
+
+/// `clrprof report <trace> --format json <args>`, which must succeed and print JSON.
+#[track_caller]
+pub fn report_json_with(trace: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let out = report(trace, &all);
     out.assert_success();
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(

@@ -91,7 +91,7 @@ impl Program {
 }
 
 /// The environment every .NET process started by the tests gets.
-pub(crate) fn apply_env(cmd: &mut Command) {
+pub fn apply_env(cmd: &mut Command) {
     cmd.env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
         .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1");
     for var in [

@@ -126,7 +126,7 @@ fn locate() -> Result<Dotnet, String> {
             )
         });
     }
-    let root = default_root();
+    let root = default_dotnet_root();
     Dotnet::from_root(&root).map_err(|e| {
         format!(
             "the .NET runtime {PINNED_VERSION} the end-to-end tests run on is not installed \
@@ -138,7 +138,7 @@ fn locate() -> Result<Dotnet, String> {
 }
 
 /// Where `cargo xtask setup` installs the pinned runtime.
-pub(crate) fn default_root() -> PathBuf {
+pub fn default_dotnet_root() -> PathBuf {
     workspace_root()
         .join(".deps")
         .join(format!("dotnet-{PINNED_VERSION}"))

@@ -26,16 +26,20 @@ mod clrprof;
 mod compile;
 mod dotnet;
 mod paths;
+pub mod probes;
 mod process;
 
 pub use clrprof::{
-    Recording, agent_lib, clrprof_bin, coverage, example_lib, record, record_command,
-    record_with_env, report, report_json,
+    Recording, agent_lib, clrprof, clrprof_bin, coverage, example_lib, record, record_command,
+    record_with_env, report, report_json, report_json_with,
 };
-pub use compile::{Program, compile, compile_file, compile_source, programs_dir};
-pub use dotnet::{Dotnet, PINNED_VERSION};
+pub use compile::{Program, apply_env, compile, compile_file, compile_source, programs_dir};
+pub use dotnet::{Dotnet, PINNED_VERSION, default_dotnet_root};
 pub use paths::{target_dir, workspace_root};
-pub use process::{ChildGuard, OutputExt, default_timeout, run_command, run_command_timeout};
+pub use probes::{ProbeRun, run_probe};
+pub use process::{
+    ChildGuard, OutputExt, default_timeout, describe_command, run_command, run_command_timeout,
+};
 
 /// A fresh temporary directory for one test, deleted when dropped.
 pub fn temp_dir() -> tempfile::TempDir {
@@ -45,12 +49,23 @@ pub fn temp_dir() -> tempfile::TempDir {
         .expect("cannot create a temporary directory")
 }
 
+/// The speedscope release whose file format schema the tests validate against.
+pub const SPEEDSCOPE_VERSION: &str = "1.25.0";
+
+/// Where `cargo xtask setup` puts speedscope's `file-format-schema.json`.
+pub fn speedscope_schema_path() -> std::path::PathBuf {
+    workspace_root()
+        .join(".deps")
+        .join(format!("speedscope-{SPEEDSCOPE_VERSION}"))
+        .join("file-format-schema.json")
+}
+
 /// speedscope's file format JSON schema, fetched by `cargo xtask setup`.
 ///
 /// # Panics
 /// If it is missing (with how to fetch it).
 pub fn speedscope_schema() -> serde_json::Value {
-    let path = workspace_root().join(".deps/speedscope-1.25.0/file-format-schema.json");
+    let path = speedscope_schema_path();
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask setup`", path.display()));
     serde_json::from_str(&text).expect("speedscope's schema is JSON")

@@ -42,7 +42,7 @@ impl ChildGuard {
             use std::os::unix::process::CommandExt;
             cmd.process_group(0);
         }
-        let description = describe(cmd);
+        let description = describe_command(cmd);
         let child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start `{description}`: {e}"));
@@ -223,7 +223,8 @@ fn kill_tree(child: &mut Child) {
     let _ = child.kill();
 }
 
-fn describe(cmd: &Command) -> String {
+/// `cmd` as a shell-like line: the program and its arguments, separated by spaces.
+pub fn describe_command(cmd: &Command) -> String {
     let mut s = cmd.get_program().to_string_lossy().into_owned();
     for arg in cmd.get_args() {
         s.push(' ');

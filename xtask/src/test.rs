@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 
-use crate::util::{cargo, display, run as run_cmd, workspace_root};
+use crate::util::{cargo, describe_command, run as run_cmd, workspace_root};
 
 const WINDOWS_TARGET: &str = "x86_64-pc-windows-gnu";
 
@@ -81,7 +81,7 @@ fn windows_target_available() -> bool {
     }
     let mut add = Command::new("rustup");
     add.args(["target", "add", WINDOWS_TARGET]);
-    println!("\n==> xtask test: running `{}`", display(&add));
+    println!("\n==> xtask test: running `{}`", describe_command(&add));
     matches!(add.status(), Ok(s) if s.success()) && windows_target_installed()
 }
 

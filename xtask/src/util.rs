@@ -5,14 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, anyhow, bail};
-
-/// The workspace root (the parent of the `xtask` package).
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives inside the workspace")
-        .to_path_buf()
-}
+pub use clrprof_e2e::{describe_command, workspace_root};
 
 /// The `cargo` that runs us (set by `cargo run`), falling back to `cargo` on PATH.
 pub fn cargo() -> OsString {
@@ -46,19 +39,9 @@ pub fn is_executable(path: &Path) -> bool {
     }
 }
 
-/// A human-readable rendering of a command line.
-pub fn display(cmd: &Command) -> String {
-    let mut s = cmd.get_program().to_string_lossy().into_owned();
-    for arg in cmd.get_args() {
-        s.push(' ');
-        s.push_str(&arg.to_string_lossy());
-    }
-    s
-}
-
 /// Runs `cmd` with inherited stdio; fails if it cannot start or exits unsuccessfully.
 pub fn run(mut cmd: Command) -> Result<()> {
-    let shown = display(&cmd);
+    let shown = describe_command(&cmd);
     let status = cmd
         .status()
         .with_context(|| format!("could not start `{shown}`"))?;

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use clrprof_ipc::message::{u32_at, u64_at};
 use clrprof_ipc::nettrace::{self, EventMetadata, utf16z_at};
 use clrprof_ipc::{Provider, client, discovery};
 use clrprof_trace::{Allocation, ClassDef, Counter, FrameKind, FunctionDef, Record, StackDef};
@@ -196,14 +197,6 @@ fn parse_method(payload: &[u8]) -> Option<Method> {
         name,
         signature,
     })
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
 }
 
 fn pointer_at(b: &[u8], at: usize, pointer: usize) -> Option<u64> {

@@ -24,7 +24,7 @@ use anyhow::{Context, Result, bail};
 use clrprof_ipc::{Error as IpcError, client, discovery, message};
 use clrprof_trace::{EventCategory, protocol};
 
-use crate::record::{self, Progress, RecordOptions};
+use crate::record::{self, AgentSocket, Progress, RecordOptions};
 
 /// How long the runtime may take to load and initialize the agent.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -95,16 +95,12 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
     // Clear errors before anything else: no such process, not .NET, not ours.
     discovery::socket_path(pid).map_err(explain)?;
 
-    let dir = tempfile::Builder::new()
-        .prefix("clrprof-")
-        .tempdir()
-        .context("cannot create a private temporary directory")?;
-    let socket = dir.path().join("agent.sock");
-    let listener = UnixListener::bind(&socket)
-        .with_context(|| format!("cannot listen on {}", socket.display()))?;
-    listener.set_nonblocking(true)?;
-    let file = std::fs::File::create(&rec.output)
-        .with_context(|| format!("cannot create the trace file {}", rec.output.display()))?;
+    let AgentSocket {
+        dir: _dir,
+        socket,
+        listener,
+        file,
+    } = AgentSocket::open(&rec.output)?;
 
     let socket_text = socket
         .to_str()
@@ -212,25 +208,14 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
     }
     bar.finish_and_clear();
     record::print_messages(&progress, &bar);
-    if let Some(problem) = progress
-        .problem
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take()
-    {
-        eprintln!("clrprof: warning: {problem}");
-    }
+    record::warn_problem(&progress);
 
-    let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+    let alive = discovery::is_alive(pid);
     let clean = progress.clean.load(Ordering::Acquire);
-    eprintln!(
-        "clrprof: wrote {} ({} records: {} events, {} samples, {} dropped) over {:.1} s",
-        rec.output.display(),
-        progress.records.load(Ordering::Relaxed),
-        progress.events.load(Ordering::Relaxed),
-        progress.samples.load(Ordering::Relaxed),
-        progress.dropped.load(Ordering::Relaxed),
-        recorded.as_secs_f64()
+    record::print_wrote(
+        &rec.output,
+        &progress,
+        &format!(" over {:.1} s", recorded.as_secs_f64()),
     );
     if ended_by_program || !alive {
         eprintln!("clrprof: process {pid} ended while attached");
@@ -249,18 +234,9 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
 /// Waits for the agent's connection.
 fn accept(listener: &UnixListener, timeout: Duration) -> Option<UnixStream> {
     let deadline = Instant::now() + timeout;
-    loop {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                stream.set_nonblocking(false).ok()?;
-                return Some(stream);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(_) => return None,
-        }
-    }
+    let stream = record::accept_agent(listener, || Instant::now() < deadline).ok()??;
+    stream.set_nonblocking(false).ok()?;
+    Some(stream)
 }
 
 /// Turns an IPC error into what the user should know.
@@ -293,19 +269,8 @@ mod tests {
 
     fn options(mode: &'static str, events: &[&str]) -> RecordOptions {
         RecordOptions {
-            mode,
             events: events.iter().map(|e| e.to_string()).collect(),
-            rate: 1000,
-            inline: true,
-            max_nodes: 1,
-            alloc: None,
-            alloc_interval: None,
-            heap_snapshot: None,
-            output: PathBuf::from("x"),
-            agent: PathBuf::from("a"),
-            command: Vec::new(),
-            extra_config: String::new(),
-            summary: true,
+            ..RecordOptions::new(mode, PathBuf::from("x"), PathBuf::from("a"), Vec::new())
         }
     }
 

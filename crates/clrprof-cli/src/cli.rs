@@ -38,6 +38,18 @@ pub enum ModeArg {
     None,
 }
 
+impl ModeArg {
+    /// The value the agent's configuration uses (`record` is Unix-only).
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pub fn name(self) -> &'static str {
+        match self {
+            ModeArg::Sample => "sample",
+            ModeArg::Trace => "trace",
+            ModeArg::None => "none",
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// CPU profiling mode.
@@ -94,6 +106,18 @@ pub enum AttachModeArg {
     Trace,
     /// No CPU profiling: only the events chosen with --events.
     None,
+}
+
+impl AttachModeArg {
+    /// The value the agent's configuration uses (`attach` is Unix-only).
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pub fn name(self) -> &'static str {
+        match self {
+            AttachModeArg::Sample => "sample",
+            AttachModeArg::Trace => "trace",
+            AttachModeArg::None => "none",
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -87,19 +87,10 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
         .clone()
         .unwrap_or_else(|| dir.path().join("coverage.clrprof"));
     let opts = crate::record::RecordOptions {
-        mode: "none",
-        events: Vec::new(),
-        rate: 1000,
         inline: false,
-        max_nodes: 1,
-        alloc: None,
-        alloc_interval: None,
-        heap_snapshot: None,
-        output: trace.clone(),
-        agent,
-        command: a.command,
         extra_config,
         summary: false,
+        ..crate::record::RecordOptions::new("none", trace.clone(), agent, a.command)
     };
     let code = crate::record::record(&opts)?;
     if code == crate::record::AGENT_FAILED && !trace.exists() {

@@ -25,7 +25,7 @@ use clap::Parser;
 use clrprof_analysis::{Format, Metric, Query};
 
 #[cfg(unix)]
-use cli::{AllocArg, AttachModeArg, ModeArg};
+use cli::AllocArg;
 use cli::{Cli, Command, FormatArg, MetricArg};
 
 fn main() -> ExitCode {
@@ -65,11 +65,6 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Record(a) => {
             let agent = agent_lib::locate(a.agent.as_deref())?;
             let opts = record::RecordOptions {
-                mode: match a.mode {
-                    ModeArg::Sample => "sample",
-                    ModeArg::Trace => "trace",
-                    ModeArg::None => "none",
-                },
                 events: a.events,
                 rate: a.rate,
                 inline: !a.no_inline,
@@ -77,11 +72,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 alloc: a.alloc.map(AllocArg::name),
                 alloc_interval: a.alloc_interval,
                 heap_snapshot: a.heap_snapshot,
-                output: a.output,
-                agent,
-                command: a.command,
-                extra_config: String::new(),
-                summary: true,
+                ..record::RecordOptions::new(a.mode.name(), a.output, agent, a.command)
             };
             record::record(&opts)
         }
@@ -101,24 +92,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 pid: a.pid,
                 duration: a.duration,
                 record: record::RecordOptions {
-                    mode: match a.mode {
-                        AttachModeArg::Sample => "sample",
-                        AttachModeArg::Trace => "trace",
-                        AttachModeArg::None => "none",
-                    },
                     events: a.events,
                     rate: a.rate,
-                    inline: true,
-                    max_nodes: 1,
                     // Refused by `attach` (the runtime has no allocation callbacks after attach).
                     alloc: a.alloc.map(AllocArg::name),
-                    alloc_interval: None,
-                    heap_snapshot: None,
-                    output: a.output,
-                    agent,
-                    command: Vec::new(),
-                    extra_config: String::new(),
-                    summary: true,
+                    ..record::RecordOptions::new(a.mode.name(), a.output, agent, Vec::new())
                 },
             };
             attach::attach(&opts)

@@ -58,6 +58,32 @@ pub struct RecordOptions {
 }
 
 impl RecordOptions {
+    /// Records `command` in `mode` with `agent` into `output`: no events, 1000 Hz, inlining
+    /// kept, a one-node call tree budget, no allocations or heap snapshots, no extra agent
+    /// settings, and the closing summary line. Callers override what differs.
+    pub(crate) fn new(
+        mode: &'static str,
+        output: PathBuf,
+        agent: PathBuf,
+        command: Vec<String>,
+    ) -> Self {
+        Self {
+            mode,
+            events: Vec::new(),
+            rate: 1000,
+            inline: true,
+            max_nodes: 1,
+            alloc: None,
+            alloc_interval: None,
+            heap_snapshot: None,
+            output,
+            agent,
+            command,
+            extra_config: String::new(),
+            summary: true,
+        }
+    }
+
     /// Whether allocations come from the runtime's allocation ticks rather than the agent.
     pub(crate) fn alloc_ticks(&self) -> bool {
         self.alloc == Some("ticks")
@@ -100,12 +126,22 @@ pub(crate) struct Progress {
     pub(crate) records: AtomicU64,
     pub(crate) events: AtomicU64,
     pub(crate) samples: AtomicU64,
-    pub(crate) dropped: AtomicU64,
+    /// The latest value of the agent's cumulative `events_dropped` counter.
+    events_dropped: AtomicU64,
+    /// The latest value of the agent's cumulative `samples_dropped` counter.
+    samples_dropped: AtomicU64,
     bytes: AtomicU64,
     messages: Mutex<Vec<(u8, String)>>,
     pub(crate) problem: Mutex<Option<String>>,
     /// What the agent defined (for the allocation tick records).
     pub(crate) agent_ids: Mutex<crate::alloc_ticks::AgentIds>,
+}
+
+impl Progress {
+    /// Events and samples the agent dropped so far.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.events_dropped.load(Ordering::Relaxed) + self.samples_dropped.load(Ordering::Relaxed)
+    }
 }
 
 /// Runs the recording; returns the exit code clrprof should exit with.
@@ -117,16 +153,12 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         );
     }
     let (program, args) = resolve_program(&opts.command)?;
-    let dir = tempfile::Builder::new()
-        .prefix("clrprof-")
-        .tempdir()
-        .context("cannot create a private temporary directory")?;
-    let socket = dir.path().join("agent.sock");
-    let listener = UnixListener::bind(&socket)
-        .with_context(|| format!("cannot listen on {}", socket.display()))?;
-    listener.set_nonblocking(true)?;
-    let file = std::fs::File::create(&opts.output)
-        .with_context(|| format!("cannot create the trace file {}", opts.output.display()))?;
+    let AgentSocket {
+        dir: _dir,
+        socket,
+        listener,
+        file,
+    } = AgentSocket::open(&opts.output)?;
 
     let mut cmd = Command::new(&program);
     cmd.args(&args)
@@ -221,14 +253,7 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         );
         return Ok(AGENT_FAILED);
     }
-    if let Some(problem) = progress
-        .problem
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take()
-    {
-        eprintln!("clrprof: warning: {problem}");
-    }
+    warn_problem(&progress);
     if !clean {
         eprintln!(
             "clrprof: warning: the program ended without shutting the profiler down (crash or kill); the trace holds everything up to the agent's last flush"
@@ -238,20 +263,93 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     if !opts.summary {
         return Ok(code);
     }
+    let ended = if signal != 0 {
+        format!("signal {signal}")
+    } else {
+        format!("code {exit_code}")
+    };
+    print_wrote(
+        &opts.output,
+        &progress,
+        &format!("; the program exited with {ended}"),
+    );
+    Ok(code)
+}
+
+/// The private directory, the socket the agent connects to, and the trace file.
+pub(crate) struct AgentSocket {
+    /// Removed (with the socket) when dropped.
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) socket: PathBuf,
+    /// Non-blocking: see [`accept_agent`].
+    pub(crate) listener: UnixListener,
+    pub(crate) file: std::fs::File,
+}
+
+impl AgentSocket {
+    /// Creates the private directory, listens on its socket and creates the trace file.
+    pub(crate) fn open(output: &Path) -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("clrprof-")
+            .tempdir()
+            .context("cannot create a private temporary directory")?;
+        let socket = dir.path().join("agent.sock");
+        let listener = UnixListener::bind(&socket)
+            .with_context(|| format!("cannot listen on {}", socket.display()))?;
+        listener.set_nonblocking(true)?;
+        let file = std::fs::File::create(output)
+            .with_context(|| format!("cannot create the trace file {}", output.display()))?;
+        Ok(Self {
+            dir,
+            socket,
+            listener,
+            file,
+        })
+    }
+}
+
+/// Waits for the agent's connection on the non-blocking `listener`, polling while `waiting()`
+/// says to go on; `None` once it says to stop.
+pub(crate) fn accept_agent(
+    listener: &UnixListener,
+    mut waiting: impl FnMut() -> bool,
+) -> std::io::Result<Option<UnixStream>> {
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => return Ok(Some(stream)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if !waiting() {
+                    return Ok(None);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Prints the first problem the receiver met, if any.
+pub(crate) fn warn_problem(progress: &Progress) {
+    if let Some(problem) = progress
+        .problem
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+    {
+        eprintln!("clrprof: warning: {problem}");
+    }
+}
+
+/// The closing line: the trace file and its counts, then `tail` (how the recording ended).
+pub(crate) fn print_wrote(output: &Path, progress: &Progress, tail: &str) {
     eprintln!(
-        "clrprof: wrote {} ({} records: {} events, {} samples, {} dropped); the program exited with {}",
-        opts.output.display(),
+        "clrprof: wrote {} ({} records: {} events, {} samples, {} dropped){tail}",
+        output.display(),
         progress.records.load(Ordering::Relaxed),
         progress.events.load(Ordering::Relaxed),
         progress.samples.load(Ordering::Relaxed),
-        progress.dropped.load(Ordering::Relaxed),
-        if signal != 0 {
-            format!("signal {signal}")
-        } else {
-            format!("code {exit_code}")
-        }
+        progress.dropped(),
     );
-    Ok(code)
 }
 
 /// Appends the allocation samples of the program's EventPipe session to the trace.
@@ -341,17 +439,10 @@ fn receive(
     progress: &Progress,
     stop: &AtomicBool,
 ) -> Result<Option<Writer<BufWriter<std::fs::File>>>> {
-    let stream = loop {
-        match listener.accept() {
-            Ok((stream, _)) => break stream,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if stop.load(Ordering::Acquire) {
-                    return Ok(None);
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => return Err(e).context("accepting the agent's connection"),
-        }
+    let Some(stream) = accept_agent(&listener, || !stop.load(Ordering::Acquire))
+        .context("accepting the agent's connection")?
+    else {
+        return Ok(None);
     };
     // One agent per recording: child processes that inherit the variables cannot connect.
     let _ = std::fs::remove_file(socket);
@@ -441,12 +532,12 @@ fn note(progress: &Progress, record: &Record) {
         Record::Sample(_) => {
             progress.samples.fetch_add(1, Ordering::Relaxed);
         }
-        Record::Counter(c) if c.name == "events_dropped" || c.name == "samples_dropped" => {
-            // Cumulative per counter: keep the sum of the latest values.
-            static LAST: Mutex<[u64; 2]> = Mutex::new([0, 0]);
-            let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-            last[usize::from(c.name == "samples_dropped")] = c.value;
-            progress.dropped.store(last[0] + last[1], Ordering::Relaxed);
+        // Cumulative per counter: keep the latest values.
+        Record::Counter(c) if c.name == "events_dropped" => {
+            progress.events_dropped.store(c.value, Ordering::Relaxed);
+        }
+        Record::Counter(c) if c.name == "samples_dropped" => {
+            progress.samples_dropped.store(c.value, Ordering::Relaxed);
         }
         Record::SessionEnd(_) => progress.clean.store(true, Ordering::Release),
         Record::Message(m) => progress
@@ -480,7 +571,7 @@ pub(crate) fn status_text(p: &Progress, elapsed: Duration) -> String {
         "{} events · {} samples · {} dropped · {:.1} MB",
         p.events.load(Ordering::Relaxed),
         p.samples.load(Ordering::Relaxed),
-        p.dropped.load(Ordering::Relaxed),
+        p.dropped(),
         p.bytes.load(Ordering::Relaxed) as f64 / 1e6
     )
 }

@@ -75,15 +75,37 @@ fn open_output(opts: &ReportOptions) -> Result<Box<dyn Write>> {
     })
 }
 
-/// Shows what the heap analysis is doing on a terminal (it can take a while on big heaps).
-fn progress() -> impl FnMut(&str) {
-    let tty = std::io::stderr().is_terminal();
-    move |what: &str| {
-        if tty && what.is_empty() {
+/// A line showing what the heap analysis is doing on a terminal (it can take a while on big
+/// heaps); cleared when dropped.
+struct Status {
+    tty: bool,
+}
+
+impl Status {
+    fn new() -> Self {
+        Self {
+            tty: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn show(&mut self, what: &str) {
+        if self.tty && what.is_empty() {
             eprint!("\r\x1b[2K");
-        } else if tty {
+        } else if self.tty {
             eprint!("\r\x1b[2Kclrprof: {what}...");
         }
+    }
+
+    /// Runs `work`, which reports its progress to the status line, then clears the line.
+    fn during<T>(work: impl FnOnce(&mut dyn FnMut(&str)) -> T) -> T {
+        let mut status = Status::new();
+        work(&mut |what| status.show(what))
+    }
+}
+
+impl Drop for Status {
+    fn drop(&mut self) {
+        self.show("");
     }
 }
 
@@ -111,15 +133,14 @@ fn diff_side(opts: &ReportOptions, spec: &str) -> Result<(trace::LoadedTrace, Op
 }
 
 fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
-    let mut show = progress();
-    let mut analyse = |spec: &str| -> Result<memory::HeapReport> {
-        let (t, n) = diff_side(opts, spec)?;
-        let s = t.snapshot(n).with_context(|| format!("--diff {spec}"))?;
-        Ok(memory::heap::analyze(s, &t.names, 0, &mut show))
-    };
-    let before = analyse(&opts.diff[0])?;
-    let after = analyse(&opts.diff[1])?;
-    progress()("");
+    let (before, after) = Status::during(|show| -> Result<_> {
+        let mut analyse = |spec: &str| -> Result<memory::HeapReport> {
+            let (t, n) = diff_side(opts, spec)?;
+            let s = t.snapshot(n).with_context(|| format!("--diff {spec}"))?;
+            Ok(memory::heap::analyze(s, &t.names, 0, show))
+        };
+        Ok((analyse(&opts.diff[0])?, analyse(&opts.diff[1])?))
+    })?;
     let rows = memory::heap::diff(&before, &after);
     match opts.format {
         Format::Json => memory::write_diff_json(&before, &after, &rows, opts.pretty, out)?,
@@ -155,8 +176,7 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
                 memory::write_gc_text(&loaded, out)?;
             }
             if opts.heap {
-                let h = loaded.heap_json(opts.snapshot, top.min(10), &mut progress())?;
-                progress()("");
+                let h = Status::during(|show| loaded.heap_json(opts.snapshot, top.min(10), show))?;
                 memory::write_heap_text(&h, top, out)?;
             }
         }
@@ -188,8 +208,9 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
                 pretty: opts.pretty,
                 ..Json::default()
             };
-            let json = report::json_with(&loaded, q, &options, opts.snapshot, &mut progress())?;
-            progress()("");
+            let json = Status::during(|show| {
+                report::json_with(&loaded, q, &options, opts.snapshot, show)
+            })?;
             report::write_json_report(&json, &options, out)?;
         }
         Format::Chrome => report::write_chrome(&loaded, q, out)?,

@@ -19,7 +19,7 @@ pub fn connect(pid: u32, timeout: Duration) -> Result<UnixStream, Error> {
             what: format!("cannot connect to {}", path.display()),
         },
         // A socket file left behind by a process that is gone.
-        std::io::ErrorKind::ConnectionRefused if !discovery_alive(pid) => {
+        std::io::ErrorKind::ConnectionRefused if !discovery::is_alive(pid) => {
             Error::NoSuchProcess { pid }
         }
         _ => Error::Io {
@@ -34,10 +34,6 @@ pub fn connect(pid: u32, timeout: Duration) -> Result<UnixStream, Error> {
     stream.set_read_timeout(Some(timeout)).map_err(io)?;
     stream.set_write_timeout(Some(timeout)).map_err(io)?;
     Ok(stream)
-}
-
-fn discovery_alive(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Sends `msg` on a new connection to `pid` and reads the reply. Returns the connection (some

@@ -23,6 +23,11 @@ fn proc_dir(pid: u32) -> PathBuf {
     PathBuf::from(format!("/proc/{pid}"))
 }
 
+/// True while process `pid` exists.
+pub fn is_alive(pid: u32) -> bool {
+    proc_dir(pid).exists()
+}
+
 /// The process's id in its innermost pid namespace (`NSpid` in `/proc/PID/status`).
 fn namespace_pid(pid: u32) -> u32 {
     std::fs::read_to_string(proc_dir(pid).join("status"))
@@ -65,8 +70,7 @@ fn socket_dir(pid: u32) -> PathBuf {
 
 /// The diagnostics socket of process `pid`.
 pub fn socket_path(pid: u32) -> Result<PathBuf, Error> {
-    let proc = proc_dir(pid);
-    if !proc.exists() {
+    if !is_alive(pid) {
         return Err(Error::NoSuchProcess { pid });
     }
     let nspid = namespace_pid(pid);
@@ -111,7 +115,7 @@ pub fn socket_path(pid: u32) -> Result<PathBuf, Error> {
     }
     match best {
         Some((_, path)) => Ok(path),
-        None if !proc.exists() => Err(Error::NoSuchProcess { pid }),
+        None if !is_alive(pid) => Err(Error::NoSuchProcess { pid }),
         None => Err(Error::NotDotnet { pid, nspid, dir }),
     }
 }
@@ -159,17 +163,6 @@ pub fn command_line(pid: u32) -> Option<String> {
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .collect();
     (!args.is_empty()).then(|| args.join(" "))
-}
-
-/// True while `pid` has a file mapped whose path is `path` (for example, a loaded library).
-pub fn has_mapped(pid: u32, path: &Path) -> bool {
-    let Some(wanted) = path.to_str() else {
-        return false;
-    };
-    std::fs::read_to_string(proc_dir(pid).join("maps")).is_ok_and(|maps| {
-        maps.lines()
-            .any(|l| l.split_whitespace().nth(5) == Some(wanted))
-    })
 }
 
 #[cfg(test)]

@@ -168,16 +168,15 @@ pub mod op {
 /// The shortest encoding of `ldc.i4 value` (`ldc.i4.m1`, `ldc.i4.0`..`8`, `ldc.i4.s` or
 /// `ldc.i4`).
 pub fn ldc_i4(value: i32) -> Vec<u8> {
-    match value {
-        -1 => vec![op::LDC_I4_M1],
-        0..=8 => vec![op::LDC_I4_0 + value as u8],
-        -128..=127 => vec![op::LDC_I4_S, value as i8 as u8],
-        _ => {
-            let mut v = vec![op::LDC_I4];
-            v.extend_from_slice(&value.to_le_bytes());
-            v
-        }
+    let (opcode, operand) = instruction::ldc_i4(value);
+    let mut bytes = Vec::with_capacity(5);
+    opcode.write(&mut bytes);
+    match operand {
+        Operand::I1(v) => bytes.push(v as u8),
+        Operand::I4(v) => bytes.extend_from_slice(&v.to_le_bytes()),
+        _ => {}
     }
+    bytes
 }
 
 /// What went wrong parsing or encoding an IL body.

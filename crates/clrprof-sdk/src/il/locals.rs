@@ -1,29 +1,12 @@
 //! Local variable signatures (ECMA-335 II.23.2.6): adding a local.
 
 use super::IlError;
+use crate::metadata::signature::read_compressed;
 
 const LOCAL_SIG: u8 = 0x07;
 
 fn bad(what: &'static str) -> IlError {
     IlError::InvalidCode { offset: 0, what }
-}
-
-/// Reads a compressed unsigned integer (II.23.2); returns it and its size.
-pub(crate) fn read_compressed(b: &[u8]) -> Option<(u32, usize)> {
-    let first = *b.first()?;
-    if first & 0x80 == 0 {
-        Some((first as u32, 1))
-    } else if first & 0xC0 == 0x80 {
-        Some(((((first & 0x3F) as u32) << 8) | *b.get(1)? as u32, 2))
-    } else if first & 0xE0 == 0xC0 {
-        let v = (((first & 0x1F) as u32) << 24)
-            | ((*b.get(1)? as u32) << 16)
-            | ((*b.get(2)? as u32) << 8)
-            | *b.get(3)? as u32;
-        Some((v, 4))
-    } else {
-        None
-    }
 }
 
 /// Writes a compressed unsigned integer (at most `0x1FFF_FFFF`).

@@ -1,10 +1,10 @@
 //! Maximum evaluation stack depth, recomputed from the instructions.
 
 use crate::ids::Token;
+use crate::metadata::signature::read_compressed;
 
 use super::IlError;
 use super::instruction::Operand;
-use super::locals::read_compressed;
 use super::method::{Handler, Method};
 use super::opcodes::{Flow, OpCode, StackCount};
 

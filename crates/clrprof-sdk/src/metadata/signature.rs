@@ -450,6 +450,29 @@ pub fn decode_type_token(encoded: u32) -> Option<Token> {
     Some(Token((encoded >> 2) | table))
 }
 
+/// Reads the compressed unsigned integer (ECMA-335 II.23.2) at the start of `bytes`: its value
+/// and its size (1, 2 or 4 bytes). `None` when the first byte starts no compressed integer
+/// (`111xxxxx`) or the bytes end before the integer does.
+pub fn read_compressed(bytes: &[u8]) -> Option<(u32, usize)> {
+    let first = *bytes.first()?;
+    if first & 0x80 == 0 {
+        Some((u32::from(first), 1))
+    } else if first & 0xC0 == 0x80 {
+        Some((
+            (u32::from(first & 0x3F) << 8) | u32::from(*bytes.get(1)?),
+            2,
+        ))
+    } else if first & 0xE0 == 0xC0 {
+        let v = (u32::from(first & 0x1F) << 24)
+            | (u32::from(*bytes.get(1)?) << 16)
+            | (u32::from(*bytes.get(2)?) << 8)
+            | u32::from(*bytes.get(3)?);
+        Some((v, 4))
+    } else {
+        None
+    }
+}
+
 /// A cursor over a blob. Every read checks bounds.
 struct Reader<'a> {
     blob: &'a [u8],
@@ -497,28 +520,17 @@ impl<'a> Reader<'a> {
 
     /// A compressed unsigned integer (1, 2 or 4 bytes) and the number of bytes it used.
     fn compressed_with_len(&mut self) -> SigResult<(u32, usize)> {
-        let start = self.pos;
         let b0 = self.peek()?;
-        let (len, value) = if b0 & 0x80 == 0 {
-            (1, u32::from(b0))
-        } else if b0 & 0xc0 == 0x80 {
-            (2, u32::from(b0 & 0x3f))
-        } else if b0 & 0xe0 == 0xc0 {
-            (4, u32::from(b0 & 0x1f))
-        } else {
-            return self.err(SigErrorKind::BadCompressedInt(b0));
-        };
-        if self.remaining() < len {
+        let Some((v, len)) = read_compressed(&self.blob[self.pos..]) else {
+            if b0 & 0xE0 == 0xE0 {
+                return self.err(SigErrorKind::BadCompressedInt(b0));
+            }
             return Err(SigError {
                 offset: self.blob.len(),
                 kind: SigErrorKind::UnexpectedEnd,
             });
-        }
-        let mut v = value;
-        for &b in &self.blob[start + 1..start + len] {
-            v = (v << 8) | u32::from(b);
-        }
-        self.pos = start + len;
+        };
+        self.pos += len;
         Ok((v, len))
     }
 
