@@ -156,7 +156,11 @@ fn report_rejects_truncated_and_foreign_files_clearly() {
 
     let dir = temp_dir();
     let truncated = dir.path().join("truncated.clrprof");
-    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(
+        &truncated,
+        &bytes[..inside_a_record(&bytes, bytes.len() / 2)],
+    )
+    .unwrap();
     let out = report(&truncated, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", out.describe());
     let err = out.stderr_str();
@@ -189,4 +193,25 @@ fn report_rejects_truncated_and_foreign_files_clearly() {
     let out = report(&newer, &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stderr_str().contains("newer"), "{}", out.describe());
+}
+
+/// A length at which to cut a trace so that it ends inside a record (in the middle of the
+/// payload of the record that spans `near`, or inside its header when it has none): cutting
+/// at a record boundary would leave a shorter trace that is whole.
+fn inside_a_record(trace: &[u8], near: usize) -> usize {
+    const FILE_HEADER: usize = 16;
+    const RECORD_HEADER: usize = 8;
+    let mut at = FILE_HEADER;
+    loop {
+        let len = u32::from_le_bytes(trace[at + 4..at + 8].try_into().unwrap()) as usize;
+        let end = at + RECORD_HEADER + len;
+        if end > near || end >= trace.len() {
+            return if len > 1 {
+                at + RECORD_HEADER + len / 2
+            } else {
+                at + RECORD_HEADER / 2
+            };
+        }
+        at = end;
+    }
 }
