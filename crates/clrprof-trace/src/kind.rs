@@ -40,6 +40,8 @@ record_kinds! {
     COUNTER = 4, "Counter";
     /// `Message`: a diagnostic from the agent for the user.
     MESSAGE = 5, "Message";
+    /// `SamplerInfo`: how sample mode sampled (1.2).
+    SAMPLER_INFO = 6, "SamplerInfo";
     /// `AppDomain` definition.
     APP_DOMAIN = 16, "AppDomain";
     /// `Assembly` definition.
@@ -56,6 +58,8 @@ record_kinds! {
     NATIVE_FRAME = 22, "NativeFrame";
     /// `Stack` node definition.
     STACK = 23, "Stack";
+    /// `ThreadOsName`: the kernel's name of a thread (1.2).
+    THREAD_OS_NAME = 24, "ThreadOsName";
     /// `Event`: one profiler callback.
     EVENT = 32, "Event";
     /// `Sample`: one sampler tick for one thread.
@@ -124,6 +128,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 27);
+        assert_eq!(RecordKind::KNOWN.len(), 29);
     }
 }

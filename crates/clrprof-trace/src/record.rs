@@ -147,7 +147,8 @@ pub enum FrameKind {
     Managed,
     /// A native frame: `frame` is a [`NativeFrameDef`] id.
     Native,
-    /// The stack was cut here because it was too deep; `frame` is 0.
+    /// The stack ends early here: the unwinder could not go further. `frame` is a
+    /// [`StackCut`] code saying why (0, too deep, is the only one before format 1.2).
     Truncated,
     /// A frame kind from a newer minor version of the format.
     Other(u8),
@@ -187,14 +188,79 @@ impl Field for FrameKind {
     }
 }
 
-/// What a sampled thread was doing.
+/// Why a stack ends early: the `frame` of a [`FrameKind::Truncated`] node, the outermost
+/// node of a stack the unwinder could not follow to the thread's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StackCut {
+    /// Deeper than the sampler keeps (the outermost frames are left out).
+    TooDeep,
+    /// A return address in code the unwinder has no rule for: no unwind information, and no
+    /// usable frame pointer.
+    NoUnwindInfo,
+    /// A frame pointer that does not point into the stack.
+    BadFramePointer,
+    /// A stack word the unwinder needed could not be read.
+    Unreadable,
+    /// Unwind information that could not be used (or that does not make the stack grow).
+    BadUnwindInfo,
+    /// The thread's stack bounds were not known yet (a thread found after it started).
+    UnknownStack,
+    /// A code from a newer minor version of the format.
+    Other(u64),
+}
+
+impl StackCut {
+    /// The code that encodes this reason.
+    pub fn to_u64(self) -> u64 {
+        match self {
+            StackCut::TooDeep => 0,
+            StackCut::NoUnwindInfo => 1,
+            StackCut::BadFramePointer => 2,
+            StackCut::Unreadable => 3,
+            StackCut::BadUnwindInfo => 4,
+            StackCut::UnknownStack => 5,
+            StackCut::Other(v) => v,
+        }
+    }
+
+    /// The reason a code encodes.
+    pub fn from_u64(v: u64) -> StackCut {
+        match v {
+            0 => StackCut::TooDeep,
+            1 => StackCut::NoUnwindInfo,
+            2 => StackCut::BadFramePointer,
+            3 => StackCut::Unreadable,
+            4 => StackCut::BadUnwindInfo,
+            5 => StackCut::UnknownStack,
+            v => StackCut::Other(v),
+        }
+    }
+
+    /// What it means, for reports: "ended early: ...".
+    pub fn describe(self) -> &'static str {
+        match self {
+            StackCut::TooDeep => "deeper than the sampler keeps",
+            StackCut::NoUnwindInfo => "code without unwind information or frame pointer",
+            StackCut::BadFramePointer => "a frame pointer outside the stack",
+            StackCut::Unreadable => "a stack word that could not be read",
+            StackCut::BadUnwindInfo => "unusable unwind information",
+            StackCut::UnknownStack => "the thread's stack was not known yet",
+            StackCut::Other(_) => "a reason from a newer clrprof",
+        }
+    }
+}
+
+/// What a [`Sample`] stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum ThreadState {
-    /// The thread ran since its previous sample.
+    /// A wall-clock sample of a thread that was running (or ready to run).
     #[default]
     Running,
-    /// The thread did not run since its previous sample.
+    /// A wall-clock sample of a thread that was blocked.
     Blocked,
+    /// A CPU sample (1.2): the thread's CPU clock passed a sampling period; `cpu_ns` is the
+    /// CPU it used since its previous CPU sample and `wall_ns` is 0.
+    Cpu,
     /// A state from a newer minor version of the format.
     Other(u8),
 }
@@ -205,6 +271,7 @@ impl ThreadState {
         match self {
             ThreadState::Running => 0,
             ThreadState::Blocked => 1,
+            ThreadState::Cpu => 2,
             ThreadState::Other(v) => v,
         }
     }
@@ -214,6 +281,7 @@ impl ThreadState {
         match v {
             0 => ThreadState::Running,
             1 => ThreadState::Blocked,
+            2 => ThreadState::Cpu,
             v => ThreadState::Other(v),
         }
     }
@@ -357,6 +425,19 @@ records! {
         text: String,
     }
 
+    /// Kind 6 (format 1.2): how sample mode sampled, written by the agent when its sampler
+    /// starts.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    SamplerInfo = SAMPLER_INFO {
+        /// The per-thread CPU clock that triggers CPU samples: `perf task-clock`,
+        /// `thread CPU-time timer`, or empty when there are no CPU samples.
+        cpu_clock: String,
+        /// CPU samples asked per second of a thread's CPU time.
+        cpu_rate_hz: u32,
+        /// Wall-clock samples per second, per thread.
+        wall_rate_hz: u32,
+    }
+
     /// Kind 16: an app domain.
     #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     AppDomainDef = APP_DOMAIN {
@@ -436,6 +517,17 @@ records! {
         name: String,
     }
 
+    /// Kind 24 (format 1.2): what the kernel calls a thread (`/proc/self/task/TID/comm`),
+    /// when it differs from the process's name: the runtime names its own threads there
+    /// (`.NET TP Worker`, `.NET Finalizer`, ...).
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    ThreadOsName = THREAD_OS_NAME {
+        /// OS thread id.
+        tid: u32,
+        /// The name.
+        name: String,
+    }
+
     /// Kind 22: a native frame.
     #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     NativeFrameDef = NATIVE_FRAME {
@@ -462,20 +554,21 @@ records! {
         frame: u64,
     }
 
-    /// Kind 33: one sampler tick for one thread.
+    /// Kind 33: one sample of one thread: a CPU sample (`state` [`ThreadState::Cpu`]) or a
+    /// wall-clock sample (running or blocked).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     Sample = SAMPLE {
         /// Nanoseconds since the session's start.
         ts: u64,
         /// OS thread id.
         tid: u32,
-        /// The sampled stack's [`StackDef`] node, 0 if there was no managed stack.
+        /// The sampled stack's [`StackDef`] node, 0 if there was no stack.
         stack: u32,
-        /// CPU time the thread consumed since its previous sample.
+        /// CPU time this sample stands for.
         cpu_ns: u64,
-        /// Wall time this sample stands for: the time since the thread's previous sample.
+        /// Wall time this sample stands for.
         wall_ns: u64,
-        /// Whether the thread ran.
+        /// What kind of sample it is.
         state: ThreadState,
     }
 
@@ -830,6 +923,8 @@ pub enum Record {
     Counter(Counter),
     /// Kind 5.
     Message(Message),
+    /// Kind 6 (1.2).
+    SamplerInfo(SamplerInfo),
     /// Kind 16.
     AppDomainDef(AppDomainDef),
     /// Kind 17.
@@ -842,6 +937,8 @@ pub enum Record {
     FunctionDef(FunctionDef),
     /// Kind 21.
     ThreadDef(ThreadDef),
+    /// Kind 24 (1.2).
+    ThreadOsName(ThreadOsName),
     /// Kind 22.
     NativeFrameDef(NativeFrameDef),
     /// Kind 23.
@@ -893,12 +990,14 @@ macro_rules! with_record {
             Record::RecordingEnd($r) => $body,
             Record::Counter($r) => $body,
             Record::Message($r) => $body,
+            Record::SamplerInfo($r) => $body,
             Record::AppDomainDef($r) => $body,
             Record::AssemblyDef($r) => $body,
             Record::ModuleDef($r) => $body,
             Record::ClassDef($r) => $body,
             Record::FunctionDef($r) => $body,
             Record::ThreadDef($r) => $body,
+            Record::ThreadOsName($r) => $body,
             Record::NativeFrameDef($r) => $body,
             Record::StackDef($r) => $body,
             Record::Event($r) => $body,
@@ -991,12 +1090,14 @@ impl Record {
             RecordKind::RECORDING_END => read::<RecordingEnd>(payload).map(Record::from),
             RecordKind::COUNTER => read::<Counter>(payload).map(Record::from),
             RecordKind::MESSAGE => read::<Message>(payload).map(Record::from),
+            RecordKind::SAMPLER_INFO => read::<SamplerInfo>(payload).map(Record::from),
             RecordKind::APP_DOMAIN => read::<AppDomainDef>(payload).map(Record::from),
             RecordKind::ASSEMBLY => read::<AssemblyDef>(payload).map(Record::from),
             RecordKind::MODULE => read::<ModuleDef>(payload).map(Record::from),
             RecordKind::CLASS => read::<ClassDef>(payload).map(Record::from),
             RecordKind::FUNCTION => read::<FunctionDef>(payload).map(Record::from),
             RecordKind::THREAD => read::<ThreadDef>(payload).map(Record::from),
+            RecordKind::THREAD_OS_NAME => read::<ThreadOsName>(payload).map(Record::from),
             RecordKind::NATIVE_FRAME => read::<NativeFrameDef>(payload).map(Record::from),
             RecordKind::STACK => read::<StackDef>(payload).map(Record::from),
             RecordKind::EVENT => read::<Event>(payload).map(Record::from),
@@ -1069,6 +1170,11 @@ pub(crate) mod tests {
                 level: 1,
                 text: "SetEventMask2 refused COR_PRF_HIGH_BASIC_GC".into(),
             }),
+            Record::SamplerInfo(SamplerInfo {
+                cpu_clock: "perf task-clock".into(),
+                cpu_rate_hz: 1000,
+                wall_rate_hz: 100,
+            }),
             Record::AppDomainDef(AppDomainDef {
                 id: 0x7f00_0000_1000,
                 name: "clrhost".into(),
@@ -1104,6 +1210,10 @@ pub(crate) mod tests {
                 tid: 4243,
                 managed_id: 0x55aa,
                 name: "Worker ü".into(),
+            }),
+            Record::ThreadOsName(ThreadOsName {
+                tid: 4244,
+                name: ".NET TP Worker".into(),
             }),
             Record::NativeFrameDef(NativeFrameDef {
                 id: 7,
