@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 use crate::model::{
-    CallNode, CallTree, Frame, FrameIndex, FrameKind, Mode, Profile, Sample, StackIndex, StackNode,
-    ThreadProfile,
+    CallNode, CallTree, Frame, FrameIndex, FrameKind, Mode, Profile, Sample, SampleKind,
+    StackIndex, StackNode, ThreadProfile,
 };
 
 /// Builds a [`Profile`] whose frames and stacks are each stored once.
@@ -13,14 +13,14 @@ use crate::model::{
 /// public.
 ///
 /// ```
-/// use clrprof_analysis::{FrameKind, Mode, ProfileBuilder, Sample};
+/// use clrprof_analysis::{FrameKind, Mode, ProfileBuilder, Sample, SampleKind};
 ///
 /// let mut b = ProfileBuilder::new(Mode::Sample);
 /// let main = b.intern_frame("App.Main()", "App.dll", FrameKind::Managed);
 /// let work = b.intern_frame("App.Work()", "App.dll", FrameKind::Managed);
 /// let stack = b.intern_stack_path(&[main, work]);
 /// let t = b.thread(42, "main");
-/// b.add_sample(t, Sample { time_ns: 1_000_000, stack, cpu_ns: 900_000, wall_ns: 1_000_000 });
+/// b.add_sample(t, Sample { time_ns: 1_000_000, stack, cpu_ns: 900_000, wall_ns: 1_000_000, kind: SampleKind::Tick });
 /// let profile = b.build();
 /// assert_eq!(profile.threads[0].samples.len(), 1);
 /// ```
@@ -201,6 +201,7 @@ impl Profile {
                     stack,
                     cpu_ns: *cpu_ns,
                     wall_ns: *wall_ns,
+                    kind: SampleKind::Tick,
                 },
             );
         }

@@ -41,6 +41,8 @@ pub mod pe;
 pub mod query;
 pub mod report;
 pub mod runtime;
+pub mod sampling;
+pub mod threads;
 pub mod top;
 pub mod trace;
 pub mod tree;
@@ -50,7 +52,7 @@ pub use builder::{CallValues, ProfileBuilder};
 pub use error::Error;
 pub use model::{
     CallNode, CallNodeRecord, CallTree, Frame, FrameIndex, FrameKind, Mode, Profile, Sample,
-    StackIndex, StackNode, ThreadProfile,
+    SampleKind, StackIndex, StackNode, ThreadProfile,
 };
 pub use output::{Format, Render};
 pub use query::{Metric, Query, Selection};

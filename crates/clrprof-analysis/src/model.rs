@@ -16,6 +16,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::Error;
+use crate::sampling::SamplingInfo;
 
 /// How the agent recorded the profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -73,7 +74,8 @@ pub enum FrameKind {
     Managed,
     /// A native function (runtime, libraries, the OS).
     Native,
-    /// A marker standing for the frames dropped when a stack was deeper than the agent keeps.
+    /// A marker at the root of a stack that ends early: the frames the unwinder could not
+    /// reach (the name says why).
     Truncated,
 }
 
@@ -97,17 +99,44 @@ pub struct StackNode {
     pub frame: FrameIndex,
 }
 
+/// What a [`Sample`] stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SampleKind {
+    /// A tick standing for both CPU and wall time (trace mode, and sample mode before format
+    /// 1.2).
+    #[default]
+    Tick,
+    /// A CPU sample: taken where the CPU was spent, weighed with CPU time only.
+    Cpu,
+    /// A wall-clock sample: where the thread was (running or waiting), weighed with wall
+    /// time only.
+    Wall,
+}
+
+impl SampleKind {
+    /// How many samples it counts as for the `samples` metric: wall-clock samples count for
+    /// time only.
+    pub fn count(self) -> u64 {
+        match self {
+            SampleKind::Tick | SampleKind::Cpu => 1,
+            SampleKind::Wall => 0,
+        }
+    }
+}
+
 /// One sample of one thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
     /// When the sample was taken, in nanoseconds since the session started.
     pub time_ns: u64,
-    /// The managed stack at that moment; `None` when the thread had no managed frames.
+    /// The stack at that moment; `None` when none is known.
     pub stack: Option<StackIndex>,
-    /// CPU time the thread consumed in the interval this sample stands for.
+    /// CPU time this sample stands for.
     pub cpu_ns: u64,
-    /// Wall time this sample stands for (the time since the thread's previous sample).
+    /// Wall time this sample stands for (it covers `[time_ns - wall_ns, time_ns]`).
     pub wall_ns: u64,
+    /// What kind of sample it is.
+    pub kind: SampleKind,
 }
 
 /// One node of a thread's calling context tree (trace mode).
@@ -259,7 +288,7 @@ impl ThreadProfile {
 }
 
 /// A whole profile: frames, stacks and threads, plus facts about the recording.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
     /// How the profile was recorded.
     pub mode: Mode,
@@ -281,6 +310,8 @@ pub struct Profile {
     pub threads: Vec<ThreadProfile>,
     /// Remarks for the reader (dropped samples, truncated stacks, ...), shown in reports.
     pub notes: Vec<String>,
+    /// How sample mode sampled (traces of format 1.2 and later).
+    pub sampling: Option<SamplingInfo>,
 }
 
 impl Profile {
@@ -297,6 +328,7 @@ impl Profile {
             stacks: Vec::new(),
             threads: Vec::new(),
             notes: Vec::new(),
+            sampling: None,
         }
     }
 

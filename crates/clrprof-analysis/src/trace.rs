@@ -12,16 +12,18 @@ use std::path::Path;
 use clrprof_trace::{
     AssemblyDef, CallTreeNode, ClassDef, FrameKind as TraceFrameKind, FunctionDef, Header, Message,
     ModuleDef, NativeFrameDef, NativeTargetDef, ReadError, Reader, Record, RecordingEnd,
-    Sample as TraceSample, SessionEnd, SessionStart, StackDef, ThreadDef,
+    Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef, ThreadDef,
+    ThreadState,
 };
 
 use crate::builder::ProfileBuilder;
 use crate::events::{EventSummary, EventSummaryBuilder, file_name};
 use crate::memory::{HeapKeep, MemoryRecords};
 use crate::model::{
-    CallNodeRecord, CallTree, FrameIndex, FrameKind, Mode, Profile, Sample, StackIndex,
+    CallNodeRecord, CallTree, FrameIndex, FrameKind, Mode, Profile, Sample, SampleKind, StackIndex,
 };
 use crate::runtime::{RuntimeBuilder, RuntimeViews};
+use crate::sampling::{EndedEarly, SamplingInfo, ThreadRate};
 
 /// Why a trace could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +63,9 @@ pub struct Names {
     /// Thread names by managed thread id: a name can be set before the thread has an OS
     /// thread (`new Thread { Name = .. }` before `Start`), so names are kept by managed id too.
     pub thread_names: HashMap<u64, String>,
+    /// What the kernel calls a thread, by OS thread id (when it differs from the process's
+    /// name: the runtime names its own threads there).
+    pub thread_os_names: HashMap<u32, String>,
     /// Native frames by id.
     pub natives: HashMap<u64, NativeFrameDef>,
     /// App domain names by id.
@@ -175,6 +180,8 @@ pub struct LoadedTrace {
     pub memory: MemoryRecords,
     /// Basic-block hit counts of the methods instrumented for coverage.
     pub coverage: Vec<clrprof_trace::CoverageMethod>,
+    /// How sample mode sampled (format 1.2).
+    pub sampler: Option<SamplerInfo>,
     pub(crate) stacks: HashMap<u32, StackDef>,
     samples: Vec<TraceSample>,
     call_tree: Vec<CallTreeNode>,
@@ -224,6 +231,7 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
         unknown_records: 0,
         memory: MemoryRecords::keeping(heap),
         coverage: Vec::new(),
+        sampler: None,
         stacks: HashMap::new(),
         samples: Vec::new(),
         call_tree: Vec::new(),
@@ -241,6 +249,10 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
                 t.counters.insert(c.name, c.value);
             }
             Record::Message(m) => t.messages.push(m),
+            Record::SamplerInfo(i) => t.sampler = Some(i),
+            Record::ThreadOsName(n) => {
+                t.names.thread_os_names.insert(n.tid, n.name);
+            }
             Record::AppDomainDef(d) => {
                 t.names.app_domains.insert(d.id, d.name);
             }
@@ -372,23 +384,27 @@ impl LoadedTrace {
                         let (name, module) = names.native_frame(id);
                         b.intern_frame(&name, &module, FrameKind::Native)
                     }
-                    _ => b.intern_frame("[truncated]", "", FrameKind::Truncated),
+                    _ => b.intern_frame(
+                        &crate::threads::stack_cut_name(StackCut::from_u64(id)),
+                        "",
+                        FrameKind::Truncated,
+                    ),
                 })
         };
 
-        // Thread names first, so every thread gets its name.
-        let thread_name = |tid: u32| -> String {
-            match names.name_of_tid(tid) {
-                n if n.is_empty() && self.session.as_ref().is_some_and(|s| s.pid == tid) => {
-                    "main".into()
-                }
-                n => n,
-            }
-        };
+        // Names the program gave its threads; the others are named at the end.
+        let thread_name = |tid: u32| -> String { names.name_of_tid(tid) };
 
+        // Sample mode since format 1.2 takes CPU and wall-clock samples apart.
+        let split = mode == Mode::Sample && self.sampler.is_some();
         for s in &self.samples {
             let stack = self.resolve_stack(&mut b, &mut stack_map, &mut frame_of, s.stack);
             let thread = b.thread(s.tid, &thread_name(s.tid));
+            let kind = match s.state {
+                ThreadState::Cpu => SampleKind::Cpu,
+                _ if split => SampleKind::Wall,
+                _ => SampleKind::Tick,
+            };
             b.add_sample(
                 thread,
                 Sample {
@@ -396,6 +412,7 @@ impl LoadedTrace {
                     stack,
                     cpu_ns: s.cpu_ns,
                     wall_ns: s.wall_ns,
+                    kind,
                 },
             );
         }
@@ -477,6 +494,15 @@ impl LoadedTrace {
             }
         }
         p.duration_ns = self.duration_ns();
+        let pid = self.session.as_ref().map_or(0, |s| s.pid);
+        crate::threads::name_threads(&mut p, |tid| names.thread_os_names.get(&tid).cloned(), pid);
+        if let Some(info) = self.sampler.as_ref().filter(|_| mode == Mode::Sample) {
+            p.sampling = Some(summarize_sampling(
+                &p,
+                (&info.cpu_clock, info.cpu_rate_hz, info.wall_rate_hz),
+                |name| self.counter(name),
+            ));
+        }
         p
     }
 
@@ -520,5 +546,87 @@ impl LoadedTrace {
             map.insert(sid, parent);
         }
         map.get(&id).copied().flatten()
+    }
+}
+
+/// The sampling facts of `profile`, given the trace's `SamplerInfo` fields and a counter
+/// reader.
+fn summarize_sampling(
+    profile: &Profile,
+    (cpu_clock, cpu_rate_hz, wall_rate_hz): (&str, u32, u32),
+    counter: impl Fn(&str) -> u64,
+) -> SamplingInfo {
+    let mut cpu_samples = 0u64;
+    let mut wall_samples = 0u64;
+    let mut program_cpu_ns = 0u64;
+    let mut rates = Vec::new();
+    let mut cut_of: HashMap<StackIndex, Option<usize>> = HashMap::new();
+    let mut ended: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut samples = 0u64;
+    for t in &profile.threads {
+        let (mut cpu, mut n) = (0u64, 0u64);
+        for s in &t.samples {
+            samples += 1;
+            match s.kind {
+                SampleKind::Cpu => {
+                    cpu_samples += 1;
+                    n += 1;
+                    cpu += s.cpu_ns;
+                }
+                SampleKind::Wall => wall_samples += 1,
+                SampleKind::Tick => {}
+            }
+            if let Some(stack) = s.stack {
+                let cut = *cut_of.entry(stack).or_insert_with(|| {
+                    let root = *profile.stack_frames(stack).first()?;
+                    (profile.frame(root).kind == FrameKind::Truncated).then_some(root.index())
+                });
+                if let Some(frame) = cut {
+                    *ended.entry(frame).or_default() += 1;
+                }
+            }
+        }
+        program_cpu_ns += cpu;
+        if n > 0 {
+            rates.push(ThreadRate {
+                tid: t.tid,
+                name: t.name.clone(),
+                cpu_ns: cpu,
+                samples: n,
+                rate_hz: n as f64 / (cpu as f64 / 1e9).max(1e-9),
+            });
+        }
+    }
+    rates.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.tid.cmp(&b.tid)));
+    rates.truncate(3);
+    let mut ended_early_by_reason: Vec<EndedEarly> = ended
+        .iter()
+        .map(|(&frame, &n)| EndedEarly {
+            reason: profile.frames[frame].name.clone(),
+            samples: n,
+        })
+        .collect();
+    ended_early_by_reason.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.reason.cmp(&b.reason)));
+    SamplingInfo {
+        cpu_clock: cpu_clock.to_owned(),
+        cpu_rate_hz,
+        cpu_rate_reached_hz: if program_cpu_ns == 0 {
+            0.0
+        } else {
+            cpu_samples as f64 / (program_cpu_ns as f64 / 1e9)
+        },
+        busiest_threads: rates,
+        wall_rate_hz,
+        cpu_samples,
+        wall_samples,
+        samples_missed: counter("samples_missed"),
+        questions: counter("sampler_questions"),
+        program_cpu_ns,
+        handler_cpu_ns: counter("handler_cpu_ns"),
+        sampler_cpu_ns: counter("sampler_cpu_ns"),
+        agent_cpu_ns: counter("agent_cpu_ns"),
+        ended_early: ended.values().sum(),
+        samples,
+        ended_early_by_reason,
     }
 }

@@ -72,6 +72,10 @@ pub struct CpuReport {
     pub call_tree: CallTreeJson,
     /// Remarks for the reader.
     pub notes: Vec<String>,
+    /// How sample mode sampled: clock, rates, what was missed, the profiler's cost, stacks
+    /// that ended early (traces of format 1.2 and later).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<crate::sampling::SamplingInfo>,
 }
 
 /// One selected thread in [`CpuReport::threads`].
@@ -232,6 +236,7 @@ pub fn report(profile: &Profile, query: &Query, options: &Json) -> Result<CpuRep
         functions_omitted: table.omitted,
         call_tree: call_tree(&a, options.tree_threshold_percent, with_calls),
         notes: a.notes(),
+        sampling: profile.sampling.clone(),
     })
 }
 

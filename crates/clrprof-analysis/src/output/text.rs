@@ -67,6 +67,9 @@ fn write_header(a: &Analysis<'_>, out: &mut dyn Write) -> Result<(), Error> {
         p.threads.len(),
         units::duration(p.duration_ns),
     )?;
+    if let Some(s) = &p.sampling {
+        write_sampling(s, out)?;
+    }
     if a.selection.threads.len() != p.threads.len() {
         let names: Vec<String> = a
             .selection
@@ -227,6 +230,78 @@ fn write_tree_line(
         writeln!(out, "{:indent$}{name}", "")?;
     } else {
         writeln!(out, "{:indent$}{name}  [{module}]", "")?;
+    }
+    Ok(())
+}
+
+/// The sampling facts of a sample-mode profile: clock and rates, the profiler's cost, stacks
+/// that ended early.
+fn write_sampling(s: &crate::sampling::SamplingInfo, out: &mut dyn Write) -> Result<(), Error> {
+    let rate = |hz: f64| format!("{hz:.0}/s");
+    if s.cpu_clock.is_empty() {
+        writeln!(
+            out,
+            "CPU samples: none (no per-thread CPU clock was available)"
+        )?;
+    } else {
+        let busiest: Vec<String> = s
+            .busiest_threads
+            .iter()
+            .map(|t| {
+                let name = if t.name.is_empty() {
+                    format!("thread {}", t.tid)
+                } else {
+                    t.name.clone()
+                };
+                format!("{name} {}", rate(t.rate_hz))
+            })
+            .collect();
+        writeln!(
+            out,
+            "CPU samples: {} from the {}, {}/s of CPU time asked, {} reached{}",
+            units::count(s.cpu_samples),
+            s.cpu_clock,
+            s.cpu_rate_hz,
+            rate(s.cpu_rate_reached_hz),
+            if busiest.is_empty() {
+                String::new()
+            } else {
+                format!(" (busiest threads: {})", busiest.join(", "))
+            }
+        )?;
+    }
+    writeln!(
+        out,
+        "Wall-clock samples: {} at {}/s per thread; {} signals to blocked threads to learn where they wait",
+        units::count(s.wall_samples),
+        s.wall_rate_hz,
+        units::count(s.questions)
+    )?;
+    writeln!(
+        out,
+        "Profiler CPU: {:.2}% of the program's (signal handlers {}, sampler thread {}, callbacks {}), not counted as the program's; {} CPU samples missed",
+        100.0 * s.overhead_share(),
+        units::duration(s.handler_cpu_ns),
+        units::duration(s.sampler_cpu_ns),
+        units::duration(s.agent_cpu_ns),
+        units::count(s.samples_missed)
+    )?;
+    if s.ended_early == 0 {
+        writeln!(out, "Stacks: every stack reaches its thread's start")?;
+    } else {
+        let reasons: Vec<String> = s
+            .ended_early_by_reason
+            .iter()
+            .map(|r| format!("{} {}", units::count(r.samples), r.reason))
+            .collect();
+        writeln!(
+            out,
+            "Stacks: {} of {} samples ({:.2}%) end before their thread's start: {}",
+            units::count(s.ended_early),
+            units::count(s.samples),
+            100.0 * s.ended_early as f64 / s.samples.max(1) as f64,
+            reasons.join(", ")
+        )?;
     }
     Ok(())
 }

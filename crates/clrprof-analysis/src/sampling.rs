@@ -1,0 +1,80 @@
+//! What a report says about the sampling itself: the clock used and the rate it reached, what
+//! was missed, what the profiler cost, and how many stacks ended early and why. The trace
+//! loader computes it (`LoadedTrace::profile`) from the agent's `SamplerInfo` and counters
+//! and the samples themselves; the profile carries it to every renderer.
+
+use serde::Serialize;
+
+/// CPU samples per second of a thread's CPU time on one of the busiest threads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadRate {
+    /// OS thread id.
+    pub tid: u32,
+    /// Its name (may be empty).
+    pub name: String,
+    /// CPU time its samples stand for.
+    pub cpu_ns: u64,
+    /// Its CPU samples.
+    pub samples: u64,
+    /// Samples per second of its CPU time.
+    pub rate_hz: f64,
+}
+
+/// Why some stacks ended before the thread's start, and how many samples have such a stack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EndedEarly {
+    /// The reason, as the marker frame says it.
+    pub reason: String,
+    /// Samples (CPU and wall-clock) whose stack ends so.
+    pub samples: u64,
+}
+
+/// The sampling of a sample-mode profile (format 1.2 and later).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SamplingInfo {
+    /// The per-thread CPU clock that triggered CPU samples; empty when there was none.
+    pub cpu_clock: String,
+    /// CPU samples asked per second of a thread's CPU time.
+    pub cpu_rate_hz: u32,
+    /// CPU samples per second of sampled CPU time, all threads together.
+    pub cpu_rate_reached_hz: f64,
+    /// The rate reached on the (at most three) threads that used the most CPU.
+    pub busiest_threads: Vec<ThreadRate>,
+    /// Wall-clock samples per second and thread.
+    pub wall_rate_hz: u32,
+    /// CPU samples.
+    pub cpu_samples: u64,
+    /// Wall-clock samples.
+    pub wall_samples: u64,
+    /// CPU samples lost because a thread had too many waiting to be read.
+    pub samples_missed: u64,
+    /// Signals sent to blocked threads to learn where they wait (once per new wait).
+    pub questions: u64,
+    /// CPU the program's threads used, as the CPU samples add it up.
+    pub program_cpu_ns: u64,
+    /// CPU the profiler's signal handlers used on the program's threads (not in the above).
+    pub handler_cpu_ns: u64,
+    /// CPU the profiler's sampler thread used.
+    pub sampler_cpu_ns: u64,
+    /// CPU the profiler's callbacks used on the program's threads, as sampled (not in
+    /// `program_cpu_ns`).
+    pub agent_cpu_ns: u64,
+    /// Samples (CPU and wall-clock) whose stack ended before the thread's start.
+    pub ended_early: u64,
+    /// All samples (CPU and wall-clock).
+    pub samples: u64,
+    /// The reasons, most frequent first.
+    pub ended_early_by_reason: Vec<EndedEarly>,
+}
+
+impl SamplingInfo {
+    /// The profiler's CPU (handlers, sampler, callbacks) as a share of the program's.
+    pub fn overhead_share(&self) -> f64 {
+        let own = self.handler_cpu_ns + self.sampler_cpu_ns + self.agent_cpu_ns;
+        if self.program_cpu_ns == 0 {
+            0.0
+        } else {
+            own as f64 / self.program_cpu_ns as f64
+        }
+    }
+}
