@@ -30,7 +30,8 @@ pub enum Command {
 /// How CPU time is profiled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
-    /// Sample every managed thread's stack at --rate Hz (cheap; statistical times).
+    /// Sample where the CPU is spent (--rate samples per second of each thread's CPU time)
+    /// and where every thread is (--wall-rate per second): cheap, statistical times.
     Sample,
     /// Count every call through enter/leave hooks (exact calls and call paths; sampled times).
     Trace,
@@ -59,9 +60,13 @@ pub struct RecordArgs {
     /// class, jit, thread, transition, suspension, gc, heap-refs, exception, or all.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub events: Vec<String>,
-    /// Sampling rate in Hz (both CPU modes sample).
+    /// Sampling rate in Hz: sample mode's CPU samples per second of a thread's CPU time, trace
+    /// mode's time samples per second.
     #[arg(long, default_value_t = 1000, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub rate: u32,
+    /// Sample mode: wall-clock samples per second and thread (default: 100, or --rate if lower).
+    #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
+    pub wall_rate: Option<u32>,
     /// Trace mode: disable JIT inlining so that every call is counted (slower program).
     #[arg(long)]
     pub no_inline: bool,
@@ -100,7 +105,7 @@ pub struct RecordArgs {
 /// CPU profiling modes an attached agent offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AttachModeArg {
-    /// Sample every managed thread's stack at --rate Hz.
+    /// Sample where the CPU is spent and where every thread is (as `record` does).
     Sample,
     /// Refused: enter/leave hooks cannot be set after attach (record from the start instead).
     Trace,
@@ -134,9 +139,12 @@ pub struct AttachArgs {
     /// class, jit, thread, suspension, gc, heap-refs, exception, or all.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub events: Vec<String>,
-    /// Sampling rate in Hz.
+    /// Sample mode's CPU samples per second of a thread's CPU time.
     #[arg(long, default_value_t = 1000, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub rate: u32,
+    /// Sample mode: wall-clock samples per second and thread (default: 100, or --rate if lower).
+    #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
+    pub wall_rate: Option<u32>,
     /// Refused: the runtime gives no allocation callbacks to an attached profiler (record the
     /// program from its start with `clrprof record --alloc` instead).
     #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "sampled")]

@@ -67,6 +67,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let opts = record::RecordOptions {
                 events: a.events,
                 rate: a.rate,
+                wall_rate: a.wall_rate,
                 inline: !a.no_inline,
                 max_nodes: a.max_nodes,
                 alloc: a.alloc.map(AllocArg::name),
@@ -94,6 +95,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 record: record::RecordOptions {
                     events: a.events,
                     rate: a.rate,
+                    wall_rate: a.wall_rate,
                     // Refused by `attach` (the runtime has no allocation callbacks after attach).
                     alloc: a.alloc.map(AllocArg::name),
                     ..record::RecordOptions::new(a.mode.name(), a.output, agent, Vec::new())

@@ -34,6 +34,8 @@ pub struct RecordOptions {
     pub events: Vec<String>,
     /// Sampling rate.
     pub rate: u32,
+    /// Sample mode's wall-clock rate (`None`: the agent's default).
+    pub wall_rate: Option<u32>,
     /// Keep JIT inlining.
     pub inline: bool,
     /// Call tree node budget.
@@ -71,6 +73,7 @@ impl RecordOptions {
             mode,
             events: Vec::new(),
             rate: 1000,
+            wall_rate: None,
             inline: true,
             max_nodes: 1,
             alloc: None,
@@ -97,6 +100,9 @@ impl RecordOptions {
             u8::from(self.inline),
             self.max_nodes
         );
+        if let Some(hz) = self.wall_rate {
+            c.push_str(&format!(";wall_rate={hz}"));
+        }
         if !self.events.is_empty() {
             c.push_str(";events=");
             c.push_str(&self.events.join(","));
