@@ -471,8 +471,11 @@ impl Profiler for Agent {
         Ok(true)
     }
     fn thread_created(&self, t: ThreadId) -> Result<()> {
-        // The runtime calls this on the new thread itself: register it for sampling.
-        threads::register_current(t.0);
+        // The runtime calls this on the new thread itself: register it for sampling, and arm
+        // its CPU clock at once (sample mode) so that its first CPU is sampled too.
+        if let Some(slot) = threads::register_current(t.0) {
+            crate::recorder::cpu_clock::arm_slot(slot, crate::recorder::capture::SAMPLE_SIGNAL);
+        }
         if let Some(s) = self.session() {
             s.out.push_record(&Record::ThreadDef(ThreadDef {
                 tid: sys::gettid(),

@@ -3,7 +3,7 @@
 //! - `CLRPROF_SESSION`: path of the Unix socket the CLI listens on; the trace is streamed there.
 //! - `CLRPROF_OUTPUT`: a file to write the trace to directly (profiling without the CLI).
 //! - `CLRPROF_CONFIG`: `key=value` pairs separated by `;`:
-//!   `mode=sample|trace|none`, `events=jit,gc,...|all`, `rate=HZ`, `inline=1|0`,
+//!   `mode=sample|trace|none`, `events=jit,gc,...|all`, `rate=HZ`, `wall_rate=HZ`, `inline=1|0`,
 //!   `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all`, `alloc_interval=BYTES`,
 //!   `heap_snapshot=at-exit|every-gc|N|on-signal`, `coverage=1`, `cover_include=A,B`,
 //!   `cover_exclude=A,B` (assembly names, see `coverage.rs`).
@@ -16,7 +16,8 @@ use clrprof_trace::EventCategory;
 /// What to collect about CPU time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// Sample every managed thread's stack at `rate` Hz.
+    /// CPU samples every `1/rate` s of each thread's CPU time, and wall-clock samples of
+    /// every thread at `wall_rate` Hz.
     Sample,
     /// Exact call counts through enter/leave hooks, with sampled time.
     Trace,
@@ -55,8 +56,12 @@ pub struct Config {
     pub mode: Mode,
     /// Event categories to record.
     pub events: Vec<EventCategory>,
-    /// Sampling rate in Hz (both modes sample).
+    /// Sampling rate in Hz (both modes sample): sample mode's CPU samples per second of a
+    /// thread's CPU time, trace mode's ticks.
     pub rate_hz: u32,
+    /// Sample mode's wall-clock samples per second and thread; `None`: the lower of `rate_hz`
+    /// and [`DEFAULT_WALL_RATE_HZ`].
+    pub wall_rate_hz: Option<u32>,
     /// Let the JIT inline (trace mode reports inlined calls under their caller).
     pub inline: bool,
     /// Trace mode: maximum number of call tree nodes, all threads together.
@@ -81,6 +86,10 @@ pub struct Config {
     pub warnings: Vec<String>,
 }
 
+/// Sample mode's wall-clock rate unless asked otherwise: every 10 ms is as fine as blocked
+/// time needs, and keeps the sampler's cost independent of the CPU rate.
+pub const DEFAULT_WALL_RATE_HZ: u32 = 100;
+
 /// The default mean sampling interval of `alloc=sampled`, in bytes.
 pub const DEFAULT_ALLOC_INTERVAL: u64 = 128 << 10;
 
@@ -90,6 +99,7 @@ impl Default for Config {
             mode: Mode::Sample,
             events: Vec::new(),
             rate_hz: 1000,
+            wall_rate_hz: None,
             inline: true,
             max_nodes: 2_000_000,
             buffer_bytes: 4 << 20,
@@ -144,6 +154,12 @@ impl Config {
                         c.rate_hz
                     )),
                 },
+                "wall_rate" => match value.parse::<u32>() {
+                    Ok(hz) if (1..=20_000).contains(&hz) => c.wall_rate_hz = Some(hz),
+                    _ => c
+                        .warnings
+                        .push(format!("bad wall-clock sampling rate `{value}`, ignored")),
+                },
                 "inline" => c.inline = value != "0",
                 "max_nodes" => match value.parse::<u64>() {
                     Ok(n) if n > 0 => c.max_nodes = n,
@@ -194,6 +210,14 @@ impl Config {
     /// True if the category was asked for.
     pub fn wants(&self, category: EventCategory) -> bool {
         self.events.contains(&category)
+    }
+}
+
+impl Config {
+    /// Sample mode's wall-clock samples per second and thread.
+    pub fn wall_rate(&self) -> u32 {
+        self.wall_rate_hz
+            .unwrap_or(self.rate_hz.min(DEFAULT_WALL_RATE_HZ))
     }
 }
 

@@ -54,6 +54,7 @@ pub fn watch(session: &'static Session, from_cli: FromCli) {
     let handle = std::thread::Builder::new()
         .name("clrprof-control".into())
         .spawn(move || {
+            let _own = crate::recorder::threads::mark_agent_thread();
             wait_for_detach_request(from_cli);
             session.request_detach();
         });

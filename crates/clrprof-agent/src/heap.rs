@@ -208,6 +208,7 @@ pub fn start_signal_thread(s: &'static Session) {
     let spawned = std::thread::Builder::new()
         .name("clrprof-heap".into())
         .spawn(move || {
+            let _own = crate::recorder::threads::mark_agent_thread();
             let mut seen = snapshot_signal::REQUESTS.load(Ordering::Acquire);
             while !s.ended() {
                 sys::futex_wait(&snapshot_signal::REQUESTS, seen, 200_000_000);
@@ -240,6 +241,7 @@ pub fn snapshot_at_exit(s: &'static Session) {
         let spawned = std::thread::Builder::new()
             .name("clrprof-heap".into())
             .spawn(move || {
+                let _own = crate::recorder::threads::mark_agent_thread();
                 let _ = done.send(s.info.force_gc());
             });
         let outcome = match spawned {

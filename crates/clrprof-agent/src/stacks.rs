@@ -5,8 +5,9 @@
 //! released, so interning a known stack costs no name lookup. Also the walk of the calling
 //! thread's managed stack that allocation and throw-site stacks share.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use clrprof_sdk::stack::SnapshotFlags;
 use clrprof_sdk::{ProfilerInfo, ThreadId};

@@ -73,6 +73,7 @@ impl Transport {
         let handle = std::thread::Builder::new()
             .name("clrprof-writer".into())
             .spawn(move || {
+                let _own = crate::recorder::threads::mark_agent_thread();
                 while !for_thread.shared.stop.load(Ordering::Acquire) {
                     std::thread::park_timeout(DRAIN_EVERY);
                     for_thread.drain();

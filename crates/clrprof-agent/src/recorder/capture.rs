@@ -1,12 +1,23 @@
-//! Sample mode's stack capture: a signal sent to one thread, which records its own stack.
+//! Sample mode's stack capture: a signal handler that records the interrupted thread's stack.
 //!
-//! The sampler thread bumps a thread slot's `request` counter and sends it `SIGPROF`. The
-//! handler, running on the sampled thread, finds its slot through the initial-exec TLS slot
-//! (a thread adopted after an attach finds it by its thread id the first time, see
-//! `threads::claim_adopted`), records the interrupted instruction pointer and walks the
-//! frame-pointer chain (JIT-compiled code on Linux x86-64 always links RBP frames; so does
-//! libcoreclr), bounded by the thread's own stack, into the slot's fixed array; then it publishes `done = request` and wakes the
-//! sampler with a futex. The handler allocates nothing, takes no lock and reads only memory
+//! `SIGPROF` reaches a thread for one of two reasons, which the handler tells apart by the
+//! signal's `siginfo` and the slot's question counter:
+//!
+//! - its CPU clock passed a period (a perf overflow or a CPU-time timer, see
+//!   [`super::cpu_clock`]): a CPU sample, taken where the CPU is being spent; a perf event is
+//!   re-armed here;
+//! - the sampler asked where the thread is (`tgkill`, after bumping the slot's `asked`
+//!   counter): the stack of a thread that blocked where the sampler has not seen it block yet.
+//!
+//! The handler finds its slot through the initial-exec TLS slot (a thread adopted after an
+//! attach, or found in `/proc`, finds it by its thread id the first time, see
+//! `threads::claim_adopted`), reads the thread's CPU clock, records the interrupted registers
+//! and walks the frame-pointer chain (JIT-compiled code on Linux x86-64 links RBP frames; so
+//! does libcoreclr), bounded by the thread's own stack, into the next free entry of the
+//! slot's capture ring, remembering where each frame record was, and copies the top of the
+//! stack for the sampler's unwinder. It reads the CPU clock
+//! again at the end: the difference is the profiler's own cost, never the program's. It
+//! allocates nothing, takes no lock, calls nothing of the runtime, and reads only memory
 //! between the interrupted stack pointer and the top of the thread's stack, which is mapped.
 //! Names are resolved later on the sampler thread, never in the handler.
 //!
@@ -14,11 +25,14 @@
 //! `SIGPROF` is free. Handlers are installed with `SA_RESTART`; the runtime's own waits loop
 //! on `EINTR`.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-use super::threads;
-use super::threads::{MAX_FRAMES, STACK_COPY_BYTES, ThreadSlot};
+use super::cpu_clock::{self, Origin};
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+use super::ring::{ASKED, CPU, Capture, STACK_COPY_BYTES, WAKE_AT};
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+use super::threads::{self, ThreadSlot};
 
 /// The signal used for sampling.
 #[cfg(unix)]
@@ -26,76 +40,9 @@ pub const SAMPLE_SIGNAL: i32 = libc::SIGPROF;
 #[cfg(not(unix))]
 const SAMPLE_SIGNAL: i32 = 0;
 
-/// How many native code ranges the handler can tell apart.
-const MAX_RANGES: usize = 512;
-
-/// The address ranges of native libraries (code without frame pointers may live there),
-/// published by the sampler thread and read by the signal handler without a lock: two tables,
-/// the sampler fills the inactive one and then flips [`ACTIVE_RANGES`].
-static RANGES: [[AtomicUsize; 2 * MAX_RANGES]; 2] =
-    [const { [const { AtomicUsize::new(0) }; 2 * MAX_RANGES] }; 2];
-static RANGE_COUNT: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
-static ACTIVE_RANGES: AtomicUsize = AtomicUsize::new(0);
-
-/// Publishes the native code ranges (sorted, non-overlapping `[start, end)`), for the handler
-/// to decide when to copy the stack. Only the sampler thread calls this.
-pub fn publish_native_ranges(ranges: &[(usize, usize)]) {
-    let next = 1 - ACTIVE_RANGES.load(Ordering::Acquire);
-    let n = ranges.len().min(MAX_RANGES);
-    for (i, &(start, end)) in ranges.iter().take(n).enumerate() {
-        RANGES[next][2 * i].store(start, Ordering::Relaxed);
-        RANGES[next][2 * i + 1].store(end, Ordering::Relaxed);
-    }
-    RANGE_COUNT[next].store(n, Ordering::Release);
-    ACTIVE_RANGES.store(next, Ordering::Release);
-}
-
-/// True if `addr` lies in a published native range. Async-signal-safe (a binary search over
-/// atomics).
-pub fn in_native_code(addr: usize) -> bool {
-    let table = ACTIVE_RANGES.load(Ordering::Acquire);
-    let n = RANGE_COUNT[table].load(Ordering::Acquire);
-    let (mut lo, mut hi) = (0usize, n);
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        let start = RANGES[table][2 * mid].load(Ordering::Relaxed);
-        let end = RANGES[table][2 * mid + 1].load(Ordering::Relaxed);
-        if addr < start {
-            hi = mid;
-        } else if addr >= end {
-            lo = mid + 1;
-        } else {
-            return true;
-        }
-    }
-    false
-}
-
-/// What the handler saw: registers and the stack copy (empty when the frame-pointer walk in
-/// `slot.frames` is complete on its own).
-pub fn copied(slot: &ThreadSlot) -> ([usize; 3], &[u8]) {
-    let regs = [0, 1, 2].map(|i| slot.regs[i].load(Ordering::Relaxed));
-    let len = slot.copy_len.load(Ordering::Acquire).min(STACK_COPY_BYTES);
-    let buf = slot.copy.load(Ordering::Acquire);
-    if buf.is_null() || len == 0 {
-        return (regs, &[]);
-    }
-    // SAFETY: `buf` is this slot's buffer of STACK_COPY_BYTES, never freed; the handler wrote
-    // `len` bytes before publishing `done` (Release), which the caller observed (Acquire) in
-    // `answered`; the handler does not write again until the next request.
-    (regs, unsafe { core::slice::from_raw_parts(buf, len) })
-}
-
-/// Captures of the current tick not answered yet. The sampler sets it before sending its
-/// signals; each handler counts down, and only the one that reaches zero wakes the sampler (one
-/// system call per tick rather than one per thread). A late answer to an earlier tick can make
-/// it miss the mark, so the sampler never waits on it for long at a time.
-pub static PENDING: AtomicU32 = AtomicU32::new(0);
-
-/// Starts a tick of `n` captures.
-pub fn begin_tick(n: usize) {
-    PENDING.store(n as u32, Ordering::Release);
-}
+/// The sampler's wake-up word: a handler whose thread's ring is nearly full bumps it and wakes
+/// the sampler, which otherwise sleeps until its next wall-clock tick.
+pub static WAKE: AtomicU32 = AtomicU32::new(0);
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -161,82 +108,136 @@ pub fn install() -> bool {
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 pub fn uninstall() {}
 
-/// Asks `slot`'s thread for its stack. Returns false if the thread is gone (or there are no
-/// signals on this platform).
-pub fn request(slot: &ThreadSlot) -> bool {
-    slot.request.fetch_add(1, Ordering::AcqRel);
+/// Asks `slot`'s thread where it is: bumps its question counter and sends it the sampling
+/// signal. Returns false if the thread is gone (or there are no signals on this platform).
+pub fn ask(slot: &super::threads::ThreadSlot) -> bool {
+    slot.asked.fetch_add(1, Ordering::AcqRel);
     super::sys::signal_thread(slot.tid.load(Ordering::Relaxed), SAMPLE_SIGNAL)
 }
 
-/// True once `slot` answered its latest request.
-pub fn answered(slot: &ThreadSlot) -> bool {
-    slot.done.load(Ordering::Acquire) == slot.request.load(Ordering::Acquire)
-}
-
-/// Appends `slot`'s captured frames (innermost first) to `out`.
-pub fn frames(slot: &ThreadSlot, out: &mut Vec<usize>) {
-    let n = (slot.depth.load(Ordering::Acquire) as usize).min(MAX_FRAMES);
-    out.extend(
-        slot.frames
-            .iter()
-            .take(n)
-            .map(|f| f.load(Ordering::Relaxed)),
-    );
+/// True once `slot` answered its latest question.
+pub fn answered(slot: &super::threads::ThreadSlot) -> bool {
+    slot.answered.load(Ordering::Acquire) == slot.asked.load(Ordering::Acquire)
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 extern "C" fn on_sample_signal(
     _signal: i32,
-    _info: *mut libc::siginfo_t,
+    info: *mut libc::siginfo_t,
     context: *mut libc::c_void,
 ) {
     // SAFETY: errno is thread-local; we restore it so the interrupted code sees no change.
     let errno = unsafe { *libc::__errno_location() };
     if let Some(slot) = threads::current().or_else(threads::claim_adopted) {
-        let request = slot.request.load(Ordering::Acquire);
-        if slot.done.load(Ordering::Relaxed) != request && !context.is_null() {
+        // A slot reached through a stale TLS pointer (a thread whose end was announced on
+        // another thread, its slot since given to a new thread) is not this thread's.
+        if slot.tid.load(Ordering::Acquire) == super::sys::gettid() && !context.is_null() {
+            let si_code = if info.is_null() {
+                0
+            } else {
+                // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers.
+                unsafe { (*info).si_code }
+            };
             // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO handlers.
             let gregs = unsafe { &(*(context as *const libc::ucontext_t)).uc_mcontext.gregs };
-            let rip = gregs[libc::REG_RIP as usize] as usize;
-            let rsp = gregs[libc::REG_RSP as usize] as usize;
-            let rbp = gregs[libc::REG_RBP as usize] as usize;
-            let lo = slot.stack_lo.load(Ordering::Relaxed);
-            let hi = slot.stack_hi.load(Ordering::Relaxed);
-            // Walk only a stack known to hold the stack pointer (an adopted thread's bounds
-            // are learnt from its first capture).
-            let hi = if lo <= rsp && rsp < hi { hi } else { 0 };
-            let depth = walk(rip, rsp, rbp, hi, &slot.frames);
-            slot.depth.store(depth as u32, Ordering::Release);
-            for (reg, value) in slot.regs.iter().zip([rip, rsp, rbp]) {
-                reg.store(value, Ordering::Relaxed);
-            }
-            // Native code may not keep frame pointers: copy the top of the stack so that the
-            // sampler can unwind it with the library's call frame information.
-            let buf = slot.copy.load(Ordering::Relaxed);
-            let copy_len = if !buf.is_null() && lo <= rsp && rsp < hi && in_native_code(rip) {
-                let n = (hi - rsp).min(STACK_COPY_BYTES);
-                // SAFETY: `[rsp, rsp + n)` lies within this thread's mapped stack (checked
-                // against its bounds above), `buf` holds STACK_COPY_BYTES >= n bytes, and the
-                // two do not overlap (the buffer is a separate mapping).
-                unsafe { core::ptr::copy_nonoverlapping(rsp as *const u8, buf, n) };
-                n
-            } else {
-                0
-            };
-            slot.copy_len.store(copy_len, Ordering::Release);
-            slot.done.store(request, Ordering::Release);
-            if PENDING.fetch_sub(1, Ordering::AcqRel) == 1 {
-                super::sys::futex_wake(&PENDING);
-            }
+            let regs = [
+                gregs[libc::REG_RIP as usize] as usize,
+                gregs[libc::REG_RSP as usize] as usize,
+                gregs[libc::REG_RBP as usize] as usize,
+            ];
+            on_signal(slot, cpu_clock::origin(si_code), regs);
         }
     }
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
 }
 
+/// The handler's work for its thread's slot, given the signal's origin and the interrupted
+/// rip, rsp and rbp.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
+    let cpu_enter = super::sys::own_cpu_ns();
+    let ts = super::sys::monotonic_ns();
+    let armed = cpu_clock::Armed::of(slot);
+    if let Some(armed) = armed {
+        let ours = match armed.kind {
+            cpu_clock::ClockKind::PerfTaskClock => origin == Origin::Perf,
+            cpu_clock::ClockKind::ThreadCpuTimer => origin == Origin::Timer,
+        };
+        if ours {
+            cpu_clock::rearm(armed, cpu_clock::next_period(&slot.rng));
+        }
+    }
+    let asked = slot.asked.load(Ordering::Acquire);
+    let was_asked = asked != slot.answered.load(Ordering::Relaxed);
+    let cpu = match origin {
+        Origin::Perf | Origin::Timer => true,
+        Origin::Sent => false,
+        // The kernel could not queue the details: a clock's signal unless a question waits.
+        Origin::Unknown => !was_asked && armed.is_some(),
+    };
+    let flags = if cpu { CPU } else { 0 } | if was_asked { ASKED } else { 0 };
+    if flags != 0 {
+        // SAFETY: this is the slot's own thread (checked by the caller), in its sampling
+        // signal handler, which the kernel never runs twice at once on one thread.
+        match unsafe { slot.ring.next_free() } {
+            Some(entry) => {
+                // SAFETY: `next_free` hands out an entry no one else touches until published.
+                let entry = unsafe { &mut *entry };
+                fill(slot, entry, regs);
+                entry.flags = flags;
+                entry.ts = ts;
+                entry.cpu_enter = cpu_enter;
+                entry.cpu_exit = super::sys::own_cpu_ns();
+                if slot.ring.publish() == WAKE_AT {
+                    WAKE.fetch_add(1, Ordering::AcqRel);
+                    super::sys::futex_wake(&WAKE);
+                }
+            }
+            None => {
+                slot.ring.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    if was_asked {
+        slot.answered.store(asked, Ordering::Release);
+    }
+}
+
+/// Records the stack of the interrupted thread into `entry`: the frame-pointer walk, and a
+/// copy of the stack top when the thread was in native code.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn fill(slot: &ThreadSlot, entry: &mut Capture, regs: [usize; 3]) {
+    let [rip, rsp, rbp] = regs;
+    let lo = slot.stack_lo.load(Ordering::Relaxed);
+    let hi = slot.stack_hi.load(Ordering::Relaxed);
+    // Walk only a stack known to hold the stack pointer (an adopted thread's bounds are
+    // learnt from its first capture).
+    let hi = if lo <= rsp && rsp < hi { hi } else { 0 };
+    let (depth, end_fp) = walk(rip, rsp, rbp, hi, &mut entry.frames, &mut entry.fps);
+    entry.depth = depth as u32;
+    entry.end_fp = end_fp;
+    entry.regs = regs;
+    // Copy the top of the stack: native code may not keep frame pointers, and managed methods
+    // without a frame pointer keep their return address at an offset from RSP; the sampler
+    // unwinds both from what the stack held now, not from what it holds when it gets there.
+    entry.copy_len = if hi != 0 {
+        let n = (hi - rsp).min(STACK_COPY_BYTES);
+        // SAFETY: `[rsp, rsp + n)` lies within this thread's mapped stack (checked against its
+        // bounds above), the entry's buffer holds STACK_COPY_BYTES >= n bytes, and the two do
+        // not overlap (the ring is a separate mapping).
+        unsafe { core::ptr::copy_nonoverlapping(rsp as *const u8, entry.copy.as_mut_ptr(), n) };
+        n
+    } else {
+        0
+    };
+}
+
 /// Walks the frame-pointer chain from (rip, rsp, rbp) without leaving `[rsp, stack_hi)`.
-/// (Used by the x86-64 Linux signal handler; elsewhere only by the tests.)
-/// Records `rip` then each return address; returns the number recorded.
+/// Records `rip` then each return address into `frames`, and in `fps` the frame pointer whose
+/// record held it (`fps[0]` = 0). Returns the number recorded and the frame pointer the walk
+/// stopped at (the last one read, which it could not follow). (Used by the x86-64 Linux
+/// signal handler; elsewhere only by the tests.)
 #[cfg_attr(
     not(all(target_arch = "x86_64", target_os = "linux")),
     allow(dead_code)
@@ -246,16 +247,21 @@ fn walk(
     rsp: usize,
     rbp: usize,
     stack_hi: usize,
-    out: &[core::sync::atomic::AtomicUsize],
-) -> usize {
-    let Some(first) = out.first() else { return 0 };
-    first.store(rip, Ordering::Relaxed);
-    let mut n = 1;
-    if stack_hi <= rsp {
-        return n;
+    frames: &mut [usize],
+    fps: &mut [usize],
+) -> (usize, usize) {
+    let cap = frames.len().min(fps.len());
+    if cap == 0 {
+        return (0, rbp);
     }
+    frames[0] = rip;
+    fps[0] = 0;
+    let mut n = 1;
     let mut fp = rbp;
-    while n < out.len() {
+    if stack_hi <= rsp {
+        return (n, fp);
+    }
+    while n < cap {
         // A frame record is two words at `fp`: saved caller RBP, then the return address.
         if fp < rsp || !fp.is_multiple_of(8) || fp > stack_hi.saturating_sub(16) {
             break;
@@ -266,20 +272,21 @@ fn walk(
         if ret == 0 {
             break;
         }
-        out[n].store(ret, Ordering::Relaxed);
+        frames[n] = ret;
+        fps[n] = fp;
         n += 1;
         if next <= fp {
+            fp = next;
             break;
         }
         fp = next;
     }
-    n
+    (n, fp)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::sync::atomic::AtomicUsize;
 
     #[test]
     fn walk_follows_a_fake_chain_and_stays_in_bounds() {
@@ -293,19 +300,24 @@ mod tests {
         stack[11] = 0x2222;
         stack[20] = at(40); // points past the end: the walk must stop there
         stack[21] = 0x3333;
-        let out: Vec<AtomicUsize> = (0..8).map(|_| AtomicUsize::new(0)).collect();
-        let n = walk(0x9999, at(0), at(4), at(32), &out);
-        let got: Vec<usize> = out[..n].iter().map(|a| a.load(Ordering::Relaxed)).collect();
-        assert_eq!(got, vec![0x9999, 0x1111, 0x2222, 0x3333]);
+        let mut frames = [0usize; 8];
+        let mut fps = [0usize; 8];
+        let (n, end) = walk(0x9999, at(0), at(4), at(32), &mut frames, &mut fps);
+        assert_eq!(frames[..n], [0x9999, 0x1111, 0x2222, 0x3333]);
+        assert_eq!(fps[..n], [0, at(4), at(10), at(20)]);
+        assert_eq!(end, at(40), "the frame pointer it could not follow");
         // Unknown stack top: only the instruction pointer.
-        assert_eq!(walk(0x9999, at(0), at(4), 0, &out), 1);
+        assert_eq!(walk(0x9999, at(0), at(4), 0, &mut frames, &mut fps).0, 1);
         // A frame pointer below the stack pointer is not followed.
-        assert_eq!(walk(0x9999, at(8), at(4), at(32), &out), 1);
+        assert_eq!(
+            walk(0x9999, at(8), at(4), at(32), &mut frames, &mut fps).0,
+            1
+        );
     }
 
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     #[test]
-    fn a_thread_captures_its_own_stack_on_request() {
+    fn a_thread_captures_its_own_stack_when_asked() {
         assert!(install());
         let (tx, rx) = std::sync::mpsc::channel();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
@@ -320,20 +332,17 @@ mod tests {
         });
         // SAFETY: the worker sent the address of an element of the static SLOTS array.
         let slot: &ThreadSlot = unsafe { &*(rx.recv().unwrap() as *const ThreadSlot) };
-        begin_tick(1);
-        assert!(request(slot));
+        assert!(ask(slot));
         let start = std::time::Instant::now();
         while !answered(slot) && start.elapsed().as_secs() < 5 {
-            super::super::sys::futex_wait(&PENDING, PENDING.load(Ordering::Acquire), 10_000_000);
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
         assert!(answered(slot), "the handler answered");
-        let mut buf = Vec::new();
-        frames(slot, &mut buf);
-        let n = buf.len();
-        assert!(
-            n >= 1 && buf[0] != 0,
-            "captured at least the instruction pointer"
-        );
+        let capture = slot.ring.oldest().expect("a capture");
+        assert_eq!(capture.flags, ASKED, "asked, not a CPU sample");
+        assert!(capture.depth >= 1 && capture.frames[0] != 0);
+        assert!(capture.cpu_exit >= capture.cpu_enter && capture.cpu_enter > 0);
+        slot.ring.pop();
         done_tx.send(()).unwrap();
         worker.join().unwrap();
         slot.release();

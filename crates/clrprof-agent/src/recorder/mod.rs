@@ -1,15 +1,18 @@
 //! Everything in the agent that needs `unsafe`: raw system calls ([`sys`]), the initial-exec
 //! TLS slots ([`tls`]), the registry of profiled threads ([`threads`]), trace mode's call
-//! trees ([`cct`]) and hand-written hooks ([`hooks`]), sample mode's signal-based stack
-//! capture ([`capture`]), reads of exception objects ([`objects`]), the lock-free slot the
-//! session is published in ([`published`]), and the heap snapshot signal
-//! ([`snapshot_signal`]). Every `unsafe` block says why it is sound.
+//! trees ([`cct`]) and hand-written hooks ([`hooks`]), sample mode's per-thread CPU clocks
+//! ([`cpu_clock`]), its signal-based stack capture ([`capture`]) and capture queues
+//! ([`ring`]), reads of exception objects ([`objects`]), the lock-free slot the session is
+//! published in ([`published`]), and the heap snapshot signal ([`snapshot_signal`]). Every
+//! `unsafe` block says why it is sound.
 
 pub mod capture;
 pub mod cct;
+pub mod cpu_clock;
 pub mod hooks;
 pub mod objects;
 pub mod published;
+pub mod ring;
 pub mod snapshot_signal;
 pub mod sys;
 pub mod threads;

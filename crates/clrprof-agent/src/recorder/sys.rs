@@ -41,6 +41,18 @@ fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
     (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
+/// CPU time consumed so far by the calling thread. Async-signal-safe.
+#[cfg(unix)]
+pub fn own_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
+}
+
+/// CPU time of the calling thread: not available on this platform.
+#[cfg(not(unix))]
+pub fn own_cpu_ns() -> u64 {
+    0
+}
+
 /// CPU time consumed so far by thread `tid` of this process, or `None` if it has exited.
 ///
 /// Linux encodes "the CPU clock of thread `tid`" as a clock id: `(~tid << 3) | 6`
@@ -164,8 +176,23 @@ pub fn read_process_memory(addr: usize, buf: &mut [u8]) -> bool {
     // SAFETY: `local` describes `buf`, which we borrow mutably for the call, so the kernel
     // writes only into memory we own. `remote` is never dereferenced by this process: the
     // kernel reads it on our behalf and reports a bad address as an error.
-    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    let n = unsafe { libc::process_vm_readv(own_pid(), &local, 1, &remote, 1, 0) };
     usize::try_from(n) == Ok(buf.len())
+}
+
+/// This process's id, read once (the agent's threads never outlive a fork).
+#[cfg(target_os = "linux")]
+fn own_pid() -> libc::pid_t {
+    static PID: core::sync::atomic::AtomicI32 = core::sync::atomic::AtomicI32::new(0);
+    match PID.load(core::sync::atomic::Ordering::Relaxed) {
+        0 => {
+            // SAFETY: getpid has no preconditions.
+            let pid = unsafe { libc::getpid() };
+            PID.store(pid, core::sync::atomic::Ordering::Relaxed);
+            pid
+        }
+        pid => pid,
+    }
 }
 
 /// Reading memory safely is not available on this platform.

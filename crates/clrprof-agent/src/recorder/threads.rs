@@ -9,15 +9,20 @@
 use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use super::cct::ThreadState;
+use super::ring::CaptureRing;
 use super::{sys, tls};
 
 /// How many threads can be profiled at once.
 pub const MAX_THREADS: usize = 1024;
-/// Deepest native stack the signal handler records.
+/// Deepest stack the signal handler's frame-pointer walk records, and the deepest stack a
+/// sample keeps.
 pub const MAX_FRAMES: usize = 256;
-/// Bytes of stack the signal handler copies when it interrupts native code (for unwinding
-/// with call frame information on the sampler thread).
-pub const STACK_COPY_BYTES: usize = 16 << 10;
+
+/// `ThreadSlot::clock` values besides an armed clock (whose encoding `cpu_clock` owns; it is
+/// never one of these).
+const CLOCK_NONE: u64 = 0;
+const CLOCK_BUSY: u64 = u64::MAX;
+const CLOCK_FAILED: u64 = u64::MAX - 1;
 
 const FREE: u8 = 0;
 const LIVE: u8 = 1;
@@ -36,21 +41,19 @@ pub struct ThreadSlot {
     pub stack_hi: AtomicUsize,
     /// The thread's calling context tree (trace mode), null until its first hooked call.
     pub trace: AtomicPtr<ThreadState>,
-    /// Capture protocol: the sampler bumps `request` and signals; the handler records the
-    /// stack and sets `done = request`.
-    pub request: AtomicU32,
-    /// See `request`.
-    pub done: AtomicU32,
-    /// Number of valid entries in `frames`.
-    pub depth: AtomicU32,
-    /// Instruction pointer, then return addresses, innermost first.
-    pub frames: [AtomicUsize; MAX_FRAMES],
-    /// rip, rsp and rbp at the interruption.
-    pub regs: [AtomicUsize; 3],
-    /// A buffer of [`STACK_COPY_BYTES`] for the stack copy (reserved on first registration).
-    pub copy: AtomicPtr<u8>,
-    /// Bytes copied from rsp at the last capture (0: none, the frame-pointer walk is complete).
-    pub copy_len: AtomicUsize,
+    /// The thread's CPU clock (sample mode), as `cpu_clock` encodes it.
+    clock: AtomicU64,
+    /// The thread's CPU time when its clock was armed: where its first CPU sample counts from.
+    pub cpu_at_arm: AtomicU64,
+    /// The thread's random generator for its sampling periods (see `cpu_clock::next_period`).
+    pub rng: AtomicU64,
+    /// Wall-clock questions: the sampler bumps `asked` and signals the thread; the handler
+    /// captures the stack (flag `ASKED`) and sets `answered = asked`.
+    pub asked: AtomicU32,
+    /// See `asked`.
+    pub answered: AtomicU32,
+    /// Captures waiting for the sampler.
+    pub ring: CaptureRing,
 }
 
 impl ThreadSlot {
@@ -62,14 +65,45 @@ impl ThreadSlot {
             stack_lo: AtomicUsize::new(0),
             stack_hi: AtomicUsize::new(0),
             trace: AtomicPtr::new(core::ptr::null_mut()),
-            request: AtomicU32::new(0),
-            done: AtomicU32::new(0),
-            depth: AtomicU32::new(0),
-            frames: [const { AtomicUsize::new(0) }; MAX_FRAMES],
-            regs: [const { AtomicUsize::new(0) }; 3],
-            copy: AtomicPtr::new(core::ptr::null_mut()),
-            copy_len: AtomicUsize::new(0),
+            clock: AtomicU64::new(CLOCK_NONE),
+            cpu_at_arm: AtomicU64::new(0),
+            rng: AtomicU64::new(1),
+            asked: AtomicU32::new(0),
+            answered: AtomicU32::new(0),
+            ring: CaptureRing::new(),
         }
+    }
+
+    /// The encoded armed clock, if the slot has one. Async-signal-safe.
+    pub fn clock(&self) -> Option<u64> {
+        let value = self.clock.load(Ordering::Acquire);
+        (![CLOCK_NONE, CLOCK_BUSY, CLOCK_FAILED].contains(&value)).then_some(value)
+    }
+
+    /// Claims the right to arm this slot's clock: true once per slot use, for the first
+    /// caller (the thread itself at registration, or the sampler).
+    pub fn begin_arming(&self) -> bool {
+        self.clock
+            .compare_exchange(CLOCK_NONE, CLOCK_BUSY, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Ends [`Self::begin_arming`] with the encoded clock, or `None` if it could not be armed
+    /// (the slot is then not tried again).
+    pub fn finish_arming(&self, clock: Option<u64>) {
+        let value = clock
+            .filter(|v| ![CLOCK_NONE, CLOCK_BUSY, CLOCK_FAILED].contains(v))
+            .unwrap_or(CLOCK_FAILED);
+        self.clock.store(value, Ordering::Release);
+    }
+
+    /// Takes the armed clock away (to disarm it): `None` if there was none.
+    pub fn take_clock(&self) -> Option<u64> {
+        let value = self.clock()?;
+        self.clock
+            .compare_exchange(value, CLOCK_NONE, Ordering::AcqRel, Ordering::Relaxed)
+            .ok()?;
+        Some(value)
     }
 
     /// True while the thread is alive and registered.
@@ -95,8 +129,10 @@ impl ThreadSlot {
         self.state.store(DEAD, Ordering::Release);
     }
 
-    /// Frees the slot for another thread. Only the sampler (or shutdown) calls this.
+    /// Frees the slot for another thread. Only the sampler (or shutdown) calls this, after
+    /// disarming its clock.
     pub fn release(&self) {
+        self.clock.store(CLOCK_NONE, Ordering::Release);
         self.trace.store(core::ptr::null_mut(), Ordering::Release);
         self.managed_id.store(0, Ordering::Relaxed);
         self.state.store(FREE, Ordering::Release);
@@ -107,8 +143,52 @@ impl ThreadSlot {
 /// Every slot.
 pub static SLOTS: [ThreadSlot; MAX_THREADS] = [const { ThreadSlot::new() }; MAX_THREADS];
 
+/// One past the highest slot ever taken: slots are taken lowest first, so the ones in use sit
+/// below it.
+static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
+
+/// The slots that are or were in use (a prefix of [`SLOTS`]). Async-signal-safe.
+pub fn in_use() -> &'static [ThreadSlot] {
+    &SLOTS[..HIGH_WATER.load(Ordering::Acquire).min(MAX_THREADS)]
+}
+
 /// Threads that could not be registered because every slot was taken.
 pub static THREADS_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// The agent's own threads (sampler, writer, control, snapshot signal), which are never
+/// profiled: what they cost is the profiler's, reported apart.
+static AGENT_THREADS: [AtomicU32; 8] = [const { AtomicU32::new(0) }; 8];
+
+/// Marks the calling thread as one of the agent's own until the returned guard is dropped
+/// (keep it for the thread's whole life).
+pub fn mark_agent_thread() -> AgentThread {
+    let tid = sys::gettid();
+    AGENT_THREADS.iter().any(|t| {
+        t.compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    });
+    AgentThread(tid)
+}
+
+/// One of the agent's own threads, see [`mark_agent_thread`].
+#[must_use = "the thread is the agent's only while the guard lives"]
+pub struct AgentThread(u32);
+
+impl Drop for AgentThread {
+    fn drop(&mut self) {
+        for t in &AGENT_THREADS {
+            let _ = t.compare_exchange(self.0, 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
+    }
+}
+
+/// True if `tid` is one of the agent's own threads.
+pub fn is_agent_thread(tid: u32) -> bool {
+    tid != 0
+        && AGENT_THREADS
+            .iter()
+            .any(|t| t.load(Ordering::Acquire) == tid)
+}
 
 /// The calling thread's slot, registering the thread first if needed. `None` when every slot
 /// is taken (counted in [`THREADS_DROPPED`]).
@@ -119,9 +199,21 @@ pub fn register_current(managed_id: usize) -> Option<&'static ThreadSlot> {
         }
         return Some(slot);
     }
-    let slot = take_slot(sys::gettid(), managed_id, || {
-        sys::current_stack_bounds().unwrap_or((0, 0))
-    })?;
+    let tid = sys::gettid();
+    let bounds = || sys::current_stack_bounds().unwrap_or((0, 0));
+    // The sampler may have adopted this thread (found in /proc) before it was announced.
+    let slot = match claim_adopted() {
+        Some(slot) => {
+            let (lo, hi) = bounds();
+            slot.stack_lo.store(lo, Ordering::Relaxed);
+            slot.stack_hi.store(hi, Ordering::Release);
+            if managed_id != 0 {
+                slot.managed_id.store(managed_id, Ordering::Relaxed);
+            }
+            slot
+        }
+        None => take_slot(tid, managed_id, bounds)?,
+    };
     tls::set_thread_slot(slot as *const ThreadSlot as usize);
     Some(slot)
 }
@@ -146,7 +238,7 @@ fn take_slot(
     managed_id: usize,
     bounds: impl FnOnce() -> (usize, usize),
 ) -> Option<&'static ThreadSlot> {
-    let Some(slot) = SLOTS.iter().find(|slot| {
+    let Some((index, slot)) = SLOTS.iter().enumerate().find(|(_, slot)| {
         slot.tid
             .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
@@ -154,17 +246,16 @@ fn take_slot(
         THREADS_DROPPED.fetch_add(1, Ordering::Relaxed);
         return None;
     };
+    HIGH_WATER.fetch_max(index + 1, Ordering::AcqRel);
     let (lo, hi) = bounds();
     slot.stack_lo.store(lo, Ordering::Relaxed);
     slot.stack_hi.store(hi, Ordering::Relaxed);
     slot.managed_id.store(managed_id, Ordering::Relaxed);
-    slot.request.store(0, Ordering::Relaxed);
-    slot.done.store(0, Ordering::Relaxed);
-    slot.copy_len.store(0, Ordering::Relaxed);
-    if slot.copy.load(Ordering::Relaxed).is_null() {
-        slot.copy
-            .store(sys::reserve_zeroed(STACK_COPY_BYTES), Ordering::Release);
-    }
+    slot.asked.store(0, Ordering::Relaxed);
+    slot.answered.store(0, Ordering::Relaxed);
+    slot.cpu_at_arm.store(0, Ordering::Relaxed);
+    slot.ring.clear();
+    slot.ring.reserve();
     slot.state.store(LIVE, Ordering::Release);
     Some(slot)
 }
@@ -175,7 +266,7 @@ fn take_slot(
 /// allocation, no lock: async-signal-safe.
 pub fn claim_adopted() -> Option<&'static ThreadSlot> {
     let tid = sys::gettid();
-    let slot = SLOTS.iter().find(|s| {
+    let slot = in_use().iter().find(|s| {
         s.is_live()
             && s.tid.load(Ordering::Acquire) == tid
             && s.stack_hi.load(Ordering::Acquire) == 0
@@ -204,14 +295,14 @@ pub fn find_managed(managed_id: usize) -> Option<&'static ThreadSlot> {
     if managed_id == 0 {
         return None;
     }
-    SLOTS
+    in_use()
         .iter()
         .find(|s| s.is_live() && s.managed_id.load(Ordering::Relaxed) == managed_id)
 }
 
 /// Every slot in use (live or dead-but-not-released).
 pub fn used() -> impl Iterator<Item = &'static ThreadSlot> {
-    SLOTS
+    in_use()
         .iter()
         .filter(|s| s.tid.load(Ordering::Acquire) != 0 && s.state.load(Ordering::Acquire) != FREE)
 }

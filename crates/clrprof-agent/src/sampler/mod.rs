@@ -1,57 +1,87 @@
-//! The sampler thread: one tick every `1/rate` seconds, one sample per profiled thread.
+//! The sampler thread.
 //!
-//! Both CPU modes sample; what a sample reads differs:
-//! - **sample mode** asks each thread that used CPU since its last sample for its stack (a
-//!   signal; see `recorder::capture`), while the rest of the program keeps running: nothing is
-//!   suspended. A thread that has not run since its last sample is not interrupted at all: its
-//!   stack cannot have changed, so its previous stack is repeated with zero CPU time. That is
-//!   how wall-clock time of sleeping and blocked threads is counted without waking them.
-//! - **trace mode** reads each thread's current call tree node (one atomic load: the hooks
-//!   keep it up to date) and adds the sample's CPU and wall time to that node.
+//! **Sample mode** takes two kinds of samples, and stops no thread for either:
 //!
-//! CPU time per thread comes from the kernel's per-thread CPU clock, so a sample's `cpu_ns` is
-//! exactly the CPU the thread used since its previous sample, and `wall_ns` the time between
-//! the two ticks. Everything that may allocate or lock (naming, interning, encoding) happens
-//! here, on the sampler thread, never on a sampled thread. This thread never runs managed
-//! code, which keeps it a "native" thread for the runtime: it may call the runtime's
-//! asynchronous methods (GetFunctionFromIP, GetFunctionInfo2) at any time.
+//! - *CPU samples*, where the CPU is spent: each thread has a CPU clock that interrupts it
+//!   after every `1/rate` seconds of CPU it uses ([`crate::recorder::cpu_clock`]); the signal
+//!   handler, on the thread itself, records its stack into the thread's capture ring
+//!   ([`crate::recorder::capture`]). A thread that does not run is never interrupted for CPU
+//!   sampling. The sampler reads the rings, unwinds and names the stacks ([`frames`]) and
+//!   writes one sample per capture, weighed with the CPU the thread used since its previous
+//!   one (the handlers' own time excluded, see [`book`]).
+//! - *Wall-clock samples*, where the time goes: every `1/wall_rate` seconds each thread gets
+//!   one sample of the time since its previous one, with the stack where it waits (or, if it
+//!   runs, of its latest capture). Where a blocked thread waits is learnt without waking it
+//!   again and again: its CPU clock tells whether it ran since it was found blocked, `/proc`
+//!   where it waits now ([`procfs`]), and only a wait never seen on that thread costs one
+//!   signal, whose answer is the stack ([`book`]).
+//!
+//! The sampler also arms the CPU clocks of threads that were not armed when they registered,
+//! adopts the process's threads the runtime never announced (its own native threads, and after
+//! an attach the threads that were already running), and names threads as the kernel does
+//! (`.NET TP Worker`, ...). Everything that may allocate or lock (naming, interning,
+//! encoding) happens here, never in a handler. This thread never runs managed code, which
+//! keeps it a "native" thread for the runtime: it may call the runtime's asynchronous methods
+//! (GetFunctionFromIP, GetFunctionInfo2) at any time.
+//!
+//! **Trace mode** reads each thread's current call tree node at `rate` Hz ([`trace`]).
 
-use std::collections::HashMap;
+mod book;
+mod frames;
+mod method_shapes;
+mod procfs;
+mod trace;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use clrprof_sdk::FunctionId;
-use clrprof_trace::{FrameKind, NativeFrameDef, Record, Sample, ThreadState as RunState};
+use clrprof_trace::{Record, Sample, SamplerInfo, ThreadOsName, ThreadState};
 
 use crate::config::Mode;
-use crate::recorder::cct::Node;
-use crate::recorder::threads::{self, MAX_FRAMES, MAX_THREADS, ThreadSlot};
+use crate::recorder::cpu_clock::{self, Armed, ClockKind};
+use crate::recorder::ring::{ASKED, CPU};
+use crate::recorder::threads::{self, MAX_THREADS, ThreadSlot};
 use crate::recorder::{capture, sys};
 use crate::session::Session;
-use crate::unwind::{Regs, Unwinder};
+use book::{Book, WallSample};
+use frames::{Resolved, StackBuilder};
+use trace::TraceTicker;
 
-/// How often the sampler re-reads the process's memory map for newly loaded libraries.
-const MODULE_REFRESH_NS: u64 = 1_000_000_000;
-
-/// How long to wait for sampled threads to answer before counting them as missed.
-const ANSWER_TIMEOUT_NS: u64 = 20_000_000;
-/// Deepest stack kept in a sample (deeper stacks are cut at the root end).
-const MAX_STACK: usize = MAX_FRAMES;
+/// How often the sampler looks for threads the runtime did not announce.
+const THREAD_SCAN_NS: u64 = 1_000_000_000;
+/// A thread's name is read when it is first seen and again after this many wall ticks (the
+/// runtime names some of its threads once they run).
+const RENAME_AFTER_TICKS: u32 = 50;
 
 /// Sampler counters, reported in the trace.
 #[derive(Default)]
 pub struct SamplerStats {
-    /// Ticks run.
+    /// Wall-clock ticks (sample mode) or ticks (trace mode) run.
     pub ticks: AtomicU64,
-    /// Threads that did not answer a stack request in time.
+    /// Captures lost because a thread's ring was full, and questions never answered.
     pub missed: AtomicU64,
     /// Stacks cut because they were deeper than the limit.
     pub truncated: AtomicU64,
     /// CPU time the sampler thread itself used: the profiler's own cost, outside the program's
     /// threads.
     pub cpu_ns: AtomicU64,
+    /// CPU time the signal handlers used on the program's threads: the profiler's cost too,
+    /// never counted as the program's.
+    pub handler_cpu_ns: AtomicU64,
+    /// CPU samples written.
+    pub cpu_samples: AtomicU64,
+    /// Wall-clock samples written.
+    pub wall_samples: AtomicU64,
+    /// Questions sent to blocked threads (one signal each).
+    pub questions: AtomicU64,
+    /// CPU samples that found the agent's own code running (a callback): not written.
+    pub agent_samples: AtomicU64,
+    /// The CPU those samples stand for: the profiler's work on the program's threads.
+    pub agent_cpu_ns: AtomicU64,
+    /// Perf events the sampler re-armed because their signal's details were lost.
+    pub rearmed: AtomicU64,
 }
 
 /// A running sampler thread.
@@ -73,7 +103,14 @@ impl Sampler {
         let stop_flag = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
             .name("clrprof-sampler".into())
-            .spawn(move || SamplerLoop::new(session).run(&stop_flag))
+            .spawn(move || {
+                let _own = threads::mark_agent_thread();
+                match session.config.mode {
+                    Mode::Sample => SampleLoop::new(session).run(&stop_flag),
+                    Mode::Trace => run_trace(session, &stop_flag),
+                    Mode::None => {}
+                }
+            })
             .ok()?;
         Some(Sampler {
             stop,
@@ -81,25 +118,15 @@ impl Sampler {
         })
     }
 
-    /// Stops the thread and waits for it.
+    /// Stops the thread and waits for it. In sample mode every CPU clock is disarmed by then.
     pub fn stop(mut self) {
         self.stop.store(true, Ordering::Release);
+        capture::WAKE.fetch_add(1, Ordering::AcqRel);
+        sys::futex_wake(&capture::WAKE);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
     }
-}
-
-/// The `[start, end)` of the mapping of this process that holds `addr` (`/proc/self/maps`).
-fn mapping_containing(addr: usize) -> Option<(usize, usize)> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    maps.lines().find_map(|line| {
-        let range = line.split_whitespace().next()?;
-        let (start, end) = range.split_once('-')?;
-        let start = usize::from_str_radix(start, 16).ok()?;
-        let end = usize::from_str_radix(end, 16).ok()?;
-        (start <= addr && addr < end).then_some((start, end))
-    })
 }
 
 /// Randomized sampling intervals.
@@ -109,7 +136,8 @@ fn mapping_containing(addr: usize) -> Option<(usize, usize)> {
 /// same phase of the loop, and one function gets far more samples than its share of time
 /// (measured: a method using 15% of the CPU got 27% of the samples at 1 kHz and 72% at 500 Hz).
 /// Drawing each interval uniformly from [0.5, 1.5] x the period keeps the mean rate and breaks
-/// any such lock-step.
+/// any such lock-step. (CPU samples need none of this: they follow each thread's own CPU
+/// clock.)
 struct Jitter(u64);
 
 impl Jitter {
@@ -129,408 +157,402 @@ impl Jitter {
     }
 }
 
-/// What the sampler remembers about each registry slot.
-#[derive(Clone, Copy, Default)]
-struct Book {
-    tid: u32,
-    last_cpu_ns: u64,
-    last_tick_ns: u64,
-    last_stack: u32,
-    has_stack: bool,
-}
-
-/// A resolved frame.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum FrameRef {
-    Managed(usize),
-    Native(u64),
-}
-
-struct SamplerLoop {
-    session: &'static Session,
-    interval_ns: u64,
-    books: Vec<Book>,
-    ips: HashMap<usize, FrameRef>,
-    natives: HashMap<(String, String), u64>,
-    frames: Vec<usize>,
-    path: Vec<FrameRef>,
-    /// This tick's captures: (slot, CPU, wall) of each thread asked for its stack.
-    targets: Vec<(usize, u64, u64)>,
-    unwinder: Unwinder,
-    modules_generation: u64,
-    modules_checked_ns: u64,
-}
-
-impl SamplerLoop {
-    fn new(session: &'static Session) -> SamplerLoop {
-        SamplerLoop {
-            session,
-            interval_ns: 1_000_000_000 / u64::from(session.config.rate_hz.max(1)),
-            books: vec![Book::default(); MAX_THREADS],
-            ips: HashMap::new(),
-            natives: HashMap::new(),
-            frames: Vec::with_capacity(MAX_FRAMES),
-            path: Vec::with_capacity(MAX_FRAMES),
-            targets: Vec::with_capacity(MAX_THREADS),
-            unwinder: Unwinder::new(),
-            modules_generation: u64::MAX,
-            modules_checked_ns: 0,
+/// Trace mode: ticks at the configured rate until stopped.
+fn run_trace(session: &'static Session, stop: &AtomicBool) {
+    let period = 1_000_000_000 / u64::from(session.config.rate_hz.max(1));
+    let mut ticker = TraceTicker::new(session);
+    let mut deadline = sys::monotonic_ns();
+    let mut jitter = Jitter::new(deadline);
+    session.out.push_record(&Record::SamplerInfo(SamplerInfo {
+        cpu_clock: String::new(),
+        cpu_rate_hz: 0,
+        wall_rate_hz: session.config.rate_hz,
+    }));
+    while !stop.load(Ordering::Acquire) {
+        deadline += jitter.interval(period);
+        let now = sys::monotonic_ns();
+        if deadline > now {
+            std::thread::sleep(Duration::from_nanos(deadline - now));
+        } else {
+            deadline = now; // fell behind: do not try to catch up with a burst
         }
+        session.sampler_stats.ticks.fetch_add(1, Ordering::Relaxed);
+        ticker.tick();
+        for (i, slot) in threads::in_use().iter().enumerate() {
+            if slot.is_dead() {
+                ticker.forget(i);
+                slot.release();
+            }
+        }
+        record_own_cpu(session);
     }
+}
 
-    /// Re-reads the memory map now and then, and tells the signal handler where native code
-    /// is (it copies the stack only when interrupted there).
-    fn refresh_modules(&mut self, now: u64) {
-        if self.modules_generation != u64::MAX
-            && now.saturating_sub(self.modules_checked_ns) < MODULE_REFRESH_NS
-        {
-            return;
+/// Stores the sampler thread's CPU time in its counter.
+fn record_own_cpu(session: &Session) {
+    session
+        .sampler_stats
+        .cpu_ns
+        .store(sys::own_cpu_ns(), Ordering::Relaxed);
+}
+
+/// Sample mode's loop and what it keeps.
+struct SampleLoop {
+    session: &'static Session,
+    stacks: StackBuilder,
+    books: Vec<Book>,
+    clock: Option<ClockKind>,
+    period_ns: u64,
+    wall_period_ns: u64,
+    /// The process's own name: a thread called the same has no name of its own.
+    process_name: String,
+    /// Scratch list of thread ids.
+    tids: Vec<u32>,
+}
+
+impl SampleLoop {
+    fn new(session: &'static Session) -> SampleLoop {
+        let period_ns = 1_000_000_000 / u64::from(session.config.rate_hz.max(1));
+        let wall_rate = session.config.wall_rate().max(1);
+        let clock = cpu_clock::choose(period_ns, capture::SAMPLE_SIGNAL);
+        session.out.push_record(&Record::SamplerInfo(SamplerInfo {
+            cpu_clock: clock.map_or(String::new(), |c| c.name().to_owned()),
+            cpu_rate_hz: session.config.rate_hz,
+            wall_rate_hz: wall_rate,
+        }));
+        if clock.is_none() {
+            session.warn(
+                "no per-thread CPU clock is available (perf events and CPU-time timers were \
+                 both refused): only wall-clock samples are taken",
+            );
         }
-        self.modules_checked_ns = now;
-        self.unwinder.refresh_modules();
-        let generation = self.unwinder.modules().generation();
-        if generation != self.modules_generation {
-            self.modules_generation = generation;
-            capture::publish_native_ranges(&self.unwinder.modules().native_ranges());
+        SampleLoop {
+            session,
+            stacks: StackBuilder::new(session),
+            books: (0..MAX_THREADS).map(|_| Book::default()).collect(),
+            clock,
+            period_ns,
+            wall_period_ns: 1_000_000_000 / u64::from(wall_rate),
+            process_name: procfs::thread_name(std::process::id()).unwrap_or_default(),
+            tids: Vec::new(),
         }
     }
 
     fn run(mut self, stop: &AtomicBool) {
-        let mut deadline = sys::monotonic_ns();
-        let mut jitter = Jitter::new(deadline);
+        let start = sys::monotonic_ns();
+        let mut jitter = Jitter::new(start);
+        let mut next_tick = start + jitter.interval(self.wall_period_ns);
+        let mut next_scan = start;
         while !stop.load(Ordering::Acquire) {
-            deadline += jitter.interval(self.interval_ns);
             let now = sys::monotonic_ns();
-            if deadline > now {
-                std::thread::sleep(Duration::from_nanos(deadline - now));
-            } else {
-                deadline = now; // fell behind: do not try to catch up with a burst
+            if now < next_tick {
+                let seen = capture::WAKE.load(Ordering::Acquire);
+                sys::futex_wait(&capture::WAKE, seen, next_tick - now);
             }
-            self.session
-                .sampler_stats
-                .ticks
-                .fetch_add(1, Ordering::Relaxed);
-            match self.session.config.mode {
-                Mode::Sample => self.tick_sample(),
-                Mode::Trace => self.tick_trace(),
-                Mode::None => {}
+            self.drain();
+            let now = sys::monotonic_ns();
+            if now >= next_scan {
+                next_scan = now + THREAD_SCAN_NS;
+                self.adopt_unannounced_threads();
+                self.stacks.refresh_modules(now);
             }
-            self.release_dead();
-            if let Some(cpu) = sys::thread_cpu_ns(sys::gettid()) {
+            if now >= next_tick {
                 self.session
                     .sampler_stats
-                    .cpu_ns
-                    .store(cpu, Ordering::Relaxed);
+                    .ticks
+                    .fetch_add(1, Ordering::Relaxed);
+                self.arm_threads();
+                self.wall_tick(now);
+                self.release_dead();
+                next_tick = (next_tick + jitter.interval(self.wall_period_ns)).max(now);
+                record_own_cpu(self.session);
             }
         }
+        self.finish();
     }
 
-    /// Updates the slot's book; returns (cpu, wall) deltas, or None on first sight or if the
-    /// thread is gone.
-    fn deltas(&mut self, index: usize, slot: &ThreadSlot, now: u64) -> Option<(u64, u64)> {
-        let tid = slot.tid.load(Ordering::Relaxed);
-        let cpu = sys::thread_cpu_ns(tid)?;
-        let book = &mut self.books[index];
-        if book.tid != tid {
-            *book = Book {
-                tid,
-                last_cpu_ns: cpu,
-                last_tick_ns: now,
-                ..Book::default()
-            };
-            return None;
+    /// Stops every CPU clock, then writes what the rings and books still hold.
+    fn finish(&mut self) {
+        cpu_clock::clear();
+        for slot in threads::in_use().iter() {
+            cpu_clock::disarm_slot(slot);
         }
-        let d = (
-            cpu.saturating_sub(book.last_cpu_ns),
-            now.saturating_sub(book.last_tick_ns),
-        );
-        book.last_cpu_ns = cpu;
-        book.last_tick_ns = now;
-        Some(d)
+        self.drain();
+        for (i, slot) in threads::in_use().iter().enumerate() {
+            if slot.is_live() || slot.is_dead() {
+                self.flush_book(i, sys::monotonic_ns());
+            }
+        }
+        record_own_cpu(self.session);
     }
 
-    fn tick_sample(&mut self) {
-        let now = sys::monotonic_ns();
-        self.refresh_modules(now);
-        let ts = self.session.since_start(now);
-        // Decide first, then count, then signal: the handlers count down from the total.
-        self.targets.clear();
-        for (i, slot) in threads::SLOTS.iter().enumerate() {
-            if !slot.is_live() {
-                continue;
-            }
-            let first_sight = self.books[i].tid != slot.tid.load(Ordering::Relaxed);
-            match self.deltas(i, slot, now) {
-                // First sight: learn the stack now, so that a thread that never runs again
-                // still has one (no sample yet: there is no interval to weigh).
-                None if first_sight => self.targets.push((i, 0, 0)),
-                None => {}
-                Some((0, wall)) if self.books[i].has_stack => {
-                    let book = self.books[i];
-                    self.emit(ts, book.tid, book.last_stack, 0, wall);
-                }
-                Some((cpu, wall)) => self.targets.push((i, cpu, wall)),
-            }
-        }
-        if self.targets.is_empty() {
+    /// Arms the CPU clock of every live thread that has none yet.
+    fn arm_threads(&mut self) {
+        if self.clock.is_none() {
             return;
         }
-        capture::begin_tick(self.targets.len());
-        for &(i, _, _) in &self.targets {
-            if !capture::request(&threads::SLOTS[i]) {
-                // Gone: nobody will answer for it.
-                capture::PENDING.fetch_sub(1, Ordering::AcqRel);
+        for slot in threads::in_use().iter() {
+            if slot.is_live() {
+                cpu_clock::arm_slot(slot, capture::SAMPLE_SIGNAL);
             }
         }
-        self.wait_for_answers();
-        let targets = std::mem::take(&mut self.targets);
-        for &(i, cpu, wall) in &targets {
-            let slot = &threads::SLOTS[i];
-            if !capture::answered(slot) {
+    }
+
+    /// Registers the process's threads that are not registered yet (the runtime announces
+    /// only managed threads, and after an attach none of those already running): the
+    /// handler takes the slot on its first capture.
+    fn adopt_unannounced_threads(&mut self) {
+        self.tids.clear();
+        procfs::task_ids(&mut self.tids);
+        for &tid in &self.tids {
+            if !threads::is_agent_thread(tid) {
+                threads::adopt(tid, 0);
+            }
+        }
+    }
+
+    /// Reads every thread's ring.
+    fn drain(&mut self) {
+        let now = sys::monotonic_ns();
+        for (i, slot) in threads::in_use().iter().enumerate() {
+            if slot.ring.is_empty() {
+                continue;
+            }
+            self.ensure_book(i, slot, now);
+            while let Some(capture) = slot.ring.oldest() {
+                let flags = capture.flags;
+                let (ts, enter, exit, regs) = (
+                    capture.ts,
+                    capture.cpu_enter,
+                    capture.cpu_exit,
+                    capture.regs,
+                );
+                let resolved = self
+                    .stacks
+                    .resolve_capture(slot, capture, &mut self.books[i].tail);
+                slot.ring.pop();
                 self.session
                     .sampler_stats
-                    .missed
-                    .fetch_add(1, Ordering::Relaxed);
-                continue;
-            }
-            if slot.stack_hi.load(Ordering::Acquire) == 0 {
-                // Adopted after an attach: its stack is the mapping it was interrupted in;
-                // from the next capture on, the handler walks it.
-                let rsp = slot.regs[1].load(Ordering::Relaxed);
-                let (lo, hi) = mapping_containing(rsp).unwrap_or((1, 1));
-                slot.stack_lo.store(lo, Ordering::Relaxed);
-                slot.stack_hi.store(hi, Ordering::Release);
-                continue;
-            }
-            let mut frames = std::mem::take(&mut self.frames);
-            frames.clear();
-            let (regs, copy) = capture::copied(slot);
-            if copy.is_empty() {
-                capture::frames(slot, &mut frames);
-            } else {
-                // Interrupted in native code: unwind it with its call frame information.
-                let regs = Regs {
-                    rip: regs[0],
-                    rsp: regs[1],
-                    rbp: regs[2],
-                };
-                let stack_hi = slot.stack_hi.load(Ordering::Relaxed);
-                self.unwinder.unwind(regs, copy, stack_hi, &mut frames);
-            }
-            let stack = self.stack_from_ips(&frames);
-            self.frames = frames;
-            let book = &mut self.books[i];
-            book.last_stack = stack;
-            book.has_stack = true;
-            let tid = book.tid;
-            if wall > 0 {
-                self.emit(ts, tid, stack, cpu, wall);
+                    .handler_cpu_ns
+                    .fetch_add(exit.saturating_sub(enter), Ordering::Relaxed);
+                self.on_capture(i, slot, flags, ts, (enter, exit), regs, resolved);
             }
         }
-        self.targets = targets;
-    }
-
-    fn wait_for_answers(&self) {
-        /// Longest single wait: bounds the cost of a wake-up lost to a late answer.
-        const WAIT_SLICE_NS: u64 = 1_000_000;
-        let start = sys::monotonic_ns();
-        loop {
-            let pending = capture::PENDING.load(Ordering::Acquire);
-            if self
-                .targets
-                .iter()
-                .all(|&(i, _, _)| capture::answered(&threads::SLOTS[i]))
-            {
-                return;
-            }
-            let waited = sys::monotonic_ns().saturating_sub(start);
-            if waited >= ANSWER_TIMEOUT_NS {
-                return;
-            }
-            sys::futex_wait(
-                &capture::PENDING,
-                pending,
-                (ANSWER_TIMEOUT_NS - waited).min(WAIT_SLICE_NS),
-            );
+        let dropped: u64 = threads::SLOTS
+            .iter()
+            .map(|s| s.ring.dropped.swap(0, Ordering::Relaxed))
+            .sum();
+        if dropped > 0 {
+            self.session
+                .sampler_stats
+                .missed
+                .fetch_add(dropped, Ordering::Relaxed);
         }
     }
 
-    fn tick_trace(&mut self) {
-        let now = sys::monotonic_ns();
-        let ts = self.session.since_start(now);
-        for (i, slot) in threads::SLOTS.iter().enumerate() {
+    #[allow(clippy::too_many_arguments)]
+    fn on_capture(
+        &mut self,
+        i: usize,
+        slot: &ThreadSlot,
+        flags: u32,
+        ts: u64,
+        (enter, exit): (u64, u64),
+        regs: [usize; 3],
+        resolved: Resolved,
+    ) {
+        let stats = &self.session.sampler_stats;
+        let tid = self.books[i].tid;
+        let stack = match resolved {
+            Resolved::Program(stack) => stack,
+            Resolved::Agent => 0,
+        };
+        if flags & CPU != 0 {
+            let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
+            let cpu = self.books[i].on_cpu_capture(enter, exit, armed_at);
+            match resolved {
+                Resolved::Program(stack) => {
+                    stats.cpu_samples.fetch_add(1, Ordering::Relaxed);
+                    emit(
+                        self.session,
+                        self.session.since_start(ts),
+                        tid,
+                        stack,
+                        cpu,
+                        0,
+                        ThreadState::Cpu,
+                    );
+                }
+                Resolved::Agent => {
+                    stats.agent_samples.fetch_add(1, Ordering::Relaxed);
+                    stats.agent_cpu_ns.fetch_add(cpu, Ordering::Relaxed);
+                }
+            }
+        } else {
+            self.books[i].on_asked_overhead(enter, exit);
+        }
+        if stack == 0 {
+            return;
+        }
+        let held = if flags & ASKED != 0 {
+            self.books[i].on_answer(regs[0], regs[1], stack)
+        } else {
+            self.books[i].on_stack(stack)
+        };
+        if let Some(w) = held {
+            emit_wall(self.session, tid, sys::monotonic_ns(), w);
+        }
+    }
+
+    /// One wall-clock tick: every thread's wall time since the previous one.
+    fn wall_tick(&mut self, now: u64) {
+        for (i, slot) in threads::in_use().iter().enumerate() {
             if !slot.is_live() {
                 continue;
             }
-            let Some(state) = slot.trace_state() else {
+            self.ensure_book(i, slot, now);
+            let tid = self.books[i].tid;
+            let Some(cpu) = sys::thread_cpu_ns(tid) else {
+                // Gone without being announced (a native thread): its slot is released.
+                slot.mark_dead();
                 continue;
             };
-            let Some((cpu, wall)) = self.deltas(i, slot, now) else {
-                continue;
-            };
-            let node = state.current();
-            let times = state.times(node);
-            times.self_samples.fetch_add(1, Ordering::Relaxed);
-            times.self_cpu_ns.fetch_add(cpu, Ordering::Relaxed);
-            times.self_wall_ns.fetch_add(wall, Ordering::Relaxed);
-            let stack = self.stack_of_node(node);
-            self.emit(ts, state.tid(), stack, cpu, wall);
+            self.watch_clock(i, slot, cpu);
+            let session = self.session;
+            let mut emit = |w: WallSample| emit_wall(session, tid, now, w);
+            let book = &mut self.books[i];
+            if book.on_tick(now, cpu, || procfs::whereabouts(tid), &mut emit) {
+                if capture::ask(slot) {
+                    session
+                        .sampler_stats
+                        .questions
+                        .fetch_add(1, Ordering::Relaxed);
+                } else {
+                    book.ask_failed(&mut emit);
+                }
+            }
+            book.ticks_seen = book.ticks_seen.saturating_add(1);
+            if book.ticks_seen == RENAME_AFTER_TICKS {
+                self.name_thread(tid);
+            }
         }
     }
 
-    fn emit(&self, ts: u64, tid: u32, stack: u32, cpu_ns: u64, wall_ns: u64) {
-        let state = if cpu_ns > 0 {
-            RunState::Running
-        } else {
-            RunState::Blocked
+    /// A clock whose signal lost its details was not re-armed by its handler: if the thread
+    /// used several periods of CPU without a sample (and, for a perf event, its count stood
+    /// still since the last look), re-arm it here.
+    fn watch_clock(&mut self, i: usize, slot: &ThreadSlot, cpu: u64) {
+        let Some(armed) = Armed::of(slot) else {
+            return;
         };
-        self.session.out.push_sample(&Sample {
-            ts,
-            tid,
-            stack,
-            cpu_ns,
-            wall_ns,
-            state,
-        });
+        let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
+        let book = &mut self.books[i];
+        if book.cpu_since_sample(cpu, armed_at) < 4 * self.period_ns {
+            book.clock_count = None;
+            return;
+        }
+        let stuck = match armed.kind {
+            ClockKind::PerfTaskClock => {
+                let count = cpu_clock::perf_count(armed.handle);
+                let stuck = count.is_some() && count == book.clock_count;
+                book.clock_count = count;
+                stuck
+            }
+            // A one-shot timer that did not fire for four periods of CPU was not re-armed.
+            ClockKind::ThreadCpuTimer => true,
+        };
+        if stuck && cpu_clock::rearm(armed, self.period_ns) {
+            book.clock_count = None;
+            self.session
+                .sampler_stats
+                .rearmed
+                .fetch_add(1, Ordering::Relaxed);
+        }
     }
 
-    /// Frees the slots of threads that ended (after their last samples were taken).
+    /// Makes sure slot `i`'s book is about its current thread.
+    fn ensure_book(&mut self, i: usize, slot: &ThreadSlot, now: u64) {
+        let tid = slot.tid.load(Ordering::Acquire);
+        if self.books[i].tid == tid {
+            return;
+        }
+        self.books[i] = Book::new(tid, now);
+        self.name_thread(tid);
+    }
+
+    /// Writes the kernel's name of a thread if it has one of its own.
+    fn name_thread(&mut self, tid: u32) {
+        if let Some(name) = procfs::thread_name(tid)
+            && !name.is_empty()
+            && name != self.process_name
+            && !name.starts_with("clrprof-")
+        {
+            self.session
+                .out
+                .push_record(&Record::ThreadOsName(ThreadOsName { tid, name }));
+        }
+    }
+
+    /// Writes what slot `i`'s book still holds.
+    fn flush_book(&mut self, i: usize, now: u64) {
+        let tid = self.books[i].tid;
+        if tid == 0 {
+            return;
+        }
+        let session = self.session;
+        self.books[i].flush(&mut |w| emit_wall(session, tid, now, w));
+    }
+
+    /// Frees the slots of threads that ended, after their last captures were read.
     fn release_dead(&mut self) {
-        for (i, slot) in threads::SLOTS.iter().enumerate() {
+        let now = sys::monotonic_ns();
+        for (i, slot) in threads::in_use().iter().enumerate() {
             if slot.is_dead() {
+                cpu_clock::disarm_slot(slot);
+                self.flush_book(i, now);
                 self.books[i] = Book::default();
+                while slot.ring.oldest().is_some() {
+                    slot.ring.pop();
+                }
                 slot.release();
             }
         }
     }
-
-    /// Turns the captured addresses (innermost first) into an interned stack id.
-    fn stack_from_ips(&mut self, ips: &[usize]) -> u32 {
-        self.path.clear();
-        for (k, &ip) in ips.iter().enumerate() {
-            // Return addresses point after the call; look up the call instruction itself.
-            let lookup = if k == 0 { ip } else { ip.saturating_sub(1) };
-            let frame = self.resolve(lookup);
-            if self.path.last() != Some(&frame) {
-                self.path.push(frame);
-            }
-        }
-        // Keep native frames inside managed code (the runtime, GC, native calls), drop the
-        // thread-start frames outside the outermost managed frame.
-        match self
-            .path
-            .iter()
-            .rposition(|f| matches!(f, FrameRef::Managed(_)))
-        {
-            Some(outermost) => self.path.truncate(outermost + 1),
-            None => self.path.truncate(1),
-        }
-        if self.path.len() >= MAX_STACK {
-            self.session
-                .sampler_stats
-                .truncated
-                .fetch_add(1, Ordering::Relaxed);
-        }
-        let s = self.session;
-        let path = self.path.iter().rev().map(|f| match *f {
-            FrameRef::Managed(f) => (FrameKind::Managed, f as u64),
-            FrameRef::Native(id) => (FrameKind::Native, id),
-        });
-        s.stacks.intern_path(&s.out, path, |f| {
-            s.defs.function(&s.info, &s.out, FunctionId(f as usize))
-        })
-    }
-
-    fn resolve(&mut self, ip: usize) -> FrameRef {
-        if let Some(f) = self.ips.get(&ip) {
-            return *f;
-        }
-        let s = self.session;
-        let frame = match s.info.get_function_from_ip(ip) {
-            Ok(function) if !function.is_null() => FrameRef::Managed(function.0),
-            _ => {
-                // The module's symbol table names local functions too (the GC, libc's string
-                // functions); dladdr, which knows only exported symbols, is the fallback for
-                // modules without one.
-                let (library, symbol) = match self.unwinder.symbolize(ip) {
-                    Some(sym) => (sym.library, sym.symbol),
-                    None => match sys::native_symbol(ip) {
-                        Some(sym) => (sym.library, sym.symbol),
-                        None => (String::new(), String::new()),
-                    },
-                };
-                let next = self.natives.len() as u64 + 1;
-                let id = *self
-                    .natives
-                    .entry((library.clone(), symbol.clone()))
-                    .or_insert_with(|| {
-                        s.out.push_record(&Record::NativeFrameDef(NativeFrameDef {
-                            id: next,
-                            address: ip as u64,
-                            library,
-                            symbol,
-                        }));
-                        next
-                    });
-                FrameRef::Native(id)
-            }
-        };
-        self.ips.insert(ip, frame);
-        frame
-    }
-
-    /// The interned stack of a call tree node, computed once per node.
-    fn stack_of_node(&mut self, node: &Node) -> u32 {
-        let cached = node.stack_id.load(Ordering::Relaxed);
-        if cached != 0 || node.function() == 0 {
-            return cached;
-        }
-        // Walk up to the nearest node that already has an id (or the root).
-        let mut chain: Vec<&Node> = Vec::new();
-        let mut n = Some(node);
-        let mut parent_stack = 0u32;
-        while let Some(cur) = n {
-            if cur.function() == 0 {
-                break;
-            }
-            let id = cur.stack_id.load(Ordering::Relaxed);
-            if id != 0 {
-                parent_stack = id;
-                break;
-            }
-            chain.push(cur);
-            n = cur.parent();
-        }
-        let s = self.session;
-        let path = chain
-            .iter()
-            .rev()
-            .map(|cur| (FrameKind::Managed, cur.function() as u64));
-        let mut unset = chain.iter().rev();
-        s.stacks.extend_path(
-            &s.out,
-            parent_stack,
-            path,
-            |id| {
-                if let Some(cur) = unset.next() {
-                    cur.stack_id.store(id, Ordering::Relaxed);
-                }
-            },
-            |f| s.defs.function(&s.info, &s.out, FunctionId(f as usize)),
-        )
-    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Writes a wall-clock sample of thread `tid` ending at monotonic time `now`.
+fn emit_wall(session: &Session, tid: u32, now: u64, w: WallSample) {
+    session
+        .sampler_stats
+        .wall_samples
+        .fetch_add(1, Ordering::Relaxed);
+    emit(
+        session,
+        session.since_start(now),
+        tid,
+        w.stack,
+        0,
+        w.wall_ns,
+        w.state,
+    );
+}
 
-    #[test]
-    fn finds_the_mapping_of_a_stack_address() {
-        let local = 0u64;
-        let addr = &local as *const u64 as usize;
-        let (lo, hi) = mapping_containing(addr).expect("the stack is mapped");
-        assert!(lo <= addr && addr < hi);
-        assert!(mapping_containing(0).is_none());
-    }
+/// Writes a sample.
+fn emit(
+    session: &Session,
+    ts: u64,
+    tid: u32,
+    stack: u32,
+    cpu_ns: u64,
+    wall_ns: u64,
+    state: ThreadState,
+) {
+    session.out.push_sample(&Sample {
+        ts,
+        tid,
+        stack,
+        cpu_ns,
+        wall_ns,
+        state,
+    });
 }

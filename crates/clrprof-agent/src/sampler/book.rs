@@ -1,0 +1,256 @@
+//! What the sampler keeps per thread in sample mode, and the rules that turn captures and
+//! clock readings into samples. No system calls here: the sampler thread feeds in what it
+//! read, so the rules can be tested on their own.
+//!
+//! - **CPU samples**: each capture the thread's CPU clock triggered stands for the CPU the
+//!   thread used since the previous one, measured by the handler: from the end of the previous
+//!   capture's handler (or the moment the clock was armed) to the start of this one, minus the
+//!   time handlers spent answering the sampler in between. The handlers' own time is the
+//!   profiler's.
+//! - **Wall-clock samples**: at every wall tick each thread gets one sample of the time since
+//!   its previous one, with the stack where it is: where it waits if it is blocked, else the
+//!   stack of its latest capture. A thread whose CPU clock has not moved since the tick that
+//!   found it blocked is in the same wait: its stack is repeated, and nothing disturbs it. A
+//!   thread that ran since is looked at again (`/proc`: which system call, from which
+//!   instruction, at which stack depth); a wait seen before on this thread reuses the stack
+//!   learnt then, and only a new wait costs a question (one signal, whose answer is the
+//!   stack). So a blocked thread is interrupted at most once per place it waits, however long
+//!   it waits and however often it comes back.
+
+use clrprof_trace::ThreadState;
+
+use super::procfs::{WaitKey, Whereabouts};
+use crate::unwind::Tail;
+
+/// Waits remembered per thread (most recent first).
+const WAITS_KEPT: usize = 8;
+/// A question not answered after this long is given up (the thread may be stopped).
+pub const ANSWER_TIMEOUT_NS: u64 = 1_000_000_000;
+/// A thread that stays in one wait gets one wall-clock sample per this much of it (and one
+/// when the wait ends), not one per tick: the same figures, a hundredth of the records.
+pub const EPISODE_SAMPLE_NS: u64 = 1_000_000_000;
+
+/// A blocked thread's wall-clock sample.
+fn blocked(stack: u32, wall_ns: u64) -> WallSample {
+    WallSample {
+        stack,
+        state: ThreadState::Blocked,
+        wall_ns,
+    }
+}
+
+/// A wall-clock sample to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WallSample {
+    /// The stack (0 if none is known).
+    pub stack: u32,
+    /// Running or blocked.
+    pub state: ThreadState,
+    /// The time it stands for.
+    pub wall_ns: u64,
+}
+
+/// One thread, as the sampler knows it.
+#[derive(Debug, Default)]
+pub struct Book {
+    /// The thread this book is about (0: unused).
+    pub tid: u32,
+    /// Where the next CPU sample counts from (the end of the previous one's handler).
+    cpu_mark: Option<u64>,
+    /// Handler time spent answering questions since the last CPU sample.
+    overhead: u64,
+    /// When the previous wall-clock sample ended (monotonic ns).
+    wall_mark: u64,
+    /// The stack of the latest capture (0: none yet).
+    stack: u32,
+    /// The thread's CPU clock when it was found blocked, and the stack it waits with.
+    episode: Option<(u64, u32)>,
+    /// Wall time of the current wait not written yet.
+    episode_wall: u64,
+    /// Waits learnt on this thread and their stacks, most recent first.
+    waits: Vec<(WaitKey, u32)>,
+    /// The wait a question is out for, and when it was asked.
+    asking: Option<(WaitKey, u64)>,
+    /// Wall time not written yet (waiting for a stack).
+    pending_wall: u64,
+    /// Ticks since the thread was first seen (its name is read again after a while).
+    pub ticks_seen: u32,
+    /// The thread's perf event count when the sampler last suspected it was stopped.
+    pub clock_count: Option<u64>,
+    /// The outer frames of its stack, unwound once.
+    pub tail: Tail,
+}
+
+impl Book {
+    /// A new book for thread `tid`, first seen at `now`.
+    pub fn new(tid: u32, now: u64) -> Book {
+        Book {
+            tid,
+            wall_mark: now,
+            ..Book::default()
+        }
+    }
+
+    /// A capture the thread's CPU clock triggered: returns the CPU the sample stands for.
+    /// `armed_at` is the thread's CPU clock when its clock was armed (CPU used before that
+    /// was never sampled).
+    pub fn on_cpu_capture(&mut self, cpu_enter: u64, cpu_exit: u64, armed_at: u64) -> u64 {
+        let from = self.cpu_mark.unwrap_or(armed_at);
+        let cpu = cpu_enter.saturating_sub(from).saturating_sub(self.overhead);
+        self.cpu_mark = Some(cpu_exit.max(cpu_enter));
+        self.overhead = 0;
+        cpu
+    }
+
+    /// A capture the sampler asked for, whose handler ran from `cpu_enter` to `cpu_exit` (not
+    /// also a CPU sample): its time is the profiler's, not counted in the next CPU sample.
+    pub fn on_asked_overhead(&mut self, cpu_enter: u64, cpu_exit: u64) {
+        self.overhead += cpu_exit.saturating_sub(cpu_enter);
+    }
+
+    /// Any capture's stack: the thread's latest. Returns held wall time to write with it, if
+    /// no question is out (a question's answer writes its own).
+    pub fn on_stack(&mut self, stack: u32) -> Option<WallSample> {
+        self.stack = stack;
+        if self.asking.is_some() || self.pending_wall == 0 {
+            return None;
+        }
+        Some(WallSample {
+            stack,
+            state: ThreadState::Running,
+            wall_ns: std::mem::take(&mut self.pending_wall),
+        })
+    }
+
+    /// The answer to a question: the thread was interrupted at `rip`/`rsp` and its stack is
+    /// `stack`. If it was still in the wait it was asked about, the wait's stack is learnt.
+    /// Returns the held wall time to write.
+    pub fn on_answer(&mut self, rip: usize, rsp: usize, stack: u32) -> Option<WallSample> {
+        self.stack = stack;
+        let (key, _) = self.asking.take()?;
+        let blocked = key.matches(rip, rsp);
+        if blocked {
+            self.remember(key, stack);
+        }
+        (self.pending_wall > 0).then(|| WallSample {
+            stack,
+            state: if blocked {
+                ThreadState::Blocked
+            } else {
+                ThreadState::Running
+            },
+            wall_ns: std::mem::take(&mut self.pending_wall),
+        })
+    }
+
+    /// A wall tick at `now` that read the thread's CPU clock as `cpu`. `whereabouts` reads
+    /// where the thread is, and is called only when the CPU clock moved since it was last
+    /// found blocked. Samples to write go to `emit`. Returns true if the thread must be asked
+    /// where it waits (then call [`Self::ask_failed`] if the question cannot be sent).
+    pub fn on_tick(
+        &mut self,
+        now: u64,
+        cpu: u64,
+        whereabouts: impl FnOnce() -> Option<Whereabouts>,
+        emit: &mut impl FnMut(WallSample),
+    ) -> bool {
+        let wall_ns = now.saturating_sub(self.wall_mark);
+        self.wall_mark = now;
+        if let Some((base, stack)) = self.episode {
+            if cpu == base {
+                // Still in the same wait: one sample per second of it is enough.
+                self.episode_wall += wall_ns;
+                if self.episode_wall >= EPISODE_SAMPLE_NS {
+                    emit(blocked(stack, std::mem::take(&mut self.episode_wall)));
+                }
+                return false;
+            }
+            self.episode = None;
+            if self.episode_wall > 0 {
+                emit(blocked(stack, std::mem::take(&mut self.episode_wall)));
+            }
+        }
+        if let Some((key, asked_at)) = self.asking {
+            self.pending_wall += wall_ns;
+            if now.saturating_sub(asked_at) >= ANSWER_TIMEOUT_NS {
+                // No answer (the thread blocks the signal): do not ask about this wait again,
+                // and write what is held without a stack.
+                self.asking = None;
+                self.remember(key, 0);
+                emit(blocked(0, std::mem::take(&mut self.pending_wall)));
+            }
+            return false;
+        }
+        match whereabouts() {
+            Some(Whereabouts::Blocked(key)) => {
+                if let Some(stack) = self.known_wait(key) {
+                    self.episode = Some((cpu, stack));
+                    self.stack = stack;
+                    self.episode_wall = wall_ns + std::mem::take(&mut self.pending_wall);
+                    return false;
+                }
+                self.asking = Some((key, now));
+                self.pending_wall += wall_ns;
+                true
+            }
+            Some(Whereabouts::Running) | None => {
+                self.running(wall_ns, emit);
+                false
+            }
+        }
+    }
+
+    /// The question could not be sent (the thread is gone): give it up.
+    pub fn ask_failed(&mut self, emit: &mut impl FnMut(WallSample)) {
+        self.asking = None;
+        self.running(0, emit);
+    }
+
+    /// A running thread's wall time (with whatever is held), at its latest stack; held if no
+    /// stack is known yet.
+    fn running(&mut self, wall_ns: u64, emit: &mut impl FnMut(WallSample)) {
+        self.pending_wall += wall_ns;
+        if self.stack != 0 && self.pending_wall > 0 {
+            emit(WallSample {
+                stack: self.stack,
+                state: ThreadState::Running,
+                wall_ns: std::mem::take(&mut self.pending_wall),
+            });
+        }
+    }
+
+    /// CPU the thread used since its latest CPU sample (or since its clock was armed at
+    /// `armed_at`), for a CPU clock reading `cpu`.
+    pub fn cpu_since_sample(&self, cpu: u64, armed_at: u64) -> u64 {
+        cpu.saturating_sub(self.cpu_mark.unwrap_or(armed_at))
+    }
+
+    /// Writes what is still held, when the thread ends or sampling stops.
+    pub fn flush(&mut self, emit: &mut impl FnMut(WallSample)) {
+        if let Some((_, stack)) = self.episode
+            && self.episode_wall > 0
+        {
+            emit(blocked(stack, std::mem::take(&mut self.episode_wall)));
+        }
+        if self.pending_wall > 0 {
+            emit(WallSample {
+                stack: self.stack,
+                state: ThreadState::Running,
+                wall_ns: std::mem::take(&mut self.pending_wall),
+            });
+        }
+    }
+
+    fn known_wait(&mut self, key: WaitKey) -> Option<u32> {
+        let i = self.waits.iter().position(|(k, _)| *k == key)?;
+        let entry = self.waits.remove(i);
+        self.waits.insert(0, entry);
+        Some(entry.1)
+    }
+
+    fn remember(&mut self, key: WaitKey, stack: u32) {
+        self.waits.retain(|(k, _)| *k != key);
+        self.waits.insert(0, (key, stack));
+        self.waits.truncate(WAITS_KEPT);
+    }
+}

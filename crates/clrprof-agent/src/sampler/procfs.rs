@@ -1,0 +1,169 @@
+//! What `/proc` tells the sampler about the process's threads, without disturbing them: where a
+//! blocked thread waits (`/proc/self/task/TID/syscall`), what the kernel calls a thread
+//! (`comm`), and which threads exist (`/proc/self/task`).
+//!
+//! A process may read these files of its own threads whatever the system's ptrace policy
+//! (the kernel allows access within a thread group). Each read opens, reads and closes one
+//! small file: a few microseconds, which is why the sampler reads `syscall` only for threads
+//! whose CPU clock moved since its previous look.
+
+use std::fs::File;
+use std::io::Read;
+
+/// Where a blocked thread waits: its system call, first argument, and user-space stack
+/// pointer and instruction pointer at the call. A thread that blocks again in the same call,
+/// at the same stack depth, from the same instruction, waits where it waited before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WaitKey {
+    /// System call number.
+    pub nr: u64,
+    /// Its first argument (the futex word, the descriptor, ...).
+    pub arg0: u64,
+    /// Stack pointer.
+    pub sp: usize,
+    /// Instruction pointer (just after the `syscall` instruction).
+    pub pc: usize,
+}
+
+impl WaitKey {
+    /// True if a signal handler that interrupted the thread at `rip`/`rsp` found it in this
+    /// wait: the kernel moves the instruction pointer back onto the 2-byte `syscall`
+    /// instruction when the call is to be restarted, and leaves it after the instruction when
+    /// the call returns `EINTR`.
+    pub fn matches(&self, rip: usize, rsp: usize) -> bool {
+        rsp == self.sp && (rip == self.pc || rip.wrapping_add(2) == self.pc)
+    }
+}
+
+/// What a thread is doing now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Whereabouts {
+    /// Blocked in a system call.
+    Blocked(WaitKey),
+    /// Running or ready to run (or stopped outside a system call).
+    Running,
+}
+
+/// Reads `/proc/self/task/TID/<name>` into `buf`; `None` if the thread is gone or the file
+/// cannot be read.
+fn read_task_file<'b>(tid: u32, name: &str, buf: &'b mut [u8]) -> Option<&'b [u8]> {
+    let mut file = File::open(format!("/proc/self/task/{tid}/{name}")).ok()?;
+    let mut len = 0;
+    while len < buf.len() {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(_) => return None,
+        }
+    }
+    Some(&buf[..len])
+}
+
+/// Where thread `tid` is: `None` if that cannot be read (the thread is gone, or `/proc` is not
+/// mounted).
+pub fn whereabouts(tid: u32) -> Option<Whereabouts> {
+    let mut buf = [0u8; 256];
+    parse_syscall(read_task_file(tid, "syscall", &mut buf)?)
+}
+
+/// Parses a `syscall` file: `running`, `-1 sp pc` (not in a system call), or `nr a0 .. a5 sp
+/// pc` in hexadecimal but for `nr`.
+fn parse_syscall(text: &[u8]) -> Option<Whereabouts> {
+    let text = std::str::from_utf8(text).ok()?.trim();
+    if text == "running" {
+        return Some(Whereabouts::Running);
+    }
+    let mut fields = text.split_ascii_whitespace();
+    let nr = fields.next()?;
+    if nr.starts_with('-') {
+        return Some(Whereabouts::Running);
+    }
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+    let nr: u64 = nr.parse().ok()?;
+    let rest: Vec<u64> = fields.map(hex).collect::<Option<_>>()?;
+    let [arg0, _, _, _, _, _, sp, pc] = rest[..] else {
+        return None;
+    };
+    Some(Whereabouts::Blocked(WaitKey {
+        nr,
+        arg0,
+        sp: usize::try_from(sp).ok()?,
+        pc: usize::try_from(pc).ok()?,
+    }))
+}
+
+/// What the kernel calls thread `tid` (`comm`, at most 15 bytes).
+pub fn thread_name(tid: u32) -> Option<String> {
+    let mut buf = [0u8; 64];
+    let text = read_task_file(tid, "comm", &mut buf)?;
+    Some(String::from_utf8_lossy(text).trim_end().to_owned())
+}
+
+/// The ids of every thread of this process, appended to `out`.
+pub fn task_ids(out: &mut Vec<u32>) {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return;
+    };
+    out.extend(
+        dir.filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_syscall_file() {
+        assert_eq!(parse_syscall(b"running\n"), Some(Whereabouts::Running));
+        assert_eq!(
+            parse_syscall(b"-1 0x7ffd1000 0x401000\n"),
+            Some(Whereabouts::Running)
+        );
+        let blocked = parse_syscall(
+            b"202 0x563923b710e8 0x189 0x0 0x0 0x0 0xffffffff 0x7fed29686dd0 0x7fed29710f16\n",
+        );
+        assert_eq!(
+            blocked,
+            Some(Whereabouts::Blocked(WaitKey {
+                nr: 202,
+                arg0: 0x5639_23b7_10e8,
+                sp: 0x7fed_2968_6dd0,
+                pc: 0x7fed_2971_0f16,
+            }))
+        );
+        assert_eq!(parse_syscall(b"202 0x1 0x2\n"), None);
+        assert_eq!(parse_syscall(b"garbage"), None);
+    }
+
+    #[test]
+    fn a_waiting_thread_is_seen_blocked_where_it_waits() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            tid_tx.send(crate::recorder::sys::gettid()).unwrap();
+            rx.recv().unwrap();
+        });
+        let tid = tid_rx.recv().unwrap();
+        // Wait until it blocks in its receive.
+        let mut seen = None;
+        for _ in 0..1000 {
+            if let Some(Whereabouts::Blocked(key)) = whereabouts(tid) {
+                seen = Some(key);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let key = seen.expect("the thread blocks");
+        assert!(key.sp != 0 && key.pc != 0);
+        assert!(key.matches(key.pc, key.sp) && key.matches(key.pc - 2, key.sp));
+        assert!(!key.matches(key.pc, key.sp + 8));
+        let mut ids = Vec::new();
+        task_ids(&mut ids);
+        assert!(ids.contains(&tid));
+        assert!(thread_name(tid).is_some());
+        tx.send(()).unwrap();
+        t.join().unwrap();
+    }
+}

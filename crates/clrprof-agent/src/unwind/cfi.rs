@@ -1,0 +1,182 @@
+//! The x86-64 Linux unwinder: framehop's CFI interpretation over a [`ModuleMap`], inside the
+//! shared walk.
+
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::{FrameAddress, Unwinder as _};
+
+use super::modules::{Bytes, ModuleMap, USER_MAX};
+use super::{
+    Chain, FrameAt, FrameRules, MethodShapes, NativeSymbol, Regs, StackReader, Step, Stop, Tail,
+    UnwindStats, walk,
+};
+
+/// Unwinds copied stacks of this process. Keep one (on the sampler thread) for the whole
+/// session: it caches module data and unwind rules across calls.
+pub struct Unwinder {
+    modules: ModuleMap,
+    framehop: UnwinderX86_64<Bytes>,
+    cache: CacheX86_64,
+    window: Vec<u8>,
+    stats: UnwindStats,
+}
+
+impl Default for Unwinder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Unwinder {
+    /// An unwinder for this process (reads `/proc/self/maps`).
+    pub fn new() -> Unwinder {
+        Unwinder {
+            modules: ModuleMap::new(),
+            framehop: UnwinderX86_64::new(),
+            cache: CacheX86_64::new(),
+            window: Vec::with_capacity(super::LIVE_CHUNK),
+            stats: UnwindStats::default(),
+        }
+    }
+
+    /// The module map (for [`ModuleMap::native_ranges`] and [`ModuleMap::generation`]).
+    pub fn modules(&self) -> &ModuleMap {
+        &self.modules
+    }
+
+    /// Re-reads the module list now (e.g. after the runtime loaded a native library).
+    /// Returns true if it changed.
+    pub fn refresh_modules(&mut self) -> bool {
+        let changed = self.modules.refresh();
+        if changed {
+            self.framehop = UnwinderX86_64::new();
+            self.modules.unregister_all();
+        }
+        changed
+    }
+
+    /// What the last [`Self::unwind`] did.
+    pub fn last_stats(&self) -> UnwindStats {
+        self.stats
+    }
+
+    /// Names the native function containing `addr` with the module map this unwinder
+    /// shares (see [`ModuleMap::symbolize`]). An address in no known mapping makes it
+    /// re-read the memory map first (at most once per refresh interval), in case a
+    /// library was loaded since.
+    pub fn symbolize(&mut self, addr: usize) -> Option<NativeSymbol> {
+        if !self.modules.contains_code(addr)
+            && (0x10000..=USER_MAX).contains(&addr)
+            && self.modules.refresh_due()
+        {
+            self.refresh_modules();
+        }
+        self.modules.symbolize(addr)
+    }
+
+    /// Unwinds the stack of a thread interrupted with `regs`, appending code addresses
+    /// to `out`, innermost first: `regs.rip`, then return addresses, until `out` holds
+    /// [`super::MAX_FRAMES`]. `copy` holds the stack's bytes from `regs.rsp` up, `chain` the
+    /// frame-pointer walk the handler did (empty if none), `tail` what this thread's stack
+    /// looked like beyond the chain last time (if it is to be reused); `shapes` tells where
+    /// managed methods start and how their frames are laid out; `stack_hi` is the top of the
+    /// stack. Returns (and keeps, see [`Self::last_stats`]) what the walk did. Never panics;
+    /// bad input only shortens the result.
+    #[allow(clippy::too_many_arguments)]
+    pub fn unwind(
+        &mut self,
+        regs: Regs,
+        copy: &[u8],
+        chain: Chain<'_>,
+        tail: Option<&mut Tail>,
+        stack_hi: usize,
+        out: &mut Vec<usize>,
+        shapes: &mut dyn MethodShapes,
+    ) -> UnwindStats {
+        let mut rules = Rules {
+            modules: &mut self.modules,
+            framehop: &mut self.framehop,
+            cache: &mut self.cache,
+            refreshed: false,
+            shapes,
+        };
+        self.stats = walk(
+            regs,
+            copy,
+            chain,
+            tail,
+            stack_hi,
+            out,
+            &mut self.window,
+            &mut rules,
+        );
+        self.stats
+    }
+}
+
+/// The frame rules of one walk: framehop's CFI over the module map, and managed shapes.
+struct Rules<'a> {
+    modules: &'a mut ModuleMap,
+    framehop: &'a mut UnwinderX86_64<Bytes>,
+    cache: &'a mut CacheX86_64,
+    /// The memory map was re-read during this walk already.
+    refreshed: bool,
+    shapes: &'a mut dyn MethodShapes,
+}
+
+impl FrameRules for Rules<'_> {
+    fn cfi(&mut self, at: FrameAt, reader: &mut StackReader<'_>) -> Option<Step> {
+        let lookup = at.lookup();
+        let i = match self.modules.find(lookup) {
+            Some(i) => i,
+            None => {
+                // Perhaps a library loaded since the last look: re-read the maps, at most once
+                // per unwind and once per interval.
+                let plausible = (0x10000..=USER_MAX).contains(&lookup);
+                if self.refreshed || !plausible || !self.modules.refresh_due() {
+                    return None;
+                }
+                self.refreshed = true;
+                if self.modules.refresh() {
+                    *self.framehop = UnwinderX86_64::new();
+                    self.modules.unregister_all();
+                }
+                self.modules.find(lookup)?
+            }
+        };
+        if !self.modules.ensure_registered(i, self.framehop) {
+            return None;
+        }
+        let address = if at.first {
+            FrameAddress::from_instruction_pointer(at.pc as u64)
+        } else {
+            FrameAddress::from_return_address(at.pc as u64)?
+        };
+        let mut fregs = UnwindRegsX86_64::new(at.pc as u64, at.sp as u64, at.bp as u64);
+        let mut read = |addr: u64| {
+            usize::try_from(addr)
+                .ok()
+                .and_then(|a| reader.read(a))
+                .map(|w| w as u64)
+                .ok_or(())
+        };
+        Some(
+            match self
+                .framehop
+                .unwind_frame(address, &mut fregs, self.cache, &mut read)
+            {
+                Ok(Some(ra)) => Step::Caller {
+                    ra: ra as usize,
+                    sp: fregs.sp() as usize,
+                    bp: fregs.bp() as usize,
+                },
+                Ok(None) => Step::Stop(Stop::EndOfStack),
+                Err(framehop::Error::CouldNotReadStack(_)) => Step::Stop(Stop::Unreadable),
+                Err(_) => Step::Stop(Stop::BadCfi),
+            },
+        )
+    }
+
+    fn managed(&mut self, at: FrameAt, reader: &mut StackReader<'_>) -> Option<Step> {
+        super::managed_rule(self.shapes, at, reader)
+    }
+}

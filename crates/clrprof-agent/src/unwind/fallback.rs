@@ -1,0 +1,126 @@
+//! Where there is no CFI unwinder (not x86-64 Linux): the same API, no modules, and the
+//! frame-pointer rule alone.
+
+use super::{
+    Chain, FrameAt, FrameRules, MethodShapes, ModuleInfo, NativeSymbol, Regs, StackReader, Step,
+    Tail, UnwindStats, walk,
+};
+
+/// No module list on this platform: every pc is "in no module".
+#[derive(Default)]
+pub struct ModuleMap;
+
+impl ModuleMap {
+    /// An empty map.
+    pub fn new() -> ModuleMap {
+        ModuleMap
+    }
+
+    /// Nothing to re-read.
+    pub fn refresh(&mut self) -> bool {
+        false
+    }
+
+    /// Always 0.
+    pub fn generation(&self) -> u64 {
+        0
+    }
+
+    /// Always false.
+    pub fn contains_native(&self, _addr: usize) -> bool {
+        false
+    }
+
+    /// Always empty.
+    pub fn native_ranges(&self) -> Vec<(usize, usize)> {
+        Vec::new()
+    }
+
+    /// Always `None`.
+    pub fn module_at(&self, _addr: usize) -> Option<ModuleInfo<'_>> {
+        None
+    }
+
+    /// Always false.
+    pub fn contains_code(&self, _addr: usize) -> bool {
+        false
+    }
+
+    /// Always `None`.
+    pub fn symbolize(&self, _addr: usize) -> Option<NativeSymbol> {
+        None
+    }
+}
+
+/// Frame-pointer unwinding over the copy only.
+#[derive(Default)]
+pub struct Unwinder {
+    modules: ModuleMap,
+    window: Vec<u8>,
+    stats: UnwindStats,
+}
+
+impl Unwinder {
+    /// A frame-pointer-only unwinder.
+    pub fn new() -> Unwinder {
+        Unwinder::default()
+    }
+
+    /// The (empty) module map.
+    pub fn modules(&self) -> &ModuleMap {
+        &self.modules
+    }
+
+    /// Nothing to re-read.
+    pub fn refresh_modules(&mut self) -> bool {
+        false
+    }
+
+    /// Always `None`: no symbol tables on this platform.
+    pub fn symbolize(&mut self, _addr: usize) -> Option<NativeSymbol> {
+        None
+    }
+
+    /// What the last [`Self::unwind`] did.
+    pub fn last_stats(&self) -> UnwindStats {
+        self.stats
+    }
+
+    /// Applies the managed shapes and the frame-pointer rule; see the Linux version.
+    #[allow(clippy::too_many_arguments)]
+    pub fn unwind(
+        &mut self,
+        regs: Regs,
+        copy: &[u8],
+        chain: Chain<'_>,
+        tail: Option<&mut Tail>,
+        stack_hi: usize,
+        out: &mut Vec<usize>,
+        shapes: &mut dyn MethodShapes,
+    ) -> UnwindStats {
+        self.stats = walk(
+            regs,
+            copy,
+            chain,
+            tail,
+            stack_hi,
+            out,
+            &mut self.window,
+            &mut Rules(shapes),
+        );
+        self.stats
+    }
+}
+
+/// No CFI here: only managed shapes.
+struct Rules<'a>(&'a mut dyn MethodShapes);
+
+impl FrameRules for Rules<'_> {
+    fn cfi(&mut self, _at: FrameAt, _reader: &mut StackReader<'_>) -> Option<Step> {
+        None
+    }
+
+    fn managed(&mut self, at: FrameAt, reader: &mut StackReader<'_>) -> Option<Step> {
+        super::managed_rule(self.0, at, reader)
+    }
+}

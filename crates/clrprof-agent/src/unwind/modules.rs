@@ -1,0 +1,587 @@
+//! The executable mappings of this process and what each native module offers: load bias,
+//! call frame information (registered with framehop on first use) and function symbols.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use framehop::x86_64::UnwinderX86_64;
+use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
+use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
+use object::{Endianness, ReadCache, ReadRef, elf};
+
+use super::{ModuleInfo, NativeSymbol};
+use crate::recorder::sys;
+use crate::symbols::{DEBUG_ROOT, SymbolTable, demangle};
+
+/// Section data handed to framehop (shared, so re-registering a module copies nothing).
+pub(super) type Bytes = Arc<[u8]>;
+
+/// Re-reading `/proc/self/maps` because of an unknown address happens at most this often.
+const REFRESH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Highest user-space address on x86-64 (the user half of a 57-bit LA57 address space).
+pub(super) const USER_MAX: usize = 0x00ff_ffff_ffff_ffff;
+
+/// How many bytes of a mapping are compared with the file before its CFI is trusted.
+const VERIFY_BYTES: usize = 64;
+
+/// One `PT_LOAD` program header.
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    vaddr: u64,
+    offset: u64,
+    filesz: u64,
+    exec: bool,
+}
+
+/// Where an image's bytes come from.
+enum Source {
+    /// A file; `deleted` when the maps line said "(deleted)" (then only
+    /// `/proc/self/map_files` can open it).
+    File { path: String, deleted: bool },
+    /// An image read from memory (the vDSO).
+    Memory(Bytes),
+}
+
+/// An ELF image mapped into this process.
+struct Image {
+    name: String,
+    source: Source,
+    loads: Vec<Load>,
+    /// Unwind sections, read on first use; `None` when unavailable.
+    cfi: OnceLock<Option<Arc<Cfi>>>,
+    /// Function symbols, read on first use; `None` when unavailable.
+    symbols: OnceLock<Option<SymbolTable>>,
+}
+
+/// The unwind sections of one image, with the addresses (SVMAs) framehop needs to resolve
+/// section-relative pointers.
+struct Cfi {
+    eh_frame: Option<(Bytes, Range<u64>)>,
+    eh_frame_hdr: Option<(Bytes, Range<u64>)>,
+    debug_frame: Option<Bytes>,
+    text: Option<Range<u64>>,
+    got: Option<Range<u64>>,
+}
+
+/// Whether a mapping's CFI is known to framehop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CfiState {
+    /// Not looked at yet (or framehop was rebuilt since).
+    Unknown,
+    /// No usable CFI: the frame-pointer rule applies.
+    Missing,
+    /// Added to framehop.
+    Registered,
+}
+
+/// One executable mapping.
+struct Mapping {
+    start: usize,
+    end: usize,
+    offset: u64,
+    /// The ELF image, for native code; `None` for anonymous or non-ELF code (JIT code,
+    /// ReadyToRun images, double-mapped code).
+    image: Option<Arc<Image>>,
+    bias: Option<usize>,
+    state: CfiState,
+}
+
+/// Identifies a mapped file: device, inode and path as `/proc/self/maps` shows them.
+type FileKey = (String, u64, String);
+
+/// The executable mappings of this process and the unwind data of its native modules.
+pub struct ModuleMap {
+    /// Sorted by start; never overlapping.
+    mappings: Vec<Mapping>,
+    /// Every file seen mapped executable, ELF (`Some`) or not (`None`).
+    files: HashMap<FileKey, Option<Arc<Image>>>,
+    generation: u64,
+    last_refresh: Option<Instant>,
+}
+
+impl Default for ModuleMap {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ModuleMap {
+    /// Reads `/proc/self/maps` (an unreadable one leaves the map empty).
+    pub fn new() -> ModuleMap {
+        let mut map = ModuleMap {
+            mappings: Vec::new(),
+            files: HashMap::new(),
+            generation: 0,
+            last_refresh: None,
+        };
+        map.refresh();
+        map
+    }
+
+    /// Re-reads `/proc/self/maps`, keeping what is known about mappings that did not
+    /// change. Returns true if the native modules changed (then [`Self::generation`] grew);
+    /// other code mappings (JIT code heaps) are tracked without counting as a change.
+    pub fn refresh(&mut self) -> bool {
+        self.last_refresh = Some(Instant::now());
+        let Ok(text) = std::fs::read_to_string("/proc/self/maps") else {
+            return false;
+        };
+        let old_len = self.mappings.len();
+        let old_native = self.mappings.iter().filter(|m| m.image.is_some()).count();
+        let mut old = std::mem::take(&mut self.mappings).into_iter().peekable();
+        let mut files = HashMap::with_capacity(self.files.len());
+        let mut mappings = Vec::with_capacity(old_len);
+        let mut kept_native = 0;
+        for line in text.lines() {
+            let Some(entry) = MapsLine::parse(line) else {
+                continue;
+            };
+            if !entry.executable || entry.start >= entry.end {
+                continue;
+            }
+            if mappings
+                .last()
+                .is_some_and(|m: &Mapping| m.end > entry.start)
+            {
+                continue; // not sorted or overlapping: never happens, but stay consistent
+            }
+            let image = self.image_for(&entry, &mut files);
+            // Reuse the old state of an identical mapping (both lists are sorted).
+            while old.next_if(|m| m.start < entry.start).is_some() {}
+            let same = old.next_if(|m| {
+                m.start == entry.start
+                    && m.end == entry.end
+                    && m.offset == entry.offset
+                    && same_image(&m.image, &image)
+            });
+            kept_native += usize::from(same.as_ref().is_some_and(|m| m.image.is_some()));
+            mappings.push(same.unwrap_or_else(|| {
+                Mapping {
+                    start: entry.start,
+                    end: entry.end,
+                    offset: entry.offset,
+                    bias: image
+                        .as_ref()
+                        .and_then(|i| i.bias(entry.start, entry.offset)),
+                    image,
+                    state: CfiState::Unknown,
+                }
+            }));
+        }
+        let new_native = mappings.iter().filter(|m| m.image.is_some()).count();
+        let changed = kept_native != old_native || kept_native != new_native;
+        self.mappings = mappings;
+        self.files = files;
+        if changed {
+            self.generation += 1;
+        }
+        changed
+    }
+
+    /// Finds (or creates) the image of a maps line.
+    fn image_for(
+        &self,
+        entry: &MapsLine<'_>,
+        files: &mut HashMap<FileKey, Option<Arc<Image>>>,
+    ) -> Option<Arc<Image>> {
+        if entry.path == "[vdso]" {
+            // Kept while the same vDSO mapping stays; it never changes in practice.
+            let key = (String::new(), entry.start as u64, entry.path.to_owned());
+            return files
+                .entry(key.clone())
+                .or_insert_with(|| {
+                    self.files
+                        .get(&key)
+                        .cloned()
+                        .unwrap_or_else(|| Image::from_memory(entry.start, entry.end))
+                })
+                .clone();
+        }
+        if !entry.path.starts_with('/') {
+            return None;
+        }
+        let key = (entry.dev.to_owned(), entry.inode, entry.path.to_owned());
+        files
+            .entry(key.clone())
+            .or_insert_with(|| {
+                self.files
+                    .get(&key)
+                    .cloned()
+                    .unwrap_or_else(|| Image::from_file(entry))
+            })
+            .clone()
+    }
+
+    /// A counter that grows whenever the native modules change: republish
+    /// [`Self::native_ranges`] when it moves.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// True if `addr` lies in the code of a native (ELF) module or the vDSO.
+    pub fn contains_native(&self, addr: usize) -> bool {
+        self.find(addr)
+            .is_some_and(|i| self.mappings[i].image.is_some())
+    }
+
+    /// The native code ranges `[start, end)`, sorted, adjacent ranges merged: what the
+    /// signal handler checks to decide whether to copy the stack.
+    pub fn native_ranges(&self) -> Vec<(usize, usize)> {
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        for m in self.mappings.iter().filter(|m| m.image.is_some()) {
+            match ranges.last_mut() {
+                Some(last) if last.1 == m.start => last.1 = m.end,
+                _ => ranges.push((m.start, m.end)),
+            }
+        }
+        ranges
+    }
+
+    /// The native module whose code contains `addr`.
+    pub fn module_at(&self, addr: usize) -> Option<ModuleInfo<'_>> {
+        let m = &self.mappings[self.find(addr)?];
+        let image = m.image.as_ref()?;
+        Some(ModuleInfo {
+            start: m.start,
+            end: m.end,
+            path: &image.name,
+            load_bias: m.bias,
+        })
+    }
+
+    /// Names the native function containing `addr`: its module's path, its demangled name
+    /// and `addr`'s offset in it. The module's symbol table is read the first time (that
+    /// can take milliseconds: see [`crate::symbols`]), then kept for as long as the module
+    /// stays mapped. `None` if `addr` is in no native module, or in no function of its
+    /// symbol table, or the module has none.
+    pub fn symbolize(&self, addr: usize) -> Option<NativeSymbol> {
+        let m = &self.mappings[self.find(addr)?];
+        let image = m.image.as_ref()?;
+        let bias = m.bias?;
+        let table = image.symbols(m.start, m.end, m.offset)?;
+        let (name, offset) = table.lookup((addr as u64).wrapping_sub(bias as u64))?;
+        Some(NativeSymbol {
+            library: image.name.clone(),
+            symbol: demangle(name),
+            offset: offset as usize,
+        })
+    }
+
+    /// The symbol table of the native module containing `addr`, read if it was not yet.
+    pub fn symbol_table(&self, addr: usize) -> Option<&SymbolTable> {
+        let m = &self.mappings[self.find(addr)?];
+        m.image.as_ref()?.symbols(m.start, m.end, m.offset)
+    }
+
+    /// True if `addr` lies in any executable mapping, native or not.
+    pub fn contains_code(&self, addr: usize) -> bool {
+        self.find(addr).is_some()
+    }
+
+    /// The index of the executable mapping containing `addr`.
+    pub(super) fn find(&self, addr: usize) -> Option<usize> {
+        let i = self.mappings.partition_point(|m| m.start <= addr);
+        let i = i.checked_sub(1)?;
+        (addr < self.mappings[i].end).then_some(i)
+    }
+
+    pub(super) fn refresh_due(&self) -> bool {
+        self.last_refresh
+            .is_none_or(|t| t.elapsed() >= REFRESH_INTERVAL)
+    }
+
+    /// Makes sure mapping `i`'s CFI is registered with `framehop`; false if it has none.
+    pub(super) fn ensure_registered(
+        &mut self,
+        i: usize,
+        framehop: &mut UnwinderX86_64<Bytes>,
+    ) -> bool {
+        let m = &mut self.mappings[i];
+        match m.state {
+            CfiState::Registered => return true,
+            CfiState::Missing => return false,
+            CfiState::Unknown => {}
+        }
+        let module = match (&m.image, m.bias) {
+            (Some(image), Some(bias)) => image
+                .cfi(m.start, m.end, m.offset)
+                .map(|cfi| cfi.module(&image.name, m.start, m.end, bias)),
+            _ => None,
+        };
+        match module {
+            Some(module) => {
+                framehop.add_module(module);
+                m.state = CfiState::Registered;
+                true
+            }
+            None => {
+                m.state = CfiState::Missing;
+                false
+            }
+        }
+    }
+
+    /// Forgets every registration (framehop was replaced).
+    pub(super) fn unregister_all(&mut self) {
+        for m in &mut self.mappings {
+            if m.state == CfiState::Registered {
+                m.state = CfiState::Unknown;
+            }
+        }
+    }
+}
+
+fn same_image(a: &Option<Arc<Image>>, b: &Option<Arc<Image>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// The fields of one `/proc/self/maps` line that matter here.
+struct MapsLine<'a> {
+    start: usize,
+    end: usize,
+    executable: bool,
+    offset: u64,
+    dev: &'a str,
+    inode: u64,
+    path: &'a str,
+    deleted: bool,
+}
+
+impl<'a> MapsLine<'a> {
+    /// Parses `start-end perms offset dev inode [path]`.
+    fn parse(line: &'a str) -> Option<MapsLine<'a>> {
+        let (range, rest) = field(line)?;
+        let (perms, rest) = field(rest)?;
+        let (offset, rest) = field(rest)?;
+        let (dev, rest) = field(rest)?;
+        let (inode, rest) = field(rest)?;
+        let (start, end) = range.split_once('-')?;
+        let mut path = rest.trim();
+        let deleted = path.ends_with(" (deleted)");
+        if deleted {
+            path = path.trim_end_matches(" (deleted)");
+        }
+        Some(MapsLine {
+            start: usize::from_str_radix(start, 16).ok()?,
+            end: usize::from_str_radix(end, 16).ok()?,
+            executable: perms.as_bytes().get(2) == Some(&b'x'),
+            offset: u64::from_str_radix(offset, 16).ok()?,
+            dev,
+            inode: inode.parse().ok()?,
+            path,
+            deleted,
+        })
+    }
+}
+
+/// Splits off the first space-separated field.
+fn field(s: &str) -> Option<(&str, &str)> {
+    let s = s.trim_start_matches(' ');
+    let end = s.find(' ').unwrap_or(s.len());
+    (end > 0).then(|| (&s[..end], &s[end..]))
+}
+
+impl Image {
+    /// Reads a mapped file's ELF and program headers; `None` if it is not a 64-bit x86-64
+    /// ELF (or cannot be opened).
+    fn from_file(entry: &MapsLine<'_>) -> Option<Arc<Image>> {
+        let file = open_mapped(entry.path, entry.deleted, entry.start, entry.end)?;
+        let cache = ReadCache::new(file);
+        let loads = program_loads(&cache)?;
+        Some(Arc::new(Image {
+            name: entry.path.to_owned(),
+            source: Source::File {
+                path: entry.path.to_owned(),
+                deleted: entry.deleted,
+            },
+            loads,
+            cfi: OnceLock::new(),
+            symbols: OnceLock::new(),
+        }))
+    }
+
+    /// Reads the vDSO image from memory.
+    fn from_memory(start: usize, end: usize) -> Option<Arc<Image>> {
+        let mut bytes = vec![0u8; end - start];
+        if !sys::read_process_memory(start, &mut bytes) {
+            return None;
+        }
+        let loads = program_loads(bytes.as_slice())?;
+        Some(Arc::new(Image {
+            name: "[vdso]".to_owned(),
+            source: Source::Memory(bytes.into()),
+            loads,
+            cfi: OnceLock::new(),
+            symbols: OnceLock::new(),
+        }))
+    }
+
+    /// The load bias of a mapping of file offset `offset` at `start`, from the `PT_LOAD`
+    /// header that maps that offset (executable ones first).
+    fn bias(&self, start: usize, offset: u64) -> Option<usize> {
+        let covers = |l: &&Load| {
+            let first_page = l.offset & !0xfff;
+            first_page <= offset && offset < l.offset.saturating_add(l.filesz.max(1))
+        };
+        let load = self
+            .loads
+            .iter()
+            .filter(|l| l.exec)
+            .find(covers)
+            .or_else(|| self.loads.iter().find(covers))?;
+        // start = bias + vaddr + (offset - p_offset)
+        let bias = (start as u64)
+            .wrapping_add(load.offset)
+            .wrapping_sub(load.vaddr)
+            .wrapping_sub(offset);
+        usize::try_from(bias).ok()
+    }
+
+    /// The unwind sections, read on first use. The mapping `[start, end)` of file offset
+    /// `offset` is used to check that the file still holds the mapped bytes.
+    fn cfi(&self, start: usize, end: usize, offset: u64) -> Option<Arc<Cfi>> {
+        self.cfi
+            .get_or_init(|| {
+                let cfi = match &self.source {
+                    Source::Memory(bytes) => Cfi::read(&bytes[..]),
+                    Source::File { path, deleted } => {
+                        let file = open_mapped(path, *deleted, start, end)?;
+                        if !matches_memory(&file, start, end, offset) {
+                            return None;
+                        }
+                        Cfi::read(&ReadCache::new(file))
+                    }
+                };
+                cfi.filter(Cfi::has_cfi).map(Arc::new)
+            })
+            .clone()
+    }
+
+    /// The function symbols, read on first use, from a file that still holds the bytes
+    /// mapped at `[start, end)` from file offset `offset`.
+    fn symbols(&self, start: usize, end: usize, offset: u64) -> Option<&SymbolTable> {
+        self.symbols
+            .get_or_init(|| {
+                let debug_root = Path::new(DEBUG_ROOT);
+                match &self.source {
+                    Source::Memory(bytes) => SymbolTable::read(&bytes[..], None, debug_root),
+                    Source::File { path, deleted } => {
+                        let file = open_mapped(path, *deleted, start, end)?;
+                        if !matches_memory(&file, start, end, offset) {
+                            return None;
+                        }
+                        let cache = ReadCache::new(file);
+                        SymbolTable::read(&cache, Some(Path::new(path)), debug_root)
+                    }
+                }
+            })
+            .as_ref()
+    }
+}
+
+/// Opens the file behind a mapping: by path, else through `/proc/self/map_files` (which
+/// also reaches deleted or replaced files, where the kernel allows it).
+fn open_mapped(path: &str, deleted: bool, start: usize, end: usize) -> Option<File> {
+    if !deleted && let Ok(file) = File::open(path) {
+        return Some(file);
+    }
+    File::open(format!("/proc/self/map_files/{start:x}-{end:x}")).ok()
+}
+
+/// True if the file's bytes at `offset` are the ones mapped at `start` (or if the mapping
+/// cannot be read, as with execute-only pages).
+fn matches_memory(file: &File, start: usize, end: usize, offset: u64) -> bool {
+    let n = VERIFY_BYTES.min(end - start);
+    let mut mapped = [0u8; VERIFY_BYTES];
+    let mut on_disk = [0u8; VERIFY_BYTES];
+    if !sys::read_process_memory(start, &mut mapped[..n]) {
+        return true;
+    }
+    file.read_exact_at(&mut on_disk[..n], offset).is_ok() && mapped[..n] == on_disk[..n]
+}
+
+/// The `PT_LOAD` headers of an x86-64 ELF64 image.
+fn program_loads<'data, R: ReadRef<'data>>(data: R) -> Option<Vec<Load>> {
+    let header = elf::FileHeader64::<Endianness>::parse(data).ok()?;
+    let endian = header.endian().ok()?;
+    if header.e_machine(endian) != elf::EM_X86_64 {
+        return None;
+    }
+    let loads = header
+        .program_headers(endian, data)
+        .ok()?
+        .iter()
+        .filter(|p| p.p_type(endian) == elf::PT_LOAD)
+        .map(|p| Load {
+            vaddr: p.p_vaddr(endian),
+            offset: p.p_offset(endian),
+            filesz: p.p_filesz(endian),
+            exec: p.p_flags(endian) & elf::PF_X != 0,
+        })
+        .collect();
+    Some(loads)
+}
+
+impl Cfi {
+    /// Reads the unwind sections of an ELF image (`.debug_frame` only when there is no
+    /// `.eh_frame`).
+    fn read<'data, R: ReadRef<'data>>(data: R) -> Option<Cfi> {
+        let header = elf::FileHeader64::<Endianness>::parse(data).ok()?;
+        let endian = header.endian().ok()?;
+        let sections = header.sections(endian, data).ok()?;
+        let range = |name: &[u8]| {
+            let (_, s) = sections.section_by_name(endian, name)?;
+            let start = s.sh_addr(endian);
+            Some(start..start.checked_add(s.sh_size(endian))?)
+        };
+        let bytes = |name: &[u8]| -> Option<Bytes> {
+            let (_, s) = sections.section_by_name(endian, name)?;
+            let data = s.data(endian, data).ok()?;
+            (!data.is_empty()).then(|| Bytes::from(data))
+        };
+        let with_range = |name: &[u8]| Some((bytes(name)?, range(name)?));
+        let eh_frame = with_range(b".eh_frame");
+        let eh_frame_hdr = eh_frame.as_ref().and_then(|_| with_range(b".eh_frame_hdr"));
+        let debug_frame = match eh_frame {
+            Some(_) => None,
+            None => bytes(b".debug_frame"),
+        };
+        Some(Cfi {
+            eh_frame,
+            eh_frame_hdr,
+            debug_frame,
+            text: range(b".text"),
+            got: range(b".got"),
+        })
+    }
+
+    fn has_cfi(&self) -> bool {
+        self.eh_frame.is_some() || self.debug_frame.is_some()
+    }
+
+    /// A framehop module for the mapping `[start, end)` loaded with `bias`.
+    fn module(&self, name: &str, start: usize, end: usize, bias: usize) -> Module<Bytes> {
+        let info = ExplicitModuleSectionInfo {
+            base_svma: 0,
+            text_svma: self.text.clone(),
+            got_svma: self.got.clone(),
+            eh_frame_svma: self.eh_frame.as_ref().map(|(_, r)| r.clone()),
+            eh_frame: self.eh_frame.as_ref().map(|(b, _)| b.clone()),
+            eh_frame_hdr_svma: self.eh_frame_hdr.as_ref().map(|(_, r)| r.clone()),
+            eh_frame_hdr: self.eh_frame_hdr.as_ref().map(|(b, _)| b.clone()),
+            debug_frame: self.debug_frame.clone(),
+            ..ExplicitModuleSectionInfo::default()
+        };
+        Module::new(name.to_owned(), start as u64..end as u64, bias as u64, info)
+    }
+}
