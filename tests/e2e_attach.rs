@@ -321,23 +321,35 @@ fn attach_for_a_duration_records_the_window_and_samples_threads_that_were_runnin
         (2_000_000_000..10_000_000_000).contains(&duration),
         "{duration}"
     );
-    let sampled = |name: &str| {
+    let sampled = |json: &serde_json::Value, name: &str| {
         json["functions"]
             .as_array()
             .unwrap()
             .iter()
             .any(|f| f["name"] == name && f["total"].as_u64().unwrap() > 0)
     };
-    assert!(sampled("Attachee.Spin()"), "{}", json["functions"]);
-    assert!(sampled("Attachee.Main()"), "{}", json["functions"]);
+    // The spinning thread uses CPU; the main thread waits for a line on stdin, which costs no
+    // CPU: it is in the wall-clock view.
+    assert!(sampled(&json, "Attachee.Spin()"), "{}", json["functions"]);
+    let wall = clrprof(&[
+        "report",
+        trace.to_str().unwrap(),
+        "--format",
+        "json",
+        "--metric",
+        "wall",
+    ]);
+    wall.assert_success();
+    let wall: serde_json::Value = serde_json::from_slice(&wall.stdout).unwrap();
+    assert!(sampled(&wall, "Attachee.Main()"), "{}", wall["functions"]);
     assert!(
-        json["cpu_threads"]
+        wall["cpu_threads"]
             .as_array()
             .unwrap()
             .iter()
             .any(|t| t["tid"] == program.pid()),
         "the main thread is sampled: {}",
-        json["cpu_threads"]
+        wall["cpu_threads"]
     );
     let printed = program.exit();
     assert_eq!(

@@ -7,6 +7,7 @@
 //
 // Output:
 //   hot: done
+// and on stderr the share of the measured time spent in Spin, `hot: spin share 0.8500`.
 using System;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
@@ -87,5 +88,7 @@ static class Hot
         Sleeper.Done.Set();
         sleeper.Join();
         Console.WriteLine("hot: done");
+        Console.Error.WriteLine("hot: spin share " + ((double)spinTicks / (spinTicks + otherTicks))
+            .ToString("F4", System.Globalization.CultureInfo.InvariantCulture));
     }
 }

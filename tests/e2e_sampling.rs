@@ -1,0 +1,228 @@
+//! End to end: sample mode tells the truth about CPU and wall time on a real runtime.
+//! Program: tests/programs/Sampling.cs (its header states what each mode does).
+//!
+//! CPU samples come from each thread's own CPU clock, so a thread that does not run is never
+//! interrupted for them and gets none; wall-clock samples of blocked threads cost at most one
+//! signal per place a thread waits. These tests read the trace with the analysis library to see
+//! every sample and its whole stack.
+
+use clrprof_analysis::model::{FrameKind, Profile, SampleKind, ThreadProfile};
+use clrprof_analysis::trace::{LoadedTrace, load};
+use clrprof_e2e::*;
+
+fn profile_of(rec: &Recording) -> (LoadedTrace, Profile) {
+    let trace = load(&rec.trace).expect("the trace loads");
+    let profile = trace.profile();
+    (trace, profile)
+}
+
+fn thread<'p>(p: &'p Profile, name: &str) -> &'p ThreadProfile {
+    p.threads
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no thread {name}"))
+}
+
+fn cpu_ns(t: &ThreadProfile) -> u64 {
+    t.samples.iter().map(|s| s.cpu_ns).sum()
+}
+
+fn cpu_samples(t: &ThreadProfile) -> usize {
+    t.samples
+        .iter()
+        .filter(|s| s.kind == SampleKind::Cpu)
+        .count()
+}
+
+/// The names of a sample's frames, root first.
+fn frame_names(p: &Profile, stack: Option<clrprof_analysis::StackIndex>) -> Vec<String> {
+    stack.map_or_else(Vec::new, |s| {
+        p.stack_frames(s)
+            .into_iter()
+            .map(|f| p.frame(f).name.clone())
+            .collect()
+    })
+}
+
+#[test]
+fn idle_threads_cost_no_cpu_and_are_asked_once() {
+    let program = compile("Sampling");
+    let rec = record(&program, &["idle"], &["--rate", "1000"]);
+    rec.output.assert_success();
+    assert_eq!(rec.output.stdout_str(), "idle: done\n");
+    let (trace, p) = profile_of(&rec);
+
+    let idle: Vec<&ThreadProfile> = p
+        .threads
+        .iter()
+        .filter(|t| t.name.starts_with("idle"))
+        .collect();
+    assert_eq!(idle.len(), 50, "every idle thread is in the profile");
+    let idle_cpu: u64 = idle.iter().map(|t| cpu_ns(t)).sum();
+    assert!(
+        idle_cpu < 5_000_000,
+        "the 50 blocked threads were charged {idle_cpu} ns of CPU"
+    );
+    // Blocked the whole time: their wall time is in the wait, under the method that waits.
+    let main = thread(&p, "main");
+    let work_ns: u64 = main.samples.iter().map(|s| s.wall_ns).sum();
+    for t in &idle {
+        let wall: u64 = t.samples.iter().map(|s| s.wall_ns).sum();
+        let in_block: u64 = t
+            .samples
+            .iter()
+            .filter(|s| {
+                frame_names(&p, s.stack)
+                    .iter()
+                    .any(|f| f == "Idle.Block(object)")
+            })
+            .map(|s| s.wall_ns)
+            .sum();
+        assert!(wall > 0 && work_ns > 0);
+        assert!(
+            in_block * 100 >= wall * 95,
+            "{}: {in_block} of {wall} ns in Idle.Block",
+            t.name
+        );
+    }
+    // Interrupted at most once per place a thread waits: the 50 threads wait in one place each
+    // (the runtime's own threads add a few).
+    let questions = trace.counter("sampler_questions");
+    assert!(
+        questions <= 2 * p.threads.len() as u64,
+        "{questions} signals to blocked threads for {} threads",
+        p.threads.len()
+    );
+    // The CPU went to the work.
+    let spin = cpu_in(&p, main, "Idle.Spin(long)");
+    assert!(
+        spin * 100 >= cpu_ns(main) * 90,
+        "main: {spin} of {} ns in Idle.Spin",
+        cpu_ns(main)
+    );
+}
+
+/// CPU of thread `t`'s samples whose stack contains `function`.
+fn cpu_in(p: &Profile, t: &ThreadProfile, function: &str) -> u64 {
+    t.samples
+        .iter()
+        .filter(|s| frame_names(p, s.stack).iter().any(|f| f == function))
+        .map(|s| s.cpu_ns)
+        .sum()
+}
+
+#[test]
+fn cpu_is_charged_where_it_is_spent_and_sleeping_costs_nothing() {
+    let program = compile("Sampling");
+    let rec = record(&program, &["spinsleep"], &["--rate", "1000"]);
+    rec.output.assert_success();
+    assert_eq!(rec.output.stdout_str(), "spinsleep: done\n");
+    let (_, p) = profile_of(&rec);
+
+    let worker = thread(&p, "worker");
+    let compute = cpu_in(&p, worker, "SpinSleep.Compute()");
+    let total = cpu_ns(worker);
+    assert!(
+        compute * 100 >= total * 90,
+        "worker: {compute} of {total} ns of CPU in SpinSleep.Compute"
+    );
+    // About 750 ms of computation: sampled at 1 kHz of its CPU.
+    assert!(cpu_samples(worker) > 300, "{} samples", cpu_samples(worker));
+
+    let sleeper = thread(&p, "sleeper");
+    assert_eq!(
+        cpu_samples(sleeper),
+        0,
+        "a thread that sleeps the whole run has no CPU samples"
+    );
+    let slept: u64 = sleeper.samples.iter().map(|s| s.wall_ns).sum();
+    assert!(slept > 1_500_000_000, "the sleeper's wall time: {slept} ns");
+
+    // The main thread waits in Thread.Join the whole time: wall time, no CPU there.
+    let main = thread(&p, "main");
+    let join_cpu = cpu_in(&p, main, "System.Threading.Thread.Join()");
+    assert_eq!(join_cpu, 0, "CPU charged to Thread.Join");
+}
+
+#[test]
+fn the_hot_method_gets_its_true_share() {
+    let program = compile("Hot");
+    let rec = record(&program, &[], &["--rate", "1000"]);
+    rec.output.assert_success();
+    // The program measures how long each method ran (on the clock, between its own calls).
+    let measured: f64 = rec
+        .output
+        .stderr_str()
+        .lines()
+        .find_map(|l| l.strip_prefix("hot: spin share "))
+        .expect("Hot reports its split")
+        .trim()
+        .parse()
+        .unwrap();
+    let (_, p) = profile_of(&rec);
+    let main = thread(&p, "main");
+    let spin = cpu_in(&p, main, "Hot.Spin(long)") as f64;
+    let other = cpu_in(&p, main, "Hot.Other(long)") as f64;
+    let share = spin / (spin + other);
+    // About 1,500 samples: the sampled share is within 3 standard deviations (about 3 points).
+    assert!(
+        (share - measured).abs() < 0.03,
+        "Hot.Spin has {:.3} of the samples, {measured:.3} of the time",
+        share
+    );
+    let json = rec.report_json_with(&["--metric", "cpu"]);
+    assert_eq!(json["functions"][0]["name"], "Hot.Spin(long)");
+}
+
+#[test]
+fn stacks_of_waiting_threads_reach_their_start() {
+    let program = compile("Sampling");
+    let rec = record(&program, &["tasks"], &["--rate", "1000"]);
+    rec.output.assert_success();
+    assert_eq!(rec.output.stdout_str(), "tasks: done\n");
+    let (_, p) = profile_of(&rec);
+    let sampling = p.sampling.as_ref().expect("sampling facts");
+    assert!(
+        sampling.ended_early * 100 < sampling.samples,
+        "{} of {} samples end early: {:?}",
+        sampling.ended_early,
+        sampling.samples,
+        sampling.ended_early_by_reason
+    );
+    // The main thread's waits sit under Main, whatever the wait: about 170 ms in WaitAll, 4 x
+    // 120 ms in Wait and 300 ms in Task.Delay(300).Wait().
+    let main = thread(&p, "main");
+    let mut waiting_ns = 0;
+    for s in main.samples.iter().filter(|s| s.kind == SampleKind::Wall) {
+        let names = frame_names(&p, s.stack);
+        let waiting = names.iter().any(|f| {
+            f.starts_with("System.Threading.Tasks.Task.Wait")
+                || f.starts_with("System.Threading.Tasks.Task.InternalWait")
+        });
+        if waiting {
+            waiting_ns += s.wall_ns;
+            assert!(
+                names.iter().any(|f| f == "Program.Main(string[])"),
+                "a wait without Main above it: {names:?}"
+            );
+        }
+    }
+    assert!(
+        waiting_ns > 800_000_000,
+        "{waiting_ns} ns of the main thread's wall time in a task wait"
+    );
+    // Every thread's stacks start where the thread started, in native code (libc's thread
+    // start, or the process's entry for the main thread).
+    for t in &p.threads {
+        for s in &t.samples {
+            let Some(stack) = s.stack else { continue };
+            let root = p.frame(p.stack_frames(stack)[0]);
+            assert!(
+                root.kind == FrameKind::Truncated || root.kind == FrameKind::Native,
+                "{}: a stack starting at {}",
+                t.label(),
+                root.name
+            );
+        }
+    }
+}
