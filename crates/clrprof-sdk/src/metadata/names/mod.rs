@@ -21,11 +21,20 @@
 //!   `pinned` are not shown.
 //! - **Generic parameters** print their declared names (`T`, `TKey`), or `!0`/`!!0` when the
 //!   metadata has no name for them.
-//! - **Shared generic code**: for reference-type arguments the runtime compiles one body,
-//!   instantiated over the placeholder `System.__Canon`. Wherever `__Canon` stands for a
-//!   type argument, it prints as the name of the generic parameter it stands for: the shared
-//!   code of `Box<string>.Put` prints `Demo.Box<T>.Put(T, int)`, because that code runs for
-//!   every reference type. `System.__Canon` named on its own prints as is.
+//! - **Shared generic code**: the runtime compiles generic code once per instantiation over
+//!   value types, and once for all the instantiations that differ only in reference-type
+//!   arguments, over the placeholder type `System.__Canon`. Such a body is one function and
+//!   is named as what it is: `__Canon` stands where a reference-type argument goes.
+//!   `Two<int, string>.M` and `Two<int, object>.M` both run `Two<int, __Canon>.M(int,
+//!   __Canon)`, a different body from `Two<__Canon, int>.M(__Canon, int)` (`Two<string,
+//!   int>`); `Dictionary<string, string>` and `Dictionary<string, object>` share
+//!   `System.Collections.Generic.Dictionary<__Canon, __Canon>`; a shared generic method is
+//!   `Map<int, __Canon>`. `__Canon` is the runtime's own name for the placeholder, the one
+//!   its stack traces, PerfView and dotnet-trace show. Which canonical class a shared body
+//!   belongs to is found among the classes the runtime loaded ([`Namer::class_loaded`]);
+//!   when the namer was not told about it (a profiler attached after the class was loaded),
+//!   the class's type arguments print as the generic parameters' declared names
+//!   (`Two<A, B>.M(A, B)`). `System.__Canon` named on its own prints as is.
 //! - **Methods** keep their metadata names (`.ctor`, `.cctor`, `get_Count`, and compiler
 //!   generated names such as `<Main>b__0_0` as the compiler emitted them); generic methods get
 //!   their type arguments: `Map<int, string>`.
@@ -33,7 +42,8 @@
 //!   name for modules without a file.
 //!
 //! All lookups are cached by id; see [`Namer`]. The parts: `render` displays types and
-//! signatures, `namer` makes and caches the names of runtime ids.
+//! signatures, `namer` makes and caches the names of runtime ids, `shared` finds the class
+//! of shared generic code.
 
 use std::fmt;
 
@@ -41,6 +51,7 @@ use crate::ids::{ClassId, ModuleId, Token};
 
 mod namer;
 mod render;
+mod shared;
 
 pub use namer::Namer;
 pub use render::csharp_keyword;
@@ -58,8 +69,9 @@ pub struct FunctionName {
     pub module: ModuleId,
     /// The MethodDef token.
     pub token: Token,
-    /// The declaring class's ClassID (null when the runtime could not tell, or when named
-    /// from a token).
+    /// The declaring class's ClassID: for shared generic code the canonical class
+    /// (`Two<int, __Canon>`); null when the runtime could not tell, or when named from a
+    /// token.
     pub class: ClassId,
 }
 

@@ -14,17 +14,15 @@ use super::render::{
     MAX_NAME_DEPTH, SigRenderer, TypePath, TypeScope, primitive_keyword, push_args, rank_suffix,
     too_deep,
 };
+use super::shared::{CANON, CANON_ARG, SharedClasses};
 use crate::error::{Error, Result};
 use crate::ids::{ClassId, FrameInfo, FunctionId, ModuleId, Token};
 use crate::info::ProfilerInfo;
 
-/// The full name of the placeholder type of shared generic code.
-const CANON: &str = "System.__Canon";
-
 /// Declared generic parameter names of one TypeDef or MethodDef, by sequence.
 type GenericNames = Arc<Vec<String>>;
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -34,6 +32,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// shared by every callback thread: all methods take `&self`, the caches are behind mutexes
 /// that are never held while calling into the runtime, and `Namer` is `Send + Sync`. Two
 /// threads naming the same new id at once may both compute it; the results are equal.
+///
+/// Shared generic code is named after its canonical class (`Two<int, __Canon>`), which the
+/// namer finds among the classes the runtime loaded: call [`Namer::class_loaded`] from
+/// `ClassLoadFinished` (see the module documentation for what is shown otherwise).
 ///
 /// The caches are keyed by runtime ids, which the runtime may reuse after an unload: call
 /// [`Namer::forget_module`], [`Namer::forget_class`] or [`Namer::forget_function`] from the
@@ -47,6 +49,7 @@ pub struct Namer {
     imports: Mutex<HashMap<ModuleId, Option<MetaDataImport>>>,
     type_paths: Mutex<HashMap<(ModuleId, Token), Arc<TypePath>>>,
     generic_params: Mutex<HashMap<(ModuleId, Token), GenericNames>>,
+    shared: SharedClasses,
 }
 
 impl fmt::Debug for Namer {
@@ -145,13 +148,14 @@ fn type_path(import: &MetaDataImport, token: Token) -> Result<TypePath> {
 }
 
 /// The generic arguments to display for `declared` parameters given the runtime's type
-/// arguments: each argument's class name, except that `__Canon` (and a missing argument)
-/// shows the parameter's declared name (or `!n`/`!!n` with `marker`).
+/// arguments: each argument's class name (`System.__Canon` shown as `__Canon`); a missing
+/// argument shows the parameter's declared name (or `!n`/`!!n` with `marker`).
 fn merge_args(declared: &[String], actual: &[String], count: usize, marker: &str) -> Vec<String> {
     (0..count)
         .map(|i| match actual.get(i) {
-            Some(a) if a != CANON => a.clone(),
-            _ => declared
+            Some(a) if a == CANON => CANON_ARG.to_string(),
+            Some(a) => a.clone(),
+            None => declared
                 .get(i)
                 .cloned()
                 .unwrap_or_else(|| format!("{marker}{i}")),
@@ -174,11 +178,15 @@ impl Namer {
         lock(&self.type_paths).retain(|(m, _), _| *m != module);
         lock(&self.generic_params).retain(|(m, _), _| *m != module);
         lock(&self.functions).retain(|_, f| f.module != module);
+        self.shared.forget_module(module);
     }
 
-    /// Forgets a class's name, e.g. from `ClassUnloadStarted`.
+    /// Forgets a class (its name, the names of its functions, and the class as the canonical
+    /// class of shared code), e.g. from `ClassUnloadStarted`.
     pub fn forget_class(&self, class: ClassId) {
         lock(&self.classes).remove(&class);
+        lock(&self.functions).retain(|_, f| f.class != class);
+        self.shared.forget_class(class);
     }
 
     /// Forgets a function's name, e.g. from `FunctionUnloadStarted`.
@@ -194,6 +202,7 @@ impl Namer {
         lock(&self.imports).clear();
         lock(&self.type_paths).clear();
         lock(&self.generic_params).clear();
+        self.shared.clear();
     }
 
     /// The module's metadata reader, opened once and cached (`None` for modules without
@@ -243,8 +252,8 @@ impl Namer {
     }
 
     /// The display name of a loaded class: `System.Collections.Generic.List<int>`,
-    /// `int[,]`, `Demo.Outer.Inner`, `Demo.Point`. Shared canonical instantiations show their
-    /// parameter names (`System.Collections.Generic.List<T>`).
+    /// `int[,]`, `Demo.Outer.Inner`, `Demo.Point`. The canonical instantiations the runtime
+    /// loads for shared code show `__Canon` (`System.Collections.Generic.List<__Canon>`).
     pub fn get_class_name(&self, info: &ProfilerInfo, class: ClassId) -> Result<String> {
         self.class_name(info, class, 0)
     }
@@ -318,7 +327,10 @@ impl Namer {
 
     /// The display name of a function: declaring type with its class's type arguments,
     /// method name with its own type arguments, and parameter types with the type arguments
-    /// substituted. Uses `GetFunctionInfo2` (without a frame) and `GetClassIDInfo2`.
+    /// substituted. Uses `GetFunctionInfo2` (without a frame) and `GetClassIDInfo2`; for
+    /// shared generic code, whose class `GetFunctionInfo2` does not tell, the canonical class
+    /// among those given to [`Namer::class_loaded`] whose method the function is
+    /// (`GetFunctionFromTokenAndTypeArgs`).
     pub fn get_function_name(
         &self,
         info: &ProfilerInfo,
@@ -328,10 +340,15 @@ impl Namer {
             return Ok(n.clone());
         }
         let fi = info.get_function_info2(function, FrameInfo::NULL)?;
-        let class_args = if fi.class.is_null() {
+        let class = if fi.class.is_null() {
+            self.shared_class(info, function, fi.module, fi.token, &fi.type_args)?
+        } else {
+            fi.class
+        };
+        let class_args = if class.is_null() {
             None
         } else {
-            let ci = info.get_class_id_info2(fi.class)?;
+            let ci = info.get_class_id_info2(class)?;
             Some(
                 ci.type_args
                     .iter()
@@ -351,9 +368,96 @@ impl Namer {
             class_args.as_deref(),
             Some(&method_args),
         )?;
-        name.class = fi.class;
+        name.class = class;
         lock(&self.functions).insert(function, name.clone());
         Ok(name)
+    }
+
+    /// The canonical class (`Two<int, __Canon>`) whose method `function`, a body of shared
+    /// generic code, is: the loaded canonical instantiation of the method's declaring type for
+    /// which the runtime answers `function` (null if none does).
+    fn shared_class(
+        &self,
+        info: &ProfilerInfo,
+        function: FunctionId,
+        module: ModuleId,
+        method: Token,
+        method_args: &[ClassId],
+    ) -> Result<ClassId> {
+        let import = self.metadata_required(info, module)?;
+        let declaring = import.get_method_props(method)?.class;
+        Ok(self
+            .shared
+            .candidates(module, declaring)
+            .into_iter()
+            .find(|&class| {
+                info.get_function_from_token_and_type_args(module, method, class, method_args)
+                    .is_ok_and(|f| f == function)
+            })
+            .unwrap_or(ClassId::NULL))
+    }
+
+    /// Tells the namer about a class the runtime loaded (call it from `ClassLoadFinished`):
+    /// canonical instantiations of generic types (`Two<int, __Canon>`, loaded by the runtime
+    /// for the shared code of `Two<int, string>`) are where [`Namer::get_function_name`]
+    /// finds the class of shared generic code. Costs one `GetClassIDInfo2` for most classes.
+    pub fn class_loaded(&self, info: &ProfilerInfo, class: ClassId) -> Result<()> {
+        let ci = info.get_class_id_info2(class)?;
+        if ci.type_args.is_empty() {
+            if self.shared.canon().is_none() && self.is_canon_type(info, ci.module, ci.token)? {
+                self.shared.set_canon(class);
+            }
+        } else if self.any_shared(info, &ci.type_args, 1) {
+            self.shared.add(ci.module, ci.token, class);
+        }
+        Ok(())
+    }
+
+    /// Whether any of `args` is `System.__Canon` or a value type instantiated over it
+    /// (`KeyValuePair<int, __Canon>`).
+    fn any_shared(&self, info: &ProfilerInfo, args: &[ClassId], depth: usize) -> bool {
+        depth <= MAX_NAME_DEPTH && args.iter().any(|&arg| self.is_shared_arg(info, arg, depth))
+    }
+
+    /// Whether a type argument is `System.__Canon` or a value type instantiated over it. An
+    /// argument the runtime says nothing about is not.
+    fn is_shared_arg(&self, info: &ProfilerInfo, arg: ClassId, depth: usize) -> bool {
+        let canon = self.shared.canon();
+        if canon == Some(arg) {
+            return true;
+        }
+        // Arrays are reference types: never the argument of a canonical class.
+        if !info.is_array_class(arg).is_ok_and(|a| a.is_none()) {
+            return false;
+        }
+        let Ok(ci) = info.get_class_id_info2(arg) else {
+            return false;
+        };
+        if !ci.type_args.is_empty() {
+            return self.any_shared(info, &ci.type_args, depth + 1);
+        }
+        let is_canon = canon.is_none()
+            && self
+                .is_canon_type(info, ci.module, ci.token)
+                .unwrap_or(false);
+        if is_canon {
+            self.shared.set_canon(arg);
+        }
+        is_canon
+    }
+
+    /// Whether the TypeDef `token` of `module` is `System.__Canon`.
+    fn is_canon_type(&self, info: &ProfilerInfo, module: ModuleId, token: Token) -> Result<bool> {
+        if token.is_nil() {
+            return Ok(false);
+        }
+        let import = self.metadata_required(info, module)?;
+        let scope = Scope {
+            namer: self,
+            module,
+            import: &import,
+        };
+        Ok(scope.type_path(token)?.display(&[]) == CANON)
     }
 
     /// The display name of a MethodDef from its token, without a runtime instantiation:
@@ -479,11 +583,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn canon_arguments_show_declared_names() {
+    fn canon_arguments_show_as_canon() {
         let declared = vec!["TKey".to_string(), "TValue".to_string()];
         let actual = vec![CANON.to_string(), "int".to_string()];
-        assert_eq!(merge_args(&declared, &actual, 2, "!"), ["TKey", "int"]);
-        assert_eq!(merge_args(&[], &actual, 2, "!"), ["!0", "int"]);
+        assert_eq!(merge_args(&declared, &actual, 2, "!"), ["__Canon", "int"]);
+        assert_eq!(merge_args(&[], &actual, 2, "!"), ["__Canon", "int"]);
+        // Arguments the runtime did not give show the declared names, or positions.
         assert_eq!(
             merge_args(&declared, &[], 3, "!!"),
             ["TKey", "TValue", "!!2"]
