@@ -35,6 +35,10 @@
 //!   when the namer was not told about it (a profiler attached after the class was loaded),
 //!   the class's type arguments print as the generic parameters' declared names
 //!   (`Two<A, B>.M(A, B)`). `System.__Canon` named on its own prints as is.
+//! - **Conversion operators** (`op_Implicit`, `op_Explicit`) show their return type after the
+//!   parameters: `Money.op_Implicit(Money) -> int`. They are the one kind of C# method that
+//!   can be overloaded by return type alone, so without it `implicit operator int(Money)` and
+//!   `implicit operator long(Money)` would read the same.
 //! - **Methods** keep their metadata names (`.ctor`, `.cctor`, `get_Count`, and compiler
 //!   generated names such as `<Main>b__0_0` as the compiler emitted them); generic methods get
 //!   their type arguments: `Map<int, string>`.
@@ -63,7 +67,8 @@ pub struct FunctionName {
     pub type_name: String,
     /// The method name, with its own type arguments: `Put`, `Map<int, string>`, `.ctor`.
     pub method_name: String,
-    /// The parameter types in parentheses: `(int, string)`.
+    /// The parameter types in parentheses: `(int, string)`; for a conversion operator
+    /// followed by its return type: `(Money) -> int`.
     pub signature: String,
     /// The module that defines the method.
     pub module: ModuleId,

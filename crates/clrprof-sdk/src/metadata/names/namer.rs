@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use clrprof_sys as sys;
 
-use super::super::import::MetaDataImport;
+use super::super::import::{MetaDataImport, MethodProps};
 use super::super::signature::{MethodSig, TypeSig};
 use super::FunctionName;
 use super::render::{
@@ -540,7 +540,7 @@ impl Namer {
             "!!",
         );
 
-        let mut method_name = props.name;
+        let mut method_name = props.name.clone();
         if !method_shown.is_empty() {
             push_args(&mut method_name, &method_shown);
         }
@@ -567,7 +567,11 @@ impl Namer {
             class_args: &class_shown,
             method_args: &method_shown,
         };
-        let signature = renderer.params(&sig, &out_params)?;
+        let mut signature = renderer.params(&sig, &out_params)?;
+        if is_conversion_operator(&props) {
+            signature.push_str(" -> ");
+            signature.push_str(&renderer.render(&sig.ret)?);
+        }
         Ok(FunctionName {
             type_name: path.display(&class_shown),
             method_name,
@@ -578,6 +582,13 @@ impl Namer {
         })
     }
 }
+/// Whether a method is a conversion operator (`op_Implicit`, `op_Explicit`): the methods C#
+/// lets differ only by their return type.
+fn is_conversion_operator(props: &MethodProps) -> bool {
+    props.attributes & sys::mdSpecialName != 0
+        && matches!(props.name.as_str(), "op_Implicit" | "op_Explicit")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -593,6 +604,29 @@ mod tests {
             merge_args(&declared, &[], 3, "!!"),
             ["TKey", "TValue", "!!2"]
         );
+    }
+
+    fn method(name: &str, attributes: u32) -> MethodProps {
+        MethodProps {
+            name: name.into(),
+            class: Token(0x0200_0002),
+            attributes,
+            signature: Vec::new(),
+            rva: 0,
+            impl_flags: 0,
+        }
+    }
+
+    #[test]
+    fn conversion_operators_are_special_names() {
+        let special = sys::mdSpecialName | sys::mdStatic | sys::mdPublic;
+        assert!(is_conversion_operator(&method("op_Implicit", special)));
+        assert!(is_conversion_operator(&method("op_Explicit", special)));
+        assert!(!is_conversion_operator(&method("op_Addition", special)));
+        assert!(!is_conversion_operator(&method(
+            "op_Implicit",
+            sys::mdStatic
+        )));
     }
 
     #[test]
