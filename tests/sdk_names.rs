@@ -7,11 +7,12 @@
 //! - Generic code over value types is compiled per instantiation, so it is named with the
 //!   actual arguments: `Demo.Box<int>.Put(int, int)`, `Demo.Program.Map<int, int>(...)`.
 //! - Generic code over reference types is shared (compiled once over `System.__Canon`), and
-//!   `GetFunctionInfo2` without a frame cannot tell which instantiation is running: it is
-//!   named with the generic parameters' declared names, `Demo.Box<T>.Put(T, int)` for
-//!   `Box<string>` and `Demo.Program.Map<int, TOut>(int[], System.Func<int, TOut>)` for
-//!   `Map<int, string>`. Loaded classes and allocated objects have exact ClassIDs
-//!   (`Demo.Box<string>`), except the canonical ones the runtime also loads (`Demo.Box<T>`).
+//!   named as such: `Demo.Box<__Canon>.Put(__Canon, int)` for `Box<string>` and
+//!   `Demo.Program.Map<int, __Canon>(int[], System.Func<int, __Canon>)` for
+//!   `Map<int, string>`. `GetFunctionInfo2` without a frame does not tell a shared method's
+//!   class; the namer finds it among the canonical classes the runtime loads, which the
+//!   probe passes to `Namer::class_loaded`. Loaded classes and allocated objects have exact
+//!   ClassIDs (`Demo.Box<string>`), except those canonical ones (`Demo.Box<__Canon>`).
 //! - mcs compiles the two lambdas of `Main` to static methods `<Main>m__0` and `<Main>m__1`
 //!   of `Demo.Program`.
 
@@ -104,9 +105,9 @@ fn jit_compiled_functions_of_the_program() {
             "Demo.Box<int>.Put(int, int)",
             "Demo.Box<int>.Get()",
             // Box<string>: shared code over System.__Canon.
-            "Demo.Box<T>..ctor()",
-            "Demo.Box<T>.Put(T, int)",
-            "Demo.Box<T>.Get()",
+            "Demo.Box<__Canon>..ctor()",
+            "Demo.Box<__Canon>.Put(__Canon, int)",
+            "Demo.Box<__Canon>.Get()",
             "Demo.Point..ctor(int, int)",
             "Demo.Point.LengthSquared()",
             "Demo.Person..ctor(string)",
@@ -114,7 +115,7 @@ fn jit_compiled_functions_of_the_program() {
             "Demo.Config..cctor()",
             "Demo.Program.Map<int, int>(int[], System.Func<int, int>)",
             // Map<int, string>: shared code, TOut is a reference type.
-            "Demo.Program.Map<int, TOut>(int[], System.Func<int, TOut>)",
+            "Demo.Program.Map<int, __Canon>(int[], System.Func<int, __Canon>)",
             "Demo.Program.<Main>m__0(int)",
             "Demo.Program.<Main>m__1(int)",
             "Demo.Program.Parse(string)",
@@ -147,7 +148,7 @@ fn loaded_classes() {
             "Demo.Outer.Inner",
             "Demo.Box<int>",
             "Demo.Box<string>",
-            "Demo.Box<T>",
+            "Demo.Box<__Canon>",
             "Demo.Point",
             "Demo.Person",
             "Demo.Config",
@@ -161,7 +162,7 @@ fn loaded_classes() {
             "System.Collections.Generic.List<int>.Enumerator",
             "System.Collections.Generic.Dictionary<string, System.Collections.Generic.List<int>>",
             "System.Collections.Generic.KeyValuePair<string, System.Collections.Generic.List<int>>",
-            "System.Collections.Generic.Dictionary<TKey, TValue>",
+            "System.Collections.Generic.Dictionary<__Canon, __Canon>",
             "System.Func<int, int>",
             "System.Func<int, string>",
         ],

@@ -224,7 +224,10 @@ impl Session {
     /// The callbacks to ask the runtime for.
     fn event_masks(&self) -> (EventMask, HighEventMask) {
         let c = &self.config;
-        let mut low = EventMask::MONITOR_THREADS;
+        // Class loads always: the canonical classes the runtime loads are how the namer tells
+        // which instantiation a body of shared generic code belongs to (`Two<int, __Canon>`).
+        // They are recorded as events only with `--events class`.
+        let mut low = EventMask::MONITOR_THREADS | EventMask::MONITOR_CLASS_LOADS;
         let mut high = HighEventMask::empty();
         let on = |cat| c.wants(cat);
         if on(EventCategory::AppDomain) {
@@ -235,9 +238,6 @@ impl Session {
         }
         if on(EventCategory::Module) {
             low |= EventMask::MONITOR_MODULE_LOADS;
-        }
-        if on(EventCategory::Class) {
-            low |= EventMask::MONITOR_CLASS_LOADS;
         }
         if on(EventCategory::Jit) {
             low |= EventMask::MONITOR_JIT_COMPILATION | EventMask::MONITOR_CACHE_SEARCHES;
@@ -377,12 +377,22 @@ impl Profiler for Agent {
         self.ev(K::CLASS_LOAD_STARTED, &[c.as_u64()])
     }
     fn class_load_finished(&self, c: ClassId, status: HResult) -> Result<()> {
-        if let Some(s) = self.session().filter(|s| s.wants(K::CLASS_LOAD_FINISHED)) {
-            s.defs.class(&s.info, &s.out, c);
+        if let Some(s) = self.session() {
+            if status.is_ok() {
+                // A class the namer cannot look at is only a class it cannot name code after.
+                let _ = s.defs.namer().class_loaded(&s.info, c);
+            }
+            if s.wants(K::CLASS_LOAD_FINISHED) {
+                s.defs.class(&s.info, &s.out, c);
+            }
         }
         self.ev(K::CLASS_LOAD_FINISHED, &[c.as_u64(), hr(status)])
     }
     fn class_unload_started(&self, c: ClassId) -> Result<()> {
+        if let Some(s) = self.session() {
+            // The ClassID can be reused: drop what the namer keeps under it.
+            s.defs.namer().forget_class(c);
+        }
         self.ev(K::CLASS_UNLOAD_STARTED, &[c.as_u64()])
     }
     fn class_unload_finished(&self, c: ClassId, status: HResult) -> Result<()> {

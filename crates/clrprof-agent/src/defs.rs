@@ -4,6 +4,11 @@
 //! time an id shows up, the agent looks up its name through the SDK's [`Namer`] and writes a
 //! definition record; the report resolves ids against them. Lookups happen on normal callback
 //! threads and on the sampler thread, never in enter/leave hooks or under a runtime suspension.
+//!
+//! The namer is also told of every class the runtime loads (`ClassLoadFinished`, asked for in
+//! every mode): the canonical classes among them (`Two<int, __Canon>`) are how shared
+//! generic code gets its class in its name. `ClassUnloadStarted` drops what it keeps of a
+//! class, whose ClassID the runtime can reuse.
 
 use std::collections::HashSet;
 use std::sync::Mutex;

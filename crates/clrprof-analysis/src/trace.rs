@@ -72,16 +72,59 @@ pub struct Names {
     pub app_domains: HashMap<u64, String>,
     /// Where P/Invoke methods go, by FunctionID.
     pub native_targets: HashMap<u64, NativeTargetDef>,
+    /// Distinct compiled bodies that the agent gave the same name (see
+    /// [`Names::number_bodies`]): their number among their namesakes, by FunctionID.
+    pub body_numbers: HashMap<u64, usize>,
 }
 
 impl Names {
-    /// A function's display name, `Type.Method(args)`, or its id in hex.
+    /// A function's display name, `Type.Method(args)`, or its id in hex. A body that shares
+    /// its name with other bodies of its module is numbered: `Two<A, B>.M(A, B) #2`.
     pub fn function(&self, id: u64) -> String {
-        match self.functions.get(&id) {
-            Some(f) if f.type_name.is_empty() => format!("{}{}", f.method_name, f.signature),
-            Some(f) => format!("{}.{}{}", f.type_name, f.method_name, f.signature),
-            None if id == 0 => "[unknown]".into(),
-            None => format!("[function {id:#x}]"),
+        let name = match self.functions.get(&id) {
+            Some(f) => Self::defined_name(f),
+            None if id == 0 => return "[unknown]".into(),
+            None => return format!("[function {id:#x}]"),
+        };
+        match self.body_numbers.get(&id) {
+            Some(n) => format!("{name} #{n}"),
+            None => name,
+        }
+    }
+
+    /// `Type.Method(args)` as the definition spells it.
+    fn defined_name(f: &FunctionDef) -> String {
+        if f.type_name.is_empty() {
+            format!("{}{}", f.method_name, f.signature)
+        } else {
+            format!("{}.{}{}", f.type_name, f.method_name, f.signature)
+        }
+    }
+
+    /// Numbers the functions that are distinct compiled bodies but have the same name:
+    /// different FunctionIDs of one loaded module (the same ModuleID) with the same name.
+    /// The runtime gives each instantiation of a generic method and each method its own
+    /// FunctionID, so such functions are different code that the names do not tell apart
+    /// (shared generic code whose instantiation the agent was not told, e.g. after an
+    /// attach), and merging them by name would add up unrelated counts. They are numbered
+    /// `#1`, `#2`, ... in FunctionID order. Methods without metadata (no token) are left
+    /// alone. Call once all definitions are read.
+    pub fn number_bodies(&mut self) {
+        let mut by_name: HashMap<(u64, String), Vec<u64>> = HashMap::new();
+        for (&id, f) in &self.functions {
+            if f.module != 0 && f.token != 0 {
+                by_name
+                    .entry((f.module, Self::defined_name(f)))
+                    .or_default()
+                    .push(id);
+            }
+        }
+        self.body_numbers.clear();
+        for mut ids in by_name.into_values().filter(|ids| ids.len() > 1) {
+            ids.sort_unstable();
+            for (i, id) in ids.into_iter().enumerate() {
+                self.body_numbers.insert(id, i + 1);
+            }
         }
     }
 
@@ -314,6 +357,7 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
             Record::Unknown { .. } => t.unknown_records += 1,
         }
     }
+    t.names.number_bodies();
     t.events = events.finish(&t.names, &t.memory.gcs);
     t.runtime = runtime.finish(&t.names, &t.memory.gcs);
     Ok(t)
@@ -628,5 +672,113 @@ fn summarize_sampling(
         ended_early: ended.values().sum(),
         samples,
         ended_early_by_reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clrprof_trace::{SessionStart, Writer};
+
+    use super::*;
+
+    const MODULE: u64 = 0x7f00_0000_3000;
+    const OTHER_MODULE: u64 = 0x7f00_0000_3100;
+
+    fn function(id: u64, module: u64, token: u32, type_name: &str, method: &str) -> Record {
+        Record::FunctionDef(FunctionDef {
+            id,
+            module,
+            token,
+            type_name: type_name.into(),
+            method_name: method.into(),
+            signature: "(A, B)".into(),
+            ..FunctionDef::default()
+        })
+    }
+
+    fn node(node: u32, parent: u32, function: u64, calls: u64) -> Record {
+        Record::CallTreeNode(CallTreeNode {
+            tid: 7,
+            node,
+            parent,
+            function,
+            calls,
+            ..CallTreeNode::default()
+        })
+    }
+
+    /// A trace-mode recording whose definitions are `defs` and whose thread calls each
+    /// function in `calls` from a root `Main`.
+    fn trace(defs: Vec<Record>, calls: &[(u64, u64)]) -> LoadedTrace {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        w.write(&Record::SessionStart(SessionStart {
+            config: "mode=trace".into(),
+            ..SessionStart::default()
+        }))
+        .unwrap();
+        for d in &defs {
+            w.write(d).unwrap();
+        }
+        w.write(&node(1, 0, 0x100, 1)).unwrap();
+        for (i, &(f, n)) in calls.iter().enumerate() {
+            w.write(&node(i as u32 + 2, 1, f, n)).unwrap();
+        }
+        read(w.get_ref().as_slice()).unwrap()
+    }
+
+    #[test]
+    fn distinct_bodies_with_one_name_stay_apart() {
+        // Three shared bodies of one method whose instantiations the agent did not know
+        // (same module and token, different FunctionIDs), and the same method in another
+        // module (a second load of the assembly), which stays one entry with its namesake.
+        let t = trace(
+            vec![
+                function(0x100, MODULE, 0x0600_0001, "Program", "Main"),
+                function(0x230, MODULE, 0x0600_0002, "Two<A, B>", "M"),
+                function(0x210, MODULE, 0x0600_0002, "Two<A, B>", "M"),
+                function(0x220, MODULE, 0x0600_0002, "Two<A, B>", "M"),
+                function(0x300, OTHER_MODULE, 0x0600_0002, "Two<A, B>", "M"),
+            ],
+            &[(0x210, 3), (0x220, 4), (0x230, 5), (0x300, 6)],
+        );
+        assert_eq!(t.names.function(0x100), "Program.Main(A, B)");
+        assert_eq!(t.names.function(0x210), "Two<A, B>.M(A, B) #1");
+        assert_eq!(t.names.function(0x220), "Two<A, B>.M(A, B) #2");
+        assert_eq!(t.names.function(0x230), "Two<A, B>.M(A, B) #3");
+        assert_eq!(t.names.function(0x300), "Two<A, B>.M(A, B)");
+        let p = t.profile();
+        let calls_of = |name: &str| -> u64 {
+            let tree = p.threads[0].call_tree.as_ref().unwrap();
+            tree.nodes
+                .iter()
+                .filter(|n| p.frame(n.frame).name == name)
+                .map(|n| n.calls)
+                .sum()
+        };
+        assert_eq!(calls_of("Two<A, B>.M(A, B) #1"), 3);
+        assert_eq!(calls_of("Two<A, B>.M(A, B) #2"), 4);
+        assert_eq!(calls_of("Two<A, B>.M(A, B) #3"), 5);
+        assert_eq!(calls_of("Two<A, B>.M(A, B)"), 6);
+    }
+
+    #[test]
+    fn bodies_with_their_own_names_are_not_numbered() {
+        let t = trace(
+            vec![
+                function(0x210, MODULE, 0x0600_0002, "Two<int, __Canon>", "M"),
+                function(0x220, MODULE, 0x0600_0002, "Two<__Canon, int>", "M"),
+                // Methods without metadata keep their names as they are.
+                function(0x400, MODULE, 0, "[dynamic]", "lambda_method"),
+                function(0x410, MODULE, 0, "[dynamic]", "lambda_method"),
+            ],
+            &[],
+        );
+        assert!(
+            t.names.body_numbers.is_empty(),
+            "{:?}",
+            t.names.body_numbers
+        );
+        assert_eq!(t.names.function(0x210), "Two<int, __Canon>.M(A, B)");
+        assert_eq!(t.names.function(0x410), "[dynamic].lambda_method(A, B)");
     }
 }

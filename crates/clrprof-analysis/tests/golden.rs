@@ -108,6 +108,26 @@ fn folded_escapes_separators() {
 }
 
 #[test]
+fn folded_marks_the_module_of_names_found_in_two_modules() {
+    // `Lib.Util.Run()` in two assemblies: flame-graph tools would merge two frames of one
+    // name, so the folded names carry the module there, and only there.
+    let main = "App.dll!App.Program.Main(string[])";
+    let p = Profile::from_stacks(&[
+        ("main", vec![main, "A.dll!Lib.Util.Run()"], 3, 3),
+        ("main", vec![main, "B.dll!Lib.Util.Run()"], 2, 2),
+        (
+            "main",
+            vec![main, "B.dll!Lib.Util.Run()", "App.dll!Lib.Log.Write()"],
+            4,
+            4,
+        ),
+        ("main", vec![main, "App.dll!App.Program.Other()"], 1, 1),
+    ]);
+    let out = render(&Folded::default(), &p, &Query::default());
+    check_golden("folded-same-name-two-modules.txt", &out);
+}
+
+#[test]
 fn json_sample_mode() {
     let q = Query {
         top: Some(5),

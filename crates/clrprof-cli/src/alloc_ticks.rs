@@ -278,7 +278,7 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
                             token: m.token,
                             type_name: csharp_type_name(&m.type_name),
                             method_name: m.name.clone(),
-                            signature: csharp_parameters(&m.signature),
+                            signature: csharp_signature(&m.name, &m.signature),
                         }));
                     }
                     frames.push(m.id);
@@ -395,6 +395,8 @@ fn csharp_alias(name: &str) -> Option<&'static str> {
         "System.IntPtr" | "native int" => "IntPtr",
         "System.UIntPtr" | "native unsigned int" => "UIntPtr",
         "void" => "void",
+        // The placeholder of shared generic code, written as the agent writes it.
+        "System.__Canon" => "__Canon",
         _ => return None,
     })
 }
@@ -468,25 +470,45 @@ pub(crate) fn csharp_parameters(signature: &str) -> String {
     let inner = signature[open + 1..].trim_end().trim_end_matches(')');
     let params: Vec<String> = split_top_level(inner)
         .into_iter()
-        .map(|p| {
-            let p = p.trim();
-            let p = p
-                .strip_prefix("class ")
-                .or_else(|| p.strip_prefix("valuetype "))
-                .unwrap_or(p);
-            let (base, suffix) = match array_suffix_start(p) {
-                Some(i) => (&p[..i], &p[i..]),
-                None => (p, ""),
-            };
-            let (base, by_ref) = match base.strip_suffix('&') {
-                Some(b) => (b, "ref "),
-                None => (base, ""),
-            };
-            let base = csharp_alias(base).map_or_else(|| base.to_string(), str::to_string);
-            format!("{by_ref}{base}{suffix}")
-        })
+        .map(csharp_signature_type)
         .collect();
     format!("({})", params.join(", "))
+}
+
+/// The signature of method `method` as the agent writes it: the parameters, and for a
+/// conversion operator (`op_Implicit`, `op_Explicit`, which C# overloads by return type)
+/// its return type too: `(Money) -> int`.
+pub(crate) fn csharp_signature(method: &str, signature: &str) -> String {
+    let params = csharp_parameters(signature);
+    if !matches!(method, "op_Implicit" | "op_Explicit") {
+        return params;
+    }
+    let Some(open) = signature.find('(') else {
+        return params;
+    };
+    let ret = signature[..open].trim();
+    let ret = ret.strip_prefix("instance ").unwrap_or(ret);
+    format!("{params} -> {}", csharp_signature_type(ret))
+}
+
+/// One type of a rundown signature (`class System.String`, `valuetype Money`, `uint8[]`,
+/// `int64&`) as the agent writes it (`string`, `Money`, `byte[]`, `ref long`).
+fn csharp_signature_type(t: &str) -> String {
+    let t = t.trim();
+    let t = t
+        .strip_prefix("class ")
+        .or_else(|| t.strip_prefix("valuetype "))
+        .unwrap_or(t);
+    let (base, suffix) = match array_suffix_start(t) {
+        Some(i) => (&t[..i], &t[i..]),
+        None => (t, ""),
+    };
+    let (base, by_ref) = match base.strip_suffix('&') {
+        Some(b) => (b, "ref "),
+        None => (base, ""),
+    };
+    let base = csharp_alias(base).map_or_else(|| base.to_string(), str::to_string);
+    format!("{by_ref}{base}{suffix}")
 }
 
 /// The ticks per type, for tests and the summary line: bytes by type name.
@@ -602,6 +624,25 @@ mod tests {
         assert_eq!(
             csharp_type_name("System.Collections.Generic.List`1[System.Int32]"),
             "System.Collections.Generic.List<int>"
+        );
+        // Shared generic code, and conversion operators with their return type.
+        assert_eq!(
+            csharp_type_name(
+                "System.Collections.Generic.Dictionary`2[System.__Canon,System.Int32]"
+            ),
+            "System.Collections.Generic.Dictionary<__Canon, int>"
+        );
+        assert_eq!(
+            csharp_signature("op_Implicit", "int32  (valuetype Money)"),
+            "(Money) -> int"
+        );
+        assert_eq!(
+            csharp_signature("op_Explicit", "class System.String  (valuetype Money)"),
+            "(Money) -> string"
+        );
+        assert_eq!(
+            csharp_signature("Parse", "int32  (class System.String)"),
+            "(string)"
         );
     }
 

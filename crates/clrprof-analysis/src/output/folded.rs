@@ -4,9 +4,9 @@
 use std::io::Write;
 
 use crate::model::Profile;
-use crate::output::folded_frame_name;
+use crate::output::{folded_frame_name, folded_frame_names};
 use crate::query::{Metric, Query};
-use crate::tree::MergedTree;
+use crate::tree::{Label, MergedTree};
 use crate::{Analysis, Error, Render};
 
 /// Folded-stack output.
@@ -27,7 +27,9 @@ impl Render for Folded {
 }
 
 /// The folded lines (without line ends), sorted, each stack's weight in the returned
-/// metric; stacks of weight 0 are left out. `;` in a name becomes `:`.
+/// metric; stacks of weight 0 are left out. `;` in a name becomes `:`, and a function whose
+/// name another function of the profile has too is marked with its module: `Lib.Util.Run()
+/// [A.dll]`.
 pub fn folded_lines(
     profile: &Profile,
     query: &Query,
@@ -49,6 +51,7 @@ pub(crate) fn folded_stacks(
 ) -> Result<(Metric, Vec<(String, u64)>), Error> {
     let a = Analysis::new(profile, query, per_thread)?;
     let tree: &MergedTree = &a.tree;
+    let frame_names = folded_frame_names(profile);
     let mut stacks = Vec::new();
     for (n, node) in tree.nodes.iter().enumerate() {
         let weight = node.self_values.get(a.metric);
@@ -60,7 +63,12 @@ pub(crate) fn folded_stacks(
             if i > 0 {
                 stack.push(';');
             }
-            stack.push_str(&folded_frame_name(&tree.nodes[p].label.name(profile)));
+            let label = tree.nodes[p].label;
+            let name = match label {
+                Label::Frame(f) => frame_names[f.index()].clone(),
+                _ => label.name(profile),
+            };
+            stack.push_str(&folded_frame_name(&name));
         }
         stacks.push((stack, weight));
     }

@@ -162,6 +162,28 @@ impl FromStr for Format {
     }
 }
 
+/// The name of each frame in folded stacks, by frame index: its display name, followed by
+/// its module (`Lib.Util.Run() [A.dll]`) where another frame of the profile has the same
+/// name (the same full name in two assemblies). Flame-graph tools know a frame by its name
+/// alone and would merge the two; the mark is left out elsewhere to keep names short.
+pub(crate) fn folded_frame_names(profile: &Profile) -> Vec<std::borrow::Cow<'_, str>> {
+    let mut frames_named: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for f in &profile.frames {
+        *frames_named.entry(f.name.as_str()).or_default() += 1;
+    }
+    profile
+        .frames
+        .iter()
+        .map(|f| {
+            if frames_named[f.name.as_str()] > 1 && !f.module.is_empty() {
+                std::borrow::Cow::Owned(format!("{} [{}]", f.name, f.module))
+            } else {
+                std::borrow::Cow::Borrowed(f.name.as_str())
+            }
+        })
+        .collect()
+}
+
 /// A frame name made safe for a folded-stack line: `;` separates frames and a line ends
 /// the record, so both are replaced.
 pub(crate) fn folded_frame_name(name: &str) -> std::borrow::Cow<'_, str> {

@@ -24,7 +24,7 @@ pub struct FunctionInfo2 {
     /// The function's MethodDef token.
     pub token: Token,
     /// The ClassIDs of the method's own type arguments (empty unless the method is generic;
-    /// shared instantiations may report `System.Object` for reference types).
+    /// without a frame, shared code reports `System.__Canon` for reference types).
     pub type_args: Vec<ClassId>,
 }
 

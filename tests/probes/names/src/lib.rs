@@ -231,6 +231,10 @@ impl Profiler for NamesProbe {
             return Ok(());
         };
         if status.is_ok() {
+            // Canonical classes are where the namer finds the class of shared generic code.
+            if let Err(e) = self.namer.class_loaded(info, class) {
+                self.emit(format!("error\tclass_loaded {class}\t{e}"));
+            }
             self.emit_result("class", class, self.namer.get_class_name(info, class));
         }
         Ok(())

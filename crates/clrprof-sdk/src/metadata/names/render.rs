@@ -1,0 +1,558 @@
+//! Displaying types as C# spells them: a type's name split into nesting levels
+//! ([`TypePath`]), and signature types rendered through one module's metadata
+//! ([`SigRenderer`]). The conventions are in the [parent module](super).
+
+use std::sync::Arc;
+
+use clrprof_sys as sys;
+
+use super::super::signature::{CallConv, MethodSig, TypeSig};
+use crate::error::{Error, Result};
+use crate::ids::Token;
+
+/// The C# keyword of a framework type, if it has one.
+pub fn csharp_keyword(full_name: &str) -> Option<&'static str> {
+    Some(match full_name {
+        "System.Void" => "void",
+        "System.Boolean" => "bool",
+        "System.Char" => "char",
+        "System.SByte" => "sbyte",
+        "System.Byte" => "byte",
+        "System.Int16" => "short",
+        "System.UInt16" => "ushort",
+        "System.Int32" => "int",
+        "System.UInt32" => "uint",
+        "System.Int64" => "long",
+        "System.UInt64" => "ulong",
+        "System.Single" => "float",
+        "System.Double" => "double",
+        "System.Decimal" => "decimal",
+        "System.String" => "string",
+        "System.Object" => "object",
+        "System.IntPtr" => "nint",
+        "System.UIntPtr" => "nuint",
+        _ => return None,
+    })
+}
+
+/// Deepest nesting (enclosing types, type arguments of type arguments, TypeSpecs inside
+/// signatures) the namer follows before giving up on a name.
+pub(super) const MAX_NAME_DEPTH: usize = 48;
+
+pub(super) fn too_deep(context: &'static str) -> Error {
+    Error::InvalidData {
+        context,
+        reason: format!("names nested deeper than {MAX_NAME_DEPTH} levels"),
+    }
+}
+
+/// A type's name as metadata spells it, split into its nesting levels, outermost first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct TypePath {
+    /// `(name without arity suffix, arity)`; the first level includes the namespace.
+    levels: Vec<(String, u32)>,
+}
+
+impl TypePath {
+    /// Splits `` List`1 `` into `("List", 1)`; names without a numeric suffix keep arity 0.
+    fn level(name: &str) -> (String, u32) {
+        if let Some((base, arity)) = name.rsplit_once('`')
+            && let Ok(n) = arity.parse::<u32>()
+        {
+            return (base.to_string(), n);
+        }
+        (name.to_string(), 0)
+    }
+
+    pub(super) fn new<S: AsRef<str>>(outermost_first: &[S]) -> TypePath {
+        TypePath {
+            levels: outermost_first
+                .iter()
+                .map(|s| Self::level(s.as_ref()))
+                .collect(),
+        }
+    }
+
+    /// The total number of generic parameters the names announce.
+    pub(super) fn arity(&self) -> usize {
+        self.levels.iter().map(|(_, a)| *a as usize).sum()
+    }
+
+    /// The display name with `args` (already displayed) as the type arguments.
+    pub(super) fn display(&self, args: &[String]) -> String {
+        if args.is_empty()
+            && let [(name, 0)] = self.levels.as_slice()
+            && let Some(keyword) = csharp_keyword(name)
+        {
+            return keyword.to_string();
+        }
+        let mut out = String::new();
+        if self.arity() == args.len() {
+            let mut next = 0;
+            for (i, (name, arity)) in self.levels.iter().enumerate() {
+                if i > 0 {
+                    out.push('.');
+                }
+                out.push_str(name);
+                let n = *arity as usize;
+                if n > 0 {
+                    push_args(&mut out, &args[next..next + n]);
+                    next += n;
+                }
+            }
+        } else {
+            // Names without (or with wrong) arity suffixes: all arguments at the end.
+            for (i, (name, _)) in self.levels.iter().enumerate() {
+                if i > 0 {
+                    out.push('.');
+                }
+                out.push_str(name);
+            }
+            if !args.is_empty() {
+                push_args(&mut out, args);
+            }
+        }
+        out
+    }
+}
+
+pub(super) fn push_args(out: &mut String, args: &[String]) {
+    out.push('<');
+    out.push_str(&args.join(", "));
+    out.push('>');
+}
+
+/// `[]`, `[,]`, ... for an array of `rank` dimensions.
+pub(super) fn rank_suffix(rank: u32) -> String {
+    let mut s = String::from("[");
+    for _ in 1..rank.max(1) {
+        s.push(',');
+    }
+    s.push(']');
+    s
+}
+
+/// Where a signature's type tokens are looked up: one module's metadata.
+pub(super) trait TypeScope {
+    /// The name of a TypeDef or TypeRef.
+    fn type_path(&self, token: Token) -> Result<Arc<TypePath>>;
+    /// The signature blob of a TypeSpec.
+    fn type_spec(&self, token: Token) -> Result<Vec<u8>>;
+}
+
+/// Displays signature types: resolves tokens through a [`TypeScope`] and generic parameters
+/// through the (already displayed) type arguments of the class and of the method.
+pub(super) struct SigRenderer<'a> {
+    pub(super) scope: &'a dyn TypeScope,
+    pub(super) class_args: &'a [String],
+    pub(super) method_args: &'a [String],
+}
+
+impl SigRenderer<'_> {
+    pub(super) fn render(&self, t: &TypeSig) -> Result<String> {
+        let mut out = String::new();
+        self.write(t, 0, &mut out)?;
+        Ok(out)
+    }
+
+    /// The parameter list `(int, ref string)`; `out_params[i]` marks parameter `i` as `out`.
+    pub(super) fn params(&self, sig: &MethodSig, out_params: &[bool]) -> Result<String> {
+        let mut out = String::from("(");
+        for (i, p) in sig.params.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            if sig.sentinel == Some(i) {
+                out.push_str("__arglist, ");
+            }
+            let is_out = out_params.get(i).copied().unwrap_or(false);
+            match p.strip_modifiers() {
+                TypeSig::ByRef(inner) if is_out => {
+                    out.push_str("out ");
+                    self.write(inner, 1, &mut out)?;
+                }
+                _ => self.write(p, 0, &mut out)?,
+            }
+        }
+        if sig.call_conv == CallConv::VarArg && sig.sentinel.is_none() {
+            if !sig.params.is_empty() {
+                out.push_str(", ");
+            }
+            out.push_str("__arglist");
+        }
+        out.push(')');
+        Ok(out)
+    }
+
+    fn named(&self, token: Token, args: &[String], depth: usize, out: &mut String) -> Result<()> {
+        if token.table() == sys::mdtTypeSpec {
+            // A TypeSpec standing where a TypeDef/TypeRef is expected: display its type.
+            let blob = self.scope.type_spec(token)?;
+            let t = TypeSig::parse(&blob)?;
+            return self.write(&t, depth + 1, out);
+        }
+        out.push_str(&self.scope.type_path(token)?.display(args));
+        Ok(())
+    }
+
+    fn write(&self, t: &TypeSig, depth: usize, out: &mut String) -> Result<()> {
+        if depth > MAX_NAME_DEPTH {
+            return Err(too_deep("signature type"));
+        }
+        if t.is_primitive() {
+            out.push_str(primitive_keyword(t));
+            return Ok(());
+        }
+        match t {
+            TypeSig::Class(token) | TypeSig::ValueType(token) => {
+                self.named(*token, &[], depth, out)?
+            }
+            TypeSig::GenericInst { generic, args, .. } => {
+                let args = args
+                    .iter()
+                    .map(|a| {
+                        let mut s = String::new();
+                        self.write(a, depth + 1, &mut s).map(|()| s)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                self.named(*generic, &args, depth, out)?
+            }
+            TypeSig::Var(n) => match self.class_args.get(*n as usize) {
+                Some(name) => out.push_str(name),
+                None => out.push_str(&format!("!{n}")),
+            },
+            TypeSig::MVar(n) => match self.method_args.get(*n as usize) {
+                Some(name) => out.push_str(name),
+                None => out.push_str(&format!("!!{n}")),
+            },
+            TypeSig::SzArray(_) | TypeSig::Array(..) => {
+                // C# order: the outermost array's brackets come first.
+                let mut suffix = String::new();
+                let mut cur = t;
+                loop {
+                    match cur {
+                        TypeSig::SzArray(e) => {
+                            suffix.push_str("[]");
+                            cur = e;
+                        }
+                        TypeSig::Array(e, shape) => {
+                            if shape.rank == 1 {
+                                suffix.push_str("[*]");
+                            } else {
+                                suffix.push_str(&rank_suffix(shape.rank));
+                            }
+                            cur = e;
+                        }
+                        TypeSig::Modified { ty, .. } => cur = ty,
+                        _ => break,
+                    }
+                }
+                self.write(cur, depth + 1, out)?;
+                out.push_str(&suffix);
+            }
+            TypeSig::ByRef(inner) => {
+                out.push_str("ref ");
+                self.write(inner, depth + 1, out)?;
+            }
+            TypeSig::Ptr(inner) => {
+                self.write(inner, depth + 1, out)?;
+                out.push('*');
+            }
+            TypeSig::Pinned(inner) => self.write(inner, depth + 1, out)?,
+            TypeSig::Modified {
+                required,
+                modifier,
+                ty,
+            } => {
+                if *required
+                    && let TypeSig::ByRef(inner) = ty.strip_modifiers()
+                    && self.is_in_attribute(*modifier)
+                {
+                    out.push_str("in ");
+                    self.write(inner, depth + 1, out)?;
+                } else {
+                    self.write(ty, depth + 1, out)?;
+                }
+            }
+            TypeSig::FnPtr(m) => {
+                out.push_str("delegate*");
+                match m.call_conv {
+                    CallConv::Default | CallConv::VarArg => {}
+                    CallConv::C => out.push_str(" unmanaged[Cdecl]"),
+                    CallConv::StdCall => out.push_str(" unmanaged[Stdcall]"),
+                    CallConv::ThisCall => out.push_str(" unmanaged[Thiscall]"),
+                    CallConv::FastCall => out.push_str(" unmanaged[Fastcall]"),
+                    _ => out.push_str(" unmanaged"),
+                }
+                out.push('<');
+                for p in &m.params {
+                    self.write(p, depth + 1, out)?;
+                    out.push_str(", ");
+                }
+                self.write(&m.ret, depth + 1, out)?;
+                out.push('>');
+            }
+            TypeSig::Internal(handle) => out.push_str(&format!("<internal {handle:#x}>")),
+            _ => out.push('?'),
+        }
+        Ok(())
+    }
+
+    fn is_in_attribute(&self, modifier: Token) -> bool {
+        modifier.table() != sys::mdtTypeSpec
+            && self
+                .scope
+                .type_path(modifier)
+                .is_ok_and(|p| p.display(&[]) == "System.Runtime.InteropServices.InAttribute")
+    }
+}
+
+pub(super) fn primitive_keyword(t: &TypeSig) -> &'static str {
+    match t {
+        TypeSig::Void => "void",
+        TypeSig::Boolean => "bool",
+        TypeSig::Char => "char",
+        TypeSig::I1 => "sbyte",
+        TypeSig::U1 => "byte",
+        TypeSig::I2 => "short",
+        TypeSig::U2 => "ushort",
+        TypeSig::I4 => "int",
+        TypeSig::U4 => "uint",
+        TypeSig::I8 => "long",
+        TypeSig::U8 => "ulong",
+        TypeSig::R4 => "float",
+        TypeSig::R8 => "double",
+        TypeSig::I => "nint",
+        TypeSig::U => "nuint",
+        TypeSig::String => "string",
+        TypeSig::Object => "object",
+        TypeSig::TypedByRef => "System.TypedReference",
+        _ => "?",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A module with a few types, by token.
+    struct FakeScope;
+
+    const LIST: Token = Token(0x0100_0001);
+    const DICT: Token = Token(0x0100_0002);
+    const OUTER_INNER: Token = Token(0x0200_0003);
+    const GOUTER_INNER: Token = Token(0x0200_0004);
+    const INT32: Token = Token(0x0100_0005);
+    const IN_ATTR: Token = Token(0x0100_0006);
+    const SPEC: Token = Token(0x1b00_0001);
+
+    impl TypeScope for FakeScope {
+        fn type_path(&self, token: Token) -> Result<Arc<TypePath>> {
+            let names: &[&str] = match token {
+                LIST => &["System.Collections.Generic.List`1"],
+                DICT => &["System.Collections.Generic.Dictionary`2"],
+                OUTER_INNER => &["Demo.Outer", "Inner"],
+                GOUTER_INNER => &["Demo.GOuter`1", "Inner`1"],
+                INT32 => &["System.Int32"],
+                IN_ATTR => &["System.Runtime.InteropServices.InAttribute"],
+                _ => {
+                    return Err(Error::InvalidData {
+                        context: "fake",
+                        reason: format!("{token}"),
+                    });
+                }
+            };
+            Ok(Arc::new(TypePath::new(names)))
+        }
+
+        fn type_spec(&self, token: Token) -> Result<Vec<u8>> {
+            assert_eq!(token, SPEC);
+            // List<int>: GENERICINST CLASS TypeRef 1 (encoded 0x05) 1 I4
+            Ok(vec![0x15, 0x12, 0x05, 0x01, 0x08])
+        }
+    }
+
+    fn render(blob: &[u8], class_args: &[&str], method_args: &[&str]) -> String {
+        let class_args: Vec<String> = class_args.iter().map(|s| s.to_string()).collect();
+        let method_args: Vec<String> = method_args.iter().map(|s| s.to_string()).collect();
+        let r = SigRenderer {
+            scope: &FakeScope,
+            class_args: &class_args,
+            method_args: &method_args,
+        };
+        r.render(&TypeSig::parse(blob).unwrap()).unwrap()
+    }
+
+    fn params(blob: &[u8], class_args: &[&str], method_args: &[&str], outs: &[bool]) -> String {
+        let class_args: Vec<String> = class_args.iter().map(|s| s.to_string()).collect();
+        let method_args: Vec<String> = method_args.iter().map(|s| s.to_string()).collect();
+        let r = SigRenderer {
+            scope: &FakeScope,
+            class_args: &class_args,
+            method_args: &method_args,
+        };
+        r.params(&MethodSig::parse(blob).unwrap(), outs).unwrap()
+    }
+
+    #[test]
+    fn type_paths_strip_arity_and_place_arguments() {
+        let p = TypePath::new(&["System.Collections.Generic.Dictionary`2"]);
+        assert_eq!(
+            p.display(&["string".into(), "int".into()]),
+            "System.Collections.Generic.Dictionary<string, int>"
+        );
+        let p = TypePath::new(&["Demo.GOuter`1", "Inner`1"]);
+        assert_eq!(
+            p.display(&["int".into(), "string".into()]),
+            "Demo.GOuter<int>.Inner<string>"
+        );
+        let p = TypePath::new(&["Demo.GOuter`1", "Inner"]);
+        assert_eq!(p.display(&["int".into()]), "Demo.GOuter<int>.Inner");
+        // No arity suffix (not a C#-style name): arguments at the end.
+        let p = TypePath::new(&["Odd"]);
+        assert_eq!(p.display(&["int".into()]), "Odd<int>");
+        // A backtick without a number is part of the name.
+        let p = TypePath::new(&["We`ird"]);
+        assert_eq!(p.display(&[]), "We`ird");
+        assert_eq!(TypePath::new(&["System.Int32"]).display(&[]), "int");
+        assert_eq!(TypePath::new(&["System.Decimal"]).display(&[]), "decimal");
+        assert_eq!(TypePath::new(&["System.IntPtr"]).display(&[]), "nint");
+        // Only a top-level System type is a keyword.
+        assert_eq!(
+            TypePath::new(&["Demo.Outer", "System.Int32"]).display(&[]),
+            "Demo.Outer.System.Int32"
+        );
+    }
+
+    #[test]
+    fn primitives_use_keywords() {
+        assert_eq!(render(&[0x08], &[], &[]), "int");
+        assert_eq!(render(&[0x0e], &[], &[]), "string");
+        assert_eq!(render(&[0x1c], &[], &[]), "object");
+        assert_eq!(render(&[0x02], &[], &[]), "bool");
+        assert_eq!(render(&[0x0d], &[], &[]), "double");
+        assert_eq!(render(&[0x0b], &[], &[]), "ulong");
+        assert_eq!(render(&[0x18], &[], &[]), "nint");
+        assert_eq!(render(&[0x19], &[], &[]), "nuint");
+        assert_eq!(render(&[0x16], &[], &[]), "System.TypedReference");
+        // System.Int32 named through a TypeRef is a keyword too.
+        assert_eq!(render(&[0x11, 0x15], &[], &[]), "int");
+    }
+
+    #[test]
+    fn generic_instantiations() {
+        // Dictionary<string, List<int>>
+        assert_eq!(
+            render(
+                &[0x15, 0x12, 0x09, 0x02, 0x0e, 0x15, 0x12, 0x05, 0x01, 0x08],
+                &[],
+                &[]
+            ),
+            "System.Collections.Generic.Dictionary<string, System.Collections.Generic.List<int>>"
+        );
+        // GOuter<T>.Inner<!!0>, with class args [T] and no method args
+        assert_eq!(
+            render(
+                &[0x15, 0x12, 0x10, 0x02, 0x13, 0x00, 0x1e, 0x00],
+                &["T"],
+                &[]
+            ),
+            "Demo.GOuter<T>.Inner<!!0>"
+        );
+        // A TypeSpec where a class token is expected.
+        assert_eq!(
+            render(&[0x12, 0x06], &[], &[]),
+            "System.Collections.Generic.List<int>"
+        );
+    }
+
+    #[test]
+    fn nested_types_use_dots() {
+        // OUTER_INNER is TypeDef 3: encoded (3 << 2) | 0 = 0x0c
+        assert_eq!(render(&[0x12, 0x0c], &[], &[]), "Demo.Outer.Inner");
+    }
+
+    #[test]
+    fn arrays_in_csharp_order() {
+        assert_eq!(render(&[0x1d, 0x08], &[], &[]), "int[]");
+        assert_eq!(render(&[0x1d, 0x1d, 0x0e], &[], &[]), "string[][]");
+        assert_eq!(render(&[0x14, 0x08, 0x02, 0x00, 0x00], &[], &[]), "int[,]");
+        assert_eq!(render(&[0x14, 0x08, 0x03, 0x00, 0x00], &[], &[]), "int[,,]");
+        // An array of two-dimensional arrays: int[][,]
+        assert_eq!(
+            render(&[0x1d, 0x14, 0x08, 0x02, 0x00, 0x00], &[], &[]),
+            "int[][,]"
+        );
+        // A two-dimensional array of arrays: int[,][]
+        assert_eq!(
+            render(&[0x14, 0x1d, 0x08, 0x02, 0x00, 0x00], &[], &[]),
+            "int[,][]"
+        );
+        // Rank 1, not zero-based
+        assert_eq!(
+            render(&[0x14, 0x08, 0x01, 0x00, 0x01, 0x02], &[], &[]),
+            "int[*]"
+        );
+        assert_eq!(render(&[0x1d, 0x1e, 0x00], &[], &["TIn"]), "TIn[]");
+    }
+
+    #[test]
+    fn refs_pointers_and_modifiers() {
+        assert_eq!(render(&[0x10, 0x08], &[], &[]), "ref int");
+        assert_eq!(render(&[0x0f, 0x08], &[], &[]), "int*");
+        assert_eq!(render(&[0x0f, 0x0f, 0x01], &[], &[]), "void**");
+        assert_eq!(render(&[0x1d, 0x0f, 0x08], &[], &[]), "int*[]");
+        assert_eq!(render(&[0x45, 0x0e], &[], &[]), "string");
+        // modopt(TypeRef 1) int: modifiers are not shown
+        assert_eq!(render(&[0x20, 0x05, 0x08], &[], &[]), "int");
+        // modreq(InAttribute) ref int: C# `in`
+        assert_eq!(render(&[0x1f, 0x19, 0x10, 0x08], &[], &[]), "in int");
+        // modreq(other) ref int stays `ref`
+        assert_eq!(render(&[0x1f, 0x05, 0x10, 0x08], &[], &[]), "ref int");
+        // delegate*<int, string> and an unmanaged cdecl one
+        assert_eq!(
+            render(&[0x1b, 0x00, 0x01, 0x0e, 0x08], &[], &[]),
+            "delegate*<int, string>"
+        );
+        assert_eq!(
+            render(&[0x1b, 0x01, 0x00, 0x01], &[], &[]),
+            "delegate* unmanaged[Cdecl]<void>"
+        );
+    }
+
+    #[test]
+    fn generic_parameters_fall_back_to_positions() {
+        assert_eq!(render(&[0x13, 0x01], &["T"], &[]), "!1");
+        assert_eq!(render(&[0x1e, 0x00], &[], &[]), "!!0");
+        assert_eq!(render(&[0x13, 0x00], &["int"], &[]), "int");
+    }
+
+    #[test]
+    fn parameter_lists() {
+        // (!0 item, int count)
+        assert_eq!(
+            params(&[0x20, 0x02, 0x01, 0x13, 0x00, 0x08], &["int"], &[], &[]),
+            "(int, int)"
+        );
+        assert_eq!(params(&[0x00, 0x00, 0x01], &[], &[], &[]), "()");
+        // (ref int, out int)
+        assert_eq!(
+            params(
+                &[0x00, 0x02, 0x01, 0x10, 0x08, 0x10, 0x08],
+                &[],
+                &[],
+                &[false, true]
+            ),
+            "(ref int, out int)"
+        );
+        // vararg definition, and a call site with a sentinel
+        assert_eq!(
+            params(&[0x05, 0x01, 0x01, 0x08], &[], &[], &[]),
+            "(int, __arglist)"
+        );
+        assert_eq!(
+            params(&[0x05, 0x02, 0x01, 0x08, 0x41, 0x0e], &[], &[], &[]),
+            "(int, __arglist, string)"
+        );
+    }
+}
