@@ -455,12 +455,41 @@ fn info_wrappers_inside_a_real_runtime() {
         E_FAIL,
     );
     assert_eq!(dynamic["from_ip3"], dynamic["function"]);
-    assert!(
-        run.all("dynamic")
-            .iter()
-            .any(|d| d["info"]["name"] == "IL_STUB_PInvoke"),
-        "the P/Invoke stub of `syscall` is a dynamic method too"
+    // The runtime generates an IL stub, a dynamic method, for a P/Invoke that marshals: Strlen
+    // (`native int (string)`, a 4-byte signature). The blittable Syscall, with a signature of
+    // the same length, needs none: the JIT inlines its transition into the caller.
+    assert_eq!(run.num("strlen"), 18);
+    let stubs: Vec<&Value> = run
+        .all("dynamic")
+        .into_iter()
+        .filter(|d| d["info"]["name"] == "IL_STUB_PInvoke")
+        .collect();
+    let strlen: Vec<&&Value> = stubs
+        .iter()
+        .filter(|d| d["info"]["module"] == module_id && d["info"]["signature_len"] == 4)
+        .collect();
+    assert_eq!(
+        strlen.len(),
+        1,
+        "Strlen's stub, and not Syscall's: {stubs:#?}"
     );
+    assert_eq!(strlen[0]["is_dynamic"], true);
+    assert_eq!(strlen[0]["from_ip3"], strlen[0]["function"]);
+    // The framework's own stubs depend on the runtime. .NET 7 and later generate the
+    // framework's marshalling when it is built (LibraryImport), so its P/Invokes are blittable
+    // and precompiled: Strlen's is the only stub. 3.1 makes three for System.Console, and keeps
+    // every stub in one method table created in the module of the first stub made (Strlen's,
+    // made when the JIT compiled Main).
+    let runtime = Dotnet::get();
+    if runtime.major_minor() >= (7, 0) {
+        assert_eq!(stubs.len(), 1, "{stubs:#?}");
+    } else if pinned() {
+        assert_eq!(stubs.len(), 4, "{stubs:#?}");
+        assert!(
+            stubs.iter().all(|d| d["info"]["module"] == module_id),
+            "{stubs:#?}"
+        );
+    }
 
     // ----- threads: names from ThreadNameChanged, OS ids from GetThreadInfo -----
     let names = run.all("thread_name");
