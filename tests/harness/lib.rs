@@ -26,6 +26,7 @@
 mod clrprof;
 mod compile;
 mod dotnet;
+mod facts;
 mod paths;
 pub mod probes;
 mod process;
@@ -39,6 +40,7 @@ pub use dotnet::{
     DEFAULT_RUNTIME, Dotnet, PinnedRuntime, REFERENCE_RUNTIME, ROOT_ENV, RUNTIME_ENV, RUNTIMES,
     pinned,
 };
+pub use facts::ProfilingApi;
 pub use paths::{target_dir, workspace_root};
 pub use probes::{ProbeRun, run_probe};
 pub use process::{
