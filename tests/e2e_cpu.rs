@@ -238,12 +238,23 @@ fn sample_mode_finds_the_hot_method_and_splits_cpu_from_wall() {
         "{sleeper} over {duration} ns"
     );
     // Its stack is unwound through libc and the runtime back into managed code: the wait in
-    // WaitHandle.WaitOne, called (through Sleeper.Nap) from Sleeper.Run. (Nap itself is not
-    // seen: the precompiled WaitOne() is a frameless leaf-like method, and a frame-pointer walk
-    // skips the caller of such a method; see docs/cpu-profiling.md.)
+    // WaitHandle.WaitOne, called (through Sleeper.Nap) from Sleeper.Run. On 3.1 Nap itself is
+    // not seen: the precompiled WaitOne() calls WaitOneNoCheck without a frame of its own, and
+    // a frame-pointer walk skips the caller of such a method (see docs/cpu-profiling.md). On
+    // .NET 8 the precompiled WaitOne() jumps to WaitOneNoCheck (a tail call): WaitOne() is not
+    // on the stack at all, and Nap is.
     let nap = rec.report_json_with(&["--metric", "wall", "--thread", "sleeper"]);
     let sleeper_wall = sleeper["wall_ns"].as_f64().unwrap();
-    for name in ["Sleeper.Run()", "System.Threading.WaitHandle.WaitOne()"] {
+    let path: &[&str] = if Dotnet::get().major_minor() >= (8, 0) {
+        &[
+            "Sleeper.Run()",
+            "Sleeper.Nap()",
+            "System.Threading.WaitHandle.WaitOneNoCheck(int)",
+        ]
+    } else {
+        &["Sleeper.Run()", "System.Threading.WaitHandle.WaitOne()"]
+    };
+    for &name in path {
         let total = functions(&nap)
             .get(name)
             .map(|f| f["total"].as_f64().unwrap())
