@@ -250,6 +250,10 @@ fn attach_records_exactly_what_happens_while_attached_then_detaches() {
     assert_eq!(events["Initialize"], serde_json::Value::Null, "{events}");
     assert_eq!(json["session"]["ended_cleanly"], true);
     assert_eq!(json["session"]["pid"], program.pid());
+    assert_eq!(
+        json["session"]["runtime"],
+        format!("CoreCLR {}", Dotnet::get().version).as_str()
+    );
     let report = report(&first, &[]);
     report.assert_success();
     let text = report.stdout_str();

@@ -238,16 +238,27 @@ fn sample_mode_finds_the_hot_method_and_splits_cpu_from_wall() {
         "{sleeper} over {duration} ns"
     );
     // Its stack is unwound through libc and the runtime back into managed code: the wait in
-    // WaitHandle.WaitOne, called from Sleeper.Nap, called from Sleeper.Run (WaitOne() is a
-    // precompiled method without frame pointer: its prologue tells where its caller's return
-    // address is).
+    // WaitHandle.WaitOne, called from Sleeper.Nap, called from Sleeper.Run. On 3.1 the
+    // precompiled WaitOne() calls WaitOneNoCheck without a frame pointer of its own (its
+    // prologue tells where its caller's return address is); on .NET 8 it jumps to
+    // WaitOneNoCheck (a tail call), so WaitOne() is not on the stack at all there.
     let nap = rec.report_json_with(&["--metric", "wall", "--thread", "sleeper"]);
     let sleeper_wall = sleeper["wall_ns"].as_f64().unwrap();
-    for name in [
-        "Sleeper.Run()",
-        "Sleeper.Nap()",
-        "System.Threading.WaitHandle.WaitOne()",
-    ] {
+    let path: &[&str] = if Dotnet::get().major_minor() >= (8, 0) {
+        &[
+            "Sleeper.Run()",
+            "Sleeper.Nap()",
+            "System.Threading.WaitHandle.WaitOneNoCheck(int)",
+        ]
+    } else {
+        &[
+            "Sleeper.Run()",
+            "Sleeper.Nap()",
+            "System.Threading.WaitHandle.WaitOne()",
+            "System.Threading.WaitHandle.WaitOneNoCheck(int)",
+        ]
+    };
+    for &name in path {
         let total = functions(&nap)
             .get(name)
             .map(|f| f["total"].as_f64().unwrap())
@@ -266,7 +277,7 @@ fn sample_mode_finds_the_hot_method_and_splits_cpu_from_wall() {
         "--thread",
         "sleeper",
         "--filter",
-        "System.Threading.WaitHandle.WaitOne()",
+        "System.Threading.WaitHandle.WaitOneNoCheck",
     ]);
     assert_eq!(
         waiting_cpu["total"], 0,

@@ -12,6 +12,25 @@ fn events_trace() -> (Program, Recording, Value) {
     (program, rec, json)
 }
 
+/// The report names the runtime by its real version (3.1 reports 4.0.30319.0 through the
+/// profiling API; the agent reads the version from the runtime's directory).
+#[test]
+fn the_report_names_the_runtime_by_its_version() {
+    let rec = record(&compile("Hello"), &[], &["--mode", "none"]);
+    rec.output.assert_success();
+    let expected = format!("CoreCLR {}", Dotnet::get().version);
+    assert_eq!(rec.report_json()["session"]["runtime"], expected.as_str());
+    let text = rec.report(&[]);
+    text.assert_success();
+    assert!(
+        text.stdout_str()
+            .lines()
+            .any(|l| l.starts_with(&format!("  runtime   {expected}, agent "))),
+        "{}",
+        text.stdout_str()
+    );
+}
+
 fn count(json: &Value, kind: &str) -> u64 {
     json["events"][kind].as_u64().unwrap_or(0)
 }

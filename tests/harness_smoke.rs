@@ -5,7 +5,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use clrprof_e2e::{
-    ChildGuard, Dotnet, OutputExt, PINNED_VERSION, compile, compile_source, run_command_timeout,
+    ChildGuard, DEFAULT_RUNTIME, Dotnet, OutputExt, REFERENCE_RUNTIME, ROOT_ENV, RUNTIME_ENV,
+    RUNTIMES, compile, compile_source, run_command_timeout,
 };
 
 #[test]
@@ -16,10 +17,88 @@ fn runtime_is_installed() {
         dotnet.framework_dir.join("libcoreclr.so").is_file(),
         "{dotnet:?}"
     );
-    if std::env::var_os("CLRPROF_DOTNET_ROOT").is_none() {
-        assert_eq!(dotnet.version, PINNED_VERSION);
-        assert_eq!(dotnet.tfm(), "netcoreapp3.1");
+    if std::env::var_os(ROOT_ENV).is_none() {
+        let asked = std::env::var(RUNTIME_ENV).unwrap_or_else(|_| DEFAULT_RUNTIME.to_string());
+        assert_eq!(dotnet.version, asked);
+        let tfm = match asked.as_str() {
+            "3.1.23" => "netcoreapp3.1",
+            "8.0.4" => "net8.0",
+            other => panic!("no moniker known for {other}"),
+        };
+        assert_eq!(dotnet.tfm(), tfm);
+        assert!(
+            dotnet
+                .framework_dir
+                .ends_with(format!("shared/Microsoft.NETCore.App/{asked}")),
+            "{dotnet:?}"
+        );
     }
+}
+
+/// A program is compiled once, against the reference runtime's framework, and each runtime
+/// runs the same assembly with its own runtimeconfig.json.
+#[test]
+fn programs_are_compiled_once_for_every_runtime() {
+    const SOURCE: &str = r#"
+class Version {
+    static void Main() {
+        System.Console.WriteLine(System.Environment.Version);
+    }
+}
+"#;
+    let programs: Vec<_> = RUNTIMES
+        .iter()
+        .map(|r| Dotnet::pinned_runtime(r.version).compile_source("Version", SOURCE))
+        .collect();
+    let bytes = std::fs::read(&programs[0].dll).unwrap();
+    for (program, runtime) in programs.iter().zip(&RUNTIMES) {
+        assert_eq!(program.dotnet.version, runtime.version);
+        assert_eq!(
+            program.dll.parent().unwrap().file_name().unwrap(),
+            runtime.version,
+            "{}",
+            program.dll.display()
+        );
+        assert_eq!(
+            program.dll.parent().unwrap().parent(),
+            programs[0].dll.parent().unwrap().parent(),
+            "one build directory"
+        );
+        assert_eq!(
+            std::fs::read(&program.dll).unwrap(),
+            bytes,
+            "the same assembly"
+        );
+        let config =
+            std::fs::read_to_string(program.dll.with_file_name("Version.runtimeconfig.json"))
+                .unwrap();
+        let config: serde_json::Value = serde_json::from_str(&config).unwrap();
+        let (tfm, framework) = match runtime.version {
+            "3.1.23" => ("netcoreapp3.1", "3.1.0"),
+            "8.0.4" => ("net8.0", "8.0.0"),
+            other => panic!("no moniker known for {other}"),
+        };
+        assert_eq!(
+            config,
+            serde_json::json!({"runtimeOptions": {"tfm": tfm, "framework": {
+                "name": "Microsoft.NETCore.App", "version": framework}}})
+        );
+        // The runtimeconfig.json chooses the runtime: it says its own version.
+        let out = program.run(&[]);
+        out.assert_success();
+        assert_eq!(out.stdout_str(), format!("{}\n", runtime.version));
+    }
+    // Compiled against the reference framework, whichever runtime runs it.
+    if std::env::var_os(ROOT_ENV).is_some() {
+        return;
+    }
+    assert!(
+        Dotnet::reference()
+            .framework_dir
+            .ends_with(format!("shared/Microsoft.NETCore.App/{REFERENCE_RUNTIME}")),
+        "{:?}",
+        Dotnet::reference()
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use std::process::Output;
 
-use clrprof_e2e::{OutputExt, Program, compile, example_lib, probes, run_probe};
+use clrprof_e2e::{Dotnet, OutputExt, Program, compile, example_lib, probes, run_probe};
 
 /// Runs `program` with `args` under the probe in `scenario`, with extra environment `env`.
 /// Returns the process output and the probe's lines.
@@ -31,44 +31,48 @@ fn profiled(
 
 /// Asserts that the probe wrote exactly `expected`, in order.
 #[track_caller]
-fn assert_lines(lines: &[String], expected: &[&str]) {
+fn assert_lines<S: AsRef<str>>(lines: &[String], expected: &[S]) {
     let got: Vec<&str> = lines.iter().map(String::as_str).collect();
-    assert_eq!(got, expected, "probe output:\n{}", lines.join("\n"));
+    let want: Vec<&str> = expected.iter().map(AsRef::as_ref).collect();
+    assert_eq!(got, want, "probe output:\n{}", lines.join("\n"));
 }
 
 /// Asserts that the probe wrote exactly the lines of `expected`, in any order (lines written
 /// from several threads).
 #[track_caller]
-fn assert_line_set(lines: &[String], expected: &[&str]) {
+fn assert_line_set<S: AsRef<str>>(lines: &[String], expected: &[S]) {
     let mut got: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let mut want = expected.to_vec();
+    let mut want: Vec<&str> = expected.iter().map(AsRef::as_ref).collect();
     got.sort_unstable();
     want.sort_unstable();
     assert_eq!(got, want, "probe output:\n{}", lines.join("\n"));
 }
 
-#[test]
-fn il_rewrite_replaces_a_tiny_body_and_prepends_to_a_fat_one() {
-    let program = compile("IlRewrite");
-    let plain = program.run(&[]);
-    plain.assert_success();
-    assert_eq!(
-        plain.stdout_str(),
-        "answer=41\nguarded: sum=106 finallies=4 prologues=0\n"
-    );
+/// The probe's first line: its scenario and the ICorProfilerInfo version the runtime has.
+fn initialized(scenario: &str) -> String {
+    format!(
+        "initialized: {scenario}, ICorProfilerInfo{}",
+        Dotnet::get().profiling_api().info_version
+    )
+}
 
-    let (out, lines) = profiled(&program, "il-rewrite", &[], &[]);
-    // Answer returns 42 although Main (optimized on 3.1: it has a loop) inlined it: the body
-    // was replaced at ModuleLoadFinished, before any caller was compiled. Guarded ran the
-    // prepended `Prologues++` 4 times, and its try/finally still works after the shift.
-    assert_eq!(
-        out.stdout_str(),
-        "answer=42\nguarded: sum=106 finallies=4 prologues=4\n"
-    );
-    assert_lines(
-        &lines,
-        &[
-            "initialized: IlRewrite, ICorProfilerInfo11",
+/// What the probe writes for a method of ICorProfilerInfo`required`: `ok`, or the typed
+/// error on a runtime that lacks it.
+fn needs(what: &str, required: u32) -> String {
+    let have = Dotnet::get().profiling_api().info_version;
+    if have >= required {
+        format!("{what}: ok")
+    } else {
+        format!("{what}: not supported (needs {required}, have {have})")
+    }
+}
+
+/// The probe lines of the `il-rewrite` scenario when Main is compiled optimized at once (it
+/// has a loop) and so inlines Answer: Answer is never compiled on its own.
+fn il_rewrite_lines_answer_inlined() -> Vec<String> {
+    let mut lines = vec![initialized("IlRewrite")];
+    lines.extend(
+        [
             // ldc.i4.s 41; ret under a tiny header (3 << 2 | 2), and the new body.
             "Answer original: Tiny 0e1f292a",
             "Answer new: 0e1f2a2a",
@@ -82,29 +86,79 @@ fn il_rewrite_replaces_a_tiny_body_and_prepends_to_a_fat_one() {
             "Guarded replace: ok",
             "Guarded read back equals new body: true",
             "module loaded: IlRewrite.dll",
-            // Answer is never compiled on its own: it was inlined into Main.
             "jit IlRewrite.Guarded",
             "Guarded set_il_instrumented_code_map: ok",
             "shutdown",
-        ],
+        ]
+        .map(String::from),
     );
+    lines
+}
+
+#[test]
+fn il_rewrite_replaces_a_tiny_body_and_prepends_to_a_fat_one() {
+    let program = compile("IlRewrite");
+    let plain = program.run(&[]);
+    plain.assert_success();
+    assert_eq!(
+        plain.stdout_str(),
+        "answer=41\nguarded: sum=106 finallies=4 prologues=0\n"
+    );
+
+    // Answer returns 42 although Main inlined it: the body was replaced at ModuleLoadFinished,
+    // before any caller was compiled. Guarded ran the prepended `Prologues++` 4 times, and its
+    // try/finally still works after the shift.
+    let expected_output = "answer=42\nguarded: sum=106 finallies=4 prologues=4\n";
+    let runtime = Dotnet::get();
+    let (out, lines) = profiled(&program, "il-rewrite", &[], &[]);
+    assert_eq!(out.stdout_str(), expected_output);
+    let mut expected = il_rewrite_lines_answer_inlined();
+    if runtime.loops_start_at_tier0() {
+        // Main, which has a loop, first runs unoptimized tier-0 code that inlines nothing:
+        // Answer is compiled on its own (with the new body, hence 42 all the same).
+        let at = expected
+            .iter()
+            .position(|l| l == "jit IlRewrite.Guarded")
+            .unwrap();
+        expected.insert(at, "jit IlRewrite.Answer".to_string());
+    }
+    assert_lines(&lines, &expected);
+
+    if runtime.loops_start_at_tier0() {
+        // With loops compiled optimized at once, as earlier runtimes do, Main inlines Answer,
+        // and the inlined copy has the new body too.
+        let (out, lines) = profiled(
+            &program,
+            "il-rewrite",
+            &[],
+            &[("COMPlus_TC_QuickJitForLoops", "0")],
+        );
+        assert_eq!(out.stdout_str(), expected_output);
+        assert_lines(&lines, &il_rewrite_lines_answer_inlined());
+    }
 }
 
 /// The probe lines every `rejit` run has, whatever the inline tracking.
-const REJIT_COMMON: &[&str] = &[
-    "initialized: Rejit, ICorProfilerInfo11",
-    "module loaded: ReJit.dll",
-    "worker initialize_current_thread: ok",
-    // The .NET 1 API is a stub.
-    "set_function_rejit: E_NOTIMPL",
-    // GetReJITParameters comes when the new version is first called, on that thread.
-    "get_rejit_parameters ReJit.Value: set_il_body ok",
-    "rejit compiled ReJit.Value: 0x00000000 S_OK, rejit id non-zero: true",
-    "request_revert Value, Inlinee: ok [0x00000000 S_OK, 0x00000000 S_OK]",
-    // The original version (0) and the one ReJIT made.
-    "get_rejit_ids Value: [0, n]",
-    "shutdown",
-];
+fn rejit_common() -> Vec<String> {
+    let mut lines = vec![initialized("Rejit")];
+    lines.extend(
+        [
+            "module loaded: ReJit.dll",
+            "worker initialize_current_thread: ok",
+            // The .NET 1 API is a stub.
+            "set_function_rejit: E_NOTIMPL",
+            // GetReJITParameters comes when the new version is first called, on that thread.
+            "get_rejit_parameters ReJit.Value: set_il_body ok",
+            "rejit compiled ReJit.Value: 0x00000000 S_OK, rejit id non-zero: true",
+            "request_revert Value, Inlinee: ok [0x00000000 S_OK, 0x00000000 S_OK]",
+            // The original version (0) and the one ReJIT made.
+            "get_rejit_ids Value: [0, n]",
+            "shutdown",
+        ]
+        .map(String::from),
+    );
+    lines
+}
 
 #[test]
 fn rejit_replaces_running_methods_and_their_inliners_then_reverts() {
@@ -131,16 +185,19 @@ fn rejit_replaces_running_methods_and_their_inliners_then_reverts() {
          after rejit: value=2 caller=21 changed=True\n\
          after revert: value=1 caller=11 original=True\n"
     );
-    let mut expected = REJIT_COMMON.to_vec();
-    expected.extend([
-        "request_rejit_with_inliners Inlinee: ok",
-        "request_rejit Value: ok",
-        // The inliner is recompiled with its own IL; GetReJITParameters is not asked for it.
-        // Inlinee is now called (not inlined) from Caller, so its new version is compiled.
-        "rejit compiled ReJit.Caller: 0x00000000 S_OK, rejit id non-zero: true",
-        "get_rejit_parameters ReJit.Inlinee: set_il_body ok",
-        "rejit compiled ReJit.Inlinee: 0x00000000 S_OK, rejit id non-zero: true",
-    ]);
+    let mut expected = rejit_common();
+    expected.extend(
+        [
+            "request_rejit_with_inliners Inlinee: ok",
+            "request_rejit Value: ok",
+            // The inliner is recompiled with its own IL; GetReJITParameters is not asked for it.
+            // Inlinee is now called (not inlined) from Caller, so its new version is compiled.
+            "rejit compiled ReJit.Caller: 0x00000000 S_OK, rejit id non-zero: true",
+            "get_rejit_parameters ReJit.Inlinee: set_il_body ok",
+            "rejit compiled ReJit.Inlinee: 0x00000000 S_OK, rejit id non-zero: true",
+        ]
+        .map(String::from),
+    );
     assert_line_set(&lines, &expected);
 }
 
@@ -174,7 +231,7 @@ fn rejit_turns_block_counters_on_and_off_in_a_running_program() {
     assert_line_set(
         &lines,
         &[
-            "initialized: RejitCoverage, ICorProfilerInfo11",
+            initialized("RejitCoverage").as_str(),
             // One bool local (07 01 02), its StandAloneSig defined through IMetaDataEmit.
             "local signature 070102: local 0, token table 0x11",
             "module loaded: ReJitCoverage.dll",
@@ -214,11 +271,14 @@ fn rejit_without_inline_tracking_leaves_inlined_copies_alone() {
          after rejit: value=2 caller=11 changed=True\n\
          after revert: value=1 caller=11 original=True\n"
     );
-    let mut expected = REJIT_COMMON.to_vec();
-    expected.extend([
-        "request_rejit_with_inliners Inlinee: CORPROF_E_REJIT_INLINING_DISABLED",
-        "request_rejit Inlinee, Value: ok",
-    ]);
+    let mut expected = rejit_common();
+    expected.extend(
+        [
+            "request_rejit_with_inliners Inlinee: CORPROF_E_REJIT_INLINING_DISABLED",
+            "request_rejit Inlinee, Value: ok",
+        ]
+        .map(String::from),
+    );
     assert_line_set(&lines, &expected);
 }
 
@@ -238,10 +298,11 @@ fn heap_objects_statics_and_generations() {
         out.stdout_str(),
         "forced gc: True\npoint=1,2,3 arr=91 s=clrprof-heap boxed=11 tls=9 count=7\n"
     );
+    let runtime = Dotnet::get();
     assert_lines(
         &lines,
         &[
-            "initialized: Heap, ICorProfilerInfo11",
+            initialized("Heap").as_str(),
             "module loaded: Heap.dll",
             "class loaded: Heap",
             "class loaded: Pair",
@@ -289,17 +350,23 @@ fn heap_objects_statics_and_generations() {
             // Value types: offsets from the start of the value, size of the fields.
             "Pair layout: size=8 A@0 B@4",
             "Boxed values: A=5 B=6",
-            // Generations 0, 1, 2 and the large object heap.
-            "generation bounds: generations [0, 1, 2, 3]",
+            // Generations 0, 1, 2, the large object heap, and the pinned object heap of
+            // .NET 5 and later.
+            if runtime.has_pinned_object_heap() {
+                "generation bounds: generations [0, 1, 2, 3, 4]"
+            } else {
+                "generation bounds: generations [0, 1, 2, 3]"
+            },
             "generation bounds: P inside a gen 2 range: true",
             "is_frozen_object P: false",
             "loh threshold: 85000",
             "module frozen objects: 0",
-            // ICorProfilerInfo12+ methods on a runtime that has only 11.
-            "create_handle: not supported (needs 13, have 11)",
-            "enumerate_non_gc_objects: not supported (needs 14, have 11)",
-            "get_non_gc_heap_bounds: not supported (needs 14, have 11)",
-            "enumerate_gc_heap_objects: not supported (needs 15, have 11)",
+            // Methods of ICorProfilerInfo13..15: run where the runtime has them, a typed
+            // error where it does not.
+            needs("create_handle", 13).as_str(),
+            needs("enumerate_non_gc_objects", 14).as_str(),
+            needs("get_non_gc_heap_bounds", 14).as_str(),
+            needs("enumerate_gc_heap_objects", 15).as_str(),
             "force_gc from a profiler thread: ok",
             "shutdown",
         ],

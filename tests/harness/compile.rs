@@ -1,4 +1,5 @@
-//! Compiling the C# test programs with Mono's `mcs` against the runtime's framework.
+//! Compiling the C# test programs with Mono's `mcs`, once, against the reference runtime's
+//! framework, and giving each runtime its own `runtimeconfig.json`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -53,7 +54,7 @@ const MCS_FLAGS: &[&str] = &[
 ];
 
 /// Bump to invalidate every cached program.
-const CACHE_VERSION: u32 = 1;
+const CACHE_VERSION: u32 = 2;
 
 /// Where the test programs live: `tests/programs/`.
 pub fn programs_dir() -> PathBuf {
@@ -67,7 +68,7 @@ pub struct Program {
     pub name: String,
     /// The compiled assembly; `<name>.runtimeconfig.json` is next to it.
     pub dll: PathBuf,
-    /// The runtime it was compiled against and runs on.
+    /// The runtime it runs on.
     pub dotnet: &'static Dotnet,
 }
 
@@ -104,7 +105,7 @@ pub fn apply_env(cmd: &mut Command) {
     }
 }
 
-/// Compiles `tests/programs/<name>.cs` for the runtime of [`Dotnet::get`].
+/// Compiles `tests/programs/<name>.cs` to run on the runtime of [`Dotnet::get`].
 ///
 /// # Panics
 /// If the source is missing, `mcs` is not installed, or compilation fails (with mcs's output).
@@ -113,26 +114,26 @@ pub fn compile(name: &str) -> Program {
     Dotnet::get().compile(name)
 }
 
-/// Compiles an arbitrary C# file (e.g. `examples/demo/Demo.cs`) for [`Dotnet::get`].
+/// Compiles an arbitrary C# file (e.g. `examples/demo/Demo.cs`) to run on [`Dotnet::get`].
 #[track_caller]
 pub fn compile_file(path: &Path) -> Program {
     Dotnet::get().compile_file(path)
 }
 
-/// Compiles C# source text given inline, as program `name`, for [`Dotnet::get`].
+/// Compiles C# source text given inline, as program `name`, to run on [`Dotnet::get`].
 #[track_caller]
 pub fn compile_source(name: &str, source: &str) -> Program {
     Dotnet::get().compile_source(name, source)
 }
 
 impl Dotnet {
-    /// Compiles `tests/programs/<name>.cs` against this runtime's framework.
+    /// Compiles `tests/programs/<name>.cs` to run on this runtime.
     #[track_caller]
     pub fn compile(&'static self, name: &str) -> Program {
         self.compile_file(&programs_dir().join(format!("{name}.cs")))
     }
 
-    /// Compiles the C# file at `path` against this runtime's framework.
+    /// Compiles the C# file at `path` to run on this runtime.
     #[track_caller]
     pub fn compile_file(&'static self, path: &Path) -> Program {
         let source = std::fs::read_to_string(path)
@@ -144,10 +145,13 @@ impl Dotnet {
         self.compile_source(name, &source)
     }
 
-    /// Compiles C# `source` as program `name` against this runtime's framework.
+    /// Compiles C# `source` as program `name` to run on this runtime.
     ///
-    /// Output goes to `<target dir>/e2e-programs/<name>-<hash>/`, where the hash covers the
-    /// source, compiler flags, references and runtime; an existing output is reused. Concurrent
+    /// The program is compiled once, against the framework of [`Dotnet::reference`], into
+    /// `<target dir>/e2e-programs/<name>-<hash>/`, where the hash covers the source, compiler
+    /// flags and references (not the runtime it runs on); an existing output is reused. Each
+    /// runtime then gets its own directory `<name>-<hash>/<version>/` with the same files
+    /// (hard links) and a `<name>.runtimeconfig.json` asking for that runtime. Concurrent
     /// compilations of the same program (threads or processes) are safe: each compiles into its
     /// own temporary directory, renamed into place when complete.
     #[track_caller]
@@ -159,129 +163,177 @@ impl Dotnet {
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'),
             "program name {name:?} must be a plain file name"
         );
-        let mcs = find_mcs();
-        let references = self.references(source);
-
-        let mut hash = Fnv64::new();
-        hash.write_str(&CACHE_VERSION.to_string());
-        hash.write_str(name);
-        hash.write_str(source);
-        hash.write_str(&mcs.to_string_lossy());
-        for flag in MCS_FLAGS {
-            hash.write_str(flag);
+        let build_dir = build(name, source);
+        let run_dir = build_dir.join(&self.version);
+        let dll = run_dir.join(format!("{name}.dll"));
+        if !dll.is_file() {
+            in_place(&run_dir, &dll, |tmp| {
+                self.make_run_dir(&build_dir, tmp, name)
+            });
         }
-        for reference in &references {
-            hash.write_str(&reference.to_string_lossy());
-        }
-        hash.write_str(&self.version);
-        let key = format!("{name}-{:016x}", hash.finish());
-
-        let cache = layout().target_root.join("e2e-programs");
-        let out_dir = cache.join(&key);
-        let dll = out_dir.join(format!("{name}.dll"));
-        let program = Program {
+        Program {
             name: name.to_string(),
-            dll: dll.clone(),
+            dll,
             dotnet: self,
-        };
-        if dll.is_file() {
-            return program;
         }
-
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let tmp = cache.join(format!(
-            ".tmp-{key}-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&tmp)
-            .unwrap_or_else(|e| panic!("cannot create {}: {e}", tmp.display()));
-        let result = self.build_into(&tmp, name, source, &mcs, &references);
-        if let Err(msg) = result {
-            let _ = std::fs::remove_dir_all(&tmp);
-            panic!("{msg}");
-        }
-        match std::fs::rename(&tmp, &out_dir) {
-            Ok(()) => {}
-            // Another test finished the same program first; use theirs.
-            Err(_) if dll.is_file() => {
-                let _ = std::fs::remove_dir_all(&tmp);
-            }
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&tmp);
-                panic!("cannot move compiled program to {}: {e}", out_dir.display());
-            }
-        }
-        program
     }
 
-    fn references(&self, source: &str) -> Vec<PathBuf> {
-        let extra = source
-            .lines()
-            .filter_map(|line| line.trim().strip_prefix("// @reference "))
-            .map(str::trim);
-        let mut refs: Vec<PathBuf> = REFERENCES
-            .iter()
-            .map(|name| self.framework_dir.join(format!("{name}.dll")))
-            .filter(|path| path.is_file())
-            .collect();
-        for name in extra {
-            let path = self.framework_dir.join(format!("{name}.dll"));
-            assert!(
-                path.is_file(),
-                "`// @reference {name}`: no {} in the framework",
-                path.display()
-            );
-            if !refs.contains(&path) {
-                refs.push(path);
+    /// Fills `dir` with the compiled program's files and this runtime's `runtimeconfig.json`.
+    fn make_run_dir(&self, build_dir: &Path, dir: &Path, name: &str) -> Result<(), String> {
+        let entries = std::fs::read_dir(build_dir)
+            .map_err(|e| format!("cannot read {}: {e}", build_dir.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("cannot read {}: {e}", build_dir.display()))?;
+            let path = entry.path();
+            if !path.is_file() {
+                continue;
             }
-        }
-        refs
-    }
-
-    fn build_into(
-        &self,
-        dir: &Path,
-        name: &str,
-        source: &str,
-        mcs: &Path,
-        references: &[PathBuf],
-    ) -> Result<(), String> {
-        let src = dir.join(format!("{name}.cs"));
-        std::fs::write(&src, source).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
-        let mut cmd = Command::new(mcs);
-        // More compiler flags from `// @mcs -debug` lines (the source is part of the cache key).
-        let extra_flags = source
-            .lines()
-            .filter_map(|line| line.trim().strip_prefix("// @mcs "))
-            .map(str::trim);
-        cmd.args(MCS_FLAGS)
-            .args(extra_flags)
-            .arg(format!(
-                "-out:{}",
-                dir.join(format!("{name}.dll")).display()
-            ))
-            .current_dir(dir);
-        for reference in references {
-            cmd.arg(format!("-r:{}", reference.display()));
-        }
-        cmd.arg(format!("{name}.cs"));
-        let out = run_command(&mut cmd);
-        if !out.status.success() {
-            return Err(format!(
-                "mcs could not compile program `{name}`:\n{}{}",
-                out.stdout_str(),
-                out.stderr_str()
-            ));
+            let to = dir.join(entry.file_name());
+            if std::fs::hard_link(&path, &to).is_err() {
+                std::fs::copy(&path, &to).map_err(|e| {
+                    format!("cannot copy {} to {}: {e}", path.display(), to.display())
+                })?;
+            }
         }
         let config = dir.join(format!("{name}.runtimeconfig.json"));
         let json = format!(
             "{{\n  \"runtimeOptions\": {{\n    \"tfm\": \"{}\",\n    \"framework\": {{\n      \
              \"name\": \"Microsoft.NETCore.App\",\n      \"version\": \"{}\"\n    }}\n  }}\n}}\n",
             self.tfm(),
-            self.version
+            self.framework_reference()
         );
         std::fs::write(&config, json).map_err(|e| format!("cannot write {}: {e}", config.display()))
+    }
+}
+
+/// Compiles `source` as program `name` against the reference framework (once: the output is
+/// cached) and returns the directory with `<name>.dll`.
+#[track_caller]
+fn build(name: &str, source: &str) -> PathBuf {
+    let reference = Dotnet::reference();
+    let mcs = find_mcs();
+    let references = references(reference, source);
+
+    let mut hash = Fnv64::new();
+    hash.write_str(&CACHE_VERSION.to_string());
+    hash.write_str(name);
+    hash.write_str(source);
+    hash.write_str(&mcs.to_string_lossy());
+    for flag in MCS_FLAGS {
+        hash.write_str(flag);
+    }
+    for reference in &references {
+        hash.write_str(&reference.to_string_lossy());
+    }
+    let key = format!("{name}-{:016x}", hash.finish());
+
+    let out_dir = layout().target_root.join("e2e-programs").join(&key);
+    let dll = out_dir.join(format!("{name}.dll"));
+    if !dll.is_file() {
+        in_place(&out_dir, &dll, |tmp| {
+            build_into(tmp, name, source, &mcs, &references)
+        });
+    }
+    out_dir
+}
+
+/// Makes directory `dir` (which holds `marker` when complete) with `fill`, in a temporary
+/// directory beside it renamed into place, so that nobody ever sees it half made. If another
+/// thread or process made it first, theirs is kept.
+///
+/// # Panics
+/// With `fill`'s message if it fails.
+#[track_caller]
+fn in_place(dir: &Path, marker: &Path, fill: impl FnOnce(&Path) -> Result<(), String>) {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let parent = dir.parent().expect("a cache directory has a parent");
+    let tmp = parent.join(format!(
+        ".tmp-{}-{}-{}",
+        dir.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&tmp)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", tmp.display()));
+    if let Err(msg) = fill(&tmp) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        panic!("{msg}");
+    }
+    match std::fs::rename(&tmp, dir) {
+        Ok(()) => {}
+        // Another test finished the same directory first; use theirs.
+        Err(_) if marker.is_file() => {
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            panic!("cannot move {} to {}: {e}", tmp.display(), dir.display());
+        }
+    }
+}
+
+/// The framework assemblies of `reference` a program is compiled against: [`REFERENCES`] and
+/// those its `// @reference` lines name.
+fn references(reference: &Dotnet, source: &str) -> Vec<PathBuf> {
+    let extra = source
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("// @reference "))
+        .map(str::trim);
+    let mut refs: Vec<PathBuf> = REFERENCES
+        .iter()
+        .map(|name| reference.framework_dir.join(format!("{name}.dll")))
+        .filter(|path| path.is_file())
+        .collect();
+    for name in extra {
+        let path = reference.framework_dir.join(format!("{name}.dll"));
+        assert!(
+            path.is_file(),
+            "`// @reference {name}`: no {} in the framework",
+            path.display()
+        );
+        if !refs.contains(&path) {
+            refs.push(path);
+        }
+    }
+    refs
+}
+
+/// Runs `mcs` on `source` in `dir`.
+fn build_into(
+    dir: &Path,
+    name: &str,
+    source: &str,
+    mcs: &Path,
+    references: &[PathBuf],
+) -> Result<(), String> {
+    let src = dir.join(format!("{name}.cs"));
+    std::fs::write(&src, source).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
+    let mut cmd = Command::new(mcs);
+    // More compiler flags from `// @mcs -debug` lines (the source is part of the cache key).
+    let extra_flags = source
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("// @mcs "))
+        .map(str::trim);
+    cmd.args(MCS_FLAGS)
+        .args(extra_flags)
+        .arg(format!(
+            "-out:{}",
+            dir.join(format!("{name}.dll")).display()
+        ))
+        .current_dir(dir);
+    for reference in references {
+        cmd.arg(format!("-r:{}", reference.display()));
+    }
+    cmd.arg(format!("{name}.cs"));
+    let out = run_command(&mut cmd);
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "mcs could not compile program `{name}`:\n{}{}",
+            out.stdout_str(),
+            out.stderr_str()
+        ))
     }
 }
 

@@ -1,10 +1,11 @@
 //! Harness for clrprof's end-to-end tests.
 //!
-//! Every test runs against a real CoreCLR: the runtime pinned by the project (installed by
-//! `cargo xtask setup` into `.deps/dotnet-<version>/`, or the dotnet root named by
-//! `CLRPROF_DOTNET_ROOT`). Test programs are C# files in `tests/programs/`, compiled with Mono's
-//! `mcs` against the runtime's own framework assemblies and cached under
-//! `<target dir>/e2e-programs/`.
+//! Every test runs against a real CoreCLR: one of the runtimes the project pins ([`RUNTIMES`],
+//! installed by `cargo xtask setup` into `.deps/dotnet-<version>/`), chosen by
+//! `CLRPROF_TEST_RUNTIME` (default 3.1.23), or the dotnet root named by `CLRPROF_DOTNET_ROOT`.
+//! Test programs are C# files in `tests/programs/`, compiled once with Mono's `mcs` against the
+//! reference runtime's framework assemblies and cached under `<target dir>/e2e-programs/`, with
+//! a `runtimeconfig.json` per runtime.
 //!
 //! ```no_run
 //! use clrprof_e2e::{OutputExt, compile, record};
@@ -25,6 +26,7 @@
 mod clrprof;
 mod compile;
 mod dotnet;
+mod facts;
 mod paths;
 pub mod probes;
 mod process;
@@ -34,7 +36,11 @@ pub use clrprof::{
     record_with_env, report, report_json, report_json_with,
 };
 pub use compile::{Program, apply_env, compile, compile_file, compile_source, programs_dir};
-pub use dotnet::{Dotnet, PINNED_VERSION, default_dotnet_root};
+pub use dotnet::{
+    DEFAULT_RUNTIME, Dotnet, PinnedRuntime, REFERENCE_RUNTIME, ROOT_ENV, RUNTIME_ENV, RUNTIMES,
+    pinned,
+};
+pub use facts::ProfilingApi;
 pub use paths::{target_dir, workspace_root};
 pub use probes::{ProbeRun, run_probe};
 pub use process::{

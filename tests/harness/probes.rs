@@ -14,6 +14,8 @@ use crate::process::{OutputExt, run_command};
 pub const ELT: &str = "{8E2B6F41-7C3A-4D95-A1E8-2F6B9C0D4E73}";
 /// `probe-il-heap` (tests/probes/il-heap).
 pub const IL_HEAP: &str = "{8E2A41C7-5B36-4D0F-A1E9-3C7D92B6F054}";
+/// `probe-eventpipe` (tests/probes/eventpipe).
+pub const EVENTPIPE: &str = "{3F6B2D8E-1A47-4C90-B5E3-9D0C7A16E2F4}";
 /// `probe-info` (tests/probes/info).
 pub const INFO: &str = "{5D1C7E0A-3B8F-4A61-9C2E-7F04B1D9A6E3}";
 /// `probe-names` (tests/probes/names).

@@ -239,7 +239,8 @@ pub trait OutputExt {
     fn stdout_str(&self) -> String;
     /// Stderr as (lossy) UTF-8.
     fn stderr_str(&self) -> String;
-    /// Exit status, stdout and stderr, for assertion messages.
+    /// Exit status (and the runtime the tests run on), stdout and stderr, for assertion
+    /// messages.
     fn describe(&self) -> String;
     /// Panics (showing stdout and stderr) unless the process exited with status 0.
     #[track_caller]
@@ -257,8 +258,9 @@ impl OutputExt for Output {
 
     fn describe(&self) -> String {
         format!(
-            "status: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            "status: {} (test run on {})\n--- stdout ---\n{}\n--- stderr ---\n{}",
             self.status,
+            crate::dotnet::Dotnet::current_label(),
             self.stdout_str(),
             self.stderr_str()
         )

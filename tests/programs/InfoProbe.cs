@@ -1,7 +1,7 @@
 // InfoProbe: the program profiled by the info probe (tests/sdk_info.rs).
 //
 // It exercises what the probe looks at (two named threads, a generic class and method, an
-// exception with catch and finally, a DynamicMethod) and prints, as `key=value` lines, the
+// exception with catch and finally, a DynamicMethod, a P/Invoke that needs an IL stub) and prints, as `key=value` lines, the
 // facts the test compares with what the profiler saw: metadata tokens, OS thread ids and the
 // process id. `Checkpoint` is called exactly once, after everything else has been compiled and
 // while both workers are alive, so the probe does its whole-process enumerations when the JIT
@@ -40,8 +40,14 @@ class Box<T>
 
 static class InfoProbe
 {
+    // Blittable: the JIT inlines the transition into the caller, no IL stub.
     [DllImport("libc", EntryPoint = "syscall")]
     static extern long Syscall(long number);
+
+    // Needs marshalling (a string argument): the runtime generates an IL stub for it, a
+    // dynamic method of this module.
+    [DllImport("libc", EntryPoint = "strlen")]
+    static extern IntPtr Strlen(string s);
 
     const long SYS_getpid = 39;
     const long SYS_gettid = 186;
@@ -124,6 +130,7 @@ static class InfoProbe
         foreach (var w in workers)
             w.Join();
 
+        Console.WriteLine("strlen=" + Strlen("clrprof-info-probe"));
         Console.WriteLine("pid=" + Syscall(SYS_getpid));
         Console.WriteLine("main_tid=" + Syscall(SYS_gettid));
         Console.WriteLine("worker1_tid=" + tids[0]);

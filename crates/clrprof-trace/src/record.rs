@@ -360,7 +360,8 @@ records! {
         pid: u32,
         /// The agent's version.
         agent_version: String,
-        /// The runtime, e.g. `CoreCLR 4.0.30319.0`.
+        /// The runtime and its version, e.g. `CoreCLR 8.0.4` (older agents wrote what
+        /// `GetRuntimeInformation` says, `CoreCLR 4.0.30319.0` on 3.1).
         runtime: String,
         /// The highest `ICorProfilerInfo` version the agent found.
         info_version: u16,

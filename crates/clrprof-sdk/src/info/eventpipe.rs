@@ -228,6 +228,11 @@ impl ProfilerInfo {
 
     /// Enables one more provider in a running session
     /// (`ICorProfilerInfo12::EventPipeAddProviderToSession`). Any time.
+    ///
+    /// The runtime only adds the provider to the session's list: a provider made afterwards is
+    /// enabled as it is made, but one that already exists (such as the runtime's own
+    /// `Microsoft-Windows-DotNETRuntime`) keeps its state until a session starts or stops
+    /// (observed on .NET 8.0.4). Name existing providers in `event_pipe_start_session`.
     pub fn event_pipe_add_provider_to_session(
         &self,
         session: EventPipeSessionId,

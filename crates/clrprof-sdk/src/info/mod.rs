@@ -122,6 +122,19 @@ impl ProfilerInfo {
         self.version
     }
 
+    /// Every ICorProfilerInfo version (1..=15) the runtime's object answers `QueryInterface`
+    /// for, each asked on its own, lowest first. A runtime answers a contiguous range from 1
+    /// up to [`ProfilerInfo::version`] (CoreCLR 3.1: 1..=11).
+    pub fn versions_answered(&self) -> Vec<u32> {
+        (1..=MAX_INFO_VERSION)
+            .filter(|v| {
+                self.ptr
+                    .query::<IUnknownVtbl>(&INFO_IIDS[*v as usize - 1])
+                    .is_ok()
+            })
+            .collect()
+    }
+
     /// The raw interface pointer (of version [`ProfilerInfo::version`]), for calls the SDK
     /// does not wrap. It stays valid while `self` lives.
     pub fn as_raw(&self) -> *mut c_void {

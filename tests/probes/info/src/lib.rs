@@ -14,13 +14,10 @@ use std::fs::File;
 use std::io::Write as _;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use clrprof_sdk::info::{
-    CodeInfo, EventPipeEventDesc, EventPipeLevel, EventPipeParamDesc, EventPipeParamType,
-    EventPipeProviderConfig, EventPipeSessionId, ModuleFlags,
-};
+use clrprof_sdk::info::{CodeInfo, ModuleFlags};
 use clrprof_sdk::{
-    AppDomainId, ClassId, Error, EventMask, EventPipeProviderId, FrameInfo, FunctionId, HResult,
-    HighEventMask, ModuleId, ObjectId, Profiler, ProfilerInfo, ReJitId, Result, ThreadId, Token,
+    AppDomainId, ClassId, Error, EventMask, FrameInfo, FunctionId, HResult, HighEventMask,
+    ModuleId, ObjectId, Profiler, ProfilerInfo, ReJitId, Result, ThreadId, Token,
 };
 
 /// The probe's CLSID (what `CORECLR_PROFILER` names).
@@ -268,72 +265,6 @@ impl InfoProbe {
                     |c| num((*c).into()),
                 )
                 .res("end_inproc_debugging", &info.end_inproc_debugging(0), unit),
-        );
-
-        self.eventpipe_checks(info);
-    }
-
-    /// EventPipe needs ICorProfilerInfo12 (.NET 5): on older runtimes every call must be a
-    /// typed `NotSupported` error.
-    fn eventpipe_checks(&self, info: &ProfilerInfo) {
-        let config = EventPipeProviderConfig {
-            name: "Microsoft-Windows-DotNETRuntime",
-            keywords: 0,
-            level: EventPipeLevel::INFORMATIONAL,
-            filter_data: None,
-        };
-        let provider = info.event_pipe_create_provider("Clrprof-Info-Probe");
-        let provider_id = provider.as_ref().copied().unwrap_or(EventPipeProviderId(0));
-        let params = [EventPipeParamDesc {
-            param_type: EventPipeParamType::UINT32,
-            element_type: EventPipeParamType(0),
-            name: "Value",
-        }];
-        let desc = EventPipeEventDesc {
-            name: "ProbeEvent",
-            id: 1,
-            keywords: 1,
-            version: 0,
-            level: EventPipeLevel::INFORMATIONAL,
-            opcode: 0,
-            need_stack: false,
-            params: &params,
-        };
-        let event = info.event_pipe_define_event(provider_id, &desc);
-        let write = match &event {
-            Ok(e) => info.event_pipe_write_event(*e, &[&7u32.to_le_bytes()], None, None),
-            Err(e) => Err(e.clone()),
-        };
-        self.emit(
-            Obj::new("eventpipe")
-                .res(
-                    "start_session",
-                    &info.event_pipe_start_session(&[config], false),
-                    |s| num(s.0),
-                )
-                .res(
-                    "add_provider",
-                    &info.event_pipe_add_provider_to_session(EventPipeSessionId(0), &config),
-                    unit,
-                )
-                .res(
-                    "stop_session",
-                    &info.event_pipe_stop_session(EventPipeSessionId(0)),
-                    unit,
-                )
-                .res("create_provider", &provider, |p| num(p.0 as u64))
-                .res(
-                    "get_provider_info",
-                    &info.event_pipe_get_provider_info(provider_id),
-                    |n| quote(n),
-                )
-                .res("define_event", &event, |e| num(e.0 as u64))
-                .res("write_event", &write, unit)
-                .res(
-                    "create_provider2",
-                    &info.event_pipe_create_provider2("Clrprof-Info-Probe-2", None),
-                    |p| num(p.0 as u64),
-                ),
         );
     }
 

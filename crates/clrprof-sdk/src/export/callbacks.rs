@@ -1,172 +1,23 @@
-//! The COM plumbing between the runtime and a [`Profiler`]: the exported entry points, the
-//! class factory, the callback object and one shim per callback.
-//!
-//! # How a profiler gets loaded
-//! The runtime `dlopen`s the library and calls `DllGetClassObject(clsid, IID_IClassFactory)`,
-//! which [`export_profiler!`](crate::export_profiler) generates. On the returned factory it
-//! calls `CreateInstance(null, IID_ICorProfilerCallback2)` and then asks the new object for
-//! higher callback versions. The object answers every version from `ICorProfilerCallback` to
-//! `ICorProfilerCallback11` with the same pointer: one static vtable laid out as
-//! `ICorProfilerCallback11` serves them all, since each version's vtable extends the previous
-//! one.
-//!
-//! # What each shim does
-//! Every vtable entry is an `unsafe extern "system"` function that converts its raw arguments
-//! (typed ids, `bool`, slices, `&str`; a null pointer is never read, a null array is an empty
-//! slice whatever its count), calls the [`Profiler`] method inside
-//! [`std::panic::catch_unwind`], writes out-parameters only when the method succeeded, and
-//! returns `S_OK`, the error's HRESULT, or `E_FAIL` after a panic. A panic must not unwind
-//! into the runtime (that aborts the process), so it is caught, counted
-//! ([`panics_caught`]) and dropped.
-//!
-//! # Why nothing is ever freed
-//! The runtime calls back after `Shutdown` (finalizer thread, GC) and even after it released
-//! its last reference to the callback object, and a profiler library is not unloaded (except
-//! after a detach: then the runtime calls `dlclose` after `ProfilerDetachSucceeded`; glibc keeps
-//! a library mapped while threads have its thread-local destructors pending, which is what was
-//! observed with clrprof's agent on CoreCLR 3.1.23, and a new attach reuses it and its statics).
-//! So the profiler instance, the callback object and the class factory live in the `static`
-//! that [`export_profiler!`](crate::export_profiler) declares, for the whole life of the library.
-//! Their reference counts are maintained as COM requires, but reaching zero frees nothing:
-//! freeing would turn those late callbacks into use-after-free.
+//! The callback object the runtime holds as its ICorProfilerCallback: `IUnknown`, one shim per
+//! callback of ICorProfilerCallback 1..11, and the vtable that holds them.
 
 use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::ptr;
-use std::any::Any;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use clrprof_sys::{self as sys, BOOL, GUID, HRESULT, ULONG};
 
 use crate::callback::Profiler;
 use crate::com::ComPtr;
-use crate::error::{Error, HResult, Result};
-use crate::flags::CodegenFlags;
+use crate::error::{Error, HResult};
 use crate::ids::*;
-use crate::info::{ProfilerInfo, ok};
+use crate::info::ProfilerInfo;
 use crate::types::*;
-use crate::wide::{from_wide, to_wide};
+use crate::wide::from_wide;
 
-// ---------------------------------------------------------------------------------------------
-// Panics and HRESULTs at the boundary
-// ---------------------------------------------------------------------------------------------
-
-static PANICS_CAUGHT: AtomicU64 = AtomicU64::new(0);
-
-/// How many panics the SDK caught at the COM boundary (in callbacks, in the profiler's
-/// `Default`, ...) since the process started. Each was turned into `E_FAIL`.
-pub fn panics_caught() -> u64 {
-    PANICS_CAUGHT.load(Ordering::Relaxed)
-}
-
-/// Runs `f`, turning a panic into `E_FAIL`.
-fn guarded(f: impl FnOnce() -> HRESULT) -> HRESULT {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(hr) => hr,
-        Err(payload) => {
-            PANICS_CAUGHT.fetch_add(1, Ordering::Relaxed);
-            drop_payload(payload);
-            sys::E_FAIL
-        }
-    }
-}
-
-/// Drops a panic payload without letting a panicking `Drop` escape (it is leaked instead).
-fn drop_payload(payload: Box<dyn Any + Send>) {
-    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-        core::mem::forget(again);
-    }
-}
-
-/// The HRESULT for an error: its own code if that is a failure, `E_FAIL` otherwise.
-fn failure(error: &Error) -> HRESULT {
-    match error.hresult().0 {
-        hr if hr < 0 => hr,
-        _ => sys::E_FAIL,
-    }
-}
-
-/// Runs a callback body and turns its outcome into an HRESULT.
-fn run(f: impl FnOnce() -> Result<()>) -> HRESULT {
-    guarded(|| match f() {
-        Ok(()) => sys::S_OK,
-        Err(e) => failure(&e),
-    })
-}
-
-/// Runs a callback body whose result goes to a `BOOL` out-parameter, written only on success.
-///
-/// # Safety
-/// `out` must be null or valid for writing a `BOOL`.
-unsafe fn run_out(out: *mut BOOL, f: impl FnOnce() -> Result<bool>) -> HRESULT {
-    guarded(|| match f() {
-        Ok(value) => {
-            if !out.is_null() {
-                // SAFETY: non-null, and the caller guarantees it is writable.
-                unsafe { out.write(if value { sys::TRUE } else { sys::FALSE }) };
-            }
-            sys::S_OK
-        }
-        Err(e) => failure(&e),
-    })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Argument conversion
-// ---------------------------------------------------------------------------------------------
-
-/// Views `len` elements of type `R` at `ptr` as `&[T]`; null, empty or misaligned arrays
-/// become an empty slice.
-///
-/// # Safety
-/// When `ptr` is non-null and `len > 0`, it must point at `len` initialized `R` values that
-/// stay valid and unchanged for `'a`, and every bit pattern of `R` must be a valid `T` of the
-/// same size and alignment (a `#[repr(transparent)]` newtype of `R`, or `R` itself).
-unsafe fn slice<'a, R, T>(ptr: *const R, len: usize) -> &'a [T] {
-    const {
-        assert!(size_of::<R>() == size_of::<T>() && align_of::<R>() == align_of::<T>());
-    }
-    if ptr.is_null() || len == 0 || !ptr.cast::<T>().is_aligned() {
-        return &[];
-    }
-    // SAFETY: non-null, aligned, and the caller guarantees `len` valid elements whose layout
-    // and bit patterns are valid for `T`.
-    unsafe { core::slice::from_raw_parts(ptr.cast::<T>(), len) }
-}
-
-/// The GUID behind `p`, or the all-zero GUID for null.
-///
-/// # Safety
-/// `p` must be null or point at a GUID valid for `'a`.
-unsafe fn guid<'a>(p: *const GUID) -> &'a GUID {
-    static NULL_GUID: GUID = GUID::from_u128(0);
-    // SAFETY: the caller guarantees `p` is null or valid.
-    unsafe { p.as_ref() }.unwrap_or(&NULL_GUID)
-}
-
-/// Reads a NUL-terminated UTF-16 string (lossily); null is the empty string.
-///
-/// # Safety
-/// `p` must be null or point at a NUL-terminated UTF-16 string.
-unsafe fn wide_cstr(p: *const u16) -> String {
-    if p.is_null() {
-        return String::new();
-    }
-    let mut len = 0;
-    // SAFETY: the string is NUL-terminated, so every unit up to and including the NUL is
-    // readable.
-    while unsafe { *p.add(len) } != 0 {
-        len += 1;
-    }
-    // SAFETY: the `len` units before the NUL are readable and initialized.
-    from_wide(unsafe { slice::<u16, u16>(p, len) })
-}
-
-fn flag(b: BOOL) -> bool {
-    b != 0
-}
+use super::helpers::{AssemblyReferenceProvider, FunctionControl};
+use super::{flag, guid, run, run_out, slice, wide_cstr};
 
 // ---------------------------------------------------------------------------------------------
 // The callback object
@@ -174,11 +25,11 @@ fn flag(b: BOOL) -> bool {
 
 /// The COM object the runtime holds as its ICorProfilerCallback.
 #[repr(C)]
-struct CallbackObject<P: Profiler> {
+pub(super) struct CallbackObject<P: Profiler> {
     /// Must stay the first field: a COM interface pointer points at its vtable pointer.
-    vtbl: &'static sys::ICorProfilerCallback11Vtbl,
-    refs: AtomicU32,
-    profiler: &'static P,
+    pub(super) vtbl: &'static sys::ICorProfilerCallback11Vtbl,
+    pub(super) refs: AtomicU32,
+    pub(super) profiler: &'static P,
 }
 
 /// The interfaces the callback object answers, all with the same pointer.
@@ -197,11 +48,27 @@ const CALLBACK_IIDS: [GUID; 12] = [
     sys::IID_ICorProfilerCallback11,
 ];
 
+/// Bit `n` is set once the runtime asked the callback object for `ICorProfilerCallback{n}`
+/// (bit 0: `IUnknown`), through `CreateInstance` or `QueryInterface`.
+static VERSIONS_ASKED: AtomicU32 = AtomicU32::new(0);
+
+/// The `ICorProfilerCallback` versions the runtime asked the profiler's callback object for
+/// (through `CreateInstance` and `QueryInterface`) since the process started, lowest first.
+/// The object answers every version with the same pointer; the highest version asked is the
+/// one the runtime uses: CoreCLR 3.1 asks for 2 (`CreateInstance`) then 9, newer runtimes for
+/// newer versions. A version the runtime never asks for is never called.
+pub fn callback_versions_asked() -> Vec<u32> {
+    let bits = VERSIONS_ASKED.load(Ordering::Relaxed);
+    (1..CALLBACK_IIDS.len() as u32)
+        .filter(|v| bits & (1 << v) != 0)
+        .collect()
+}
+
 /// The profiler behind a callback object pointer.
 ///
 /// # Safety
 /// `this` must be null or point at a `CallbackObject<P>` that lives for the rest of the
-/// process (every callback object does: it sits in an [`Export`] static).
+/// process (every callback object does: it sits in an [`Export`](super::Export) static).
 unsafe fn profiler_of<P: Profiler>(this: *mut c_void) -> Option<&'static P> {
     // SAFETY: the caller guarantees `this` is null or a live `CallbackObject<P>`.
     unsafe { this.cast::<CallbackObject<P>>().as_ref() }.map(|object| object.profiler)
@@ -222,7 +89,7 @@ macro_rules! shim {
     };
 }
 
-unsafe extern "system" fn query_interface<P: Profiler>(
+pub(super) unsafe extern "system" fn query_interface<P: Profiler>(
     this: *mut c_void,
     riid: *const GUID,
     ppv: *mut *mut c_void,
@@ -236,9 +103,10 @@ unsafe extern "system" fn query_interface<P: Profiler>(
     let Some(iid) = (unsafe { riid.as_ref() }) else {
         return sys::E_POINTER;
     };
-    if !CALLBACK_IIDS.contains(iid) {
+    let Some(version) = CALLBACK_IIDS.iter().position(|known| known == iid) else {
         return sys::E_NOINTERFACE;
-    }
+    };
+    VERSIONS_ASKED.fetch_or(1 << version, Ordering::Relaxed);
     // SAFETY: `this` is null or our `CallbackObject<P>` (see `shim!`).
     let Some(object) = (unsafe { this.cast::<CallbackObject<P>>().as_ref() }) else {
         return sys::E_POINTER;
@@ -267,7 +135,7 @@ unsafe extern "system" fn release<P: Profiler>(this: *mut c_void) -> ULONG {
 }
 
 /// Decrements a reference count without going below zero; returns the new count.
-fn release_count(refs: &AtomicU32) -> ULONG {
+pub(super) fn release_count(refs: &AtomicU32) -> ULONG {
     match refs.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| n.checked_sub(1)) {
         Ok(previous) => previous - 1,
         Err(_) => 0,
@@ -755,11 +623,11 @@ unsafe extern "system" fn load_as_notification_only<P: Profiler>(
 }
 
 /// Holds the static vtable of the callback object for profiler type `P`.
-struct CallbackVtbl<P>(PhantomData<fn() -> P>);
+pub(super) struct CallbackVtbl<P>(PhantomData<fn() -> P>);
 
 impl<P: Profiler> CallbackVtbl<P> {
     /// The complete vtable; every lower version's vtable is a prefix of it.
-    const VTBL: sys::ICorProfilerCallback11Vtbl = sys::ICorProfilerCallback11Vtbl {
+    pub(super) const VTBL: sys::ICorProfilerCallback11Vtbl = sys::ICorProfilerCallback11Vtbl {
         base__: Self::V10,
         LoadAsNotificationOnly: load_as_notification_only::<P>,
     };
@@ -901,512 +769,4 @@ impl<P: Profiler> CallbackVtbl<P> {
         ExceptionCLRCatcherFound: exception_clr_catcher_found::<P>,
         ExceptionCLRCatcherExecute: exception_clr_catcher_execute::<P>,
     };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Helper interfaces handed to callbacks
-// ---------------------------------------------------------------------------------------------
-
-/// How to recompile one method, handed to [`Profiler::get_rejit_parameters`]
-/// (`ICorProfilerFunctionControl`). Valid only during that callback.
-pub struct FunctionControl {
-    ptr: ComPtr<sys::ICorProfilerFunctionControlVtbl>,
-}
-
-impl FunctionControl {
-    /// Sets how the JIT compiles the new version (inlining, optimizations).
-    pub fn set_codegen_flags(&self, flags: CodegenFlags) -> Result<()> {
-        // SAFETY: `ptr` is a live ICorProfilerFunctionControl; the argument is by value.
-        let hr = unsafe { (self.ptr.vtbl().SetCodegenFlags)(self.ptr.as_raw(), flags.bits()) };
-        ok("ICorProfilerFunctionControl::SetCodegenFlags", hr)
-    }
-
-    /// Supplies the new method body: an IL method header (tiny or fat) followed by the IL and
-    /// any extra sections. The runtime copies it.
-    pub fn set_il_function_body(&self, body: &[u8]) -> Result<()> {
-        let len = u32::try_from(body.len()).map_err(|_| Error::InvalidData {
-            context: "ICorProfilerFunctionControl::SetILFunctionBody",
-            reason: format!("a method body of {} bytes is too large", body.len()),
-        })?;
-        // SAFETY: `ptr` is live; `body` is readable for `len` bytes during the call.
-        let hr =
-            unsafe { (self.ptr.vtbl().SetILFunctionBody)(self.ptr.as_raw(), len, body.as_ptr()) };
-        ok("ICorProfilerFunctionControl::SetILFunctionBody", hr)
-    }
-
-    /// Tells the debugger how old IL offsets map to the new body's (the runtime currently
-    /// answers `E_NOTIMPL`).
-    pub fn set_il_instrumented_code_map(&self, map: &[IlMapEntry]) -> Result<()> {
-        let entries: Vec<sys::COR_IL_MAP> = map
-            .iter()
-            .map(|e| sys::COR_IL_MAP {
-                oldOffset: e.old_offset,
-                newOffset: e.new_offset,
-                fAccurate: sys::TRUE,
-            })
-            .collect();
-        let len = u32::try_from(entries.len()).map_err(|_| Error::InvalidData {
-            context: "ICorProfilerFunctionControl::SetILInstrumentedCodeMap",
-            reason: format!("{} map entries are too many", entries.len()),
-        })?;
-        // SAFETY: `ptr` is live; `entries` holds `len` initialized entries during the call.
-        let hr = unsafe {
-            (self.ptr.vtbl().SetILInstrumentedCodeMap)(self.ptr.as_raw(), len, entries.as_ptr())
-        };
-        ok("ICorProfilerFunctionControl::SetILInstrumentedCodeMap", hr)
-    }
-}
-
-impl core::fmt::Debug for FunctionControl {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_tuple("FunctionControl").field(&self.ptr).finish()
-    }
-}
-
-/// Lets [`Profiler::get_assembly_references`] declare extra assembly references
-/// (`ICorProfilerAssemblyReferenceProvider`). Valid only during that callback.
-pub struct AssemblyReferenceProvider {
-    ptr: ComPtr<sys::ICorProfilerAssemblyReferenceProviderVtbl>,
-}
-
-impl AssemblyReferenceProvider {
-    /// Declares that the assembly being loaded references `reference`.
-    pub fn add_assembly_reference(&self, reference: &AssemblyReference<'_>) -> Result<()> {
-        const METHOD: &str = "ICorProfilerAssemblyReferenceProvider::AddAssemblyReference";
-        let too_long = |what: &str| Error::InvalidData {
-            context: METHOD,
-            reason: format!("{what} is too long"),
-        };
-        let name = to_wide(reference.name);
-        let mut locale = to_wide(reference.locale);
-        let (locale_ptr, locale_len) = if reference.locale.is_empty() {
-            (ptr::null_mut(), 0)
-        } else {
-            let len = u32::try_from(locale.len()).map_err(|_| too_long("the locale"))?;
-            (locale.as_mut_ptr(), len)
-        };
-        let [major, minor, build, revision] = reference.version;
-        let mut metadata = sys::ASSEMBLYMETADATA {
-            usMajorVersion: major,
-            usMinorVersion: minor,
-            usBuildNumber: build,
-            usRevisionNumber: revision,
-            szLocale: locale_ptr,
-            cbLocale: locale_len,
-            rProcessor: ptr::null_mut(),
-            ulProcessor: 0,
-            rOS: ptr::null_mut(),
-            ulOS: 0,
-        };
-        let key_len = u32::try_from(reference.public_key_or_token.len())
-            .map_err(|_| too_long("the public key"))?;
-        let hash_len = u32::try_from(reference.hash.len()).map_err(|_| too_long("the hash"))?;
-        let info = sys::COR_PRF_ASSEMBLY_REFERENCE_INFO {
-            pbPublicKeyOrToken: reference.public_key_or_token.as_ptr().cast_mut().cast(),
-            cbPublicKeyOrToken: key_len,
-            szName: name.as_ptr(),
-            pMetaData: &mut metadata,
-            pbHashValue: reference.hash.as_ptr().cast_mut().cast(),
-            cbHashValue: hash_len,
-            dwAssemblyRefFlags: reference.flags,
-        };
-        // SAFETY: `ptr` is live; `info` and every buffer it points at (`name`, `locale`,
-        // `metadata`, the caller's slices) outlive the call, and the runtime only reads them.
-        let hr = unsafe { (self.ptr.vtbl().AddAssemblyReference)(self.ptr.as_raw(), &info) };
-        ok(METHOD, hr)
-    }
-}
-
-impl core::fmt::Debug for AssemblyReferenceProvider {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_tuple("AssemblyReferenceProvider")
-            .field(&self.ptr)
-            .finish()
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The class factory and the exported state
-// ---------------------------------------------------------------------------------------------
-
-/// The IClassFactory object; it is the first field of an [`Export`].
-#[repr(C)]
-struct ClassFactory {
-    /// Must stay the first field: a COM interface pointer points at its vtable pointer.
-    vtbl: &'static sys::IClassFactoryVtbl,
-    refs: AtomicU32,
-}
-
-/// Everything one exported profiler needs, meant to live in a `static` (which
-/// [`export_profiler!`](crate::export_profiler) declares): its CLSID, the class factory, and
-/// once created, the profiler instance and its callback object. Nothing in it is ever freed
-/// (see the [module documentation](self)).
-#[repr(C)]
-pub struct Export<P: Profiler> {
-    /// Must stay the first field: `CreateInstance` finds the `Export` from the factory pointer.
-    factory: ClassFactory,
-    clsid: GUID,
-    make: fn() -> P,
-    instance: OnceLock<P>,
-    object: OnceLock<CallbackObject<P>>,
-}
-
-impl<P: Profiler> Export<P> {
-    /// The state for a profiler with class id `clsid`, created by `make` when the runtime
-    /// first asks for it.
-    pub const fn new(clsid: GUID, make: fn() -> P) -> Self {
-        Export {
-            factory: ClassFactory {
-                vtbl: const { &FactoryVtbl::<P>::VTBL },
-                refs: AtomicU32::new(0),
-            },
-            clsid,
-            make,
-            instance: OnceLock::new(),
-            object: OnceLock::new(),
-        }
-    }
-
-    /// The class id this profiler answers to.
-    pub fn clsid(&self) -> &GUID {
-        &self.clsid
-    }
-
-    /// The profiler instance, once the runtime has created it.
-    pub fn instance(&self) -> Option<&P> {
-        self.instance.get()
-    }
-
-    /// The implementation of `DllGetClassObject`: hands out the class factory for our CLSID.
-    ///
-    /// Returns `CLASS_E_CLASSNOTAVAILABLE` for another CLSID, `E_NOINTERFACE` unless `riid` is
-    /// IClassFactory or IUnknown, `E_POINTER` for a null `ppv`. `*ppv` is null on failure.
-    ///
-    /// # Safety
-    /// `rclsid` and `riid` must each be null or point at a GUID; `ppv` must be null or valid
-    /// for writing a pointer.
-    pub unsafe fn get_class_object(
-        &'static self,
-        rclsid: *const GUID,
-        riid: *const GUID,
-        ppv: *mut *mut c_void,
-    ) -> HRESULT {
-        if ppv.is_null() {
-            return sys::E_POINTER;
-        }
-        // SAFETY: non-null, and the caller guarantees it is writable.
-        unsafe { ppv.write(ptr::null_mut()) };
-        // SAFETY: the caller guarantees `rclsid` is null or a valid GUID.
-        match unsafe { rclsid.as_ref() } {
-            Some(clsid) if *clsid == self.clsid => {}
-            _ => return sys::CLASS_E_CLASSNOTAVAILABLE,
-        }
-        let factory = ptr::from_ref(&self.factory).cast_mut().cast::<c_void>();
-        // SAFETY: `factory` is our ClassFactory, inside `self` (a static); `riid` and `ppv`
-        // are as the caller guaranteed.
-        unsafe { factory_query_interface(factory, riid, ppv) }
-    }
-
-    /// The callback object, creating the profiler on first use (may panic in `make`).
-    fn object(&'static self) -> &'static CallbackObject<P> {
-        let profiler = self.instance.get_or_init(self.make);
-        self.object.get_or_init(|| CallbackObject {
-            vtbl: const { &CallbackVtbl::<P>::VTBL },
-            refs: AtomicU32::new(0),
-            profiler,
-        })
-    }
-}
-
-impl<P: Profiler> core::fmt::Debug for Export<P> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Export")
-            .field("clsid", &self.clsid)
-            .field("created", &self.instance.get().is_some())
-            .finish()
-    }
-}
-
-/// Implemented (by [`export_profiler!`](crate::export_profiler)) for the exported profiler
-/// type, so that code outside the callbacks can find the instance: see [`instance`].
-pub trait Exported: Profiler + Sized {
-    /// The static holding this profiler's COM state.
-    fn export() -> &'static Export<Self>;
-}
-
-/// The instance of the exported profiler type `P`, once the runtime has created it (from
-/// `DllGetClassObject` + `CreateInstance`, before `Initialize`). Costs one atomic load, so it
-/// is usable from enter/leave hooks and other free functions.
-pub fn instance<P: Exported>() -> Option<&'static P> {
-    P::export().instance.get()
-}
-
-unsafe extern "system" fn factory_query_interface(
-    this: *mut c_void,
-    riid: *const GUID,
-    ppv: *mut *mut c_void,
-) -> HRESULT {
-    if ppv.is_null() {
-        return sys::E_POINTER;
-    }
-    // SAFETY: non-null, and COM requires it to be writable.
-    unsafe { ppv.write(ptr::null_mut()) };
-    // SAFETY: `riid` is null or points at the caller's GUID.
-    let Some(iid) = (unsafe { riid.as_ref() }) else {
-        return sys::E_POINTER;
-    };
-    if *iid != sys::IID_IUnknown && *iid != sys::IID_IClassFactory {
-        return sys::E_NOINTERFACE;
-    }
-    // SAFETY: the factory vtable is only reachable through our `ClassFactory` objects.
-    let Some(factory) = (unsafe { this.cast::<ClassFactory>().as_ref() }) else {
-        return sys::E_POINTER;
-    };
-    factory.refs.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: checked non-null and writable above.
-    unsafe { ppv.write(this) };
-    sys::S_OK
-}
-
-unsafe extern "system" fn factory_add_ref(this: *mut c_void) -> ULONG {
-    // SAFETY: `this` is null or our `ClassFactory`.
-    match unsafe { this.cast::<ClassFactory>().as_ref() } {
-        Some(factory) => factory.refs.fetch_add(1, Ordering::Relaxed).wrapping_add(1),
-        None => 0,
-    }
-}
-
-unsafe extern "system" fn factory_release(this: *mut c_void) -> ULONG {
-    // SAFETY: `this` is null or our `ClassFactory`.
-    match unsafe { this.cast::<ClassFactory>().as_ref() } {
-        // The factory is part of a static: nothing to free.
-        Some(factory) => release_count(&factory.refs),
-        None => 0,
-    }
-}
-
-unsafe extern "system" fn factory_create_instance<P: Profiler>(
-    this: *mut c_void,
-    outer: *mut c_void,
-    riid: *const GUID,
-    ppv: *mut *mut c_void,
-) -> HRESULT {
-    if ppv.is_null() {
-        return sys::E_POINTER;
-    }
-    // SAFETY: non-null, and COM requires it to be writable.
-    unsafe { ppv.write(ptr::null_mut()) };
-    if !outer.is_null() {
-        return sys::CLASS_E_NOAGGREGATION;
-    }
-    // SAFETY: this vtable belongs to the `ClassFactory` that is the first field of a
-    // `#[repr(C)] Export<P>` static, so the factory pointer is also a `&'static Export<P>`.
-    let Some(export) = (unsafe { this.cast::<Export<P>>().as_ref::<'static>() }) else {
-        return sys::E_POINTER;
-    };
-    guarded(|| {
-        let object = ptr::from_ref(export.object()).cast_mut().cast::<c_void>();
-        // SAFETY: `object` is a `CallbackObject<P>` in a static; `riid` and `ppv` come from
-        // the caller under COM's rules.
-        unsafe { query_interface::<P>(object, riid, ppv) }
-    })
-}
-
-unsafe extern "system" fn factory_lock_server(_this: *mut c_void, _lock: BOOL) -> HRESULT {
-    // The library is never unloaded, so there is nothing to lock.
-    sys::S_OK
-}
-
-/// Holds the static vtable of the class factory for profiler type `P`.
-struct FactoryVtbl<P>(PhantomData<fn() -> P>);
-
-impl<P: Profiler> FactoryVtbl<P> {
-    const VTBL: sys::IClassFactoryVtbl = sys::IClassFactoryVtbl {
-        base__: sys::IUnknownVtbl {
-            QueryInterface: factory_query_interface,
-            AddRef: factory_add_ref,
-            Release: factory_release,
-        },
-        CreateInstance: factory_create_instance::<P>,
-        LockServer: factory_lock_server,
-    };
-}
-
-// ---------------------------------------------------------------------------------------------
-// CLSIDs and the export macro
-// ---------------------------------------------------------------------------------------------
-
-/// Parses a GUID written `XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX`, with or without braces,
-/// hex digits in either case. `None` for anything else.
-pub const fn try_parse_guid(text: &str) -> Option<GUID> {
-    let bytes = text.as_bytes();
-    let (start, end) = match bytes.len() {
-        38 if bytes[0] == b'{' && bytes[37] == b'}' => (1, 37),
-        36 => (0, 36),
-        _ => return None,
-    };
-    let mut value: u128 = 0;
-    let mut i = start;
-    while i < end {
-        let c = bytes[i];
-        match i - start {
-            8 | 13 | 18 | 23 => {
-                if c != b'-' {
-                    return None;
-                }
-            }
-            _ => {
-                let digit = match c {
-                    b'0'..=b'9' => c - b'0',
-                    b'a'..=b'f' => c - b'a' + 10,
-                    b'A'..=b'F' => c - b'A' + 10,
-                    _ => return None,
-                };
-                value = (value << 4) | digit as u128;
-            }
-        }
-        i += 1;
-    }
-    Some(GUID::from_u128(value))
-}
-
-/// [`try_parse_guid`] for literals: a malformed GUID panics, which in a `const` or `static`
-/// initializer is a compile error.
-pub const fn parse_guid(text: &str) -> GUID {
-    match try_parse_guid(text) {
-        Some(guid) => guid,
-        None => panic!(
-            "malformed GUID: expected XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX, optionally in braces"
-        ),
-    }
-}
-
-/// Exports a [`Profiler`] type from a `cdylib` so the runtime can load it.
-///
-/// ```
-/// #[derive(Default)]
-/// struct MyProfiler;
-///
-/// impl clrprof_sdk::Profiler for MyProfiler {}
-///
-/// clrprof_sdk::export_profiler!(MyProfiler, "{8A6E1E13-0D6B-4C5F-9E0B-3F1B8C2D4E5A}");
-/// # fn main() {}
-/// ```
-///
-/// A malformed CLSID is rejected by the compiler:
-///
-/// ```compile_fail
-/// #[derive(Default)]
-/// struct MyProfiler;
-///
-/// impl clrprof_sdk::Profiler for MyProfiler {}
-///
-/// clrprof_sdk::export_profiler!(MyProfiler, "{8A6E1E13-0D6B-4C5F-9E0B-3F1B8C2D4E5}");
-/// # fn main() {}
-/// ```
-///
-/// The type must implement [`Profiler`] and `Default` (the runtime creates it with
-/// `Default::default()` on first use). The CLSID is parsed at compile time: a malformed one
-/// does not compile. The macro declares a `static` holding the instance and its COM state,
-/// implements [`Exported`] for the type (so [`instance::<MyProfiler>()`](instance) finds it),
-/// and exports `DllGetClassObject` and `DllCanUnloadNow` (which always answers `S_FALSE`:
-/// the library must stay loaded). Use it once per library.
-#[macro_export]
-macro_rules! export_profiler {
-    ($profiler:ty, $clsid:expr $(,)?) => {
-        const _: () = {
-            static EXPORT: $crate::export::Export<$profiler> = $crate::export::Export::new(
-                $crate::export::parse_guid($clsid),
-                <$profiler as ::core::default::Default>::default,
-            );
-
-            impl $crate::export::Exported for $profiler {
-                fn export() -> &'static $crate::export::Export<Self> {
-                    &EXPORT
-                }
-            }
-
-            /// Called by the runtime to get the class factory of the profiler.
-            ///
-            /// # Safety
-            /// COM's contract: GUID pointers null or valid, `ppv` null or writable.
-            #[unsafe(no_mangle)]
-            pub unsafe extern "system" fn DllGetClassObject(
-                rclsid: *const $crate::sys::GUID,
-                riid: *const $crate::sys::GUID,
-                ppv: *mut *mut ::core::ffi::c_void,
-            ) -> $crate::sys::HRESULT {
-                // SAFETY: forwarded from our caller, who follows COM's contract.
-                unsafe { EXPORT.get_class_object(rclsid, riid, ppv) }
-            }
-
-            /// Always `S_FALSE`: the runtime may call back at any time, so the library stays.
-            #[unsafe(no_mangle)]
-            pub extern "system" fn DllCanUnloadNow() -> $crate::sys::HRESULT {
-                $crate::sys::S_FALSE
-            }
-        };
-    };
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_guids_with_and_without_braces() {
-        let g = parse_guid("{8A8CC829-CCF2-49FE-BBAE-0F022228071A}");
-        assert_eq!(g, sys::IID_ICorProfilerCallback2);
-        assert_eq!(
-            parse_guid("8a8cc829-ccf2-49fe-bbae-0f022228071a"),
-            sys::IID_ICorProfilerCallback2
-        );
-        const AT_COMPILE_TIME: GUID = parse_guid("00000001-0000-0000-C000-000000000046");
-        assert_eq!(AT_COMPILE_TIME, sys::IID_IClassFactory);
-    }
-
-    #[test]
-    fn rejects_malformed_guids() {
-        for bad in [
-            "",
-            "{8A8CC829-CCF2-49FE-BBAE-0F022228071A",
-            "8A8CC829-CCF2-49FE-BBAE-0F022228071A}",
-            "8A8CC829+CCF2-49FE-BBAE-0F022228071A",
-            "8A8CC829-CCF2-49FE-BBAE-0F022228071G",
-            "8A8CC829-CCF2-49FE-BBAE-0F022228071",
-            "{8A8CC829CCF249FEBBAE0F022228071A}",
-        ] {
-            assert_eq!(try_parse_guid(bad), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    #[should_panic(expected = "malformed GUID")]
-    fn parse_guid_panics_at_run_time_too() {
-        parse_guid(std::hint::black_box("not a guid"));
-    }
-
-    #[test]
-    fn release_never_goes_below_zero() {
-        let refs = AtomicU32::new(1);
-        assert_eq!(release_count(&refs), 0);
-        assert_eq!(release_count(&refs), 0);
-        assert_eq!(refs.load(Ordering::Relaxed), 0);
-    }
-
-    #[test]
-    fn slices_from_null_or_misaligned_pointers_are_empty() {
-        // SAFETY: null with any count is allowed by `slice`.
-        let s: &[ObjectId] = unsafe { slice(ptr::null::<usize>(), 5) };
-        assert!(s.is_empty());
-        let words = [1usize, 2, 3];
-        // SAFETY: `words` holds 3 elements; ObjectId is a transparent usize.
-        let s: &[ObjectId] = unsafe { slice(words.as_ptr(), 3) };
-        assert_eq!(s, &[ObjectId(1), ObjectId(2), ObjectId(3)]);
-        let bytes = [0u8; 16];
-        let odd = bytes.as_ptr().wrapping_add(1).cast::<u32>();
-        // SAFETY: misaligned pointers are refused before anything is read.
-        let s: &[u32] = unsafe { slice(odd, 2) };
-        assert!(s.is_empty());
-    }
 }

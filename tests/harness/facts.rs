@@ -1,0 +1,56 @@
+//! Facts of the profiling API that differ between the pinned runtimes, for the tests whose
+//! exact expectation depends on them. `sdk_eventpipe`'s versions test asks each runtime and
+//! checks what it answers against this table.
+
+use crate::dotnet::Dotnet;
+
+/// What a runtime's profiling API answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProfilingApi {
+    /// The highest ICorProfilerInfo it implements (it answers every version up to it).
+    pub info_version: u32,
+    /// The ICorProfilerCallback versions it asks the profiler for: 2 in `CreateInstance`, then
+    /// the highest it knows in `QueryInterface`.
+    pub callback_versions_asked: &'static [u32],
+}
+
+impl Dotnet {
+    /// What this runtime's profiling API answers, as observed: CoreCLR 3.1 implements
+    /// ICorProfilerInfo 1..11 and uses ICorProfilerCallback9; .NET 8 implements
+    /// ICorProfilerInfo 1..14 (15 came with .NET 9) and uses ICorProfilerCallback11.
+    ///
+    /// # Panics
+    /// For a runtime nobody observed yet, saying how to find out.
+    #[track_caller]
+    pub fn profiling_api(&self) -> ProfilingApi {
+        match self.major_minor() {
+            (3, 1) => ProfilingApi {
+                info_version: 11,
+                callback_versions_asked: &[2, 9],
+            },
+            (8, 0) => ProfilingApi {
+                info_version: 14,
+                callback_versions_asked: &[2, 11],
+            },
+            _ => panic!(
+                "no profiling API versions are pinned for .NET {}: run \
+                 `cargo test -p clrprof-e2e --test sdk_eventpipe` on it and add what the probe \
+                 reports to tests/harness/facts.rs",
+                self.version
+            ),
+        }
+    }
+
+    /// Whether the JIT first compiles a method with a loop at tier 0, unoptimized (.NET 7 and
+    /// later: `TC_QuickJitForLoops` is on, with on-stack replacement to leave the loop), rather
+    /// than optimized at once (earlier runtimes). Tier-0 code inlines nothing.
+    pub fn loops_start_at_tier0(&self) -> bool {
+        self.major_minor() >= (7, 0)
+    }
+
+    /// Whether the GC has a pinned object heap (.NET 5 and later), which
+    /// `GetGenerationBounds` reports as generation 4 after 0, 1, 2 and the large object heap.
+    pub fn has_pinned_object_heap(&self) -> bool {
+        self.major_minor() >= (5, 0)
+    }
+}
