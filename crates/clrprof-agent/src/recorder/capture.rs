@@ -38,7 +38,7 @@ use super::threads::{self, ThreadSlot};
 #[cfg(unix)]
 pub const SAMPLE_SIGNAL: i32 = libc::SIGPROF;
 #[cfg(not(unix))]
-const SAMPLE_SIGNAL: i32 = 0;
+pub const SAMPLE_SIGNAL: i32 = 0;
 
 /// The sampler's wake-up word: a handler whose thread's ring is nearly full bumps it and wakes
 /// the sampler, which otherwise sleeps until its next wall-clock tick.

@@ -175,12 +175,16 @@ pub enum Origin {
 pub fn origin(si_code: i32) -> Origin {
     // The perf overflow signal comes through the file-descriptor signal path with the band of
     // the wake-up: POLL_HUP once the event stopped at its limit (POLL_IN otherwise).
+    // Linux's si_code values (<asm-generic/siginfo.h>).
     const POLL_IN: i32 = 1;
     const POLL_HUP: i32 = 6;
+    const SI_USER: i32 = 0;
+    const SI_TIMER: i32 = -2;
+    const SI_TKILL: i32 = -6;
     match si_code {
         POLL_IN | POLL_HUP => Origin::Perf,
-        libc::SI_TIMER => Origin::Timer,
-        libc::SI_TKILL | libc::SI_USER => Origin::Sent,
+        SI_TIMER => Origin::Timer,
+        SI_TKILL | SI_USER => Origin::Sent,
         _ => Origin::Unknown,
     }
 }
