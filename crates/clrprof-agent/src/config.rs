@@ -6,7 +6,10 @@
 //!   `mode=sample|trace|none`, `events=jit,gc,...|all`, `rate=HZ`, `wall_rate=HZ`, `inline=1|0`,
 //!   `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all`, `alloc_interval=BYTES`,
 //!   `heap_snapshot=at-exit|every-gc|N|on-signal`, `coverage=1`, `cover_include=A,B`,
-//!   `cover_exclude=A,B` (assembly names, see `coverage.rs`).
+//!   `cover_exclude=A,B` (assembly names, see `coverage.rs`), `cpu_clock=perf|timer` (sample
+//!   mode: use this per-thread CPU clock or none), `handler_floor=1` (benchmarks only: sample
+//!   mode's signals with an empty handler and no sampler work, the floor any signal-based
+//!   sampler pays).
 //!
 //! Unknown keys and bad values are reported back to the CLI as warnings, never fatal: the
 //! profiled program must run whatever the configuration says.
@@ -34,6 +37,15 @@ pub enum AllocMode {
     Sampled,
     /// Every allocation.
     All,
+}
+
+/// Which per-thread CPU clock sample mode uses, when asked for one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuClockChoice {
+    /// A perf task-clock event per thread.
+    Perf,
+    /// A POSIX timer on each thread's CPU-time clock.
+    Timer,
 }
 
 /// When to take heap snapshots.
@@ -76,6 +88,11 @@ pub struct Config {
     pub heap_snapshots: HeapSnapshots,
     /// Count basic-block hits of JIT-compiled methods (`clrprof coverage`).
     pub coverage: bool,
+    /// Sample mode: the per-thread CPU clock to use (`None`: the best available).
+    pub cpu_clock: Option<CpuClockChoice>,
+    /// Sample mode, benchmarks only: arm the CPU clocks with a handler that only re-arms them,
+    /// and take no samples: what the signals alone cost.
+    pub handler_floor: bool,
     /// Coverage: only these assemblies (empty: every assembly outside the framework).
     pub cover_include: Vec<String>,
     /// Coverage: never these assemblies.
@@ -107,6 +124,8 @@ impl Default for Config {
             alloc_interval: DEFAULT_ALLOC_INTERVAL,
             heap_snapshots: HeapSnapshots::Off,
             coverage: false,
+            cpu_clock: None,
+            handler_floor: false,
             cover_include: Vec::new(),
             cover_exclude: Vec::new(),
             raw: String::new(),
@@ -197,6 +216,14 @@ impl Config {
                     },
                 },
                 "coverage" => c.coverage = value != "0",
+                "cpu_clock" => match value {
+                    "perf" => c.cpu_clock = Some(CpuClockChoice::Perf),
+                    "timer" => c.cpu_clock = Some(CpuClockChoice::Timer),
+                    _ => c.warnings.push(format!(
+                        "unknown CPU clock `{value}` (perf or timer), ignored"
+                    )),
+                },
+                "handler_floor" => c.handler_floor = value != "0",
                 "cover_include" => c.cover_include = names(value),
                 "cover_exclude" => c.cover_exclude = names(value),
                 other => c

@@ -27,6 +27,26 @@ pub enum Command {
     Coverage(crate::coverage::CoverageArgs),
 }
 
+/// The per-thread CPU clock of sample mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CpuClockArg {
+    /// A perf task-clock event per thread.
+    Perf,
+    /// A POSIX timer on each thread's CPU-time clock.
+    Timer,
+}
+
+impl CpuClockArg {
+    /// The value the agent's configuration uses.
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuClockArg::Perf => "perf",
+            CpuClockArg::Timer => "timer",
+        }
+    }
+}
+
 /// How CPU time is profiled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
@@ -67,6 +87,11 @@ pub struct RecordArgs {
     /// Sample mode: wall-clock samples per second and thread (default: 100, or --rate if lower).
     #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub wall_rate: Option<u32>,
+    /// Sample mode: the per-thread CPU clock that triggers CPU samples: `perf` (a perf
+    /// task-clock event, exact rate) or `timer` (a CPU-time timer, at most the kernel's tick
+    /// rate); default: perf where the kernel allows it, else timer.
+    #[arg(long, value_enum, value_name = "CLOCK")]
+    pub cpu_clock: Option<CpuClockArg>,
     /// Trace mode: disable JIT inlining so that every call is counted (slower program).
     #[arg(long)]
     pub no_inline: bool,

@@ -25,7 +25,7 @@ use clap::Parser;
 use clrprof_analysis::{Format, Metric, Query};
 
 #[cfg(unix)]
-use cli::AllocArg;
+use cli::{AllocArg, CpuClockArg};
 use cli::{Cli, Command, FormatArg, MetricArg};
 
 fn main() -> ExitCode {
@@ -68,6 +68,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 events: a.events,
                 rate: a.rate,
                 wall_rate: a.wall_rate,
+                cpu_clock: a.cpu_clock.map(CpuClockArg::name),
                 inline: !a.no_inline,
                 max_nodes: a.max_nodes,
                 alloc: a.alloc.map(AllocArg::name),

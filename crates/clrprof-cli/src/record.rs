@@ -36,6 +36,8 @@ pub struct RecordOptions {
     pub rate: u32,
     /// Sample mode's wall-clock rate (`None`: the agent's default).
     pub wall_rate: Option<u32>,
+    /// Sample mode's per-thread CPU clock, `perf` or `timer` (`None`: the agent's choice).
+    pub cpu_clock: Option<&'static str>,
     /// Keep JIT inlining.
     pub inline: bool,
     /// Call tree node budget.
@@ -74,6 +76,7 @@ impl RecordOptions {
             events: Vec::new(),
             rate: 1000,
             wall_rate: None,
+            cpu_clock: None,
             inline: true,
             max_nodes: 1,
             alloc: None,
@@ -102,6 +105,9 @@ impl RecordOptions {
         );
         if let Some(hz) = self.wall_rate {
             c.push_str(&format!(";wall_rate={hz}"));
+        }
+        if let Some(clock) = self.cpu_clock {
+            c.push_str(&format!(";cpu_clock={clock}"));
         }
         if !self.events.is_empty() {
             c.push_str(";events=");

@@ -40,6 +40,15 @@ pub const SAMPLE_SIGNAL: i32 = libc::SIGPROF;
 #[cfg(not(unix))]
 pub const SAMPLE_SIGNAL: i32 = 0;
 
+/// Benchmarks only: the handler re-arms the clock and returns, capturing nothing (see
+/// `handler_floor` in the agent's configuration).
+static FLOOR: AtomicBool = AtomicBool::new(false);
+
+/// Makes the handler an empty one that only re-arms the thread's clock (or a real one again).
+pub fn set_floor(on: bool) {
+    FLOOR.store(on, Ordering::Release);
+}
+
 /// The sampler's wake-up word: a handler whose thread's ring is nearly full bumps it and wakes
 /// the sampler, which otherwise sleeps until its next wall-clock tick.
 pub static WAKE: AtomicU32 = AtomicU32::new(0);
@@ -165,8 +174,11 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
             cpu_clock::ClockKind::ThreadCpuTimer => origin == Origin::Timer,
         };
         if ours {
-            cpu_clock::rearm(armed, cpu_clock::next_period(&slot.rng));
+            cpu_clock::rearm(armed, cpu_clock::schedule_next(slot, cpu_enter));
         }
+    }
+    if FLOOR.load(Ordering::Relaxed) {
+        return;
     }
     let asked = slot.asked.load(Ordering::Acquire);
     let was_asked = asked != slot.answered.load(Ordering::Relaxed);
@@ -214,9 +226,12 @@ fn fill(slot: &ThreadSlot, entry: &mut Capture, regs: [usize; 3]) {
     // Walk only a stack known to hold the stack pointer (an adopted thread's bounds are
     // learnt from its first capture).
     let hi = if lo <= rsp && rsp < hi { hi } else { 0 };
-    let (depth, end_fp) = walk(rip, rsp, rbp, hi, &mut entry.frames, &mut entry.fps);
-    entry.depth = depth as u32;
-    entry.end_fp = end_fp;
+    let records = Records {
+        frames: &mut entry.frames,
+        fps: &mut entry.fps,
+        saved: &mut entry.saved,
+    };
+    let mut depth = walk(rip, rsp, rbp, hi, records, 0);
     entry.regs = regs;
     // Copy the top of the stack: native code may not keep frame pointers, and managed methods
     // without a frame pointer keep their return address at an offset from RSP; the sampler
@@ -231,13 +246,68 @@ fn fill(slot: &ThreadSlot, entry: &mut Capture, regs: [usize; 3]) {
     } else {
         0
     };
+    // Native code that uses RBP for data stops the walk at once; frames deeper than the copy
+    // would then be read from memory the thread may have reused by the time the sampler gets
+    // there. Find the first frame record whose link leaves the copy, and keep the chain from
+    // there too: the words of every record read here are what the stack held now.
+    let copy_top = rsp + entry.copy_len;
+    let reached = depth > 1 && entry.fps[depth - 1] + 16 > copy_top;
+    if entry.copy_len == STACK_COPY_BYTES
+        && !reached
+        && depth < entry.frames.len()
+        && let Some(anchor) = anchor_beyond(&entry.copy[..entry.copy_len], rsp, hi)
+    {
+        let records = Records {
+            frames: &mut entry.frames,
+            fps: &mut entry.fps,
+            saved: &mut entry.saved,
+        };
+        depth = walk_records(anchor, hi, records, depth);
+    }
+    entry.depth = depth as u32;
 }
 
-/// Walks the frame-pointer chain from (rip, rsp, rbp) without leaving `[rsp, stack_hi)`.
-/// Records `rip` then each return address into `frames`, and in `fps` the frame pointer whose
-/// record held it (`fps[0]` = 0). Returns the number recorded and the frame pointer the walk
-/// stopped at (the last one read, which it could not follow). (Used by the x86-64 Linux
-/// signal handler; elsewhere only by the tests.)
+/// The address (in `[rsp, rsp + copy.len())`) of the highest frame record in the copy whose
+/// saved frame pointer lies above the copy, in the stack, and whose return address is not a
+/// stack address: where the chain beyond the copy starts.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn anchor_beyond(copy: &[u8], rsp: usize, hi: usize) -> Option<usize> {
+    let top = rsp + copy.len();
+    let word = |off: usize| -> usize {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&copy[off..off + 8]);
+        usize::from_le_bytes(b)
+    };
+    (0..copy.len().saturating_sub(16) / 8).rev().find_map(|k| {
+        let off = k * 8;
+        let (next, ret) = (word(off), word(off + 8));
+        let plausible = next >= top
+            && next.is_multiple_of(8)
+            && next <= hi.saturating_sub(16)
+            && ret > 0x10000
+            && !(rsp..hi).contains(&ret);
+        plausible.then_some(rsp + off)
+    })
+}
+
+/// Where the handler's walk writes the frame records it reads: `frames[i]` the return address
+/// found in the record at `fps[i]`, `saved[i]` the frame pointer saved there. Entry 0 holds the
+/// interrupted instruction pointer (its `fps` and `saved` are 0).
+struct Records<'a> {
+    frames: &'a mut [usize],
+    fps: &'a mut [usize],
+    saved: &'a mut [usize],
+}
+
+impl Records<'_> {
+    fn capacity(&self) -> usize {
+        self.frames.len().min(self.fps.len()).min(self.saved.len())
+    }
+}
+
+/// Walks the frame-pointer chain from (rip, rsp, rbp) without leaving `[rsp, stack_hi)`,
+/// recording `rip` at `start`, then each frame record. Returns the number of entries filled.
+/// (Used by the x86-64 Linux signal handler; elsewhere only by the tests.)
 #[cfg_attr(
     not(all(target_arch = "x86_64", target_os = "linux")),
     allow(dead_code)
@@ -247,41 +317,48 @@ fn walk(
     rsp: usize,
     rbp: usize,
     stack_hi: usize,
-    frames: &mut [usize],
-    fps: &mut [usize],
-) -> (usize, usize) {
-    let cap = frames.len().min(fps.len());
-    if cap == 0 {
-        return (0, rbp);
+    records: Records<'_>,
+    start: usize,
+) -> usize {
+    if start >= records.capacity() {
+        return start;
     }
-    frames[0] = rip;
-    fps[0] = 0;
-    let mut n = 1;
-    let mut fp = rbp;
-    if stack_hi <= rsp {
-        return (n, fp);
+    records.frames[start] = rip;
+    records.fps[start] = 0;
+    records.saved[start] = 0;
+    if stack_hi <= rsp || rbp < rsp {
+        return start + 1;
     }
+    walk_records(rbp, stack_hi, records, start + 1)
+}
+
+/// Follows frame records from `fp` upwards without leaving the stack below `stack_hi`, filling
+/// `records` from index `n`. Returns the number of entries filled.
+fn walk_records(mut fp: usize, stack_hi: usize, records: Records<'_>, mut n: usize) -> usize {
+    let cap = records.capacity();
+    let floor = fp;
     while n < cap {
         // A frame record is two words at `fp`: saved caller RBP, then the return address.
-        if fp < rsp || !fp.is_multiple_of(8) || fp > stack_hi.saturating_sub(16) {
+        if fp < floor || !fp.is_multiple_of(8) || fp > stack_hi.saturating_sub(16) {
             break;
         }
-        // SAFETY: `rsp <= fp` and `fp + 16 <= stack_hi`: the two words lie in the part of the
-        // thread's stack above the interrupted stack pointer, which is mapped.
+        // SAFETY: `floor <= fp` and `fp + 16 <= stack_hi`: the two words lie in the part of
+        // the thread's stack above the interrupted stack pointer (callers check that `floor`
+        // is at or above it), which is mapped.
         let (next, ret) = unsafe { (*(fp as *const usize), *((fp + 8) as *const usize)) };
         if ret == 0 {
             break;
         }
-        frames[n] = ret;
-        fps[n] = fp;
+        records.frames[n] = ret;
+        records.fps[n] = fp;
+        records.saved[n] = next;
         n += 1;
         if next <= fp {
-            fp = next;
             break;
         }
         fp = next;
     }
-    (n, fp)
+    n
 }
 
 #[cfg(test)]
@@ -300,19 +377,24 @@ mod tests {
         stack[11] = 0x2222;
         stack[20] = at(40); // points past the end: the walk must stop there
         stack[21] = 0x3333;
-        let mut frames = [0usize; 8];
-        let mut fps = [0usize; 8];
-        let (n, end) = walk(0x9999, at(0), at(4), at(32), &mut frames, &mut fps);
+        let (mut frames, mut fps, mut saved) = ([0usize; 8], [0usize; 8], [0usize; 8]);
+        macro_rules! records {
+            () => {
+                Records {
+                    frames: &mut frames,
+                    fps: &mut fps,
+                    saved: &mut saved,
+                }
+            };
+        }
+        // Unknown stack top: only the instruction pointer.
+        assert_eq!(walk(0x9999, at(0), at(4), 0, records!(), 0), 1);
+        // A frame pointer below the stack pointer is not followed.
+        assert_eq!(walk(0x9999, at(8), at(4), at(32), records!(), 0), 1);
+        let n = walk(0x9999, at(0), at(4), at(32), records!(), 0);
         assert_eq!(frames[..n], [0x9999, 0x1111, 0x2222, 0x3333]);
         assert_eq!(fps[..n], [0, at(4), at(10), at(20)]);
-        assert_eq!(end, at(40), "the frame pointer it could not follow");
-        // Unknown stack top: only the instruction pointer.
-        assert_eq!(walk(0x9999, at(0), at(4), 0, &mut frames, &mut fps).0, 1);
-        // A frame pointer below the stack pointer is not followed.
-        assert_eq!(
-            walk(0x9999, at(8), at(4), at(32), &mut frames, &mut fps).0,
-            1
-        );
+        assert_eq!(saved[..n], [0, at(10), at(20), at(40)]);
     }
 
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

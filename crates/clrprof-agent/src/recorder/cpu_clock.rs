@@ -86,6 +86,27 @@ pub fn next_period(rng: &core::sync::atomic::AtomicU64) -> u64 {
     mean / 2 + x % mean
 }
 
+/// The shortest period a clock is set to: perf's own floor for timer-driven software events.
+pub const MIN_PERIOD_NS: u64 = 10_000;
+
+/// The period to set on `slot`'s clock from its handler, which started at the thread's CPU
+/// time `cpu_now`: the next draw counted from when this signal was due, not from now. A
+/// signal reaches its handler some microseconds of CPU after the clock expired (measured: 30
+/// us on average in a VM), and counting each period from the handler would lengthen every
+/// period by that much (measured: 967 signals per second of CPU at 1000/s asked).
+/// Async-signal-safe.
+pub fn schedule_next(slot: &ThreadSlot, cpu_now: u64) -> u64 {
+    let drawn = next_period(&slot.rng);
+    let due = slot.due_cpu.load(Ordering::Relaxed);
+    let target = if due == 0 {
+        cpu_now + drawn
+    } else {
+        (due + drawn).max(cpu_now + MIN_PERIOD_NS)
+    };
+    slot.due_cpu.store(target, Ordering::Relaxed);
+    target - cpu_now
+}
+
 /// The clock [`choose`] picked, if CPU sampling is on.
 pub fn current() -> Option<ClockKind> {
     ClockKind::from_u8(CLOCK.load(Ordering::Acquire))
@@ -142,7 +163,10 @@ pub fn arm_slot(slot: &ThreadSlot, signal: i32) {
         u64::from(tid).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
         Ordering::Relaxed,
     );
-    let armed = arm(kind, tid, next_period(&slot.rng), signal);
+    let first = next_period(&slot.rng);
+    slot.due_cpu
+        .store(if cpu == 0 { 0 } else { cpu + first }, Ordering::Relaxed);
+    let armed = arm(kind, tid, first, signal);
     slot.finish_arming(armed.map(Armed::encode));
     if current().is_none() {
         // Sampling stopped while this clock was being armed, after the sampler's last pass:
@@ -191,7 +215,7 @@ pub fn origin(si_code: i32) -> Origin {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use super::{Armed, CLOCK, ClockKind, Ordering};
+    use super::{Armed, CLOCK, ClockKind, MIN_PERIOD_NS, Ordering};
     use perf_event_open_sys as perf;
 
     // fcntl commands of Linux's <fcntl.h> (glibc's `_GNU_SOURCE` part) that the libc crate
@@ -223,7 +247,7 @@ mod imp {
             config: u64::from(perf::bindings::PERF_COUNT_SW_TASK_CLOCK),
             ..Default::default()
         };
-        attr.__bindgen_anon_1.sample_period = period_ns.max(10_000);
+        attr.__bindgen_anon_1.sample_period = period_ns.max(MIN_PERIOD_NS);
         attr.set_disabled(1);
         attr.set_exclude_kernel(1);
         attr.set_exclude_hv(1);
@@ -272,7 +296,7 @@ mod imp {
     pub fn rearm(armed: Armed, period_ns: u64) -> bool {
         match armed.kind {
             ClockKind::PerfTaskClock => {
-                let period = period_ns.max(10_000);
+                let period = period_ns.max(MIN_PERIOD_NS);
                 // SAFETY: PERF_EVENT_IOC_PERIOD reads a u64 through the pointer passed as the
                 // ioctl's argument; `period` lives across the call.
                 unsafe { perf::ioctls::PERIOD(armed.handle, &period as *const u64 as u64) };
@@ -343,21 +367,21 @@ mod imp {
         unsafe { libc::syscall(libc::SYS_timer_delete, id) };
     }
 
-    /// Picks the clock for this session, trying it on the calling thread: perf task-clock if
-    /// the kernel allows it, else the CPU-time timer, with `period_ns` of CPU time between
-    /// samples. `None` if neither works.
-    pub fn choose(period_ns: u64, signal: i32) -> Option<ClockKind> {
+    /// Picks the clock for this session: the first of `allowed` that works on the calling
+    /// thread (perf task-clock where the kernel allows it, else the CPU-time timer), with
+    /// `period_ns` of CPU time between samples. `None` if none works.
+    pub fn choose(allowed: &[ClockKind], period_ns: u64, signal: i32) -> Option<ClockKind> {
         let tid = crate::recorder::sys::gettid();
-        let kind = if let Some(fd) = open_perf(tid, 1_000_000_000, signal) {
-            // SAFETY: closing the probe's descriptor; it was never enabled.
-            unsafe { libc::close(fd) };
-            ClockKind::PerfTaskClock
-        } else if let Some(id) = create_timer(tid, 3_600_000_000_000, signal) {
-            delete_timer(id);
-            ClockKind::ThreadCpuTimer
-        } else {
-            return None;
+        let works = |kind: ClockKind| match kind {
+            ClockKind::PerfTaskClock => open_perf(tid, 1_000_000_000, signal).map(|fd| {
+                // SAFETY: closing the probe's descriptor; it was never enabled.
+                unsafe { libc::close(fd) };
+            }),
+            ClockKind::ThreadCpuTimer => {
+                create_timer(tid, 3_600_000_000_000, signal).map(delete_timer)
+            }
         };
+        let kind = allowed.iter().copied().find(|&k| works(k).is_some())?;
         super::PERIOD_NS.store(period_ns, Ordering::Relaxed);
         CLOCK.store(kind.to_u8(), Ordering::Release);
         Some(kind)
@@ -407,7 +431,7 @@ mod imp {
     use super::{Armed, ClockKind};
 
     /// No per-thread CPU clocks on this platform.
-    pub fn choose(_period_ns: u64, _signal: i32) -> Option<ClockKind> {
+    pub fn choose(_allowed: &[ClockKind], _period_ns: u64, _signal: i32) -> Option<ClockKind> {
         None
     }
 

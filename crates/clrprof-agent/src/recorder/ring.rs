@@ -35,7 +35,7 @@ pub const ASKED: u32 = 2;
 pub struct Capture {
     /// [`CPU`] and/or [`ASKED`].
     pub flags: u32,
-    /// Entries of `frames` and `fps` the frame-pointer walk filled.
+    /// Entries of `frames`, `fps` and `saved` the frame-pointer walk filled.
     pub depth: u32,
     /// `CLOCK_MONOTONIC` when the handler started.
     pub ts: u64,
@@ -45,14 +45,15 @@ pub struct Capture {
     pub cpu_exit: u64,
     /// rip, rsp and rbp at the interruption.
     pub regs: [usize; 3],
-    /// The frame pointer the walk stopped at (the value it found but could not follow).
-    pub end_fp: usize,
+
     /// Bytes of `copy` holding the stack from rsp up (0: the walk alone describes it).
     pub copy_len: usize,
     /// `frames[0]` is rip, then the return addresses the frame-pointer walk found.
     pub frames: [usize; MAX_FRAMES],
     /// `fps[i]` is the frame pointer whose frame record held `frames[i]` (`fps[0]` is 0).
     pub fps: [usize; MAX_FRAMES],
+    /// `saved[i]` is the saved frame pointer that record held (the word at `fps[i]`).
+    pub saved: [usize; MAX_FRAMES],
     /// The top of the stack, when the thread was interrupted in native code.
     pub copy: [u8; STACK_COPY_BYTES],
 }

@@ -47,6 +47,10 @@ pub struct ThreadSlot {
     pub cpu_at_arm: AtomicU64,
     /// The thread's random generator for its sampling periods (see `cpu_clock::next_period`).
     pub rng: AtomicU64,
+    /// The thread's CPU time at which its clock's next signal is due (0: not known), so that
+    /// the handler can set each period from the schedule rather than from when it ran (see
+    /// `cpu_clock::schedule_next`).
+    pub due_cpu: AtomicU64,
     /// Wall-clock questions: the sampler bumps `asked` and signals the thread; the handler
     /// captures the stack (flag `ASKED`) and sets `answered = asked`.
     pub asked: AtomicU32,
@@ -54,6 +58,10 @@ pub struct ThreadSlot {
     pub answered: AtomicU32,
     /// Captures waiting for the sampler.
     pub ring: CaptureRing,
+    /// `CLOCK_MONOTONIC` when the slot was taken (the thread registered or was adopted).
+    pub born_at: AtomicU64,
+    /// `CLOCK_MONOTONIC` when the thread was marked as ended (0 while it lives).
+    pub died_at: AtomicU64,
 }
 
 impl ThreadSlot {
@@ -68,9 +76,12 @@ impl ThreadSlot {
             clock: AtomicU64::new(CLOCK_NONE),
             cpu_at_arm: AtomicU64::new(0),
             rng: AtomicU64::new(1),
+            due_cpu: AtomicU64::new(0),
             asked: AtomicU32::new(0),
             answered: AtomicU32::new(0),
             ring: CaptureRing::new(),
+            born_at: AtomicU64::new(0),
+            died_at: AtomicU64::new(0),
         }
     }
 
@@ -124,8 +135,9 @@ impl ThreadSlot {
         (!p.is_null()).then(|| unsafe { &*p })
     }
 
-    /// Marks the thread as ended; the sampler releases the slot on its next tick.
+    /// Marks the thread as ended (now); the sampler releases the slot on its next tick.
     pub fn mark_dead(&self) {
+        self.died_at.store(sys::monotonic_ns(), Ordering::Release);
         self.state.store(DEAD, Ordering::Release);
     }
 
@@ -256,6 +268,8 @@ fn take_slot(
     slot.cpu_at_arm.store(0, Ordering::Relaxed);
     slot.ring.clear();
     slot.ring.reserve();
+    slot.died_at.store(0, Ordering::Relaxed);
+    slot.born_at.store(sys::monotonic_ns(), Ordering::Relaxed);
     slot.state.store(LIVE, Ordering::Release);
     Some(slot)
 }

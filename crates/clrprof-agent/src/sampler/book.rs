@@ -29,6 +29,13 @@ pub const ANSWER_TIMEOUT_NS: u64 = 1_000_000_000;
 /// A thread that stays in one wait gets one wall-clock sample per this much of it (and one
 /// when the wait ends), not one per tick: the same figures, a hundredth of the records.
 pub const EPISODE_SAMPLE_NS: u64 = 1_000_000_000;
+/// A thread that has been in one wait this long is looked at (its CPU clock read) only every
+/// [`LONG_WAIT_CHECK_NS`]: servers keep dozens of threads idle for minutes, and reading each
+/// one's clock every tick would be most of the sampler's work. A CPU sample of such a thread
+/// ends its wait at once; a wake-up too short for one is seen at the next look.
+pub const LONG_WAIT_NS: u64 = 1_000_000_000;
+/// See [`LONG_WAIT_NS`].
+pub const LONG_WAIT_CHECK_NS: u64 = 80_000_000;
 
 /// A blocked thread's wall-clock sample.
 fn blocked(stack: u32, wall_ns: u64) -> WallSample {
@@ -65,8 +72,12 @@ pub struct Book {
     stack: u32,
     /// The thread's CPU clock when it was found blocked, and the stack it waits with.
     episode: Option<(u64, u32)>,
+    /// When the current wait was found.
+    episode_since: u64,
     /// Wall time of the current wait not written yet.
     episode_wall: u64,
+    /// The thread's CPU clock at the previous tick.
+    cpu_seen: u64,
     /// Waits learnt on this thread and their stacks, most recent first.
     waits: Vec<(WaitKey, u32)>,
     /// The wait a question is out for, and when it was asked.
@@ -108,10 +119,16 @@ impl Book {
         self.overhead += cpu_exit.saturating_sub(cpu_enter);
     }
 
-    /// Any capture's stack: the thread's latest. Returns held wall time to write with it, if
-    /// no question is out (a question's answer writes its own).
+    /// A CPU capture's stack: the thread's latest, and proof that it runs (a wait it was in
+    /// has ended). Returns held wall time to write: the rest of that wait, or time held for a
+    /// stack, if no question is out (a question's answer writes its own).
     pub fn on_stack(&mut self, stack: u32) -> Option<WallSample> {
         self.stack = stack;
+        if let Some((_, waited)) = self.episode.take()
+            && self.episode_wall > 0
+        {
+            return Some(blocked(waited, std::mem::take(&mut self.episode_wall)));
+        }
         if self.asking.is_some() || self.pending_wall == 0 {
             return None;
         }
@@ -120,6 +137,14 @@ impl Book {
             state: ThreadState::Running,
             wall_ns: std::mem::take(&mut self.pending_wall),
         })
+    }
+
+    /// Whether the thread should be looked at on a tick at `now`: always, but for a thread in a
+    /// long wait (see [`LONG_WAIT_NS`]).
+    pub fn due(&self, now: u64) -> bool {
+        self.episode.is_none()
+            || now.saturating_sub(self.episode_since) < LONG_WAIT_NS
+            || now.saturating_sub(self.wall_mark) >= LONG_WAIT_CHECK_NS
     }
 
     /// The answer to a question: the thread was interrupted at `rip`/`rsp` and its stack is
@@ -156,6 +181,13 @@ impl Book {
     ) -> bool {
         let wall_ns = now.saturating_sub(self.wall_mark);
         self.wall_mark = now;
+        // Nothing is known of the first interval seen.
+        let ran_ns = if self.cpu_seen == 0 {
+            0
+        } else {
+            cpu.saturating_sub(self.cpu_seen)
+        };
+        self.cpu_seen = cpu;
         if let Some((base, stack)) = self.episode {
             if cpu == base {
                 // Still in the same wait: one sample per second of it is enough.
@@ -181,10 +213,13 @@ impl Book {
             }
             return false;
         }
-        match whereabouts() {
+        // A thread that ran most of the interval is running: no need to ask /proc.
+        let busy = ran_ns.saturating_mul(2) >= wall_ns;
+        match if busy { None } else { whereabouts() } {
             Some(Whereabouts::Blocked(key)) => {
                 if let Some(stack) = self.known_wait(key) {
                     self.episode = Some((cpu, stack));
+                    self.episode_since = now;
                     self.stack = stack;
                     self.episode_wall = wall_ns + std::mem::take(&mut self.pending_wall);
                     return false;
@@ -225,12 +260,18 @@ impl Book {
         cpu.saturating_sub(self.cpu_mark.unwrap_or(armed_at))
     }
 
-    /// Writes what is still held, when the thread ends or sampling stops.
-    pub fn flush(&mut self, emit: &mut impl FnMut(WallSample)) {
-        if let Some((_, stack)) = self.episode
-            && self.episode_wall > 0
-        {
-            emit(blocked(stack, std::mem::take(&mut self.episode_wall)));
+    /// Writes what is still held, up to `end` (when the thread ended, or sampling stopped),
+    /// where the thread was last seen.
+    pub fn flush(&mut self, end: u64, emit: &mut impl FnMut(WallSample)) {
+        let tail = end.saturating_sub(self.wall_mark);
+        self.wall_mark = self.wall_mark.max(end);
+        if let Some((_, stack)) = self.episode {
+            self.episode_wall += tail;
+            if self.episode_wall > 0 {
+                emit(blocked(stack, std::mem::take(&mut self.episode_wall)));
+            }
+        } else {
+            self.pending_wall += tail;
         }
         if self.pending_wall > 0 {
             emit(WallSample {

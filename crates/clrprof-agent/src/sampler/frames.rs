@@ -122,7 +122,7 @@ impl StackBuilder {
         let chain = Chain {
             frames: &capture.frames[..depth],
             fps: &capture.fps[..depth],
-            end_fp: capture.end_fp,
+            saved: &capture.saved[..depth],
         };
         let copy = &capture.copy[..capture.copy_len.min(capture.copy.len())];
         let regs = Regs { rip, rsp, rbp };

@@ -8,14 +8,17 @@
 use std::collections::BTreeMap;
 
 use clrprof_sdk::ProfilerInfo;
-use rustc_hash::FxHashSet;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::recorder::sys;
 use crate::unwind::MethodShapes;
-use crate::unwind::managed::{PROLOGUE_BYTES, Shape, decode_prologue};
+use crate::unwind::managed::{CODE_WINDOW, PROLOGUE_BYTES, Shape, decode_prologue};
 
 /// Addresses known not to be managed code, at most.
 const NOT_MANAGED_KEPT: usize = 1 << 16;
+/// Code windows kept (the bytes at interrupted instructions and before return addresses).
+const CODE_KEPT: usize = 1 << 16;
 
 /// The managed code the sampler has seen.
 pub struct RuntimeShapes {
@@ -23,6 +26,7 @@ pub struct RuntimeShapes {
     /// Code ranges by start: (end, the start of the method version, its shape).
     ranges: BTreeMap<usize, (usize, usize, Option<Shape>)>,
     not_managed: FxHashSet<usize>,
+    code: FxHashMap<usize, Option<[u8; CODE_WINDOW]>>,
 }
 
 impl RuntimeShapes {
@@ -32,6 +36,7 @@ impl RuntimeShapes {
             info,
             ranges: BTreeMap::new(),
             not_managed: FxHashSet::default(),
+            code: FxHashMap::default(),
         }
     }
 
@@ -72,6 +77,19 @@ impl RuntimeShapes {
 }
 
 impl MethodShapes for RuntimeShapes {
+    fn code_at(&mut self, addr: usize) -> Option<[u8; CODE_WINDOW]> {
+        if let Some(known) = self.code.get(&addr) {
+            return *known;
+        }
+        if self.code.len() >= CODE_KEPT {
+            self.code.clear();
+        }
+        let mut bytes = [0u8; CODE_WINDOW];
+        let read = sys::read_process_memory(addr, &mut bytes).then_some(bytes);
+        self.code.insert(addr, read);
+        read
+    }
+
     fn shape_at(&mut self, pc: usize) -> Option<(usize, Shape)> {
         let (start, shape) = match self.known(pc) {
             Some(found) => found,

@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use clrprof_trace::{Record, Sample, SamplerInfo, ThreadOsName, ThreadState};
 
-use crate::config::Mode;
+use crate::config::{CpuClockChoice, Mode};
 use crate::recorder::cpu_clock::{self, Armed, ClockKind};
 use crate::recorder::ring::{ASKED, CPU};
 use crate::recorder::threads::{self, MAX_THREADS, ThreadSlot};
@@ -204,6 +204,8 @@ struct SampleLoop {
     clock: Option<ClockKind>,
     period_ns: u64,
     wall_period_ns: u64,
+    /// Each slot's thread's `/proc` `syscall` file, once opened.
+    syscall_files: Vec<Option<std::fs::File>>,
     /// The process's own name: a thread called the same has no name of its own.
     process_name: String,
     /// Scratch list of thread ids.
@@ -214,7 +216,13 @@ impl SampleLoop {
     fn new(session: &'static Session) -> SampleLoop {
         let period_ns = 1_000_000_000 / u64::from(session.config.rate_hz.max(1));
         let wall_rate = session.config.wall_rate().max(1);
-        let clock = cpu_clock::choose(period_ns, capture::SAMPLE_SIGNAL);
+        let allowed: &[ClockKind] = match session.config.cpu_clock {
+            None => &[ClockKind::PerfTaskClock, ClockKind::ThreadCpuTimer],
+            Some(CpuClockChoice::Perf) => &[ClockKind::PerfTaskClock],
+            Some(CpuClockChoice::Timer) => &[ClockKind::ThreadCpuTimer],
+        };
+        let clock = cpu_clock::choose(allowed, period_ns, capture::SAMPLE_SIGNAL);
+        capture::set_floor(session.config.handler_floor);
         session.out.push_record(&Record::SamplerInfo(SamplerInfo {
             cpu_clock: clock.map_or(String::new(), |c| c.name().to_owned()),
             cpu_rate_hz: session.config.rate_hz,
@@ -223,13 +231,14 @@ impl SampleLoop {
         if clock.is_none() {
             session.warn(
                 "no per-thread CPU clock is available (perf events and CPU-time timers were \
-                 both refused): only wall-clock samples are taken",
+                 refused): only wall-clock samples are taken",
             );
         }
         SampleLoop {
             session,
             stacks: StackBuilder::new(session),
             books: (0..MAX_THREADS).map(|_| Book::default()).collect(),
+            syscall_files: (0..MAX_THREADS).map(|_| None).collect(),
             clock,
             period_ns,
             wall_period_ns: 1_000_000_000 / u64::from(wall_rate),
@@ -262,7 +271,9 @@ impl SampleLoop {
                     .ticks
                     .fetch_add(1, Ordering::Relaxed);
                 self.arm_threads();
-                self.wall_tick(now);
+                if !self.session.config.handler_floor {
+                    self.wall_tick(now);
+                }
                 self.release_dead();
                 next_tick = (next_tick + jitter.interval(self.wall_period_ns)).max(now);
                 record_own_cpu(self.session);
@@ -280,7 +291,7 @@ impl SampleLoop {
         self.drain();
         for (i, slot) in threads::in_use().iter().enumerate() {
             if slot.is_live() || slot.is_dead() {
-                self.flush_book(i, sys::monotonic_ns());
+                self.flush_book(i, slot, sys::monotonic_ns());
             }
         }
         record_own_cpu(self.session);
@@ -411,6 +422,9 @@ impl SampleLoop {
                 continue;
             }
             self.ensure_book(i, slot, now);
+            if !self.books[i].due(now) {
+                continue;
+            }
             let tid = self.books[i].tid;
             let Some(cpu) = sys::thread_cpu_ns(tid) else {
                 // Gone without being announced (a native thread): its slot is released.
@@ -421,7 +435,8 @@ impl SampleLoop {
             let session = self.session;
             let mut emit = |w: WallSample| emit_wall(session, tid, now, w);
             let book = &mut self.books[i];
-            if book.on_tick(now, cpu, || procfs::whereabouts(tid), &mut emit) {
+            let file = &mut self.syscall_files[i];
+            if book.on_tick(now, cpu, || procfs::whereabouts(tid, file), &mut emit) {
                 if capture::ask(slot) {
                     session
                         .sampler_stats
@@ -461,6 +476,10 @@ impl SampleLoop {
             // A one-shot timer that did not fire for four periods of CPU was not re-armed.
             ClockKind::ThreadCpuTimer => true,
         };
+        if stuck {
+            // Not re-armed on schedule: the next period counts from now.
+            slot.due_cpu.store(0, Ordering::Relaxed);
+        }
         if stuck && cpu_clock::rearm(armed, self.period_ns) {
             book.clock_count = None;
             self.session
@@ -476,7 +495,9 @@ impl SampleLoop {
         if self.books[i].tid == tid {
             return;
         }
-        self.books[i] = Book::new(tid, now);
+        let born = slot.born_at.load(Ordering::Acquire);
+        self.books[i] = Book::new(tid, if born == 0 { now } else { born.min(now) });
+        self.syscall_files[i] = None;
         self.name_thread(tid);
     }
 
@@ -493,14 +514,18 @@ impl SampleLoop {
         }
     }
 
-    /// Writes what slot `i`'s book still holds.
-    fn flush_book(&mut self, i: usize, now: u64) {
+    /// Writes what slot `i`'s book still holds, up to when its thread ended (or `now`).
+    fn flush_book(&mut self, i: usize, slot: &ThreadSlot, now: u64) {
         let tid = self.books[i].tid;
         if tid == 0 {
             return;
         }
+        let end = match slot.died_at.load(Ordering::Acquire) {
+            0 => now,
+            died => died.min(now),
+        };
         let session = self.session;
-        self.books[i].flush(&mut |w| emit_wall(session, tid, now, w));
+        self.books[i].flush(end, &mut |w| emit_wall(session, tid, end, w));
     }
 
     /// Frees the slots of threads that ended, after their last captures were read.
@@ -509,8 +534,9 @@ impl SampleLoop {
         for (i, slot) in threads::in_use().iter().enumerate() {
             if slot.is_dead() {
                 cpu_clock::disarm_slot(slot);
-                self.flush_book(i, now);
+                self.flush_book(i, slot, now);
                 self.books[i] = Book::default();
+                self.syscall_files[i] = None;
                 while slot.ring.oldest().is_some() {
                     slot.ring.pop();
                 }

@@ -3,12 +3,13 @@
 //! (`comm`), and which threads exist (`/proc/self/task`).
 //!
 //! A process may read these files of its own threads whatever the system's ptrace policy
-//! (the kernel allows access within a thread group). Each read opens, reads and closes one
-//! small file: a few microseconds, which is why the sampler reads `syscall` only for threads
-//! whose CPU clock moved since its previous look.
+//! (the kernel allows access within a thread group). Opening one costs several microseconds
+//! (a path walk through /proc); a thread's `syscall` file, which the sampler reads whenever the
+//! thread ran since its previous look, stays open and is read again from its start.
 
 use std::fs::File;
 use std::io::Read;
+use std::os::unix::fs::FileExt;
 
 /// Where a blocked thread waits: its system call, first argument, and user-space stack
 /// pointer and instruction pointer at the call. A thread that blocks again in the same call,
@@ -60,10 +61,14 @@ fn read_task_file<'b>(tid: u32, name: &str, buf: &'b mut [u8]) -> Option<&'b [u8
 }
 
 /// Where thread `tid` is: `None` if that cannot be read (the thread is gone, or `/proc` is not
-/// mounted).
-pub fn whereabouts(tid: u32) -> Option<Whereabouts> {
+/// mounted). `file` keeps the thread's `syscall` file open between calls.
+pub fn whereabouts(tid: u32, file: &mut Option<File>) -> Option<Whereabouts> {
+    if file.is_none() {
+        *file = File::open(format!("/proc/self/task/{tid}/syscall")).ok();
+    }
     let mut buf = [0u8; 256];
-    parse_syscall(read_task_file(tid, "syscall", &mut buf)?)
+    let n = file.as_ref()?.read_at(&mut buf, 0).ok()?;
+    parse_syscall(&buf[..n])
 }
 
 /// Parses a `syscall` file: `running`, `-1 sp pc` (not in a system call), or `nr a0 .. a5 sp
@@ -148,8 +153,9 @@ mod tests {
         let tid = tid_rx.recv().unwrap();
         // Wait until it blocks in its receive.
         let mut seen = None;
+        let mut file = None;
         for _ in 0..1000 {
-            if let Some(Whereabouts::Blocked(key)) = whereabouts(tid) {
+            if let Some(Whereabouts::Blocked(key)) = whereabouts(tid, &mut file) {
                 seen = Some(key);
                 break;
             }

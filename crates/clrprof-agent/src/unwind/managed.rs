@@ -17,12 +17,13 @@
 //! stack probes, an unknown instruction before the frame is complete) is not decoded, and the
 //! frame-pointer rule applies as before.
 
-use super::{FrameAt, StackReader, Step, Stop};
+use super::{FrameAt, MethodShapes, StackReader, Step, Stop};
 
 /// Bytes of a method read to decode its prologue.
 pub const PROLOGUE_BYTES: usize = 64;
-/// Bytes read at an interrupted instruction to recognize an epilogue.
-pub const EPILOGUE_BYTES: usize = 32;
+/// Bytes of code read at an interrupted instruction (to recognize an epilogue) or before a
+/// return address (to see the call).
+pub const CODE_WINDOW: usize = 32;
 
 /// x86-64 register numbers as instructions encode them.
 const RAX: u8 = 0;
@@ -173,6 +174,7 @@ pub(super) fn step(
     at: FrameAt,
     code_at_pc: &[u8],
     reader: &mut StackReader<'_>,
+    code: &mut dyn MethodShapes,
 ) -> Option<Step> {
     let offset = u32::try_from(at.pc.checked_sub(start)?).ok()?;
     if at.first {
@@ -197,7 +199,8 @@ pub(super) fn step(
             return None;
         }
         let ra = reader.read(at.sp)?;
-        if !follows_a_call(ra) {
+        let before = code.code_at(ra.checked_sub(CALL_BYTES)?)?;
+        if !follows_a_call(&before[..CALL_BYTES]) {
             return None;
         }
         return Some(Step::Caller {
@@ -211,15 +214,14 @@ pub(super) fn step(
     Some(frame_at(reader, at.sp, size, saved_rbp, at.bp))
 }
 
-/// True if the code just before `ra` is a call instruction: direct (`call rel32`), through
-/// memory (`call [rip+disp32]`, `call [reg+disp]`) or a register (`call reg`), with or without
-/// a REX prefix.
-fn follows_a_call(ra: usize) -> bool {
-    let mut code = [0u8; 8];
-    let Some(from) = ra.checked_sub(code.len()) else {
-        return false;
-    };
-    if !super::sys::read_process_memory(from, &mut code) {
+/// The longest call instruction [`follows_a_call`] recognizes.
+const CALL_BYTES: usize = 8;
+
+/// True if `code`, the [`CALL_BYTES`] bytes just before a return address, ends with a call
+/// instruction: direct (`call rel32`), through memory (`call [rip+disp32]`, `call [reg+disp]`)
+/// or a register (`call reg`), with or without a REX prefix.
+fn follows_a_call(code: &[u8]) -> bool {
+    if code.len() < CALL_BYTES {
         return false;
     }
     let at = |back: usize| &code[code.len() - back..];
@@ -358,5 +360,22 @@ mod tests {
         assert!(decode_prologue(&[0x53, 0x48, 0x8d, 0x84, 0x24, 0, 0, 0, 0]).is_none());
         // A frame pointer without RBP pushed is not a JIT prologue.
         assert!(decode_prologue(&[0x48, 0x8b, 0xec]).is_none());
+    }
+
+    #[test]
+    fn recognizes_calls_before_return_addresses() {
+        let before = |tail: &[u8]| {
+            let mut code = [0x90u8; CALL_BYTES];
+            code[CALL_BYTES - tail.len()..].copy_from_slice(tail);
+            follows_a_call(&code)
+        };
+        assert!(before(&[0xe8, 1, 2, 3, 4])); // call rel32
+        assert!(before(&[0xff, 0x15, 1, 2, 3, 4])); // call [rip+disp32]
+        assert!(before(&[0xff, 0xd0])); // call rax
+        assert!(before(&[0x41, 0xff, 0xd3])); // call r11
+        assert!(before(&[0xff, 0x50, 0x08])); // call [rax+8]
+        assert!(before(&[0xff, 0x90, 1, 0, 0, 0])); // call [rax+disp32]
+        assert!(!before(&[0x48, 0x89, 0xc7])); // mov rdi, rax
+        assert!(!before(&[0xff, 0xe0])); // jmp rax
     }
 }

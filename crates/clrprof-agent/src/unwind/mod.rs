@@ -71,17 +71,17 @@ pub use fallback::{ModuleMap, Unwinder};
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub use modules::ModuleMap;
 
-/// The frame-pointer chain the signal handler read at the sample: `frames[0]` is the
-/// interrupted pc, `frames[i]` the return address found in the frame record at `fps[i]`, and
-/// `end_fp` the frame pointer the handler's walk stopped at.
+/// The frame records the signal handler read at the sample: `frames[0]` is the interrupted pc,
+/// `frames[i]` the return address found in the frame record at `fps[i]` and `saved[i]` the
+/// frame pointer saved there (`fps` increasing). They are what the stack held at the sample.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Chain<'a> {
     /// Code addresses, innermost first.
     pub frames: &'a [usize],
     /// Where each return address was found (`fps[0]` is unused).
     pub fps: &'a [usize],
-    /// The frame pointer the walk could not follow.
-    pub end_fp: usize,
+    /// The saved frame pointer of each record (`saved[0]` is unused).
+    pub saved: &'a [usize],
 }
 
 /// The outer part of one thread's stack, from where the handler's chain ended to the thread's
@@ -97,16 +97,15 @@ pub struct Tail {
 }
 
 impl Chain<'_> {
-    /// The word the handler read at `addr`, if `addr` is a frame record's saved RBP (the next
-    /// frame pointer) or return address.
+    fn len(&self) -> usize {
+        self.frames.len().min(self.fps.len()).min(self.saved.len())
+    }
+
+    /// The word the handler read at `addr`, if `addr` is a frame record's saved RBP or return
+    /// address.
     fn word_at(&self, addr: usize) -> Option<usize> {
-        let n = self.frames.len().min(self.fps.len());
         if let Some(j) = self.at_fp(addr) {
-            return Some(if j + 1 < n {
-                self.fps[j + 1]
-            } else {
-                self.end_fp
-            });
+            return Some(self.saved[j]);
         }
         let j = self.at_fp(addr.checked_sub(8)?)?;
         Some(self.frames[j])
@@ -114,7 +113,7 @@ impl Chain<'_> {
 
     /// The index of the frame whose record lies at `fp`, if the handler read it.
     fn at_fp(&self, fp: usize) -> Option<usize> {
-        let n = self.frames.len().min(self.fps.len());
+        let n = self.len();
         if n < 2 || fp == 0 {
             return None;
         }
@@ -349,6 +348,13 @@ pub trait MethodShapes {
     /// of its frame; `None` for code that is not managed, or whose prologue is not one the
     /// decoder knows.
     fn shape_at(&mut self, pc: usize) -> Option<(usize, managed::Shape)>;
+
+    /// The code bytes at `addr` (`None` if they cannot be read). Code does not change while
+    /// it is loaded, so an implementation may keep them.
+    fn code_at(&mut self, addr: usize) -> Option<[u8; managed::CODE_WINDOW]> {
+        let mut code = [0u8; managed::CODE_WINDOW];
+        sys::read_process_memory(addr, &mut code).then_some(code)
+    }
 }
 
 /// No managed code known: the frame-pointer rule for everything that has no CFI.
@@ -368,13 +374,19 @@ fn managed_rule(
     reader: &mut StackReader<'_>,
 ) -> Option<Step> {
     let (start, shape) = shapes.shape_at(at.lookup())?;
-    let mut code = [0u8; managed::EPILOGUE_BYTES];
-    let code: &[u8] = if at.first && sys::read_process_memory(at.pc, &mut code) {
-        &code
+    let code = if at.first {
+        shapes.code_at(at.pc)
     } else {
-        &[]
+        None
     };
-    managed::step(&shape, start, at, code, reader)
+    managed::step(
+        &shape,
+        start,
+        at,
+        code.as_ref().map_or(&[], |c| &c[..]),
+        reader,
+        shapes,
+    )
 }
 
 /// How the walk unwinds one frame besides the frame-pointer rule: CFI of native modules, and
@@ -418,7 +430,7 @@ fn walk(
         sp: regs.rsp,
         bp: regs.rbp,
     };
-    let chain_len = chain.frames.len().min(chain.fps.len());
+    let chain_len = chain.len();
     // Where the tail being unwound starts in `out`, when it is to be remembered.
     let mut tail_from = None;
     stats.stop = loop {
