@@ -133,11 +133,25 @@ impl Dotnet {
         self.compile_file(&programs_dir().join(format!("{name}.cs")))
     }
 
-    /// Compiles the C# file at `path` to run on this runtime.
+    /// Compiles the C# file at `path` to run on this runtime. A line `// @include FILE` adds
+    /// the C# file FILE (beside `path`) to the program: code shared by several programs.
     #[track_caller]
     pub fn compile_file(&'static self, path: &Path) -> Program {
-        let source = std::fs::read_to_string(path)
-            .unwrap_or_else(|e| panic!("cannot read C# program {}: {e}", path.display()));
+        let read = |path: &Path| {
+            std::fs::read_to_string(path)
+                .unwrap_or_else(|e| panic!("cannot read C# program {}: {e}", path.display()))
+        };
+        let mut source = read(path);
+        let includes: Vec<String> = source
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix("// @include "))
+            .map(|name| name.trim().to_string())
+            .collect();
+        for name in includes {
+            let included = path.with_file_name(&name);
+            source.push_str(&format!("\n// ---- {name}\n"));
+            source.push_str(&read(&included));
+        }
         let name = path
             .file_stem()
             .and_then(|s| s.to_str())

@@ -6,11 +6,13 @@
 //   a millisecond to start, before blocking). Output:
 //       idle: done
 //
-// `spinsleep`: a thread named "worker" alternates about 1 ms of computation in
-//   SpinSleep.Compute() with Thread.Sleep(1), for about 1.5 s; a thread named "sleeper" calls
-//   Thread.Sleep for the whole run as the first thing it does (its method is compiled before the
-//   thread starts, so the thread uses next to no CPU); the main thread joins both. Output:
+// `spinsleep [MS]`: a thread named "worker" alternates about 1 ms of computation in
+//   SpinSleep.Compute() with Thread.Sleep(1), for about MS ms (default 1500); a thread named
+//   "sleeper" calls Thread.Sleep for the whole run (MS + 300 ms) as the first thing it does (its
+//   method is compiled before the thread starts, so the thread uses next to no CPU); the main
+//   thread joins both. Output:
 //       spinsleep: done
+//   and on stderr the worker's CPU time from its own CPU clock, `spinsleep: worker cpu_ns N`.
 //
 // `tasks`: the main thread starts 8 tasks on the thread pool, each computing for about 150 ms in
 //   Tasks.Work(int) after a 20 ms wait, and waits for them with Task.WaitAll from Tasks.WaitAll8();
@@ -19,6 +21,7 @@
 //       tasks: done
 //
 // Every method named here is [MethodImpl(NoInlining)].
+// @include ThreadCpu.cs
 using System;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
@@ -92,25 +95,30 @@ static class SpinSleep
             sink += Mix(2000);
     }
 
+    static int duration = 1500;
+    static long workerCpuNs;
+
     [MethodImpl(MethodImplOptions.NoInlining)]
     static void Work()
     {
         var clock = Stopwatch.StartNew();
-        while (clock.ElapsedMilliseconds < 1500)
+        while (clock.ElapsedMilliseconds < duration)
         {
             Compute();
             Thread.Sleep(1);
         }
+        workerCpuNs = ThreadCpu.Ns();
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     static void Sleep()
     {
-        Thread.Sleep(1800);
+        Thread.Sleep(duration + 300);
     }
 
-    public static void Run()
+    public static void Run(int ms)
     {
+        duration = ms;
         RuntimeHelpers.PrepareMethod(typeof(SpinSleep).GetMethod("Sleep",
             System.Reflection.BindingFlags.NonPublic | System.Reflection.BindingFlags.Static).MethodHandle);
         var sleeper = new Thread(Sleep);
@@ -122,6 +130,7 @@ static class SpinSleep
         worker.Join();
         sleeper.Join();
         Console.WriteLine("spinsleep: done");
+        Console.Error.WriteLine("spinsleep: worker cpu_ns " + workerCpuNs);
     }
 }
 
@@ -189,13 +198,13 @@ static class Program
                 Idle.Run();
                 return 0;
             case "spinsleep":
-                SpinSleep.Run();
+                SpinSleep.Run(args.Length > 1 ? int.Parse(args[1]) : 1500);
                 return 0;
             case "tasks":
                 Tasks.Run();
                 return 0;
             default:
-                Console.Error.WriteLine("usage: Sampling idle|spinsleep|tasks");
+                Console.Error.WriteLine("usage: Sampling idle|spinsleep [MS]|tasks");
                 return 2;
         }
     }
