@@ -2,6 +2,7 @@
 // lists, with a small rotating set of survivors, so the GC runs many gen0 collections.
 //
 // Protocol: see Fib.cs (ready / go line / work_ms + checksum / final line).
+// @include ProcessCpu.cs
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -31,6 +32,7 @@ static class Alloc
     {
         Console.WriteLine("ready");
         Console.ReadLine();
+        double cpu0 = ProcessCpu.Ms();
         Stopwatch watch = Stopwatch.StartNew();
 
         long checksum = 0;
@@ -88,6 +90,7 @@ static class Alloc
         watch.Stop();
         int gen0 = GC.CollectionCount(0) - gen0Before;
         Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
+        Console.WriteLine("cpu_ms=" + (ProcessCpu.Ms() - cpu0).ToString("F1", CultureInfo.InvariantCulture));
         Console.WriteLine("checksum=" + checksum.ToString(CultureInfo.InvariantCulture));
         Console.Error.WriteLine("gen0 collections: " + gen0.ToString(CultureInfo.InvariantCulture));
         Console.ReadLine();

@@ -3,6 +3,7 @@
 // text report, and evaluates small expression trees recursively.
 //
 // Protocol: see Fib.cs (ready / go line / work_ms + checksum / final line).
+// @include ProcessCpu.cs
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -221,6 +222,7 @@ static class Realistic
     {
         Console.WriteLine("ready");
         Console.ReadLine();
+        double cpu0 = ProcessCpu.Ms();
         Stopwatch watch = Stopwatch.StartNew();
 
         ulong checksum = 14695981039346656037UL;
@@ -234,6 +236,7 @@ static class Realistic
 
         watch.Stop();
         Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
+        Console.WriteLine("cpu_ms=" + (ProcessCpu.Ms() - cpu0).ToString("F1", CultureInfo.InvariantCulture));
         Console.WriteLine("checksum=" + checksum.ToString("x16", CultureInfo.InvariantCulture));
         Console.ReadLine();
         return 0;

@@ -2,6 +2,7 @@
 // arrays, a little arithmetic), joined at the end.
 //
 // Protocol: see Fib.cs (ready / go line / work_ms + checksum / final line).
+// @include ProcessCpu.cs
 using System;
 using System.Diagnostics;
 using System.Globalization;
@@ -81,6 +82,7 @@ static class Threads
     {
         Console.WriteLine("ready");
         Console.ReadLine();
+        double cpu0 = ProcessCpu.Ms();
         Stopwatch watch = Stopwatch.StartNew();
 
         Worker[] workers = new Worker[4];
@@ -101,6 +103,7 @@ static class Threads
 
         watch.Stop();
         Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
+        Console.WriteLine("cpu_ms=" + (ProcessCpu.Ms() - cpu0).ToString("F1", CultureInfo.InvariantCulture));
         Console.WriteLine("checksum=" + checksum.ToString(CultureInfo.InvariantCulture));
         Console.ReadLine();
         return 0;

@@ -56,9 +56,13 @@ pub struct BenchArgs {
     /// Rounds: each workload runs once per configuration per round (default 5).
     #[arg(long, value_name = "N")]
     pub rounds: Option<usize>,
-    /// Workloads to run, comma-separated (Fib, Realistic, Alloc, Threads; default all).
+    /// Workloads to run, comma-separated (Fib, Realistic, Alloc, Threads, Idle, Server; default
+    /// all).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub workloads: Vec<String>,
+    /// Runtimes to run on, comma-separated versions (3.1.23, 8.0.4; default all pinned ones).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub runtimes: Vec<String>,
     /// Smoke test: 2 rounds and fewer startup runs; BENCHMARKS.md is not written.
     #[arg(long)]
     pub quick: bool,

@@ -6,15 +6,23 @@
 use anyhow::Result;
 use clrprof_e2e::Program;
 
-use super::{Config, Tools, alternate, ratio_summary};
+use super::configs::Config;
+use super::runner::{Tools, alternate};
+use super::stats::ratio_summary;
 
 const CONFIGS: [Config; 3] = [Config::None, Config::Coverage, Config::CoverageCoreLib];
 
-/// Results of the coverage benchmark, as a Markdown section.
-pub(super) fn run(tools: &Tools, programs: &[Program], rounds: usize) -> Result<String> {
-    let mut out = String::from(
-        "## Coverage\n\n\
-         Block counting (`clrprof coverage`, a probe at the start of every basic block of the \
+/// Results of the coverage benchmark on one runtime (`runtime` names it), as a Markdown
+/// section.
+pub(super) fn run(
+    tools: &Tools,
+    programs: &[Program],
+    rounds: usize,
+    runtime: &str,
+) -> Result<String> {
+    let mut out = format!("## Coverage on {runtime}\n\n");
+    out.push_str(
+        "Block counting (`clrprof coverage`, a probe at the start of every basic block of the \
          covered methods, see docs/coverage.md) on the CPU workloads: work time relative to the \
          unprofiled run of the same round (median, and min-max over the rounds), and the median \
          wall ratio of the whole run (start, work, exit, writing the coverage).\n\n\

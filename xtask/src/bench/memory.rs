@@ -22,7 +22,10 @@ use clrprof_trace::{
     ClassDef, HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd, Record, SessionStart, Writer,
 };
 
-use super::{Config, Tools, alternate, ratio_summary};
+use super::configs::Config;
+use super::report::met;
+use super::runner::{Tools, alternate};
+use super::stats::ratio_summary;
 
 /// Targets from the issue: sampled allocation recording (`sampled`, and `ticks`, the cheap
 /// alternative) at most 5% slower, `all` at most 3x; a 5-million-object snapshot analysed in
@@ -33,17 +36,14 @@ const HEAP_5M_MAX_BYTES: u64 = 2 << 30;
 /// Heap sizes analysed.
 const HEAP_OBJECTS: [usize; 2] = [1_000_000, 5_000_000];
 
-/// Results of the memory benchmarks, as a Markdown section.
-pub(super) fn run(tools: &Tools, alloc: Option<&Program>, rounds: usize) -> Result<String> {
-    let mut out = String::from("## Memory\n\n");
-    if let Some(program) = alloc {
-        out.push_str(&alloc_modes(tools, program, rounds)?);
-    }
-    out.push_str(&heap_analysis(tools)?);
-    Ok(out)
-}
-
-fn alloc_modes(tools: &Tools, program: &Program, rounds: usize) -> Result<String> {
+/// The allocation recording benchmark on one runtime (`runtime` names it), as a Markdown
+/// section.
+pub(super) fn alloc_modes(
+    tools: &Tools,
+    program: &Program,
+    rounds: usize,
+    runtime: &str,
+) -> Result<String> {
     let configs = [
         Config::None,
         Config::AllocSampled,
@@ -51,7 +51,8 @@ fn alloc_modes(tools: &Tools, program: &Program, rounds: usize) -> Result<String
         Config::AllocAll,
     ];
     let (work, wall) = alternate(tools, program, &configs, rounds, "memory")?;
-    let mut out = String::from(
+    let mut out = format!("## Memory on {runtime}\n\n");
+    out.push_str(
         "Allocation recording on the `Alloc` workload (`--mode none`, so nothing else is \
          recorded): work time relative to the unprofiled run of the same round (the target \
          applies to it), and the wall time of the whole run (start, work, exit; for `ticks` \
@@ -73,21 +74,23 @@ fn alloc_modes(tools: &Tools, program: &Program, rounds: usize) -> Result<String
         out.push_str(&format!(
             "| {} | {med:.3}x | {lo:.3}-{hi:.3} | {wall_med:.3}x | <= {max}x: {} |\n",
             config.describe(),
-            super::met(med <= max)
+            met(med <= max)
         ));
     }
     out.push('\n');
     Ok(out)
 }
 
-fn heap_analysis(tools: &Tools) -> Result<String> {
+/// The CLI analysing synthetic heap snapshots (the same on every runtime), as a Markdown
+/// section.
+pub(super) fn heap_analysis(tools: &Tools) -> Result<String> {
     let mut out = String::from(
-        "Heap snapshot analysis (`clrprof report --heap`, dominator tree and retained sizes) of \
+        "## Heap analysis\n\nHeap snapshot analysis (`clrprof report --heap`, dominator tree and retained sizes) of \
          synthetic snapshots:\n\n| objects | trace size | time | peak resident memory | target |\n\
          |---|---|---|---|---|\n",
     );
     for n in HEAP_OBJECTS {
-        let path = tools.scratch.path().join(format!("heap-{n}.clrprof"));
+        let path = tools.scratch.join(format!("heap-{n}.clrprof"));
         write_synthetic_snapshot(&path, n)?;
         let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         let (elapsed, peak) = measure_report(&tools.clrprof, &path)?;
@@ -98,7 +101,7 @@ fn heap_analysis(tools: &Tools) -> Result<String> {
             peak >> 20
         );
         let target = if n == 5_000_000 {
-            format!("< 2 GiB: {}", super::met(peak < HEAP_5M_MAX_BYTES))
+            format!("< 2 GiB: {}", met(peak < HEAP_5M_MAX_BYTES))
         } else {
             "-".into()
         };

@@ -1,0 +1,67 @@
+// Benchmark workload: a CPU-bound main thread beside 50 threads blocked on an event, as a server
+// keeps dozens of idle thread-pool threads. The blocked threads wait from before the work starts
+// until after it ends: a profiler should cost them nothing.
+//
+// Protocol: see Fib.cs (ready / go line / work_ms, cpu_ms, checksum / final line).
+// @include ProcessCpu.cs
+using System;
+using System.Diagnostics;
+using System.Globalization;
+using System.Threading;
+
+static class Idle
+{
+    const int Blocked = 50;
+    const int Rounds = 200;
+
+    static readonly ManualResetEvent Release = new ManualResetEvent(false);
+
+    static void Block(object ready)
+    {
+        ((CountdownEvent)ready).Signal();
+        Release.WaitOne();
+    }
+
+    static long Mix(long seed, int n)
+    {
+        long x = seed;
+        for (int i = 0; i < n; i++)
+        {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+        }
+        return x;
+    }
+
+    static int Main()
+    {
+        var ready = new CountdownEvent(Blocked);
+        var threads = new Thread[Blocked];
+        for (int i = 0; i < Blocked; i++)
+        {
+            threads[i] = new Thread(Block);
+            threads[i].Start(ready);
+        }
+        ready.Wait();
+        Console.WriteLine("ready");
+        Console.ReadLine();
+        double cpu0 = ProcessCpu.Ms();
+        Stopwatch watch = Stopwatch.StartNew();
+
+        long sum = 0;
+        for (int round = 0; round < Rounds; round++)
+            sum += Mix(round + 1, 4000000);
+
+        watch.Stop();
+        double cpu = ProcessCpu.Ms() - cpu0;
+        Release.Set();
+        foreach (var t in threads)
+            t.Join();
+        Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
+        Console.WriteLine("cpu_ms=" + cpu.ToString("F1", CultureInfo.InvariantCulture));
+        Console.WriteLine("checksum=" + sum.ToString(CultureInfo.InvariantCulture));
+        Console.ReadLine();
+        return 0;
+    }
+}

@@ -1,0 +1,148 @@
+//! How a benchmark program is run: the configurations of the main matrix and of the memory
+//! and coverage benchmarks, and those of the startup measurement.
+
+/// How a workload is run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Config {
+    None,
+    Sample100,
+    Sample1000,
+    /// The agent's per-thread CPU clocks at 1 kHz with a handler that only re-arms them, and
+    /// no sampler work: the floor under any signal-based sampler on this machine.
+    SampleFloor1000,
+    Trace,
+    HooksFloor,
+    EventPipe1000,
+    /// Memory benchmarks only (not in [`Config::ALL`]).
+    AllocSampled,
+    AllocAll,
+    AllocTicks,
+    /// Coverage benchmarks only (not in [`Config::ALL`]).
+    Coverage,
+    CoverageCoreLib,
+}
+
+impl Config {
+    /// The main matrix, in report order.
+    pub const ALL: [Config; 7] = [
+        Config::None,
+        Config::Sample100,
+        Config::Sample1000,
+        Config::SampleFloor1000,
+        Config::Trace,
+        Config::HooksFloor,
+        Config::EventPipe1000,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Config::None => "none",
+            Config::Sample100 => "sample-100",
+            Config::Sample1000 => "sample-1000",
+            Config::SampleFloor1000 => "signal-floor-1000",
+            Config::Trace => "trace",
+            Config::HooksFloor => "hooks-floor",
+            Config::EventPipe1000 => "eventpipe-1000",
+            Config::AllocSampled => "alloc-sampled",
+            Config::AllocAll => "alloc-all",
+            Config::AllocTicks => "alloc-ticks",
+            Config::Coverage => "coverage",
+            Config::CoverageCoreLib => "coverage-corelib",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Config::None => "no profiler",
+            Config::Sample100 => "`clrprof record --mode sample --rate 100`",
+            Config::Sample1000 => "`clrprof record --mode sample --rate 1000`",
+            Config::SampleFloor1000 => {
+                "not a profile: the clrprof agent alone with `mode=sample;rate=1000;\
+                 handler_floor=1`: every thread's CPU clock armed at 1 kHz as in `sample-1000`, \
+                 but a signal handler that only re-arms it and no sampler work: what the \
+                 signals alone cost on this machine, the floor under any signal-based sampler"
+            }
+            Config::Trace => "`clrprof record --mode trace` (default rate 1000 Hz, inlining kept)",
+            Config::HooksFloor => {
+                "not clrprof: the SDK's test profiler `probe-elt` with enter/leave hooks that \
+                 are a single `ret` (scenario `fast_ret`): what the runtime's enter/leave hooks \
+                 cost by themselves, the floor under trace mode"
+            }
+            Config::EventPipe1000 => {
+                "the runtime's EventPipe sampler (`Microsoft-DotNETCore-SampleProfiler`, 1 ms, \
+                 with `Microsoft-Windows-DotNETRuntime` 0x4c14fccbd level 5: dotnet-trace's CPU \
+                 profile), streamed over the diagnostics socket and discarded"
+            }
+            Config::AllocSampled => "`clrprof record --mode none --alloc sampled`",
+            Config::AllocAll => "`clrprof record --mode none --alloc all`",
+            Config::AllocTicks => "`clrprof record --mode none --alloc ticks`",
+            Config::Coverage => "`clrprof coverage` (default: the workload's own assembly)",
+            Config::CoverageCoreLib => {
+                "`clrprof coverage --include WORKLOAD --include System.Private.CoreLib` (the \
+                 workload and the framework's core library, precompiled code off)"
+            }
+        }
+    }
+
+    /// `clrprof record` arguments before `-o`, or `None` when clrprof is not used.
+    pub fn clrprof_args(self) -> Option<&'static [&'static str]> {
+        match self {
+            Config::None | Config::SampleFloor1000 | Config::HooksFloor | Config::EventPipe1000 => {
+                None
+            }
+            Config::Sample100 => Some(&["--mode", "sample", "--rate", "100"]),
+            Config::Sample1000 => Some(&["--mode", "sample", "--rate", "1000"]),
+            Config::Trace => Some(&["--mode", "trace"]),
+            Config::AllocSampled => Some(&["--mode", "none", "--alloc", "sampled"]),
+            Config::AllocAll => Some(&["--mode", "none", "--alloc", "all"]),
+            Config::AllocTicks => Some(&["--mode", "none", "--alloc", "ticks"]),
+            Config::Coverage => Some(&[]),
+            Config::CoverageCoreLib => Some(&["--include", "System.Private.CoreLib"]),
+        }
+    }
+
+    /// The agent's configuration, for a configuration that loads the agent without the CLI.
+    pub fn agent_only_config(self) -> Option<&'static str> {
+        match self {
+            Config::SampleFloor1000 => Some("mode=sample;rate=1000;handler_floor=1"),
+            _ => None,
+        }
+    }
+
+    /// The `clrprof` subcommand of a configuration that uses clrprof.
+    pub fn subcommand(self) -> &'static str {
+        match self {
+            Config::Coverage | Config::CoverageCoreLib => "coverage",
+            _ => "record",
+        }
+    }
+
+    /// Whether the configuration samples CPU (and its trace must hold samples).
+    pub fn samples_cpu(self) -> bool {
+        matches!(self, Config::Sample100 | Config::Sample1000 | Config::Trace)
+    }
+}
+
+/// How the empty program is started for the startup measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Startup {
+    /// `dotnet Empty.dll`.
+    None,
+    /// `clrprof record --mode none -- dotnet Empty.dll`.
+    ClrprofNone,
+    /// The agent loaded through the runtime's variables, writing its trace to a file itself
+    /// (`CLRPROF_OUTPUT`), without the CLI: separates the agent's cost from the CLI's.
+    AgentOnly,
+}
+
+impl Startup {
+    pub const ALL: [Startup; 3] = [Startup::None, Startup::ClrprofNone, Startup::AgentOnly];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Startup::None => "none",
+            Startup::ClrprofNone => "clrprof record --mode none",
+            Startup::AgentOnly => "agent only (no CLI), mode=none",
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! `cargo xtask bench`: the profiler's overhead, measured as ratios within one run.
+//!
+//! The machine this runs on is usually shared and noisy, so no absolute time means much.
+//! Every workload (a C# program in `bench/programs/`, [`workloads`]) is run under every
+//! configuration ([`configs`]) once per round, the configurations alternating (and their order
+//! rotating from round to round), and each profiled run is compared with the unprofiled run of
+//! the same round ([`results`], [`stats`]). Programs wait for a line on stdin before their
+//! timed part, so the profiler is ready (the agent initialized, the EventPipe session started)
+//! before any measured work, and report the duration of that part themselves (`work_ms=`) and
+//! the process's CPU time meanwhile (`cpu_ms=`): the steady-state overhead, apart from startup
+//! ([`runner`]). Startup is measured separately with an empty program. Every pinned runtime
+//! runs the whole matrix.
+//!
+//! Besides clrprof's modes, references run alongside: the runtime's own EventPipe sampler
+//! (started over the diagnostics socket, see [`crate::eventpipe`]), empty enter/leave hooks (the
+//! SDK's test profiler `probe-elt`), the floor under trace mode, and the agent's per-thread CPU
+//! clocks with an empty signal handler, the floor under sample mode.
+//!
+//! The memory benchmarks ([`memory`], alone with `--memory`) and the coverage benchmark
+//! ([`coverage`], alone with `--coverage`) follow the main matrix.
+//!
+//! The results are printed and, for a full run, written to `BENCHMARKS.md` ([`report`]).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clrprof_e2e::{Dotnet, Program, RUNTIMES};
+
+mod configs;
+mod coverage;
+mod memory;
+mod report;
+mod results;
+mod runner;
+mod stats;
+mod workloads;
+
+use crate::BenchArgs;
+use crate::util::{build_release, catch_panic, workspace_root};
+use configs::{Config, Startup};
+use report::RunInfo;
+use results::{RuntimeResults, WorkloadResults};
+use runner::{Detail, Run, Tools, measure_startup, rotated, run_startup, run_workload};
+use workloads::EMPTY;
+
+/// `probe-elt` (tests/probes/elt), the SDK's test profiler: its `fast_ret` scenario installs
+/// enter/leave hooks that are a single `ret`, the floor under any enter/leave-based trace mode.
+const PROBE_PACKAGE: &str = "probe-elt";
+
+const DEFAULT_ROUNDS: usize = 5;
+const QUICK_ROUNDS: usize = 2;
+const DEFAULT_STARTUP_RUNS: usize = 20;
+const QUICK_STARTUP_RUNS: usize = 6;
+
+/// The built binaries, copied where other builds cannot swap them during the run.
+struct Binaries {
+    clrprof: PathBuf,
+    agent: PathBuf,
+    probe: PathBuf,
+    /// Holds the copies and the traces of the runs.
+    scratch: tempfile::TempDir,
+}
+
+impl Binaries {
+    fn tools(&self, dotnet: &'static Dotnet) -> Tools {
+        Tools {
+            dotnet,
+            clrprof: self.clrprof.clone(),
+            agent: self.agent.clone(),
+            probe: self.probe.clone(),
+            scratch: self.scratch.path().to_path_buf(),
+        }
+    }
+}
+
+pub fn run(opts: &BenchArgs) -> Result<()> {
+    let started = Instant::now();
+    let rounds = opts
+        .rounds
+        .unwrap_or(if opts.quick {
+            QUICK_ROUNDS
+        } else {
+            DEFAULT_ROUNDS
+        })
+        .max(1);
+    let startup_runs = opts
+        .startup_runs
+        .unwrap_or(if opts.quick {
+            QUICK_STARTUP_RUNS
+        } else {
+            DEFAULT_STARTUP_RUNS
+        })
+        .max(1);
+    let workloads = workloads::select(&opts.workloads)?;
+    let runtimes = select_runtimes(&opts.runtimes)?;
+    let full_run = !opts.quick
+        && workloads.len() == workloads::WORKLOADS.len()
+        && runtimes.len() == RUNTIMES.len();
+    let output = match &opts.output {
+        Some(path) => Some(path.clone()),
+        None if full_run => Some(workspace_root().join("BENCHMARKS.md")),
+        None => None,
+    };
+
+    crate::setup::run()?;
+    let binaries = build()?;
+
+    // The main matrix unless only the memory or coverage benchmarks were asked for.
+    let matrix = !opts.memory && !opts.coverage;
+    let mut measured = Vec::new();
+    let mut sections = String::new();
+    for dotnet in &runtimes {
+        let tools = binaries.tools(dotnet);
+        println!("bench: CoreCLR {}: compiling the workloads", dotnet.version);
+        let compile = |name: &str| -> Result<Program> {
+            let path = workspace_root()
+                .join("bench")
+                .join("programs")
+                .join(format!("{name}.cs"));
+            catch_panic(&format!("compiling {}", path.display()), || {
+                dotnet.compile_file(&path)
+            })
+        };
+        let programs = workloads
+            .iter()
+            .map(|w| compile(w.name))
+            .collect::<Result<Vec<_>>>()?;
+        let heading = format!("CoreCLR {}", dotnet.version);
+        if matrix {
+            measured.push(measure(
+                &tools,
+                &programs,
+                &compile(EMPTY)?,
+                rounds,
+                startup_runs,
+            )?);
+        }
+        if matrix || opts.memory {
+            println!("bench: {heading}: memory benchmarks");
+            let alloc = compile("Alloc")?;
+            sections.push_str(&memory::alloc_modes(&tools, &alloc, rounds, &heading)?);
+        }
+        if matrix || opts.coverage {
+            println!("bench: {heading}: coverage benchmarks");
+            sections.push_str(&coverage::run(&tools, &programs, rounds, &heading)?);
+        }
+    }
+    if (matrix || opts.memory)
+        && let Some(first) = runtimes.first()
+    {
+        // The CLI analysing synthetic heap snapshots: the same on every runtime.
+        println!("bench: heap analysis");
+        sections.push_str(&memory::heap_analysis(&binaries.tools(first))?);
+    }
+
+    let mut text = if measured.is_empty() {
+        String::new()
+    } else {
+        let info = RunInfo {
+            rounds,
+            startup_runs,
+            elapsed: started.elapsed(),
+        };
+        let mut text = report::render(&info, &measured);
+        text.push('\n');
+        text
+    };
+    text.push_str(&sections);
+    println!("\n{text}");
+    match output {
+        Some(path) => {
+            std::fs::write(&path, &text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            println!("bench: wrote {}", path.display());
+        }
+        None => println!(
+            "bench: BENCHMARKS.md not written (only a full run writes it; use --output FILE)"
+        ),
+    }
+    Ok(())
+}
+
+/// The pinned runtimes named (by version), or all of them.
+fn select_runtimes(versions: &[String]) -> Result<Vec<&'static Dotnet>> {
+    let mut chosen = Vec::new();
+    for runtime in RUNTIMES {
+        let wanted = versions.is_empty() || versions.iter().any(|v| v.trim() == runtime.version);
+        if wanted {
+            chosen.push(catch_panic(
+                &format!("finding the .NET {} runtime", runtime.version),
+                || Dotnet::pinned_runtime(runtime.version),
+            )?);
+        }
+    }
+    if chosen.is_empty() {
+        let all: Vec<&str> = RUNTIMES.iter().map(|r| r.version).collect();
+        bail!(
+            "no pinned runtime is called {}; choose from {}",
+            versions.join(", "),
+            all.join(", ")
+        );
+    }
+    Ok(chosen)
+}
+
+/// Builds clrprof, its agent and the hooks probe (release) and copies them aside.
+fn build() -> Result<Binaries> {
+    println!("bench: building clrprof (release)");
+    let release = build_release(&["clrprof-cli", "clrprof-agent", PROBE_PACKAGE])?;
+    let cdylib = |crate_name: &str| {
+        release.join(format!(
+            "{}{crate_name}{}",
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        ))
+    };
+    let scratch = clrprof_e2e::temp_dir();
+    let snapshot = |built: PathBuf| -> Result<PathBuf> {
+        if !built.is_file() {
+            bail!("the release build did not produce {}", built.display());
+        }
+        let copy = scratch
+            .path()
+            .join(built.file_name().context("artifact without a file name")?);
+        std::fs::copy(&built, &copy)
+            .with_context(|| format!("cannot copy {} to {}", built.display(), copy.display()))?;
+        Ok(copy)
+    };
+    Ok(Binaries {
+        clrprof: snapshot(release.join("clrprof"))?,
+        agent: snapshot(cdylib("clrprof_agent"))?,
+        probe: snapshot(cdylib(&PROBE_PACKAGE.replace('-', "_")))?,
+        scratch,
+    })
+}
+
+/// The main matrix and the startup measurement on one runtime.
+fn measure(
+    tools: &Tools,
+    programs: &[Program],
+    empty: &Program,
+    rounds: usize,
+    startup_runs: usize,
+) -> Result<RuntimeResults> {
+    let version = &tools.dotnet.version;
+    // Warm-up (page cache, first start of each binary); not measured.
+    println!("bench: CoreCLR {version}: warming up");
+    for program in programs {
+        run_workload(tools, program, Config::None)
+            .with_context(|| format!("warm-up run of {}", program.name))?;
+    }
+    for s in Startup::ALL {
+        run_startup(tools, empty, s).with_context(|| format!("warm-up of {}", s.name()))?;
+    }
+
+    println!("bench: CoreCLR {version}: startup, {startup_runs} runs per configuration");
+    let startup = measure_startup(tools, empty, startup_runs)?;
+
+    println!(
+        "bench: CoreCLR {version}: {rounds} rounds of {} workloads x {} configurations",
+        programs.len(),
+        Config::ALL.len()
+    );
+    let mut results: Vec<WorkloadResults> = programs
+        .iter()
+        .map(|p| WorkloadResults::new(&p.name))
+        .collect();
+    for round in 0..rounds {
+        for (program, result) in programs.iter().zip(results.iter_mut()) {
+            for (_, config) in rotated(&Config::ALL, round) {
+                let (run, warnings) = run_workload(tools, program, config).with_context(|| {
+                    format!(
+                        "CoreCLR {version}, round {} of {}: {} under {}",
+                        round + 1,
+                        rounds,
+                        program.name,
+                        config.name()
+                    )
+                })?;
+                for w in warnings {
+                    let w = format!("{}: {w}", config.name());
+                    if !result.warnings.contains(&w) {
+                        println!("bench:   warning: {w}");
+                        result.warnings.push(w);
+                    }
+                }
+                check_checksum(result, config, round, &run)?;
+                println!(
+                    "bench: {version} round {}/{rounds} {:<10} {:<18} work {:>8.1} ms  cpu \
+                     {:>8.1} ms  wall {:>8.1} ms{}",
+                    round + 1,
+                    program.name,
+                    config.name(),
+                    run.work_ms,
+                    run.cpu_ms.unwrap_or(f64::NAN),
+                    run.wall_ms,
+                    detail_text(run.detail)
+                );
+                result.runs[Config::ALL
+                    .iter()
+                    .position(|c| *c == config)
+                    .expect("a matrix configuration")]
+                .push(run);
+            }
+        }
+    }
+    Ok(RuntimeResults {
+        version: version.clone(),
+        workloads: results,
+        startup,
+    })
+}
+
+fn check_checksum(result: &WorkloadResults, config: Config, round: usize, run: &Run) -> Result<()> {
+    let reference = Config::ALL
+        .iter()
+        .flat_map(|c| result.runs(*c).iter().map(move |r| (*c, r)))
+        .next();
+    if let Some((ref_config, reference)) = reference
+        && reference.checksum != run.checksum
+    {
+        bail!(
+            "{} printed a different checksum under {} (round {}): `{}`, but `{}` under {}; \
+             a profiler changed what the program computes",
+            result.name,
+            config.name(),
+            round + 1,
+            run.checksum,
+            reference.checksum,
+            ref_config.name()
+        );
+    }
+    Ok(())
+}
+
+fn detail_text(detail: Detail) -> String {
+    match detail {
+        Detail::Nothing => String::new(),
+        Detail::Samples(Some(n)) => format!("  ({n} samples)"),
+        Detail::Samples(None) => String::new(),
+        Detail::EventPipeBytes(b) => format!("  ({:.1} MB nettrace)", b as f64 / 1e6),
+    }
+}

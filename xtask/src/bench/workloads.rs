@@ -1,0 +1,85 @@
+//! The benchmark programs (`bench/programs/`), in report order, and what each stands for.
+
+use anyhow::{Result, bail};
+
+/// One workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Workload {
+    /// The program's name: `bench/programs/<name>.cs`.
+    pub name: &'static str,
+    /// What it does, for the report.
+    pub what: &'static str,
+}
+
+/// The workloads, in report order.
+pub const WORKLOADS: &[Workload] = &[
+    Workload {
+        name: "Fib",
+        what: "recursive Fibonacci: almost nothing but calls",
+    },
+    Workload {
+        name: "Realistic",
+        what: "CSV-like parsing, Dictionary/List, LINQ GroupBy/OrderBy/Select, string \
+               formatting, small recursive expression trees",
+    },
+    Workload {
+        name: "Alloc",
+        what: "small objects, arrays, strings and lists: dozens of gen0 collections",
+    },
+    Workload {
+        name: "Threads",
+        what: "4 threads of mixed calls and loops on the machine's cores",
+    },
+    Workload {
+        name: "Idle",
+        what: "a CPU-bound main thread beside 50 threads blocked on an event for the whole \
+               work, as a server keeps idle thread-pool threads",
+    },
+    Workload {
+        name: "Server",
+        what: "bursts of 16 short work items (about 0.2 ms each) on the thread pool every 4 ms: \
+               pool threads that keep waking, working briefly and waiting",
+    },
+];
+
+/// The startup program.
+pub const EMPTY: &str = "Empty";
+
+/// The workloads named (case-insensitive), in report order; all of them for none.
+pub fn select(names: &[String]) -> Result<Vec<Workload>> {
+    if names.is_empty() {
+        return Ok(WORKLOADS.to_vec());
+    }
+    let mut chosen = Vec::new();
+    for name in names {
+        let Some(w) = WORKLOADS
+            .iter()
+            .find(|w| w.name.eq_ignore_ascii_case(name.trim()))
+        else {
+            let all: Vec<&str> = WORKLOADS.iter().map(|w| w.name).collect();
+            bail!("unknown workload `{name}`; choose from {}", all.join(", "));
+        };
+        if !chosen.contains(w) {
+            chosen.push(*w);
+        }
+    }
+    chosen.sort_by_key(|w| WORKLOADS.iter().position(|x| x == w));
+    Ok(chosen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selection() {
+        let names: Vec<&str> = select(&["threads".into(), "Fib".into()])
+            .unwrap()
+            .iter()
+            .map(|w| w.name)
+            .collect();
+        assert_eq!(names, vec!["Fib", "Threads"]);
+        assert!(select(&["nope".into()]).is_err());
+        assert_eq!(select(&[]).unwrap().len(), WORKLOADS.len());
+    }
+}
