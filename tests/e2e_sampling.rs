@@ -283,3 +283,43 @@ fn stacks_of_waiting_threads_reach_their_start() {
         }
     }
 }
+
+#[test]
+fn loop_methods_keep_their_callers_under_on_stack_replacement() {
+    let program = compile("Loops");
+    let rec = record(&program, &[], &["--rate", "1000"]);
+    rec.output.assert_success();
+    assert_eq!(rec.output.stdout_str(), "loops: done\n");
+    let (_, p) = profile_of(&rec);
+    let main = thread(&p, "main");
+    // Each method's samples, and those of them where the frames above it are not its callers
+    // (or where the method shows twice in a row: an OSR frame and the Tier0 frame it
+    // replaced).
+    let callers: [(&str, &[&str]); 4] = [
+        ("Loops.Multiply(long)", &["Loops.Main()"]),
+        ("Loops.Shift(long)", &["Loops.Main()"]),
+        ("Loops.Outer(long)", &["Loops.Main()"]),
+        ("Loops.Inner(long)", &["Loops.Main()", "Loops.Outer(long)"]),
+    ];
+    for (method, above) in callers {
+        let (mut samples, mut wrong) = (0, Vec::new());
+        for s in main.samples.iter().filter(|s| s.kind == SampleKind::Cpu) {
+            let names = frame_names(&p, s.stack);
+            let Some(at) = names.iter().rposition(|f| f == method) else {
+                continue;
+            };
+            samples += 1;
+            let ok = at >= above.len() && names[at - above.len()..at] == *above;
+            if !ok {
+                wrong.push(names);
+            }
+        }
+        assert!(samples > 20, "{method}: {samples} samples");
+        assert!(
+            wrong.len() * 100 < samples,
+            "{method}: {} of {samples} samples without {above:?} above; first: {:?}",
+            wrong.len(),
+            wrong.first()
+        );
+    }
+}

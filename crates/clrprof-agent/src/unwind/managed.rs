@@ -36,6 +36,8 @@ pub struct Shape {
     pub body: u32,
     /// The prologue makes RBP a frame pointer (the frame record is at RBP in the body).
     pub frame_pointer: bool,
+    /// An on-stack-replacement version: its frame sits on its Tier0 frame (see [`osr_step`]).
+    pub osr: bool,
     /// Registers the prologue pushes, in order (`pushes[..pushed]`).
     pushes: [u8; 8],
     pushed: u8,
@@ -82,6 +84,7 @@ pub fn decode_prologue(code: &[u8]) -> Option<Shape> {
     let mut shape = Shape {
         body: 0,
         frame_pointer: false,
+        osr: false,
         pushes: [0; 8],
         pushed: 0,
         alloc: 0,
@@ -102,7 +105,10 @@ pub fn decode_prologue(code: &[u8]) -> Option<Shape> {
             [0xc5, 0xf8, 0x77, ..] => (3, Effect::None), // vzeroupper
             // An on-stack-replacement method's prologue: `mov rax, [rbp]; push rax` saves the
             // frame pointer of its Tier0 frame's caller (then `mov rbp, rsp`).
-            [0x48, 0x8b, 0x45, 0x00, 0x50, ..] => (5, Effect::Push(RBP)),
+            [0x48, 0x8b, 0x45, 0x00, 0x50, ..] if shape.pushed == 0 && size == 0 => {
+                shape.osr = true;
+                (5, Effect::Push(RBP))
+            }
             [0x50, ..] => (1, Effect::Alloc(8)), // push rax: 8 bytes of frame
             [r @ (0x53 | 0x55 | 0x56 | 0x57), ..] => (1, Effect::Push(*r - 0x50)),
             [0x41, r @ 0x54..=0x57, ..] => (2, Effect::Push(*r - 0x50 + 8)),
@@ -189,6 +195,9 @@ pub(super) fn step(
             return Some(found);
         }
     }
+    if shape.osr && offset >= shape.body {
+        return osr_step(at.bp, reader, code);
+    }
     if shape.frame_pointer {
         return None;
     }
@@ -212,6 +221,36 @@ pub(super) fn step(
     let size = u64::from(shape.size());
     let saved_rbp = shape.saved_rbp().map(u64::from);
     Some(frame_at(reader, at.sp, size, saved_rbp, at.bp))
+}
+
+/// Unwinds an on-stack-replacement (OSR) frame, in its body with frame pointer `bp`, together
+/// with the Tier0 frame it replaced: one frame of the method, as the runtime's own stack walk
+/// shows it.
+///
+/// A method that loops long in its first (Tier0) call moves to an optimized OSR version in the
+/// middle of that call: the runtime's patchpoint helper enters the OSR code with RSP 8 bytes
+/// below the Tier0 frame's stack pointer (the slot where the call to the helper pushed its
+/// return address) and RBP the Tier0 frame's, and the OSR prologue pushes `[rbp]` (the
+/// Tier0 frame's saved RBP: its caller's) and makes that its frame record. The frame-pointer
+/// rule therefore finds a stale return address into the Tier0 code, then the caller's frame
+/// record taken as the Tier0 frame's, and skips the caller. Instead: the Tier0 frame starts at
+/// `bp + 16`, and its own prologue's shape says where its return address and saved RBP are.
+/// `None` (the frame-pointer rule) if the Tier0 code's shape is not known.
+fn osr_step(bp: usize, reader: &mut StackReader<'_>, code: &mut dyn MethodShapes) -> Option<Step> {
+    let tier0_pc = reader.read(bp.checked_add(8)?)?;
+    let (_, tier0) = code.shape_at(tier0_pc.checked_sub(1)?)?;
+    if tier0.osr {
+        return None;
+    }
+    let tier0_sp = bp.checked_add(16)?;
+    let saved_rbp = tier0.saved_rbp().map(u64::from);
+    Some(frame_at(
+        reader,
+        tier0_sp,
+        u64::from(tier0.size()),
+        saved_rbp,
+        bp,
+    ))
 }
 
 /// The longest call instruction [`follows_a_call`] recognizes.
@@ -354,8 +393,9 @@ mod tests {
         assert_eq!(decode_prologue(&[0x8b, 0xc7, 0xc3]).unwrap().size(), 0);
         // An on-stack-replacement method: mov rax, [rbp]; push rax; mov rbp, rsp.
         let osr = decode_prologue(&[0x48, 0x8b, 0x45, 0x00, 0x50, 0x48, 0x8b, 0xec, 0x48]).unwrap();
-        assert!(osr.frame_pointer);
+        assert!(osr.frame_pointer && osr.osr);
         assert_eq!((osr.body, osr.size()), (8, 8));
+        assert!(!fp.osr && !small.osr);
         // A misaligned frame that goes on with an unknown instruction is not trusted.
         assert!(decode_prologue(&[0x53, 0x48, 0x8d, 0x84, 0x24, 0, 0, 0, 0]).is_none());
         // A frame pointer without RBP pushed is not a JIT prologue.
