@@ -7,21 +7,7 @@
 //! every sample and its whole stack.
 
 use clrprof_analysis::model::{FrameKind, Profile, SampleKind, ThreadProfile};
-use clrprof_analysis::trace::{LoadedTrace, load};
 use clrprof_e2e::*;
-
-fn profile_of(rec: &Recording) -> (LoadedTrace, Profile) {
-    let trace = load(&rec.trace).expect("the trace loads");
-    let profile = trace.profile();
-    (trace, profile)
-}
-
-fn thread<'p>(p: &'p Profile, name: &str) -> &'p ThreadProfile {
-    p.threads
-        .iter()
-        .find(|t| t.name == name)
-        .unwrap_or_else(|| panic!("no thread {name}"))
-}
 
 fn cpu_ns(t: &ThreadProfile) -> u64 {
     t.samples.iter().map(|s| s.cpu_ns).sum()
@@ -32,16 +18,6 @@ fn cpu_samples(t: &ThreadProfile) -> usize {
         .iter()
         .filter(|s| s.kind == SampleKind::Cpu)
         .count()
-}
-
-/// The names of a sample's frames, root first.
-fn frame_names(p: &Profile, stack: Option<clrprof_analysis::StackIndex>) -> Vec<String> {
-    stack.map_or_else(Vec::new, |s| {
-        p.stack_frames(s)
-            .into_iter()
-            .map(|f| p.frame(f).name.clone())
-            .collect()
-    })
 }
 
 #[test]

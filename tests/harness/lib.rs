@@ -30,6 +30,7 @@ mod facts;
 mod paths;
 pub mod probes;
 mod process;
+mod profile;
 
 pub use clrprof::{
     Recording, agent_lib, clrprof, clrprof_bin, coverage, example_lib, record, record_command,
@@ -46,6 +47,7 @@ pub use probes::{ProbeRun, run_probe};
 pub use process::{
     ChildGuard, OutputExt, default_timeout, describe_command, run_command, run_command_timeout,
 };
+pub use profile::{frame_names, profile_of, thread};
 
 /// A fresh temporary directory for one test, deleted when dropped.
 pub fn temp_dir() -> tempfile::TempDir {

@@ -280,6 +280,16 @@ impl Session {
             low &= EventMask::ALLOWABLE_AFTER_ATTACH;
             high &= HighEventMask::ALLOWABLE_AFTER_ATTACH;
         }
+        if c.mode != Mode::None {
+            // Unloads end the lives of ids the samples and call trees name code by (see
+            // `defs`): collected dynamic methods, and modules of unloaded assemblies with
+            // their functions. Recorded as events only when asked for. The runtime does not
+            // report dynamic-method unloads to an attached profiler.
+            low |= EventMask::MONITOR_MODULE_LOADS;
+            if !self.attached {
+                high |= HighEventMask::MONITOR_DYNAMIC_FUNCTION_UNLOADS;
+            }
+        }
         (low, high)
     }
 }
@@ -339,19 +349,26 @@ impl Profiler for Agent {
         self.ev(K::ASSEMBLY_UNLOAD_FINISHED, &[a.as_u64(), hr(status)])
     }
     fn module_load_started(&self, m: ModuleId) -> Result<()> {
-        self.ev(K::MODULE_LOAD_STARTED, &[m.as_u64()])
+        self.ev(K::MODULE_LOAD_STARTED, &[self.mid(m)])
     }
     fn module_load_finished(&self, m: ModuleId, status: HResult) -> Result<()> {
         if let (Some(s), Some(coverage)) = (self.session(), crate::coverage::get()) {
             coverage.module_loaded(&s.info, m);
         }
-        self.ev(K::MODULE_LOAD_FINISHED, &[m.as_u64(), hr(status)])
+        self.ev(K::MODULE_LOAD_FINISHED, &[self.mid(m), hr(status)])
     }
     fn module_unload_started(&self, m: ModuleId) -> Result<()> {
-        self.ev(K::MODULE_UNLOAD_STARTED, &[m.as_u64()])
+        self.ev(K::MODULE_UNLOAD_STARTED, &[self.mid(m)])?;
+        if let Some(s) = self.session() {
+            // Its ModuleID and its functions' FunctionIDs can be reused from now on.
+            let ts = sys::monotonic_ns();
+            let gone = s.defs.forget_module(m, ts);
+            s.gone_code.notify_at(ts, &gone);
+        }
+        Ok(())
     }
     fn module_unload_finished(&self, m: ModuleId, status: HResult) -> Result<()> {
-        self.ev(K::MODULE_UNLOAD_FINISHED, &[m.as_u64(), hr(status)])
+        self.ev(K::MODULE_UNLOAD_FINISHED, &[self.mid(m), hr(status)])
     }
     fn module_attached_to_assembly(&self, m: ModuleId, a: AssemblyId) -> Result<()> {
         // The module's assembly is known from here on: a good moment to name it.
@@ -361,7 +378,7 @@ impl Profiler for Agent {
         {
             s.defs.module(&s.info, &s.out, m);
         }
-        self.ev(K::MODULE_ATTACHED_TO_ASSEMBLY, &[m.as_u64(), a.as_u64()])
+        self.ev(K::MODULE_ATTACHED_TO_ASSEMBLY, &[self.mid(m), a.as_u64()])
     }
     fn class_load_started(&self, c: ClassId) -> Result<()> {
         self.ev(K::CLASS_LOAD_STARTED, &[c.as_u64()])
@@ -380,8 +397,8 @@ impl Profiler for Agent {
     }
     fn class_unload_started(&self, c: ClassId) -> Result<()> {
         if let Some(s) = self.session() {
-            // The ClassID can be reused: drop what the namer keeps under it.
-            s.defs.namer().forget_class(c);
+            // The ClassID can be reused: drop what is kept under it.
+            s.defs.forget_class(c);
         }
         self.ev(K::CLASS_UNLOAD_STARTED, &[c.as_u64()])
     }
@@ -389,7 +406,7 @@ impl Profiler for Agent {
         self.ev(K::CLASS_UNLOAD_FINISHED, &[c.as_u64(), hr(status)])
     }
     fn function_unload_started(&self, f: FunctionId) -> Result<()> {
-        self.ev(K::FUNCTION_UNLOAD_STARTED, &[f.as_u64()])
+        self.ev(K::FUNCTION_UNLOAD_STARTED, &[self.fid(f)])
     }
     fn jit_compilation_started(&self, f: FunctionId, safe: bool) -> Result<()> {
         let Some(s) = self.session() else {
@@ -416,7 +433,7 @@ impl Profiler for Agent {
         if wanted {
             s.event(
                 K::JIT_COMPILATION_STARTED,
-                &[f.as_u64(), b(safe), u64::from(il_bytes)],
+                &[self.fid(f), b(safe), u64::from(il_bytes)],
             );
         }
         Ok(())
@@ -430,11 +447,11 @@ impl Profiler for Agent {
         }
         self.ev(
             K::JIT_COMPILATION_FINISHED,
-            &[f.as_u64(), hr(status), b(safe)],
+            &[self.fid(f), hr(status), b(safe)],
         )
     }
     fn jit_cached_function_search_started(&self, f: FunctionId) -> Result<bool> {
-        self.ev(K::JIT_CACHED_FUNCTION_SEARCH_STARTED, &[f.as_u64()])?;
+        self.ev(K::JIT_CACHED_FUNCTION_SEARCH_STARTED, &[self.fid(f)])?;
         Ok(true)
     }
     fn jit_cached_function_search_finished(
@@ -448,25 +465,21 @@ impl Profiler for Agent {
         else {
             return Ok(());
         };
-        s.defs.function(&s.info, &s.out, f);
+        let id = s.defs.function(&s.info, &s.out, f);
         s.event(
             K::JIT_CACHED_FUNCTION_SEARCH_FINISHED,
-            &[
-                f.as_u64(),
-                u64::from(result.0),
-                u64::from(il_code_size(&s.info, f)),
-            ],
+            &[id, u64::from(result.0), u64::from(il_code_size(&s.info, f))],
         );
         Ok(())
     }
     fn jit_function_pitched(&self, f: FunctionId) -> Result<()> {
-        self.ev(K::JIT_FUNCTION_PITCHED, &[f.as_u64()])
+        self.ev(K::JIT_FUNCTION_PITCHED, &[self.fid(f)])
     }
     fn jit_inlining(&self, caller: FunctionId, callee: FunctionId) -> Result<bool> {
         if let Some(s) = self.session().filter(|s| s.wants(K::JIT_INLINING)) {
-            s.defs.function(&s.info, &s.out, caller);
-            s.defs.function(&s.info, &s.out, callee);
-            s.event(K::JIT_INLINING, &[caller.as_u64(), callee.as_u64()]);
+            let caller = s.defs.function(&s.info, &s.out, caller);
+            let callee = s.defs.function(&s.info, &s.out, callee);
+            s.event(K::JIT_INLINING, &[caller, callee]);
         }
         Ok(true)
     }
@@ -615,11 +628,11 @@ impl Profiler for Agent {
         };
         let class = s.info.get_class_from_object(exception).unwrap_or_default();
         let (stack, stack_truncated) = exceptions::throw_site_stack(&s.info);
-        let thrower = stack.first().copied().unwrap_or(FunctionId::NULL);
         s.defs.class(&s.info, &s.out, class);
-        for &f in &stack {
-            s.defs.function(&s.info, &s.out, f);
-        }
+        let stack_ids: Vec<u64> = stack
+            .iter()
+            .map(|&f| s.defs.function(&s.info, &s.out, f))
+            .collect();
         let message = s
             .exceptions
             .message(&s.info, s.defs.namer(), exception, class);
@@ -628,12 +641,16 @@ impl Profiler for Agent {
             tid: sys::gettid(),
             object: exception.as_u64(),
             message,
-            stack: stack.iter().map(|f| f.as_u64()).collect(),
+            stack: stack_ids.clone(),
             stack_truncated,
         }));
         s.event(
             K::EXCEPTION_THROWN,
-            &[exception.as_u64(), class.as_u64(), thrower.as_u64()],
+            &[
+                exception.as_u64(),
+                class.as_u64(),
+                stack_ids.first().copied().unwrap_or(0),
+            ],
         );
         Ok(())
     }
@@ -817,7 +834,7 @@ impl Profiler for Agent {
     fn rejit_compilation_started(&self, f: FunctionId, rejit: ReJitId, safe: bool) -> Result<()> {
         self.ev(
             K::REJIT_COMPILATION_STARTED,
-            &[f.as_u64(), rejit.as_u64(), b(safe)],
+            &[self.fid(f), rejit.as_u64(), b(safe)],
         )
     }
     fn get_rejit_parameters(
@@ -826,7 +843,7 @@ impl Profiler for Agent {
         method: Token,
         _control: &FunctionControl,
     ) -> Result<()> {
-        self.ev(K::GET_REJIT_PARAMETERS, &[m.as_u64(), u64::from(method.0)])
+        self.ev(K::GET_REJIT_PARAMETERS, &[self.mid(m), u64::from(method.0)])
     }
     fn rejit_compilation_finished(
         &self,
@@ -837,7 +854,7 @@ impl Profiler for Agent {
     ) -> Result<()> {
         self.ev(
             K::REJIT_COMPILATION_FINISHED,
-            &[f.as_u64(), rejit.as_u64(), hr(status), b(safe)],
+            &[self.fid(f), rejit.as_u64(), hr(status), b(safe)],
         )
     }
     fn rejit_error(
@@ -849,7 +866,7 @@ impl Profiler for Agent {
     ) -> Result<()> {
         self.ev(
             K::REJIT_ERROR,
-            &[m.as_u64(), u64::from(method.0), f.as_u64(), hr(status)],
+            &[self.mid(m), u64::from(method.0), self.fid(f), hr(status)],
         )
     }
     fn moved_references2(
@@ -892,7 +909,7 @@ impl Profiler for Agent {
         self.ev(K::GET_ASSEMBLY_REFERENCES, &[])
     }
     fn module_in_memory_symbols_updated(&self, m: ModuleId) -> Result<()> {
-        self.ev(K::MODULE_IN_MEMORY_SYMBOLS_UPDATED, &[m.as_u64()])
+        self.ev(K::MODULE_IN_MEMORY_SYMBOLS_UPDATED, &[self.mid(m)])
     }
     fn dynamic_method_jit_compilation_started(
         &self,
@@ -902,7 +919,7 @@ impl Profiler for Agent {
     ) -> Result<()> {
         self.ev(
             K::DYNAMIC_METHOD_JIT_COMPILATION_STARTED,
-            &[f.as_u64(), b(safe), il_header.len() as u64],
+            &[self.fid(f), b(safe), il_header.len() as u64],
         )
     }
     fn dynamic_method_jit_compilation_finished(
@@ -911,6 +928,10 @@ impl Profiler for Agent {
         status: HResult,
         safe: bool,
     ) -> Result<()> {
+        if let Some(s) = self.session().filter(|s| s.config.mode == Mode::Trace) {
+            // No enter/leave hooks will tell of it: the definition says it was there.
+            s.defs.function(&s.info, &s.out, f);
+        }
         self.function_event(
             K::DYNAMIC_METHOD_JIT_COMPILATION_FINISHED,
             f,
@@ -918,7 +939,19 @@ impl Profiler for Agent {
         )
     }
     fn dynamic_method_unloaded(&self, f: FunctionId) -> Result<()> {
-        self.ev(K::DYNAMIC_METHOD_UNLOADED, &[f.as_u64()])
+        self.ev(K::DYNAMIC_METHOD_UNLOADED, &[self.fid(f)])?;
+        if let Some(s) = self.session() {
+            // The method was collected: its FunctionID and code can be reused from now on.
+            let ts = sys::monotonic_ns();
+            if s.config.mode == Mode::Sample {
+                // Captures of it may still wait for the sampler, which could not name it
+                // after this (the runtime would name what replaces it): name it now.
+                s.defs.function(&s.info, &s.out, f);
+            }
+            s.defs.forget_function(f, ts);
+            s.gone_code.notify_at(ts, &[f]);
+        }
+        Ok(())
     }
     fn event_pipe_event_delivered(&self, e: &EventPipeEvent<'_>) -> Result<()> {
         self.ev(
@@ -940,12 +973,21 @@ impl Profiler for Agent {
 }
 
 impl Agent {
+    /// The trace id of a function (see `defs`: the runtime's id with its life).
+    fn fid(&self, f: FunctionId) -> u64 {
+        self.session().map_or(f.as_u64(), |s| s.defs.function_id(f))
+    }
+
+    /// The trace id of a module.
+    fn mid(&self, m: ModuleId) -> u64 {
+        self.session().map_or(m.as_u64(), |s| s.defs.module_id(m))
+    }
+
     /// An event whose first argument is a function, which is named if recorded.
     fn function_event(&self, kind: K, f: FunctionId, rest: &[u64]) -> Result<()> {
         if let Some(s) = self.session().filter(|s| s.wants(kind)) {
-            s.defs.function(&s.info, &s.out, f);
             let mut args = [0u64; 8];
-            args[0] = f.as_u64();
+            args[0] = s.defs.function(&s.info, &s.out, f);
             let n = 1 + rest.len().min(7);
             args[1..n].copy_from_slice(&rest[..n - 1]);
             s.event(kind, &args[..n]);

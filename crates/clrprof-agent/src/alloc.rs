@@ -84,12 +84,15 @@ pub fn object_allocated(s: &Session, object: ObjectId, class: ClassId) {
     let frames = &frames[..depth];
     s.defs.class(&s.info, &s.out, class);
     let root = truncated.then_some((FrameKind::Truncated, 0));
-    let path = root
-        .into_iter()
-        .chain(frames.iter().rev().map(|&f| (FrameKind::Managed, f as u64)));
-    let stack = s.stacks.intern_path(&s.out, path, |f| {
-        s.defs.function(&s.info, &s.out, FunctionId(f as usize));
-    });
+    let path = root.into_iter().chain(
+        frames
+            .iter()
+            .rev()
+            .map(|&f| (FrameKind::Managed, s.defs.function_id(FunctionId(f)))),
+    );
+    let stack = s
+        .stacks
+        .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f));
     let mut flags = 0;
     if size >= LOH_THRESHOLD {
         flags |= Allocation::LARGE_OBJECT_HEAP;

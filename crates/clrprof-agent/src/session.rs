@@ -11,7 +11,7 @@ use crate::defs::Definitions;
 use crate::exceptions::ExceptionReader;
 use crate::recorder::cct::{self, ThreadState};
 use crate::recorder::{sys, threads};
-use crate::sampler::{Sampler, SamplerStats};
+use crate::sampler::{GoneCode, Sampler, SamplerStats};
 use crate::stacks::StackInterner;
 use crate::transport::Transport;
 
@@ -33,6 +33,8 @@ pub struct Session {
     pub stacks: StackInterner,
     /// The sampler thread, while it runs.
     pub sampler: Mutex<Option<Sampler>>,
+    /// Code the runtime unloaded, for the sampler to forget.
+    pub gone_code: GoneCode,
     /// True if the agent was attached to a running program (`clrprof attach`).
     pub attached: bool,
     /// The thread that waits for the CLI to ask for a detach (attach only).
@@ -72,6 +74,7 @@ impl Session {
             sampler_stats: SamplerStats::default(),
             stacks: StackInterner::default(),
             sampler: Mutex::new(None),
+            gone_code: GoneCode::default(),
             attached,
             control: Mutex::new(None),
             wanted,
@@ -145,6 +148,7 @@ impl Session {
             ("cpu_samples", load(&s.cpu_samples)),
             ("wall_samples", load(&s.wall_samples)),
             ("samples_missed", load(&s.missed)),
+            ("cpu_missed_ns", load(&s.cpu_missed_ns)),
             ("sampler_questions", load(&s.questions)),
             ("agent_samples", load(&s.agent_samples)),
             ("agent_cpu_ns", load(&s.agent_cpu_ns)),
@@ -179,13 +183,14 @@ impl Session {
         for (node, parent) in state.nodes() {
             let function = node.function();
             let times = state.times(node);
-            self.defs
+            let function = self
+                .defs
                 .function(&self.info, &self.out, FunctionId(function));
             let record = Record::CallTreeNode(CallTreeNode {
                 tid,
                 node: node.id.load(Ordering::Relaxed),
                 parent,
-                function: function as u64,
+                function,
                 calls: node.calls.load(Ordering::Relaxed),
                 self_samples: times.self_samples.load(Ordering::Relaxed),
                 self_cpu_ns: times.self_cpu_ns.load(Ordering::Relaxed),

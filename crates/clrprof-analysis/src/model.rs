@@ -72,6 +72,10 @@ impl StackIndex {
 pub enum FrameKind {
     /// A managed (.NET) method.
     Managed,
+    /// Managed code generated at run time, without metadata: a `DynamicMethod` (compiled
+    /// expressions and regular expressions, serializers) or a runtime IL stub, named as the
+    /// runtime's stack traces do (`DynamicClass.dyn_17(long)`, `ILStubClass.IL_STUB_PInvoke(...)`).
+    Generated,
     /// A native function (runtime, libraries, the OS).
     Native,
     /// A marker at the root of a stack that ends early: the frames the unwinder could not

@@ -48,6 +48,9 @@ pub struct SamplingInfo {
     pub wall_samples: u64,
     /// CPU samples lost because a thread had too many waiting to be read.
     pub samples_missed: u64,
+    /// CPU the program's threads used in the periods of the missed samples: no stack is
+    /// known for it, so it is in no sample (not in `program_cpu_ns`).
+    pub cpu_missed_ns: u64,
     /// Signals sent to blocked threads to learn where they wait (once per new wait).
     pub questions: u64,
     /// CPU the program's threads used, as the CPU samples add it up.

@@ -5,7 +5,7 @@
 //! are kept (they are small and fixed-size). Ids are resolved only at the end, so definitions
 //! may come before or after the records that use them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
 
@@ -75,6 +75,8 @@ pub struct Names {
     /// Distinct compiled bodies that the agent gave the same name (see
     /// [`Names::number_bodies`]): their number among their namesakes, by FunctionID.
     pub body_numbers: HashMap<u64, usize>,
+    /// Functions in the order they were first defined.
+    pub defined_order: HashMap<u64, usize>,
 }
 
 impl Names {
@@ -107,12 +109,14 @@ impl Names {
     /// FunctionID, so such functions are different code that the names do not tell apart
     /// (shared generic code whose instantiation the agent was not told, e.g. after an
     /// attach), and merging them by name would add up unrelated counts. They are numbered
-    /// `#1`, `#2`, ... in FunctionID order. Methods without metadata (no token) are left
-    /// alone. Call once all definitions are read.
+    /// `#1`, `#2`, ... in FunctionID order. Code generated at run time is numbered the same
+    /// way, in the order it was first seen: a program that compiles twenty expressions gets
+    /// twenty `lambda_method` bodies, which the runtime names alike. Call once all
+    /// definitions are read.
     pub fn number_bodies(&mut self) {
         let mut by_name: HashMap<(u64, String), Vec<u64>> = HashMap::new();
         for (&id, f) in &self.functions {
-            if f.module != 0 && f.token != 0 {
+            if f.module != 0 {
                 by_name
                     .entry((f.module, Self::defined_name(f)))
                     .or_default()
@@ -121,7 +125,11 @@ impl Names {
         }
         self.body_numbers.clear();
         for mut ids in by_name.into_values().filter(|ids| ids.len() > 1) {
-            ids.sort_unstable();
+            if self.is_generated(ids[0]) {
+                ids.sort_unstable_by_key(|id| self.defined_order.get(id).copied());
+            } else {
+                ids.sort_unstable();
+            }
             for (i, id) in ids.into_iter().enumerate() {
                 self.body_numbers.insert(id, i + 1);
             }
@@ -148,6 +156,14 @@ impl Names {
             || self.function(function),
             |t| format!("{}!{}", t.library, t.entry_point),
         )
+    }
+
+    /// Whether a function is code generated at run time: a method without metadata (token 0:
+    /// a dynamic method or an IL stub) that the runtime attributes to a module.
+    pub fn is_generated(&self, id: u64) -> bool {
+        self.functions
+            .get(&id)
+            .is_some_and(|f| f.token == 0 && f.module != 0)
     }
 
     /// The file name of a function's module.
@@ -309,6 +325,8 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
                 t.names.classes.insert(c.id, c);
             }
             Record::FunctionDef(f) => {
+                let next = t.names.defined_order.len();
+                t.names.defined_order.entry(f.id).or_insert(next);
                 t.names.functions.insert(f.id, f);
             }
             Record::ThreadDef(d) => {
@@ -422,7 +440,11 @@ impl LoadedTrace {
                     TraceFrameKind::Managed => b.intern_frame(
                         &names.function(id),
                         &names.function_module(id),
-                        FrameKind::Managed,
+                        if names.is_generated(id) {
+                            FrameKind::Generated
+                        } else {
+                            FrameKind::Managed
+                        },
                     ),
                     TraceFrameKind::Native => {
                         let (name, module) = names.native_frame(id);
@@ -514,6 +536,11 @@ impl LoadedTrace {
                 self.events.inlined.iter().map(|i| &i.callee).collect::<std::collections::BTreeSet<_>>().len()
             ));
         }
+        if mode == Mode::Trace
+            && let Some(note) = self.unhooked_generated_note()
+        {
+            b.note(note);
+        }
         if !self.ended_cleanly() {
             b.note("the program ended without shutting the profiler down (crash or kill): data after the agent's last flush is missing");
         }
@@ -593,6 +620,36 @@ impl LoadedTrace {
     }
 }
 
+impl LoadedTrace {
+    /// Trace mode: the methods generated at run time (dynamic methods, IL stubs) that the
+    /// agent saw compiled but that are in no call tree. The runtime calls no enter/leave hooks
+    /// for them, so their time is their callers' self time: say so, and name them.
+    fn unhooked_generated_note(&self) -> Option<String> {
+        let in_trees: HashSet<u64> = self.call_tree.iter().map(|n| n.function).collect();
+        let mut unhooked: Vec<String> = self
+            .names
+            .functions
+            .keys()
+            .filter(|&&id| self.names.is_generated(id) && !in_trees.contains(&id))
+            .map(|&id| self.names.function(id))
+            .collect();
+        if unhooked.is_empty() {
+            return None;
+        }
+        unhooked.sort();
+        const SHOWN: usize = 10;
+        let more = unhooked.len().saturating_sub(SHOWN);
+        let mut list = unhooked[..unhooked.len().min(SHOWN)].join(", ");
+        if more > 0 {
+            list.push_str(&format!(" and {more} more"));
+        }
+        Some(format!(
+            "{} methods generated at run time ran without enter/leave hooks (the runtime calls none for them): their calls are not counted and their time is in their callers' self time; sample mode names them. They are: {list}",
+            unhooked.len()
+        ))
+    }
+}
+
 /// The sampling facts of `profile`, given the trace's `SamplerInfo` fields and a counter
 /// reader.
 fn summarize_sampling(
@@ -664,6 +721,7 @@ fn summarize_sampling(
         cpu_samples,
         wall_samples,
         samples_missed: counter("samples_missed"),
+        cpu_missed_ns: counter("cpu_missed_ns"),
         questions: counter("sampler_questions"),
         program_cpu_ns,
         handler_cpu_ns: counter("handler_cpu_ns"),
@@ -767,9 +825,6 @@ mod tests {
             vec![
                 function(0x210, MODULE, 0x0600_0002, "Two<int, __Canon>", "M"),
                 function(0x220, MODULE, 0x0600_0002, "Two<__Canon, int>", "M"),
-                // Methods without metadata keep their names as they are.
-                function(0x400, MODULE, 0, "[dynamic]", "lambda_method"),
-                function(0x410, MODULE, 0, "[dynamic]", "lambda_method"),
             ],
             &[],
         );
@@ -779,6 +834,28 @@ mod tests {
             t.names.body_numbers
         );
         assert_eq!(t.names.function(0x210), "Two<int, __Canon>.M(A, B)");
-        assert_eq!(t.names.function(0x410), "[dynamic].lambda_method(A, B)");
+    }
+
+    #[test]
+    fn generated_bodies_named_alike_are_numbered_in_the_order_they_came() {
+        // Two compiled expressions the runtime names alike; the second was defined first.
+        let t = trace(
+            vec![
+                function(0x410, MODULE, 0, "DynamicClass", "lambda_method"),
+                function(0x400, MODULE, 0, "DynamicClass", "lambda_method"),
+                function(0x500, MODULE, 0, "DynamicClass", "dyn_1"),
+            ],
+            &[],
+        );
+        assert!(t.names.is_generated(0x400) && t.names.is_generated(0x500));
+        assert_eq!(
+            t.names.function(0x410),
+            "DynamicClass.lambda_method(A, B) #1"
+        );
+        assert_eq!(
+            t.names.function(0x400),
+            "DynamicClass.lambda_method(A, B) #2"
+        );
+        assert_eq!(t.names.function(0x500), "DynamicClass.dyn_1(A, B)");
     }
 }

@@ -6,7 +6,7 @@ use std::ops::AddAssign;
 
 use serde::Serialize;
 
-use crate::model::{FrameIndex, Profile, StackIndex};
+use crate::model::{FrameIndex, FrameKind, Profile, StackIndex};
 use crate::query::{Metric, NodeMark, Selection};
 
 /// Name shown for samples taken while a thread had no managed frames.
@@ -84,6 +84,16 @@ impl Label {
         match *self {
             Label::Frame(f) => profile.frame(f).module.as_str(),
             _ => "",
+        }
+    }
+
+    /// The module as a reader sees it: marked `(generated)` for code generated at run time.
+    pub fn module_shown<'p>(&self, profile: &'p Profile) -> Cow<'p, str> {
+        match *self {
+            Label::Frame(f) if profile.frame(f).kind == FrameKind::Generated => {
+                Cow::Owned(format!("{} (generated)", profile.frame(f).module))
+            }
+            _ => Cow::Borrowed(self.module(profile)),
         }
     }
 

@@ -200,6 +200,7 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
                 entry.flags = flags;
                 entry.ts = ts;
                 entry.cpu_enter = cpu_enter;
+                entry.dropped_at = slot.ring.dropped_at.load(Ordering::Relaxed);
                 entry.cpu_exit = super::sys::own_cpu_ns();
                 if slot.ring.publish() == WAKE_AT {
                     WAKE.fetch_add(1, Ordering::AcqRel);
@@ -208,6 +209,9 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
             }
             None => {
                 slot.ring.dropped.fetch_add(1, Ordering::Relaxed);
+                if cpu {
+                    slot.ring.dropped_at.store(cpu_enter, Ordering::Relaxed);
+                }
             }
         }
     }

@@ -43,6 +43,9 @@ pub struct Capture {
     pub cpu_enter: u64,
     /// The thread's CPU clock when the handler was done (its own cost is the difference).
     pub cpu_exit: u64,
+    /// The thread's CPU clock when its latest capture before this one was dropped (the ring
+    /// was full; 0 if none was): the CPU up to there went unsampled.
+    pub dropped_at: u64,
     /// rip, rsp and rbp at the interruption.
     pub regs: [usize; 3],
 
@@ -65,6 +68,8 @@ pub struct CaptureRing {
     entries: AtomicPtr<Capture>,
     /// Captures dropped because the ring was full.
     pub dropped: AtomicU64,
+    /// The thread's CPU clock when the latest capture was dropped (written by the handler).
+    pub dropped_at: AtomicU64,
 }
 
 impl CaptureRing {
@@ -75,6 +80,7 @@ impl CaptureRing {
             tail: AtomicU32::new(0),
             entries: AtomicPtr::new(core::ptr::null_mut()),
             dropped: AtomicU64::new(0),
+            dropped_at: AtomicU64::new(0),
         }
     }
 

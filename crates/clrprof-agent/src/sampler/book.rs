@@ -102,15 +102,29 @@ impl Book {
         }
     }
 
-    /// A capture the thread's CPU clock triggered: returns the CPU the sample stands for.
-    /// `armed_at` is the thread's CPU clock when its clock was armed (CPU used before that
-    /// was never sampled).
-    pub fn on_cpu_capture(&mut self, cpu_enter: u64, cpu_exit: u64, armed_at: u64) -> u64 {
-        let from = self.cpu_mark.unwrap_or(armed_at);
+    /// A capture the thread's CPU clock triggered: returns the CPU the sample stands for,
+    /// and the CPU that went unsampled before it. `armed_at` is the thread's CPU clock when
+    /// its clock was armed (CPU used before that was never sampled); `dropped_at` its CPU
+    /// clock at the latest capture dropped before this one (its ring was full). The CPU up to
+    /// a dropped capture is not this sample's: its stack is unknown, so it is counted as
+    /// missed rather than given to whatever the thread ran next.
+    pub fn on_cpu_capture(
+        &mut self,
+        cpu_enter: u64,
+        cpu_exit: u64,
+        armed_at: u64,
+        dropped_at: u64,
+    ) -> (u64, u64) {
+        let mut from = self.cpu_mark.unwrap_or(armed_at);
+        let mut missed = 0;
+        if dropped_at > from && dropped_at <= cpu_enter {
+            missed = dropped_at - from;
+            from = dropped_at;
+        }
         let cpu = cpu_enter.saturating_sub(from).saturating_sub(self.overhead);
         self.cpu_mark = Some(cpu_exit.max(cpu_enter));
         self.overhead = 0;
-        cpu
+        (cpu, missed)
     }
 
     /// A capture the sampler asked for, whose handler ran from `cpu_enter` to `cpu_exit` (not
@@ -293,5 +307,30 @@ impl Book {
         self.waits.retain(|(k, _)| *k != key);
         self.waits.insert(0, (key, stack));
         self.waits.truncate(WAITS_KEPT);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_before_a_dropped_capture_is_missed_not_given_to_the_next() {
+        let mut book = Book::new(1, 0);
+        // Armed at 1 ms of CPU; first capture at 2 ms (handler until 2.01 ms).
+        assert_eq!(
+            book.on_cpu_capture(2_000_000, 2_010_000, 1_000_000, 0),
+            (1_000_000, 0)
+        );
+        // Captures at 3 and 4 ms were dropped (ring full); the next one is at 5 ms.
+        assert_eq!(
+            book.on_cpu_capture(5_000_000, 5_010_000, 1_000_000, 4_000_000),
+            (1_000_000, 1_990_000)
+        );
+        // A drop older than the last capture changes nothing.
+        assert_eq!(
+            book.on_cpu_capture(6_010_000, 6_020_000, 1_000_000, 4_000_000),
+            (1_000_000, 0)
+        );
     }
 }

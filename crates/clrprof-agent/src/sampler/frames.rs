@@ -10,26 +10,34 @@
 
 use std::sync::atomic::Ordering;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 
-use clrprof_sdk::FunctionId;
 use clrprof_trace::{FrameKind, NativeFrameDef, Record, StackCut};
 
+use crate::defs::runtime_id;
 use crate::recorder::ring::Capture;
 use crate::recorder::sys;
 use crate::recorder::threads::{MAX_FRAMES, ThreadSlot};
 use crate::session::Session;
 use crate::unwind::{Chain, Regs, Stop, Tail, Unwinder};
 
-use super::method_shapes::RuntimeShapes;
+use super::gone_code::Forget;
+use super::method_shapes::{RuntimeShapes, code_owner};
 
 /// How often the memory map is re-read for newly loaded libraries.
 const MODULE_REFRESH_NS: u64 = 1_000_000_000;
+/// How often, at most, an address in no known mapping makes the memory map be re-read.
+const ANONYMOUS_REFRESH_NS: u64 = 50_000_000;
+/// The name of a native frame in the runtime's stubs (see `StackBuilder::in_anonymous_code`).
+pub const RUNTIME_STUB: &str = "[runtime stub]";
 
 /// A resolved frame.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum FrameRef {
-    Managed(usize),
+    /// A function's trace id (see `defs`).
+    Managed(u64),
+    /// A method without metadata (dynamic method, IL stub), by trace id.
+    Generated(u64),
     Native(u64),
 }
 
@@ -55,6 +63,8 @@ pub struct StackBuilder {
     agent_code: (usize, usize),
     modules_generation: u64,
     modules_checked_ns: u64,
+    /// When an unknown address last made the memory map be re-read.
+    anonymous_refreshed_ns: u64,
 }
 
 impl StackBuilder {
@@ -71,6 +81,7 @@ impl StackBuilder {
             agent_code: (0, 0),
             modules_generation: u64::MAX,
             modules_checked_ns: 0,
+            anonymous_refreshed_ns: 0,
         };
         builder.refresh_modules(sys::monotonic_ns());
         builder
@@ -95,6 +106,34 @@ impl StackBuilder {
                 .modules()
                 .module_at(here)
                 .map_or((0, 0), |m| (m.start, m.end));
+        }
+    }
+
+    /// Drops what is cached about code the runtime unloaded (its addresses may hold other
+    /// code from now on).
+    pub fn forget(&mut self, forget: Forget) {
+        match forget {
+            Forget::All => {
+                self.ips.clear();
+                self.shapes.forget(None);
+            }
+            Forget::Functions(gone) => {
+                let gone: FxHashSet<usize> = gone.iter().map(|f| f.0).collect();
+                // Addresses outside any file may hold the next generated code.
+                let outside: FxHashSet<u64> = self
+                    .natives
+                    .iter()
+                    .filter(|((library, _), _)| library.is_empty())
+                    .map(|(_, &id)| id)
+                    .collect();
+                self.ips.retain(|_, f| match *f {
+                    FrameRef::Managed(id) | FrameRef::Generated(id) => {
+                        !gone.contains(&runtime_id(id))
+                    }
+                    FrameRef::Native(id) => !outside.contains(&id),
+                });
+                self.shapes.forget(Some(&gone));
+            }
         }
     }
 
@@ -158,7 +197,7 @@ impl StackBuilder {
         {
             Resolved::Agent
         } else {
-            Resolved::Program(self.intern(&frames, cut))
+            Resolved::Program(self.intern(&frames, cut, capture.ts))
         };
         self.frames = frames;
         resolved
@@ -166,12 +205,12 @@ impl StackBuilder {
 
     /// Turns code addresses (innermost first) into an interned stack id, with a cut marker
     /// at the root when the stack ends early.
-    fn intern(&mut self, ips: &[usize], cut: Option<StackCut>) -> u32 {
+    fn intern(&mut self, ips: &[usize], cut: Option<StackCut>, ts: u64) -> u32 {
         self.path.clear();
         for (k, &ip) in ips.iter().enumerate() {
             // Return addresses point after the call; look up the call instruction itself.
             let lookup = if k == 0 { ip } else { ip.saturating_sub(1) };
-            let frame = self.resolve(lookup);
+            let frame = self.resolve(lookup, ts);
             // Consecutive native frames of one function are one frame (a library without
             // symbols names all its frames alike); managed recursion stays as it is.
             if matches!(frame, FrameRef::Native(_)) && self.path.last() == Some(&frame) {
@@ -190,22 +229,63 @@ impl StackBuilder {
         let path = marker
             .into_iter()
             .chain(self.path.iter().rev().map(|f| match *f {
-                FrameRef::Managed(f) => (FrameKind::Managed, f as u64),
+                FrameRef::Managed(f) | FrameRef::Generated(f) => (FrameKind::Managed, f),
                 FrameRef::Native(id) => (FrameKind::Native, id),
             }));
-        s.stacks.intern_path(&s.out, path, |f| {
-            s.defs.function(&s.info, &s.out, FunctionId(f as usize))
-        })
+        s.stacks
+            .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f))
     }
 
-    fn resolve(&mut self, ip: usize) -> FrameRef {
-        if let Some(f) = self.ips.get(&ip) {
-            return *f;
+    /// Whether `ip` lies in executable memory that no file backs. In a .NET process that is
+    /// the runtime's: its code heaps (managed code, which the runtime claims first) and its
+    /// stubs (precode, virtual dispatch stubs, helper thunks), which it names nowhere the
+    /// profiling API reaches. The memory map is re-read (at most every
+    /// [`ANONYMOUS_REFRESH_NS`]) when `ip` is in no mapping known yet.
+    fn in_anonymous_code(&mut self, ip: usize) -> bool {
+        if !self.unwinder.modules().contains_code(ip) {
+            let now = sys::monotonic_ns();
+            if now.saturating_sub(self.anonymous_refreshed_ns) < ANONYMOUS_REFRESH_NS {
+                return false;
+            }
+            self.anonymous_refreshed_ns = now;
+            self.unwinder.refresh_modules();
         }
+        self.unwinder.modules().contains_code(ip) && !self.unwinder.modules().contains_native(ip)
+    }
+
+    /// The frame of code address `ip` in a capture taken at `CLOCK_MONOTONIC` time `ts`.
+    fn resolve(&mut self, ip: usize, ts: u64) -> FrameRef {
         let s = self.session;
-        let frame = match s.info.get_function_from_ip(ip) {
-            Ok(function) if !function.is_null() => FrameRef::Managed(function.0),
-            _ => {
+        let owner = match self.ips.get(&ip) {
+            // Generated code is freed when it is collected and its memory reused, sometimes
+            // before the runtime says so: ask again whose code this is (the function and its
+            // life, for a reused FunctionID).
+            Some(&FrameRef::Generated(id)) => match code_owner(&s.info, ip) {
+                Some(owner) if s.defs.function_id(owner.jited.function) == id => {
+                    return FrameRef::Generated(id);
+                }
+                owner => owner,
+            },
+            Some(&f) => return f,
+            None => code_owner(&s.info, ip),
+        };
+        let frame = match owner {
+            Some(owner) => {
+                let function = owner.jited.function;
+                let id = s.defs.function_seen_at(&s.info, &s.out, function, ts);
+                let frame = if owner.generated {
+                    FrameRef::Generated(id)
+                } else {
+                    FrameRef::Managed(id)
+                };
+                if id != s.defs.function_id(function) {
+                    // The function's code was unloaded since the capture: the address may
+                    // hold other code now, so this answer is for this capture alone.
+                    return frame;
+                }
+                frame
+            }
+            None => {
                 // The module's symbol table names local functions too (the GC, libc's string
                 // functions); dladdr, which knows only exported symbols, is the fallback for
                 // modules without one.
@@ -213,6 +293,9 @@ impl StackBuilder {
                     Some(sym) => (sym.library, sym.symbol),
                     None => match sys::native_symbol(ip) {
                         Some(sym) => (sym.library, sym.symbol),
+                        None if self.in_anonymous_code(ip) => {
+                            (String::new(), RUNTIME_STUB.to_string())
+                        }
                         None => (String::new(), String::new()),
                     },
                 };

@@ -1,13 +1,16 @@
 //! Where managed methods start and how their frames are laid out, for the unwinder
 //! ([`crate::unwind::managed`]): the runtime tells which method version contains an address
-//! (`GetFunctionFromIP2`, then `GetNativeCodeStartAddresses` and `GetCodeInfo4` for the code
-//! ranges of each of its versions: tiers, on-stack replacement, ReJIT), and the first bytes of
-//! that version are its prologue. Both are asked once per method version; addresses that are not
-//! managed code are remembered too (a bounded number of them).
+//! ([`code_owner`], then `GetNativeCodeStartAddresses` and `GetCodeInfo4` for the code
+//! ranges of each of its versions: tiers, on-stack replacement, ReJIT; `GetCodeInfo2` for a
+//! dynamic method, which has one version), and the first bytes of that version are its
+//! prologue. Both are asked once per method version; addresses that are not managed code are
+//! remembered too (a bounded number of them). What is known of a method's code is dropped when
+//! the runtime unloads it ([`RuntimeShapes::forget`]).
 
 use std::collections::BTreeMap;
 
-use clrprof_sdk::ProfilerInfo;
+use clrprof_sdk::info::{CodeInfo, JitedFunction};
+use clrprof_sdk::{FunctionId, ProfilerInfo};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -20,11 +23,43 @@ const NOT_MANAGED_KEPT: usize = 1 << 16;
 /// Code windows kept (the bytes at interrupted instructions and before return addresses).
 const CODE_KEPT: usize = 1 << 16;
 
+/// The managed code that contains an address.
+#[derive(Debug, Clone, Copy)]
+pub struct CodeOwner {
+    /// The method version.
+    pub jited: JitedFunction,
+    /// A method without metadata (a dynamic method, an IL stub): its code is freed when it is
+    /// collected, and the address may then hold other code.
+    pub generated: bool,
+}
+
+/// The method version whose code contains `ip`, if it is managed code: `GetFunctionFromIP2`,
+/// else `GetFunctionFromIP3` (ICorProfilerInfo8, where the runtime offers it), which also
+/// answers for methods without metadata (dynamic methods, IL stubs), for which the first
+/// refuses. Any time, from the sampler thread.
+pub fn code_owner(info: &ProfilerInfo, ip: usize) -> Option<CodeOwner> {
+    let (jited, generated) = match info.get_function_from_ip2(ip) {
+        Ok(jited) => (jited, false),
+        Err(_) => (info.get_function_from_ip3(ip).ok()?, true),
+    };
+    (!jited.function.is_null()).then_some(CodeOwner { jited, generated })
+}
+
+/// A code range of a method version: where it ends, the version's start, its shape, and the
+/// function it belongs to.
+#[derive(Clone, Copy)]
+struct Range {
+    end: usize,
+    start: usize,
+    shape: Option<Shape>,
+    function: FunctionId,
+}
+
 /// The managed code the sampler has seen.
 pub struct RuntimeShapes {
     info: ProfilerInfo,
-    /// Code ranges by start: (end, the start of the method version, its shape).
-    ranges: BTreeMap<usize, (usize, usize, Option<Shape>)>,
+    /// Code ranges by start.
+    ranges: BTreeMap<usize, Range>,
     not_managed: FxHashSet<usize>,
     code: FxHashMap<usize, Option<[u8; CODE_WINDOW]>>,
 }
@@ -40,22 +75,45 @@ impl RuntimeShapes {
         }
     }
 
+    /// Forgets the code of `functions` (`None`: of every method), which the runtime unloaded:
+    /// other code may be put at the same addresses. Addresses found not to be managed and
+    /// code bytes are all forgotten (they may be the new code's).
+    pub fn forget(&mut self, functions: Option<&FxHashSet<usize>>) {
+        match functions {
+            Some(gone) => self.ranges.retain(|_, r| !gone.contains(&r.function.0)),
+            None => self.ranges.clear(),
+        }
+        self.not_managed.clear();
+        self.code.clear();
+    }
+
     fn known(&self, pc: usize) -> Option<(usize, Option<Shape>)> {
-        let (_, &(end, start, shape)) = self.ranges.range(..=pc).next_back()?;
-        (pc < end).then_some((start, shape))
+        let (_, r) = self.ranges.range(..=pc).next_back()?;
+        (pc < r.end).then_some((r.start, r.shape))
+    }
+
+    /// The code blocks of each version of `jited`'s method: per version start, its blocks.
+    fn versions(&self, jited: JitedFunction) -> Vec<(usize, Vec<CodeInfo>)> {
+        if let Ok(starts) = self
+            .info
+            .get_native_code_start_addresses(jited.function, jited.rejit)
+        {
+            return starts
+                .into_iter()
+                .filter_map(|start| Some((start, self.info.get_code_info4(start).ok()?)))
+                .collect();
+        }
+        // A dynamic method: one version, whose first block starts it.
+        match self.info.get_code_info2(jited.function) {
+            Ok(blocks) if !blocks.is_empty() => vec![(blocks[0].start, blocks)],
+            _ => Vec::new(),
+        }
     }
 
     /// Asks the runtime about `pc` and remembers the answer.
     fn learn(&mut self, pc: usize) -> Option<(usize, Option<Shape>)> {
-        let jited = self.info.get_function_from_ip2(pc).ok()?;
-        let starts = self
-            .info
-            .get_native_code_start_addresses(jited.function, jited.rejit)
-            .ok()?;
-        for start in starts {
-            let Ok(blocks) = self.info.get_code_info4(start) else {
-                continue;
-            };
+        let jited = code_owner(&self.info, pc)?.jited;
+        for (start, blocks) in self.versions(jited) {
             if !blocks
                 .iter()
                 .any(|b| b.start <= pc && pc < b.start.saturating_add(b.size))
@@ -67,8 +125,15 @@ impl RuntimeShapes {
                 .then(|| decode_prologue(&code))
                 .flatten();
             for b in &blocks {
-                self.ranges
-                    .insert(b.start, (b.start.saturating_add(b.size), start, shape));
+                self.ranges.insert(
+                    b.start,
+                    Range {
+                        end: b.start.saturating_add(b.size),
+                        start,
+                        shape,
+                        function: jited.function,
+                    },
+                );
             }
             return Some((start, shape));
         }

@@ -28,6 +28,7 @@
 
 mod book;
 mod frames;
+mod gone_code;
 mod method_shapes;
 mod procfs;
 mod trace;
@@ -48,6 +49,9 @@ use crate::session::Session;
 use book::{Book, WallSample};
 use frames::{Resolved, StackBuilder};
 use trace::TraceTicker;
+
+pub use gone_code::GoneCode;
+use gone_code::GoneSeen;
 
 /// How often the sampler looks for threads the runtime did not announce.
 const THREAD_SCAN_NS: u64 = 1_000_000_000;
@@ -70,6 +74,9 @@ pub struct SamplerStats {
     /// CPU time the signal handlers used on the program's threads: the profiler's cost too,
     /// never counted as the program's.
     pub handler_cpu_ns: AtomicU64,
+    /// CPU time of the program's threads that no sample stands for: the periods whose
+    /// captures were dropped (see `Book::on_cpu_capture`).
+    pub cpu_missed_ns: AtomicU64,
     /// CPU samples written.
     pub cpu_samples: AtomicU64,
     /// Wall-clock samples written.
@@ -99,6 +106,17 @@ impl Sampler {
             );
             return None;
         }
+        // The clock is chosen here, on the thread that starts the session: at startup the
+        // program's main thread, which the runtime announces to no callback. It is registered
+        // and its clock armed now, so that its CPU is sampled from the start rather than from
+        // when the sampler thread gets to adopt it.
+        let clock = (session.config.mode == Mode::Sample).then(|| choose_clock(session));
+        if let Some(Some(_)) = clock
+            && !session.attached
+            && let Some(slot) = threads::register_current(0)
+        {
+            cpu_clock::arm_slot(slot, capture::SAMPLE_SIGNAL);
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
@@ -106,7 +124,7 @@ impl Sampler {
             .spawn(move || {
                 let _own = threads::mark_agent_thread();
                 match session.config.mode {
-                    Mode::Sample => SampleLoop::new(session).run(&stop_flag),
+                    Mode::Sample => SampleLoop::new(session, clock.flatten()).run(&stop_flag),
                     Mode::Trace => run_trace(session, &stop_flag),
                     Mode::None => {}
                 }
@@ -210,30 +228,38 @@ struct SampleLoop {
     process_name: String,
     /// Scratch list of thread ids.
     tids: Vec<u32>,
+    /// The notices of unloaded code looked at (see [`GoneCode`]).
+    gone_seen: GoneSeen,
+}
+
+/// Chooses the session's CPU clock (see [`cpu_clock::choose`]) and says which in the trace.
+fn choose_clock(session: &Session) -> Option<ClockKind> {
+    let period_ns = 1_000_000_000 / u64::from(session.config.rate_hz.max(1));
+    let allowed: &[ClockKind] = match session.config.cpu_clock {
+        None => &[ClockKind::PerfTaskClock, ClockKind::ThreadCpuTimer],
+        Some(CpuClockChoice::Perf) => &[ClockKind::PerfTaskClock],
+        Some(CpuClockChoice::Timer) => &[ClockKind::ThreadCpuTimer],
+    };
+    let clock = cpu_clock::choose(allowed, period_ns, capture::SAMPLE_SIGNAL);
+    capture::set_floor(session.config.handler_floor);
+    session.out.push_record(&Record::SamplerInfo(SamplerInfo {
+        cpu_clock: clock.map_or(String::new(), |c| c.name().to_owned()),
+        cpu_rate_hz: session.config.rate_hz,
+        wall_rate_hz: session.config.wall_rate().max(1),
+    }));
+    if clock.is_none() {
+        session.warn(
+            "no per-thread CPU clock is available (perf events and CPU-time timers were \
+             refused): only wall-clock samples are taken",
+        );
+    }
+    clock
 }
 
 impl SampleLoop {
-    fn new(session: &'static Session) -> SampleLoop {
+    fn new(session: &'static Session, clock: Option<ClockKind>) -> SampleLoop {
         let period_ns = 1_000_000_000 / u64::from(session.config.rate_hz.max(1));
         let wall_rate = session.config.wall_rate().max(1);
-        let allowed: &[ClockKind] = match session.config.cpu_clock {
-            None => &[ClockKind::PerfTaskClock, ClockKind::ThreadCpuTimer],
-            Some(CpuClockChoice::Perf) => &[ClockKind::PerfTaskClock],
-            Some(CpuClockChoice::Timer) => &[ClockKind::ThreadCpuTimer],
-        };
-        let clock = cpu_clock::choose(allowed, period_ns, capture::SAMPLE_SIGNAL);
-        capture::set_floor(session.config.handler_floor);
-        session.out.push_record(&Record::SamplerInfo(SamplerInfo {
-            cpu_clock: clock.map_or(String::new(), |c| c.name().to_owned()),
-            cpu_rate_hz: session.config.rate_hz,
-            wall_rate_hz: wall_rate,
-        }));
-        if clock.is_none() {
-            session.warn(
-                "no per-thread CPU clock is available (perf events and CPU-time timers were \
-                 refused): only wall-clock samples are taken",
-            );
-        }
         SampleLoop {
             session,
             stacks: StackBuilder::new(session),
@@ -244,6 +270,7 @@ impl SampleLoop {
             wall_period_ns: 1_000_000_000 / u64::from(wall_rate),
             process_name: procfs::thread_name(std::process::id()).unwrap_or_default(),
             tids: Vec::new(),
+            gone_seen: GoneSeen::default(),
         }
     }
 
@@ -331,11 +358,17 @@ impl SampleLoop {
             }
             self.ensure_book(i, slot, now);
             while let Some(capture) = slot.ring.oldest() {
+                // Code the runtime unloaded before this capture was taken may hold other
+                // code by now: forget it first (a capture of the new code was published
+                // after the unload's notice, so this sees the notice). Code unloaded later
+                // was still there when the capture was taken.
+                if let Some(forget) = self.session.gone_code.take(&mut self.gone_seen, capture.ts) {
+                    self.stacks.forget(forget);
+                }
                 let flags = capture.flags;
-                let (ts, enter, exit, regs) = (
+                let (ts, clock, regs) = (
                     capture.ts,
-                    capture.cpu_enter,
-                    capture.cpu_exit,
+                    (capture.cpu_enter, capture.cpu_exit, capture.dropped_at),
                     capture.regs,
                 );
                 let resolved = self
@@ -345,8 +378,8 @@ impl SampleLoop {
                 self.session
                     .sampler_stats
                     .handler_cpu_ns
-                    .fetch_add(exit.saturating_sub(enter), Ordering::Relaxed);
-                self.on_capture(i, slot, flags, ts, (enter, exit), regs, resolved);
+                    .fetch_add(clock.1.saturating_sub(clock.0), Ordering::Relaxed);
+                self.on_capture(i, slot, flags, ts, clock, regs, resolved);
             }
         }
         let dropped: u64 = threads::SLOTS
@@ -368,7 +401,7 @@ impl SampleLoop {
         slot: &ThreadSlot,
         flags: u32,
         ts: u64,
-        (enter, exit): (u64, u64),
+        (enter, exit, dropped_at): (u64, u64, u64),
         regs: [usize; 3],
         resolved: Resolved,
     ) {
@@ -380,7 +413,8 @@ impl SampleLoop {
         };
         if flags & CPU != 0 {
             let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
-            let cpu = self.books[i].on_cpu_capture(enter, exit, armed_at);
+            let (cpu, missed) = self.books[i].on_cpu_capture(enter, exit, armed_at, dropped_at);
+            stats.cpu_missed_ns.fetch_add(missed, Ordering::Relaxed);
             match resolved {
                 Resolved::Program(stack) => {
                     stats.cpu_samples.fetch_add(1, Ordering::Relaxed);

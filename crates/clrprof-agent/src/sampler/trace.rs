@@ -121,10 +121,10 @@ impl TraceTicker {
             n = cur.parent();
         }
         let s = self.session;
-        let path = chain
-            .iter()
-            .rev()
-            .map(|cur| (FrameKind::Managed, cur.function() as u64));
+        let path = chain.iter().rev().map(|cur| {
+            let f = FunctionId(cur.function());
+            (FrameKind::Managed, s.defs.function_id(f))
+        });
         let mut unset = chain.iter().rev();
         s.stacks.extend_path(
             &s.out,
@@ -135,7 +135,7 @@ impl TraceTicker {
                     cur.stack_id.store(id, Ordering::Relaxed);
                 }
             },
-            |f| s.defs.function(&s.info, &s.out, FunctionId(f as usize)),
+            |f| s.defs.define_function(&s.info, &s.out, f),
         )
     }
 }

@@ -208,8 +208,7 @@ pub(super) fn step(
             return None;
         }
         let ra = reader.read(at.sp)?;
-        let before = code.code_at(ra.checked_sub(CALL_BYTES)?)?;
-        if !follows_a_call(&before[..CALL_BYTES]) {
+        if !returns_after_a_call(ra, code) {
             return None;
         }
         return Some(Step::Caller {
@@ -220,7 +219,24 @@ pub(super) fn step(
     }
     let size = u64::from(shape.size());
     let saved_rbp = shape.saved_rbp().map(u64::from);
-    Some(frame_at(reader, at.sp, size, saved_rbp, at.bp))
+    let step = frame_at(reader, at.sp, size, saved_rbp, at.bp);
+    // Beyond the handler's copy of the stack, words are read from memory the thread may have
+    // used again since the sample (only frame records are kept from the sample): a return
+    // address that does not follow a call is such a word, and the frame-pointer rule (which
+    // skips this frame's caller, but not into garbage) does better.
+    if let Step::Caller { ra, .. } = step
+        && !returns_after_a_call(ra, code)
+    {
+        return None;
+    }
+    Some(step)
+}
+
+/// Whether the code just before `ra` is a call instruction, as before any return address.
+fn returns_after_a_call(ra: usize, code: &mut dyn MethodShapes) -> bool {
+    ra.checked_sub(CALL_BYTES)
+        .and_then(|at| code.code_at(at))
+        .is_some_and(|before| follows_a_call(&before[..CALL_BYTES]))
 }
 
 /// Unwinds an on-stack-replacement (OSR) frame, in its body with frame pointer `bp`, together

@@ -105,6 +105,8 @@ pub enum NodeKind {
     Thread,
     /// A managed method.
     Managed,
+    /// Managed code generated at run time (a dynamic method, an IL stub).
+    Generated,
     /// A native function.
     Native,
     /// Frames dropped from a too-deep stack.
@@ -121,6 +123,7 @@ impl NodeKind {
             Label::NoStack => NodeKind::NoStack,
             Label::Frame(f) => match profile.frame(f).kind {
                 FrameKind::Managed => NodeKind::Managed,
+                FrameKind::Generated => NodeKind::Generated,
                 FrameKind::Native => NodeKind::Native,
                 FrameKind::Truncated => NodeKind::Truncated,
             },
@@ -135,7 +138,7 @@ pub struct FunctionJson {
     pub name: String,
     /// Module; empty when unknown.
     pub module: String,
-    /// `managed`, `native`, `truncated` or `no_stack`.
+    /// `managed`, `generated`, `native`, `truncated` or `no_stack`.
     pub kind: NodeKind,
     /// Weight with the function innermost.
     #[serde(rename = "self")]

@@ -144,7 +144,7 @@ fn write_top(
         if let Some(c) = row.calls {
             write!(out, "{c:>10}  ")?;
         }
-        let module = row.label.module(a.profile);
+        let module = row.label.module_shown(a.profile);
         if module.is_empty() {
             writeln!(out, "{name}")?;
         } else {
@@ -224,7 +224,7 @@ fn write_tree_line(
         write!(out, "{:>10}  ", node.calls)?;
     }
     let name = node.label.name(a.profile);
-    let module = node.label.module(a.profile);
+    let module = node.label.module_shown(a.profile);
     let indent = depth * 2;
     if module.is_empty() {
         writeln!(out, "{:indent$}{name}", "")?;
@@ -277,14 +277,22 @@ fn write_sampling(s: &crate::sampling::SamplingInfo, out: &mut dyn Write) -> Res
         s.wall_rate_hz,
         units::count(s.questions)
     )?;
+    let missed = if s.cpu_missed_ns > 0 {
+        format!(
+            "{} CPU samples missed ({} of the program's CPU in no sample)",
+            units::count(s.samples_missed),
+            units::duration(s.cpu_missed_ns)
+        )
+    } else {
+        format!("{} CPU samples missed", units::count(s.samples_missed))
+    };
     writeln!(
         out,
-        "Profiler CPU: {:.2}% of the program's (signal handlers {}, sampler thread {}, callbacks {}), not counted as the program's; {} CPU samples missed",
+        "Profiler CPU: {:.2}% of the program's (signal handlers {}, sampler thread {}, callbacks {}), not counted as the program's; {missed}",
         100.0 * s.overhead_share(),
         units::duration(s.handler_cpu_ns),
         units::duration(s.sampler_cpu_ns),
         units::duration(s.agent_cpu_ns),
-        units::count(s.samples_missed)
     )?;
     if s.ended_early == 0 {
         writeln!(out, "Stacks: every stack reaches its thread's start")?;

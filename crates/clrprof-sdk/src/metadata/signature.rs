@@ -186,6 +186,15 @@ pub enum TypeSig {
     Pinned(Box<TypeSig>),
     /// `ELEMENT_TYPE_INTERNAL`: a runtime type handle embedded in a signature the runtime made.
     Internal(u64),
+    /// An instantiated generic type whose definition is a runtime type handle
+    /// (`GENERICINST INTERNAL <handle> <count> <args>`), in a signature the runtime made (a
+    /// dynamic method's: `ReadOnlySpan<char>` in a compiled regular expression's).
+    InternalGenericInst {
+        /// The generic type definition's type handle.
+        generic: u64,
+        /// The type arguments.
+        args: Vec<TypeSig>,
+    },
 }
 
 /// The dimensions of a general array (`ELEMENT_TYPE_ARRAY`).
@@ -554,6 +563,21 @@ impl<'a> Reader<'a> {
         Ok(magnitude - bias)
     }
 
+    /// A runtime type handle (`ELEMENT_TYPE_INTERNAL`'s operand): a pointer-sized word.
+    fn handle(&mut self) -> SigResult<u64> {
+        const WORD: usize = core::mem::size_of::<usize>();
+        if self.remaining() < WORD {
+            return Err(SigError {
+                offset: self.blob.len(),
+                kind: SigErrorKind::UnexpectedEnd,
+            });
+        }
+        let mut bytes = [0u8; 8];
+        bytes[..WORD].copy_from_slice(&self.blob[self.pos..self.pos + WORD]);
+        self.pos += WORD;
+        Ok(u64::from_le_bytes(bytes))
+    }
+
     /// A count of items that each take at least one byte: rejected when the rest of the blob
     /// is too short to hold that many.
     fn count(&mut self) -> SigResult<usize> {
@@ -641,6 +665,15 @@ impl<'a> Reader<'a> {
                 let value_type = match u32::from(kind) {
                     sys::ELEMENT_TYPE_CLASS => false,
                     sys::ELEMENT_TYPE_VALUETYPE => true,
+                    sys::ELEMENT_TYPE_INTERNAL => {
+                        let generic = self.handle()?;
+                        let count = self.count()?;
+                        let mut args = Vec::with_capacity(count.min(16));
+                        for _ in 0..count {
+                            args.push(self.ty(depth + 1)?);
+                        }
+                        return Ok(TypeSig::InternalGenericInst { generic, args });
+                    }
                     _ => {
                         return Err(SigError {
                             offset: kind_at,
@@ -661,19 +694,7 @@ impl<'a> Reader<'a> {
                 }
             }
             sys::ELEMENT_TYPE_FNPTR => TypeSig::FnPtr(Box::new(self.method_sig(depth + 1)?)),
-            sys::ELEMENT_TYPE_INTERNAL => {
-                const WORD: usize = core::mem::size_of::<usize>();
-                if self.remaining() < WORD {
-                    return Err(SigError {
-                        offset: self.blob.len(),
-                        kind: SigErrorKind::UnexpectedEnd,
-                    });
-                }
-                let mut bytes = [0u8; 8];
-                bytes[..WORD].copy_from_slice(&self.blob[self.pos..self.pos + WORD]);
-                self.pos += WORD;
-                TypeSig::Internal(u64::from_le_bytes(bytes))
-            }
+            sys::ELEMENT_TYPE_INTERNAL => TypeSig::Internal(self.handle()?),
             sys::ELEMENT_TYPE_SENTINEL => {
                 return Err(SigError {
                     offset: start,
@@ -937,6 +958,22 @@ mod tests {
             }
         );
         assert_eq!(t.strip_modifiers(), &TypeSig::I4);
+    }
+
+    #[test]
+    fn generic_instance_of_an_internal_type_handle() {
+        // ReadOnlySpan<char> in a compiled regular expression's method (.NET 8): GENERICINST
+        // INTERNAL <handle> 1 CHAR.
+        let mut blob = vec![0x15, 0x21];
+        blob.extend_from_slice(&0x7fe8_51df_e0f0u64.to_le_bytes()[..size_of::<usize>()]);
+        blob.extend_from_slice(&[0x01, 0x03]);
+        assert_eq!(
+            TypeSig::parse(&blob),
+            Ok(TypeSig::InternalGenericInst {
+                generic: 0x7fe8_51df_e0f0 & (usize::MAX as u64),
+                args: vec![TypeSig::Char],
+            })
+        );
     }
 
     #[test]

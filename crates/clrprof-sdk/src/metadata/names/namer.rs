@@ -85,6 +85,47 @@ impl TypeScope for Scope<'_> {
     }
 }
 
+/// A dynamic method's signature (`GetDynamicFunctionInfo`): its class types are runtime type
+/// handles (`ELEMENT_TYPE_INTERNAL`), named as classes; tokens, if any, are looked up in the
+/// module the runtime attributes the method to.
+struct DynamicScope<'a> {
+    namer: &'a Namer,
+    info: &'a ProfilerInfo,
+    module: Option<Scope<'a>>,
+}
+
+impl TypeScope for DynamicScope<'_> {
+    fn type_path(&self, token: Token) -> Result<Arc<TypePath>> {
+        match &self.module {
+            Some(scope) => scope.type_path(token),
+            None => Err(Error::InvalidData {
+                context: "dynamic method signature",
+                reason: format!("type token {token} without metadata"),
+            }),
+        }
+    }
+
+    fn type_spec(&self, token: Token) -> Result<Vec<u8>> {
+        match &self.module {
+            Some(scope) => scope.type_spec(token),
+            None => Err(Error::InvalidData {
+                context: "dynamic method signature",
+                reason: format!("type spec {token} without metadata"),
+            }),
+        }
+    }
+
+    fn internal(&self, handle: u64) -> Option<String> {
+        let class = ClassId(usize::try_from(handle).ok()?);
+        self.namer.class_name(self.info, class, 1).ok().or_else(|| {
+            // A generic type definition (`ReadOnlySpan<T>` of `ReadOnlySpan<char>`): named from
+            // its metadata.
+            let c = self.info.get_class_id_info(class).ok()?;
+            self.namer.get_type_name(self.info, c.module, c.token).ok()
+        })
+    }
+}
+
 impl Scope<'_> {
     /// Declared names of the generic parameters of a TypeDef or MethodDef (empty when the
     /// metadata cannot tell).
@@ -371,6 +412,63 @@ impl Namer {
         name.class = class;
         lock(&self.functions).insert(function, name.clone());
         Ok(name)
+    }
+
+    /// The name of a method without metadata: a `DynamicMethod` (LCG: compiled expressions,
+    /// compiled regular expressions, serializers) or a runtime IL stub, from
+    /// `GetDynamicFunctionInfo` (ICorProfilerInfo8). The runtime's own stack traces show them
+    /// as `DynamicClass.<name>` and `ILStubClass.<name>`, and so does this: the type name is
+    /// `DynamicClass`, or `ILStubClass` for names starting `IL_STUB`; the signature is
+    /// rendered from the method's signature blob (class types named through the runtime).
+    /// The token is 0 (no metadata), the module the one the runtime attributes the method to.
+    /// Not cached: a dynamic method's FunctionID is reused once the method is collected.
+    pub fn get_dynamic_function_name(
+        &self,
+        info: &ProfilerInfo,
+        function: FunctionId,
+    ) -> Result<FunctionName> {
+        let dynamic = info.get_dynamic_function_info(function)?;
+        let import = if dynamic.module.is_null() {
+            None
+        } else {
+            self.metadata(info, dynamic.module).ok().flatten()
+        };
+        let scope = DynamicScope {
+            namer: self,
+            info,
+            module: import.as_ref().map(|import| Scope {
+                namer: self,
+                module: dynamic.module,
+                import,
+            }),
+        };
+        let renderer = SigRenderer {
+            scope: &scope,
+            class_args: &[],
+            method_args: &[],
+        };
+        let signature = MethodSig::parse(&dynamic.signature)
+            .ok()
+            .and_then(|sig| renderer.params(&sig, &[]).ok())
+            .unwrap_or_else(|| "(?)".to_string());
+        let type_name = if dynamic.name.starts_with("IL_STUB") {
+            "ILStubClass"
+        } else {
+            "DynamicClass"
+        };
+        let method_name = if dynamic.name.is_empty() {
+            format!("{function}")
+        } else {
+            dynamic.name
+        };
+        Ok(FunctionName {
+            type_name: type_name.to_string(),
+            method_name,
+            signature,
+            module: dynamic.module,
+            token: Token(0),
+            class: ClassId::NULL,
+        })
     }
 
     /// The canonical class (`Two<int, __Canon>`) whose method `function`, a body of shared

@@ -138,6 +138,26 @@ pub(super) trait TypeScope {
     fn type_path(&self, token: Token) -> Result<Arc<TypePath>>;
     /// The signature blob of a TypeSpec.
     fn type_spec(&self, token: Token) -> Result<Vec<u8>>;
+    /// The name of a runtime type handle (a ClassID) that a signature the runtime made holds
+    /// (`ELEMENT_TYPE_INTERNAL`); `None` where no runtime is at hand.
+    fn internal(&self, _handle: u64) -> Option<String> {
+        None
+    }
+}
+
+/// `System.ReadOnlySpan<char>` from the name of a generic type definition
+/// (`System.ReadOnlySpan<T>`, as a class name shows it) and the displayed arguments.
+pub(super) fn instantiate(definition: &str, args: &[String]) -> String {
+    let base = match definition
+        .strip_suffix('>')
+        .and_then(|d| d.rfind('<').map(|i| &d[..i]))
+    {
+        Some(base) => base,
+        None => definition,
+    };
+    let mut out = base.to_string();
+    push_args(&mut out, args);
+    out
 }
 
 /// Displays signature types: resolves tokens through a [`TypeScope`] and generic parameters
@@ -292,7 +312,26 @@ impl SigRenderer<'_> {
                 self.write(&m.ret, depth + 1, out)?;
                 out.push('>');
             }
-            TypeSig::Internal(handle) => out.push_str(&format!("<internal {handle:#x}>")),
+            TypeSig::Internal(handle) => match self.scope.internal(*handle) {
+                Some(name) => out.push_str(&name),
+                None => out.push_str(&format!("<internal {handle:#x}>")),
+            },
+            TypeSig::InternalGenericInst { generic, args } => {
+                let args = args
+                    .iter()
+                    .map(|a| {
+                        let mut s = String::new();
+                        self.write(a, depth + 1, &mut s).map(|()| s)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                match self.scope.internal(*generic) {
+                    Some(name) => out.push_str(&instantiate(&name, &args)),
+                    None => {
+                        out.push_str(&format!("<internal {generic:#x}>"));
+                        push_args(out, &args);
+                    }
+                }
+            }
             _ => out.push('?'),
         }
         Ok(())
@@ -334,6 +373,16 @@ pub(super) fn primitive_keyword(t: &TypeSig) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instantiates_a_generic_definitions_name() {
+        let args = ["char".to_string()];
+        assert_eq!(
+            instantiate("System.ReadOnlySpan<T>", &args),
+            "System.ReadOnlySpan<char>"
+        );
+        assert_eq!(instantiate("Plain", &args), "Plain<char>");
+    }
 
     /// A module with a few types, by token.
     struct FakeScope;

@@ -1,0 +1,37 @@
+//! A recording's trace as the analysis library reads it: every sample and its whole stack,
+//! for tests that check facts the report's tables sum over.
+
+use clrprof_analysis::StackIndex;
+use clrprof_analysis::model::{Profile, ThreadProfile};
+use clrprof_analysis::trace::{LoadedTrace, load};
+
+use crate::Recording;
+
+/// The recording's trace and its profile.
+pub fn profile_of(rec: &Recording) -> (LoadedTrace, Profile) {
+    let trace = load(&rec.trace).expect("the trace loads");
+    let profile = trace.profile();
+    (trace, profile)
+}
+
+/// The profile's thread called `name` (the first, if several are).
+#[track_caller]
+pub fn thread<'p>(p: &'p Profile, name: &str) -> &'p ThreadProfile {
+    p.threads
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| {
+            let names: Vec<&str> = p.threads.iter().map(|t| t.name.as_str()).collect();
+            panic!("no thread {name} among {names:?}")
+        })
+}
+
+/// The names of a sample's frames, root first.
+pub fn frame_names(p: &Profile, stack: Option<StackIndex>) -> Vec<String> {
+    stack.map_or_else(Vec::new, |s| {
+        p.stack_frames(s)
+            .into_iter()
+            .map(|f| p.frame(f).name.clone())
+            .collect()
+    })
+}
