@@ -230,6 +230,10 @@ pub enum MetricArg {
     Samples,
     /// Exact call counts (trace mode).
     Calls,
+    /// Allocated bytes (with --alloc; the default there).
+    Bytes,
+    /// Allocated objects (with --alloc).
+    Objects,
 }
 
 #[derive(Debug, Args)]
@@ -254,7 +258,7 @@ pub struct ReportArgs {
     /// Show at most this many functions.
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
-    /// What to measure (default: cpu).
+    /// What to measure (default: cpu; with --alloc: bytes).
     #[arg(long, value_enum)]
     pub metric: Option<MetricArg>,
     /// JSON: indent for people.

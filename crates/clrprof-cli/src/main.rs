@@ -138,6 +138,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                         MetricArg::Wall => Metric::Wall,
                         MetricArg::Samples => Metric::Samples,
                         MetricArg::Calls => Metric::Calls,
+                        MetricArg::Bytes => Metric::Bytes,
+                        MetricArg::Objects => Metric::Objects,
                     }),
                     thread: a.thread,
                     filter: a.filter,

@@ -184,16 +184,10 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
             if !loaded.has_allocations() {
                 bail!("{} has no allocations; record with --alloc", file.display());
             }
-            match opts.format {
-                Format::Folded => {
-                    for line in loaded.alloc_folded_lines() {
-                        writeln!(out, "{line}")?;
-                    }
-                }
-                Format::Flamegraph => loaded.write_alloc_flamegraph(out)?,
-                Format::Speedscope => loaded.write_alloc_speedscope(out)?,
-                _ => loaded.write_alloc_pprof(out)?,
-            }
+            // The same renderers as for CPU profiles, weighted by bytes (or objects).
+            opts.format
+                .renderer()
+                .render(&loaded.alloc_profile(), q, out)?;
         }
         Format::Text => {
             let text = Text {

@@ -109,6 +109,8 @@ pub enum NodeKind {
     Native,
     /// Frames dropped from a too-deep stack.
     Truncated,
+    /// The type allocated (allocation profiles).
+    Type,
     /// Samples taken while the thread had no managed frames.
     NoStack,
 }
@@ -123,6 +125,7 @@ impl NodeKind {
                 FrameKind::Managed => NodeKind::Managed,
                 FrameKind::Native => NodeKind::Native,
                 FrameKind::Truncated => NodeKind::Truncated,
+                FrameKind::Type => NodeKind::Type,
             },
         }
     }

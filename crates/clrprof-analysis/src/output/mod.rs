@@ -36,9 +36,7 @@ pub use json::{
     CallTreeJson, CpuReport, FunctionJson, Json, NodeJson, NodeKind, ThreadJson,
     report as json_report,
 };
-pub(crate) use pprof::{LocationTable, StringTable, to_i64, write_gzipped};
 pub use pprof::{Pprof, encode as pprof_encode};
-pub(crate) use speedscope::SPEEDSCOPE_SCHEMA;
 
 /// The `exporter` named in the JSON outputs that have one (speedscope, Chrome).
 pub(crate) fn exporter() -> String {
