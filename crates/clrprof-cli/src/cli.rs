@@ -217,6 +217,8 @@ pub enum FormatArg {
     Chrome,
     /// pprof's gzipped protobuf (go tool pprof, Pyroscope, Perfetto).
     Pprof,
+    /// One self-contained HTML page: flame graphs, timeline, memory, runtime views.
+    Html,
 }
 
 /// What `self`/`total` measure.

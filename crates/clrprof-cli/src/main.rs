@@ -122,6 +122,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     FormatArg::Speedscope => Format::Speedscope,
                     FormatArg::Chrome => Format::Chrome,
                     FormatArg::Pprof => Format::Pprof,
+                    FormatArg::Html => Format::Html,
                 },
                 output: a.output,
                 view: a.view.view(),
