@@ -11,10 +11,16 @@ fn html(rec: &Recording, name: &str) -> std::path::PathBuf {
     let path = artifacts_dir().join(format!("{name}.html"));
     rec.report(&["--format", "html", "-o", path.to_str().unwrap()])
         .assert_success();
+    eprintln!(
+        "{name}: trace {} bytes, page {} bytes",
+        std::fs::metadata(&rec.trace).unwrap().len(),
+        std::fs::metadata(&path).unwrap().len()
+    );
     path
 }
 
 fn assert_clean(facts: &Value) {
+    eprintln!("what the browser saw: {facts}");
     assert_eq!(
         facts["errors"],
         serde_json::json!([]),

@@ -112,13 +112,15 @@
   }
 
   // ---------- header ----------
+  // The command line with file names for paths (the Summary tab has it whole).
+  const shortCommand = (c) => (c || "").split(/\s+/).map((w) => w.replace(/^.*\//, "")).join(" ");
   document.title = D.title;
   $("title").textContent = D.title;
   const S = D.session;
   if (S) {
     const ending = S.detached ? "detached (the program went on)" : S.ended_cleanly ? (S.exit_code != null ? "exit code " + S.exit_code : "ended normally") : null;
     const parts = [
-      el("b", { text: S.program || "?" }), ` (pid ${S.pid}) \u00b7 ${S.runtime || "runtime ?"} \u00b7 ${S.mode} mode \u00b7 ${dur(S.duration_ns)} \u00b7 `,
+      el("b", { text: shortCommand(S.program) || "?", title: S.program }), ` (pid ${S.pid}) \u00b7 ${S.runtime || "runtime ?"} \u00b7 ${S.mode} mode \u00b7 ${dur(S.duration_ns)} \u00b7 `,
       ending ? ending : el("span", { class: "bad", text: "ended WITHOUT profiler shutdown (crash or kill)" + (S.exit_code != null ? ", exit code " + S.exit_code : "") }),
     ];
     const dropped = S.events_dropped + S.samples_dropped + S.allocations_dropped;

@@ -28,7 +28,8 @@ pub(super) struct TimelineTrack {
     pub label: String,
     /// OS thread id (0 for the process-wide tracks).
     pub tid: u32,
-    /// Per bin: CPU used, in thousandths of the bin (may exceed 1000 by sampling noise).
+    /// Per bin: CPU used, in thousandths of the bin (may exceed 1000 by sampling noise);
+    /// empty for a thread without samples.
     pub cpu: Vec<u16>,
     /// Per bin: the part of the bin the wall-clock samples cover, in thousandths.
     pub wall: Vec<u16>,
@@ -152,11 +153,20 @@ pub(super) fn timeline(
                 }
             }
             track_of.insert(t.tid, tracks.len());
+            // A thread without samples costs no bins.
+            let (cpu, wall) = if t.samples.is_empty() {
+                (Vec::new(), Vec::new())
+            } else {
+                (permille(&cpu, bin_ns), permille(&wall, bin_ns))
+            };
+            if t.samples.is_empty() {
+                top.clear();
+            }
             tracks.push(TimelineTrack {
                 label: t.label(),
                 tid: t.tid,
-                cpu: permille(&cpu, bin_ns),
-                wall: permille(&wall, bin_ns),
+                cpu,
+                wall,
                 top: top
                     .into_iter()
                     .map(|m| {
