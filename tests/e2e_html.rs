@@ -73,7 +73,7 @@ fn the_timeline_shows_the_induced_gcs_and_the_runtime_views() {
     let rec = record(
         &compile("Timeline"),
         &[],
-        &["--mode", "sample", "--events", "all", "--alloc"],
+        &["--mode", "sample", "--events", "all", "--alloc", "all"],
     );
     rec.output.assert_success();
     let json = rec.report_json();
@@ -105,6 +105,29 @@ fn the_timeline_shows_the_induced_gcs_and_the_runtime_views() {
     ] {
         assert!(tabs.contains(&tab), "{tab} in {tabs:?}");
     }
+    let metrics = facts["metrics"].as_array().unwrap();
+    for m in [
+        "CPU time",
+        "wall time",
+        "allocated bytes",
+        "allocated objects",
+    ] {
+        assert!(metrics.contains(&Value::from(m)), "{m} in {metrics:?}");
+    }
+    let memory = facts["memory_headings"].as_array().unwrap();
+    assert!(
+        memory[0]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Garbage collections: {gcs} ")),
+        "{memory:?}"
+    );
+    assert!(
+        memory
+            .iter()
+            .any(|h| h.as_str().unwrap().starts_with("Allocations: ")),
+        "{memory:?}"
+    );
     let marks = &facts["timeline_marks"];
     assert_eq!(marks["gc"].as_u64(), Some(gcs), "every GC drawn: {facts:#}");
     assert_eq!(

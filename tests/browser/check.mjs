@@ -61,6 +61,7 @@ async function report(page) {
   await page.waitForSelector("body[data-ready='1']", { timeout: 20000 });
   facts.load_ms = Date.now() - start;
   facts.tabs = await page.$$eval("nav button", (b) => b.map((x) => x.textContent));
+  facts.metrics = await page.$$eval("#metric option", (o) => o.map((x) => x.textContent));
   if (hot !== "-") await hotFunction(page);
   // The timeline: drawn, with its marks.
   if (facts.tabs.includes("Timeline")) {
@@ -72,6 +73,7 @@ async function report(page) {
   for (const tab of ["Memory", "Exceptions", "JIT", "Summary"]) {
     if (facts.tabs.includes(tab)) await page.click(`nav button:text-is("${tab}")`);
   }
+  facts.memory_headings = await page.$$eval("#tab-memory h2", (h) => h.map((x) => x.textContent));
   await page.click("nav button:text-is('Flame graph')");
   await page.hover("#flame", { position: { x: 200, y: 9 } });
 }

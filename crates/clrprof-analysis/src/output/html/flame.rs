@@ -47,13 +47,17 @@ impl FrameTable {
         i
     }
 
-    /// Frame indices of a profile's frames.
-    pub(super) fn map_profile(&mut self, profile: &Profile) -> Vec<u32> {
-        profile
-            .frames
-            .iter()
-            .map(|f| self.get(&f.name, &f.module, f.category()))
-            .collect()
+    /// The index of a profile's frame, added if new; `ids` caches the profile's frames
+    /// (`u32::MAX`: not added yet), so that only frames drawn enter the table.
+    pub(super) fn frame(&mut self, profile: &Profile, ids: &mut Vec<u32>, frame: usize) -> u32 {
+        if ids.len() != profile.frames.len() {
+            *ids = vec![u32::MAX; profile.frames.len()];
+        }
+        if ids[frame] == u32::MAX {
+            let f = &profile.frames[frame];
+            ids[frame] = self.get(&f.name, &f.module, f.category());
+        }
+        ids[frame]
     }
 }
 
@@ -93,7 +97,7 @@ pub(super) fn flame_tree(
     };
     let a = Analysis::new(profile, &query, true)?;
     let tree = &a.tree;
-    let map = frames.map_profile(profile);
+    let mut ids = Vec::new();
     let no_stack = frames.get(NO_STACK_NAME, "", FrameCategory::Marker);
     let smaller = frames.get(SMALLER_STACKS, "", FrameCategory::Marker);
     let total = |n: usize| tree.nodes[n].total_values.get(metric);
@@ -141,7 +145,7 @@ pub(super) fn flame_tree(
         let id = out.f.len() as i64;
         out.f.push(match node.label {
             Label::Thread(t) => -1 - threads[t] as i64,
-            Label::Frame(f) => i64::from(map[f.index()]),
+            Label::Frame(f) => i64::from(frames.frame(profile, &mut ids, f.index())),
             Label::NoStack | Label::Root => i64::from(no_stack),
         });
         out.p.push(parent);

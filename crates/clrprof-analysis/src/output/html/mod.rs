@@ -427,4 +427,71 @@ mod tests {
         assert_eq!(doc["flames"][0]["v"].as_array().unwrap().len(), 3);
         assert_eq!(doc["categories"][0]["name"], "managed");
     }
+
+    #[test]
+    fn a_profile_of_many_call_paths_is_summed_up_within_the_budget() {
+        use crate::builder::ProfileBuilder;
+        use crate::model::{FrameKind, Sample, SampleKind};
+        // 50,000 distinct stacks of 4 frames (1 + 20 + 2,000 + 50,000 nodes), weights 1..97.
+        let mut b = ProfileBuilder::new(Mode::Sample);
+        let main = b.intern_frame("Main", "App.dll", FrameKind::Managed);
+        let t = b.thread(1, "main");
+        for i in 0..50_000u64 {
+            let a = b.intern_frame(&format!("A{}", i % 20), "App.dll", FrameKind::Managed);
+            let c = b.intern_frame(&format!("B{}", i % 2000), "App.dll", FrameKind::Managed);
+            let d = b.intern_frame(&format!("C{i}"), "App.dll", FrameKind::Managed);
+            let stack = b.intern_stack_path(&[main, a, c, d]);
+            let w = 1 + i % 97;
+            b.add_sample(
+                t,
+                Sample {
+                    time_ns: i * 1000,
+                    stack,
+                    cpu_ns: w,
+                    wall_ns: w,
+                    kind: SampleKind::Tick,
+                    ..Sample::default()
+                },
+            );
+        }
+        let p = b.build();
+        let html = Html {
+            max_nodes: 5_000,
+            ..Html::default()
+        };
+        let mut out = Vec::new();
+        html.render(&p, &Query::default(), &mut out).unwrap();
+        let page = String::from_utf8(out).unwrap();
+        let data = page
+            .split_once(r#"<script type="application/json" id="data">"#)
+            .unwrap()
+            .1
+            .split_once("</script>")
+            .unwrap()
+            .0;
+        let doc: serde_json::Value = serde_json::from_str(data).unwrap();
+        let cpu = &doc["flames"][0];
+        let kept = cpu["f"].as_array().unwrap().len();
+        assert_eq!(cpu["nodes"], 52_022);
+        // The heaviest nodes, plus one [smaller stacks] per node that lost callees.
+        assert!(kept <= html.max_nodes + 2_022, "{kept}");
+        let total: u64 = cpu["v"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        let expected: u64 = (0..50_000u64).map(|i| 1 + i % 97).sum();
+        assert_eq!(total, expected, "widths stay exact");
+        // Only the frames drawn are named: the page stays small.
+        assert!(page.len() < 400_000, "{} bytes", page.len());
+        assert!(
+            doc["limits"][0]
+                .as_str()
+                .unwrap()
+                .contains("[smaller stacks]"),
+            "{}",
+            doc["limits"]
+        );
+    }
 }

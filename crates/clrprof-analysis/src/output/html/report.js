@@ -485,9 +485,13 @@
     }
     if (pts.length < 2) return null;
     const W = 900, H = 220, L = 70, B = 24;
-    const end = Math.max(...pts.map((p) => p[0]), 1);
+    // From the first collection to the last, with a margin.
+    const first = Math.min(...pts.map((p) => p[0])), last = Math.max(...pts.map((p) => p[0]));
+    const margin = Math.max((last - first) * 0.05, 1000);
+    const t0 = Math.max(0, first - margin), end = last + margin - t0;
+    for (const p of pts) p[0] -= t0;
     const top = Math.max(...pts.map((p) => p[1].reduce((a, b) => a + b, 0)), 1);
-    const svg = s("svg", { viewBox: `0 0 ${W} ${H + 40}`, width: "100%", role: "img", "aria-label": "heap size by generation over time" });
+    const svg = s("svg", { viewBox: `0 0 ${W} ${H + 40}`, width: "100%", style: "max-width: 1000px", role: "img", "aria-label": "heap size by generation over time" });
     const x = (t) => L + ((W - L - 10) * t) / end, y = (v) => H - B - ((H - B - 10) * v) / top;
     const gens = ["gen0", "gen1", "gen2", "LOH", "POH"], colours = ["#4f9dd9", "#5cb86a", "#e89a3c", "#a06cd5", "#a8a8a8"];
     for (let g = gens.length - 1; g >= 0; g--) {
@@ -495,9 +499,9 @@
       const d = "M" + x(pts[0][0]) + "," + y(0) + " " + upper.map((p) => "L" + p[0].toFixed(1) + "," + p[1].toFixed(1)).join(" ") + " L" + x(pts[pts.length - 1][0]) + "," + y(0) + "Z";
       svg.append(s("path", { d, fill: colours[g], opacity: 0.8 }));
     }
-    for (const g of gcs) if (g.pause_ns != null) svg.append(s("rect", { x: x(g.start_ns), y: H - B + 4, width: Math.max(1.5, x(g.start_ns + g.pause_ns) - x(g.start_ns)), height: 10, fill: "#d95c5c" }));
+    for (const g of gcs) if (g.pause_ns != null) svg.append(s("rect", { x: x(g.start_ns - t0), y: H - B + 4, width: Math.max(1.5, x(g.start_ns - t0 + g.pause_ns) - x(g.start_ns - t0)), height: 10, fill: "#d95c5c" }));
     for (let i = 0; i <= 4; i++) { const t = s("text", { x: 2, y: y((top * i) / 4) + 4 }); t.textContent = bytes(Math.round((top * i) / 4)); svg.append(t); }
-    for (let i = 0; i <= 5; i++) { const t = s("text", { x: x((end * i) / 5) - 10, y: H + 6 }); t.textContent = dur(Math.round((end * i) / 5)); svg.append(t); }
+    for (let i = 0; i <= 5; i++) { const t = s("text", { x: x((end * i) / 5) - 10, y: H + 6 }); t.textContent = dur(Math.round(t0 + (end * i) / 5)); svg.append(t); }
     let lx = L;
     gens.forEach((g, i) => { svg.append(s("rect", { x: lx, y: H + 18, width: 10, height: 10, fill: colours[i] })); const t = s("text", { x: lx + 14, y: H + 27 }); t.textContent = g; svg.append(t); lx += 70; });
     svg.append(s("rect", { x: lx, y: H + 18, width: 10, height: 10, fill: "#d95c5c" })); const pt = s("text", { x: lx + 14, y: H + 27 }); pt.textContent = "GC pauses"; svg.append(pt);

@@ -129,7 +129,7 @@ pub(super) fn timeline(
     ];
     let mut track_of: HashMap<u32, usize> = HashMap::new();
     if let Some(p) = profile {
-        let map = frames.map_profile(p);
+        let mut ids = Vec::new();
         for t in &p.threads {
             let mut cpu = vec![0.0; bins];
             let mut wall = vec![0.0; bins];
@@ -140,7 +140,7 @@ pub(super) fn timeline(
                         let start = s.time_ns.saturating_sub(s.cpu_ns);
                         spread(&mut cpu, bin_ns, start, s.time_ns, s.cpu_ns as f64);
                         if let Some(stack) = s.stack {
-                            let leaf = map[p.stacks[stack.index()].frame.index()];
+                            let leaf = p.stacks[stack.index()].frame.index() as u32;
                             let bin = ((s.time_ns / bin_ns) as usize).min(bins - 1);
                             *top[bin].entry(leaf).or_default() += s.cpu_ns.max(1);
                         }
@@ -172,7 +172,9 @@ pub(super) fn timeline(
                     .map(|m| {
                         m.into_iter()
                             .max_by_key(|&(f, w)| (w, std::cmp::Reverse(f)))
-                            .map_or(-1, |(f, _)| i64::from(f))
+                            .map_or(-1, |(f, _)| {
+                                i64::from(frames.frame(p, &mut ids, f as usize))
+                            })
                     })
                     .collect(),
             });
