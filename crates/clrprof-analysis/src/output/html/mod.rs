@@ -494,4 +494,53 @@ mod tests {
             doc["limits"]
         );
     }
+
+    #[test]
+    fn coverage_is_summed_per_source_file() {
+        use crate::coverage::{BlockCoverage, MethodCoverage};
+        let block = |hits| BlockCoverage {
+            il_start: 0,
+            il_end: 1,
+            hits,
+            line: None,
+        };
+        let method = |source: Option<&str>, blocks: Vec<BlockCoverage>, lines: &[(u32, u64)]| {
+            MethodCoverage {
+                assembly: "App".into(),
+                module_path: String::new(),
+                type_name: "T".into(),
+                method_name: "M".into(),
+                signature: "()".into(),
+                token: 1,
+                blocks,
+                source: source.map(str::to_owned),
+                lines: lines.iter().copied().collect(),
+            }
+        };
+        let r = CoverageReport {
+            methods: vec![
+                method(Some("a.cs"), vec![block(1), block(0)], &[(1, 1), (2, 0)]),
+                method(Some("a.cs"), vec![block(3)], &[(5, 3)]),
+                method(None, vec![block(0)], &[]),
+            ],
+        };
+        let files = coverage_files(&r);
+        let row = |f: &CoverageFile| {
+            (
+                f.file.clone(),
+                f.methods,
+                f.blocks,
+                f.blocks_covered,
+                f.lines,
+                f.lines_covered,
+            )
+        };
+        assert_eq!(
+            files.iter().map(row).collect::<Vec<_>>(),
+            [
+                ("App (no symbols)".to_string(), 1, 1, 0, 0, 0),
+                ("a.cs".to_string(), 2, 3, 2, 3, 2)
+            ]
+        );
+    }
 }

@@ -78,8 +78,8 @@ fn spread(bins: &mut [f64], bin_ns: u64, start: u64, end: u64, value: f64) {
     let first = (start / bin_ns) as usize;
     let last = (((end - 1) / bin_ns) as usize).min(bins.len() - 1);
     for (i, b) in bins.iter_mut().enumerate().take(last + 1).skip(first) {
-        let lo = start.max(i as u64 * bin_ns);
-        let hi = end.min((i as u64 + 1) * bin_ns);
+        let lo = start.max((i as u64).saturating_mul(bin_ns));
+        let hi = end.min((i as u64 + 1).saturating_mul(bin_ns));
         *b += per_ns * hi.saturating_sub(lo) as f64;
     }
 }
@@ -103,7 +103,7 @@ pub(super) fn timeline(
     let spans = &runtime.timeline.spans;
     let end = spans
         .iter()
-        .map(|s| s.start_ns + s.duration_ns)
+        .map(|s| s.start_ns.saturating_add(s.duration_ns))
         .max()
         .unwrap_or(0)
         .max(duration_ns)
