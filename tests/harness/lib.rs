@@ -23,6 +23,7 @@
 //! Nothing here skips a test: a missing runtime, compiler or binary is a panic that says how to
 //! fix it.
 
+mod browser;
 mod clrprof;
 mod compile;
 mod dotnet;
@@ -32,6 +33,9 @@ pub mod probes;
 mod process;
 mod profile;
 
+pub use browser::{
+    CHROMIUM, PLAYWRIGHT_VERSION, artifacts_dir, browser_deps_dir, check_in_browser,
+};
 pub use clrprof::{
     Recording, agent_lib, clrprof, clrprof_bin, coverage, example_lib, record, record_command,
     record_with_env, report, report_json, report_json_with,

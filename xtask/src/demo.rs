@@ -2,7 +2,8 @@
 //!
 //! Installs what is needed (`setup`), builds clrprof in release, compiles
 //! `examples/demo/Demo.cs`, records it (CPU samples plus GC, exception, JIT and thread events),
-//! prints the report, and writes a flame graph and a speedscope profile to `target/demo/`.
+//! writes the HTML report (its path printed first), prints the text report, and writes a flame
+//! graph and a speedscope profile to `target/demo/`.
 
 use std::path::Path;
 use std::process::Command;
@@ -28,6 +29,7 @@ pub fn run() -> Result<()> {
     let trace = out.join("demo.clrprof");
     let flamegraph = out.join("flamegraph.svg");
     let speedscope = out.join("demo.speedscope.json");
+    let html = out.join("report.html");
 
     println!(
         "demo: recording `dotnet Demo.dll` (CPU samples at 1 kHz; GC, exception, JIT and thread events)\n"
@@ -41,6 +43,17 @@ pub fn run() -> Result<()> {
         .arg(&program.dll)
         .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
     run_cmd(record)?;
+
+    let mut page = Command::new(&clrprof);
+    page.arg("report")
+        .arg(&trace)
+        .args(["--format", "html", "-o"])
+        .arg(&html);
+    run_cmd(page)?;
+    println!(
+        "\ndemo: HTML report: {}  (open it in a browser)",
+        html.display()
+    );
 
     println!("\ndemo: clrprof report {} --top 15\n", shown(&trace, &root));
     let mut report = Command::new(&clrprof);
@@ -57,6 +70,10 @@ pub fn run() -> Result<()> {
         run_cmd(export)?;
     }
     println!("\ndemo: done.");
+    println!(
+        "  HTML report {}  (open it in a browser)",
+        shown(&html, &root)
+    );
     println!("  trace       {}", shown(&trace, &root));
     println!(
         "  flame graph {}  (open it in a browser)",

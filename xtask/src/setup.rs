@@ -13,6 +13,11 @@
 //!   `.deps/speedscope-<version>/`: the end-to-end tests validate clrprof's speedscope output
 //!   against it.
 //!
+//! - A browser for the HTML report's tests: Debian's `chromium`, Node.js (`nodejs`), and into
+//!   `.deps/browser-<playwright version>/` the pinned npm packages `playwright-core` (drives
+//!   the browser) and `speedscope` (its app opens clrprof's speedscope export), installed
+//!   by name with `npm install`.
+//!
 //! Everything already present is detected with a few `stat`s and skipped.
 
 use std::path::{Path, PathBuf};
@@ -21,7 +26,8 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use clrprof_e2e::{
-    PinnedRuntime, RUNTIMES, SPEEDSCOPE_VERSION, describe_command, speedscope_schema_path,
+    PLAYWRIGHT_VERSION, PinnedRuntime, RUNTIMES, SPEEDSCOPE_VERSION, browser_deps_dir,
+    describe_command, speedscope_schema_path,
 };
 
 use crate::util::{find_on_path, is_executable, workspace_root};
@@ -34,6 +40,64 @@ pub fn run() -> Result<()> {
     ensure_debian_tool("genhtml", "lcov", "lcov's HTML generator")?;
     ensure_debian_tool("xmllint", "libxml2-utils", "libxml2's validator")?;
     ensure_speedscope_schema()?;
+    ensure_debian_tool("chromium", "chromium", "the Chromium browser")?;
+    ensure_debian_tool("node", "nodejs", "Node.js")?;
+    ensure_browser_packages()?;
+    Ok(())
+}
+
+/// `playwright-core` and `speedscope` from the npm registry, by name and pinned version, into
+/// `.deps/browser-<version>/node_modules/` (staged, then renamed once complete).
+fn ensure_browser_packages() -> Result<()> {
+    let dir = browser_deps_dir();
+    let ready = |d: &Path| {
+        d.join("node_modules/playwright-core/package.json")
+            .is_file()
+            && d.join("node_modules/speedscope/dist/release/index.html")
+                .is_file()
+    };
+    if ready(&dir) {
+        println!(
+            "setup: browser packages: already installed in {}",
+            shown(&dir)
+        );
+        return Ok(());
+    }
+    ensure_debian_tool("npm", "npm", "the Node.js package manager")?;
+    let staging = dir.with_file_name(format!("browser-{PLAYWRIGHT_VERSION}.partial"));
+    for stale in [&staging, &dir] {
+        if stale.exists() {
+            std::fs::remove_dir_all(stale)
+                .with_context(|| format!("cannot remove {}", stale.display()))?;
+        }
+    }
+    std::fs::create_dir_all(&staging)
+        .with_context(|| format!("cannot create {}", staging.display()))?;
+    let mut install = Command::new(find_on_path("npm").context("npm is not on PATH")?);
+    install
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--no-save",
+            "--prefix",
+        ])
+        .arg(&staging)
+        .arg(format!("playwright-core@{PLAYWRIGHT_VERSION}"))
+        .arg(format!("speedscope@{SPEEDSCOPE_VERSION}"));
+    println!("setup: running `{}`", describe_command(&install));
+    let status = install
+        .status()
+        .with_context(|| format!("cannot run `{}`", describe_command(&install)))?;
+    if !status.success() || !ready(&staging) {
+        bail!(
+            "`npm install` of playwright-core and speedscope failed ({status}); npm must be able \
+             to reach its registry (see npm's output above)"
+        );
+    }
+    std::fs::rename(&staging, &dir)
+        .with_context(|| format!("cannot rename {} to {}", staging.display(), dir.display()))?;
+    println!("setup: browser packages: installed in {}", shown(&dir));
     Ok(())
 }
 

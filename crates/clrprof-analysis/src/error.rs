@@ -14,18 +14,19 @@ pub enum Error {
         /// The profile's threads, as `name (tid)`, comma-separated.
         available: String,
     },
-    /// The metric needs data this profile does not have (calls need trace mode).
-    #[error("metric `{metric}` is only available for profiles recorded in trace mode")]
+    /// The metric needs data this profile does not have (calls need trace mode, bytes an
+    /// allocation profile).
+    #[error("metric `{metric}` {}", metric.availability())]
     MetricUnavailable {
         /// The metric asked for.
         metric: Metric,
     },
-    /// A metric name that is not one of `cpu`, `wall`, `samples`, `calls`.
-    #[error("unknown metric `{0}` (expected cpu, wall, samples or calls)")]
+    /// A metric name that is not one of `cpu`, `wall`, `samples`, `calls`, `bytes`, `objects`.
+    #[error("unknown metric `{0}` (expected cpu, wall, samples, calls, bytes or objects)")]
     UnknownMetric(String),
     /// A format name that is not one of [`crate::output::Format`]'s.
     #[error(
-        "unknown output format `{0}` (expected text, json, folded, flamegraph, speedscope, chrome or pprof)"
+        "unknown output format `{0}` (expected text, json, folded, flamegraph, speedscope, chrome, pprof or html)"
     )]
     UnknownFormat(String),
     /// The profile breaks the model's rules (an index out of range, a parent after its child).

@@ -5,6 +5,13 @@
 //! A thread carries time-ordered [`Sample`]s (sampling mode) and, in trace mode, an exact
 //! calling context tree ([`CallTree`]).
 //!
+//! The model is the same for every kind of profile: a sample is a stack with weights (CPU
+//! time, wall time, a sample count, allocated bytes and objects), and a [`Metric`] picks the
+//! weight a view shows. An allocation profile ([`Mode::Alloc`]) has one sample per
+//! allocating stack and type, the type being a [`FrameKind::Type`] frame at the leaf.
+//!
+//! [`Metric`]: crate::Metric
+//!
 //! Every index in the model points backwards: a stack node's parent and a call-tree node's
 //! parent have smaller indices than the node itself. [`Profile::validate`] checks this (and
 //! that every index is in range); the computations in this crate rely on it and call it
@@ -26,6 +33,9 @@ pub enum Mode {
     Sample,
     /// An exact calling context tree per thread (exact call counts, sampled time).
     Trace,
+    /// Allocations: samples weighed by the bytes and objects allocated at a stack, the
+    /// allocated type as the leaf frame.
+    Alloc,
 }
 
 impl Mode {
@@ -34,6 +44,7 @@ impl Mode {
         match self {
             Mode::Sample => "sample",
             Mode::Trace => "trace",
+            Mode::Alloc => "alloc",
         }
     }
 }
@@ -81,7 +92,93 @@ pub enum FrameKind {
     /// A marker at the root of a stack that ends early: the frames the unwinder could not
     /// reach (the name says why).
     Truncated,
+    /// The type allocated, at the leaf of an allocation stack (`[byte[]]`).
+    Type,
 }
+
+/// How a frame is coloured in flame graphs: what kind of code it is, with the runtime's own
+/// native code (the VM, its garbage collector and its JIT compiler) told apart from other
+/// native code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FrameCategory {
+    /// A managed method.
+    Managed,
+    /// Native code of the program, its libraries or the OS.
+    Native,
+    /// The runtime's native code (`libcoreclr.so`, `libclrgc.so`): the VM and the GC.
+    Runtime,
+    /// The JIT compiler (`libclrjit.so`).
+    Jit,
+    /// A type allocated (allocation profiles).
+    Type,
+    /// Not code: where a stack ended early, a thread, samples without a stack.
+    Marker,
+    /// Managed code generated at run time (dynamic methods, IL stubs).
+    Generated,
+}
+
+impl FrameCategory {
+    /// Every category, in legend order.
+    pub const ALL: [FrameCategory; 7] = [
+        FrameCategory::Managed,
+        FrameCategory::Generated,
+        FrameCategory::Native,
+        FrameCategory::Runtime,
+        FrameCategory::Jit,
+        FrameCategory::Type,
+        FrameCategory::Marker,
+    ];
+
+    /// The category's name, as in legends (`managed`, `native`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FrameCategory::Managed => "managed",
+            FrameCategory::Native => "native",
+            FrameCategory::Runtime => "runtime",
+            FrameCategory::Jit => "jit",
+            FrameCategory::Type => "type",
+            FrameCategory::Marker => "marker",
+            FrameCategory::Generated => "generated",
+        }
+    }
+
+    /// The base colour of the category's frames (`#rrggbb`); frames vary around it.
+    pub fn colour(self) -> [u8; 3] {
+        match self {
+            FrameCategory::Managed => [0x4f, 0x9d, 0xd9],
+            FrameCategory::Native => [0xe8, 0x9a, 0x3c],
+            FrameCategory::Runtime => [0xd9, 0x5c, 0x5c],
+            FrameCategory::Jit => [0xa0, 0x6c, 0xd5],
+            FrameCategory::Type => [0x5c, 0xb8, 0x6a],
+            FrameCategory::Marker => [0xa8, 0xa8, 0xa8],
+            FrameCategory::Generated => [0x3c, 0xb8, 0xb0],
+        }
+    }
+
+    /// A frame's colour: the category's, varied by a hash of the name so that neighbours
+    /// stay apart and a function keeps its colour from one report to the next.
+    pub fn colour_for(self, name: &str) -> [u8; 3] {
+        // FNV-1a: small and stable across releases.
+        let mut h: u32 = 0x811c_9dc5;
+        for b in name.bytes() {
+            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+        let shift = (h % 41) as i32 - 20;
+        self.colour()
+            .map(|c| (i32::from(c) + shift).clamp(0, 255) as u8)
+    }
+}
+
+/// Libraries whose native code is the runtime's own: the VM and its garbage collectors.
+const RUNTIME_LIBRARIES: [&str; 4] = [
+    "libcoreclr.so",
+    "libclrgc.so",
+    "libclrgcexp.so",
+    "coreclr.dll",
+];
+/// Libraries of the JIT compiler.
+const JIT_LIBRARIES: [&str; 2] = ["libclrjit.so", "clrjit.dll"];
 
 /// A function as shown to the user.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -92,6 +189,25 @@ pub struct Frame {
     pub module: String,
     /// Managed, native or a truncation marker.
     pub kind: FrameKind,
+}
+
+impl Frame {
+    /// How the frame is coloured: its kind, and for native code whether it is the runtime's.
+    pub fn category(&self) -> FrameCategory {
+        match self.kind {
+            FrameKind::Managed => FrameCategory::Managed,
+            FrameKind::Generated => FrameCategory::Generated,
+            FrameKind::Native if RUNTIME_LIBRARIES.contains(&self.module.as_str()) => {
+                FrameCategory::Runtime
+            }
+            FrameKind::Native if JIT_LIBRARIES.contains(&self.module.as_str()) => {
+                FrameCategory::Jit
+            }
+            FrameKind::Native => FrameCategory::Native,
+            FrameKind::Type => FrameCategory::Type,
+            FrameKind::Truncated => FrameCategory::Marker,
+        }
+    }
 }
 
 /// One node of the stack prefix tree.
@@ -115,6 +231,8 @@ pub enum SampleKind {
     /// A wall-clock sample: where the thread was (running or waiting), weighed with wall
     /// time only.
     Wall,
+    /// Allocations at one stack: weighed with the bytes and objects allocated there.
+    Alloc,
 }
 
 impl SampleKind {
@@ -123,13 +241,13 @@ impl SampleKind {
     pub fn count(self) -> u64 {
         match self {
             SampleKind::Tick | SampleKind::Cpu => 1,
-            SampleKind::Wall => 0,
+            SampleKind::Wall | SampleKind::Alloc => 0,
         }
     }
 }
 
 /// One sample of one thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Sample {
     /// When the sample was taken, in nanoseconds since the session started.
     pub time_ns: u64,
@@ -139,6 +257,10 @@ pub struct Sample {
     pub cpu_ns: u64,
     /// Wall time this sample stands for (it covers `[time_ns - wall_ns, time_ns]`).
     pub wall_ns: u64,
+    /// Bytes allocated this sample stands for (allocation samples).
+    pub bytes: u64,
+    /// Objects allocated this sample stands for (allocation samples; 0 when unknown).
+    pub objects: u64,
     /// What kind of sample it is.
     pub kind: SampleKind,
 }

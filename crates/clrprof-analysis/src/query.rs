@@ -20,12 +20,42 @@ pub enum Metric {
     Samples,
     /// Exact number of calls (trace mode only).
     Calls,
+    /// Bytes allocated (allocation profiles only).
+    Bytes,
+    /// Objects allocated (allocation profiles only).
+    Objects,
 }
 
 impl Metric {
-    /// The metric used when the user names none: CPU time, in both modes.
-    pub fn default_for(_mode: Mode) -> Metric {
-        Metric::Cpu
+    /// The metric used when the user names none: CPU time in both CPU modes, bytes for
+    /// allocations.
+    pub fn default_for(mode: Mode) -> Metric {
+        match mode {
+            Mode::Sample | Mode::Trace => Metric::Cpu,
+            Mode::Alloc => Metric::Bytes,
+        }
+    }
+
+    /// Which profiles have the metric, for error messages.
+    pub fn availability(self) -> &'static str {
+        match self {
+            Metric::Cpu | Metric::Wall | Metric::Samples => {
+                "is not available for allocation profiles (use bytes or objects)"
+            }
+            Metric::Calls => "is only available for profiles recorded in trace mode",
+            Metric::Bytes | Metric::Objects => {
+                "is only available for allocation profiles (record with --alloc)"
+            }
+        }
+    }
+
+    /// Whether profiles of `mode` have this metric.
+    pub fn available_in(self, mode: Mode) -> bool {
+        match self {
+            Metric::Cpu | Metric::Wall | Metric::Samples => mode != Mode::Alloc,
+            Metric::Calls => mode == Mode::Trace,
+            Metric::Bytes | Metric::Objects => mode == Mode::Alloc,
+        }
     }
 
     /// The lowercase name (`cpu`, `wall`, `samples`, `calls`).
@@ -35,15 +65,19 @@ impl Metric {
             Metric::Wall => "wall",
             Metric::Samples => "samples",
             Metric::Calls => "calls",
+            Metric::Bytes => "bytes",
+            Metric::Objects => "objects",
         }
     }
 
-    /// The unit of the metric's values: `ns`, `samples` or `calls`.
+    /// The unit of the metric's values: `ns`, `samples`, `calls`, `bytes` or `objects`.
     pub fn unit(self) -> &'static str {
         match self {
             Metric::Cpu | Metric::Wall => "ns",
             Metric::Samples => "samples",
             Metric::Calls => "calls",
+            Metric::Bytes => "bytes",
+            Metric::Objects => "objects",
         }
     }
 
@@ -59,6 +93,8 @@ impl Metric {
             Metric::Wall => "wall time",
             Metric::Samples => "samples",
             Metric::Calls => "calls",
+            Metric::Bytes => "allocated bytes",
+            Metric::Objects => "allocated objects",
         }
     }
 }
@@ -78,6 +114,8 @@ impl FromStr for Metric {
             "wall" => Ok(Metric::Wall),
             "samples" => Ok(Metric::Samples),
             "calls" => Ok(Metric::Calls),
+            "bytes" => Ok(Metric::Bytes),
+            "objects" => Ok(Metric::Objects),
             _ => Err(Error::UnknownMetric(s.to_owned())),
         }
     }
@@ -102,7 +140,7 @@ impl Query {
     /// The metric to use for `profile`, checking that the profile has it.
     pub fn resolve_metric(&self, profile: &Profile) -> Result<Metric, Error> {
         let metric = self.metric.unwrap_or(Metric::default_for(profile.mode));
-        if metric == Metric::Calls && profile.mode != Mode::Trace {
+        if !metric.available_in(profile.mode) {
             return Err(Error::MetricUnavailable { metric });
         }
         Ok(metric)

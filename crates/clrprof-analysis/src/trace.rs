@@ -479,6 +479,7 @@ impl LoadedTrace {
                     cpu_ns: s.cpu_ns,
                     wall_ns: s.wall_ns,
                     kind,
+                    ..Sample::default()
                 },
             );
         }
@@ -675,7 +676,7 @@ fn summarize_sampling(
                     cpu += s.cpu_ns;
                 }
                 SampleKind::Wall => wall_samples += 1,
-                SampleKind::Tick => {}
+                SampleKind::Tick | SampleKind::Alloc => {}
             }
             if let Some(stack) = s.stack {
                 let cut = *cut_of.entry(stack).or_insert_with(|| {

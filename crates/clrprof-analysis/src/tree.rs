@@ -6,7 +6,7 @@ use std::ops::AddAssign;
 
 use serde::Serialize;
 
-use crate::model::{FrameIndex, FrameKind, Profile, StackIndex};
+use crate::model::{CallNode, FrameIndex, FrameKind, Profile, Sample, StackIndex};
 use crate::query::{Metric, NodeMark, Selection};
 
 /// Name shown for samples taken while a thread had no managed frames.
@@ -26,6 +26,10 @@ pub struct Values {
     pub wall_ns: u64,
     /// Calls counted as weight (trace mode; see [`TreeNode::calls`] for the exact count).
     pub calls: u64,
+    /// Bytes allocated (allocation profiles).
+    pub bytes: u64,
+    /// Objects allocated (allocation profiles).
+    pub objects: u64,
 }
 
 impl Values {
@@ -36,6 +40,31 @@ impl Values {
             Metric::Wall => self.wall_ns,
             Metric::Samples => self.samples,
             Metric::Calls => self.calls,
+            Metric::Bytes => self.bytes,
+            Metric::Objects => self.objects,
+        }
+    }
+
+    /// The values a sample stands for.
+    pub fn of_sample(s: &Sample) -> Values {
+        Values {
+            samples: s.kind.count(),
+            cpu_ns: s.cpu_ns,
+            wall_ns: s.wall_ns,
+            calls: 0,
+            bytes: s.bytes,
+            objects: s.objects,
+        }
+    }
+
+    /// The values of a call-tree node itself (its self time and its calls).
+    pub fn of_call_node(n: &CallNode) -> Values {
+        Values {
+            samples: n.self_samples,
+            cpu_ns: n.self_cpu_ns,
+            wall_ns: n.self_wall_ns,
+            calls: n.calls,
+            ..Values::default()
         }
     }
 
@@ -52,6 +81,8 @@ impl AddAssign for Values {
         self.cpu_ns = self.cpu_ns.saturating_add(rhs.cpu_ns);
         self.wall_ns = self.wall_ns.saturating_add(rhs.wall_ns);
         self.calls = self.calls.saturating_add(rhs.calls);
+        self.bytes = self.bytes.saturating_add(rhs.bytes);
+        self.objects = self.objects.saturating_add(rhs.objects);
     }
 }
 
@@ -195,12 +226,7 @@ impl MergedTree {
                     map[i] = m;
                     b.nodes[m].calls = b.nodes[m].calls.saturating_add(node.calls);
                     if marks[i] == NodeMark::Counted {
-                        let v = Values {
-                            samples: node.self_samples,
-                            cpu_ns: node.self_cpu_ns,
-                            wall_ns: node.self_wall_ns,
-                            calls: node.calls,
-                        };
+                        let v = Values::of_call_node(node);
                         b.nodes[m].self_values += v;
                         sum += v;
                     }
@@ -353,12 +379,7 @@ pub(crate) fn selected_samples_by_stack(
     let mut per_stack: HashMap<Option<StackIndex>, Values> = HashMap::new();
     for s in &thread.samples {
         if selection.keeps_stack(s.stack) {
-            *per_stack.entry(s.stack).or_default() += Values {
-                samples: s.kind.count(),
-                cpu_ns: s.cpu_ns,
-                wall_ns: s.wall_ns,
-                calls: 0,
-            };
+            *per_stack.entry(s.stack).or_default() += Values::of_sample(s);
         }
     }
     let mut stacks: Vec<_> = per_stack.into_iter().collect();

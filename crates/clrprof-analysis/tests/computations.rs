@@ -397,8 +397,10 @@ fn empty_profile_has_an_empty_table() {
 fn names_parse() {
     use clrprof_analysis::Format;
     assert_eq!("Wall".parse::<Metric>().unwrap(), Metric::Wall);
+    assert_eq!("bytes".parse::<Metric>().unwrap(), Metric::Bytes);
+    assert_eq!("objects".parse::<Metric>().unwrap(), Metric::Objects);
     assert!(matches!(
-        "bytes".parse::<Metric>(),
+        "heat".parse::<Metric>(),
         Err(Error::UnknownMetric(_))
     ));
     for f in Format::ALL {

@@ -242,6 +242,8 @@ pub enum FormatArg {
     Chrome,
     /// pprof's gzipped protobuf (go tool pprof, Pyroscope, Perfetto).
     Pprof,
+    /// One self-contained HTML page: flame graphs, timeline, memory, runtime views.
+    Html,
 }
 
 /// What `self`/`total` measure.
@@ -255,6 +257,10 @@ pub enum MetricArg {
     Samples,
     /// Exact call counts (trace mode).
     Calls,
+    /// Allocated bytes (with --alloc; the default there).
+    Bytes,
+    /// Allocated objects (with --alloc).
+    Objects,
 }
 
 #[derive(Debug, Args)]
@@ -279,7 +285,7 @@ pub struct ReportArgs {
     /// Show at most this many functions.
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
-    /// What to measure (default: cpu).
+    /// What to measure (default: cpu; with --alloc: bytes).
     #[arg(long, value_enum)]
     pub metric: Option<MetricArg>,
     /// JSON: indent for people.

@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use clrprof_analysis::output::{Format, Json, Text};
+use clrprof_analysis::output::{Format, Html, Json, Text};
 use clrprof_analysis::runtime::View;
 use clrprof_analysis::{Query, memory, report, trace};
 
@@ -184,16 +184,10 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
             if !loaded.has_allocations() {
                 bail!("{} has no allocations; record with --alloc", file.display());
             }
-            match opts.format {
-                Format::Folded => {
-                    for line in loaded.alloc_folded_lines() {
-                        writeln!(out, "{line}")?;
-                    }
-                }
-                Format::Flamegraph => loaded.write_alloc_flamegraph(out)?,
-                Format::Speedscope => loaded.write_alloc_speedscope(out)?,
-                _ => loaded.write_alloc_pprof(out)?,
-            }
+            // The same renderers as for CPU profiles, weighted by bytes (or objects).
+            opts.format
+                .renderer()
+                .render(&loaded.alloc_profile(), q, out)?;
         }
         Format::Text => {
             let text = Text {
@@ -214,6 +208,15 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
             report::write_json_report(&json, &options, out)?;
         }
         Format::Chrome => report::write_chrome(&loaded, q, out)?,
+        Format::Html => {
+            if q.thread.is_some() || q.filter.is_some() || q.metric.is_some() || opts.alloc {
+                bail!(
+                    "the HTML report shows every thread and metric and has its own search; \
+                     leave out --thread, --filter, --metric and --alloc"
+                );
+            }
+            Html::default().render_trace(&loaded, out)?;
+        }
         other => {
             if !loaded.has_cpu_data() {
                 bail!(

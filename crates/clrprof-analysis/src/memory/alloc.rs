@@ -1,5 +1,6 @@
-//! Allocations by type, by allocating method and by allocating stack, and their exports
-//! (folded stacks, flame graph, speedscope, pprof) weighted by allocated bytes.
+//! Allocations by type, by allocating method and by allocating stack, and the allocation
+//! profile ([`LoadedTrace::alloc_profile`]) that every output format renders, weighted by
+//! allocated bytes or objects.
 //!
 //! With `--alloc all` every allocation is a record and every number is exact. With
 //! `--alloc sampled` each record is one sampled allocation of `size` bytes, picked with
@@ -9,16 +10,12 @@
 //! stands for `size` bytes of its type and an unknown number of objects (counted as 0).
 
 use std::collections::HashMap;
-use std::io::Write;
 
 use clrprof_trace::{Allocation, FrameKind};
 use serde::Serialize;
 
-use crate::Error;
-use crate::output::{
-    LocationTable, SPEEDSCOPE_SCHEMA, StringTable, exporter, folded_frame_name, to_i64,
-    write_gzipped, write_json,
-};
+use crate::builder::ProfileBuilder;
+use crate::model::{FrameIndex, FrameKind as ModelFrameKind, Mode, Profile, Sample, SampleKind};
 use crate::trace::LoadedTrace;
 
 /// One allocated type.
@@ -283,174 +280,89 @@ impl LoadedTrace {
         }
     }
 
-    /// Allocation stacks as folded lines (`outer;...;inner;[type] bytes`), one per stack and
-    /// type, sorted.
-    pub fn alloc_folded_lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .alloc_sites()
-            .into_iter()
-            .filter(|s| s.bytes > 0)
-            .map(|s| {
-                let mut frames = s.frames;
-                frames.push(format!("[{}]", s.type_name));
-                let cleaned: Vec<_> = frames.iter().map(|f| folded_frame_name(f)).collect();
-                format!("{} {}", cleaned.join(";"), s.bytes)
-            })
-            .collect();
-        lines.sort();
-        lines
-    }
+    /// The allocations as a weighted-stack profile ([`Mode::Alloc`]): per thread, one sample
+    /// per allocating stack and type, weighed by the bytes and objects allocated there
+    /// (estimated when sampled), the type as a `[type]` frame at the leaf. Every output format
+    /// renders it as it renders a CPU profile, with the metric `bytes` (default) or `objects`.
+    pub fn alloc_profile(&self) -> Profile {
+        let mut sites: HashMap<(u32, u32, u64), (Sum, u64)> = HashMap::new();
+        for a in &self.memory.allocations {
+            let (sum, first_ns) = sites
+                .entry((a.tid, a.stack, a.class))
+                .or_insert((Sum::default(), a.ts));
+            sum.add(a);
+            *first_ns = (*first_ns).min(a.ts);
+        }
+        let mut sites: Vec<_> = sites.into_iter().collect();
+        sites.sort_unstable_by_key(|&((tid, stack, class), (_, first))| (tid, first, stack, class));
 
-    /// Every (stack, type) with its frames outermost first, count and bytes.
-    fn alloc_sites(&self) -> Vec<Site> {
-        let agg = aggregate(self);
-        agg.by_site
-            .iter()
-            .map(|(&(stack, class), sum)| {
-                let mut frames: Vec<String> = self
-                    .stack_path(stack)
-                    .into_iter()
-                    .map(|f| self.frame_name(f))
-                    .collect();
-                frames.reverse();
-                Site {
-                    frames,
-                    type_name: self.names.class(class),
-                    count: round(sum.count),
+        let mut b = ProfileBuilder::new(Mode::Alloc);
+        let mut frames: HashMap<(FrameKind, u64), FrameIndex> = HashMap::new();
+        let mut types: HashMap<u64, FrameIndex> = HashMap::new();
+        for ((tid, stack, class), (sum, first_ns)) in sites {
+            let mut path: Vec<FrameIndex> = self
+                .stack_path(stack)
+                .into_iter()
+                .rev()
+                .map(|f| {
+                    *frames.entry(f).or_insert_with(|| {
+                        let module = match f.0 {
+                            FrameKind::Managed => self.names.function_module(f.1),
+                            _ => String::new(),
+                        };
+                        let kind = match f.0 {
+                            FrameKind::Native => ModelFrameKind::Native,
+                            FrameKind::Managed => ModelFrameKind::Managed,
+                            _ => ModelFrameKind::Truncated,
+                        };
+                        b.intern_frame(&self.frame_name(f), &module, kind)
+                    })
+                })
+                .collect();
+            path.push(*types.entry(class).or_insert_with(|| {
+                let name = format!("[{}]", self.names.class(class));
+                b.intern_frame(&name, "", ModelFrameKind::Type)
+            }));
+            let stack = b.intern_stack_path(&path);
+            let thread = b.thread(tid, &self.names.name_of_tid(tid));
+            b.add_sample(
+                thread,
+                Sample {
+                    time_ns: first_ns,
+                    stack,
+                    kind: SampleKind::Alloc,
                     bytes: round(sum.bytes),
-                }
-            })
-            .collect()
-    }
-
-    /// A flame graph (SVG) of allocated bytes.
-    pub fn write_alloc_flamegraph(&self, out: &mut dyn Write) -> Result<(), Error> {
-        let lines = self.alloc_folded_lines();
-        let mut options = inferno::flamegraph::Options::default();
-        options.title = "Allocated bytes".into();
-        options.count_name = "bytes".into();
-        if lines.is_empty() {
-            options.title = "Allocated bytes (no allocations recorded)".into();
-            let empty = ["[no allocations] 1"];
-            inferno::flamegraph::from_lines(&mut options, empty.iter().copied(), out)?;
-        } else {
-            inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)?;
+                    objects: round(sum.count),
+                    ..Sample::default()
+                },
+            );
         }
-        Ok(())
-    }
-
-    /// speedscope's file format: one sampled profile whose weights are allocated bytes.
-    pub fn write_alloc_speedscope(&self, out: &mut dyn Write) -> Result<(), Error> {
-        let mut frames: Vec<String> = Vec::new();
-        let mut index: HashMap<String, usize> = HashMap::new();
-        let mut samples = Vec::new();
-        let mut weights = Vec::new();
-        let mut sites = self.alloc_sites();
-        sites.sort_by(|a, b| a.frames.cmp(&b.frames).then(a.type_name.cmp(&b.type_name)));
-        for s in sites.into_iter().filter(|s| s.bytes > 0) {
-            let mut stack = Vec::new();
-            for name in s.frames.into_iter().chain([format!("[{}]", s.type_name)]) {
-                let next = frames.len();
-                let i = *index.entry(name.clone()).or_insert_with(|| {
-                    frames.push(name);
-                    next
-                });
-                stack.push(i);
-            }
-            samples.push(stack);
-            weights.push(s.bytes);
+        let dropped = self.counter("allocations_dropped");
+        if dropped > 0 {
+            b.note(format!(
+                "{dropped} allocation records were dropped (the agent's buffer was full)"
+            ));
         }
-        let total: u64 = weights.iter().sum();
-        let doc = serde_json::json!({
-            "$schema": SPEEDSCOPE_SCHEMA,
-            "exporter": exporter(),
-            "name": "allocated bytes",
-            "activeProfileIndex": 0,
-            "shared": { "frames": frames.iter().map(|f| serde_json::json!({"name": f})).collect::<Vec<_>>() },
-            "profiles": [{
-                "type": "sampled",
-                "name": "allocated bytes",
-                "unit": "bytes",
-                "startValue": 0,
-                "endValue": total,
-                "samples": samples,
-                "weights": weights,
-            }],
-        });
-        write_json(&doc, false, out)
-    }
-
-    /// pprof (gzipped protobuf) with sample types `alloc_objects/count` and
-    /// `alloc_space/bytes` (the default), one sample per stack and type, labelled `type`.
-    pub fn write_alloc_pprof(&self, out: &mut dyn Write) -> Result<(), Error> {
-        use crate::output::pprof_proto as pb;
-        let mut strings = StringTable::new();
-        let mut string = |s: &str| strings.string(s);
-        let sample_type = vec![
-            pb::ValueType {
-                r#type: string("alloc_objects"),
-                unit: string("count"),
-            },
-            pb::ValueType {
-                r#type: string("alloc_space"),
-                unit: string("bytes"),
-            },
-        ];
-        let type_key = string("type");
-        let mut table = LocationTable::default();
-        let mut location_of: HashMap<String, u64> = HashMap::new();
-        let mut samples = Vec::new();
-        let mut sites = self.alloc_sites();
-        sites.sort_by(|a, b| a.frames.cmp(&b.frames).then(a.type_name.cmp(&b.type_name)));
-        for s in sites {
-            let mut location_id = Vec::new();
-            for name in s.frames.iter().rev() {
-                let id = match location_of.get(name) {
-                    Some(&id) => id,
-                    None => {
-                        let id = table.add(string(name), 0);
-                        location_of.insert(name.clone(), id);
-                        id
-                    }
-                };
-                location_id.push(id);
-            }
-            samples.push(pb::Sample {
-                location_id,
-                value: vec![to_i64(s.count), to_i64(s.bytes)],
-                label: vec![pb::Label {
-                    key: type_key,
-                    str: string(&s.type_name),
-                    ..pb::Label::default()
-                }],
-            });
+        let mut p = b.build();
+        if let Some(s) = &self.session {
+            p.pid = s.pid;
+            p.start_unix_ns = s.start_unix_ns;
+            p.name = s
+                .command_line
+                .split_whitespace()
+                .find(|w| w.ends_with(".dll"))
+                .map(crate::events::file_name)
+                .unwrap_or_default();
         }
-        let default_sample_type = string("alloc_space");
-        let comment = vec![string("clrprof allocation profile")];
-        let period_type = Some(pb::ValueType {
-            r#type: string("alloc_space"),
-            unit: string("bytes"),
-        });
-        let message = pb::Profile {
-            sample_type,
-            sample: samples,
-            location: table.locations,
-            function: table.functions,
-            string_table: strings.into_vec(),
-            period_type,
-            comment,
-            default_sample_type,
-            ..pb::Profile::default()
-        };
-        write_gzipped(&message, out)
+        p.duration_ns = self.duration_ns();
+        let pid = p.pid;
+        crate::threads::name_threads(
+            &mut p,
+            |tid| self.names.thread_os_names.get(&tid).cloned(),
+            pid,
+        );
+        p
     }
-}
-
-struct Site {
-    frames: Vec<String>,
-    type_name: String,
-    count: u64,
-    bytes: u64,
 }
 
 #[cfg(test)]

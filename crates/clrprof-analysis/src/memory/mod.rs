@@ -626,7 +626,13 @@ pub fn write_diff_json(
             types: rows,
         },
     };
-    crate::output::write_json(&doc, pretty, out)
+    if pretty {
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+    } else {
+        serde_json::to_writer(&mut *out, &doc)?;
+    }
+    writeln!(out)?;
+    Ok(())
 }
 
 /// A line at the end of the plain text report pointing at the memory reports the trace has.
@@ -770,12 +776,55 @@ mod tests {
         assert!(!r.types[0].estimated);
         assert_eq!(r.types[1].allocated_by[0].function, "App.Make()");
         assert_eq!(r.stacks[0].frames, ["App.Fill()", "App.Main()"]);
+        let (metric, folded) =
+            crate::output::folded_lines(&t.alloc_profile(), &crate::Query::default(), false)
+                .unwrap();
+        assert_eq!(metric, crate::Metric::Bytes);
         assert_eq!(
-            t.alloc_folded_lines(),
+            folded,
             [
                 "App.Main();App.Fill();[byte[]] 248",
                 "App.Main();App.Make();[Node] 120"
             ]
+        );
+        let objects = crate::Query {
+            metric: Some(crate::Metric::Objects),
+            ..Default::default()
+        };
+        let (_, folded) = crate::output::folded_lines(&t.alloc_profile(), &objects, false).unwrap();
+        assert_eq!(
+            folded,
+            [
+                "App.Main();App.Fill();[byte[]] 2",
+                "App.Main();App.Make();[Node] 3"
+            ]
+        );
+        // pprof: allocation sample types, the type as a label too.
+        let p = crate::output::pprof_encode(&t.alloc_profile(), &crate::Query::default()).unwrap();
+        let name = |i: i64| p.string_table[i as usize].as_str();
+        let types: Vec<&str> = p.sample_type.iter().map(|t| name(t.r#type)).collect();
+        assert_eq!(types, ["alloc_objects", "alloc_space"]);
+        assert_eq!(name(p.default_sample_type), "alloc_space");
+        let node: Vec<i64> = p
+            .sample
+            .iter()
+            .filter(|s| {
+                s.label
+                    .iter()
+                    .any(|l| name(l.key) == "type" && name(l.str) == "Node")
+            })
+            .flat_map(|s| s.value.clone())
+            .collect();
+        assert_eq!(node, [3, 120]);
+        // CPU metrics are refused, with the reason.
+        let cpu = crate::Query {
+            metric: Some(crate::Metric::Cpu),
+            ..Default::default()
+        };
+        let err = crate::output::folded_lines(&t.alloc_profile(), &cpu, false).unwrap_err();
+        assert!(
+            err.to_string().contains("not available for allocation"),
+            "{err}"
         );
     }
 

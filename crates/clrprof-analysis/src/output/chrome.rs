@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::events::{gc_reason_name, highest_generation, suspend_reason_name};
 use crate::model::{CallTree, FrameIndex, Profile, ThreadProfile};
 use crate::query::{NodeMark, Query, Selection};
-use crate::runtime::timeline::{Subject, Timeline, Track};
+use crate::runtime::timeline::{Span, Subject, Timeline, Track};
 use crate::runtime::{RuntimeViews, load_name};
 use crate::trace::Names;
 use crate::{Analysis, Error, Render};
@@ -174,42 +174,7 @@ fn runtime_events(timeline: &Timeline, names: &Names, pid: u32, events: &mut Vec
             Track::Gc => GC_TRACK,
             Track::Suspensions => SUSPENSION_TRACK,
         };
-        let (name, args) = match span.subject {
-            Subject::Function(f) => {
-                let method = names.function(f);
-                let name = match span.category {
-                    "native" => names.native_target(f),
-                    _ => format!("JIT {method}"),
-                };
-                (
-                    name,
-                    json!({ "method": method, "module": names.function_module(f) }),
-                )
-            }
-            Subject::Exception(class) => (
-                names.class(class),
-                json!({ "caught": span.duration_ns > 0 }),
-            ),
-            Subject::Load(kind, id) => (
-                format!("load {kind} {}", load_name(names, kind, id)),
-                json!({ "kind": kind }),
-            ),
-            Subject::Gc(generations, reason) => (
-                format!("GC gen {}", highest_generation(generations)),
-                json!({ "generations_mask": generations, "reason": gc_reason_name(reason) }),
-            ),
-            Subject::Thread(managed_id) => (
-                match names.name_of_managed(managed_id) {
-                    n if n.is_empty() => "thread".to_string(),
-                    n => format!("thread {n}"),
-                },
-                json!({ "managed_id": managed_id }),
-            ),
-            Subject::Suspension(reason) => (
-                format!("suspended: {}", suspend_reason_name(reason)),
-                json!({ "reason": suspend_reason_name(reason) }),
-            ),
-        };
+        let (name, args) = span_name(span, names);
         let instant = span.duration_ns == 0 && span.category == "exception";
         events.push(Event {
             name: Some(name),
@@ -221,6 +186,47 @@ fn runtime_events(timeline: &Timeline, names: &Names, pid: u32, events: &mut Vec
             tid,
             args: Some(args),
         });
+    }
+}
+
+/// A runtime span's name (`JIT Program.Main(string[])`, `libc!abs`, `GC gen 2`, ...) and its
+/// details.
+pub(crate) fn span_name(span: &Span, names: &Names) -> (String, Value) {
+    match span.subject {
+        Subject::Function(f) => {
+            let method = names.function(f);
+            let name = match span.category {
+                "native" => names.native_target(f),
+                _ => format!("JIT {method}"),
+            };
+            (
+                name,
+                json!({ "method": method, "module": names.function_module(f) }),
+            )
+        }
+        Subject::Exception(class) => (
+            names.class(class),
+            json!({ "caught": span.duration_ns > 0 }),
+        ),
+        Subject::Load(kind, id) => (
+            format!("load {kind} {}", load_name(names, kind, id)),
+            json!({ "kind": kind }),
+        ),
+        Subject::Gc(generations, reason) => (
+            format!("GC gen {}", highest_generation(generations)),
+            json!({ "generations_mask": generations, "reason": gc_reason_name(reason) }),
+        ),
+        Subject::Thread(managed_id) => (
+            match names.name_of_managed(managed_id) {
+                n if n.is_empty() => "thread".to_string(),
+                n => format!("thread {n}"),
+            },
+            json!({ "managed_id": managed_id }),
+        ),
+        Subject::Suspension(reason) => (
+            format!("suspended: {}", suspend_reason_name(reason)),
+            json!({ "reason": suspend_reason_name(reason) }),
+        ),
     }
 }
 

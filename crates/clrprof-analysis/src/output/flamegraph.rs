@@ -1,9 +1,14 @@
-//! Flame graph SVG, drawn by inferno from the folded stacks.
+//! Flame graph SVG, drawn by inferno from the folded stacks, frames coloured by their
+//! category (managed, native, the runtime's VM and GC, the JIT, allocated types), as the HTML
+//! report colours them.
 
 use std::io::Write;
 
-use crate::model::Profile;
+use inferno::flamegraph::color::{Color, PaletteMap};
+
+use crate::model::{FrameCategory, Profile};
 use crate::output::folded::folded_stacks;
+use crate::output::{folded_frame_name, folded_frame_names};
 use crate::query::Query;
 use crate::{Error, Render};
 
@@ -43,15 +48,16 @@ impl Render for Flamegraph {
             }
         });
         let mut subtitle = Vec::new();
+        let mut palette = palette(profile);
         if let Some(t) = &query.thread {
             subtitle.push(format!("thread {t}"));
         }
         if let Some(f) = query.filter.as_deref().filter(|f| !f.is_empty()) {
             subtitle.push(format!("stacks containing \"{f}\""));
         }
-        if !subtitle.is_empty() {
-            options.subtitle = Some(subtitle.join(", "));
-        }
+        subtitle.push(legend(profile));
+        options.subtitle = Some(subtitle.join("; "));
+        options.palette_map = Some(&mut palette);
         options.count_name = metric.unit().to_owned();
         options.name_type = "Function:".to_owned();
         // Colour by name hash so that the same function keeps its colour between runs.
@@ -64,4 +70,44 @@ impl Render for Flamegraph {
         inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)?;
         Ok(())
     }
+}
+
+/// Each frame's colour, by the name the folded stacks give it; threads and `[no managed
+/// frames]` are markers.
+fn palette(profile: &Profile) -> PaletteMap {
+    let mut map = PaletteMap::default();
+    let colour = |category: FrameCategory, name: &str| {
+        let [r, g, b] = category.colour_for(name);
+        Color { r, g, b }
+    };
+    for (frame, name) in profile.frames.iter().zip(folded_frame_names(profile)) {
+        let name = folded_frame_name(&name);
+        map.insert(&name, colour(frame.category(), &name));
+    }
+    for t in &profile.threads {
+        let name = t.label();
+        map.insert(&name, colour(FrameCategory::Marker, &name));
+    }
+    let none = crate::tree::NO_STACK_NAME;
+    map.insert(none, colour(FrameCategory::Marker, none));
+    map
+}
+
+/// What the colours mean, for the categories the profile has.
+fn legend(profile: &Profile) -> String {
+    let words = |c: FrameCategory| match c {
+        FrameCategory::Managed => "blue: managed",
+        FrameCategory::Generated => "teal: generated at run time",
+        FrameCategory::Native => "orange: native",
+        FrameCategory::Runtime => "red: runtime (VM, GC)",
+        FrameCategory::Jit => "purple: JIT",
+        FrameCategory::Type => "green: type allocated",
+        FrameCategory::Marker => "grey: thread, stack ended early",
+    };
+    let present: Vec<&str> = FrameCategory::ALL
+        .into_iter()
+        .filter(|c| profile.frames.iter().any(|f| f.category() == *c))
+        .map(words)
+        .collect();
+    format!("colours: {}", present.join(", "))
 }

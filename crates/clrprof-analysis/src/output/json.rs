@@ -111,6 +111,8 @@ pub enum NodeKind {
     Native,
     /// Frames dropped from a too-deep stack.
     Truncated,
+    /// The type allocated (allocation profiles).
+    Type,
     /// Samples taken while the thread had no managed frames.
     NoStack,
 }
@@ -126,6 +128,7 @@ impl NodeKind {
                 FrameKind::Generated => NodeKind::Generated,
                 FrameKind::Native => NodeKind::Native,
                 FrameKind::Truncated => NodeKind::Truncated,
+                FrameKind::Type => NodeKind::Type,
             },
         }
     }

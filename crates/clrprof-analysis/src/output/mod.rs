@@ -11,6 +11,7 @@
 //! | `speedscope` | [`Speedscope`] | speedscope's JSON file format, one profile per thread |
 //! | `chrome` | [`Chrome`] | Chrome trace events: a per-thread timeline (Perfetto, chrome://tracing) |
 //! | `pprof` | [`Pprof`] | gzip-compressed `profile.proto` (go tool pprof, Grafana Pyroscope) |
+//! | `html` | [`Html`] | one self-contained page: flame graphs, functions, timeline, runtime views |
 
 use std::fmt;
 use std::io::Write;
@@ -23,6 +24,7 @@ use crate::query::Query;
 mod chrome;
 mod flamegraph;
 mod folded;
+mod html;
 mod json;
 mod pprof;
 pub mod pprof_proto;
@@ -32,13 +34,12 @@ mod text;
 pub use chrome::Chrome;
 pub use flamegraph::Flamegraph;
 pub use folded::{Folded, folded_lines};
+pub use html::Html;
 pub use json::{
     CallTreeJson, CpuReport, FunctionJson, Json, NodeJson, NodeKind, ThreadJson,
     report as json_report,
 };
-pub(crate) use pprof::{LocationTable, StringTable, to_i64, write_gzipped};
 pub use pprof::{Pprof, encode as pprof_encode};
-pub(crate) use speedscope::SPEEDSCOPE_SCHEMA;
 
 /// The `exporter` named in the JSON outputs that have one (speedscope, Chrome).
 pub(crate) fn exporter() -> String {
@@ -85,11 +86,13 @@ pub enum Format {
     Chrome,
     /// [`Pprof`].
     Pprof,
+    /// [`Html`].
+    Html,
 }
 
 impl Format {
     /// Every format, in the order of the table above.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Text,
         Format::Json,
         Format::Folded,
@@ -97,6 +100,7 @@ impl Format {
         Format::Speedscope,
         Format::Chrome,
         Format::Pprof,
+        Format::Html,
     ];
 
     /// The format's name as accepted by [`Format::from_str`].
@@ -109,6 +113,7 @@ impl Format {
             Format::Speedscope => "speedscope",
             Format::Chrome => "chrome",
             Format::Pprof => "pprof",
+            Format::Html => "html",
         }
     }
 
@@ -122,6 +127,7 @@ impl Format {
             Format::Speedscope => "speedscope.json",
             Format::Chrome => "trace.json",
             Format::Pprof => "pb.gz",
+            Format::Html => "html",
         }
     }
 
@@ -140,6 +146,7 @@ impl Format {
             Format::Speedscope => Box::new(Speedscope),
             Format::Chrome => Box::new(Chrome),
             Format::Pprof => Box::new(Pprof),
+            Format::Html => Box::new(Html::default()),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! pprof: a gzip-compressed `perftools.profiles.Profile` protobuf.
 //!
 //! Sample types are `samples/count`, `cpu/nanoseconds`, `wall/nanoseconds` and, in trace
-//! mode, `calls/count`; the default sample type is the query's metric. Each sample is one
+//! mode, `calls/count` (allocation profiles: `alloc_objects/count` and `alloc_space/bytes`,
+//! each sample labelled with its `type` too); the default sample type is the query's metric. Each sample is one
 //! distinct stack of one thread (sample mode) or one call path of one thread's call tree
 //! (trace mode), labelled with `thread` (its name) and `thread_id`. Functions carry the
 //! frame name; a location per function points at a mapping per module.
@@ -13,7 +14,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use prost::Message;
 
-use crate::model::Profile;
+use crate::model::{FrameKind, Profile};
 use crate::output::pprof_proto as pb;
 use crate::query::{Metric, NodeMark, Query};
 use crate::tree::{Label, Values};
@@ -149,6 +150,14 @@ impl Tables<'_> {
     }
 }
 
+/// The type an allocation frame (`[byte[]]`) names.
+fn type_name(frame: &str) -> &str {
+    frame
+        .strip_prefix('[')
+        .and_then(|n| n.strip_suffix(']'))
+        .unwrap_or(frame)
+}
+
 /// Builds the pprof message (uncompressed) for `profile` under `query`.
 pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
     let a = Analysis::new(profile, query, false)?;
@@ -162,28 +171,35 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
         mapping_index: HashMap::new(),
     };
 
-    let mut type_names = vec![
-        ("samples", "count"),
-        ("cpu", "nanoseconds"),
-        ("wall", "nanoseconds"),
-    ];
+    // The sample types: (pprof's name, unit, the metric whose values they are).
+    let mut types = match profile.mode {
+        Mode::Alloc => vec![
+            ("alloc_objects", "count", Metric::Objects),
+            ("alloc_space", "bytes", Metric::Bytes),
+        ],
+        Mode::Sample | Mode::Trace => vec![
+            ("samples", "count", Metric::Samples),
+            ("cpu", "nanoseconds", Metric::Cpu),
+            ("wall", "nanoseconds", Metric::Wall),
+        ],
+    };
     if with_calls {
-        type_names.push(("calls", "count"));
+        types.push(("calls", "count", Metric::Calls));
     }
-    let sample_type: Vec<pb::ValueType> = type_names
+    let sample_type: Vec<pb::ValueType> = types
         .iter()
-        .map(|(ty, unit)| pb::ValueType {
+        .map(|(ty, unit, _)| pb::ValueType {
             r#type: t.string(ty),
             unit: t.string(unit),
         })
         .collect();
-    let values = |v: &Values| {
-        let mut out = vec![to_i64(v.samples), to_i64(v.cpu_ns), to_i64(v.wall_ns)];
-        if with_calls {
-            out.push(to_i64(v.calls));
-        }
-        out
+    let values = |v: &Values| -> Vec<i64> {
+        types
+            .iter()
+            .map(|&(_, _, metric)| to_i64(v.get(metric)))
+            .collect()
     };
+    let type_key = t.string("type");
 
     let thread_key = t.string("thread");
     let tid_key = t.string("thread_id");
@@ -210,12 +226,7 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
         if let Some(tree) = &thread.call_tree {
             let marks = a.selection.call_tree_marks(tree);
             for (i, node) in tree.nodes.iter().enumerate() {
-                let v = Values {
-                    samples: node.self_samples,
-                    cpu_ns: node.self_cpu_ns,
-                    wall_ns: node.self_wall_ns,
-                    calls: node.calls,
-                };
+                let v = Values::of_call_node(node);
                 if marks[i] != NodeMark::Counted || v.is_zero() {
                     continue;
                 }
@@ -234,6 +245,17 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
         } else {
             let stacks = crate::tree::selected_samples_by_stack(thread, &a.selection);
             for (stack, v) in stacks {
+                // An allocation's type is its stack's leaf frame, and a label too.
+                let mut label = labels.clone();
+                if let Some(leaf) = stack.map(|s| profile.frame(profile.stacks[s.index()].frame))
+                    && leaf.kind == FrameKind::Type
+                {
+                    label.push(pb::Label {
+                        key: type_key,
+                        str: t.string(type_name(&leaf.name)),
+                        ..pb::Label::default()
+                    });
+                }
                 let mut location_id: Vec<u64> = match stack {
                     None => vec![t.location(Label::NoStack)],
                     Some(s) => profile
@@ -246,23 +268,29 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
                 samples.push(pb::Sample {
                     location_id,
                     value: values(&v),
-                    label: labels.clone(),
+                    label,
                 });
             }
         }
     }
 
-    let period_type = pb::ValueType {
-        r#type: t.string("cpu"),
-        unit: t.string("nanoseconds"),
+    let (period_type, period) = match profile.mode {
+        Mode::Alloc => (("alloc_space", "bytes"), 0),
+        _ => (("cpu", "nanoseconds"), to_i64(profile.sample_interval_ns)),
     };
-    let default_sample_type = t.string(match a.metric {
-        Metric::Cpu => "cpu",
-        Metric::Wall => "wall",
-        Metric::Samples => "samples",
-        Metric::Calls => "calls",
-    });
-    let mut comment = vec![t.string(&format!("clrprof {} profile", profile.mode))];
+    let period_type = pb::ValueType {
+        r#type: t.string(period_type.0),
+        unit: t.string(period_type.1),
+    };
+    let default_sample_type = types
+        .iter()
+        .find(|(_, _, m)| *m == a.metric)
+        .map_or(0, |(name, _, _)| t.string(name));
+    let what = match profile.mode {
+        Mode::Alloc => "allocation".to_string(),
+        mode => mode.to_string(),
+    };
+    let mut comment = vec![t.string(&format!("clrprof {what} profile"))];
     if let Some(f) = a.selection.filter() {
         comment.push(t.string(&format!("filter: stacks with a frame containing \"{f}\"")));
     }
@@ -280,7 +308,7 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
         time_nanos: to_i64(profile.start_unix_ns),
         duration_nanos: to_i64(profile.duration_ns),
         period_type: Some(period_type),
-        period: to_i64(profile.sample_interval_ns),
+        period,
         comment,
         default_sample_type,
         ..pb::Profile::default()

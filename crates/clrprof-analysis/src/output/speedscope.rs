@@ -1,5 +1,6 @@
 //! speedscope's JSON file format (`https://www.speedscope.app/file-format-schema.json`):
-//! one "sampled" profile per thread.
+//! one "sampled" profile per thread, in nanoseconds, bytes (allocated bytes) or plain
+//! counts.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -8,7 +9,7 @@ use serde::Serialize;
 
 use crate::model::{Profile, StackIndex};
 use crate::query::{Metric, NodeMark, Query};
-use crate::tree::{Label, NO_STACK_NAME};
+use crate::tree::{Label, NO_STACK_NAME, Values};
 use crate::{Analysis, Error, Render};
 
 /// The schema URL speedscope recognises its files by.
@@ -107,10 +108,10 @@ impl Render for Speedscope {
     fn render(&self, profile: &Profile, query: &Query, out: &mut dyn Write) -> Result<(), Error> {
         let a = Analysis::new(profile, query, false)?;
         let metric = a.metric;
-        let unit = if metric.is_time() {
-            "nanoseconds"
-        } else {
-            "none"
+        let unit = match metric {
+            Metric::Cpu | Metric::Wall => "nanoseconds",
+            Metric::Bytes => "bytes",
+            _ => "none",
         };
         let mut frames = Frames {
             profile,
@@ -125,12 +126,7 @@ impl Render for Speedscope {
             if let Some(tree) = &thread.call_tree {
                 let marks = a.selection.call_tree_marks(tree);
                 for (i, node) in tree.nodes.iter().enumerate() {
-                    let w = match metric {
-                        Metric::Cpu => node.self_cpu_ns,
-                        Metric::Wall => node.self_wall_ns,
-                        Metric::Samples => node.self_samples,
-                        Metric::Calls => node.calls,
-                    };
+                    let w = Values::of_call_node(node).get(metric);
                     if marks[i] != NodeMark::Counted || w == 0 {
                         continue;
                     }
@@ -151,12 +147,7 @@ impl Render for Speedscope {
                 ordered.sort_by_key(|s| s.time_ns);
                 let mut last: Option<Option<StackIndex>> = None;
                 for s in ordered {
-                    let w = match metric {
-                        Metric::Cpu => s.cpu_ns,
-                        Metric::Wall => s.wall_ns,
-                        Metric::Samples => 1,
-                        Metric::Calls => 0,
-                    };
+                    let w = Values::of_sample(s).get(metric);
                     if w == 0 {
                         continue;
                     }
@@ -200,6 +191,8 @@ impl Render for Speedscope {
             profiles,
             name: if profile.name.is_empty() {
                 format!("clrprof {} profile", profile.mode)
+            } else if profile.mode == crate::Mode::Alloc {
+                format!("{}: {}", profile.name, metric.description())
             } else {
                 profile.name.clone()
             },
