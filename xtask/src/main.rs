@@ -56,7 +56,7 @@ pub struct BenchArgs {
     /// Rounds: each workload runs once per configuration per round (default 5).
     #[arg(long, value_name = "N")]
     pub rounds: Option<usize>,
-    /// Workloads to run, comma-separated (Fib, Realistic, Alloc, Threads, Idle, Server; default
+    /// Workloads to run, comma-separated (Fib, Realistic, Alloc, Threads, Idle, Regex, Server; default
     /// all).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub workloads: Vec<String>,
