@@ -40,8 +40,8 @@
 //!
 //! Module data are loaded lazily ([`ModuleMap`], in `modules.rs`): the executable mappings of
 //! `/proc/self/maps`, each ELF's program headers (for the load bias) when it is first seen,
-//! its unwind sections when a pc first falls in it, and its symbol table (see
-//! [`crate::symbols`]) when an address in it is first named. The vDSO is read from memory. A
+//! its unwind sections when a pc first falls in it, and its symbol table (see the
+//! `clrprof-symbols` crate) when an address in it is first named. The vDSO is read from memory. A
 //! file on disk is used only if its bytes match what is mapped. The CFI walk itself is
 //! `cfi.rs`.
 //!
@@ -51,7 +51,17 @@
 use crate::recorder::sys;
 
 pub use crate::recorder::threads::MAX_FRAMES;
-pub use crate::symbols::NativeSymbol;
+
+/// A native code address, named.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NativeSymbol {
+    /// Path of the module containing the address, as the process maps it.
+    pub library: String,
+    /// The readable (demangled) name of the function containing the address.
+    pub symbol: String,
+    /// Distance of the address from the function's first byte.
+    pub offset: usize,
+}
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod cfi;
@@ -60,6 +70,8 @@ mod fallback;
 pub mod managed;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod modules;
+#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
+mod naming_tests;
 #[cfg(test)]
 #[allow(unsafe_code)]
 mod tests;

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use clrprof_symbols::{DEBUG_ROOT, SymbolTable, demangle};
 use framehop::x86_64::UnwinderX86_64;
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
@@ -16,7 +17,6 @@ use object::{Endianness, ReadCache, ReadRef, elf};
 
 use super::{ModuleInfo, NativeSymbol};
 use crate::recorder::sys;
-use crate::symbols::{DEBUG_ROOT, SymbolTable, demangle};
 
 /// Section data handed to framehop (shared, so re-registering a module copies nothing).
 pub(super) type Bytes = Arc<[u8]>;
@@ -257,7 +257,7 @@ impl ModuleMap {
 
     /// Names the native function containing `addr`: its module's path, its demangled name
     /// and `addr`'s offset in it. The module's symbol table is read the first time (that
-    /// can take milliseconds: see [`crate::symbols`]), then kept for as long as the module
+    /// can take milliseconds: see the `clrprof-symbols` crate), then kept for as long as the module
     /// stays mapped. `None` if `addr` is in no native module, or in no function of its
     /// symbol table, or the module has none.
     pub fn symbolize(&self, addr: usize) -> Option<NativeSymbol> {
