@@ -1,5 +1,5 @@
-//! Naming native addresses with the modules of this process, through their symbol tables
-//! (read with the `clrprof-symbols` crate).
+//! Naming native addresses with the modules of this process: symbol tables (read with the
+//! `clrprof-symbols` crate), and the start of a function from its module's unwind information.
 
 use std::time::Instant;
 
@@ -117,4 +117,71 @@ fn symbol_cost() {
     }
     let memset = map.symbolize(libc::memset as *const () as usize);
     eprintln!("memset: {memset:?}");
+}
+
+#[test]
+fn locates_functions_with_their_module_and_start() {
+    let map = ModuleMap::new();
+    let local = local_marker_function as *const () as usize;
+    for (addr, name) in [
+        (libc::getpid as *const () as usize, "getpid"),
+        (libc::qsort as *const () as usize, "qsort"),
+        (local, "local_marker_function"),
+    ] {
+        let bias = map
+            .module_at(addr)
+            .and_then(|m| m.load_bias)
+            .expect("a bias") as u64;
+        for offset in [0, 3] {
+            let f = map.locate(addr + offset).expect("in a module");
+            assert_eq!(f.svma, Some((addr + offset) as u64 - bias), "{f:?}");
+            assert!(
+                f.build_id.len() >= 16 && f.build_id.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{f:?}"
+            );
+            if f.name.is_none() {
+                eprintln!("{name}: no symbol (a stripped binary): {f:?}");
+                continue;
+            }
+            assert!(f.name.as_deref().unwrap().ends_with(name), "{f:?}");
+            assert_eq!(f.start, Some(addr as u64 - bias), "{f:?}");
+        }
+    }
+    assert!(map.locate(0x10).is_none());
+}
+
+#[test]
+fn unwind_information_tells_where_functions_start() {
+    // Where a symbol table names a function, its FDE starts where its symbol does: the start
+    // the agent records for a function without a symbol is the one a symbol file has.
+    let map = ModuleMap::new();
+    let local = local_marker_function as *const () as usize;
+    let mut checked = 0;
+    for addr in [
+        libc::getpid as *const () as usize,
+        libc::qsort as *const () as usize,
+        libc::memcpy as *const () as usize,
+        local,
+    ] {
+        let Some(start) = map.locate(addr).and_then(|f| f.start) else {
+            continue;
+        };
+        for offset in [0, 1, 7] {
+            let Some(symbol) = map.symbolize(addr + offset) else {
+                continue;
+            };
+            if symbol.offset != offset {
+                continue; // a smaller function sits there
+            }
+            assert_eq!(
+                map.function_start_by_unwind_info(addr + offset),
+                Some(start),
+                "{symbol:?}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6, "{checked}");
+    // Outside any function: nothing.
+    assert_eq!(map.function_start_by_unwind_info(0x10), None);
 }
