@@ -70,6 +70,9 @@ pub struct Names {
     pub natives: HashMap<u64, NativeFrameDef>,
     /// Native modules by id (format 1.3).
     pub native_modules: HashMap<u64, NativeModuleDef>,
+    /// Names that symbol files gave native frames the agent could not name, by frame id
+    /// (see [`LoadedTrace::name_native_frames`]).
+    pub native_names: HashMap<u64, String>,
     /// App domain names by id.
     pub app_domains: HashMap<u64, String>,
     /// Where P/Invoke methods go, by FunctionID.
@@ -130,7 +133,8 @@ impl Names {
         }
     }
 
-    /// A native frame's name and module: its symbol, else `library!+0x1f2a30` when the start of the function is known (a stripped
+    /// A native frame's name and module: its symbol (the agent's, else one a symbol file
+    /// gave), else `library!+0x1f2a30` when the start of the function is known (a stripped
     /// library: the function's address as the module's ELF file numbers it), else `[library]`,
     /// else `[native code]` when not even the library is known.
     pub fn native_frame(&self, id: u64) -> (String, String) {
@@ -140,6 +144,8 @@ impl Names {
         let module = file_name(&n.library);
         let name = if !n.symbol.is_empty() {
             n.symbol.clone()
+        } else if let Some(name) = self.native_names.get(&id) {
+            name.clone()
         } else if n.library.is_empty() {
             return ("[native code]".to_string(), String::new());
         } else if n.function != 0 {
@@ -234,6 +240,8 @@ pub struct LoadedTrace {
     pub coverage: Vec<clrprof_trace::CoverageMethod>,
     /// How sample mode sampled (format 1.2).
     pub sampler: Option<SamplerInfo>,
+    /// What symbol files named, when [`LoadedTrace::name_native_frames`] was asked to.
+    pub native_naming: Option<crate::native::NativeNaming>,
     pub(crate) stacks: HashMap<u32, StackDef>,
     samples: Vec<TraceSample>,
     call_tree: Vec<CallTreeNode>,
@@ -284,6 +292,7 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
         memory: MemoryRecords::keeping(heap),
         coverage: Vec::new(),
         sampler: None,
+        native_naming: None,
         stacks: HashMap::new(),
         samples: Vec::new(),
         call_tree: Vec::new(),

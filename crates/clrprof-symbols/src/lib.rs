@@ -1,7 +1,9 @@
 //! Names of native functions, from the symbol tables of ELF files.
 //!
-//! The clrprof agent names the native frames of a sample with it, from the modules mapped
-//! into the profiled process.
+//! Two users share this crate: the clrprof agent, which names the native frames of a sample
+//! from the modules mapped into the profiled process, and `clrprof report --symbols`, which
+//! names afterwards the frames the agent could not name (a stripped library), from symbol
+//! files the user gives, matched to the modules by GNU build id ([`SymbolFiles`]).
 //!
 //! `dladdr` knows only the symbols a library exports (`.dynsym`), so most native frames of a
 //! profile would be named after their library alone: the garbage collector in libcoreclr and
@@ -43,7 +45,7 @@
 //! [`MAX_DEBUGDATA`] bytes.
 //!
 //! Everything here is plain file reading, so the crate builds on every platform (the CLI
-//! may read Linux symbol files wherever it runs); only x86-64 ELF64 files give tables.
+//! reads Linux symbol files wherever it runs); only x86-64 ELF64 files give tables.
 //!
 //! # Crate choice
 //!
@@ -58,6 +60,7 @@
 
 mod debug;
 mod demangle;
+mod files;
 mod table;
 
 #[cfg(test)]
@@ -67,6 +70,7 @@ mod tests;
 
 pub use debug::{build_id, build_id_hex, read_build_id};
 pub use demangle::demangle;
+pub use files::{FoundTable, SymbolFiles, SymbolFilesError};
 pub use table::{DEBUG_ROOT, SymbolTable, TableSource};
 
 /// Longest demangled name kept, in bytes.

@@ -1,4 +1,4 @@
-//! Tests of symbol tables, debug files, build ids and demangling.
+//! Tests of symbol tables, debug files, demangling and user-given symbol files.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -373,7 +373,7 @@ fn names_the_garbage_collector_in_libcoreclr() {
     assert_eq!(demangle(name), "WKS::gc_heap::plan_phase");
 }
 
-// ---- Build ids ----
+// ---- Symbol files given by the user ----
 
 #[test]
 fn build_ids() {
@@ -396,6 +396,113 @@ fn build_ids() {
         read_build_id(&path).unwrap_err().kind(),
         std::io::ErrorKind::InvalidData
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn symbol_files_are_checked_when_given() {
+    let dir = temp_dir("given");
+    let missing = dir.join("missing.debug");
+    let err = SymbolFiles::open(std::slice::from_ref(&missing)).unwrap_err();
+    assert!(matches!(err, SymbolFilesError::Unreadable { .. }), "{err}");
+    assert!(err.to_string().starts_with(&missing.display().to_string()));
+
+    let text = dir.join("notes.txt");
+    std::fs::write(&text, b"hello").unwrap();
+    let err = SymbolFiles::open(std::slice::from_ref(&text)).unwrap_err();
+    assert!(matches!(err, SymbolFilesError::NotElf { .. }), "{err}");
+    assert!(err.to_string().contains("not an ELF file"), "{err}");
+
+    let anonymous = dir.join("anonymous.so");
+    std::fs::write(
+        &anonymous,
+        build_elf(Some(&[func("f", 0x1200, 0x10)]), None, Vec::new()),
+    )
+    .unwrap();
+    let err = SymbolFiles::open(std::slice::from_ref(&anonymous)).unwrap_err();
+    assert!(matches!(err, SymbolFilesError::NoBuildId { .. }), "{err}");
+    assert!(err.to_string().contains("no GNU build id"), "{err}");
+
+    // A directory is fine, even an empty one; it just finds nothing.
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let mut files = SymbolFiles::open(std::slice::from_ref(&empty)).unwrap();
+    assert!(files.table(&[1, 2, 3]).is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn symbol_files_are_found_by_build_id() {
+    let dir = temp_dir("found");
+    let id_a = [0xab, 0xcd, 0x01, 0x23];
+    let id_b = [0x12, 0x34, 0x56];
+    let id_c = [0x77, 0x88, 0x99];
+    let debug = |name, id: &[u8]| {
+        build_elf(
+            Some(&[func(name, 0x1200, 0x30)]),
+            Some(&[func("exported", 0x1100, 0x10)]),
+            vec![build_id_note(id)],
+        )
+    };
+    // A file given directly.
+    let direct = dir.join("liba.so.debug");
+    std::fs::write(&direct, debug("in_a", &id_a)).unwrap();
+    // A debug root with the .build-id layout.
+    let root = dir.join("root");
+    let by_id = root.join(".build-id").join("12").join("3456.debug");
+    std::fs::create_dir_all(by_id.parent().unwrap()).unwrap();
+    std::fs::write(&by_id, debug("in_b", &id_b)).unwrap();
+    // An unpacked package: some file deep down, and a stripped copy (exports only) of the
+    // same build that must not win over it.
+    let package = dir.join("package");
+    let deep = package.join("usr").join("lib").join("libc_.so");
+    std::fs::create_dir_all(deep.parent().unwrap()).unwrap();
+    std::fs::write(
+        package.join("aaa-stripped.so"),
+        build_elf(
+            None,
+            Some(&[func("exported", 0x1100, 0x10)]),
+            vec![build_id_note(&id_c)],
+        ),
+    )
+    .unwrap();
+    std::fs::write(&deep, debug("in_c", &id_c)).unwrap();
+    std::fs::write(package.join("README"), b"not ELF").unwrap();
+
+    let mut files = SymbolFiles::open(&[direct.clone(), root.clone(), package.clone()]).unwrap();
+    assert_eq!(
+        files.given_files().collect::<Vec<_>>(),
+        [(direct.as_path(), &id_a[..])]
+    );
+    let name = |files: &mut SymbolFiles, id: &[u8], svma| {
+        let found = files.table(id)?;
+        let (name, _) = found.table.lookup(svma)?;
+        Some((
+            found.path.clone(),
+            String::from_utf8_lossy(name).into_owned(),
+        ))
+    };
+    assert_eq!(
+        name(&mut files, &id_a, 0x1210),
+        Some((direct.clone(), "in_a".into()))
+    );
+    assert_eq!(
+        name(&mut files, &id_b, 0x1200),
+        Some((by_id.clone(), "in_b".into()))
+    );
+    assert_eq!(
+        name(&mut files, &id_c, 0x1201),
+        Some((deep.clone(), "in_c".into()))
+    );
+    assert_eq!(
+        name(&mut files, &id_c, 0x1100),
+        Some((deep.clone(), "exported".into()))
+    );
+    assert!(files.table(&[9, 9, 9]).is_none());
+    assert!(files.table(&[]).is_none());
+    // The .build-id directory itself works as a root too.
+    let mut files = SymbolFiles::open(&[root.join(".build-id")]).unwrap();
+    assert_eq!(name(&mut files, &id_b, 0x1200).unwrap().1, "in_b");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
