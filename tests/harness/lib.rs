@@ -30,6 +30,7 @@ mod facts;
 mod paths;
 pub mod probes;
 mod process;
+mod stripped;
 
 pub use clrprof::{
     Recording, agent_lib, clrprof, clrprof_bin, coverage, example_lib, record, record_command,
