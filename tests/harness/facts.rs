@@ -48,6 +48,25 @@ impl Dotnet {
         self.major_minor() >= (7, 0)
     }
 
+    /// Whether the runtime's `libcoreclr.so` keeps its symbol table (`.symtab`, which names
+    /// its local functions: the garbage collector's, the type loader's): CoreCLR 3.1's does
+    /// (27,335 symbols); .NET 8's is stripped as shipped, with only its exports (`.dynsym`,
+    /// 328 symbols) and the unwind information of every function (`.eh_frame`).
+    ///
+    /// # Panics
+    /// For a runtime nobody looked at yet.
+    #[track_caller]
+    pub fn libcoreclr_has_symtab(&self) -> bool {
+        match self.major_minor() {
+            (3, 1) => true,
+            (8, 0) => false,
+            _ => panic!(
+                "whether .NET {}'s libcoreclr.so has a .symtab is not pinned: look                  (`readelf -S`) and add it to tests/harness/facts.rs",
+                self.version
+            ),
+        }
+    }
+
     /// Whether the GC has a pinned object heap (.NET 5 and later), which
     /// `GetGenerationBounds` reports as generation 4 after 0, 1, 2 and the large object heap.
     pub fn has_pinned_object_heap(&self) -> bool {

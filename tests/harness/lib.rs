@@ -32,6 +32,7 @@ mod paths;
 pub mod probes;
 mod process;
 mod profile;
+mod stripped;
 
 pub use browser::{
     CHROMIUM, PLAYWRIGHT_VERSION, artifacts_dir, browser_deps_dir, check_in_browser,

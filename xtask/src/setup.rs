@@ -8,6 +8,8 @@
 //! - Mono's C# compiler `mcs` (Debian package `mono-mcs`), when it is not already on PATH.
 //! - lcov's `genhtml` (Debian package `lcov`) and libxml2's `xmllint` (Debian package
 //!   `libxml2-utils`), which check `clrprof coverage`'s lcov and Cobertura outputs.
+//! - GNU binutils' `strip` (Debian package `binutils`), which makes the stripped copy of a
+//!   runtime the tests of native names record.
 //! - speedscope's file format JSON schema, from the pinned `speedscope` npm package (fetched
 //!   with `npm pack`, npm from Debian's `npm` package if it is not on PATH), into
 //!   `.deps/speedscope-<version>/`: the end-to-end tests validate clrprof's speedscope output
@@ -39,6 +41,7 @@ pub fn run() -> Result<()> {
     ensure_debian_tool("mcs", "mono-mcs", "the Mono C# compiler")?;
     ensure_debian_tool("genhtml", "lcov", "lcov's HTML generator")?;
     ensure_debian_tool("xmllint", "libxml2-utils", "libxml2's validator")?;
+    ensure_debian_tool("strip", "binutils", "GNU binutils' strip")?;
     ensure_speedscope_schema()?;
     ensure_debian_tool("chromium", "chromium", "the Chromium browser")?;
     ensure_debian_tool("node", "nodejs", "Node.js")?;

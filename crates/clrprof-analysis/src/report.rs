@@ -42,6 +42,9 @@ pub struct SessionJson {
     pub events_dropped: u64,
     /// Samples dropped.
     pub samples_dropped: u64,
+    /// What `--symbols` named, when it was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub native_symbols: Option<crate::native::NativeNaming>,
 }
 
 /// The JSON report.
@@ -93,6 +96,7 @@ fn session_json(t: &LoadedTrace) -> SessionJson {
         records: t.records,
         events_dropped: t.counter("events_dropped"),
         samples_dropped: t.counter("samples_dropped"),
+        native_symbols: t.native_naming.clone(),
     }
 }
 
@@ -219,6 +223,9 @@ pub fn write_text(
         count(s.events_dropped),
         count(s.samples_dropped)
     )?;
+    if let Some(naming) = &s.native_symbols {
+        writeln!(out, "  symbols   {}", naming.summary())?;
+    }
     for m in messages(t) {
         writeln!(out, "  agent     {m}")?;
     }

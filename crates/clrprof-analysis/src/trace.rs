@@ -11,9 +11,9 @@ use std::path::Path;
 
 use clrprof_trace::{
     AssemblyDef, CallTreeNode, ClassDef, FrameKind as TraceFrameKind, FunctionDef, Header, Message,
-    ModuleDef, NativeFrameDef, NativeTargetDef, ReadError, Reader, Record, RecordingEnd,
-    Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef, ThreadDef,
-    ThreadState,
+    ModuleDef, NativeFrameDef, NativeModuleDef, NativeTargetDef, ReadError, Reader, Record,
+    RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef,
+    ThreadDef, ThreadState,
 };
 
 use crate::builder::ProfileBuilder;
@@ -68,6 +68,11 @@ pub struct Names {
     pub thread_os_names: HashMap<u32, String>,
     /// Native frames by id.
     pub natives: HashMap<u64, NativeFrameDef>,
+    /// Native modules by id (format 1.3).
+    pub native_modules: HashMap<u64, NativeModuleDef>,
+    /// Names that symbol files gave native frames the agent could not name, by frame id
+    /// (see [`LoadedTrace::name_native_frames`]).
+    pub native_names: HashMap<u64, String>,
     /// App domain names by id.
     pub app_domains: HashMap<u64, String>,
     /// Where P/Invoke methods go, by FunctionID.
@@ -136,17 +141,27 @@ impl Names {
         }
     }
 
-    /// A native frame's name and module: its symbol, or `[library]` when it has none, or
-    /// `[native code]` when not even the library is known.
+    /// A native frame's name and module: its symbol (the agent's, else one a symbol file
+    /// gave), else `library!+0x1f2a30` when the start of the function is known (a stripped
+    /// library: the function's address as the module's ELF file numbers it), else `[library]`,
+    /// else `[native code]` when not even the library is known.
     pub fn native_frame(&self, id: u64) -> (String, String) {
-        match self.natives.get(&id) {
-            Some(n) if !n.symbol.is_empty() => (n.symbol.clone(), file_name(&n.library)),
-            Some(n) if !n.library.is_empty() => (
-                format!("[{}]", file_name(&n.library)),
-                file_name(&n.library),
-            ),
-            _ => ("[native code]".to_string(), String::new()),
-        }
+        let Some(n) = self.natives.get(&id) else {
+            return ("[native code]".to_string(), String::new());
+        };
+        let module = file_name(&n.library);
+        let name = if !n.symbol.is_empty() {
+            n.symbol.clone()
+        } else if let Some(name) = self.native_names.get(&id) {
+            name.clone()
+        } else if n.library.is_empty() {
+            return ("[native code]".to_string(), String::new());
+        } else if n.function != 0 {
+            format!("{module}!+{:#x}", n.function)
+        } else {
+            format!("[{module}]")
+        };
+        (name, module)
     }
 
     /// Where a P/Invoke method goes, `library!entry_point` (`libc!abs`), or the method's own
@@ -241,6 +256,8 @@ pub struct LoadedTrace {
     pub coverage: Vec<clrprof_trace::CoverageMethod>,
     /// How sample mode sampled (format 1.2).
     pub sampler: Option<SamplerInfo>,
+    /// What symbol files named, when [`LoadedTrace::name_native_frames`] was asked to.
+    pub native_naming: Option<crate::native::NativeNaming>,
     pub(crate) stacks: HashMap<u32, StackDef>,
     samples: Vec<TraceSample>,
     call_tree: Vec<CallTreeNode>,
@@ -291,6 +308,7 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
         memory: MemoryRecords::keeping(heap),
         coverage: Vec::new(),
         sampler: None,
+        native_naming: None,
         stacks: HashMap::new(),
         samples: Vec::new(),
         call_tree: Vec::new(),
@@ -348,6 +366,9 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
             }
             Record::NativeFrameDef(n) => {
                 t.names.natives.insert(n.id, n);
+            }
+            Record::NativeModuleDef(m) => {
+                t.names.native_modules.insert(m.id, m);
             }
             Record::StackDef(s) => {
                 t.stacks.insert(s.id, s);
@@ -735,8 +756,8 @@ fn summarize_sampling(
 }
 
 #[cfg(test)]
-mod tests {
-    use clrprof_trace::{SessionStart, Writer};
+pub(crate) mod tests {
+    use clrprof_trace::{NativeModuleDef, SessionStart, Writer};
 
     use super::*;
 
@@ -858,5 +879,57 @@ mod tests {
             "DynamicClass.lambda_method(A, B) #2"
         );
         assert_eq!(t.names.function(0x500), "DynamicClass.dyn_1(A, B)");
+    }
+
+    const CORECLR: &str = "/dotnet/shared/Microsoft.NETCore.App/8.0.4/libcoreclr.so";
+
+    fn frame(id: u64, library: &str, symbol: &str, module: u64, function: u64) -> Record {
+        Record::NativeFrameDef(NativeFrameDef {
+            id,
+            address: 0x7f00_0000_0000 + function,
+            library: library.into(),
+            symbol: symbol.into(),
+            module,
+            function,
+        })
+    }
+
+    /// Native frames of each kind: 1 named, 2 and 3 by their function's start in a stripped
+    /// library, 4 a library alone (before format 1.3), 5 nothing known.
+    pub(crate) fn native_trace() -> LoadedTrace {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        for r in [
+            Record::NativeModuleDef(NativeModuleDef {
+                id: 1,
+                path: CORECLR.into(),
+                build_id: "00c0ffee".into(),
+            }),
+            frame(1, CORECLR, "coreclr_execute_assembly", 1, 0x1000),
+            frame(2, CORECLR, "", 1, 0x1f_2a30),
+            frame(3, CORECLR, "", 1, 0x1f_3000),
+            frame(4, "/lib/libfoo.so", "", 0, 0),
+            frame(5, "", "", 0, 0),
+        ] {
+            w.write(&r).unwrap();
+        }
+        read(w.get_ref().as_slice()).unwrap()
+    }
+
+    #[test]
+    fn native_frames_are_named_by_symbol_then_function_start_then_library() {
+        let t = native_trace();
+        let name = |id| t.names.native_frame(id);
+        assert_eq!(
+            name(1),
+            ("coreclr_execute_assembly".into(), "libcoreclr.so".into())
+        );
+        assert_eq!(
+            name(2),
+            ("libcoreclr.so!+0x1f2a30".into(), "libcoreclr.so".into())
+        );
+        assert_eq!(name(3).0, "libcoreclr.so!+0x1f3000");
+        assert_eq!(name(4), ("[libfoo.so]".into(), "libfoo.so".into()));
+        assert_eq!(name(5), ("[native code]".into(), String::new()));
+        assert_eq!(t.names.native_modules[&1].build_id, "00c0ffee");
     }
 }

@@ -134,6 +134,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 heap: a.heap,
                 snapshot: a.snapshot,
                 diff: a.diff,
+                symbols: a.symbols,
                 query: Query {
                     metric: a.metric.map(|m| match m {
                         MetricArg::Cpu => Metric::Cpu,

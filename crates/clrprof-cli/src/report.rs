@@ -7,6 +7,7 @@ use anyhow::{Context, Result, bail};
 use clrprof_analysis::output::{Format, Html, Json, Text};
 use clrprof_analysis::runtime::View;
 use clrprof_analysis::{Query, memory, report, trace};
+use clrprof_symbols::SymbolFiles;
 
 /// What to report, independent of the command-line syntax.
 #[derive(Debug, Clone)]
@@ -33,6 +34,8 @@ pub struct ReportOptions {
     pub snapshot: Option<u32>,
     /// Two snapshots to compare (empty: no diff).
     pub diff: Vec<String>,
+    /// Symbol files (or directories of them) for the native frames recorded without names.
+    pub symbols: Vec<PathBuf>,
     /// Thread, filter, top, metric.
     pub query: Query,
 }
@@ -45,6 +48,12 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
              views; the Chrome timeline (--format chrome) shows all of them at once"
         );
     }
+    // Checked before anything is read or written: a bad path is the user's typo.
+    let mut symbols = if opts.symbols.is_empty() {
+        None
+    } else {
+        Some(SymbolFiles::open(&opts.symbols).context("--symbols")?)
+    };
     let mut out = open_output(opts)?;
     if opts.diff.len() == 2 {
         diff(opts, &mut out)?;
@@ -52,7 +61,7 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
         let Some(file) = &opts.file else {
             bail!("which trace? give a trace file (or --diff A B between two traces)");
         };
-        report_file(opts, file, &mut out)?;
+        report_file(opts, file, symbols.as_mut(), &mut out)?;
     }
     out.flush().context("writing the report")?;
     if let Some(path) = &opts.output {
@@ -153,11 +162,30 @@ fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write) -> Result<()> {
+fn report_file(
+    opts: &ReportOptions,
+    file: &std::path::Path,
+    symbols: Option<&mut SymbolFiles>,
+    out: &mut dyn Write,
+) -> Result<()> {
     let keep = opts.snapshot.map_or(memory::HeapKeep::Last, |n| {
         memory::HeapKeep::Numbers(vec![n])
     });
-    let loaded = trace::load_with(file, keep)?;
+    let mut loaded = trace::load_with(file, keep)?;
+    if let Some(files) = symbols {
+        let naming = loaded.name_native_frames(files);
+        // The whole text and JSON reports say it in their header; other outputs have none.
+        let header = opts.view.is_none()
+            && match opts.format {
+                Format::Text => !(opts.alloc || opts.gc || opts.heap),
+                Format::Json => true,
+                _ => false,
+            };
+        if !header {
+            eprintln!("clrprof: {}", naming.summary());
+        }
+    }
+    let loaded = loaded;
     let q = &opts.query;
     if let Some(view) = opts.view {
         match opts.format {

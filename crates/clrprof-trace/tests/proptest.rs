@@ -5,8 +5,9 @@ mod common;
 
 use clrprof_trace::{
     AppDomainDef, AssemblyDef, CallTreeNode, ClassDef, Counter, Event, EventKind, FrameKind,
-    FunctionDef, HEADER_LEN, Header, ModuleDef, NativeFrameDef, ReadError, Reader, Record,
-    RecordKind, RecordingEnd, Sample, SessionEnd, SessionStart, StackDef, ThreadDef, ThreadState,
+    FunctionDef, HEADER_LEN, Header, ModuleDef, NativeFrameDef, NativeModuleDef, ReadError, Reader,
+    Record, RecordKind, RecordingEnd, Sample, SessionEnd, SessionStart, StackDef, ThreadDef,
+    ThreadState,
 };
 use common::{decode_stream, encode, small_records};
 use proptest::prelude::*;
@@ -152,13 +153,20 @@ fn record() -> impl Strategy<Value = Record> {
                 name,
             })
         }),
-        (any::<(u64, u64)>(), string(), string()).prop_map(|((id, address), library, symbol)| {
-            Record::NativeFrameDef(NativeFrameDef {
-                id,
-                address,
-                library,
-                symbol,
-            })
+        (any::<(u64, u64, u64, u64)>(), string(), string()).prop_map(
+            |((id, address, module, function), library, symbol)| {
+                Record::NativeFrameDef(NativeFrameDef {
+                    id,
+                    address,
+                    library,
+                    symbol,
+                    module,
+                    function,
+                })
+            }
+        ),
+        (any::<u64>(), string(), string()).prop_map(|(id, path, build_id)| {
+            Record::NativeModuleDef(NativeModuleDef { id, path, build_id })
         }),
         any::<(u32, u32, u8, u64)>().prop_map(|(id, parent, k, frame)| {
             Record::StackDef(StackDef {
