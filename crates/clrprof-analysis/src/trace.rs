@@ -686,9 +686,22 @@ fn summarize_sampling(
     let mut cut_of: HashMap<StackIndex, Option<usize>> = HashMap::new();
     let mut ended: BTreeMap<usize, u64> = BTreeMap::new();
     let mut samples = 0u64;
+    // The CPU of missed samples stands under a marker of its own: CPU, but neither a sample
+    // taken nor a stack that ended early.
+    let missed_name = crate::threads::stack_cut_name(StackCut::Missed);
+    let is_missed = |stack: Option<StackIndex>| {
+        stack.is_some_and(|s| {
+            let frames = profile.stack_frames(s);
+            frames.len() == 1 && profile.frame(frames[0]).name == missed_name
+        })
+    };
     for t in &profile.threads {
         let (mut cpu, mut n) = (0u64, 0u64);
         for s in &t.samples {
+            if s.kind == SampleKind::Cpu && is_missed(s.stack) {
+                cpu += s.cpu_ns;
+                continue;
+            }
             samples += 1;
             match s.kind {
                 SampleKind::Cpu => {

@@ -205,6 +205,10 @@ pub enum StackCut {
     BadUnwindInfo,
     /// The thread's stack bounds were not known yet (a thread found after it started).
     UnknownStack,
+    /// (1.3) Not a stack: the CPU a thread used in periods whose samples were dropped (its
+    /// ring of captures was full because the sampler fell behind), so that the thread's CPU
+    /// adds up; the marker is the whole stack.
+    Missed,
     /// A code from a newer minor version of the format.
     Other(u64),
 }
@@ -219,6 +223,7 @@ impl StackCut {
             StackCut::Unreadable => 3,
             StackCut::BadUnwindInfo => 4,
             StackCut::UnknownStack => 5,
+            StackCut::Missed => 6,
             StackCut::Other(v) => v,
         }
     }
@@ -232,6 +237,7 @@ impl StackCut {
             3 => StackCut::Unreadable,
             4 => StackCut::BadUnwindInfo,
             5 => StackCut::UnknownStack,
+            6 => StackCut::Missed,
             v => StackCut::Other(v),
         }
     }
@@ -245,6 +251,7 @@ impl StackCut {
             StackCut::Unreadable => "a stack word that could not be read",
             StackCut::BadUnwindInfo => "unusable unwind information",
             StackCut::UnknownStack => "the thread's stack was not known yet",
+            StackCut::Missed => "samples missed (the sampler fell behind)",
             StackCut::Other(_) => "a reason from a newer clrprof",
         }
     }

@@ -121,6 +121,15 @@ impl StackBuilder {
         }
     }
 
+    /// The stack that stands for the CPU of missed samples (a lone [`StackCut::Missed`]
+    /// marker).
+    pub fn missed_marker(&mut self) -> u32 {
+        let s = self.session;
+        let path = std::iter::once((FrameKind::Truncated, StackCut::Missed.to_u64()));
+        s.stacks
+            .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f))
+    }
+
     /// Drops what is cached about code the runtime unloaded (its addresses may hold other
     /// code from now on).
     pub fn forget(&mut self, forget: Forget) {

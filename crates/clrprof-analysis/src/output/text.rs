@@ -279,7 +279,7 @@ fn write_sampling(s: &crate::sampling::SamplingInfo, out: &mut dyn Write) -> Res
     )?;
     let missed = if s.cpu_missed_ns > 0 {
         format!(
-            "{} CPU samples missed ({} of the program's CPU in no sample)",
+            "{} CPU samples missed (the sampler fell behind; their {} of CPU is shown as [CPU of missed samples])",
             units::count(s.samples_missed),
             units::duration(s.cpu_missed_ns)
         )
