@@ -63,8 +63,8 @@ fn check_attachable(opts: &mut RecordOptions) -> Result<()> {
     }
     if opts.alloc == Some("ticks") {
         bail!(
-            "--alloc ticks cannot be used with attach: clrprof reads the ticks and the method \
-             rundown from an EventPipe session it starts with the program (record it with \
+            "--alloc ticks cannot be used with attach: clrprof reads the ticks from an \
+             EventPipe session it starts with the program (record it with \
              `clrprof record --alloc ticks`)"
         );
     }

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use clrprof_trace::protocol::TickReader;
 use clrprof_trace::{Record, RecordingEnd, StreamDecoder, Writer, protocol};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -43,7 +44,9 @@ pub struct RecordOptions {
     /// Call tree node budget.
     pub max_nodes: u64,
     /// Allocations with stacks: `None`, `Some("sampled")`, `Some("all")` or `Some("ticks")`
-    /// (read by the CLI from the runtime's events, see `alloc_ticks.rs`, not by the agent).
+    /// (the runtime's allocation ticks: read by the agent through an in-process EventPipe
+    /// session where the runtime offers one, else by the CLI over the diagnostics socket; see
+    /// `alloc_ticks.rs`).
     pub alloc: Option<&'static str>,
     /// Mean sampling interval of `--alloc sampled`, in bytes (`None`: the agent's default).
     pub alloc_interval: Option<u64>,
@@ -90,7 +93,8 @@ impl RecordOptions {
         }
     }
 
-    /// Whether allocations come from the runtime's allocation ticks rather than the agent.
+    /// Whether allocations come from the runtime's allocation ticks rather than from
+    /// `ObjectAllocated`.
     pub(crate) fn alloc_ticks(&self) -> bool {
         self.alloc == Some("ticks")
     }
@@ -113,7 +117,7 @@ impl RecordOptions {
             c.push_str(";events=");
             c.push_str(&self.events.join(","));
         }
-        if let Some(alloc) = self.alloc.filter(|_| !self.alloc_ticks()) {
+        if let Some(alloc) = self.alloc {
             c.push_str(&format!(";alloc={alloc}"));
         }
         if let Some(bytes) = self.alloc_interval {
@@ -147,6 +151,8 @@ pub(crate) struct Progress {
     pub(crate) problem: Mutex<Option<String>>,
     /// What the agent defined (for the allocation tick records).
     pub(crate) agent_ids: Mutex<crate::alloc_ticks::AgentIds>,
+    /// Who reads the allocation ticks, once the agent said so.
+    tick_reader: Mutex<Option<TickReader>>,
 }
 
 impl Progress {
@@ -197,8 +203,15 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         .spawn()
         .with_context(|| format!("cannot start {}", program.display()))?;
     let ticks = if opts.alloc_ticks() {
+        let progress = Arc::clone(&progress);
+        let reader = move || {
+            *progress
+                .tick_reader
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+        };
         Some(
-            TickSession::start(child.id(), Arc::clone(&stop))
+            TickSession::start(child.id(), Arc::clone(&stop), reader)
                 .context("cannot start the EventPipe reader thread")?,
         )
     } else {
@@ -263,6 +276,15 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
             "clrprof:   Is the agent built for this platform, and readable? (`file {}`)",
             opts.agent.display()
         );
+        if ["DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics"]
+            .iter()
+            .any(|v| std::env::var(v).is_ok_and(|v| v.trim() == "0"))
+        {
+            eprintln!(
+                "clrprof:   EnableDiagnostics=0 is set: .NET 8 then loads no profiler \
+                 (DOTNET_EnableDiagnostics_IPC=0 closes only the diagnostics socket)."
+            );
+        }
         return Ok(AGENT_FAILED);
     }
     warn_problem(&progress);
@@ -371,7 +393,11 @@ fn write_ticks(
     progress: &Progress,
 ) -> Result<()> {
     let bytes = match ticks.finish() {
-        Ok(bytes) => bytes,
+        // The agent read the ticks itself; they are among its records.
+        Ok(None) => return Ok(()),
+        Ok(Some(bytes)) => bytes,
+        // Without the agent there is no trace: that error is said instead.
+        Err(_) if writer.is_none() => return Ok(()),
         Err(e) => {
             eprintln!("clrprof: warning: no allocation samples: {e}");
             return Ok(());
@@ -550,6 +576,12 @@ fn note(progress: &Progress, record: &Record) {
         }
         Record::Counter(c) if c.name == "samples_dropped" => {
             progress.samples_dropped.store(c.value, Ordering::Relaxed);
+        }
+        Record::Counter(c) if c.name == TickReader::COUNTER => {
+            *progress
+                .tick_reader
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = TickReader::from_counter(c);
         }
         Record::SessionEnd(_) => progress.clean.store(true, Ordering::Release),
         Record::Message(m) => progress
