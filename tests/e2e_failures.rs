@@ -55,6 +55,39 @@ fn an_agent_the_runtime_refuses_is_reported() {
 }
 
 #[test]
+fn a_runtime_told_to_load_no_profiler_is_named() {
+    // .NET 8 loads no profiler with `DOTNET_EnableDiagnostics=0` (CoreCLR 3.1 ignores that
+    // spelling): clrprof says so, and how to close only the diagnostics socket.
+    let program = compile("Hello");
+    let rec = record_with_env(
+        &program,
+        &[],
+        &["--mode", "none"],
+        &[("DOTNET_EnableDiagnostics", "0")],
+    );
+    let err = rec.output.stderr_str();
+    if Dotnet::get().loads_profilers_with_dotnet_enable_diagnostics_0() {
+        rec.output.assert_success();
+        assert!(!err.contains("EnableDiagnostics"), "{err}");
+        return;
+    }
+    assert_eq!(
+        rec.output.status.code(),
+        Some(125),
+        "{}",
+        rec.output.describe()
+    );
+    assert!(err.contains("the agent never started"), "{err}");
+    assert!(
+        err.contains(
+            "EnableDiagnostics=0 is set: .NET 8 then loads no profiler \
+             (DOTNET_EnableDiagnostics_IPC=0 closes only the diagnostics socket)."
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_missing_agent_is_an_error() {
     let out = clrprof(&[
         "record",
