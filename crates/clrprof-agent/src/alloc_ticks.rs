@@ -3,9 +3,9 @@
 //! delivered to the agent's `EventPipeEventDelivered`, become `Allocation` records flagged
 //! [`Allocation::TICK`], as the CLI makes them from the diagnostics socket on older runtimes.
 //!
-//! The runtime writes a tick each time it has handed out about 100 KiB of allocation contexts
-//! on a heap since the previous one, naming the type of the object whose allocation needed the
-//! new context (docs/memory-profiling.md). A profiler's session is synchronous: the runtime
+//! The runtime writes a tick each time it has handed out about 100 KiB on a heap since the
+//! previous one, naming the type of the object being allocated at that moment
+//! (docs/memory-profiling.md). A profiler's session is synchronous: the runtime
 //! calls `EventPipeEventDelivered` inside the write, on the writing thread, and for this event
 //! that is the allocating thread, inside the allocation. The event names its thread as null,
 //! "the thread you are on" (a thread id equal to the current one means the same). There the
