@@ -10,18 +10,19 @@ use std::io::Read;
 use std::path::Path;
 
 use clrprof_trace::{
-    AssemblyDef, CallTreeNode, ClassDef, FrameKind as TraceFrameKind, FunctionDef, Header, Message,
-    ModuleDef, NativeFrameDef, NativeTargetDef, ReadError, Reader, Record, RecordingEnd,
-    Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef, ThreadDef,
-    ThreadState,
+    CallTreeNode, FrameKind as TraceFrameKind, Header, Message, ReadError, Reader, Record,
+    RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef,
+    ThreadDef, ThreadState,
 };
 
 use crate::builder::ProfileBuilder;
 use crate::events::{EventSummary, EventSummaryBuilder, file_name};
+use crate::integrity::Integrity;
 use crate::memory::{HeapKeep, MemoryRecords};
 use crate::model::{
     CallNodeRecord, CallTree, FrameIndex, FrameKind, Mode, Profile, Sample, SampleKind, StackIndex,
 };
+pub use crate::names::Names;
 use crate::runtime::{RuntimeBuilder, RuntimeViews};
 use crate::sampling::{EndedEarly, SamplingInfo, ThreadRate};
 
@@ -45,153 +46,6 @@ pub enum LoadError {
         /// What the reader found.
         source: ReadError,
     },
-}
-
-/// Every definition in a trace, by id.
-#[derive(Debug, Default)]
-pub struct Names {
-    /// Functions by FunctionID.
-    pub functions: HashMap<u64, FunctionDef>,
-    /// Classes by ClassID.
-    pub classes: HashMap<u64, ClassDef>,
-    /// Modules by ModuleID.
-    pub modules: HashMap<u64, ModuleDef>,
-    /// Assemblies by AssemblyID.
-    pub assemblies: HashMap<u64, AssemblyDef>,
-    /// Threads by OS thread id (the latest definition wins).
-    pub threads: HashMap<u32, ThreadDef>,
-    /// Thread names by managed thread id: a name can be set before the thread has an OS
-    /// thread (`new Thread { Name = .. }` before `Start`), so names are kept by managed id too.
-    pub thread_names: HashMap<u64, String>,
-    /// What the kernel calls a thread, by OS thread id (when it differs from the process's
-    /// name: the runtime names its own threads there).
-    pub thread_os_names: HashMap<u32, String>,
-    /// Native frames by id.
-    pub natives: HashMap<u64, NativeFrameDef>,
-    /// App domain names by id.
-    pub app_domains: HashMap<u64, String>,
-    /// Where P/Invoke methods go, by FunctionID.
-    pub native_targets: HashMap<u64, NativeTargetDef>,
-    /// Distinct compiled bodies that the agent gave the same name (see
-    /// [`Names::number_bodies`]): their number among their namesakes, by FunctionID.
-    pub body_numbers: HashMap<u64, usize>,
-}
-
-impl Names {
-    /// A function's display name, `Type.Method(args)`, or its id in hex. A body that shares
-    /// its name with other bodies of its module is numbered: `Two<A, B>.M(A, B) #2`.
-    pub fn function(&self, id: u64) -> String {
-        let name = match self.functions.get(&id) {
-            Some(f) => Self::defined_name(f),
-            None if id == 0 => return "[unknown]".into(),
-            None => return format!("[function {id:#x}]"),
-        };
-        match self.body_numbers.get(&id) {
-            Some(n) => format!("{name} #{n}"),
-            None => name,
-        }
-    }
-
-    /// `Type.Method(args)` as the definition spells it.
-    fn defined_name(f: &FunctionDef) -> String {
-        if f.type_name.is_empty() {
-            format!("{}{}", f.method_name, f.signature)
-        } else {
-            format!("{}.{}{}", f.type_name, f.method_name, f.signature)
-        }
-    }
-
-    /// Numbers the functions that are distinct compiled bodies but have the same name:
-    /// different FunctionIDs of one loaded module (the same ModuleID) with the same name.
-    /// The runtime gives each instantiation of a generic method and each method its own
-    /// FunctionID, so such functions are different code that the names do not tell apart
-    /// (shared generic code whose instantiation the agent was not told, e.g. after an
-    /// attach), and merging them by name would add up unrelated counts. They are numbered
-    /// `#1`, `#2`, ... in FunctionID order. Methods without metadata (no token) are left
-    /// alone. Call once all definitions are read.
-    pub fn number_bodies(&mut self) {
-        let mut by_name: HashMap<(u64, String), Vec<u64>> = HashMap::new();
-        for (&id, f) in &self.functions {
-            if f.module != 0 && f.token != 0 {
-                by_name
-                    .entry((f.module, Self::defined_name(f)))
-                    .or_default()
-                    .push(id);
-            }
-        }
-        self.body_numbers.clear();
-        for mut ids in by_name.into_values().filter(|ids| ids.len() > 1) {
-            ids.sort_unstable();
-            for (i, id) in ids.into_iter().enumerate() {
-                self.body_numbers.insert(id, i + 1);
-            }
-        }
-    }
-
-    /// A native frame's name and module: its symbol, or `[library]` when it has none, or
-    /// `[native code]` when not even the library is known.
-    pub fn native_frame(&self, id: u64) -> (String, String) {
-        match self.natives.get(&id) {
-            Some(n) if !n.symbol.is_empty() => (n.symbol.clone(), file_name(&n.library)),
-            Some(n) if !n.library.is_empty() => (
-                format!("[{}]", file_name(&n.library)),
-                file_name(&n.library),
-            ),
-            _ => ("[native code]".to_string(), String::new()),
-        }
-    }
-
-    /// Where a P/Invoke method goes, `library!entry_point` (`libc!abs`), or the method's own
-    /// name when the trace does not say (reverse P/Invoke targets).
-    pub fn native_target(&self, function: u64) -> String {
-        self.native_targets.get(&function).map_or_else(
-            || self.function(function),
-            |t| format!("{}!{}", t.library, t.entry_point),
-        )
-    }
-
-    /// The file name of a function's module.
-    pub fn function_module(&self, id: u64) -> String {
-        self.functions
-            .get(&id)
-            .and_then(|f| self.modules.get(&f.module))
-            .map(|m| file_name(&m.path))
-            .unwrap_or_default()
-    }
-
-    /// A class's display name, or its id in hex.
-    pub fn class(&self, id: u64) -> String {
-        match self.classes.get(&id) {
-            Some(c) => c.name.clone(),
-            None if id == 0 => "[unknown]".into(),
-            None => format!("[class {id:#x}]"),
-        }
-    }
-
-    /// The OS thread id of a managed thread, if known.
-    pub fn tid_of_managed(&self, managed_id: u64) -> Option<u32> {
-        self.threads
-            .values()
-            .find(|t| t.managed_id == managed_id && managed_id != 0)
-            .map(|t| t.tid)
-    }
-
-    /// The name of a managed thread (empty if unnamed).
-    pub fn name_of_managed(&self, managed_id: u64) -> String {
-        self.thread_names
-            .get(&managed_id)
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    /// The name of an OS thread (empty if unnamed).
-    pub fn name_of_tid(&self, tid: u32) -> String {
-        match self.threads.get(&tid) {
-            Some(t) if !t.name.is_empty() => t.name.clone(),
-            Some(t) => self.name_of_managed(t.managed_id),
-            None => String::new(),
-        }
-    }
 }
 
 /// A trace, read and summarized.
@@ -225,6 +79,8 @@ pub struct LoadedTrace {
     pub coverage: Vec<clrprof_trace::CoverageMethod>,
     /// How sample mode sampled (format 1.2).
     pub sampler: Option<SamplerInfo>,
+    /// What reading found cut, damaged or unreadable, and left out.
+    pub integrity: Integrity,
     pub(crate) stacks: HashMap<u32, StackDef>,
     samples: Vec<TraceSample>,
     call_tree: Vec<CallTreeNode>,
@@ -238,16 +94,30 @@ pub fn load(path: &Path) -> Result<LoadedTrace, LoadError> {
 /// Loads the trace at `path`, keeping the objects of the heap snapshots `heap` names (the
 /// others are counted only, so that a trace with many snapshots loads in bounded memory).
 pub fn load_with(path: &Path, heap: HeapKeep) -> Result<LoadedTrace, LoadError> {
+    load_with_progress(path, heap, &mut |_, _| {})
+}
+
+/// Loads the trace at `path` as [`load_with`] does, telling `progress` the bytes read so far
+/// and the file's size every few thousand records.
+pub fn load_with_progress(
+    path: &Path,
+    heap: HeapKeep,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<LoadedTrace, LoadError> {
     let shown = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|source| LoadError::Open {
         path: shown.clone(),
         source,
     })?;
-    read_with(std::io::BufReader::with_capacity(1 << 20, file), heap).map_err(|source| {
-        LoadError::Read {
-            path: shown,
-            source,
-        }
+    let size = file.metadata().map_or(0, |m| m.len());
+    read_progress(
+        std::io::BufReader::with_capacity(1 << 20, file),
+        heap,
+        &mut |done| progress(done, size),
+    )
+    .map_err(|source| LoadError::Read {
+        path: shown,
+        source,
     })
 }
 
@@ -257,7 +127,19 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
 }
 
 /// Reads a trace from any byte source, keeping the heap snapshots `heap` names.
+///
+/// A trace that is cut short or damaged is read as far as it can be trusted: what was left
+/// out is in [`LoadedTrace::integrity`]. Only a trace that cannot be read at all (not a trace,
+/// a newer major version, an input that fails) is an error.
 pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadError> {
+    read_progress(input, heap, &mut |_| {})
+}
+
+fn read_progress(
+    input: impl Read,
+    heap: HeapKeep,
+    progress: &mut dyn FnMut(u64),
+) -> Result<LoadedTrace, ReadError> {
     let mut reader = Reader::new(input)?;
     let header = reader.header();
     let mut t = LoadedTrace {
@@ -275,15 +157,26 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
         memory: MemoryRecords::keeping(heap),
         coverage: Vec::new(),
         sampler: None,
+        integrity: Integrity::new(header.blocked()),
         stacks: HashMap::new(),
         samples: Vec::new(),
         call_tree: Vec::new(),
     };
     let mut events = EventSummaryBuilder::default();
     let mut runtime = RuntimeBuilder::default();
-    for record in &mut reader {
-        let record = record?;
+    while let Some(record) = reader.next() {
+        let record = match record {
+            Ok(record) => record,
+            Err(e) => {
+                t.integrity.add(e)?;
+                continue;
+            }
+        };
         t.records += 1;
+        if t.records % 4096 == 0 {
+            progress(reader.bytes_read());
+        }
+        t.integrity.saw_ts(record.ts());
         match record {
             Record::SessionStart(s) => t.session = Some(s),
             Record::SessionEnd(s) => t.session_end = Some(s),
@@ -357,6 +250,8 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
             Record::Unknown { .. } => t.unknown_records += 1,
         }
     }
+    t.integrity.finish(reader.block_stats());
+    progress(reader.bytes_read());
     t.names.number_bodies();
     t.events = events.finish(&t.names, &t.memory.gcs);
     t.runtime = runtime.finish(&t.names, &t.memory.gcs);
@@ -677,7 +572,7 @@ fn summarize_sampling(
 
 #[cfg(test)]
 mod tests {
-    use clrprof_trace::{SessionStart, Writer};
+    use clrprof_trace::{FunctionDef, SessionStart, Writer};
 
     use super::*;
 

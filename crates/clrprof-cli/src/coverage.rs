@@ -110,8 +110,7 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
         CoverageFormatArg::Cobertura => CoverageFormat::Cobertura,
     });
     match &a.output {
-        Some(path) => std::fs::write(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?,
+        Some(path) => crate::safe_file::write(path, text.as_bytes())?,
         None => {
             use std::io::Write;
             std::io::stdout().write_all(text.as_bytes())?;

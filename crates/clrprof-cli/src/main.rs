@@ -18,6 +18,9 @@ mod ps;
 #[cfg(unix)]
 mod record;
 mod report;
+mod safe_file;
+#[cfg(unix)]
+mod trace_file;
 
 use std::process::ExitCode;
 

@@ -3,12 +3,16 @@
 //! The CLI listens on a Unix socket in a private temporary directory and starts the program
 //! with the runtime's profiler variables pointing at the agent. The agent connects during the
 //! runtime's startup and streams records; the CLI checks each one and appends it to the trace
-//! file as it arrives, so a program that crashes still leaves a trace that is whole up to the
-//! agent's last flush. When the program ends, the CLI appends a `RecordingEnd` and exits with
-//! the program's exit code. If the agent never connected, it says why that probably happened
-//! and exits with [`AGENT_FAILED`].
+//! (`NAME.partial` in checksummed blocks, see [`crate::trace_file`]) as it arrives, so a
+//! program that crashes still leaves a trace that is whole up to the agent's last flush, and a
+//! `clrprof` that is killed leaves a readable partial trace. When the program ends, the CLI
+//! appends a `RecordingEnd`, renames the trace to NAME and exits with the program's exit code.
+//! If the agent never connected, it says why that probably happened and exits with
+//! [`AGENT_FAILED`]. If the trace cannot be written (disk full, file-size limit), the program
+//! runs on, the trace keeps what was written, and `clrprof` says what is missing and exits
+//! with the program's exit code.
 
-use std::io::{BufWriter, Read};
+use std::io::Read;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -17,10 +21,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use clrprof_trace::{Record, RecordingEnd, StreamDecoder, Writer, protocol};
+use clrprof_analysis::ending::program_end;
+use clrprof_trace::{Record, RecordingEnd, StreamDecoder, protocol};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::alloc_ticks::{TickSession, is_definition, tick_records};
+use crate::trace_file::{SEAL_EVERY, TraceFile};
 
 /// Exit code when profiling itself failed (as `env` and container tools use 125).
 pub const AGENT_FAILED: i32 = 125;
@@ -138,6 +144,8 @@ pub(crate) struct Progress {
     samples_dropped: AtomicU64,
     bytes: AtomicU64,
     messages: Mutex<Vec<(u8, String)>>,
+    /// What clrprof itself has to say while recording (a write that failed).
+    notices: Mutex<Vec<String>>,
     pub(crate) problem: Mutex<Option<String>>,
     /// What the agent defined (for the allocation tick records).
     pub(crate) agent_ids: Mutex<crate::alloc_ticks::AgentIds>,
@@ -163,7 +171,7 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         dir: _dir,
         socket,
         listener,
-        file,
+        trace,
     } = AgentSocket::open(&opts.output)?;
 
     let mut cmd = Command::new(&program);
@@ -176,20 +184,28 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         .env(protocol::ENV_CONFIG, opts.agent_config())
         .env_remove(protocol::ENV_OUTPUT);
 
-    let progress = Arc::new(Progress::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let receiver = {
-        let (progress, stop, socket) = (Arc::clone(&progress), Arc::clone(&stop), socket.clone());
-        std::thread::spawn(move || receive(listener, &socket, file, &progress, &stop))
-    };
-
     // Ctrl-C goes to the whole terminal process group: the program decides what to do with
-    // it; clrprof keeps receiving until the program is gone, then finishes the trace.
+    // it; clrprof keeps receiving until the program is gone, then finishes the trace. A
+    // termination signal to clrprof alone ends the recording with a partial trace.
     ignore_interrupts();
+    let terminated = Signals::install();
     let started = Instant::now();
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start {}", program.display()))?;
+
+    let progress = Arc::new(Progress::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let abandon = Arc::new(AtomicBool::new(false));
+    let receiver = {
+        let (progress, stop, abandon, socket) = (
+            Arc::clone(&progress),
+            Arc::clone(&stop),
+            Arc::clone(&abandon),
+            socket.clone(),
+        );
+        std::thread::spawn(move || receive(listener, &socket, trace, &progress, &stop, &abandon))
+    };
     let ticks = if opts.alloc_ticks() {
         Some(
             TickSession::start(child.id(), Arc::clone(&stop))
@@ -201,11 +217,35 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     // Wait for the program on a thread of its own, so that its end is seen at once while the
     // status line keeps ticking.
     let (exited_tx, exited) = std::sync::mpsc::channel();
+    let pid = child.id();
     std::thread::spawn(move || {
         let _ = exited_tx.send(child.wait());
     });
     let bar = status_line();
     let status = loop {
+        if let Some(signal) = terminated.received() {
+            abandon.store(true, Ordering::Release);
+            stop.store(true, Ordering::Release);
+            let trace = receiver
+                .join()
+                .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
+            bar.finish_and_clear();
+            print_messages(&progress, &bar);
+            let kept = trace.started().then(|| trace.keep_partial());
+            eprintln!(
+                "clrprof: stopped by {}; the program (pid {pid}) goes on without the profiler",
+                program_end(-1, signal).trim_start_matches("killed by ")
+            );
+            match kept {
+                Some(path) => eprintln!(
+                    "clrprof:   the partial trace is {} (`clrprof report {}`)",
+                    path.display(),
+                    path.display()
+                ),
+                None => eprintln!("clrprof:   nothing was recorded"),
+            }
+            return Ok(128 + signal);
+        }
         match exited.recv_timeout(Duration::from_millis(100)) {
             Ok(status) => break status.context("waiting for the program")?,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
@@ -220,30 +260,21 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     let duration = started.elapsed();
     // The program is gone, so the agent's socket is closed: the receiver drains what is left.
     stop.store(true, Ordering::Release);
-    let mut writer = receiver
+    let mut trace = receiver
         .join()
         .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
     bar.finish_and_clear();
     print_messages(&progress, &bar);
     if let Some(ticks) = ticks {
-        write_ticks(ticks, writer.as_mut(), &progress)?;
+        write_ticks(ticks, &mut trace, &progress);
     }
 
     let (exit_code, signal) = exit_of(status);
+    let ended = program_end(exit_code, signal);
     let connected = progress.connected.load(Ordering::Acquire);
     let clean = progress.clean.load(Ordering::Acquire);
-    if let Some(mut w) = writer {
-        w.write(&Record::RecordingEnd(RecordingEnd {
-            duration_ns: duration.as_nanos() as u64,
-            exit_code: if signal == 0 { exit_code } else { -1 },
-            signal,
-            agent_connected: connected,
-            clean,
-        }))?;
-        w.flush()?;
-    }
     if !connected {
-        let _ = std::fs::remove_file(&opts.output);
+        trace.discard();
         eprintln!("clrprof: error: the agent never started, so nothing was recorded.");
         eprintln!(
             "clrprof:   the runtime did not load {} or the agent refused to start.",
@@ -259,6 +290,13 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         );
         return Ok(AGENT_FAILED);
     }
+    trace.write(&Record::RecordingEnd(RecordingEnd {
+        duration_ns: duration.as_nanos() as u64,
+        exit_code: if signal == 0 { exit_code } else { -1 },
+        signal,
+        agent_connected: connected,
+        clean,
+    }));
     warn_problem(&progress);
     if !clean {
         eprintln!(
@@ -266,20 +304,65 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         );
     }
     let code = if signal != 0 { 128 + signal } else { exit_code };
-    if !opts.summary {
-        return Ok(code);
-    }
-    let ended = if signal != 0 {
-        format!("signal {signal}")
-    } else {
-        format!("code {exit_code}")
-    };
-    print_wrote(
-        &opts.output,
-        &progress,
-        &format!("; the program exited with {ended}"),
-    );
+    finish_trace(trace, &progress, opts.summary, &format!("; the program ended: {ended}"));
     Ok(code)
+}
+
+/// Gives a complete trace its name, or says what a trace whose writing failed kept and lost.
+/// Returns whether the trace is complete under its final name.
+pub(crate) fn finish_trace(
+    trace: TraceFile,
+    progress: &Progress,
+    summary: bool,
+    tail: &str,
+) -> bool {
+    if let Some(text) = trace.failure_text() {
+        let lost = trace.lost();
+        let path = trace.partial_path().to_path_buf();
+        let shown = trace.path().to_path_buf();
+        let kept = trace.keep_partial();
+        debug_assert_eq!(kept, path);
+        eprintln!("clrprof: error: {text}");
+        let mut missing = format!(
+            "{} records ({} samples, {} events)",
+            lost.records, lost.samples, lost.events
+        );
+        if let Some(first) = lost.first_ts {
+            missing.push_str(&format!(
+                " from {:.2} s to {:.2} s",
+                first as f64 / 1e9,
+                lost.last_ts as f64 / 1e9
+            ));
+        }
+        eprintln!(
+            "clrprof:   missing: {missing}, and the end of the recording (how the program ended)"
+        );
+        eprintln!(
+            "clrprof:   kept: everything before that, in {} (`clrprof report {}`); {} was not replaced",
+            path.display(),
+            path.display(),
+            shown.display()
+        );
+        return false;
+    }
+    let partial = trace.partial_path().to_path_buf();
+    match trace.commit() {
+        Ok(path) => {
+            if summary {
+                print_wrote(&path, progress, tail);
+            }
+            true
+        }
+        Err(e) => {
+            eprintln!("clrprof: error: {e:#}");
+            eprintln!(
+                "clrprof:   what was written is in {} (`clrprof report {}`)",
+                partial.display(),
+                partial.display()
+            );
+            false
+        }
+    }
 }
 
 /// The private directory, the socket the agent connects to, and the trace file.
@@ -289,11 +372,12 @@ pub(crate) struct AgentSocket {
     pub(crate) socket: PathBuf,
     /// Non-blocking: see [`accept_agent`].
     pub(crate) listener: UnixListener,
-    pub(crate) file: std::fs::File,
+    pub(crate) trace: TraceFile,
 }
 
 impl AgentSocket {
-    /// Creates the private directory, listens on its socket and creates the trace file.
+    /// Creates the private directory, listens on its socket and creates the trace file (under
+    /// its partial name).
     pub(crate) fn open(output: &Path) -> Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("clrprof-")
@@ -303,14 +387,40 @@ impl AgentSocket {
         let listener = UnixListener::bind(&socket)
             .with_context(|| format!("cannot listen on {}", socket.display()))?;
         listener.set_nonblocking(true)?;
-        let file = std::fs::File::create(output)
-            .with_context(|| format!("cannot create the trace file {}", output.display()))?;
+        let trace = TraceFile::create(output)?;
         Ok(Self {
             dir,
             socket,
             listener,
-            file,
+            trace,
         })
+    }
+}
+
+/// Termination signals to clrprof itself, and the file-size limit's signal (which would
+/// otherwise kill clrprof when the trace reaches the limit, instead of failing the write).
+/// The handlers are not inherited by the program, which starts with the default actions.
+pub(crate) struct Signals {
+    received: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Signals {
+    pub(crate) fn install() -> Signals {
+        use signal_hook::consts::{SIGHUP, SIGTERM, SIGXFSZ};
+        let received = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for signal in [SIGTERM, SIGHUP] {
+            let _ = signal_hook::flag::register_usize(signal, Arc::clone(&received), signal as usize);
+        }
+        let _ = signal_hook::flag::register(SIGXFSZ, Arc::new(AtomicBool::new(false)));
+        Signals { received }
+    }
+
+    /// The termination signal received, if any.
+    pub(crate) fn received(&self) -> Option<i32> {
+        match self.received.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(n as i32),
+        }
     }
 }
 
@@ -359,25 +469,21 @@ pub(crate) fn print_wrote(output: &Path, progress: &Progress, tail: &str) {
 }
 
 /// Appends the allocation samples of the program's EventPipe session to the trace.
-fn write_ticks(
-    ticks: TickSession,
-    writer: Option<&mut Writer<BufWriter<std::fs::File>>>,
-    progress: &Progress,
-) -> Result<()> {
+fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
     let bytes = match ticks.finish() {
         Ok(bytes) => bytes,
         Err(e) => {
             eprintln!("clrprof: warning: no allocation samples: {e}");
-            return Ok(());
+            return;
         }
     };
-    let Some(w) = writer else {
-        return Ok(());
-    };
+    if !trace.started() {
+        return;
+    }
     let ids = progress.agent_ids.lock().unwrap_or_else(|e| e.into_inner());
     let (records, summary) = tick_records(&bytes, &ids);
     for r in &records {
-        w.write(r)?;
+        trace.write(r);
     }
     if let Some(why) = summary.incomplete {
         eprintln!(
@@ -387,7 +493,6 @@ fn write_ticks(
     if summary.ticks == 0 {
         eprintln!("clrprof: warning: the runtime sent no allocation ticks");
     }
-    Ok(())
 }
 
 pub(crate) fn validate_events(events: &[String]) -> Result<()> {
@@ -441,37 +546,62 @@ fn find_dotnet() -> Option<PathBuf> {
 fn receive(
     listener: UnixListener,
     socket: &Path,
-    file: std::fs::File,
+    trace: TraceFile,
     progress: &Progress,
     stop: &AtomicBool,
-) -> Result<Option<Writer<BufWriter<std::fs::File>>>> {
+    abandon: &AtomicBool,
+) -> Result<TraceFile> {
     let Some(stream) = accept_agent(&listener, || !stop.load(Ordering::Acquire))
         .context("accepting the agent's connection")?
     else {
-        return Ok(None);
+        return Ok(trace);
     };
     // One agent per recording: child processes that inherit the variables cannot connect.
     let _ = std::fs::remove_file(socket);
     drop(listener);
     progress.connected.store(true, Ordering::Release);
-    copy_stream(stream, file, progress)
+    copy_stream(stream, trace, progress, abandon)
 }
 
+/// Copies the agent's stream into the trace until it ends (or `abandon` is set), sealing a
+/// block at least every [`SEAL_EVERY`]. A failed write does not stop the copy: the agent's
+/// stream is read to its end, so that the program never waits on a full socket.
 pub(crate) fn copy_stream(
     mut stream: UnixStream,
-    file: std::fs::File,
+    mut trace: TraceFile,
     progress: &Progress,
-) -> Result<Option<Writer<BufWriter<std::fs::File>>>> {
+    abandon: &AtomicBool,
+) -> Result<TraceFile> {
     stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(SEAL_EVERY))?;
     let mut decoder = StreamDecoder::new();
-    let mut writer: Option<Writer<BufWriter<std::fs::File>>> = None;
-    let mut file = Some(file);
     let mut buf = vec![0u8; 256 << 10];
+    let notice = |text: Option<String>| {
+        if let Some(text) = text {
+            progress
+                .notices
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(text);
+        }
+    };
     loop {
+        if abandon.load(Ordering::Acquire) {
+            break;
+        }
         let n = match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                notice(trace.tick());
+                continue;
+            }
             Err(e) => {
                 set_problem(progress, format!("reading from the agent failed: {e}"));
                 break;
@@ -479,6 +609,7 @@ pub(crate) fn copy_stream(
         };
         progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
         decoder.push(&buf[..n]);
+        let failed_before = trace.failure().is_some();
         while let Some(next) = decoder.next_record() {
             let raw = match next {
                 Ok(raw) => raw,
@@ -489,29 +620,23 @@ pub(crate) fn copy_stream(
                             "the agent sent data clrprof cannot read ({e}); the trace stops there"
                         ),
                     );
-                    return Ok(writer);
+                    return Ok(trace);
                 }
             };
-            if writer.is_none() {
-                let f = file.take().context("trace file already used")?;
-                writer = Some(Writer::with_header(
-                    BufWriter::with_capacity(1 << 20, f),
-                    raw.header,
-                )?);
-            }
-            if let Some(w) = writer.as_mut() {
-                w.write_raw(raw.bytes)?;
-            }
+            trace.start(raw.header);
+            trace.append(raw.bytes, &raw.record);
             note(progress, &raw.record);
         }
-        if let Some(w) = writer.as_mut() {
-            w.flush()?;
+        if !failed_before && trace.failure().is_some() {
+            notice(trace.failure_text());
         }
+        notice(trace.tick());
     }
     if decoder.finish().is_err() {
         set_problem(progress, "the agent's stream ended in the middle of a record (the program probably crashed); the partial record was left out".into());
     }
-    Ok(writer)
+    notice(trace.seal());
+    Ok(trace)
 }
 
 fn set_problem(progress: &Progress, text: String) {
@@ -583,6 +708,10 @@ pub(crate) fn status_text(p: &Progress, elapsed: Duration) -> String {
 }
 
 pub(crate) fn print_messages(p: &Progress, bar: &ProgressBar) {
+    let notices = std::mem::take(&mut *p.notices.lock().unwrap_or_else(|e| e.into_inner()));
+    for text in notices {
+        bar.suspend(|| eprintln!("clrprof: error: {text}"));
+    }
     let messages = std::mem::take(&mut *p.messages.lock().unwrap_or_else(|e| e.into_inner()));
     for (level, text) in messages {
         let kind = match level {

@@ -8,6 +8,8 @@ use clrprof_analysis::output::{Format, Json, Text};
 use clrprof_analysis::runtime::View;
 use clrprof_analysis::{Query, memory, report, trace};
 
+use crate::safe_file::SafeFile;
+
 /// What to report, independent of the command-line syntax.
 #[derive(Debug, Clone)]
 pub struct ReportOptions {
@@ -56,22 +58,55 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
     }
     out.flush().context("writing the report")?;
     if let Some(path) = &opts.output {
+        // Only a complete report replaces the file that was there.
+        out.into_file()?.commit()?;
         eprintln!("clrprof: wrote {}", path.display());
     }
     Ok(())
 }
 
-fn open_output(opts: &ReportOptions) -> Result<Box<dyn Write>> {
+/// Where the report goes: a file written beside its name, or standard output.
+enum Output {
+    File(std::io::BufWriter<SafeFile>),
+    Stdout(std::io::BufWriter<std::io::StdoutLock<'static>>),
+}
+
+impl Output {
+    fn into_file(self) -> Result<SafeFile> {
+        match self {
+            Output::File(w) => w
+                .into_inner()
+                .map_err(|e| e.into_error())
+                .context("writing the report"),
+            Output::Stdout(_) => bail!("the report went to standard output"),
+        }
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Output::File(w) => w.write(buf),
+            Output::Stdout(w) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Output::File(w) => w.flush(),
+            Output::Stdout(w) => w.flush(),
+        }
+    }
+}
+
+fn open_output(opts: &ReportOptions) -> Result<Output> {
     let binary = opts.format.is_binary();
     Ok(match &opts.output {
-        Some(path) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        )),
+        Some(path) => Output::File(std::io::BufWriter::new(SafeFile::create(path)?)),
         None if binary && std::io::stdout().is_terminal() => {
             bail!("pprof output is binary; write it to a file with -o FILE")
         }
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+        None => Output::Stdout(std::io::BufWriter::new(std::io::stdout().lock())),
     })
 }
 
@@ -109,6 +144,37 @@ impl Drop for Status {
     }
 }
 
+/// Whether the text output is one of the sections that replace the full report.
+fn text_sections(opts: &ReportOptions) -> bool {
+    opts.alloc || opts.gc || opts.heap || opts.view.is_some()
+}
+
+/// Traces at least this large get a progress bar while they load (on a terminal).
+const PROGRESS_FROM_BYTES: u64 = 32 << 20;
+
+/// Loads a trace, with a progress bar on a terminal for a large one.
+fn load(file: &std::path::Path, keep: memory::HeapKeep) -> Result<trace::LoadedTrace> {
+    let size = std::fs::metadata(file).map_or(0, |m| m.len());
+    if size < PROGRESS_FROM_BYTES || !std::io::stderr().is_terminal() {
+        return Ok(trace::load_with(file, keep)?);
+    }
+    let bar = indicatif::ProgressBar::new(size);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "reading {msg} {wide_bar} {binary_bytes}/{binary_total_bytes} ({eta} left)",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.set_message(
+        file.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
+    let loaded = trace::load_with_progress(file, keep, &mut |done, _| bar.set_position(done));
+    bar.finish_and_clear();
+    Ok(loaded?)
+}
+
 /// Loads one side of `--diff`: `N` (a snapshot of FILE), `TRACE` or `TRACE@N`. Each side
 /// loads its trace keeping only its own snapshot, so two snapshots of one big trace are never
 /// held together with the rest.
@@ -118,7 +184,7 @@ fn diff_side(opts: &ReportOptions, spec: &str) -> Result<(trace::LoadedTrace, Op
             bail!("--diff {spec}: a snapshot number needs a trace file");
         };
         return Ok((
-            trace::load_with(file, memory::HeapKeep::Numbers(vec![n]))?,
+            load(file, memory::HeapKeep::Numbers(vec![n]))?,
             Some(n),
         ));
     }
@@ -129,7 +195,7 @@ fn diff_side(opts: &ReportOptions, spec: &str) -> Result<(trace::LoadedTrace, Op
     let keep = number.map_or(memory::HeapKeep::Last, |n| {
         memory::HeapKeep::Numbers(vec![n])
     });
-    Ok((trace::load_with(std::path::Path::new(path), keep)?, number))
+    Ok((load(std::path::Path::new(path), keep)?, number))
 }
 
 fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
@@ -157,7 +223,14 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
     let keep = opts.snapshot.map_or(memory::HeapKeep::Last, |n| {
         memory::HeapKeep::Numbers(vec![n])
     });
-    let loaded = trace::load_with(file, keep)?;
+    let loaded = load(file, keep)?;
+    if !loaded.integrity.is_whole() && !(opts.format == Format::Text && !text_sections(opts)) {
+        // The full text report and JSON say it in the report; the other outputs have no
+        // place for it.
+        for note in loaded.integrity.notes() {
+            eprintln!("clrprof: warning: {}: {note}", file.display());
+        }
+    }
     let q = &opts.query;
     if let Some(view) = opts.view {
         match opts.format {
@@ -167,7 +240,7 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
         return Ok(());
     }
     match opts.format {
-        Format::Text if opts.alloc || opts.gc || opts.heap => {
+        Format::Text if text_sections(opts) => {
             let top = q.top.unwrap_or(memory::TEXT_ROWS);
             if opts.alloc {
                 memory::write_alloc_text(&loaded, top, out)?;
