@@ -49,6 +49,10 @@ pub struct Integrity {
     pub first_corrupt: Option<String>,
     /// Where the file ends inside a record or block, as the reader described it.
     pub cut: Option<String>,
+    /// Whether the trace was written by `record` (format 2.x) but has no end of recording:
+    /// `clrprof` was stopped before the program ended, or the file was cut between two
+    /// blocks.
+    pub unfinished: bool,
     /// The latest timestamp of the records read (ns since the session's start): the trace
     /// says nothing about what happened after it when it is cut.
     pub last_ts_ns: u64,
@@ -117,6 +121,7 @@ impl Integrity {
     /// True if nothing was found missing or damaged.
     pub fn is_whole(&self) -> bool {
         self.damaged.is_empty()
+            && !self.unfinished
             && !self.damaged_to_end
             && self.corrupt_records == 0
             && self.cut.is_none()
@@ -131,6 +136,13 @@ impl Integrity {
             out.push(format!(
                 "the trace is cut short ({cut}): nothing after {after} was kept, so every \
                  figure covers the recording up to {after} only"
+            ));
+        } else if self.unfinished && !self.damaged_to_end {
+            out.push(format!(
+                "the recording did not finish (clrprof was stopped, or could not write the \
+                 rest, before the program ended; or the file was cut between two blocks): \
+                 nothing after {after} is in the trace, so every figure covers the recording \
+                 up to {after} only"
             ));
         }
         if !self.damaged.is_empty() || self.blocks_lost > 0 {
@@ -160,12 +172,16 @@ impl Integrity {
                 .take(5)
                 .map(|(a, b)| format!("{:.2} s to {:.2} s", a as f64 / 1e9, b as f64 / 1e9))
                 .collect();
-            let mut lost = String::from("the samples, events and allocations in them");
+            let mut details = Vec::new();
             if records > 0 {
-                lost.push_str(&format!(" ({} records or more)", count(records)));
+                details.push(format!("{} records or more", count(records)));
             }
             if !ranges.is_empty() {
-                lost.push_str(&format!(", recorded {}", ranges.join(", ")));
+                details.push(format!("recorded {}", ranges.join(", ")));
+            }
+            let mut lost = String::from("the samples, events and allocations in them");
+            if !details.is_empty() {
+                lost.push_str(&format!(" ({})", details.join(", ")));
             }
             out.push(format!(
                 "{what}: {lost} are missing from every figure below, and a function or type \
@@ -233,16 +249,17 @@ mod tests {
         assert!(!i.is_whole());
         let notes = i.notes();
         assert_eq!(notes.len(), 2, "{notes:?}");
-        assert!(notes[0].contains("nothing after 4.20 s was kept"), "{}", notes[0]);
+        assert!(
+            notes[0].contains("nothing after 4.20 s was kept"),
+            "{}",
+            notes[0]
+        );
         assert_eq!(
             notes[1],
             "1 of 41 blocks damaged, skipped: the samples, events and allocations in them (40 \
-             records or more), recorded 1.20 s to 1.45 s, are missing from every figure below, \
+             records or more, recorded 1.20 s to 1.45 s) are missing from every figure below, \
              and a function or type defined there shows as its id"
         );
-        assert!(
-            i.add(ReadError::Io(std::io::Error::other("gone")))
-                .is_err()
-        );
+        assert!(i.add(ReadError::Io(std::io::Error::other("gone"))).is_err());
     }
 }

@@ -318,7 +318,11 @@ fn ending(t: &LoadedTrace, s: &SessionJson) -> String {
             format!("the program ended: {end}, WITHOUT profiler shutdown (crash or kill)")
         }
         (None, true) => "the profiler shut down normally".to_string(),
-        (None, false) if t.integrity.cut.is_some() || t.integrity.damaged_to_end => {
+        (None, false)
+            if t.integrity.cut.is_some()
+                || t.integrity.damaged_to_end
+                || t.integrity.unfinished =>
+        {
             "the end of the recording is missing (the trace is cut short)".to_string()
         }
         (None, false) => "ended WITHOUT profiler shutdown (crash or kill)".to_string(),

@@ -173,7 +173,7 @@ fn read_progress(
             }
         };
         t.records += 1;
-        if t.records % 4096 == 0 {
+        if t.records.is_multiple_of(4096) {
             progress(reader.bytes_read());
         }
         t.integrity.saw_ts(record.ts());
@@ -251,6 +251,11 @@ fn read_progress(
         }
     }
     t.integrity.finish(reader.block_stats());
+    // `record` ends every trace it writes with a RecordingEnd; an attach ends with the
+    // agent's detach.
+    t.integrity.unfinished = header.blocked()
+        && t.recording_end.is_none()
+        && t.session_end.as_ref().is_none_or(|e| e.reason != "detach");
     progress(reader.bytes_read());
     t.names.number_bodies();
     t.events = events.finish(&t.names, &t.memory.gcs);

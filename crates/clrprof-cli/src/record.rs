@@ -304,25 +304,34 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         );
     }
     let code = if signal != 0 { 128 + signal } else { exit_code };
-    finish_trace(trace, &progress, opts.summary, &format!("; the program ended: {ended}"));
+    finish_trace(
+        trace,
+        &progress,
+        opts.summary,
+        &format!("; the program ended: {ended}"),
+    );
     Ok(code)
 }
 
 /// Gives a complete trace its name, or says what a trace whose writing failed kept and lost.
 /// Returns whether the trace is complete under its final name.
 pub(crate) fn finish_trace(
-    trace: TraceFile,
+    mut trace: TraceFile,
     progress: &Progress,
     summary: bool,
     tail: &str,
 ) -> bool {
-    if let Some(text) = trace.failure_text() {
+    // Seal now, so that a failure to write the last block is told like the others.
+    trace.seal();
+    if let Some(text) = trace.news() {
+        eprintln!("clrprof: error: {text}");
+    }
+    if trace.failure().is_some() {
         let lost = trace.lost();
         let path = trace.partial_path().to_path_buf();
         let shown = trace.path().to_path_buf();
         let kept = trace.keep_partial();
         debug_assert_eq!(kept, path);
-        eprintln!("clrprof: error: {text}");
         let mut missing = format!(
             "{} records ({} samples, {} events)",
             lost.records, lost.samples, lost.events
@@ -409,7 +418,8 @@ impl Signals {
         use signal_hook::consts::{SIGHUP, SIGTERM, SIGXFSZ};
         let received = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         for signal in [SIGTERM, SIGHUP] {
-            let _ = signal_hook::flag::register_usize(signal, Arc::clone(&received), signal as usize);
+            let _ =
+                signal_hook::flag::register_usize(signal, Arc::clone(&received), signal as usize);
         }
         let _ = signal_hook::flag::register(SIGXFSZ, Arc::new(AtomicBool::new(false)));
         Signals { received }
@@ -599,7 +609,8 @@ pub(crate) fn copy_stream(
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                notice(trace.tick());
+                trace.tick();
+                notice(trace.news());
                 continue;
             }
             Err(e) => {
@@ -609,7 +620,6 @@ pub(crate) fn copy_stream(
         };
         progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
         decoder.push(&buf[..n]);
-        let failed_before = trace.failure().is_some();
         while let Some(next) = decoder.next_record() {
             let raw = match next {
                 Ok(raw) => raw,
@@ -627,15 +637,14 @@ pub(crate) fn copy_stream(
             trace.append(raw.bytes, &raw.record);
             note(progress, &raw.record);
         }
-        if !failed_before && trace.failure().is_some() {
-            notice(trace.failure_text());
-        }
-        notice(trace.tick());
+        trace.tick();
+        notice(trace.news());
     }
     if decoder.finish().is_err() {
         set_problem(progress, "the agent's stream ended in the middle of a record (the program probably crashed); the partial record was left out".into());
     }
-    notice(trace.seal());
+    trace.seal();
+    notice(trace.news());
     Ok(trace)
 }
 

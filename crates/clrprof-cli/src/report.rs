@@ -183,10 +183,7 @@ fn diff_side(opts: &ReportOptions, spec: &str) -> Result<(trace::LoadedTrace, Op
         let Some(file) = &opts.file else {
             bail!("--diff {spec}: a snapshot number needs a trace file");
         };
-        return Ok((
-            load(file, memory::HeapKeep::Numbers(vec![n]))?,
-            Some(n),
-        ));
+        return Ok((load(file, memory::HeapKeep::Numbers(vec![n]))?, Some(n)));
     }
     let (path, number) = match spec.rsplit_once('@') {
         Some((p, n)) if n.parse::<u32>().is_ok() => (p, n.parse::<u32>().ok()),
@@ -224,9 +221,9 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
         memory::HeapKeep::Numbers(vec![n])
     });
     let loaded = load(file, keep)?;
-    if !loaded.integrity.is_whole() && !(opts.format == Format::Text && !text_sections(opts)) {
-        // The full text report and JSON say it in the report; the other outputs have no
-        // place for it.
+    // The full text report says it at the top; every other output gets it on stderr.
+    let in_report = opts.format == Format::Text && !text_sections(opts);
+    if !loaded.integrity.is_whole() && !in_report {
         for note in loaded.integrity.notes() {
             eprintln!("clrprof: warning: {}: {note}", file.display());
         }

@@ -66,6 +66,8 @@ pub(crate) struct TraceFile {
     lost: Lost,
     last_seal: Instant,
     finished: bool,
+    /// Whether the failure was told to the user.
+    announced: bool,
 }
 
 impl TraceFile {
@@ -94,6 +96,7 @@ impl TraceFile {
             lost: Lost::default(),
             last_seal: Instant::now(),
             finished: false,
+            announced: false,
         })
     }
 
@@ -146,24 +149,32 @@ impl TraceFile {
         self.append(&raw, record);
     }
 
-    /// Writes the current block out if it waited long enough; returns a write failure the
-    /// first time one happens.
-    pub(crate) fn tick(&mut self) -> Option<String> {
-        if self.last_seal.elapsed() < SEAL_EVERY {
-            return None;
+    /// Writes the current block out if it waited long enough.
+    pub(crate) fn tick(&mut self) {
+        if self.last_seal.elapsed() >= SEAL_EVERY {
+            self.seal();
         }
-        self.seal()
     }
 
-    /// Writes the current block out now; returns a write failure the first time one happens.
-    pub(crate) fn seal(&mut self) -> Option<String> {
+    /// Writes the current block out now.
+    pub(crate) fn seal(&mut self) {
         self.last_seal = Instant::now();
-        let w = self.writer.as_mut()?;
-        if let Err(e) = w.seal() {
+        if let Some(w) = self.writer.as_mut()
+            && let Err(e) = w.seal()
+        {
             self.fail(e);
-            return self.failure_text();
         }
-        None
+    }
+
+    /// A sentence on a write failure, naming the file, the first time it is asked for after
+    /// the failure (to tell the user at once, and only once).
+    pub(crate) fn news(&mut self) -> Option<String> {
+        if self.announced {
+            return None;
+        }
+        let text = self.failure_text()?;
+        self.announced = true;
+        Some(text)
     }
 
     /// Stops writing after an error: cuts the file back to its last whole block.

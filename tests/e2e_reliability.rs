@@ -1,0 +1,469 @@
+#![cfg(unix)]
+//! End to end: nothing lost, nothing wrong. Output files are replaced only when complete, a
+//! recording cut short (clrprof killed or stopped, a full disk, a file-size limit) leaves a
+//! readable trace under a name that says so, and a damaged trace reports only what can be
+//! trusted, saying what was left out.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use clrprof_e2e::*;
+use clrprof_trace::{BLOCK_HEADER_LEN, BlockHeader, HEADER_LEN, Reader, Record};
+
+const YESTERDAY: &[u8] = b"yesterday's profile, which must survive";
+
+/// The files in `dir`, by name, sorted.
+fn files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn commands_that_fail_leave_the_existing_file_as_it_was() {
+    let dir = temp_dir();
+    let out = dir.path().join("out.clrprof");
+    std::fs::write(&out, YESTERDAY).unwrap();
+    let o = out.to_str().unwrap();
+
+    // A mistyped program name.
+    let r = clrprof(&["record", "-o", o, "--", "/nonexistent/dotnet-app"]);
+    assert_eq!(r.status.code(), Some(1), "{}", r.describe());
+    assert!(r.stderr_str().contains("cannot start"), "{}", r.describe());
+    // A program the agent cannot profile.
+    let r = clrprof(&["record", "-o", o, "--", "/bin/echo", "hi"]);
+    assert_eq!(r.status.code(), Some(125), "{}", r.describe());
+    // A report of something that is not a trace, and a coverage run that cannot start.
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "just text\n").unwrap();
+    let r = clrprof(&["report", notes.to_str().unwrap(), "-o", o]);
+    assert_eq!(r.status.code(), Some(1), "{}", r.describe());
+    let r = clrprof(&["coverage", "-o", o, "--", "/nonexistent/dotnet-app"]);
+    assert_eq!(r.status.code(), Some(1), "{}", r.describe());
+
+    assert_eq!(std::fs::read(&out).unwrap(), YESTERDAY);
+    assert_eq!(
+        files(dir.path()),
+        ["notes.txt", "out.clrprof"],
+        "nothing left behind"
+    );
+}
+
+#[test]
+fn a_complete_recording_replaces_the_file_and_leaves_nothing_else() {
+    let program = compile("Hello");
+    let dir = temp_dir();
+    let out = dir.path().join("out.clrprof");
+    std::fs::write(&out, YESTERDAY).unwrap();
+    let mut cmd = record_command(&program, &[], &["--mode", "none"], &out);
+    let r = run_command(&mut cmd);
+    r.assert_success();
+    assert!(
+        r.stderr_str().contains(&format!("wrote {}", out.display())),
+        "{}",
+        r.describe()
+    );
+    assert!(
+        r.stderr_str().contains("the program ended: exit 0"),
+        "{}",
+        r.describe()
+    );
+    assert_eq!(files(dir.path()), ["out.clrprof"]);
+    let bytes = std::fs::read(&out).unwrap();
+    let reader = Reader::new(&bytes[..]).unwrap();
+    assert_eq!(reader.header().major, 2, "record writes checksummed blocks");
+    let json = report_json(&out);
+    assert_eq!(json["session"]["program_end"], "exit 0");
+    assert_eq!(json["session"]["integrity_notes"], serde_json::json!([]));
+}
+
+/// `clrprof record` of `Attachee` with stdin and stdout piped, and its output lines.
+struct Interactive {
+    guard: ChildGuard,
+    lines: Receiver<String>,
+    trace: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Interactive {
+    fn start(clrprof_args: &[&str]) -> Interactive {
+        let program = compile("Attachee");
+        let dir = temp_dir();
+        let trace = dir.path().join("t.clrprof");
+        std::fs::write(&trace, YESTERDAY).unwrap();
+        let mut cmd = record_command(&program, &[], clrprof_args, &trace);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut guard = ChildGuard::spawn(&mut cmd);
+        let stdout = guard.child_mut().stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut me = Interactive {
+            guard,
+            lines,
+            trace,
+            _dir: dir,
+        };
+        me.expect("ready");
+        me
+    }
+
+    fn expect(&mut self, line: &str) {
+        let got = self
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("no `{line}` from the program: {e}"));
+        assert_eq!(got, line);
+    }
+
+    fn send(&mut self, command: &str) {
+        let stdin = self.guard.child_mut().stdin.as_mut().unwrap();
+        writeln!(stdin, "{command}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends `signal` to clrprof alone (not to the program).
+    fn signal_clrprof(&mut self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.guard.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn partial(&self) -> PathBuf {
+        self.trace.with_file_name("t.clrprof.partial")
+    }
+}
+
+/// The partial trace of an Attachee recording that ran `round 5` before clrprof was stopped:
+/// every one of the 5 exceptions is in it, it says the recording did not finish, and the file
+/// at the final name is untouched.
+fn check_partial(rec: &Interactive) {
+    assert_eq!(std::fs::read(&rec.trace).unwrap(), YESTERDAY);
+    let partial = rec.partial();
+    assert!(partial.exists(), "{} is missing", partial.display());
+    let json = report_json(&partial);
+    assert_eq!(json["events"]["ExceptionThrown"], 5, "{:#}", json["events"]);
+    assert_eq!(json["session"]["program_end"], serde_json::Value::Null);
+    let notes = json["session"]["integrity_notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0]
+            .as_str()
+            .unwrap()
+            .starts_with("the recording did not finish"),
+        "{notes:?}"
+    );
+    let text = report(&partial, &[]);
+    text.assert_success();
+    assert!(
+        text.stdout_str()
+            .contains("WARNING   the recording did not finish"),
+        "{}",
+        text.stdout_str()
+    );
+}
+
+#[test]
+fn a_killed_record_leaves_a_readable_partial_trace() {
+    let mut rec = Interactive::start(&["--mode", "none", "--events", "exception"]);
+    rec.send("round 5");
+    rec.expect("rounds 5: total 5, caught 5");
+    // The agent sends every 10 ms, clrprof seals a block at least every 250 ms.
+    std::thread::sleep(Duration::from_millis(1000));
+    rec.signal_clrprof("-KILL");
+    std::thread::sleep(Duration::from_millis(200));
+    check_partial(&rec);
+    rec.guard.kill();
+}
+
+#[test]
+fn a_terminated_record_says_where_its_partial_trace_is() {
+    let mut rec = Interactive::start(&["--mode", "none", "--events", "exception"]);
+    rec.send("round 5");
+    rec.expect("rounds 5: total 5, caught 5");
+    rec.signal_clrprof("-TERM");
+    let started = std::time::Instant::now();
+    while rec.guard.child_mut().try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "clrprof goes on"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The program goes on without the profiler.
+    rec.send("round 1");
+    rec.expect("rounds 1: total 6, caught 6");
+    rec.send("exit");
+    rec.expect("bye: total 6, caught 6");
+    let out = rec.guard.wait_with_output(default_timeout());
+    assert_eq!(out.status.code(), Some(128 + 15), "{}", out.describe());
+    let err = out.stderr_str();
+    assert!(
+        err.contains("clrprof: stopped by signal 15 (SIGTERM); the program (pid "),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("the partial trace is {}", rec.partial().display())),
+        "{err}"
+    );
+    check_partial(&rec);
+}
+
+/// Runs `script` (sh) with `$CLRPROF`, `$DOTNET` and `$DLL` set, for faults that need a
+/// shell: a file-size limit, a small file system.
+fn shell(script: &str, program: &Program) -> std::process::Output {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(script)
+        .env("CLRPROF", clrprof_bin())
+        .env("DOTNET", &program.dotnet.muxer)
+        .env("DLL", &program.dll);
+    apply_env(&mut cmd);
+    run_command(&mut cmd)
+}
+
+/// What a recording cut by a failed write must say and keep: the program's own output and exit
+/// code unchanged, the file and the error named, what is missing, and a readable trace.
+fn check_write_failure(out: &std::process::Output, program: &Program, error: &str, dir: &Path) {
+    let alone = program.run(&[]);
+    alone.assert_success();
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    assert_eq!(
+        out.stdout_str(),
+        alone.stdout_str(),
+        "the program ran unharmed"
+    );
+    let err = out.stderr_str();
+    let partial = dir.join("t.clrprof.partial");
+    assert!(
+        err.contains(&format!(
+            "clrprof: error: cannot write the trace file {}: {error}",
+            partial.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("clrprof:   missing: "), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} was not replaced",
+            dir.join("t.clrprof").display()
+        )),
+        "{err}"
+    );
+    assert!(!dir.join("t.clrprof").exists());
+}
+
+#[test]
+fn a_file_size_limit_keeps_what_was_written_and_the_program_runs_on() {
+    let program = compile("Events");
+    let dir = temp_dir();
+    let script = format!(
+        "ulimit -f 160 && exec \"$CLRPROF\" record --events all -o {}/t.clrprof -- \"$DOTNET\" \"$DLL\"",
+        dir.path().display()
+    );
+    let out = shell(&script, &program);
+    check_write_failure(&out, &program, "File too large", dir.path());
+    let partial = dir.path().join("t.clrprof.partial");
+    let len = std::fs::metadata(&partial).unwrap().len();
+    assert!(len <= 160 * 1024, "{len} bytes");
+    // The file ends with a whole block: it reads with no damage, only unfinished.
+    let json = report_json(&partial);
+    let notes = json["session"]["integrity_notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0]
+            .as_str()
+            .unwrap()
+            .starts_with("the recording did not finish"),
+        "{notes:?}"
+    );
+    assert!(json["session"]["records"].as_u64().unwrap() > 100);
+}
+
+#[test]
+fn a_full_disk_keeps_what_was_written_and_the_program_runs_on() {
+    let program = compile("Events");
+    let dir = temp_dir();
+    let small = dir.path().join("small");
+    let kept = dir.path().join("kept");
+    std::fs::create_dir(&small).unwrap();
+    std::fs::create_dir(&kept).unwrap();
+    // A 160 KiB file system of its own (a tmpfs in a private mount namespace), and what is
+    // left on it copied out before the namespace goes.
+    let script = format!(
+        "unshare --map-root-user --mount sh -c '\
+           mount -t tmpfs -o size=160k tmpfs {small} || exit 90; \
+           \"$CLRPROF\" record --events all -o {small}/t.clrprof -- \"$DOTNET\" \"$DLL\"; \
+           code=$?; cp {small}/* {kept}/; exit $code'",
+        small = small.display(),
+        kept = kept.display()
+    );
+    let out = shell(&script, &program);
+    assert_ne!(out.status.code(), Some(90), "{}", out.describe());
+    check_write_failure(&out, &program, "No space left on device", &small);
+    assert_eq!(files(&kept), ["t.clrprof.partial"]);
+    let json = report_json(&kept.join("t.clrprof.partial"));
+    assert!(json["session"]["records"].as_u64().unwrap() > 100);
+}
+
+/// The blocks of a trace file: each one's byte range and header.
+fn blocks(bytes: &[u8]) -> Vec<(usize, usize, BlockHeader)> {
+    let mut out = Vec::new();
+    let mut at = HEADER_LEN;
+    while at < bytes.len() {
+        let h = BlockHeader::parse(&bytes[at..]).unwrap();
+        let end = at + BLOCK_HEADER_LEN + h.len as usize;
+        out.push((at, end, h));
+        at = end;
+    }
+    out
+}
+
+/// The samples in a block.
+fn samples_in(bytes: &[u8], block: (usize, usize)) -> u64 {
+    let mut file = bytes[..HEADER_LEN].to_vec();
+    file.extend_from_slice(&bytes[block.0..block.1]);
+    // Read alone, the block is missing its predecessors: that is the only error.
+    Reader::new(&file[..])
+        .unwrap()
+        .filter_map(|r| match r {
+            Err(clrprof_trace::ReadError::Damaged { len: 0, .. }) => None,
+            other => Some(other.unwrap()),
+        })
+        .filter(|r| matches!(r, Record::Sample(_)))
+        .count() as u64
+}
+
+/// Total samples in a JSON report (every thread, both kinds).
+fn json_samples(json: &serde_json::Value) -> u64 {
+    json["sampling"]["samples"].as_u64().unwrap_or_else(|| {
+        panic!("no sampling.samples in {:#}", json["sampling"]);
+    })
+}
+
+#[test]
+fn a_flipped_byte_loses_its_block_and_every_figure_says_so() {
+    let program = compile("Hot");
+    let rec = record(&program, &[], &[]);
+    rec.output.assert_success();
+    let bytes = std::fs::read(&rec.trace).unwrap();
+    let all = blocks(&bytes);
+    assert!(all.len() >= 3, "{} blocks", all.len());
+    // A block in the middle with samples in it.
+    let (i, &(start, end, header)) = all
+        .iter()
+        .enumerate()
+        .skip(all.len() / 2)
+        .find(|(_, b)| samples_in(&bytes, (b.0, b.1)) > 0)
+        .unwrap();
+    let lost = samples_in(&bytes, (start, end));
+
+    let whole = rec.report_json();
+    let mut flipped = bytes.clone();
+    flipped[(start + BLOCK_HEADER_LEN + end) / 2] ^= 0x40;
+    let damaged_path = rec.dir.path().join("damaged.clrprof");
+    std::fs::write(&damaged_path, &flipped).unwrap();
+    let damaged = report_json(&damaged_path);
+    assert_eq!(json_samples(&damaged), json_samples(&whole) - lost);
+    let notes = damaged["session"]["integrity_notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let note = notes[0].as_str().unwrap();
+    assert!(
+        note.starts_with(&format!(
+            "1 of {} blocks damaged, skipped: the samples, events and allocations in them ({} records or more, recorded ",
+            all.len(),
+            header.records
+        )),
+        "{note}"
+    );
+
+    // Every figure equals that of the same trace without the block: nothing computed from
+    // the damaged bytes.
+    let mut without = bytes[..start].to_vec();
+    without.extend_from_slice(&bytes[end..]);
+    let without_path = rec.dir.path().join("without.clrprof");
+    std::fs::write(&without_path, &without).unwrap();
+    let mut expected = report_json(&without_path);
+    let mut got = damaged.clone();
+    for json in [&mut expected, &mut got] {
+        json["session"]
+            .as_object_mut()
+            .unwrap()
+            .retain(|k, _| !k.starts_with("integrity"));
+    }
+    assert_eq!(got, expected, "block {i}");
+
+    // The text report and the other formats say it too.
+    let text = report(&damaged_path, &[]);
+    text.assert_success();
+    assert!(
+        text.stdout_str()
+            .contains(&format!("WARNING   1 of {} blocks damaged", all.len())),
+        "{}",
+        text.stdout_str()
+    );
+    let folded = report(&damaged_path, &["--format", "folded"]);
+    folded.assert_success();
+    assert!(
+        folded
+            .stderr_str()
+            .contains(&format!("warning: {}: 1 of", damaged_path.display())),
+        "{}",
+        folded.describe()
+    );
+}
+
+#[test]
+fn a_cut_trace_reports_everything_before_the_cut() {
+    let program = compile("Hot");
+    let rec = record(&program, &[], &[]);
+    rec.output.assert_success();
+    let bytes = std::fs::read(&rec.trace).unwrap();
+    let all = blocks(&bytes);
+    let whole = rec.report_json();
+    // Cut in the middle of the block after the first half: the blocks before it are kept.
+    let (start, end, _) = all[all.len() / 2];
+    let kept: u64 = all[..all.len() / 2]
+        .iter()
+        .map(|b| samples_in(&bytes, (b.0, b.1)))
+        .sum();
+    let cut_path = rec.dir.path().join("cut.clrprof");
+    std::fs::write(&cut_path, &bytes[..(start + end) / 2]).unwrap();
+    let cut = report_json(&cut_path);
+    assert_eq!(json_samples(&cut), kept);
+    assert!(json_samples(&cut) < json_samples(&whole));
+    let notes = cut["session"]["integrity_notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let note = notes[0].as_str().unwrap();
+    assert!(
+        note.starts_with(&format!(
+            "the trace is cut short (truncated trace: block {} at byte {start} needs",
+            all.len() / 2
+        )),
+        "{note}"
+    );
+    let text = report(&cut_path, &[]);
+    text.assert_success();
+    assert!(
+        text.stdout_str()
+            .contains("the end of the recording is missing (the trace is cut short)"),
+        "{}",
+        text.stdout_str()
+    );
+}
