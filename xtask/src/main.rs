@@ -11,6 +11,7 @@ mod bench;
 mod demo;
 #[cfg(unix)]
 mod eventpipe;
+mod fuzz;
 mod setup;
 mod test;
 mod util;
@@ -45,6 +46,14 @@ enum Command {
     },
     /// Profile the bundled demo program.
     Demo,
+    /// Fuzz the trace readers (the targets of `fuzz/`) with libFuzzer on the stable toolchain.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Targets to run (trace_reader, trace_blocks, trace_report; default all).
+        targets: Vec<String>,
+    },
     /// Measure clrprof's overhead against no profiler and the runtime's EventPipe sampler,
     /// then write BENCHMARKS.md (full runs only).
     Bench(BenchArgs),
@@ -84,6 +93,7 @@ fn main() -> ExitCode {
         Command::Setup => setup::run(),
         Command::Test { args } => test::run(&args),
         Command::Demo => demo::run(),
+        Command::Fuzz { seconds, targets } => fuzz::run_targets(seconds, &targets),
         Command::Bench(args) => run_bench(&args),
     };
     // Printed by hand rather than returned: `RUST_BACKTRACE=1` would make anyhow append a

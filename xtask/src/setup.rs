@@ -302,7 +302,7 @@ fn link(_target: &Path, _link: &Path) -> Result<()> {
 }
 
 /// Makes sure `command` is on PATH, installing Debian's `package` with apt-get if not.
-fn ensure_debian_tool(command: &str, package: &str, what: &str) -> Result<()> {
+pub fn ensure_debian_tool(command: &str, package: &str, what: &str) -> Result<()> {
     if let Some(found) = find_on_path(command) {
         println!("setup: {command}: found {}", found.display());
         return Ok(());

@@ -515,7 +515,8 @@ fn summarize_sampling(
                 SampleKind::Cpu => {
                     cpu_samples += 1;
                     n += 1;
-                    cpu += s.cpu_ns;
+                    // Saturating: a damaged 1.x trace can hold any value.
+                    cpu = cpu.saturating_add(s.cpu_ns);
                 }
                 SampleKind::Wall => wall_samples += 1,
                 SampleKind::Tick => {}
@@ -530,7 +531,7 @@ fn summarize_sampling(
                 }
             }
         }
-        program_cpu_ns += cpu;
+        program_cpu_ns = program_cpu_ns.saturating_add(cpu);
         if n > 0 {
             rates.push(ThreadRate {
                 tid: t.tid,

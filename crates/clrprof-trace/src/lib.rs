@@ -47,6 +47,7 @@ mod stream;
 mod wire;
 mod write;
 
+pub mod example;
 pub mod protocol;
 
 pub use block::{
