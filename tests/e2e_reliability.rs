@@ -467,3 +467,44 @@ fn a_cut_trace_reports_everything_before_the_cut() {
         text.stdout_str()
     );
 }
+
+#[test]
+fn events_all_leaves_heap_references_out_unless_asked_by_name() {
+    let program = compile("Events");
+    let all = record(&program, &[], &["--mode", "none", "--events", "all"]);
+    all.output.assert_success();
+    assert!(
+        !all.output.stderr_str().contains("warning: `heap-refs`"),
+        "{}",
+        all.output.describe()
+    );
+    let json = all.report_json();
+    for name in ["ObjectReferences", "RootReferences2"] {
+        assert!(json["events"][name].is_null(), "{name}: {}", json["events"]);
+    }
+    assert_eq!(json["events"]["ExceptionThrown"], 7);
+    assert_eq!(json["events"]["GarbageCollectionStarted"], 4);
+
+    let by_name = record(
+        &program,
+        &[],
+        &["--mode", "none", "--events", "all,heap-refs"],
+    );
+    by_name.output.assert_success();
+    assert!(
+        by_name
+            .output
+            .stderr_str()
+            .contains("clrprof: warning: `heap-refs` events record every reference"),
+        "{}",
+        by_name.output.describe()
+    );
+    let json = by_name.report_json();
+    // Every induced collection walks the heap: its roots are reported at each of them.
+    assert!(
+        json["events"]["RootReferences2"].as_u64().unwrap() >= 4,
+        "{}",
+        json["events"]
+    );
+    assert!(json["events"]["ObjectReferences"].as_u64().unwrap() > 0);
+}

@@ -45,11 +45,10 @@ pub struct AttachOptions {
     pub record: RecordOptions,
 }
 
-/// The event categories an attached agent can record (`all` on the command line).
+/// The event categories `all` means for an attached agent: the cheap ones it can record.
 fn attachable_categories() -> impl Iterator<Item = &'static str> {
-    EventCategory::all()
-        .iter()
-        .filter(|c| **c != EventCategory::Transition)
+    record::all_cheap_categories()
+        .filter(|c| *c != EventCategory::Transition)
         .map(|c| c.name())
 }
 
@@ -82,7 +81,16 @@ fn check_attachable(opts: &mut RecordOptions) -> Result<()> {
         );
     }
     if opts.events.iter().any(|e| e == "all") {
-        opts.events = attachable_categories().map(str::to_string).collect();
+        let named: Vec<String> = opts.events.clone();
+        opts.events = EventCategory::all()
+            .iter()
+            .map(|c| c.name())
+            .filter(|c| attachable_categories().any(|a| a == *c) || named.iter().any(|e| e == c))
+            .map(str::to_string)
+            .collect();
+    }
+    for warning in record::costly_choices(opts) {
+        eprintln!("clrprof: warning: {warning}");
     }
     Ok(())
 }
@@ -295,8 +303,13 @@ mod tests {
         assert!(err.to_string().contains("EventPipe session"), "{err}");
         let mut all = options("sample", &["all"]);
         check_attachable(&mut all).unwrap();
-        assert_eq!(all.events.len(), EventCategory::all().len() - 1);
+        assert_eq!(all.events.len(), EventCategory::all().len() - 2);
         assert!(!all.events.iter().any(|e| e == "transition"));
+        assert!(!all.events.iter().any(|e| e == "heap-refs"));
         assert!(all.events.iter().any(|e| e == "gc"));
+        let mut by_name = options("sample", &["all", "heap-refs"]);
+        check_attachable(&mut by_name).unwrap();
+        assert_eq!(by_name.events.len(), EventCategory::all().len() - 1);
+        assert!(by_name.events.iter().any(|e| e == "heap-refs"));
     }
 }

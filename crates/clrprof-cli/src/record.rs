@@ -161,6 +161,14 @@ impl Progress {
 /// Runs the recording; returns the exit code clrprof should exit with.
 pub fn record(opts: &RecordOptions) -> Result<i32> {
     validate_events(&opts.events)?;
+    let expanded = RecordOptions {
+        events: expand_events(&opts.events),
+        ..opts.clone()
+    };
+    let opts = &expanded;
+    for warning in costly_choices(opts) {
+        eprintln!("clrprof: warning: {warning}");
+    }
     if opts.alloc_ticks() && opts.alloc_interval.is_some() {
         bail!(
             "--alloc-interval applies to --alloc sampled; the runtime chooses the ticks of --alloc ticks"
@@ -505,6 +513,60 @@ fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
     }
 }
 
+/// The categories `--events all` means: every category that is cheap. Heap references (every
+/// reference of every object at each collection) are recorded only when asked for by name.
+pub(crate) fn all_cheap_categories() -> impl Iterator<Item = clrprof_trace::EventCategory> {
+    clrprof_trace::EventCategory::all()
+        .iter()
+        .copied()
+        .filter(|c| *c != clrprof_trace::EventCategory::HeapRefs)
+}
+
+/// Replaces `all` by the categories it means ([`all_cheap_categories`]), keeping any other
+/// category named (`all,heap-refs`), each once, in the order of the format.
+pub(crate) fn expand_events(events: &[String]) -> Vec<String> {
+    if !events.iter().any(|e| e == "all") {
+        return events.to_vec();
+    }
+    clrprof_trace::EventCategory::all()
+        .iter()
+        .filter(|c| {
+            all_cheap_categories().any(|cheap| cheap == **c) || events.iter().any(|e| e == c.name())
+        })
+        .map(|c| c.name().to_string())
+        .collect()
+}
+
+/// Warnings for choices that make a very large trace or a much slower program, said before
+/// the program starts.
+pub(crate) fn costly_choices(opts: &RecordOptions) -> Vec<String> {
+    let mut out = Vec::new();
+    if opts.events.iter().any(|e| e == "heap-refs") {
+        out.push(
+            "`heap-refs` events record every reference of every object at each garbage \
+             collection: expect a very large trace (hundreds of MB for a small program) and a \
+             much slower program; `--heap-snapshot at-exit` gives the object graph once"
+                .to_string(),
+        );
+    }
+    if opts.alloc == Some("all") {
+        out.push(
+            "`--alloc all` records every allocation with its stack: allocation-heavy code runs \
+             many times slower and the trace grows with every object; `--alloc` (sampled) \
+             estimates the same totals"
+                .to_string(),
+        );
+    }
+    if opts.heap_snapshot.as_deref() == Some("every-gc") {
+        out.push(
+            "`--heap-snapshot every-gc` writes the whole heap at every collection: expect a \
+             very large trace and long pauses; a number N takes every N-th collection"
+                .to_string(),
+        );
+    }
+    out
+}
+
 pub(crate) fn validate_events(events: &[String]) -> Result<()> {
     for e in events {
         if e != "all" && clrprof_trace::EventCategory::parse(e).is_none() {
@@ -740,4 +802,30 @@ fn exit_of(status: ExitStatus) -> (i32, i32) {
 fn ignore_interrupts() {
     // A handler that does nothing: clrprof outlives the program it records.
     let _ = ctrlc::set_handler(|| {});
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn all_is_every_cheap_category_and_heap_refs_only_by_name() {
+        let all = expand_events(&names(&["all"]));
+        assert_eq!(all.len(), clrprof_trace::EventCategory::all().len() - 1);
+        assert!(!all.iter().any(|e| e == "heap-refs"));
+        assert!(all.iter().any(|e| e == "transition"));
+        let with = expand_events(&names(&["heap-refs", "all"]));
+        assert_eq!(with.len(), clrprof_trace::EventCategory::all().len());
+        assert_eq!(expand_events(&names(&["gc"])), names(&["gc"]));
+        let opts = RecordOptions {
+            events: with,
+            ..RecordOptions::new("none", "t".into(), "a".into(), Vec::new())
+        };
+        assert_eq!(costly_choices(&opts).len(), 1);
+        assert!(costly_choices(&opts)[0].starts_with("`heap-refs` events"));
+    }
 }
