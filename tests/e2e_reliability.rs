@@ -508,3 +508,93 @@ fn events_all_leaves_heap_references_out_unless_asked_by_name() {
     );
     assert!(json["events"]["ObjectReferences"].as_u64().unwrap() > 0);
 }
+
+/// The function rows of the text report's top table.
+fn top_rows(text: &str) -> Vec<&str> {
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("Self%"))
+        .skip(1)
+        .take_while(|l| !l.is_empty() && !l.starts_with("..."))
+        .collect()
+}
+
+#[test]
+fn the_text_report_shows_the_top_25_and_says_how_many_more() {
+    let program = compile("Hello");
+    let rec = record(&program, &[], &["--mode", "trace"]);
+    rec.output.assert_success();
+    let json = rec.report_json_with(&["--metric", "calls"]);
+    let functions = json["functions"].as_array().unwrap().len();
+    assert!(functions > 25, "{functions} functions");
+
+    let text = rec.report(&["--metric", "calls"]);
+    text.assert_success();
+    let out = text.stdout_str();
+    assert_eq!(top_rows(&out).len(), 25, "{out}");
+    assert!(
+        out.contains(&format!(
+            "\n... {} more functions not shown (--top 0 shows all)\n",
+            functions - 25
+        )),
+        "{out}"
+    );
+    // Headings name the metric.
+    assert!(out.contains("\nProfile by calls\n"), "{out}");
+    assert!(out.contains("Self calls"), "{out}");
+
+    let all = rec.report(&["--metric", "calls", "--top", "0"]);
+    all.assert_success();
+    let out = all.stdout_str();
+    assert_eq!(top_rows(&out).len(), functions, "{out}");
+    assert!(!out.contains("more functions not shown"), "{out}");
+
+    let wall = rec.report(&["--metric", "wall", "--top", "3"]);
+    wall.assert_success();
+    let out = wall.stdout_str();
+    assert!(out.contains("\nProfile by wall time\n"), "{out}");
+    assert!(out.contains("Self wall"), "{out}");
+    assert!(!out.contains("Self CPU"), "{out}");
+    assert_eq!(top_rows(&out).len(), 3, "{out}");
+}
+
+#[test]
+fn a_program_killed_by_a_signal_is_written_the_same_way_everywhere() {
+    let program = compile("Crash");
+    let rec = record(&program, &[], &["--events", "exception"]);
+    assert_eq!(
+        rec.output.status.code(),
+        Some(134),
+        "{}",
+        rec.output.describe()
+    );
+    let end = "killed by signal 6 (SIGABRT)";
+    assert!(
+        rec.output
+            .stderr_str()
+            .contains(&format!("; the program ended: {end}\n")),
+        "{}",
+        rec.output.describe()
+    );
+    let json = rec.report_json();
+    assert_eq!(json["session"]["program_end"], end);
+    assert_eq!(json["session"]["signal"], 6);
+    let text = rec.report(&[]);
+    assert!(
+        text.stdout_str().contains(&format!(
+            "the program ended: {end}, WITHOUT profiler shutdown"
+        )),
+        "{}",
+        text.stdout_str()
+    );
+
+    let exit = record(&program, &["exit", "3"], &["--mode", "none"]);
+    assert_eq!(exit.output.status.code(), Some(3));
+    assert!(
+        exit.output
+            .stderr_str()
+            .contains("; the program ended: exit 3\n"),
+        "{}",
+        exit.output.describe()
+    );
+    assert_eq!(exit.report_json()["session"]["program_end"], "exit 3");
+}

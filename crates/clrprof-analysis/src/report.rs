@@ -299,8 +299,10 @@ pub fn write_text(
         }
     }
     if t.has_cpu_data() {
-        writeln!(out, "\nCPU")?;
-        options.render(&t.profile(), query, out)?;
+        let profile = t.profile();
+        let metric = query.resolve_metric(&profile)?;
+        writeln!(out, "\nProfile by {}", metric.description())?;
+        options.render(&profile, query, out)?;
     } else if t.mode_name() != "none" {
         writeln!(out, "\nCPU: no samples were recorded")?;
     }
