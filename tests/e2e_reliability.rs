@@ -587,6 +587,38 @@ fn a_program_killed_by_a_signal_is_written_the_same_way_everywhere() {
         text.stdout_str()
     );
 
+    // Every format that has a place for it.
+    let speedscope = rec.report(&["--format", "speedscope"]);
+    speedscope.assert_success();
+    let doc: serde_json::Value = serde_json::from_slice(&speedscope.stdout).unwrap();
+    assert_eq!(doc["name"], format!("Crash.dll: {end}"));
+    let chrome = rec.report(&["--format", "chrome"]);
+    chrome.assert_success();
+    let doc: serde_json::Value = serde_json::from_slice(&chrome.stdout).unwrap();
+    assert_eq!(doc["otherData"]["program_end"], end);
+    let svg = rec.report(&["--format", "flamegraph", "--metric", "wall"]);
+    svg.assert_success();
+    assert!(
+        svg.stdout_str()
+            .contains(&format!("the program ended: {end}")),
+        "{}",
+        svg.describe()
+    );
+    let pprof = rec.dir.path().join("crash.pb.gz");
+    rec.report(&["--format", "pprof", "-o", pprof.to_str().unwrap()])
+        .assert_success();
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(&pprof).unwrap()),
+        &mut raw,
+    )
+    .unwrap();
+    let wanted = format!("the program ended: {end}");
+    assert!(
+        raw.windows(wanted.len()).any(|w| w == wanted.as_bytes()),
+        "the pprof comments say how the program ended"
+    );
+
     let exit = record(&program, &["exit", "3"], &["--mode", "none"]);
     assert_eq!(exit.output.status.code(), Some(3));
     assert!(
@@ -597,4 +629,34 @@ fn a_program_killed_by_a_signal_is_written_the_same_way_everywhere() {
         exit.output.describe()
     );
     assert_eq!(exit.report_json()["session"]["program_end"], "exit 3");
+}
+
+#[test]
+fn a_closed_pipe_ends_report_quietly_as_other_tools_end() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let program = compile("Hello");
+    let rec = record(&program, &[], &["--mode", "trace"]);
+    rec.output.assert_success();
+    for format in ["text", "json", "chrome"] {
+        let mut cmd = Command::new(clrprof_bin());
+        cmd.arg("report")
+            .arg(&rec.trace)
+            .args(["--format", format, "--top", "0", "--tree", "--pretty"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut guard = ChildGuard::spawn(&mut cmd);
+        let mut stdout = guard.child_mut().stdout.take().unwrap();
+        let mut first = [0u8; 16];
+        stdout.read_exact(&mut first).unwrap();
+        drop(stdout); // `| head -c 16`
+        let out = guard.wait_with_output(default_timeout());
+        assert_eq!(
+            out.status.signal(),
+            Some(13),
+            "{format}: {}",
+            out.describe()
+        );
+        assert_eq!(out.stderr_str(), "", "{format}");
+    }
 }

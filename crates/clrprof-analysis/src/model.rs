@@ -312,6 +312,9 @@ pub struct Profile {
     pub notes: Vec<String>,
     /// How sample mode sampled (traces of format 1.2 and later).
     pub sampling: Option<SamplingInfo>,
+    /// How the program ended, as `record` says it (`exit 3`, `killed by signal 6 (SIGABRT)`;
+    /// see [`crate::ending::program_end`]), when the trace says.
+    pub ended: Option<String>,
 }
 
 impl Profile {
@@ -329,6 +332,7 @@ impl Profile {
             threads: Vec::new(),
             notes: Vec::new(),
             sampling: None,
+            ended: None,
         }
     }
 

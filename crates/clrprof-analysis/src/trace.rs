@@ -438,6 +438,10 @@ impl LoadedTrace {
             }
         }
         p.duration_ns = self.duration_ns();
+        p.ended = self
+            .recording_end
+            .as_ref()
+            .map(|r| crate::ending::program_end(r.exit_code, r.signal));
         let pid = self.session.as_ref().map_or(0, |s| s.pid);
         crate::threads::name_threads(&mut p, |tid| names.thread_os_names.get(&tid).cloned(), pid);
         if let Some(info) = self.sampler.as_ref().filter(|_| mode == Mode::Sample) {

@@ -49,6 +49,9 @@ impl Render for Flamegraph {
         if let Some(f) = query.filter.as_deref().filter(|f| !f.is_empty()) {
             subtitle.push(format!("stacks containing \"{f}\""));
         }
+        if let Some(end) = &profile.ended {
+            subtitle.push(format!("the program ended: {end}"));
+        }
         if !subtitle.is_empty() {
             options.subtitle = Some(subtitle.join(", "));
         }
