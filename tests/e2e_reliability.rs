@@ -660,3 +660,90 @@ fn a_closed_pipe_ends_report_quietly_as_other_tools_end() {
         assert_eq!(out.stderr_str(), "", "{format}");
     }
 }
+
+/// A terminal of `rows` x 200 (a detached tmux session on a server of its own) running
+/// `command` in `sh`; returns what the screen shows while it runs (at `at`) and at the end.
+fn in_terminal(command: &str, rows: u16, at: Duration) -> (String, String) {
+    let server = format!("clrprof-test-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&server)
+            .args(args)
+            .output()
+            .expect("tmux runs (Debian package tmux; `cargo xtask setup` installs it)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let script = format!("{command}; echo \"[exit $?]\"; sleep 60");
+    tmux(&[
+        "new-session",
+        "-d",
+        "-x",
+        "200",
+        "-y",
+        &rows.to_string(),
+        "sh",
+        "-c",
+        &script,
+    ]);
+    std::thread::sleep(at);
+    let during = tmux(&["capture-pane", "-p"]);
+    let started = std::time::Instant::now();
+    let after = loop {
+        let screen = tmux(&["capture-pane", "-p"]);
+        if screen.contains("[exit ") || started.elapsed() > Duration::from_secs(120) {
+            break screen;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    tmux(&["kill-server"]);
+    (during, after)
+}
+
+#[test]
+fn the_status_line_never_splits_the_programs_lines() {
+    let program = compile("Typing");
+    let dir = temp_dir();
+    let trace = dir.path().join("t.clrprof");
+    let mut env = String::new();
+    let mut cmd = program.command();
+    for (k, v) in cmd.get_envs() {
+        if let (k, Some(v)) = (k.to_string_lossy(), v) {
+            env.push_str(&format!("{k}='{}' ", v.to_string_lossy()));
+        }
+    }
+    let _ = &mut cmd;
+    let command = format!(
+        "env {env} {} record --mode none -o {} -- {} {}",
+        clrprof_bin().display(),
+        trace.display(),
+        program.dotnet.muxer.display(),
+        program.dll.display()
+    );
+    let (during, after) = in_terminal(&command, 12, Duration::from_millis(1300));
+    let line = "01234567890123456789";
+    // While it runs: the bottom row is the status line, the program's rows are its own.
+    let rows: Vec<&str> = during.lines().collect();
+    assert_eq!(rows.len(), 12, "{during}");
+    assert!(
+        rows[11].starts_with("recording 00:00:0"),
+        "the status line is on the bottom row:\n{during}"
+    );
+    for row in &rows[..11] {
+        assert!(
+            !row.contains("recording") || !row.contains('0'),
+            "a row mixes the status line and the program's output:\n{during}"
+        );
+        let digits = row.trim_end();
+        assert!(
+            digits.is_empty() || line.starts_with(digits),
+            "a row of the program's output holds something else: {row:?}\n{during}"
+        );
+    }
+    // At the end: three whole lines, the status row cleared, clrprof's closing line.
+    let rows: Vec<&str> = after.lines().map(str::trim_end).collect();
+    assert_eq!(rows.iter().filter(|r| **r == line).count(), 3, "{after}");
+    assert!(!after.contains("recording 00:"), "{after}");
+    assert!(after.contains("[exit 0]"), "{after}");
+    assert!(after.contains("the program ended: exit 0"), "{after}");
+}

@@ -33,6 +33,7 @@ pub fn run() -> Result<()> {
     ensure_debian_tool("mcs", "mono-mcs", "the Mono C# compiler")?;
     ensure_debian_tool("genhtml", "lcov", "lcov's HTML generator")?;
     ensure_debian_tool("xmllint", "libxml2-utils", "libxml2's validator")?;
+    ensure_debian_tool("tmux", "tmux", "the terminal the status line test runs in")?;
     ensure_speedscope_schema()?;
     Ok(())
 }

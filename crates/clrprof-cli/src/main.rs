@@ -20,6 +20,8 @@ mod record;
 mod report;
 mod safe_file;
 #[cfg(unix)]
+mod status;
+#[cfg(unix)]
 mod trace_file;
 
 use std::process::ExitCode;

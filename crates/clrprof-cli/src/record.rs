@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clrprof_analysis::ending::program_end;
 use clrprof_trace::{Record, RecordingEnd, StreamDecoder, protocol};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::alloc_ticks::{TickSession, is_definition, tick_records};
+use crate::status::StatusLine;
 use crate::trace_file::{SEAL_EVERY, TraceFile};
 
 /// Exit code when profiling itself failed (as `env` and container tools use 125).
@@ -751,14 +751,9 @@ fn note(progress: &Progress, record: &Record) {
     }
 }
 
-pub(crate) fn status_line() -> ProgressBar {
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} recording {elapsed_precise} · {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    bar.enable_steady_tick(Duration::from_millis(200));
-    bar
+/// The live status line (on a terminal only, on a row of its own; see [`crate::status`]).
+pub(crate) fn status_line() -> StatusLine {
+    StatusLine::new()
 }
 
 pub(crate) fn status_text(p: &Progress, elapsed: Duration) -> String {
@@ -778,7 +773,7 @@ pub(crate) fn status_text(p: &Progress, elapsed: Duration) -> String {
     )
 }
 
-pub(crate) fn print_messages(p: &Progress, bar: &ProgressBar) {
+pub(crate) fn print_messages(p: &Progress, bar: &StatusLine) {
     let notices = std::mem::take(&mut *p.notices.lock().unwrap_or_else(|e| e.into_inner()));
     for text in notices {
         bar.suspend(|| eprintln!("clrprof: error: {text}"));
