@@ -8,6 +8,7 @@
 
 #[cfg(unix)]
 mod bench;
+mod big_trace;
 mod demo;
 #[cfg(unix)]
 mod eventpipe;
@@ -46,6 +47,19 @@ enum Command {
     },
     /// Profile the bundled demo program.
     Demo,
+    /// Make a large trace from a real one (its samples repeated, shifted in time), to measure
+    /// `clrprof report` on it.
+    BigTrace {
+        /// The real trace.
+        #[arg(long, value_name = "TRACE")]
+        from: PathBuf,
+        /// Size of the trace to make, in MB.
+        #[arg(long, value_name = "MB", default_value_t = 1000)]
+        size: u64,
+        /// Where to write it.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
     /// Fuzz the trace readers (the targets of `fuzz/`) with libFuzzer on the stable toolchain.
     Fuzz {
         /// Seconds per target.
@@ -93,6 +107,7 @@ fn main() -> ExitCode {
         Command::Setup => setup::run(),
         Command::Test { args } => test::run(&args),
         Command::Demo => demo::run(),
+        Command::BigTrace { from, size, output } => big_trace::run(&from, size, &output),
         Command::Fuzz { seconds, targets } => fuzz::run_targets(seconds, &targets),
         Command::Bench(args) => run_bench(&args),
     };

@@ -20,7 +20,7 @@ use crate::model::{
 /// let work = b.intern_frame("App.Work()", "App.dll", FrameKind::Managed);
 /// let stack = b.intern_stack_path(&[main, work]);
 /// let t = b.thread(42, "main");
-/// b.add_sample(t, Sample { time_ns: 1_000_000, stack, cpu_ns: 900_000, wall_ns: 1_000_000, kind: SampleKind::Tick });
+/// b.add_sample(t, Sample { time_ns: 1_000_000, stack, cpu_ns: 900_000, wall_ns: 1_000_000, kind: SampleKind::Tick, count: 1 });
 /// let profile = b.build();
 /// assert_eq!(profile.threads[0].samples.len(), 1);
 /// ```
@@ -202,6 +202,7 @@ impl Profile {
                     cpu_ns: *cpu_ns,
                     wall_ns: *wall_ns,
                     kind: SampleKind::Tick,
+                    count: 1,
                 },
             );
         }

@@ -137,6 +137,10 @@ pub struct Sample {
     pub wall_ns: u64,
     /// What kind of sample it is.
     pub kind: SampleKind,
+    /// How many samples it stands for: 1, or more when the samples of a thread with the same
+    /// stack and kind were summed as a large trace was read (then `time_ns` is the latest
+    /// one's and `cpu_ns`, `wall_ns` are their sums).
+    pub count: u64,
 }
 
 /// One node of a thread's calling context tree (trace mode).

@@ -121,6 +121,7 @@ mod tests {
                     cpu_ns: 1,
                     wall_ns: 0,
                     kind: SampleKind::Cpu,
+                    count: 1,
                 },
             );
         }

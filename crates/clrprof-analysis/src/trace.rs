@@ -83,7 +83,33 @@ pub struct LoadedTrace {
     pub integrity: Integrity,
     pub(crate) stacks: HashMap<u32, StackDef>,
     samples: Vec<TraceSample>,
+    /// Samples summed per thread, stack and state ([`SampleDetail::Summed`]).
+    summed: HashMap<(u32, u32, u8), SummedSamples>,
+    last_sample_ts: u64,
     call_tree: Vec<CallTreeNode>,
+}
+
+/// How the loader keeps a trace's samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SampleDetail {
+    /// Every sample with its time: what timelines need (Chrome, speedscope's time order).
+    /// Memory grows with the number of samples.
+    #[default]
+    Each,
+    /// The samples of each thread summed per stack and state: what every aggregate view needs
+    /// (tables, call trees, flame graphs, pprof). Memory grows with the number of distinct
+    /// stacks, not with the number of samples, so that any trace loads in bounded memory.
+    Summed,
+}
+
+/// Samples of one thread with one stack and state, summed.
+#[derive(Debug, Clone, Copy)]
+struct SummedSamples {
+    count: u64,
+    cpu_ns: u64,
+    wall_ns: u64,
+    first_ts: u64,
+    last_ts: u64,
 }
 
 /// Loads the trace at `path`.
@@ -94,14 +120,15 @@ pub fn load(path: &Path) -> Result<LoadedTrace, LoadError> {
 /// Loads the trace at `path`, keeping the objects of the heap snapshots `heap` names (the
 /// others are counted only, so that a trace with many snapshots loads in bounded memory).
 pub fn load_with(path: &Path, heap: HeapKeep) -> Result<LoadedTrace, LoadError> {
-    load_with_progress(path, heap, &mut |_, _| {})
+    load_with_progress(path, heap, SampleDetail::Each, &mut |_, _| {})
 }
 
-/// Loads the trace at `path` as [`load_with`] does, telling `progress` the bytes read so far
-/// and the file's size every few thousand records.
+/// Loads the trace at `path` as [`load_with`] does, keeping its samples as `detail` says and
+/// telling `progress` the bytes read so far and the file's size every few thousand records.
 pub fn load_with_progress(
     path: &Path,
     heap: HeapKeep,
+    detail: SampleDetail,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<LoadedTrace, LoadError> {
     let shown = path.display().to_string();
@@ -113,6 +140,7 @@ pub fn load_with_progress(
     read_progress(
         std::io::BufReader::with_capacity(1 << 20, file),
         heap,
+        detail,
         &mut |done| progress(done, size),
     )
     .map_err(|source| LoadError::Read {
@@ -132,12 +160,22 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
 /// out is in [`LoadedTrace::integrity`]. Only a trace that cannot be read at all (not a trace,
 /// a newer major version, an input that fails) is an error.
 pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadError> {
-    read_progress(input, heap, &mut |_| {})
+    read_progress(input, heap, SampleDetail::Each, &mut |_| {})
+}
+
+/// Reads a trace from any byte source, keeping its samples as `detail` says.
+pub fn read_detail(
+    input: impl Read,
+    heap: HeapKeep,
+    detail: SampleDetail,
+) -> Result<LoadedTrace, ReadError> {
+    read_progress(input, heap, detail, &mut |_| {})
 }
 
 fn read_progress(
     input: impl Read,
     heap: HeapKeep,
+    detail: SampleDetail,
     progress: &mut dyn FnMut(u64),
 ) -> Result<LoadedTrace, ReadError> {
     let mut reader = Reader::new(input)?;
@@ -160,6 +198,8 @@ fn read_progress(
         integrity: Integrity::new(header.blocked()),
         stacks: HashMap::new(),
         samples: Vec::new(),
+        summed: HashMap::new(),
+        last_sample_ts: 0,
         call_tree: Vec::new(),
     };
     let mut events = EventSummaryBuilder::default();
@@ -244,7 +284,28 @@ fn read_progress(
             Record::HeapSnapshotEnd(e) => t.memory.heap_snapshot_end(&e),
             Record::HeapGenerations(g) => t.memory.heap_generations(&g),
             Record::AllocatedByClass(a) => t.memory.allocated_by_class(&a),
-            Record::Sample(s) => t.samples.push(s),
+            Record::Sample(s) => {
+                t.last_sample_ts = t.last_sample_ts.max(s.ts);
+                match detail {
+                    SampleDetail::Each => t.samples.push(s),
+                    SampleDetail::Summed => {
+                        let e = t.summed.entry((s.tid, s.stack, s.state.to_u8())).or_insert(
+                            SummedSamples {
+                                count: 0,
+                                cpu_ns: 0,
+                                wall_ns: 0,
+                                first_ts: s.ts,
+                                last_ts: s.ts,
+                            },
+                        );
+                        e.count += 1;
+                        e.cpu_ns = e.cpu_ns.saturating_add(s.cpu_ns);
+                        e.wall_ns = e.wall_ns.saturating_add(s.wall_ns);
+                        e.first_ts = e.first_ts.min(s.ts);
+                        e.last_ts = e.last_ts.max(s.ts);
+                    }
+                }
+            }
             Record::CallTreeNode(n) => t.call_tree.push(n),
             Record::CoverageMethod(m) => t.coverage.push(m),
             Record::Unknown { .. } => t.unknown_records += 1,
@@ -293,12 +354,12 @@ impl LoadedTrace {
 
     /// True if the trace has CPU data (samples or call trees).
     pub fn has_cpu_data(&self) -> bool {
-        !self.samples.is_empty() || !self.call_tree.is_empty()
+        !self.samples.is_empty() || !self.summed.is_empty() || !self.call_tree.is_empty()
     }
 
     /// Length of the recording in nanoseconds.
     pub fn duration_ns(&self) -> u64 {
-        let from_samples = self.samples.iter().map(|s| s.ts).max().unwrap_or(0);
+        let from_samples = self.last_sample_ts;
         let from_end = self.session_end.as_ref().map_or(0, |e| e.ts);
         let from_cli = self.recording_end.as_ref().map_or(0, |r| r.duration_ns);
         from_end.max(from_samples).max(from_cli)
@@ -341,10 +402,24 @@ impl LoadedTrace {
 
         // Sample mode since format 1.2 takes CPU and wall-clock samples apart.
         let split = mode == Mode::Sample && self.sampler.is_some();
-        for s in &self.samples {
-            let stack = self.resolve_stack(&mut b, &mut stack_map, &mut frame_of, s.stack);
-            let thread = b.thread(s.tid, &thread_name(s.tid));
-            let kind = match s.state {
+        // Summed samples in the order they were first seen, as each sample would come.
+        let mut summed: Vec<(&(u32, u32, u8), &SummedSamples)> = self.summed.iter().collect();
+        summed.sort_unstable_by_key(|(key, s)| (s.first_ts, **key));
+        let each = self.samples.iter().map(|s| {
+            let one = SummedSamples {
+                count: 1,
+                cpu_ns: s.cpu_ns,
+                wall_ns: s.wall_ns,
+                first_ts: s.ts,
+                last_ts: s.ts,
+            };
+            ((s.tid, s.stack, s.state.to_u8()), one)
+        });
+        let all = each.chain(summed.into_iter().map(|(k, s)| (*k, *s)));
+        for ((tid, stack_id, state), s) in all {
+            let stack = self.resolve_stack(&mut b, &mut stack_map, &mut frame_of, stack_id);
+            let thread = b.thread(tid, &thread_name(tid));
+            let kind = match ThreadState::from_u8(state) {
                 ThreadState::Cpu => SampleKind::Cpu,
                 _ if split => SampleKind::Wall,
                 _ => SampleKind::Tick,
@@ -352,11 +427,12 @@ impl LoadedTrace {
             b.add_sample(
                 thread,
                 Sample {
-                    time_ns: s.ts,
+                    time_ns: s.last_ts,
                     stack,
                     cpu_ns: s.cpu_ns,
                     wall_ns: s.wall_ns,
                     kind,
+                    count: s.count,
                 },
             );
         }
@@ -514,15 +590,15 @@ fn summarize_sampling(
     for t in &profile.threads {
         let (mut cpu, mut n) = (0u64, 0u64);
         for s in &t.samples {
-            samples += 1;
+            samples += s.count;
             match s.kind {
                 SampleKind::Cpu => {
-                    cpu_samples += 1;
-                    n += 1;
+                    cpu_samples += s.count;
+                    n += s.count;
                     // Saturating: a damaged 1.x trace can hold any value.
                     cpu = cpu.saturating_add(s.cpu_ns);
                 }
-                SampleKind::Wall => wall_samples += 1,
+                SampleKind::Wall => wall_samples += s.count,
                 SampleKind::Tick => {}
             }
             if let Some(stack) = s.stack {
@@ -531,7 +607,7 @@ fn summarize_sampling(
                     (profile.frame(root).kind == FrameKind::Truncated).then_some(root.index())
                 });
                 if let Some(frame) = cut {
-                    *ended.entry(frame).or_default() += 1;
+                    *ended.entry(frame).or_default() += s.count;
                 }
             }
         }

@@ -344,7 +344,7 @@ pub(crate) fn selected_samples_by_stack(
     for s in &thread.samples {
         if selection.keeps_stack(s.stack) {
             *per_stack.entry(s.stack).or_default() += Values {
-                samples: s.kind.count(),
+                samples: s.kind.count().saturating_mul(s.count),
                 cpu_ns: s.cpu_ns,
                 wall_ns: s.wall_ns,
                 calls: 0,

@@ -152,11 +152,29 @@ fn text_sections(opts: &ReportOptions) -> bool {
 /// Traces at least this large get a progress bar while they load (on a terminal).
 const PROGRESS_FROM_BYTES: u64 = 32 << 20;
 
+/// How the samples of a trace are kept for `format`: summed (bounded memory) for everything
+/// but the timelines.
+fn sample_detail(format: Format) -> trace::SampleDetail {
+    match format {
+        Format::Chrome | Format::Speedscope => trace::SampleDetail::Each,
+        _ => trace::SampleDetail::Summed,
+    }
+}
+
 /// Loads a trace, with a progress bar on a terminal for a large one.
-fn load(file: &std::path::Path, keep: memory::HeapKeep) -> Result<trace::LoadedTrace> {
+fn load(
+    file: &std::path::Path,
+    keep: memory::HeapKeep,
+    detail: trace::SampleDetail,
+) -> Result<trace::LoadedTrace> {
     let size = std::fs::metadata(file).map_or(0, |m| m.len());
     if size < PROGRESS_FROM_BYTES || !std::io::stderr().is_terminal() {
-        return Ok(trace::load_with(file, keep)?);
+        return Ok(trace::load_with_progress(
+            file,
+            keep,
+            detail,
+            &mut |_, _| {},
+        )?);
     }
     let bar = indicatif::ProgressBar::new(size);
     bar.set_style(
@@ -170,7 +188,8 @@ fn load(file: &std::path::Path, keep: memory::HeapKeep) -> Result<trace::LoadedT
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
     );
-    let loaded = trace::load_with_progress(file, keep, &mut |done, _| bar.set_position(done));
+    let loaded =
+        trace::load_with_progress(file, keep, detail, &mut |done, _| bar.set_position(done));
     bar.finish_and_clear();
     Ok(loaded?)
 }
@@ -183,7 +202,12 @@ fn diff_side(opts: &ReportOptions, spec: &str) -> Result<(trace::LoadedTrace, Op
         let Some(file) = &opts.file else {
             bail!("--diff {spec}: a snapshot number needs a trace file");
         };
-        return Ok((load(file, memory::HeapKeep::Numbers(vec![n]))?, Some(n)));
+        let t = load(
+            file,
+            memory::HeapKeep::Numbers(vec![n]),
+            trace::SampleDetail::Summed,
+        )?;
+        return Ok((t, Some(n)));
     }
     let (path, number) = match spec.rsplit_once('@') {
         Some((p, n)) if n.parse::<u32>().is_ok() => (p, n.parse::<u32>().ok()),
@@ -192,7 +216,14 @@ fn diff_side(opts: &ReportOptions, spec: &str) -> Result<(trace::LoadedTrace, Op
     let keep = number.map_or(memory::HeapKeep::Last, |n| {
         memory::HeapKeep::Numbers(vec![n])
     });
-    Ok((load(std::path::Path::new(path), keep)?, number))
+    Ok((
+        load(
+            std::path::Path::new(path),
+            keep,
+            trace::SampleDetail::Summed,
+        )?,
+        number,
+    ))
 }
 
 fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
@@ -220,7 +251,7 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
     let keep = opts.snapshot.map_or(memory::HeapKeep::Last, |n| {
         memory::HeapKeep::Numbers(vec![n])
     });
-    let loaded = load(file, keep)?;
+    let loaded = load(file, keep, sample_detail(opts.format))?;
     // The full text report says it at the top; every other output gets it on stderr.
     let in_report = opts.format == Format::Text && !text_sections(opts);
     if !loaded.integrity.is_whole() && !in_report {

@@ -154,7 +154,7 @@ impl Render for Speedscope {
                     let w = match metric {
                         Metric::Cpu => s.cpu_ns,
                         Metric::Wall => s.wall_ns,
-                        Metric::Samples => 1,
+                        Metric::Samples => s.count,
                         Metric::Calls => 0,
                     };
                     if w == 0 {
