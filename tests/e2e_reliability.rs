@@ -386,7 +386,7 @@ fn a_flipped_byte_loses_its_block_and_every_figure_says_so() {
     let note = notes[0].as_str().unwrap();
     assert!(
         note.starts_with(&format!(
-            "1 of {} blocks damaged, skipped: the samples, events and allocations in them ({} records or more, recorded ",
+            "1 of {} blocks damaged, skipped: the samples, events and allocations in them ({} records, recorded ",
             all.len(),
             header.records
         )),
@@ -746,4 +746,78 @@ fn the_status_line_never_splits_the_programs_lines() {
     assert!(!after.contains("recording 00:"), "{after}");
     assert!(after.contains("[exit 0]"), "{after}");
     assert!(after.contains("the program ended: exit 0"), "{after}");
+}
+
+#[test]
+fn a_record_killed_at_any_moment_leaves_a_trace_that_reads() {
+    let program = compile("Hot");
+    // From before the agent connects to the middle of the work (Hot runs about 1.5 s).
+    for delay_ms in [30u64, 250, 500, 800, 1200] {
+        let dir = temp_dir();
+        let trace = dir.path().join("t.clrprof");
+        std::fs::write(&trace, YESTERDAY).unwrap();
+        let mut cmd = record_command(&program, &[], &["--events", "all"], &trace);
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        let mut guard = ChildGuard::spawn(&mut cmd);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let status = Command::new("kill")
+            .args(["-KILL", &guard.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        guard.kill(); // the program, left running
+        assert_eq!(std::fs::read(&trace).unwrap(), YESTERDAY, "killed at {delay_ms} ms");
+        let partial = dir.path().join("t.clrprof.partial");
+        let len = std::fs::metadata(&partial).unwrap().len();
+        if len == 0 {
+            // Killed before the agent's stream began: nothing was recorded, and the name says
+            // the file is partial. The runtime starts well within 800 ms.
+            assert!(delay_ms < 800, "nothing recorded in {delay_ms} ms");
+            continue;
+        }
+        let out = report(&partial, &["--format", "json"]);
+        out.assert_success();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let notes = json["session"]["integrity_notes"].as_array().unwrap();
+        assert_eq!(notes.len(), 1, "killed at {delay_ms} ms: {notes:?}");
+        let note = notes[0].as_str().unwrap();
+        assert!(
+            note.starts_with("the recording did not finish")
+                || note.starts_with("the trace is cut short"),
+            "killed at {delay_ms} ms: {note}"
+        );
+        assert_eq!(json["session"]["program_end"], serde_json::Value::Null);
+    }
+}
+
+#[test]
+fn bad_arguments_are_refused_before_anything_is_written() {
+    let dir = temp_dir();
+    let out = dir.path().join("out.clrprof");
+    std::fs::write(&out, YESTERDAY).unwrap();
+    let o = out.to_str().unwrap();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["record", "--events", "gc,nope", "-o", o, "--", "/bin/true"],
+            1,
+            "unknown event category `nope`",
+        ),
+        (
+            &["record", "--rate", "0", "-o", o, "--", "/bin/true"],
+            2,
+            "--rate",
+        ),
+        (&["record", "-o", o], 2, "PROGRAM"),
+        (&["report", o, "--metric", "bogus", "-o", o], 2, "--metric"),
+        (&["report", o, "--top", "many", "-o", o], 2, "--top"),
+        (&["report", "-o", o], 1, "which trace?"),
+    ];
+    for (args, code, says) in cases {
+        let r = clrprof(args);
+        assert_eq!(r.status.code(), Some(*code), "{args:?}: {}", r.describe());
+        assert!(r.stderr_str().contains(says), "{args:?}: {}", r.describe());
+        assert!(!r.stderr_str().contains("panicked"), "{args:?}");
+    }
+    assert_eq!(std::fs::read(&out).unwrap(), YESTERDAY);
+    assert_eq!(files(dir.path()), ["out.clrprof"]);
 }

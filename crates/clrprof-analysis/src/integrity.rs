@@ -173,8 +173,11 @@ impl Integrity {
                 .map(|(a, b)| format!("{:.2} s to {:.2} s", a as f64 / 1e9, b as f64 / 1e9))
                 .collect();
             let mut details = Vec::new();
+            // A damaged block header hides how many records its stretch held.
+            let all_known = self.damaged.iter().all(|d| d.records.is_some());
             if records > 0 {
-                details.push(format!("{} records or more", count(records)));
+                let more = if all_known { "" } else { " or more" };
+                details.push(format!("{} records{more}", count(records)));
             }
             if !ranges.is_empty() {
                 details.push(format!("recorded {}", ranges.join(", ")));
@@ -257,7 +260,7 @@ mod tests {
         assert_eq!(
             notes[1],
             "1 of 41 blocks damaged, skipped: the samples, events and allocations in them (40 \
-             records or more, recorded 1.20 s to 1.45 s) are missing from every figure below, \
+             records, recorded 1.20 s to 1.45 s) are missing from every figure below, \
              and a function or type defined there shows as its id"
         );
         assert!(i.add(ReadError::Io(std::io::Error::other("gone"))).is_err());
