@@ -145,6 +145,7 @@ impl Write for SafeFile {
 }
 
 /// Writes `bytes` to `path` through a [`SafeFile`].
+#[cfg_attr(not(unix), allow(dead_code))]
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut f = SafeFile::create(path)?;
     f.write_all(bytes)
