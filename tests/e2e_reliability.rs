@@ -766,7 +766,11 @@ fn a_record_killed_at_any_moment_leaves_a_trace_that_reads() {
             .unwrap();
         assert!(status.success());
         guard.kill(); // the program, left running
-        assert_eq!(std::fs::read(&trace).unwrap(), YESTERDAY, "killed at {delay_ms} ms");
+        assert_eq!(
+            std::fs::read(&trace).unwrap(),
+            YESTERDAY,
+            "killed at {delay_ms} ms"
+        );
         let partial = dir.path().join("t.clrprof.partial");
         let len = std::fs::metadata(&partial).unwrap().len();
         if len == 0 {
@@ -820,4 +824,36 @@ fn bad_arguments_are_refused_before_anything_is_written() {
     }
     assert_eq!(std::fs::read(&out).unwrap(), YESTERDAY);
     assert_eq!(files(dir.path()), ["out.clrprof"]);
+}
+
+#[test]
+fn sample_stacks_keep_direct_recursion() {
+    let program = compile("Recursion");
+    let env = [("COMPlus_TieredCompilation", "0")];
+    let rec = record_with_env(&program, &[], &[], &env);
+    rec.output.assert_success();
+    assert_eq!(rec.output.stdout_str(), "recursion: 20\n");
+    let folded = rec.report(&["--format", "folded"]);
+    folded.assert_success();
+    // Every CPU stack in Spin has Main, 21 frames of Down (20 nested calls below the first),
+    // then Spin: one frame per call, never merged.
+    let mut spin_weight = 0u64;
+    for line in folded.stdout_str().lines() {
+        let (stack, weight) = line.rsplit_once(' ').unwrap();
+        let frames: Vec<&str> = stack.split(';').collect();
+        if frames.last() != Some(&"Recursion.Spin()") {
+            continue;
+        }
+        spin_weight += weight.parse::<u64>().unwrap();
+        let main = frames
+            .iter()
+            .position(|f| *f == "Recursion.Main()")
+            .unwrap_or_else(|| panic!("no Main in {line}"));
+        assert_eq!(
+            frames[main + 1..frames.len() - 1],
+            ["Recursion.Down(int)"; 21],
+            "{line}"
+        );
+    }
+    assert!(spin_weight > 0, "{}", folded.stdout_str());
 }
