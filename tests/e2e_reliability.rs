@@ -273,8 +273,12 @@ fn check_write_failure(out: &std::process::Output, program: &Program, error: &st
 fn a_file_size_limit_keeps_what_was_written_and_the_program_runs_on() {
     let program = compile("Events");
     let dir = temp_dir();
+    // .NET 7 and later keep their executable memory in a file mapped twice (W^X) and grow it
+    // past any small file-size limit: the runtime itself dies of SIGXFSZ there, profiled or
+    // not, unless that is turned off (3.1 ignores the setting).
     let script = format!(
-        "ulimit -f 160 && exec \"$CLRPROF\" record --events all -o {}/t.clrprof -- \"$DOTNET\" \"$DLL\"",
+        "ulimit -f 160 && DOTNET_EnableWriteXorExecute=0 exec \"$CLRPROF\" record --events all \
+         -o {}/t.clrprof -- \"$DOTNET\" \"$DLL\"",
         dir.path().display()
     );
     let out = shell(&script, &program);

@@ -159,9 +159,13 @@ pub fn json_with(
         events: t.events.clone(),
         runtime: t.runtime.clone(),
         cpu,
-        alloc: t
-            .has_allocations()
-            .then(|| t.alloc_report(query.top.unwrap_or(ALLOC_STACKS))),
+        alloc: t.has_allocations().then(|| {
+            // `--top 0`: every stack.
+            t.alloc_report(match query.top {
+                Some(0) => usize::MAX,
+                top => top.unwrap_or(ALLOC_STACKS),
+            })
+        }),
         gc: (!t.memory.gcs.is_empty()).then(|| t.gc_report()),
         heap: (snapshot.is_some() || t.memory.snapshots.iter().any(|s| s.complete))
             .then(|| t.heap_json(snapshot, HEAP_RETAINERS, progress))

@@ -144,6 +144,15 @@ impl Drop for Status {
     }
 }
 
+/// The rows a table shows: `--top N`, all of them for `--top 0`, else `default`.
+fn table_rows(top: Option<usize>, default: usize) -> usize {
+    match top {
+        Some(0) => usize::MAX,
+        Some(n) => n,
+        None => default,
+    }
+}
+
 /// Whether the text output is one of the sections that replace the full report.
 fn text_sections(opts: &ReportOptions) -> bool {
     opts.alloc || opts.gc || opts.heap || opts.view.is_some()
@@ -239,7 +248,7 @@ fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     match opts.format {
         Format::Json => memory::write_diff_json(&before, &after, &rows, opts.pretty, out)?,
         Format::Text => {
-            let top = opts.query.top.unwrap_or(memory::TEXT_ROWS);
+            let top = table_rows(opts.query.top, memory::TEXT_ROWS);
             memory::write_diff_text(&before, &after, &rows, top, out)?;
         }
         other => bail!("--diff writes text or json, not {other:?}"),
@@ -269,7 +278,7 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
     }
     match opts.format {
         Format::Text if text_sections(opts) => {
-            let top = q.top.unwrap_or(memory::TEXT_ROWS);
+            let top = table_rows(q.top, memory::TEXT_ROWS);
             if opts.alloc {
                 memory::write_alloc_text(&loaded, top, out)?;
             }
