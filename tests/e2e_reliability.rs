@@ -339,8 +339,8 @@ fn blocks(bytes: &[u8]) -> Vec<(usize, usize, BlockHeader)> {
     out
 }
 
-/// The samples in a block.
-fn samples_in(bytes: &[u8], block: (usize, usize)) -> u64 {
+/// The records in a block.
+fn records_in(bytes: &[u8], block: (usize, usize)) -> Vec<Record> {
     let mut file = bytes[..HEADER_LEN].to_vec();
     file.extend_from_slice(&bytes[block.0..block.1]);
     // Read alone, the block is missing its predecessors: that is the only error.
@@ -350,6 +350,13 @@ fn samples_in(bytes: &[u8], block: (usize, usize)) -> u64 {
             Err(clrprof_trace::ReadError::Damaged { len: 0, .. }) => None,
             other => Some(other.unwrap()),
         })
+        .collect()
+}
+
+/// The samples in a block.
+fn samples_in(bytes: &[u8], block: (usize, usize)) -> u64 {
+    records_in(bytes, block)
+        .iter()
         .filter(|r| matches!(r, Record::Sample(_)))
         .count() as u64
 }
@@ -369,12 +376,19 @@ fn a_flipped_byte_loses_its_block_and_every_figure_says_so() {
     let bytes = std::fs::read(&rec.trace).unwrap();
     let all = blocks(&bytes);
     assert!(all.len() >= 3, "{} blocks", all.len());
-    // A block in the middle with samples in it.
+    // A block in the middle with samples in it (and not the session's start or how it
+    // sampled: without those the report has no sampling facts to compare).
     let (i, &(start, end, header)) = all
         .iter()
         .enumerate()
         .skip(all.len() / 2)
-        .find(|(_, b)| samples_in(&bytes, (b.0, b.1)) > 0)
+        .find(|(_, b)| {
+            let records = records_in(&bytes, (b.0, b.1));
+            records.iter().any(|r| matches!(r, Record::Sample(_)))
+                && !records
+                    .iter()
+                    .any(|r| matches!(r, Record::SessionStart(_) | Record::SamplerInfo(_)))
+        })
         .unwrap();
     let lost = samples_in(&bytes, (start, end));
 
@@ -441,9 +455,20 @@ fn a_cut_trace_reports_everything_before_the_cut() {
     let bytes = std::fs::read(&rec.trace).unwrap();
     let all = blocks(&bytes);
     let whole = rec.report_json();
-    // Cut in the middle of the block after the first half: the blocks before it are kept.
-    let (start, end, _) = all[all.len() / 2];
-    let kept: u64 = all[..all.len() / 2]
+    // Cut in the middle of a block of the second half, after the one that says how the
+    // session sampled: the blocks before it are kept.
+    let sampler = all
+        .iter()
+        .position(|b| {
+            records_in(&bytes, (b.0, b.1))
+                .iter()
+                .any(|r| matches!(r, Record::SamplerInfo(_)))
+        })
+        .unwrap();
+    let cut_block = (all.len() / 2).max(sampler + 1);
+    assert!(cut_block < all.len(), "{} blocks", all.len());
+    let (start, end, _) = all[cut_block];
+    let kept: u64 = all[..cut_block]
         .iter()
         .map(|b| samples_in(&bytes, (b.0, b.1)))
         .sum();
@@ -457,8 +482,7 @@ fn a_cut_trace_reports_everything_before_the_cut() {
     let note = notes[0].as_str().unwrap();
     assert!(
         note.starts_with(&format!(
-            "the trace is cut short (truncated trace: block {} at byte {start} needs",
-            all.len() / 2
+            "the trace is cut short (truncated trace: block {cut_block} at byte {start} needs"
         )),
         "{note}"
     );
