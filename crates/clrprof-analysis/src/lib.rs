@@ -34,10 +34,13 @@
 
 pub mod builder;
 pub mod coverage;
+pub mod ending;
 mod error;
 pub mod events;
+pub mod integrity;
 pub mod memory;
 pub mod model;
+mod names;
 pub mod native;
 pub mod output;
 pub mod pe;

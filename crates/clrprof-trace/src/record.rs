@@ -1117,6 +1117,25 @@ impl Record {
         with_record!(self, r => r.optional_ends(), _k, _p => Vec::new())
     }
 
+    /// The record's timestamp (nanoseconds since the session's start), for the kinds that
+    /// have one.
+    pub fn ts(&self) -> Option<u64> {
+        match self {
+            Record::SessionEnd(r) => Some(r.ts),
+            Record::Counter(r) => Some(r.ts),
+            Record::Message(r) => Some(r.ts),
+            Record::Event(r) => Some(r.ts),
+            Record::Sample(r) => Some(r.ts),
+            Record::ExceptionInfo(r) => Some(r.ts),
+            Record::Allocation(r) => Some(r.ts),
+            Record::GcGenerations(r) => Some(r.ts),
+            Record::HeapSnapshot(r) => Some(r.ts),
+            Record::HeapSnapshotEnd(r) => Some(r.ts),
+            Record::AllocatedByClass(r) => Some(r.ts),
+            _ => None,
+        }
+    }
+
     /// Size of the encoded payload.
     fn payload_len(&self) -> usize {
         with_record!(self, r => r.payload_len(), _k, payload => payload.len().min(MAX_PAYLOAD_LEN))
