@@ -176,6 +176,14 @@ impl Session {
                 value,
             }));
         }
+        // Which figures lost events: `events_dropped:ExceptionThrown`, ...
+        for (kind, value) in t.events_dropped_by_kind.nonzero() {
+            self.out.push_record(&Record::Counter(Counter {
+                ts,
+                name: kind.dropped_counter(),
+                value,
+            }));
+        }
     }
 
     /// Writes a thread's call tree (once), draining the buffer as it fills.

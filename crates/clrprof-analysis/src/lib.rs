@@ -32,6 +32,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod accounting;
 pub mod builder;
 pub mod coverage;
 pub mod ending;
@@ -104,6 +105,11 @@ impl<'p> Analysis<'p> {
     /// The top table, at most `top` rows.
     pub fn top(&self, top: Option<usize>) -> TopTable {
         TopTable::from_tree(self.profile, &self.tree, self.has_calls(), top)
+    }
+
+    /// Where every sample went: shown, or left out and why (`None` for allocations).
+    pub fn sample_accounting(&self) -> Option<accounting::SampleAccounting> {
+        accounting::SampleAccounting::of(self)
     }
 
     /// The weight of everything selected, in the metric in force.

@@ -462,6 +462,8 @@ pub struct Profile {
     /// How the program ended, as `record` says it (`exit 3`, `killed by signal 6 (SIGABRT)`;
     /// see [`crate::ending::program_end`]), when the trace says.
     pub ended: Option<String>,
+    /// Samples the recorder dropped before they were written (in no thread's samples).
+    pub samples_dropped: u64,
 }
 
 impl Profile {
@@ -480,6 +482,7 @@ impl Profile {
             notes: Vec::new(),
             sampling: None,
             ended: None,
+            samples_dropped: 0,
         }
     }
 

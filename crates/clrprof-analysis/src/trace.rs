@@ -327,8 +327,9 @@ fn read_progress(
         && t.session_end.as_ref().is_none_or(|e| e.reason != "detach");
     progress(reader.bytes_read());
     t.names.number_bodies();
-    t.events = events.finish(&t.names, &t.memory.gcs);
+    t.events = events.finish(&t.names, &t.memory.gcs, &t.counters);
     t.runtime = runtime.finish(&t.names, &t.memory.gcs);
+    t.runtime.events_lost = t.events.lost.clone();
     Ok(t)
 }
 
@@ -532,6 +533,7 @@ impl LoadedTrace {
             }
         }
         p.duration_ns = self.duration_ns();
+        p.samples_dropped = self.counter("samples_dropped");
         p.ended = self
             .recording_end
             .as_ref()

@@ -111,6 +111,11 @@ pub struct RecordArgs {
     /// (none but those asked for). With any of them, `kill -USR2 <program pid>` takes one now.
     #[arg(long, value_name = "WHEN", value_parser = parse_heap_snapshot)]
     pub heap_snapshot: Option<String>,
+    /// The size of each of the agent's two record buffers, in KiB (default 4096). When the
+    /// program makes events and samples faster than they can be written, a full buffer drops
+    /// them, and the report says which figures miss how many.
+    #[arg(long, value_name = "KIB", value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
+    pub buffer_size: Option<u32>,
     /// Where to write the trace.
     #[arg(short, long, default_value = "trace.clrprof", value_name = "FILE")]
     pub output: PathBuf,

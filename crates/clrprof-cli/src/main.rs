@@ -94,6 +94,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 alloc: a.alloc.map(AllocArg::name),
                 alloc_interval: a.alloc_interval,
                 heap_snapshot: a.heap_snapshot,
+                buffer_kib: a.buffer_size,
                 ..record::RecordOptions::new(a.mode.name(), a.output, agent, a.command)
             };
             record::record(&opts)

@@ -58,6 +58,9 @@ pub struct RecordOptions {
     pub alloc_interval: Option<u64>,
     /// Heap snapshots: `at-exit`, `every-gc` or N.
     pub heap_snapshot: Option<String>,
+    /// The size of each of the agent's two record buffers, in KiB (`None`: the agent's
+    /// default).
+    pub buffer_kib: Option<u32>,
     /// Trace file.
     pub output: PathBuf,
     /// The agent library.
@@ -91,6 +94,7 @@ impl RecordOptions {
             alloc: None,
             alloc_interval: None,
             heap_snapshot: None,
+            buffer_kib: None,
             output,
             agent,
             command,
@@ -131,6 +135,9 @@ impl RecordOptions {
         }
         if let Some(when) = &self.heap_snapshot {
             c.push_str(&format!(";heap_snapshot={when}"));
+        }
+        if let Some(kib) = self.buffer_kib {
+            c.push_str(&format!(";buffer_kb={kib}"));
         }
         if !self.extra_config.is_empty() {
             c.push(';');

@@ -76,6 +76,10 @@ pub struct CpuReport {
     /// that ended early (traces of format 1.2 and later).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling: Option<crate::sampling::SamplingInfo>,
+    /// Where every sample of the trace went: shown here, or left out and why, and how many
+    /// the agent dropped (absent for allocation profiles).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample_accounting: Option<crate::accounting::SampleAccounting>,
 }
 
 /// One selected thread in [`CpuReport::threads`].
@@ -227,12 +231,15 @@ pub fn report(profile: &Profile, query: &Query, options: &Json) -> Result<CpuRep
         })
         .collect();
 
+    let accounting = a.sample_accounting();
     Ok(CpuReport {
         mode: profile.mode,
         metric,
         unit: metric.unit(),
         total: a.grand_total(),
-        samples: a.tree.total().samples,
+        samples: accounting
+            .as_ref()
+            .map_or(a.tree.total().samples, |acc| acc.shown),
         sample_interval_ns: profile.sample_interval_ns,
         start_unix_ns: profile.start_unix_ns,
         duration_ns: profile.duration_ns,
@@ -243,6 +250,7 @@ pub fn report(profile: &Profile, query: &Query, options: &Json) -> Result<CpuRep
         call_tree: call_tree(&a, options.tree_threshold_percent, with_calls),
         notes: a.notes(),
         sampling: profile.sampling.clone(),
+        sample_accounting: accounting,
     })
 }
 

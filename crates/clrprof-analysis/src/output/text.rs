@@ -63,20 +63,27 @@ impl Render for Text {
 
 fn write_header(a: &Analysis<'_>, out: &mut dyn Write) -> Result<(), Error> {
     let p = a.profile;
-    let total = a.tree.total();
+    let accounting = a.sample_accounting();
+    // The samples the figures are made of (in sample mode, those that weigh in the metric).
+    let samples = accounting
+        .as_ref()
+        .map_or(a.tree.total().samples, |acc| acc.shown);
     writeln!(
         out,
         "{} mode, metric {} ({}), {} samples, {} of {} threads, duration {}",
         p.mode,
         a.metric,
         a.metric.unit(),
-        total.samples,
+        samples,
         a.selection.threads.len(),
         p.threads.len(),
         units::duration(p.duration_ns),
     )?;
     if let Some(s) = &p.sampling {
         write_sampling(s, out)?;
+    }
+    if let Some(acc) = accounting.filter(|acc| !acc.is_whole()) {
+        writeln!(out, "Samples: {}", acc.sentence())?;
     }
     if a.selection.threads.len() != p.threads.len() {
         let names: Vec<String> = a
