@@ -22,12 +22,14 @@
 pub mod agent;
 pub mod alloc;
 pub mod config;
+pub mod count;
 pub mod coverage;
 pub mod defs;
 pub mod detach;
 pub mod exceptions;
 pub mod gc;
 pub mod heap;
+pub mod instrument;
 #[allow(unsafe_code)]
 pub mod recorder;
 pub mod runtime_version;

@@ -52,20 +52,11 @@ pub struct CoverageArgs {
 /// The agent settings for a coverage run.
 #[cfg_attr(not(unix), allow(dead_code))]
 pub fn agent_config(include: &[String], exclude: &[String]) -> anyhow::Result<String> {
-    for name in include.iter().chain(exclude) {
-        if name.is_empty() || name.contains([',', ';', '=']) {
-            anyhow::bail!("`{name}` is not an assembly name");
-        }
-    }
     let mut config = String::from("coverage=1");
-    if !include.is_empty() {
-        config.push_str(";cover_include=");
-        config.push_str(&include.join(","));
-    }
-    if !exclude.is_empty() {
-        config.push_str(";cover_exclude=");
-        config.push_str(&exclude.join(","));
-    }
+    config.push_str(&crate::record::assembly_settings(
+        ("cover_include", include),
+        ("cover_exclude", exclude),
+    )?);
     Ok(config)
 }
 

@@ -54,12 +54,12 @@ pub use header::Header;
 pub use kind::RecordKind;
 pub use read::Reader;
 pub use record::{
-    AllocatedByClass, Allocation, AppDomainDef, AssemblyDef, CallTreeNode, ClassDef, Counter,
-    CoverageBlock, CoverageMethod, Event, ExceptionInfo, FrameKind, FunctionDef, GcGenerations,
-    HeapGenerations, HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd, MAX_COVERAGE_BLOCKS,
-    MAX_U64_LIST, Message, ModuleDef, NativeFrameDef, NativeTargetDef, Record, RecordingEnd,
-    Sample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef, ThreadDef, ThreadOsName,
-    ThreadState,
+    AllocatedByClass, Allocation, AppDomainDef, AssemblyDef, CallCounts, CallKind, CallSite,
+    CallTreeNode, ClassDef, CountedMethod, Counter, CoverageBlock, CoverageMethod, Event,
+    ExceptionInfo, FrameKind, FunctionDef, GcGenerations, HeapGenerations, HeapObject, HeapRoot,
+    HeapSnapshot, HeapSnapshotEnd, MAX_CALL_SITES, MAX_COVERAGE_BLOCKS, MAX_U64_LIST, Message,
+    ModuleDef, NativeFrameDef, NativeTargetDef, Record, RecordingEnd, Sample, SamplerInfo,
+    SessionEnd, SessionStart, StackCut, StackDef, ThreadDef, ThreadOsName, ThreadState,
 };
 pub use stream::{RawRecord, StreamDecoder};
 pub use write::{Writer, write_header};
@@ -70,7 +70,7 @@ pub const MAGIC: [u8; 8] = *b"CLRPROF\0";
 pub const FORMAT_MAJOR: u16 = 1;
 /// The minor format version this crate writes. Files of any minor version of
 /// [`FORMAT_MAJOR`] are readable.
-pub const FORMAT_MINOR: u16 = 2;
+pub const FORMAT_MINOR: u16 = 3;
 /// Size of the file header in bytes.
 pub const HEADER_LEN: usize = 16;
 /// Size of a record's header (kind, flags, payload length) in bytes.
