@@ -172,10 +172,11 @@ fn sort_rows(profile: &Profile, rows: &mut [FunctionRow]) {
     });
 }
 
-/// Keeps the first `top` rows; returns how many were left out.
+/// Keeps the first `top` rows (`Some(0)` keeps every row, as `None` does); returns how many
+/// were left out.
 fn truncate(rows: &mut Vec<FunctionRow>, top: Option<usize>) -> usize {
     match top {
-        Some(n) if rows.len() > n => {
+        Some(n) if n > 0 && rows.len() > n => {
             let omitted = rows.len() - n;
             rows.truncate(n);
             omitted

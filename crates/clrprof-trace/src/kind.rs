@@ -60,6 +60,8 @@ record_kinds! {
     STACK = 23, "Stack";
     /// `ThreadOsName`: the kernel's name of a thread (1.2).
     THREAD_OS_NAME = 24, "ThreadOsName";
+    /// `NativeModule` definition: a native module that native frames refer to (1.3).
+    NATIVE_MODULE = 25, "NativeModule";
     /// `Event`: one profiler callback.
     EVENT = 32, "Event";
     /// `Sample`: one sampler tick for one thread.
@@ -88,9 +90,9 @@ record_kinds! {
     ALLOCATED_BY_CLASS = 47, "AllocatedByClass";
     /// `CoverageMethod`: basic-block hit counts of one instrumented method (format 1.1).
     COVERAGE_METHOD = 60, "CoverageMethod";
-    /// `CountedMethod`: a method with call counters and its call sites (format 1.3).
+    /// `CountedMethod`: a method with call counters and its call sites (format 1.4).
     COUNTED_METHOD = 61, "CountedMethod";
-    /// `CallCounts`: one thread's calls of one counted method and at its call sites (1.3).
+    /// `CallCounts`: one thread's calls of one counted method and at its call sites (1.4).
     CALL_COUNTS = 62, "CallCounts";
 }
 
@@ -132,6 +134,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 31);
+        assert_eq!(RecordKind::KNOWN.len(), 32);
     }
 }

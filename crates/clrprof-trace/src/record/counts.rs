@@ -1,4 +1,4 @@
-//! The records of count mode (format 1.3): the methods the agent added call counters to, with
+//! The records of count mode (format 1.4): the methods the agent added call counters to, with
 //! their call sites, and the counts of each thread.
 
 use super::{Field, Payload, Record};
@@ -101,7 +101,7 @@ impl Field for Vec<CallSite> {
 pub const MAX_CALL_SITES: usize = 65_536;
 
 records! {
-    /// Kind 61 (format 1.3): a method the agent added call counters to (count mode), written
+    /// Kind 61 (format 1.4): a method the agent added call counters to (count mode), written
     /// before the first [`CallCounts`] that names it.
     #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     CountedMethod = COUNTED_METHOD {
@@ -125,7 +125,7 @@ records! {
         sites: Vec<CallSite>,
     }
 
-    /// Kind 62 (format 1.3): what one thread counted in one method (count mode), written when
+    /// Kind 62 (format 1.4): what one thread counted in one method (count mode), written when
     /// the thread ends and at shutdown, only for methods it counted something in.
     #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     CallCounts = CALL_COUNTS {
