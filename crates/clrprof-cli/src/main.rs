@@ -89,7 +89,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     "--include and --exclude choose the assemblies count mode counts: use them with --mode count"
                 );
             }
-            let extra_config = record::assembly_settings(
+            let extra_config = coverage::assembly_settings(
                 ("count_include", &a.include),
                 ("count_exclude", &a.exclude),
             )?

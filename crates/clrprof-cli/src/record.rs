@@ -140,27 +140,6 @@ impl RecordOptions {
     }
 }
 
-/// The agent settings that name assemblies (`;key=A,B` for each non-empty list), for
-/// coverage's and count mode's include and exclude lists. Refuses what is not an assembly
-/// name (which could change other settings).
-pub(crate) fn assembly_settings(
-    include: (&str, &[String]),
-    exclude: (&str, &[String]),
-) -> anyhow::Result<String> {
-    let mut config = String::new();
-    for (key, names) in [include, exclude] {
-        for name in names {
-            if name.is_empty() || name.contains([',', ';', '=']) {
-                anyhow::bail!("`{name}` is not an assembly name");
-            }
-        }
-        if !names.is_empty() {
-            config.push_str(&format!(";{key}={}", names.join(",")));
-        }
-    }
-    Ok(config)
-}
-
 /// Live counts shared between the receiving thread and the status line.
 #[derive(Default)]
 pub(crate) struct Progress {
