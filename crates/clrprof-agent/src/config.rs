@@ -3,13 +3,15 @@
 //! - `CLRPROF_SESSION`: path of the Unix socket the CLI listens on; the trace is streamed there.
 //! - `CLRPROF_OUTPUT`: a file to write the trace to directly (profiling without the CLI).
 //! - `CLRPROF_CONFIG`: `key=value` pairs separated by `;`:
-//!   `mode=sample|trace|none`, `events=jit,gc,...|all`, `rate=HZ`, `wall_rate=HZ`, `inline=1|0`,
-//!   `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all|ticks`, `alloc_interval=BYTES`,
+//!   `mode=sample|trace|count|none`, `events=jit,gc,...|all`, `rate=HZ`, `wall_rate=HZ`,
+//!   `inline=1|0`, `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all|ticks`, `alloc_interval=BYTES`,
 //!   `heap_snapshot=at-exit|every-gc|N|on-signal`, `coverage=1`, `cover_include=A,B`,
-//!   `cover_exclude=A,B` (assembly names, see `coverage.rs`), `cpu_clock=perf|timer` (sample
-//!   mode: use this per-thread CPU clock or none), `handler_floor=1` (benchmarks only: sample
-//!   mode's signals with an empty handler and no sampler work, the floor any signal-based
-//!   sampler pays).
+//!   `cover_exclude=A,B` (assembly names, see `coverage.rs`), `count_include=A,B`,
+//!   `count_exclude=A,B` (count mode's assemblies, see `count.rs`), `cpu_clock=perf|timer`
+//!   (sample mode: use this per-thread CPU clock or none), `handler_floor=1` (benchmarks only:
+//!   sample mode's signals with an empty handler and no sampler work, the floor any
+//!   signal-based sampler pays), `count_layout=thread|shared` (benchmarks only: count mode's
+//!   counters per thread, the default, or shared by all threads, see `count.rs`).
 //!
 //! Unknown keys and bad values are reported back to the CLI as warnings, never fatal: the
 //! profiled program must run whatever the configuration says.
@@ -24,8 +26,28 @@ pub enum Mode {
     Sample,
     /// Exact call counts through enter/leave hooks, with sampled time.
     Trace,
+    /// Sample mode, plus exact call counts from counters added to the IL of the methods the
+    /// JIT compiles (calls per function and per call site).
+    Count,
     /// Only the selected runtime events.
     None,
+}
+
+impl Mode {
+    /// Whether the mode takes sample mode's CPU and wall-clock samples (sample and count).
+    pub fn samples(self) -> bool {
+        matches!(self, Mode::Sample | Mode::Count)
+    }
+}
+
+/// How count mode lays its counters out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountLayout {
+    /// A block of counters per thread: exact, no cache line shared between threads.
+    Thread,
+    /// One counter per site for all threads (benchmarks only): concurrent increments of one
+    /// counter may count once.
+    Shared,
 }
 
 /// Which allocations to record with their stacks.
@@ -100,6 +122,12 @@ pub struct Config {
     pub cover_include: Vec<String>,
     /// Coverage: never these assemblies.
     pub cover_exclude: Vec<String>,
+    /// Count mode: only these assemblies (empty: every assembly outside the framework).
+    pub count_include: Vec<String>,
+    /// Count mode: never these assemblies.
+    pub count_exclude: Vec<String>,
+    /// Count mode: how the counters are laid out.
+    pub count_layout: CountLayout,
     /// The configuration string as given.
     pub raw: String,
     /// Problems found while parsing, for the CLI to show.
@@ -131,6 +159,9 @@ impl Default for Config {
             handler_floor: false,
             cover_include: Vec::new(),
             cover_exclude: Vec::new(),
+            count_include: Vec::new(),
+            count_exclude: Vec::new(),
+            count_layout: CountLayout::Thread,
             raw: String::new(),
             warnings: Vec::new(),
         }
@@ -150,6 +181,7 @@ impl Config {
                 "mode" => match value {
                     "sample" => c.mode = Mode::Sample,
                     "trace" => c.mode = Mode::Trace,
+                    "count" => c.mode = Mode::Count,
                     "none" => c.mode = Mode::None,
                     other => c
                         .warnings
@@ -230,6 +262,15 @@ impl Config {
                 "handler_floor" => c.handler_floor = value != "0",
                 "cover_include" => c.cover_include = names(value),
                 "cover_exclude" => c.cover_exclude = names(value),
+                "count_include" => c.count_include = names(value),
+                "count_exclude" => c.count_exclude = names(value),
+                "count_layout" => match value {
+                    "thread" => c.count_layout = CountLayout::Thread,
+                    "shared" => c.count_layout = CountLayout::Shared,
+                    _ => c.warnings.push(format!(
+                        "unknown count layout `{value}` (thread or shared), ignored"
+                    )),
+                },
                 other => c
                     .warnings
                     .push(format!("unknown setting `{other}`, ignored")),
@@ -274,6 +315,22 @@ mod tests {
         assert_eq!(c.cover_exclude, ["Tests"]);
         assert!(c.warnings.is_empty());
         assert!(!Config::parse("").coverage);
+    }
+
+    #[test]
+    fn parses_count_settings() {
+        let c = Config::parse(
+            "mode=count;count_include=App,System.Private.CoreLib;count_exclude=Tests",
+        );
+        assert_eq!(c.mode, Mode::Count);
+        assert!(c.mode.samples() && Mode::Sample.samples() && !Mode::Trace.samples());
+        assert_eq!(c.count_include, ["App", "System.Private.CoreLib"]);
+        assert_eq!(c.count_exclude, ["Tests"]);
+        assert_eq!(c.count_layout, CountLayout::Thread);
+        assert!(c.warnings.is_empty());
+        let c = Config::parse("mode=count;count_layout=shared");
+        assert_eq!(c.count_layout, CountLayout::Shared);
+        assert_eq!(Config::parse("count_layout=x").warnings.len(), 1);
     }
 
     #[test]

@@ -165,10 +165,12 @@ impl Session {
             ),
             ("panics_caught", clrprof_sdk::panics_caught()),
         ];
+        let count = crate::count::get().map(|c| c.counters());
         for (name, value) in counters
             .into_iter()
             .chain(crate::alloc::counters())
             .chain(crate::alloc_ticks::counters(self))
+            .chain(count.into_iter().flatten())
         {
             self.out.push_record(&Record::Counter(Counter {
                 ts,

@@ -55,6 +55,9 @@ pub enum ModeArg {
     Sample,
     /// Count every call through enter/leave hooks (exact calls and call paths; sampled times).
     Trace,
+    /// Sample mode, plus exact calls per function and per call site from counters added to
+    /// the IL of the program's methods (--include to count framework assemblies too).
+    Count,
     /// No CPU profiling: only the events chosen with --events.
     None,
 }
@@ -66,6 +69,7 @@ impl ModeArg {
         match self {
             ModeArg::Sample => "sample",
             ModeArg::Trace => "trace",
+            ModeArg::Count => "count",
             ModeArg::None => "none",
         }
     }
@@ -98,6 +102,14 @@ pub struct RecordArgs {
     /// Trace mode: the most call tree nodes to keep, all threads together.
     #[arg(long, default_value_t = 2_000_000, value_name = "N")]
     pub max_nodes: u64,
+    /// Count mode: count only this assembly (file name without extension); repeatable.
+    /// Default: every assembly outside the .NET framework. Naming a framework assembly turns
+    /// the framework's precompiled code off (it is JIT-compiled, and slower to start).
+    #[arg(long, value_name = "ASSEMBLY")]
+    pub include: Vec<String>,
+    /// Count mode: never count this assembly; repeatable.
+    #[arg(long, value_name = "ASSEMBLY")]
+    pub exclude: Vec<String>,
     /// Record allocations with their stacks: `sampled` (the default; picked by bytes, totals
     /// estimated), `all` (every allocation, exact; slower) or `ticks` (the runtime's own
     /// allocation ticks: far cheaper, bytes only, biased; see docs/memory-profiling.md).

@@ -52,20 +52,11 @@ pub struct CoverageArgs {
 /// The agent settings for a coverage run.
 #[cfg_attr(not(unix), allow(dead_code))]
 pub fn agent_config(include: &[String], exclude: &[String]) -> anyhow::Result<String> {
-    for name in include.iter().chain(exclude) {
-        if name.is_empty() || name.contains([',', ';', '=']) {
-            anyhow::bail!("`{name}` is not an assembly name");
-        }
-    }
     let mut config = String::from("coverage=1");
-    if !include.is_empty() {
-        config.push_str(";cover_include=");
-        config.push_str(&include.join(","));
-    }
-    if !exclude.is_empty() {
-        config.push_str(";cover_exclude=");
-        config.push_str(&exclude.join(","));
-    }
+    config.push_str(&assembly_settings(
+        ("cover_include", include),
+        ("cover_exclude", exclude),
+    )?);
     Ok(config)
 }
 
@@ -145,6 +136,28 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
             .unwrap_or_default()
     );
     Ok(code)
+}
+
+/// The agent settings that name assemblies (`;key=A,B` for each non-empty list), for
+/// coverage's and count mode's include and exclude lists. Refuses what is not an assembly
+/// name (which could change other settings).
+#[cfg_attr(not(unix), allow(dead_code))]
+pub(crate) fn assembly_settings(
+    include: (&str, &[String]),
+    exclude: (&str, &[String]),
+) -> anyhow::Result<String> {
+    let mut config = String::new();
+    for (key, names) in [include, exclude] {
+        for name in names {
+            if name.is_empty() || name.contains([',', ';', '=']) {
+                anyhow::bail!("`{name}` is not an assembly name");
+            }
+        }
+        if !names.is_empty() {
+            config.push_str(&format!(";{key}={}", names.join(",")));
+        }
+    }
+    Ok(config)
 }
 
 #[cfg(test)]

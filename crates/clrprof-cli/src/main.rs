@@ -30,7 +30,7 @@ use clap::Parser;
 use clrprof_analysis::{Format, Metric, Query};
 
 #[cfg(unix)]
-use cli::{AllocArg, CpuClockArg};
+use cli::{AllocArg, CpuClockArg, ModeArg};
 use cli::{Cli, Command, FormatArg, MetricArg};
 
 fn main() -> ExitCode {
@@ -84,8 +84,20 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         #[cfg(unix)]
         Command::Record(a) => {
             let agent = agent_lib::locate(a.agent.as_deref())?;
+            if a.mode != ModeArg::Count && !(a.include.is_empty() && a.exclude.is_empty()) {
+                anyhow::bail!(
+                    "--include and --exclude choose the assemblies count mode counts: use them with --mode count"
+                );
+            }
+            let extra_config = coverage::assembly_settings(
+                ("count_include", &a.include),
+                ("count_exclude", &a.exclude),
+            )?
+            .trim_start_matches(';')
+            .to_string();
             let opts = record::RecordOptions {
                 events: a.events,
+                extra_config,
                 rate: a.rate,
                 wall_rate: a.wall_rate,
                 cpu_clock: a.cpu_clock.map(CpuClockArg::name),
