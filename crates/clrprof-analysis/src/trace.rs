@@ -11,9 +11,8 @@ use std::path::Path;
 
 use clrprof_trace::{
     CallTreeNode, FrameKind as TraceFrameKind, Header, Message, ProcessDef, ProcessExit, ReadError,
-    Reader, Record,
-    RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef,
-    ThreadDef, ThreadState,
+    Reader, Record, RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart,
+    StackCut, StackDef, ThreadDef, ThreadState,
 };
 
 use crate::builder::ProfileBuilder;
@@ -391,110 +390,110 @@ impl Loader {
     fn add(&mut self, record: Record) {
         let t = &mut self.t;
         t.records += 1;
-            match record {
-                Record::SessionStart(s) => t.session = Some(s),
-                Record::SessionEnd(s) => t.session_end = Some(s),
-                Record::RecordingEnd(r) => t.recording_end = Some(r),
-                Record::Counter(c) => {
-                    t.counters.insert(c.name, c.value);
-                }
-                Record::Message(m) => t.messages.push(m),
-                Record::SamplerInfo(i) => t.sampler = Some(i),
-                Record::ThreadOsName(n) => {
-                    t.names.thread_os_names.insert(n.tid, n.name);
-                }
-                Record::AppDomainDef(d) => {
-                    t.names.app_domains.insert(d.id, d.name);
-                }
-                Record::AssemblyDef(a) => {
-                    t.names.assemblies.insert(a.id, a);
-                }
-                Record::ModuleDef(m) => {
-                    t.names.modules.insert(m.id, m);
-                }
-                Record::ClassDef(c) => {
-                    t.names.classes.insert(c.id, c);
-                }
-                Record::FunctionDef(f) => {
-                    let next = t.names.defined_order.len();
-                    t.names.defined_order.entry(f.id).or_insert(next);
-                    t.names.functions.insert(f.id, f);
-                }
-                Record::ThreadDef(d) => {
-                    if !d.name.is_empty() && d.managed_id != 0 {
-                        t.names.thread_names.insert(d.managed_id, d.name.clone());
-                    }
-                    if d.tid != 0 {
-                        let name = if d.name.is_empty() {
-                            t.names
-                                .threads
-                                .get(&d.tid)
-                                .map(|old| old.name.clone())
-                                .unwrap_or_default()
-                        } else {
-                            d.name.clone()
-                        };
-                        t.names.threads.insert(d.tid, ThreadDef { name, ..d });
-                    }
-                }
-                Record::NativeFrameDef(n) => {
-                    t.names.natives.insert(n.id, n);
-                }
-                Record::NativeModuleDef(m) => {
-                    t.names.native_modules.insert(m.id, m);
-                }
-                Record::StackDef(s) => {
-                    t.stacks.insert(s.id, s);
-                }
-                Record::Event(e) => {
-                    t.memory.event(&e);
-                    self.events.add(&e);
-                    self.runtime.event(&e);
-                }
-                Record::ExceptionInfo(i) => self.runtime.exception_info(i),
-                Record::NativeTargetDef(n) => {
-                    t.names.native_targets.insert(n.function, n);
-                }
-                Record::Allocation(a) => t.memory.allocation(a),
-                Record::GcGenerations(g) => t.memory.generations(g),
-                Record::HeapSnapshot(h) => t.memory.heap_snapshot(&h),
-                Record::HeapObject(o) => t.memory.heap_object(&o),
-                Record::HeapRoot(r) => t.memory.heap_root(&r),
-                Record::HeapSnapshotEnd(e) => t.memory.heap_snapshot_end(&e),
-                Record::HeapGenerations(g) => t.memory.heap_generations(&g),
-                Record::AllocatedByClass(a) => t.memory.allocated_by_class(&a),
-                Record::Sample(s) => {
-                    t.last_sample_ts = t.last_sample_ts.max(s.ts);
-                    match self.detail {
-                        SampleDetail::Each => t.samples.push(s),
-                        SampleDetail::Summed => {
-                            let e = t.summed.entry((s.tid, s.stack, s.state.to_u8())).or_insert(
-                                SummedSamples {
-                                    count: 0,
-                                    cpu_ns: 0,
-                                    wall_ns: 0,
-                                    first_ts: s.ts,
-                                    last_ts: s.ts,
-                                },
-                            );
-                            e.count += 1;
-                            e.cpu_ns = e.cpu_ns.saturating_add(s.cpu_ns);
-                            e.wall_ns = e.wall_ns.saturating_add(s.wall_ns);
-                            e.first_ts = e.first_ts.min(s.ts);
-                            e.last_ts = e.last_ts.max(s.ts);
-                        }
-                    }
-                }
-                Record::CallTreeNode(n) => t.call_tree.push(n),
-                Record::CoverageMethod(m) => t.coverage.push(m),
-                Record::CountedMethod(m) => t.counts.methods.push(m),
-                Record::CallCounts(c) => t.counts.counts.push(c),
-                Record::Unknown { .. } => t.unknown_records += 1,
-                // Sections are the file's framing (read_processes); the process is the reader's.
-                Record::Section(_) => {}
-                Record::ProcessDef(p) => self.process = Some(p),
-                Record::ProcessExit(e) => t.process_exit = Some(e),
+        match record {
+            Record::SessionStart(s) => t.session = Some(s),
+            Record::SessionEnd(s) => t.session_end = Some(s),
+            Record::RecordingEnd(r) => t.recording_end = Some(r),
+            Record::Counter(c) => {
+                t.counters.insert(c.name, c.value);
             }
+            Record::Message(m) => t.messages.push(m),
+            Record::SamplerInfo(i) => t.sampler = Some(i),
+            Record::ThreadOsName(n) => {
+                t.names.thread_os_names.insert(n.tid, n.name);
+            }
+            Record::AppDomainDef(d) => {
+                t.names.app_domains.insert(d.id, d.name);
+            }
+            Record::AssemblyDef(a) => {
+                t.names.assemblies.insert(a.id, a);
+            }
+            Record::ModuleDef(m) => {
+                t.names.modules.insert(m.id, m);
+            }
+            Record::ClassDef(c) => {
+                t.names.classes.insert(c.id, c);
+            }
+            Record::FunctionDef(f) => {
+                let next = t.names.defined_order.len();
+                t.names.defined_order.entry(f.id).or_insert(next);
+                t.names.functions.insert(f.id, f);
+            }
+            Record::ThreadDef(d) => {
+                if !d.name.is_empty() && d.managed_id != 0 {
+                    t.names.thread_names.insert(d.managed_id, d.name.clone());
+                }
+                if d.tid != 0 {
+                    let name = if d.name.is_empty() {
+                        t.names
+                            .threads
+                            .get(&d.tid)
+                            .map(|old| old.name.clone())
+                            .unwrap_or_default()
+                    } else {
+                        d.name.clone()
+                    };
+                    t.names.threads.insert(d.tid, ThreadDef { name, ..d });
+                }
+            }
+            Record::NativeFrameDef(n) => {
+                t.names.natives.insert(n.id, n);
+            }
+            Record::NativeModuleDef(m) => {
+                t.names.native_modules.insert(m.id, m);
+            }
+            Record::StackDef(s) => {
+                t.stacks.insert(s.id, s);
+            }
+            Record::Event(e) => {
+                t.memory.event(&e);
+                self.events.add(&e);
+                self.runtime.event(&e);
+            }
+            Record::ExceptionInfo(i) => self.runtime.exception_info(i),
+            Record::NativeTargetDef(n) => {
+                t.names.native_targets.insert(n.function, n);
+            }
+            Record::Allocation(a) => t.memory.allocation(a),
+            Record::GcGenerations(g) => t.memory.generations(g),
+            Record::HeapSnapshot(h) => t.memory.heap_snapshot(&h),
+            Record::HeapObject(o) => t.memory.heap_object(&o),
+            Record::HeapRoot(r) => t.memory.heap_root(&r),
+            Record::HeapSnapshotEnd(e) => t.memory.heap_snapshot_end(&e),
+            Record::HeapGenerations(g) => t.memory.heap_generations(&g),
+            Record::AllocatedByClass(a) => t.memory.allocated_by_class(&a),
+            Record::Sample(s) => {
+                t.last_sample_ts = t.last_sample_ts.max(s.ts);
+                match self.detail {
+                    SampleDetail::Each => t.samples.push(s),
+                    SampleDetail::Summed => {
+                        let e = t.summed.entry((s.tid, s.stack, s.state.to_u8())).or_insert(
+                            SummedSamples {
+                                count: 0,
+                                cpu_ns: 0,
+                                wall_ns: 0,
+                                first_ts: s.ts,
+                                last_ts: s.ts,
+                            },
+                        );
+                        e.count += 1;
+                        e.cpu_ns = e.cpu_ns.saturating_add(s.cpu_ns);
+                        e.wall_ns = e.wall_ns.saturating_add(s.wall_ns);
+                        e.first_ts = e.first_ts.min(s.ts);
+                        e.last_ts = e.last_ts.max(s.ts);
+                    }
+                }
+            }
+            Record::CallTreeNode(n) => t.call_tree.push(n),
+            Record::CoverageMethod(m) => t.coverage.push(m),
+            Record::CountedMethod(m) => t.counts.methods.push(m),
+            Record::CallCounts(c) => t.counts.counts.push(c),
+            Record::Unknown { .. } => t.unknown_records += 1,
+            // Sections are the file's framing (read_processes); the process is the reader's.
+            Record::Section(_) => {}
+            Record::ProcessDef(p) => self.process = Some(p),
+            Record::ProcessExit(e) => t.process_exit = Some(e),
+        }
     }
 
     fn finish(self, integrity: Integrity) -> LoadedTrace {

@@ -12,7 +12,7 @@
 //! runs on, the trace keeps what was written, and `clrprof` says what is missing and exits
 //! with the program's exit code.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -71,6 +71,38 @@ pub struct RecordOptions {
     pub extra_config: String,
     /// Print the closing summary line.
     pub summary: bool,
+    /// Which processes of the tree to record.
+    pub processes: ProcessFilter,
+}
+
+/// Which .NET processes of the recorded tree `record` records: each one's agent connects and
+/// says which process it is; the others run without the profiler.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessFilter {
+    /// Only the process `record` started (`--no-children`).
+    pub no_children: bool,
+    /// Only these process ids (`--pid-filter`; with `names`, either matches).
+    pub pids: Vec<u32>,
+    /// Only the processes whose command line contains one of these (`--name-filter`).
+    pub names: Vec<String>,
+}
+
+impl ProcessFilter {
+    /// Whether to record process `hello`, `root` being the pid of the process `record`
+    /// started.
+    pub fn records(&self, hello: &protocol::Hello, root: u32) -> bool {
+        if self.no_children && hello.pid != root {
+            return false;
+        }
+        if self.pids.is_empty() && self.names.is_empty() {
+            return true;
+        }
+        self.pids.contains(&hello.pid)
+            || self
+                .names
+                .iter()
+                .any(|n| hello.command_line.contains(n.as_str()))
+    }
 }
 
 impl RecordOptions {
@@ -100,6 +132,7 @@ impl RecordOptions {
             command,
             extra_config: String::new(),
             summary: true,
+            processes: ProcessFilter::default(),
         }
     }
 
@@ -221,17 +254,24 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         .spawn()
         .with_context(|| format!("cannot start {}", program.display()))?;
 
+    let root = child.id();
     let progress = Arc::new(Progress::default());
     let stop = Arc::new(AtomicBool::new(false));
     let abandon = Arc::new(AtomicBool::new(false));
-    let receiver = {
-        let (progress, stop, abandon, socket) = (
+    let tree = Arc::new(Tree {
+        trace: Mutex::new(trace),
+        processes: Mutex::new(Vec::new()),
+        root,
+        filter: opts.processes.clone(),
+    });
+    let acceptor = {
+        let (progress, stop, abandon, tree) = (
             Arc::clone(&progress),
             Arc::clone(&stop),
             Arc::clone(&abandon),
-            socket.clone(),
+            Arc::clone(&tree),
         );
-        std::thread::spawn(move || receive(listener, &socket, trace, &progress, &stop, &abandon))
+        std::thread::spawn(move || accept_all(&listener, &tree, &progress, &stop, &abandon))
     };
     let ticks = if opts.alloc_ticks() {
         let progress = Arc::clone(&progress);
@@ -242,7 +282,7 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
                 .unwrap_or_else(|e| e.into_inner())
         };
         Some(
-            TickSession::start(child.id(), Arc::clone(&stop), reader)
+            TickSession::start(root, Arc::clone(&stop), reader)
                 .context("cannot start the EventPipe reader thread")?,
         )
     } else {
@@ -251,20 +291,24 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     // Wait for the program on a thread of its own, so that its end is seen at once while the
     // status line keeps ticking.
     let (exited_tx, exited) = std::sync::mpsc::channel();
-    let pid = child.id();
+    let pid = root;
     std::thread::spawn(move || {
         let _ = exited_tx.send(child.wait());
     });
     let bar = status_line();
-    let status = loop {
+    let mut status = None;
+    // When the program ended, and when the tree was last seen with a process recording.
+    let mut quiet_since: Option<Instant> = None;
+    loop {
         if let Some(signal) = terminated.received() {
             abandon.store(true, Ordering::Release);
             stop.store(true, Ordering::Release);
-            let trace = receiver
+            acceptor
                 .join()
-                .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
+                .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))?;
             bar.finish_and_clear();
             print_messages(&progress, &bar);
+            let (trace, _) = tree.into_parts()?;
             let kept = trace.started().then(|| trace.keep_partial());
             eprintln!(
                 "clrprof: stopped by {}; the program (pid {pid}) goes on without the profiler",
@@ -280,42 +324,76 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
             }
             return Ok(128 + signal);
         }
-        match exited.recv_timeout(Duration::from_millis(100)) {
-            Ok(status) => break status.context("waiting for the program")?,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                print_messages(&progress, &bar);
-                bar.set_message(status_text(&progress, started.elapsed()));
+        if status.is_none() {
+            match exited.recv_timeout(Duration::from_millis(100)) {
+                Ok(s) => {
+                    status = Some(s.context("waiting for the program")?);
+                    continue;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    bail!("lost track of the program")
+                }
             }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                bail!("lost track of the program")
+        } else {
+            // The program is gone; processes it started may still be recording (or about to
+            // connect): wait for them, then for a moment of quiet.
+            std::thread::sleep(Duration::from_millis(50));
+            if tree.running() > 0 {
+                quiet_since = None;
+            } else {
+                let since = *quiet_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= LATE_CHILDREN {
+                    break;
+                }
             }
         }
+        print_messages(&progress, &bar);
+        bar.set_message(status_text_tree(&progress, &tree, started.elapsed()));
+    }
+    let Some(status) = status else {
+        bail!("lost track of the program")
     };
     let duration = started.elapsed();
-    // The program is gone, so the agent's socket is closed: the receiver drains what is left.
     stop.store(true, Ordering::Release);
-    let mut trace = receiver
+    acceptor
         .join()
-        .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
+        .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))?;
     bar.finish_and_clear();
     print_messages(&progress, &bar);
-    if let Some(ticks) = ticks {
+    let (exit_code, signal) = exit_of(status);
+    let ended = program_end(exit_code, signal);
+    let (mut trace, processes) = tree.into_parts()?;
+    let root_section = processes
+        .iter()
+        .find(|p| p.hello.pid == root && !p.left_out)
+        .map(|p| p.section);
+    if let (Some(ticks), Some(section)) = (ticks, root_section) {
+        trace.section(section);
         write_ticks(ticks, &mut trace, &progress);
     }
 
-    let (exit_code, signal) = exit_of(status);
-    let ended = program_end(exit_code, signal);
-    let connected = progress.connected.load(Ordering::Acquire);
-    let clean = progress.clean.load(Ordering::Acquire);
+    let connected = processes.iter().any(|p| !p.left_out);
     if !connected {
         trace.discard();
+        if !processes.is_empty() {
+            eprintln!(
+                "clrprof: error: the process filter left out every .NET process ({}), so nothing was recorded.",
+                processes
+                    .iter()
+                    .map(|p| format!("pid {} `{}`", p.hello.pid, p.hello.command_line))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            return Ok(AGENT_FAILED);
+        }
         eprintln!("clrprof: error: the agent never started, so nothing was recorded.");
         eprintln!(
             "clrprof:   the runtime did not load {} or the agent refused to start.",
             opts.agent.display()
         );
         eprintln!(
-            "clrprof:   Is `{}` a .NET (Core 3.1 or later) program? Other programs ignore the profiler variables.",
+            "clrprof:   Is `{}` a .NET (Core 3.1 or later) program, or does it start one? Other programs ignore the profiler variables.",
             opts.command.join(" ")
         );
         eprintln!(
@@ -333,18 +411,60 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         }
         return Ok(AGENT_FAILED);
     }
-    trace.write(&Record::RecordingEnd(RecordingEnd {
-        duration_ns: duration.as_nanos() as u64,
-        exit_code: if signal == 0 { exit_code } else { -1 },
-        signal,
-        agent_connected: connected,
-        clean,
-    }));
+    for p in &processes {
+        trace.section(p.section);
+        let (code, sig) = if p.hello.pid == root {
+            (if signal == 0 { exit_code } else { -1 }, signal)
+        } else {
+            (p.exit_code.unwrap_or(-1), 0)
+        };
+        let lasted = p.ended.unwrap_or(duration).saturating_sub(p.started);
+        trace.write(&Record::RecordingEnd(RecordingEnd {
+            duration_ns: if p.hello.pid == root {
+                duration.as_nanos() as u64
+            } else {
+                lasted.as_nanos() as u64
+            },
+            exit_code: code,
+            signal: sig,
+            agent_connected: !p.left_out,
+            clean: p.clean,
+        }));
+    }
     warn_problem(&progress);
-    if !clean {
+    let recorded: Vec<&ProcessState> = processes.iter().filter(|p| !p.left_out).collect();
+    for p in &recorded {
+        if !p.clean {
+            eprintln!(
+                "clrprof: warning: process {} ({}) ended without shutting the profiler down (crash or kill); the trace holds everything up to its agent's last flush",
+                p.hello.pid,
+                short_command(&p.hello.command_line)
+            );
+        }
+    }
+    if processes.len() > 1 {
         eprintln!(
-            "clrprof: warning: the program ended without shutting the profiler down (crash or kill); the trace holds everything up to the agent's last flush"
+            "clrprof: recorded {} of {} .NET processes (`clrprof report --processes`):",
+            recorded.len(),
+            processes.len()
         );
+        for p in &processes {
+            let how = if p.left_out {
+                "left out by the process filter".to_string()
+            } else if p.hello.pid == root {
+                ended.clone()
+            } else {
+                match p.exit_code {
+                    Some(c) => format!("exit code {c}"),
+                    None => "ended without an exit status (crashed or killed)".into(),
+                }
+            };
+            eprintln!(
+                "clrprof:   pid {} {}: {how}",
+                p.hello.pid,
+                short_command(&p.hello.command_line)
+            );
+        }
     }
     let code = if signal != 0 { 128 + signal } else { exit_code };
     finish_trace(
@@ -354,6 +474,291 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         &format!("; the program ended: {ended}"),
     );
     Ok(code)
+}
+
+/// After the program ended and no process of the tree is recording, how long `record` waits
+/// for a process it started to connect before it ends the recording.
+const LATE_CHILDREN: Duration = Duration::from_millis(1000);
+
+/// A command line cut for one line of output.
+fn short_command(cmd: &str) -> String {
+    if cmd.chars().count() <= 60 {
+        return format!("`{cmd}`");
+    }
+    format!("`{}…`", cmd.chars().take(59).collect::<String>())
+}
+
+/// What `record` knows of one .NET process of the tree.
+#[derive(Debug, Clone)]
+pub(crate) struct ProcessState {
+    /// Its section in the trace.
+    pub(crate) section: u32,
+    /// What its agent said.
+    pub(crate) hello: protocol::Hello,
+    /// Left out by the process filter.
+    pub(crate) left_out: bool,
+    /// Since the recording's start.
+    pub(crate) started: Duration,
+    /// When its stream ended, since the recording's start.
+    pub(crate) ended: Option<Duration>,
+    /// The exit status its agent sent.
+    pub(crate) exit_code: Option<i32>,
+    /// Whether its agent's `SessionEnd` arrived.
+    pub(crate) clean: bool,
+}
+
+/// The recording of a process tree: the trace every connection writes its section of, and
+/// the processes.
+pub(crate) struct Tree {
+    trace: Mutex<TraceFile>,
+    processes: Mutex<Vec<ProcessState>>,
+    /// The pid of the process `record` started.
+    root: u32,
+    filter: ProcessFilter,
+}
+
+impl Tree {
+    fn lock_trace(&self) -> std::sync::MutexGuard<'_, TraceFile> {
+        self.trace.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_processes(&self) -> std::sync::MutexGuard<'_, Vec<ProcessState>> {
+        self.processes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Processes being recorded now.
+    fn running(&self) -> usize {
+        self.lock_processes()
+            .iter()
+            .filter(|p| !p.left_out && p.ended.is_none())
+            .count()
+    }
+
+    /// The trace and the processes, once every connection is done (its thread joined).
+    fn into_parts(self: Arc<Tree>) -> Result<(TraceFile, Vec<ProcessState>)> {
+        let tree = Arc::into_inner(self).context("a connection outlived the recording")?;
+        Ok((
+            tree.trace.into_inner().unwrap_or_else(|e| e.into_inner()),
+            tree.processes
+                .into_inner()
+                .unwrap_or_else(|e| e.into_inner()),
+        ))
+    }
+
+    /// Registers a process that said hello; returns its section.
+    fn register(&self, hello: protocol::Hello, left_out: bool, started: Duration) -> u32 {
+        let mut ps = self.lock_processes();
+        let section = ps.len() as u32 + 1;
+        ps.push(ProcessState {
+            section,
+            hello,
+            left_out,
+            started,
+            ended: left_out.then_some(started),
+            exit_code: None,
+            clean: false,
+        });
+        section
+    }
+
+    fn update(&self, section: u32, f: impl FnOnce(&mut ProcessState)) {
+        if let Some(p) = self
+            .lock_processes()
+            .iter_mut()
+            .find(|p| p.section == section)
+        {
+            f(p);
+        }
+    }
+}
+
+/// Accepts the agents of the tree's processes until `stop`, each on a thread of its own, and
+/// waits for those threads.
+fn accept_all(
+    listener: &UnixListener,
+    tree: &Arc<Tree>,
+    progress: &Arc<Progress>,
+    stop: &AtomicBool,
+    abandon: &Arc<AtomicBool>,
+) {
+    let started = Instant::now();
+    let mut connections = Vec::new();
+    loop {
+        let stream = match accept_agent(listener, || !stop.load(Ordering::Acquire)) {
+            Ok(Some(stream)) => stream,
+            Ok(None) => break,
+            Err(e) => {
+                set_problem(
+                    progress,
+                    format!("accepting an agent's connection failed: {e}"),
+                );
+                break;
+            }
+        };
+        let (tree, progress, abandon) =
+            (Arc::clone(tree), Arc::clone(progress), Arc::clone(abandon));
+        connections.push(std::thread::spawn(move || {
+            receive_process(stream, &tree, &progress, &abandon, started);
+        }));
+    }
+    for c in connections {
+        let _ = c.join();
+    }
+}
+
+/// One process's connection: its hello, the verdict, then its stream into its section.
+fn receive_process(
+    stream: UnixStream,
+    tree: &Tree,
+    progress: &Progress,
+    abandon: &AtomicBool,
+    started: Instant,
+) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let hello = match protocol::Hello::read(&mut &stream) {
+        Ok(h) => h,
+        Err(e) => {
+            set_problem(
+                progress,
+                format!("a process's agent could not be recorded: {e}"),
+            );
+            return;
+        }
+    };
+    let record = tree.filter.records(&hello, tree.root);
+    let verdict = if record {
+        protocol::Verdict::Record
+    } else {
+        protocol::Verdict::LeaveOut
+    };
+    let def = clrprof_trace::ProcessDef {
+        process: 0,
+        pid: hello.pid,
+        parent_pid: hello.parent_pid,
+        start_unix_ns: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+        command_line: hello.command_line.clone(),
+        left_out: u8::from(!record),
+    };
+    let is_root = hello.pid == tree.root;
+    let section = tree.register(hello, !record, started.elapsed());
+    {
+        let mut trace = tree.lock_trace();
+        trace.start_sectioned(clrprof_trace::FORMAT_MINOR);
+        trace.section(section);
+        trace.write(&Record::ProcessDef(clrprof_trace::ProcessDef {
+            process: section,
+            ..def
+        }));
+    }
+    if (&stream).write_all(&[verdict.to_byte()]).is_err() || !record {
+        tree.update(section, |p| p.ended = Some(started.elapsed()));
+        return;
+    }
+    progress.connected.store(true, Ordering::Release);
+    let mut state = StreamState::default();
+    copy_section(
+        stream, tree, section, is_root, progress, abandon, &mut state,
+    );
+    tree.update(section, |p| {
+        p.ended = Some(started.elapsed());
+        p.exit_code = state.exit_code;
+        p.clean = state.clean;
+    });
+    if is_root {
+        progress.clean.store(state.clean, Ordering::Release);
+    }
+}
+
+/// What one process's stream said about its end.
+#[derive(Default)]
+struct StreamState {
+    clean: bool,
+    exit_code: Option<i32>,
+}
+
+/// Copies one process's stream into its section of the trace until it ends (or `abandon`
+/// is set). Like [`copy_stream`], a failed write does not stop the copy.
+fn copy_section(
+    mut stream: UnixStream,
+    tree: &Tree,
+    section: u32,
+    is_root: bool,
+    progress: &Progress,
+    abandon: &AtomicBool,
+    state: &mut StreamState,
+) {
+    let _ = stream.set_read_timeout(Some(SEAL_EVERY));
+    let mut decoder = StreamDecoder::new();
+    let mut buf = vec![0u8; 256 << 10];
+    let notice = |text: Option<String>| {
+        if let Some(text) = text {
+            progress
+                .notices
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(text);
+        }
+    };
+    loop {
+        if abandon.load(Ordering::Acquire) {
+            break;
+        }
+        let n = match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                let mut trace = tree.lock_trace();
+                trace.tick();
+                notice(trace.news());
+                continue;
+            }
+            Err(e) => {
+                set_problem(progress, format!("reading from an agent failed: {e}"));
+                break;
+            }
+        };
+        progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        decoder.push(&buf[..n]);
+        // The trace is locked only while this piece of the stream is copied: another
+        // process's connection waits at most that long, never for this process.
+        let mut trace = tree.lock_trace();
+        trace.section(section);
+        while let Some(next) = decoder.next_record() {
+            let raw = match next {
+                Ok(raw) => raw,
+                Err(e) => {
+                    set_problem(
+                        progress,
+                        format!(
+                            "the agent of process {section} sent data clrprof cannot read ({e}); its section stops there"
+                        ),
+                    );
+                    return;
+                }
+            };
+            trace.append(raw.bytes, &raw.record);
+            match &raw.record {
+                Record::SessionEnd(_) => state.clean = true,
+                Record::ProcessExit(e) => state.exit_code = Some(e.exit_code),
+                _ => {}
+            }
+            note_from(progress, &raw.record, is_root);
+        }
+        trace.tick();
+        notice(trace.news());
+    }
+    if decoder.finish().is_err() {
+        set_problem(progress, "an agent's stream ended in the middle of a record (its process probably crashed); the partial record was left out".into());
+    }
 }
 
 /// Gives a complete trace its name, or says what a trace whose writing failed kept and lost.
@@ -653,27 +1058,6 @@ fn find_dotnet() -> Option<PathBuf> {
     })
 }
 
-/// Accepts the agent's connection and copies its stream into the trace file.
-fn receive(
-    listener: UnixListener,
-    socket: &Path,
-    trace: TraceFile,
-    progress: &Progress,
-    stop: &AtomicBool,
-    abandon: &AtomicBool,
-) -> Result<TraceFile> {
-    let Some(stream) = accept_agent(&listener, || !stop.load(Ordering::Acquire))
-        .context("accepting the agent's connection")?
-    else {
-        return Ok(trace);
-    };
-    // One agent per recording: child processes that inherit the variables cannot connect.
-    let _ = std::fs::remove_file(socket);
-    drop(listener);
-    progress.connected.store(true, Ordering::Release);
-    copy_stream(stream, trace, progress, abandon)
-}
-
 /// Copies the agent's stream into the trace until it ends (or `abandon` is set), sealing a
 /// block at least every [`SEAL_EVERY`]. A failed write does not stop the copy: the agent's
 /// stream is read to its end, so that the program never waits on a full socket.
@@ -758,8 +1142,14 @@ fn set_problem(progress: &Progress, text: String) {
 }
 
 fn note(progress: &Progress, record: &Record) {
+    note_from(progress, record, true);
+}
+
+/// Counts a record of a process's stream; `is_root`: of the process `record` started (whose
+/// definitions the allocation ticks read over its diagnostics socket refer to).
+fn note_from(progress: &Progress, record: &Record, is_root: bool) {
     progress.records.fetch_add(1, Ordering::Relaxed);
-    if is_definition(record) {
+    if is_root && is_definition(record) {
         progress
             .agent_ids
             .lock()
@@ -780,7 +1170,7 @@ fn note(progress: &Progress, record: &Record) {
         Record::Counter(c) if c.name == "samples_dropped" => {
             progress.samples_dropped.store(c.value, Ordering::Relaxed);
         }
-        Record::Counter(c) if c.name == TickReader::COUNTER => {
+        Record::Counter(c) if c.name == TickReader::COUNTER && is_root => {
             *progress
                 .tick_reader
                 .lock()
@@ -799,6 +1189,27 @@ fn note(progress: &Progress, record: &Record) {
 /// The live status line (on a terminal only, on a row of its own; see [`crate::status`]).
 pub(crate) fn status_line() -> StatusLine {
     StatusLine::new()
+}
+
+/// The status line of a process tree's recording: how many processes are recorded, then the
+/// counts.
+fn status_text_tree(p: &Progress, tree: &Tree, elapsed: Duration) -> String {
+    let text = status_text(p, elapsed);
+    let ps = tree.lock_processes();
+    let recorded = ps.iter().filter(|p| !p.left_out).count();
+    if recorded == 0 {
+        return text;
+    }
+    let running = ps
+        .iter()
+        .filter(|p| !p.left_out && p.ended.is_none())
+        .count();
+    let noun = if recorded == 1 {
+        "process"
+    } else {
+        "processes"
+    };
+    format!("{recorded} {noun} ({running} running) · {text}")
 }
 
 pub(crate) fn status_text(p: &Progress, elapsed: Duration) -> String {

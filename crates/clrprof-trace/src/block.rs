@@ -356,7 +356,9 @@ mod tests {
             panic!("{got:?}")
         };
         assert!(
-            reason.contains("a block of a 3.x file begins with the Event record (kind 32) instead of a Section"),
+            reason.contains(
+                "a block of a 3.x file begins with the Event record (kind 32) instead of a Section"
+            ),
             "{reason}"
         );
         assert_eq!(got[1].as_ref().unwrap(), &s(4));

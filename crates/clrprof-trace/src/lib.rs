@@ -62,10 +62,10 @@ pub use record::{
     AllocatedByClass, Allocation, AppDomainDef, AssemblyDef, CallCounts, CallKind, CallSite,
     CallTreeNode, ClassDef, CountedMethod, Counter, CoverageBlock, CoverageMethod, Event,
     ExceptionInfo, FrameKind, FunctionDef, GcGenerations, HeapGenerations, HeapObject, HeapRoot,
-    HeapSnapshot, HeapSnapshotEnd, MAX_CALL_SITES, ProcessDef, ProcessExit, Section, MAX_COVERAGE_BLOCKS, MAX_U64_LIST, Message,
-    ModuleDef, NativeFrameDef, NativeModuleDef, NativeTargetDef, Record, RecordingEnd, Sample,
-    SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef, ThreadDef, ThreadOsName,
-    ThreadState,
+    HeapSnapshot, HeapSnapshotEnd, MAX_CALL_SITES, MAX_COVERAGE_BLOCKS, MAX_U64_LIST, Message,
+    ModuleDef, NativeFrameDef, NativeModuleDef, NativeTargetDef, ProcessDef, ProcessExit, Record,
+    RecordingEnd, Sample, SamplerInfo, Section, SessionEnd, SessionStart, StackCut, StackDef,
+    ThreadDef, ThreadOsName, ThreadState,
 };
 pub use stream::{RawRecord, StreamDecoder};
 pub use write::{Writer, write_header};

@@ -133,9 +133,8 @@ fn a_future_major_version_is_unsupported() {
         ReadError::UnsupportedVersion { major: 4, minor: 3 }
     ));
     assert!(
-        err.to_string().contains(
-            "written by a newer clrprof (format 4.3); this one reads 1.x, 2.x and 3.x"
-        ),
+        err.to_string()
+            .contains("written by a newer clrprof (format 4.3); this one reads 1.x, 2.x and 3.x"),
         "{err}"
     );
     let old = encode_with(
