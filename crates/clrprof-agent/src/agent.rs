@@ -197,6 +197,7 @@ fn introduce(s: &std::os::unix::net::UnixStream) -> std::result::Result<(), Stri
 }
 
 /// The parent process's id, from `/proc/self/stat` (0 if unknown).
+#[cfg(unix)]
 fn parent_pid() -> u32 {
     std::fs::read_to_string("/proc/self/stat")
         .ok()

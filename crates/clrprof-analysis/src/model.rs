@@ -674,3 +674,45 @@ impl Profile {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_processes_each_get_a_frame_at_the_root() {
+        let a = Profile::from_stacks(&[("main", vec!["A.Main()", "A.Work()"], 3, 3)]);
+        let b = Profile::from_stacks(&[
+            ("main", vec!["B.Main()"], 2, 2),
+            ("worker", vec!["B.Main()", "B.Loop()"], 5, 5),
+        ]);
+        let m = Profile::merge_processes(vec![
+            ("[process 1: a]".into(), a),
+            ("[process 2: b]".into(), b),
+        ]);
+        m.validate().unwrap();
+        assert_eq!(m.threads.len(), 3);
+        let mut paths: Vec<Vec<String>> = m
+            .threads
+            .iter()
+            .flat_map(|t| t.samples.iter())
+            .map(|s| {
+                m.stack_frames(s.stack.unwrap())
+                    .into_iter()
+                    .map(|f| m.frame(f).name.clone())
+                    .collect()
+            })
+            .collect();
+        paths.sort();
+        assert_eq!(
+            paths,
+            [
+                vec!["[process 1: a]", "A.Main()", "A.Work()"],
+                vec!["[process 2: b]", "B.Main()"],
+                vec!["[process 2: b]", "B.Main()", "B.Loop()"],
+            ]
+        );
+        assert_eq!(m.threads[1].name, "[process 2: b] main");
+        assert_eq!(m.threads[2].name, "[process 2: b] worker");
+    }
+}

@@ -1264,6 +1264,31 @@ mod tests {
     }
 
     #[test]
+    fn the_process_filter_picks_by_root_pid_and_command_line() {
+        let hello = |pid, cmd: &str| protocol::Hello {
+            pid,
+            parent_pid: 1,
+            command_line: cmd.into(),
+        };
+        let all = ProcessFilter::default();
+        assert!(all.records(&hello(7, "dotnet a.dll"), 5));
+        let root_only = ProcessFilter {
+            no_children: true,
+            ..ProcessFilter::default()
+        };
+        assert!(root_only.records(&hello(5, "dotnet a.dll"), 5));
+        assert!(!root_only.records(&hello(7, "dotnet a.dll"), 5));
+        let some = ProcessFilter {
+            no_children: false,
+            pids: vec![9],
+            names: vec!["testhost".into()],
+        };
+        assert!(some.records(&hello(9, "dotnet sdk.dll"), 5));
+        assert!(some.records(&hello(8, "dotnet testhost.dll --port 1"), 5));
+        assert!(!some.records(&hello(5, "dotnet sdk.dll"), 5));
+    }
+
+    #[test]
     fn all_is_every_cheap_category_and_heap_refs_only_by_name() {
         let all = expand_events(&names(&["all"]));
         assert_eq!(all.len(), clrprof_trace::EventCategory::all().len() - 1);

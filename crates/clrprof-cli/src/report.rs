@@ -402,10 +402,10 @@ fn report_tree(
     opts: &ReportOptions,
     file: &std::path::Path,
     mut all: Vec<trace::ProcessTrace>,
-    mut symbols: Option<&mut SymbolFiles>,
+    symbols: Option<&mut SymbolFiles>,
     out: &mut dyn Write,
 ) -> Result<()> {
-    if let Some(files) = symbols.as_deref_mut() {
+    if let Some(files) = symbols {
         for p in &mut all {
             let label = process_label(p);
             let naming = p.trace.name_native_frames(files);
