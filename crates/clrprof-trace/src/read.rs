@@ -32,6 +32,7 @@ pub struct Reader<R> {
     offset: u64,
     payload: Vec<u8>,
     done: bool,
+    skipped: Vec<RecordKind>,
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -60,6 +61,7 @@ impl<R: Read> Reader<R> {
             offset: HEADER_LEN as u64,
             payload: Vec::new(),
             done: false,
+            skipped: Vec::new(),
         })
     }
 
@@ -71,6 +73,13 @@ impl<R: Read> Reader<R> {
     /// Byte offset of the next record in the file.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// Records of these kinds are passed over without decoding their payloads: each comes
+    /// out as [`Record::Unknown`] with its kind and an empty payload. For a reader that needs
+    /// only a summary of bulky records (a heap snapshot's objects and roots).
+    pub fn skip_payloads(&mut self, kinds: &[RecordKind]) {
+        self.skipped = kinds.to_vec();
     }
 
     /// The underlying reader.
@@ -96,6 +105,21 @@ impl<R: Read> Reader<R> {
         let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
         if len as usize > MAX_PAYLOAD_LEN {
             return Some(Err((payload_too_long(offset, kind, len), true)));
+        }
+        if self.skipped.contains(&kind) {
+            let got = match io::copy(&mut (&mut self.inner).take(u64::from(len)), &mut io::sink()) {
+                Ok(got) => got as usize,
+                Err(e) => return Some(Err((e.into(), true))),
+            };
+            if got < len as usize {
+                let e = truncated(offset, Some(kind), record_len(len), RECORD_HEADER_LEN + got);
+                return Some(Err((e, true)));
+            }
+            self.offset += record_len(len) as u64;
+            return Some(Ok(Record::Unknown {
+                kind,
+                payload: Vec::new(),
+            }));
         }
         // `take` + `read_to_end` grows the buffer with the data actually present, so a bogus
         // length in a short file costs nothing.
