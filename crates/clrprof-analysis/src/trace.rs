@@ -11,9 +11,9 @@ use std::path::Path;
 
 use clrprof_trace::{
     AssemblyDef, CallTreeNode, ClassDef, FrameKind as TraceFrameKind, FunctionDef, Header, Message,
-    ModuleDef, NativeFrameDef, NativeTargetDef, ReadError, Reader, Record, RecordingEnd,
-    Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef, ThreadDef,
-    ThreadState,
+    ModuleDef, NativeFrameDef, NativeTargetDef, ReadError, Reader, Record, RecordKind,
+    RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef,
+    ThreadDef, ThreadState,
 };
 
 use crate::builder::ProfileBuilder;
@@ -275,6 +275,9 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
 /// Reads a trace from any byte source, keeping the heap snapshots `heap` names.
 pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadError> {
     let mut reader = Reader::new(input)?;
+    if heap == HeapKeep::None {
+        reader.skip_payloads(&[RecordKind::HEAP_OBJECT, RecordKind::HEAP_ROOT]);
+    }
     let header = reader.header();
     let mut t = LoadedTrace {
         header,
@@ -372,6 +375,9 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
             Record::Sample(s) => t.samples.push(s),
             Record::CallTreeNode(n) => t.call_tree.push(n),
             Record::CoverageMethod(m) => t.coverage.push(m),
+            // Passed over on purpose (`HeapKeep::None`), not unknown.
+            Record::Unknown { kind, .. }
+                if kind == RecordKind::HEAP_OBJECT || kind == RecordKind::HEAP_ROOT => {}
             Record::Unknown { .. } => t.unknown_records += 1,
         }
     }

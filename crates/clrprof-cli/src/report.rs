@@ -154,9 +154,19 @@ fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
 }
 
 fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write) -> Result<()> {
-    let keep = opts.snapshot.map_or(memory::HeapKeep::Last, |n| {
-        memory::HeapKeep::Numbers(vec![n])
-    });
+    // Only a report that shows a heap snapshot loads its object graph; the others read the
+    // snapshots' counts and pauses, in time and memory that do not grow with the heap.
+    let shows_heap = opts.view.is_none()
+        && match opts.format {
+            Format::Text => opts.heap,
+            Format::Json | Format::Html => true,
+            _ => false,
+        };
+    let keep = match opts.snapshot {
+        _ if !shows_heap => memory::HeapKeep::None,
+        Some(n) => memory::HeapKeep::Numbers(vec![n]),
+        None => memory::HeapKeep::Last,
+    };
     let loaded = trace::load_with(file, keep)?;
     let q = &opts.query;
     if let Some(view) = opts.view {

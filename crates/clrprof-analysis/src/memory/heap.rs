@@ -17,6 +17,15 @@ use serde::Serialize;
 
 use crate::trace::Names;
 
+/// The age histogram's bucket for objects in no generation's range: the runtime's non-GC
+/// (frozen) heap, where .NET 8 allocates string literals and `System.RuntimeType` objects once,
+/// for good. `GetGenerationBounds` does not list it, and no root leads there: compiled code
+/// refers to those objects by address.
+pub const NON_GC: usize = 5;
+
+/// The histogram's bucket names, by index.
+pub const GENERATION_NAMES: [&str; 6] = ["gen0", "gen1", "gen2", "loh", "poh", "non_gc"];
+
 /// One heap snapshot as read from a trace, in flat arrays.
 #[derive(Debug, Default, Clone)]
 pub struct SnapshotData {
@@ -26,6 +35,8 @@ pub struct SnapshotData {
     pub gc: u32,
     /// When it began.
     pub ts: u64,
+    /// When it ended (0 until its end is read).
+    pub end_ts: u64,
     /// True once its `HeapSnapshotEnd` was read.
     pub complete: bool,
     /// True if its objects were not kept (see `HeapKeep`): only the counts remain.
@@ -100,20 +111,35 @@ impl SnapshotData {
         self.ranges = ranges;
     }
 
-    /// The generation of an object (0, 1, 2, 3 = LOH, 4 = POH), if the ranges say.
+    /// The generation of an object (0, 1, 2, 3 = LOH, 4 = POH), or `NON_GC` for an address
+    /// in no generation's range; `None` when the trace has no ranges.
     fn generation_of(&self, address: u64) -> Option<usize> {
-        let i = self
+        if self.ranges.is_empty() {
+            return None;
+        }
+        let Some(i) = self
             .ranges
             .partition_point(|r| r.0 <= address)
-            .checked_sub(1)?;
+            .checked_sub(1)
+        else {
+            return Some(NON_GC);
+        };
         let (start, len, generation) = self.ranges[i];
-        (address - start < len && generation < 5).then_some(generation as usize)
+        Some(if address - start < len && generation < 5 {
+            generation as usize
+        } else {
+            NON_GC
+        })
     }
 
     /// Marks the snapshot complete.
     pub fn end(&mut self, e: &HeapSnapshotEnd) {
         self.complete = true;
         self.refs_cut = e.refs_cut;
+        self.end_ts = e.ts;
+        // Objects and roots the loader passed over (`HeapKeep::None`) are counted by the agent.
+        self.objects_seen = self.objects_seen.max(e.objects);
+        self.roots_seen = self.roots_seen.max(e.roots);
     }
 
     /// Gives the objects' memory back, keeping the counts.
@@ -188,21 +214,35 @@ pub struct HeapTypeRow {
     /// dominates: what the instances keep alive on their own, counted once. (Objects kept
     /// alive only by two instances together are not included.)
     pub retained_bytes: u64,
-    /// Objects per generation `[0, 1, 2, LOH, POH]`: how many collections they survived (0,
-    /// 1, 2 or more) for the small object heap. All 0 when the trace has no generation ranges.
-    pub generations: [u64; 5],
+    /// Objects per generation `[0, 1, 2, LOH, POH, non-GC heap]`: how many collections they
+    /// survived (0, 1, 2 or more) for the small object heap. All 0 when the trace has no
+    /// generation ranges.
+    pub generations: [u64; 6],
 }
 
 /// Objects and bytes in one generation of a snapshot: the age histogram.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GenerationRow {
     /// `gen0` (survived no collection), `gen1` (one), `gen2` (two or more), `loh` (large
-    /// object heap), `poh` (pinned object heap).
+    /// object heap), `poh` (pinned object heap), `non_gc` (in no generation: the non-GC heap,
+    /// see [`NON_GC`]).
     pub generation: &'static str,
     /// Objects.
     pub objects: u64,
     /// Their bytes.
     pub bytes: u64,
+}
+
+/// Objects of one type that no reported root reaches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnreachedRow {
+    /// The type.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Objects.
+    pub objects: u64,
+    /// Of those, on the non-GC heap.
+    pub non_gc: u64,
 }
 
 /// An object that retains much, with a path from a root.
@@ -236,6 +276,11 @@ pub struct HeapReport {
     pub roots: u64,
     /// Objects no reported root reaches.
     pub unreached_objects: u64,
+    /// Of those, the objects on the non-GC heap ([`NON_GC`]): nothing roots them, compiled
+    /// code refers to them by address.
+    pub unreached_non_gc: u64,
+    /// The unreached objects by type, most first.
+    pub unreached_types: Vec<UnreachedRow>,
     /// References to addresses that are not objects of the snapshot (ignored).
     pub dangling_refs: u64,
     /// References the agent cut.
@@ -562,15 +607,20 @@ pub fn analyze(
         targets: child_targets,
     };
     let mut count = vec![0u64; classes];
-    let mut by_generation = vec![[0u64; 5]; classes];
-    let mut generation_totals = [(0u64, 0u64); 5];
-    if !s.ranges.is_empty() {
-        for v in 0..n {
-            if let Some(g) = s.generation_of(s.addresses[v]) {
-                by_generation[s.classes[v] as usize][g] += 1;
-                generation_totals[g].0 += 1;
-                generation_totals[g].1 = generation_totals[g].1.saturating_add(s.sizes[v]);
-            }
+    let mut by_generation = vec![[0u64; 6]; classes];
+    let mut generation_totals = [(0u64, 0u64); 6];
+    let mut unreached_by_class = vec![(0u64, 0u64); classes];
+    for v in 0..n {
+        let generation = s.generation_of(s.addresses[v]);
+        if let Some(g) = generation {
+            by_generation[s.classes[v] as usize][g] += 1;
+            generation_totals[g].0 += 1;
+            generation_totals[g].1 = generation_totals[g].1.saturating_add(s.sizes[v]);
+        }
+        if extra_root[v] {
+            let row = &mut unreached_by_class[s.classes[v] as usize];
+            row.0 += 1;
+            row.1 += u64::from(generation == Some(NON_GC));
         }
     }
     let mut shallow = vec![0u64; classes];
@@ -612,7 +662,7 @@ pub fn analyze(
     let generations = if s.ranges.is_empty() {
         Vec::new()
     } else {
-        ["gen0", "gen1", "gen2", "loh", "poh"]
+        GENERATION_NAMES
             .into_iter()
             .zip(generation_totals)
             .map(|(generation, (objects, bytes))| GenerationRow {
@@ -686,6 +736,21 @@ pub fn analyze(
         })
         .collect();
 
+    let mut unreached_types: Vec<UnreachedRow> = unreached_by_class
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.0 > 0)
+        .map(|(c, &(objects, non_gc))| UnreachedRow {
+            type_name: class_name(c),
+            objects,
+            non_gc,
+        })
+        .collect();
+    unreached_types.sort_by(|a, b| {
+        b.objects
+            .cmp(&a.objects)
+            .then(a.type_name.cmp(&b.type_name))
+    });
     HeapReport {
         snapshot: s.number,
         gc: s.gc,
@@ -693,6 +758,8 @@ pub fn analyze(
         total_bytes: s.sizes.iter().fold(0u64, |a, &b| a.saturating_add(b)),
         roots: s.roots.len() as u64,
         unreached_objects: unreached,
+        unreached_non_gc: unreached_by_class.iter().map(|r| r.1).sum(),
+        unreached_types,
         dangling_refs: dangling,
         refs_cut: s.refs_cut,
         types,
@@ -751,9 +818,13 @@ mod tests {
         let r = analyze(&s, &n, 3, &mut |_| {});
         let row = |t: &str| r.types.iter().find(|x| x.type_name == t).unwrap().clone();
         assert_eq!(row("Node").count, 1001);
-        assert_eq!(row("Node").generations, [0, 0, 1000, 0, 0]); // the shared one is outside
-        assert_eq!(row("byte[]").generations, [0, 1000, 0, 0, 0]);
-        assert_eq!(row("List").generations, [1, 0, 0, 0, 0]);
+        // The shared node and the second list lie in no generation: the non-GC heap's bucket.
+        assert_eq!(row("Node").generations, [0, 0, 1000, 0, 0, 1]);
+        assert_eq!(row("byte[]").generations, [0, 1000, 0, 0, 0, 0]);
+        assert_eq!(row("List").generations, [1, 0, 0, 0, 0, 1]);
+        assert_eq!(r.generations[NON_GC].objects, 2);
+        let histogram: u64 = r.generations.iter().map(|g| g.objects).sum();
+        assert_eq!(histogram, r.objects, "every object is in the age histogram");
         assert_eq!(r.generations[1].objects, 1000);
         assert_eq!(r.generations[1].bytes, 1000 * 1024);
         assert_eq!(row("byte[]").shallow_bytes, 1000 * 1024);

@@ -27,6 +27,9 @@ pub enum HeapKeep {
     Numbers(Vec<u32>),
     /// Every one.
     All,
+    /// None: the objects and roots are passed over without being decoded (a report that
+    /// shows no heap); the snapshots keep their counts, from the agent's `HeapSnapshotEnd`.
+    None,
 }
 
 /// What the loader keeps of a trace for the memory reports.
@@ -85,7 +88,11 @@ impl MemoryRecords {
 
     /// Takes the start of a heap snapshot.
     pub fn heap_snapshot(&mut self, s: &HeapSnapshot) {
-        self.snapshots.push(SnapshotData::new(s));
+        let mut data = SnapshotData::new(s);
+        if self.keep == HeapKeep::None {
+            data.release();
+        }
+        self.snapshots.push(data);
     }
 
     fn snapshot_mut(&mut self, number: u32) -> Option<&mut SnapshotData> {
@@ -121,7 +128,7 @@ impl MemoryRecords {
         };
         s.end(e);
         let wanted: &[u32] = match &self.keep {
-            HeapKeep::All => return,
+            HeapKeep::All | HeapKeep::None => return,
             HeapKeep::Last => &[],
             HeapKeep::Numbers(n) => n,
         };
@@ -427,6 +434,35 @@ pub struct SnapshotSummary {
     pub roots: u64,
     /// False if the trace ends inside it.
     pub complete: bool,
+    /// How long the program was stopped for it: the runtime suspension its collection ran in,
+    /// which includes the heap walk (none if the trace has no suspension around it).
+    pub pause_ns: Option<u64>,
+}
+
+impl MemoryRecords {
+    /// The pause of the collection a snapshot was taken in: the suspension around its start.
+    pub fn snapshot_pause(&self, s: &SnapshotData) -> Option<u64> {
+        let i = self
+            .suspensions
+            .partition_point(|&(start, _)| start <= s.ts);
+        let (start, end) = *self.suspensions.get(i.checked_sub(1)?)?;
+        (s.ts <= end).then_some(end - start)
+    }
+
+    /// Every snapshot, summarized.
+    pub fn snapshot_summaries(&self) -> Vec<SnapshotSummary> {
+        self.snapshots
+            .iter()
+            .map(|s| SnapshotSummary {
+                snapshot: s.number,
+                gc: s.gc,
+                objects: s.objects() as u64,
+                roots: s.roots() as u64,
+                complete: s.complete,
+                pause_ns: self.snapshot_pause(s),
+            })
+            .collect()
+    }
 }
 
 impl LoadedTrace {
@@ -463,21 +499,45 @@ impl LoadedTrace {
     ) -> Result<HeapJson, Error> {
         let s = self.snapshot(number)?;
         Ok(HeapJson {
-            snapshots: self
-                .memory
-                .snapshots
-                .iter()
-                .map(|s| SnapshotSummary {
-                    snapshot: s.number,
-                    gc: s.gc,
-                    objects: s.objects() as u64,
-                    roots: s.roots() as u64,
-                    complete: s.complete,
-                })
-                .collect(),
+            snapshots: self.memory.snapshot_summaries(),
             report: heap::analyze(s, &self.names, top, progress),
         })
     }
+}
+
+/// The objects no reported root reaches, and why.
+fn write_unreached(r: &HeapReport, out: &mut dyn Write) -> Result<(), Error> {
+    let others = r.unreached_objects - r.unreached_non_gc;
+    writeln!(
+        out,
+        "  {} objects no reported root reaches (shown below the roots, not left out):",
+        count(r.unreached_objects)
+    )?;
+    if r.unreached_non_gc > 0 {
+        writeln!(
+            out,
+            "    {} on the non-GC heap: string literals and Type objects the runtime allocates \
+             once, which compiled code refers to by address, not through a root",
+            count(r.unreached_non_gc)
+        )?;
+    }
+    if others > 0 {
+        let types: Vec<String> = r
+            .unreached_types
+            .iter()
+            .filter(|t| t.objects > t.non_gc)
+            .take(5)
+            .map(|t| format!("{} {}", count(t.objects - t.non_gc), t.type_name))
+            .collect();
+        writeln!(
+            out,
+            "    {} in the collected heap, kept alive by roots the runtime does not report to \
+             profilers (e.g. its own references from native data structures): {}",
+            count(others),
+            types.join(", ")
+        )?;
+    }
+    Ok(())
 }
 
 /// The text heap section.
@@ -493,11 +553,18 @@ pub fn write_heap_text(h: &HeapJson, top: usize, out: &mut dyn Write) -> Result<
         bytes(r.total_bytes),
         count(r.roots)
     )?;
-    if r.unreached_objects > 0 || r.refs_cut > 0 {
+    if let Some(p) = h.snapshots.iter().find(|s| s.snapshot == r.snapshot)
+        && let Some(pause) = p.pause_ns
+    {
+        writeln!(out, "  The program was paused {} for it.", duration(pause))?;
+    }
+    if r.unreached_objects > 0 {
+        write_unreached(r, out)?;
+    }
+    if r.refs_cut > 0 {
         writeln!(
             out,
-            "  ({} objects no reported root reaches; {} references cut)",
-            count(r.unreached_objects),
+            "  ({} references cut: objects with more than a record holds)",
             count(r.refs_cut)
         )?;
     }
@@ -651,9 +718,38 @@ pub fn write_hints(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
         ));
     }
     if !t.memory.snapshots.is_empty() {
+        let described: Vec<String> = t
+            .memory
+            .snapshot_summaries()
+            .iter()
+            .map(|s| {
+                let pause = s.pause_ns.map_or_else(
+                    || "pause unknown".to_string(),
+                    |p| format!("paused {}", duration(p)),
+                );
+                let end = if s.complete { "" } else { ", incomplete" };
+                format!(
+                    "#{}: {} objects, {pause}{end}",
+                    s.snapshot,
+                    count(s.objects)
+                )
+            })
+            .collect();
+        let shown = described.len().min(3);
+        let more = if described.len() > shown {
+            format!(", ... ({} more)", described.len() - shown)
+        } else {
+            String::new()
+        };
         hints.push(format!(
-            "{} heap snapshots (--heap, --diff A B)",
-            count(t.memory.snapshots.len() as u64)
+            "{} heap snapshot{} ({}{more}) (--heap, --diff A B)",
+            count(t.memory.snapshots.len() as u64),
+            if t.memory.snapshots.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            described[..shown].join("; ")
         ));
     }
     if !hints.is_empty() {
@@ -909,5 +1005,59 @@ mod tests {
         );
         let all = crate::trace::read_with(&bytes[..], HeapKeep::All).unwrap();
         assert!(all.memory.snapshots.iter().all(|s| !s.released));
+    }
+
+    #[test]
+    fn a_report_without_the_heap_reads_the_snapshots_counts_and_pauses_only() {
+        let mut bytes = three_snapshots();
+        // The second snapshot's collection ran in a suspension of 7 ms.
+        let mut w = Writer::new(Vec::new()).unwrap();
+        for (ts, kind) in [
+            (1_000, EventKind::RUNTIME_SUSPEND_STARTED),
+            (8_001_000, EventKind::RUNTIME_RESUME_FINISHED),
+        ] {
+            w.write(&Record::Event(Event::new(ts, 1, kind, &[])))
+                .unwrap();
+        }
+        let events = w.into_inner();
+        bytes.extend_from_slice(&events[clrprof_trace::HEADER_LEN..]);
+        let none = crate::trace::read_with(&bytes[..], HeapKeep::None).unwrap();
+        assert!(none.memory.snapshots.iter().all(|s| s.released));
+        assert_eq!(none.unknown_records, 0, "passed over, not unknown");
+        let summaries = none.memory.snapshot_summaries();
+        let counts: Vec<(u64, u64, bool)> = summaries
+            .iter()
+            .map(|s| (s.objects, s.roots, s.complete))
+            .collect();
+        assert_eq!(counts, [(1, 1, true), (2, 1, true), (3, 1, true)]);
+        // Every snapshot starts at ts 0 here, before the suspension: no pause is known.
+        assert!(summaries.iter().all(|s| s.pause_ns.is_none()));
+        assert!(none.heap_json(None, 5, &mut |_| {}).is_err());
+        let mut text = Vec::new();
+        write_hints(&none, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("3 heap snapshots (#1: 1 objects, pause unknown;"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_snapshot_gets_the_pause_of_the_suspension_around_it() {
+        let m = MemoryRecords {
+            suspensions: vec![(100, 200), (1_000, 9_000), (10_000, 10_500)],
+            ..MemoryRecords::default()
+        };
+        let at = |ts| {
+            SnapshotData::new(&HeapSnapshot {
+                ts,
+                snapshot: 1,
+                gc: 1,
+            })
+        };
+        assert_eq!(m.snapshot_pause(&at(1_500)), Some(8_000));
+        assert_eq!(m.snapshot_pause(&at(9_500)), None);
+        assert_eq!(m.snapshot_pause(&at(50)), None);
+        assert_eq!(m.snapshot_pause(&at(10_500)), Some(500));
     }
 }
