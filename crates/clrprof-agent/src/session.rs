@@ -165,7 +165,11 @@ impl Session {
             ),
             ("panics_caught", clrprof_sdk::panics_caught()),
         ];
-        for (name, value) in counters.into_iter().chain(crate::alloc::counters()) {
+        for (name, value) in counters
+            .into_iter()
+            .chain(crate::alloc::counters())
+            .chain(crate::heap::counters())
+        {
             self.out.push_record(&Record::Counter(Counter {
                 ts,
                 name: name.into(),
