@@ -234,3 +234,48 @@ fn a_snapshot_on_signal_while_garbage_is_made_is_exact_and_its_sizes_tile_the_he
         "{adjacent_strings} strings followed directly by an object"
     );
 }
+
+#[test]
+fn every_nth_collection_walks_the_heap_only_for_its_snapshots() {
+    let program = compile("HeapCost");
+    let live = LIVE.to_string();
+    let rec = record_with_env(
+        &program,
+        &[&live, "1000"],
+        &["--mode", "none", "--events", "gc", "--heap-snapshot", "25"],
+        GEN0_BUDGET,
+    );
+    rec.output.assert_success();
+    let json = rec.report_json();
+    let collections = stderr_number(&rec.output, "collections");
+    let snapshots = json["heap"]["snapshots"].as_array().unwrap();
+    let gcs: Vec<u64> = snapshots
+        .iter()
+        .map(|s| s["gc"].as_u64().unwrap())
+        .collect();
+    // The first collection at or after a multiple of 10: at most one per ten.
+    assert!(!gcs.is_empty() && gcs[0] >= 10, "{gcs:?}");
+    for pair in gcs.windows(2) {
+        assert!(pair[1] / 10 > pair[0] / 10, "{gcs:?}");
+    }
+    assert!(
+        gcs.len() as u64 <= collections / 10,
+        "{gcs:?} of {collections}"
+    );
+    for s in snapshots {
+        assert_eq!(s["complete"], true);
+        assert!(s["pause_ns"].as_u64().unwrap() > 0, "{s:#}");
+    }
+    assert_eq!(
+        heap_type(&json["heap"]["types"], "HeapCost.Item")["count"],
+        LIVE
+    );
+    // The walk was turned on once per snapshot, and no other collection walked the heap
+    // (at most one that started in the instant the walk was being turned on).
+    assert_eq!(counter(&json, "heap_walk_enables"), gcs.len() as u64);
+    assert!(
+        counter(&json, "heap_walks_unused") <= 1,
+        "{:#}",
+        json["counters"]
+    );
+}

@@ -25,11 +25,14 @@
 //!   where the collection's pause ends), and the first collection that starts with the walk on
 //!   is the snapshot's. When the runtime resumes the program after it, the snapshot ends and
 //!   the heap thread clears the flag. `on-signal` and `at-exit` force that collection
-//!   (`ForceGC`); `N` turns the walk on after the collection before every N-th one; `every-gc`
+//!   (`ForceGC`); `N` turns the walk on when the program resumes after the collection before
+//!   every N-th one (so the snapshot is the N-th's, or the next one's if the program collects
+//!   again before the heap thread has run); `every-gc`
 //!   keeps it on throughout (its cost: a walk of the whole heap in every collection).
 //!
-//! The flag is only ever changed from the heap thread (or the at-exit thread), never inside a
-//! collection's callbacks, and never cleared while a chosen collection runs: `WALK` goes
+//! The flag is set from the heap thread (or the at-exit thread), never inside a collection,
+//! and cleared there or in `RuntimeResumeStarted` right after the snapshot's walk (turning it
+//! off has no condition in the runtime); never while a chosen collection runs: `WALK` goes
 //! `ON -> TAKING` atomically when a collection is chosen and back when its snapshot ends.
 //!
 //! **The pause**: a snapshot's collection is a runtime suspension from `RuntimeSuspendStarted`
@@ -157,7 +160,11 @@ pub fn configured(s: &Session, low: EventMask, high: HighEventMask, toggles: boo
         return;
     }
     let mut base = low - EventMask::MONITOR_GC;
-    if !s.wants(EventKind::RUNTIME_SUSPEND_STARTED) {
+    let every_nth = matches!(s.config.heap_snapshots, HeapSnapshots::EveryGc(n) if n > 1);
+    if !s.wants(EventKind::RUNTIME_SUSPEND_STARTED) && !every_nth {
+        // `N` keeps the suspension callbacks: the walk is turned on when the program resumes
+        // after the collection before an N-th one (its own walk, which comes after
+        // `GarbageCollectionFinished`, must not be turned on).
         base -= EventMask::MONITOR_SUSPENDS;
     }
     let _ = BASE_MASK.set((base, high));
@@ -223,8 +230,8 @@ pub fn gc_finished(s: &Session, bounds: &[GenerationRange]) {
     if let HeapSnapshots::EveryGc(n) = s.config.heap_snapshots {
         let next = STATE.gcs.load(Ordering::Acquire) + 1;
         if n > 1 && next.is_multiple_of(n) {
+            // The heap thread is woken when the program resumes (`resume_finished`).
             STATE.due.store(true, Ordering::Release);
-            snapshot_signal::wake();
         } else if n <= 1 {
             STATE.due.store(true, Ordering::Release);
         }
@@ -323,10 +330,15 @@ pub fn suspend_started(s: &Session) {
     }
 }
 
-/// `RuntimeResumeStarted`: the heap walk of the collection is over: the snapshot ends.
+/// `RuntimeResumeStarted`: the heap walk of the collection is over: the snapshot ends, and
+/// the walk goes off right here, before the program runs again (from the heap thread, the
+/// program could collect once more in between, walked for nothing).
 pub fn resume_started(s: &Session) {
     if let Some(snapshot) = finish(s) {
         STATE.resume_of.store(snapshot, Ordering::Release);
+        if !STATE.walk_always.load(Ordering::Acquire) && !STATE.due.load(Ordering::Acquire) {
+            set_walk(s, false);
+        }
     }
 }
 
@@ -334,6 +346,9 @@ pub fn resume_started(s: &Session) {
 pub fn resume_finished(s: &Session) {
     if STATE.resume_of.swap(0, Ordering::AcqRel) != 0 {
         write_resume(s);
+    }
+    if STATE.due.load(Ordering::Acquire) && STATE.walk.load(Ordering::Acquire) == WALK_OFF {
+        snapshot_signal::wake();
     }
 }
 
