@@ -164,6 +164,14 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
             "--alloc-interval applies to --alloc sampled; the runtime chooses the ticks of --alloc ticks"
         );
     }
+    if opts.alloc == Some("all") {
+        // Said before the program starts, so that nobody waits without knowing why.
+        eprintln!(
+            "clrprof: --alloc all records every allocation with its stack: allocation-heavy code \
+             runs 15 to 50 times slower (see BENCHMARKS.md); --alloc (ticks) or --alloc sampled \
+             estimate at a fraction of that"
+        );
+    }
     let (program, args) = resolve_program(&opts.command)?;
     let AgentSocket {
         dir: _dir,

@@ -239,6 +239,14 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
             bytes(r.interval_bytes),
             count(r.records)
         )?;
+        writeln!(
+            out,
+            "  Each tick's type and stack stand for the bytes since the previous tick. The total \
+             is a few percent over (the unused ends of allocation contexts count); a type's \
+             share can be off by tens of percent, more for types of large objects and for \
+             allocations in a fixed rhythm, and rare types may get no tick. Unbiased: record \
+             with --alloc sampled; exact: --alloc all (both slow allocation down)."
+        )?;
     } else {
         let how = if r.mode == "sampled" {
             format!(
