@@ -69,7 +69,9 @@ pub struct BenchArgs {
     /// Runs of the empty program per startup configuration (default 20, quick 6).
     #[arg(long, value_name = "N")]
     pub startup_runs: Option<usize>,
-    /// Only the memory benchmarks: allocation recording (sampled, ticks, all) on the Alloc workload
+    /// Only the memory benchmarks: allocation recording (sampled, ticks, all) on the Alloc
+    /// workload and on a server under load (AllocServer: request rate, CPU per request), heap
+    /// snapshots' cost (LiveHeap: on-signal without a snapshot, one at-exit snapshot's pause)
     /// and heap-snapshot analysis of 1M and 5M synthetic objects.
     #[arg(long)]
     pub memory: bool,

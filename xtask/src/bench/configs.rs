@@ -17,6 +17,11 @@ pub enum Config {
     AllocSampled,
     AllocAll,
     AllocTicks,
+    /// `--alloc` with no method: the default.
+    AllocDefault,
+    /// Heap snapshot cost: `--heap-snapshot on-signal` with no signal, and `at-exit`.
+    HeapOnSignal,
+    HeapAtExit,
     /// Coverage benchmarks only (not in [`Config::ALL`]).
     Coverage,
     CoverageCoreLib,
@@ -46,6 +51,9 @@ impl Config {
             Config::AllocSampled => "alloc-sampled",
             Config::AllocAll => "alloc-all",
             Config::AllocTicks => "alloc-ticks",
+            Config::AllocDefault => "alloc-default",
+            Config::HeapOnSignal => "heap-on-signal",
+            Config::HeapAtExit => "heap-at-exit",
             Config::Coverage => "coverage",
             Config::CoverageCoreLib => "coverage-corelib",
         }
@@ -76,6 +84,11 @@ impl Config {
             Config::AllocSampled => "`clrprof record --mode none --alloc sampled`",
             Config::AllocAll => "`clrprof record --mode none --alloc all`",
             Config::AllocTicks => "`clrprof record --mode none --alloc ticks`",
+            Config::AllocDefault => "`clrprof record --mode none --alloc` (the default method)",
+            Config::HeapOnSignal => {
+                "`clrprof record --mode none --heap-snapshot on-signal`, no snapshot asked for"
+            }
+            Config::HeapAtExit => "`clrprof record --mode none --heap-snapshot at-exit`",
             Config::Coverage => "`clrprof coverage` (default: the workload's own assembly)",
             Config::CoverageCoreLib => {
                 "`clrprof coverage --include WORKLOAD --include System.Private.CoreLib` (the \
@@ -96,6 +109,9 @@ impl Config {
             Config::AllocSampled => Some(&["--mode", "none", "--alloc", "sampled"]),
             Config::AllocAll => Some(&["--mode", "none", "--alloc", "all"]),
             Config::AllocTicks => Some(&["--mode", "none", "--alloc", "ticks"]),
+            Config::AllocDefault => Some(&["--mode", "none", "--alloc"]),
+            Config::HeapOnSignal => Some(&["--mode", "none", "--heap-snapshot", "on-signal"]),
+            Config::HeapAtExit => Some(&["--mode", "none", "--heap-snapshot", "at-exit"]),
             Config::Coverage => Some(&[]),
             Config::CoverageCoreLib => Some(&["--include", "System.Private.CoreLib"]),
         }

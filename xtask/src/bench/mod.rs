@@ -140,6 +140,10 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
             println!("bench: {heading}: memory benchmarks");
             let alloc = compile("Alloc")?;
             sections.push_str(&memory::alloc_modes(&tools, &alloc, rounds, &heading)?);
+            let server = compile("AllocServer")?;
+            sections.push_str(&memory::alloc_server(&tools, &server, rounds, &heading)?);
+            let live = compile("LiveHeap")?;
+            sections.push_str(&memory::heap_cost(&tools, &live, rounds, &heading)?);
         }
         if matrix || opts.coverage {
             println!("bench: {heading}: coverage benchmarks");

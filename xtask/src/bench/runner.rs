@@ -270,6 +270,31 @@ pub fn run_workload(
     program: &Program,
     config: Config,
 ) -> Result<(Run, Vec<String>)> {
+    run_workload_into(tools, program, config, None)
+}
+
+/// Runs one workload once under a clrprof configuration and keeps its trace at `trace`.
+/// Returns what the run measured, for the report.
+pub fn record_once(
+    tools: &Tools,
+    program: &Program,
+    config: Config,
+    trace: &Path,
+) -> Result<String> {
+    let (run, _) = run_workload_into(tools, program, config, Some(trace))?;
+    Ok(format!(
+        "work {:.0} ms, whole run {:.0} ms",
+        run.work_ms, run.wall_ms
+    ))
+}
+
+/// [`run_workload`], moving a clrprof trace to `keep` instead of deleting it.
+fn run_workload_into(
+    tools: &Tools,
+    program: &Program,
+    config: Config,
+    keep: Option<&Path>,
+) -> Result<(Run, Vec<String>)> {
     let trace = tools.scratch.join(format!("{}.clrprof", program.name));
     let probe_output = tools.scratch.join("probe.txt");
     let cmd = match config.clrprof_args() {
@@ -372,7 +397,13 @@ pub fn run_workload(
         if config.samples_cpu() {
             profiler_cpu_ms = Some(profiler_cpu(&trace)?);
         }
-        let _ = std::fs::remove_file(&trace);
+        match keep {
+            Some(path) => std::fs::rename(&trace, path)
+                .with_context(|| format!("cannot move the trace to {}", path.display()))?,
+            None => {
+                let _ = std::fs::remove_file(&trace);
+            }
+        }
         let samples = parse_samples(&exited.stderr);
         if samples == Some(0) && config.samples_cpu() {
             warnings.push("the trace holds no samples".to_string());
@@ -422,8 +453,22 @@ pub fn alternate(
     rounds: usize,
     label: &str,
 ) -> Result<(Times, Times)> {
+    let (work, wall, _) = alternate_cpu(tools, program, configs, rounds, label)?;
+    Ok((work, wall))
+}
+
+/// [`alternate`], with the CPU time of each run's work too (the program's whole process, as
+/// it measured it; 0 where it did not say).
+pub fn alternate_cpu(
+    tools: &Tools,
+    program: &Program,
+    configs: &[Config],
+    rounds: usize,
+    label: &str,
+) -> Result<(Times, Times, Times)> {
     let mut work: Times = vec![Vec::new(); configs.len()];
     let mut wall: Times = vec![Vec::new(); configs.len()];
+    let mut cpu: Times = vec![Vec::new(); configs.len()];
     let mut checksum: Option<(Config, String)> = None;
     for round in 0..rounds {
         for (i, config) in rotated(configs, round) {
@@ -453,9 +498,10 @@ pub fn alternate(
             );
             work[i].push(run.work_ms);
             wall[i].push(run.wall_ms);
+            cpu[i].push(run.cpu_ms.unwrap_or(0.0));
         }
     }
-    Ok((work, wall))
+    Ok((work, wall, cpu))
 }
 
 /// The CPU the agent used itself during a run (ms), from its trace's counters: its signal
