@@ -3,12 +3,11 @@
 //! snapshots (retained sizes, root paths, diffs, ages; at exit, every GC and on a signal). The
 //! facts asserted are documented at the top of `tests/programs/Memory.cs`.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
 
 use clrprof_e2e::{
     ChildGuard, OutputExt, compile, default_timeout, record, record_command, report_json,
-    speedscope_schema, temp_dir,
+    signal_snapshot_when_ready, speedscope_schema, temp_dir,
 };
 use serde_json::Value;
 
@@ -485,21 +484,7 @@ fn heap_snapshot_on_signal_while_the_program_runs() {
     );
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = ChildGuard::spawn(&mut cmd);
-    let pid_file = dir.path().join("pid");
-    let started = Instant::now();
-    while !pid_file.exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the program never wrote its pid"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let pid = std::fs::read_to_string(&pid_file).unwrap();
-    let kill = Command::new("kill")
-        .args(["-USR2", pid.trim()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    signal_snapshot_when_ready(dir.path());
     let output = child.wait_with_output(default_timeout());
     output.assert_success();
     assert_eq!(output.stdout, plain.stdout, "profiling changed the output");

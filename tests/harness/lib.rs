@@ -50,6 +50,7 @@ pub use paths::{target_dir, workspace_root};
 pub use probes::{ProbeRun, run_probe};
 pub use process::{
     ChildGuard, OutputExt, default_timeout, describe_command, run_command, run_command_timeout,
+    signal_snapshot_when_ready,
 };
 pub use profile::{frame_names, profile_of, thread};
 
