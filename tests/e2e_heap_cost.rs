@@ -48,6 +48,19 @@ fn stderr_number(output: &std::process::Output, label: &str) -> u64 {
         .unwrap_or_else(|| panic!("no `{label}` in the program's output: {text}"))
 }
 
+/// `n` as the text report writes counts: `600,233`.
+fn with_commas(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn heap_type<'a>(types: &'a Value, type_name: &str) -> &'a Value {
     types
         .as_array()
@@ -190,6 +203,16 @@ fn a_snapshot_on_signal_while_garbage_is_made_is_exact_and_its_sizes_tile_the_he
         .find(|g| g["generation"] == "non_gc")
         .unwrap();
     assert!(non_gc["objects"].as_u64().unwrap() >= report["unreached_non_gc"].as_u64().unwrap());
+
+    // The plain report reads the snapshot's counts and pause, not its objects.
+    let summary = clrprof_e2e::report(&trace, &[]);
+    summary.assert_success();
+    let line = format!(
+        "1 heap snapshot (#1: {} objects, paused ",
+        with_commas(report["objects"].as_u64().unwrap())
+    );
+    let text = summary.stdout_str();
+    assert!(text.contains(&line), "no `{line}` in {text}");
 
     // Sizes as the heap lays objects out: between an object's end and the next object there
     // is nothing (0 bytes) or a free object (at least 24 bytes: header, method table, length).
