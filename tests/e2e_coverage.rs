@@ -5,7 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use clrprof_e2e::{OutputExt, Program, Recording, compile, coverage, programs_dir, run_command};
+use clrprof_e2e::{
+    OutputExt, PdbKind, Program, Recording, compile, coverage, programs_dir, run_command,
+    with_portable_pdb,
+};
 use serde_json::Value;
 
 /// The lines of `Coverage.cs` marked `// @name`, by name.
@@ -326,4 +329,131 @@ fn include_and_exclude_choose_assemblies() {
     assert_eq!(with_console.len(), 1, "{with_console:?}");
     assert_eq!(with_console[0].0, "System.Console");
     assert!(with_console[0].1 > 0, "{with_console:?}");
+}
+
+/// The hits of every line of every method, by method name and line.
+fn all_lines(json: &Value) -> BTreeMap<String, Value> {
+    json["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["method_name"].as_str().unwrap().to_string(),
+                m["lines"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn portable_pdbs_beside_and_embedded_give_the_same_lines_as_mono_symbols() {
+    let program = compile("Coverage");
+    let mdb = covered(&program, &["--format", "json"], "json");
+    let from_mdb: Value =
+        serde_json::from_str(&std::fs::read_to_string(&mdb.trace).unwrap()).unwrap();
+    let expected = all_lines(&from_mdb);
+    assert_eq!(expected["Classify"].as_object().unwrap().len(), 5);
+    let markers = markers();
+    for kind in [PdbKind::Beside, PdbKind::Embedded] {
+        let (_dir, converted) = with_portable_pdb(&program, kind);
+        // Cecil wrote the assembly anew: no `.mdb` beside it.
+        assert!(!converted.dll.with_extension("dll.mdb").exists());
+        let rec = covered(&converted, &["--format", "json"], "json");
+        assert!(
+            !rec.output.stderr_str().contains("warning"),
+            "{kind:?}: {}",
+            rec.output.describe()
+        );
+        let json: Value =
+            serde_json::from_str(&std::fs::read_to_string(&rec.trace).unwrap()).unwrap();
+        assert_eq!(all_lines(&json), expected, "{kind:?}");
+        let status = &json["symbols"][0]["status"]["kind"];
+        assert_eq!(
+            status,
+            match kind {
+                PdbKind::Beside => "portable_pdb",
+                PdbKind::Embedded => "embedded_pdb",
+            }
+        );
+        for &(marker, hits) in EXPECTED_LINES {
+            let line = markers[marker].to_string();
+            let found: Vec<u64> = json["methods"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|m| m["lines"].get(&line).and_then(Value::as_u64))
+                .collect();
+            assert_eq!(found, [hits], "{kind:?}: line {line} (@{marker})");
+        }
+        // genhtml reads the lcov made from them.
+        let lcov = covered(&converted, &["--format", "lcov"], "info");
+        let text = std::fs::read_to_string(&lcov.trace).unwrap();
+        assert!(text.contains("SF:") && text.contains("DA:"), "{text}");
+    }
+}
+
+#[test]
+fn coverage_says_which_assemblies_have_no_symbols_and_what_it_means() {
+    let program = compile("Coverage");
+    let dir = clrprof_e2e::temp_dir();
+    for file in ["Coverage.dll", "Coverage.runtimeconfig.json"] {
+        std::fs::copy(program.dll.with_file_name(file), dir.path().join(file)).unwrap();
+    }
+    let bare = Program {
+        dll: dir.path().join("Coverage.dll"),
+        ..program.clone()
+    };
+    let expected = [
+        (
+            "lcov",
+            "info",
+            "lcov has no place for code without source lines, so its 11 methods are left out",
+        ),
+        (
+            "cobertura",
+            "xml",
+            "its methods are shown by IL block, without source lines (their rates are block rates)",
+        ),
+        (
+            "text",
+            "txt",
+            "its methods are shown by IL block, without source lines",
+        ),
+    ];
+    for (format, extension, meaning) in expected {
+        let rec = coverage(&bare, &[], &["--format", format], extension);
+        rec.output.assert_success();
+        assert!(
+            rec.output.stderr_str().contains(&format!(
+                "clrprof: warning: no source lines for Coverage: no symbols: no Coverage.pdb \
+                 beside it, none embedded in it, no Coverage.dll.mdb; {meaning}\n"
+            )),
+            "{format}: {}",
+            rec.output.describe()
+        );
+    }
+    let lcov = coverage(&bare, &[], &["--format", "lcov"], "info");
+    assert!(
+        !std::fs::read_to_string(&lcov.trace)
+            .unwrap()
+            .contains("DA:")
+    );
+
+    // A Windows PDB beside it is named as such.
+    std::fs::write(
+        dir.path().join("Coverage.pdb"),
+        b"Microsoft C/C++ MSF 7.00\r\n\x1aDS\0\0\0\0\x10\0\0",
+    )
+    .unwrap();
+    let rec = coverage(&bare, &[], &["--format", "json"], "json");
+    rec.output.assert_success();
+    assert!(
+        rec.output.stderr_str().contains(
+            "clrprof: warning: no source lines for Coverage: Coverage.pdb is a Windows PDB, \
+             which clrprof does not read; build with <DebugType>portable</DebugType>"
+        ),
+        "{}",
+        rec.output.describe()
+    );
 }

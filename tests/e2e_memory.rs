@@ -3,12 +3,16 @@
 //! snapshots (retained sizes, root paths, diffs, ages; at exit, every GC and on a signal). The
 //! facts asserted are documented at the top of `tests/programs/Memory.cs`.
 
+use std::path::Path;
 use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use clrprof_e2e::{
-    ChildGuard, OutputExt, compile, default_timeout, record, record_command, report_json,
+    ChildGuard, Dotnet, OutputExt, compile, default_timeout, record, record_command, report_json,
     signal_snapshot_when_ready, speedscope_schema, temp_dir,
 };
+use clrprof_sdk::flags::EventMask;
+use clrprof_trace::Record;
 use serde_json::Value;
 
 /// The row of `allocations[]` for a type.
@@ -213,13 +217,35 @@ fn alloc_ticks_give_bytes_per_type_and_allocating_stack_from_the_runtime_events(
 
     let json = rec.report_json();
     assert_eq!(json["allocation_mode"], "ticks");
-    // The agent is not asked for allocations at all: no ObjectAllocated callback.
-    let config = json["session"]["config"].as_str().unwrap();
-    assert!(!config.contains("alloc"), "{config}");
+    // The runtime's `ObjectAllocated` callback is not asked for: allocations stay on its fast
+    // path.
+    let mask = event_mask(&rec.trace);
+    assert!(
+        !mask.intersects(EventMask::ENABLE_OBJECT_ALLOCATED | EventMask::MONITOR_OBJECT_ALLOCATED),
+        "{mask:?}"
+    );
     // One tick per ~100 KB of the 526,000,000 bytes (a few more for startup and the
     // allocation contexts' unused ends): thousands of records, not millions.
     let ticks = json["allocation_records"].as_u64().unwrap();
     assert!((4_000..=7_000).contains(&ticks), "{ticks} ticks");
+    // Who read them: the agent, through an in-process EventPipe session, on a runtime that
+    // offers one (it walks the allocating thread's stack, so it needs stack snapshots); the
+    // CLI over the diagnostics socket on one that does not.
+    let counters = &json["counters"];
+    let in_process = Dotnet::get().has_in_process_eventpipe();
+    assert_eq!(
+        counters["allocation_ticks_reader"],
+        u64::from(in_process),
+        "{counters:#}"
+    );
+    assert_eq!(counters["allocation_ticks_unreadable"], 0, "{counters:#}");
+    if in_process {
+        assert!(mask.contains(EventMask::ENABLE_STACK_SNAPSHOT), "{mask:?}");
+        // Every tick was delivered on the allocating thread and became a record.
+        assert_eq!(counters["allocation_ticks"], ticks, "{counters:#}");
+        assert_eq!(counters["allocation_ticks_other_thread"], 0, "{counters:#}");
+        assert_eq!(json["allocations_dropped"], 0);
+    }
     // The ticks' bytes add up to what the runtime handed out: the program's bytes plus the
     // unused ends of allocation contexts (see docs/memory-profiling.md).
     let total = json["allocated_bytes"].as_u64().unwrap() as f64;
@@ -258,6 +284,137 @@ fn alloc_ticks_give_bytes_per_type_and_allocating_stack_from_the_runtime_events(
         )),
         "{}",
         folded.stdout_str()
+    );
+}
+
+/// The event mask the agent set, from its `SessionStart`.
+fn event_mask(trace: &Path) -> EventMask {
+    let file = std::fs::File::open(trace).expect("the trace");
+    let start = clrprof_trace::Reader::new(std::io::BufReader::new(file))
+        .expect("a trace")
+        .find_map(|r| match r.expect("a readable trace") {
+            Record::SessionStart(s) => Some(s),
+            _ => None,
+        })
+        .expect("a SessionStart");
+    EventMask::from_bits_retain(start.event_mask as u32)
+}
+
+#[test]
+fn alloc_ticks_need_no_diagnostics_socket_where_the_agent_reads_them() {
+    let program = compile("Memory");
+    let dir = temp_dir();
+    let dir_arg = dir.path().to_str().unwrap();
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let plain = program.run(&["signal", dir_arg]);
+    plain.assert_success();
+    std::fs::remove_file(dir.path().join("go")).unwrap();
+    std::fs::remove_file(dir.path().join("pid")).unwrap();
+
+    // The program's runtime opens no diagnostics socket (looked for in its own TMPDIR while it
+    // waits), yet loads the agent.
+    let dotnet = Dotnet::get();
+    let (setting, value) = dotnet.no_diagnostics_socket();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let trace = dir.path().join("ticks.clrprof");
+    let mut cmd = record_command(
+        &program,
+        &["signal", dir_arg],
+        &["--mode", "none", "--alloc", "ticks"],
+        &trace,
+    );
+    cmd.env(setting, value)
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = ChildGuard::spawn(&mut cmd);
+    let pid_file = dir.path().join("pid");
+    let started = Instant::now();
+    while !pid_file.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the program never wrote its pid"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let socket_prefix = format!("dotnet-diagnostic-{}-", pid.trim());
+    let sockets: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&socket_prefix))
+        .collect();
+    assert_eq!(sockets, Vec::<String>::new(), "with {setting}={value}");
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let output = child.wait_with_output(default_timeout());
+    output.assert_success();
+    assert_eq!(output.stdout, plain.stdout, "profiling changed the output");
+
+    let json = report_json(&trace);
+    let counters = &json["counters"];
+    if !dotnet.has_in_process_eventpipe() {
+        // CoreCLR 3.1: only the diagnostics socket carries the ticks, and there is none.
+        assert_eq!(counters["allocation_ticks_reader"], 0, "{counters:#}");
+        assert_eq!(json.get("allocation_records"), None, "{json:#}");
+        assert!(
+            output.stderr_str().contains(
+                "no allocation samples: the program exited before its diagnostics socket appeared"
+            ),
+            "{}",
+            output.describe()
+        );
+        return;
+    }
+    assert_eq!(counters["allocation_ticks_reader"], 1, "{counters:#}");
+    assert!(
+        !output.stderr_str().contains("warning"),
+        "{}",
+        output.describe()
+    );
+    assert_eq!(json["allocation_mode"], "ticks");
+    let ticks = json["allocation_records"].as_u64().unwrap();
+    assert_eq!(counters["allocation_ticks"], ticks, "{counters:#}");
+    // `AddHeapNodes(1000)` allocates 1,000 `Memory.HeapNode` (32 bytes) and 1,000 `byte[1000]`
+    // (1,024 bytes), and its list grows through arrays of 4, 8, ... 1,024 references (16,568
+    // bytes): 1,072,568 bytes, about ten ticks' worth. Each tick while it runs names one of
+    // those types, with the agent's own stack of the allocating thread: the allocating method
+    // innermost (or the list's, called from it).
+    let stacks = json["allocation_stacks"].as_array().unwrap();
+    let in_add: Vec<&Value> = stacks
+        .iter()
+        .filter(|s| {
+            s["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f == "Memory.Program.AddHeapNodes(int)")
+        })
+        .collect();
+    // The ticks stand for the bytes allocated since the previous tick, so those in the method
+    // add up to its bytes, give or take what was counted before the first one and after the
+    // last one: at most a tick's budget (102,400 bytes) and an allocation context (8 KiB).
+    let add_bytes: f64 = in_add.iter().map(|s| s["bytes"].as_f64().unwrap()).sum();
+    let slack = 102_400.0 + 8_192.0;
+    assert!(
+        (1_072_568.0 - slack..=1_072_568.0 + slack).contains(&add_bytes),
+        "{add_bytes} bytes in AddHeapNodes: {in_add:#?}"
+    );
+    let byte_arrays = type_row(&json, "byte[]");
+    let by = allocated_by(byte_arrays, "AddHeapNodes");
+    assert_eq!(by.len(), 1, "{byte_arrays:#}");
+    assert_eq!(by[0]["function"], "Memory.Program.AddHeapNodes(int)");
+    let stack = stacks
+        .iter()
+        .find(|s| s["frames"][0] == "Memory.Program.AddHeapNodes(int)")
+        .expect("a tick in AddHeapNodes");
+    assert_eq!(
+        stack["frames"],
+        serde_json::json!([
+            "Memory.Program.AddHeapNodes(int)",
+            "Memory.Program.WaitForSignal(string)",
+            "Memory.Program.Main(string[])"
+        ])
     );
 }
 

@@ -258,7 +258,7 @@ fn build(name: &str, source: &str) -> PathBuf {
 /// # Panics
 /// With `fill`'s message if it fails.
 #[track_caller]
-fn in_place(dir: &Path, marker: &Path, fill: impl FnOnce(&Path) -> Result<(), String>) {
+pub(crate) fn in_place(dir: &Path, marker: &Path, fill: impl FnOnce(&Path) -> Result<(), String>) {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let parent = dir.parent().expect("a cache directory has a parent");
     let tmp = parent.join(format!(
@@ -365,10 +365,10 @@ fn find_mcs() -> PathBuf {
 }
 
 /// 64-bit FNV-1a: a stable hash for cache keys (unlike `std::hash`, it never changes).
-struct Fnv64(u64);
+pub(crate) struct Fnv64(u64);
 
 impl Fnv64 {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Fnv64(0xcbf2_9ce4_8422_2325)
     }
 
@@ -380,12 +380,12 @@ impl Fnv64 {
     }
 
     /// Writes a length-prefixed string, so that ("ab", "c") and ("a", "bc") differ.
-    fn write_str(&mut self, s: &str) {
+    pub(crate) fn write_str(&mut self, s: &str) {
         self.write(&(s.len() as u64).to_le_bytes());
         self.write(s.as_bytes());
     }
 
-    fn finish(&self) -> u64 {
+    pub(crate) fn finish(&self) -> u64 {
         self.0
     }
 }

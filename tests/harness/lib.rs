@@ -29,9 +29,11 @@ mod compile;
 mod dotnet;
 mod facts;
 mod paths;
+mod pdb;
 pub mod probes;
 mod process;
 mod profile;
+mod stripped;
 
 pub use browser::{
     CHROMIUM, PLAYWRIGHT_VERSION, artifacts_dir, browser_deps_dir, check_in_browser,
@@ -47,6 +49,7 @@ pub use dotnet::{
 };
 pub use facts::ProfilingApi;
 pub use paths::{target_dir, workspace_root};
+pub use pdb::{PdbKind, with_portable_pdb};
 pub use probes::{ProbeRun, run_probe};
 pub use process::{
     ChildGuard, OutputExt, default_timeout, describe_command, run_command, run_command_timeout,

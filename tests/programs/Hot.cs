@@ -8,7 +8,8 @@
 // Output:
 //   hot: done
 // and on stderr the share of the main thread's measured CPU time spent in Spin,
-// `hot: spin share 0.8500` (the thread's CPU clock read around each call).
+// `hot: spin share 0.8500` (the thread's CPU clock read around each call), and the CPU time
+// the sleeper used in all, `hot: sleeper cpu_ns 1234567`.
 // @include ThreadCpu.cs
 using System;
 using System.Runtime.CompilerServices;
@@ -18,11 +19,14 @@ static class Sleeper
 {
     public static readonly ManualResetEvent Done = new ManualResetEvent(false);
     public static readonly ManualResetEvent Asleep = new ManualResetEvent(false);
+    /// The thread's CPU time when it is done: what it used to start, wait and wake.
+    public static long CpuNs;
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static void Run()
     {
         Nap();
+        CpuNs = ThreadCpu.Ns();
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
@@ -92,6 +96,7 @@ static class Hot
         Sleeper.Done.Set();
         sleeper.Join();
         Console.WriteLine("hot: done");
+        Console.Error.WriteLine("hot: sleeper cpu_ns " + Sleeper.CpuNs);
         Console.Error.WriteLine("hot: spin share " + ((double)spinTicks / (spinTicks + otherTicks))
             .ToString("F4", System.Globalization.CultureInfo.InvariantCulture));
     }

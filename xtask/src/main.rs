@@ -8,9 +8,11 @@
 
 #[cfg(unix)]
 mod bench;
+mod big_trace;
 mod demo;
 #[cfg(unix)]
 mod eventpipe;
+mod fuzz;
 mod setup;
 mod test;
 mod util;
@@ -45,6 +47,27 @@ enum Command {
     },
     /// Profile the bundled demo program.
     Demo,
+    /// Make a large trace from a real one (its samples repeated, shifted in time), to measure
+    /// `clrprof report` on it.
+    BigTrace {
+        /// The real trace.
+        #[arg(long, value_name = "TRACE")]
+        from: PathBuf,
+        /// Size of the trace to make, in MB.
+        #[arg(long, value_name = "MB", default_value_t = 1000)]
+        size: u64,
+        /// Where to write it.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
+    /// Fuzz the trace readers (the targets of `fuzz/`) with libFuzzer on the stable toolchain.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Targets to run (trace_reader, trace_blocks, trace_report; default all).
+        targets: Vec<String>,
+    },
     /// Measure clrprof's overhead against no profiler and the runtime's EventPipe sampler,
     /// then write BENCHMARKS.md (full runs only).
     Bench(BenchArgs),
@@ -56,7 +79,7 @@ pub struct BenchArgs {
     /// Rounds: each workload runs once per configuration per round (default 5).
     #[arg(long, value_name = "N")]
     pub rounds: Option<usize>,
-    /// Workloads to run, comma-separated (Fib, Realistic, Alloc, Threads, Idle, Server; default
+    /// Workloads to run, comma-separated (Fib, Realistic, Alloc, Threads, Idle, Regex, Server; default
     /// all).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub workloads: Vec<String>,
@@ -90,6 +113,8 @@ fn main() -> ExitCode {
         Command::Setup => setup::run(),
         Command::Test { args } => test::run(&args),
         Command::Demo => demo::run(),
+        Command::BigTrace { from, size, output } => big_trace::run(&from, size, &output),
+        Command::Fuzz { seconds, targets } => fuzz::run_targets(seconds, &targets),
         Command::Bench(args) => run_bench(&args),
     };
     // Printed by hand rather than returned: `RUST_BACKTRACE=1` would make anyhow append a

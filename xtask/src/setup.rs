@@ -8,6 +8,8 @@
 //! - Mono's C# compiler `mcs` (Debian package `mono-mcs`), when it is not already on PATH.
 //! - lcov's `genhtml` (Debian package `lcov`) and libxml2's `xmllint` (Debian package
 //!   `libxml2-utils`), which check `clrprof coverage`'s lcov and Cobertura outputs.
+//! - GNU binutils' `strip` (Debian package `binutils`), which makes the stripped copy of a
+//!   runtime the tests of native names record.
 //! - speedscope's file format JSON schema, from the pinned `speedscope` npm package (fetched
 //!   with `npm pack`, npm from Debian's `npm` package if it is not on PATH), into
 //!   `.deps/speedscope-<version>/`: the end-to-end tests validate clrprof's speedscope output
@@ -39,6 +41,19 @@ pub fn run() -> Result<()> {
     ensure_debian_tool("mcs", "mono-mcs", "the Mono C# compiler")?;
     ensure_debian_tool("genhtml", "lcov", "lcov's HTML generator")?;
     ensure_debian_tool("xmllint", "libxml2-utils", "libxml2's validator")?;
+    ensure_debian_tool("strip", "binutils", "GNU binutils' strip")?;
+    ensure_debian_tool("tmux", "tmux", "the terminal the status line test runs in")?;
+    // The coverage tests' portable PDBs are written by Mono.Cecil from Mono's symbols.
+    ensure_debian_file(
+        "/usr/lib/mono/gac/Mono.Cecil/0.11.*/Mono.Cecil.dll",
+        "libmono-cecil-private-cil",
+        "Mono.Cecil 0.11",
+    )?;
+    ensure_debian_file(
+        "/usr/lib/mono/4.5/Mono.CompilerServices.SymbolWriter.dll",
+        "libmono-compilerservices-symbolwriter4.0-cil",
+        "Mono's symbol file reader",
+    )?;
     ensure_speedscope_schema()?;
     ensure_debian_tool("chromium", "chromium", "the Chromium browser")?;
     ensure_debian_tool("node", "nodejs", "Node.js")?;
@@ -366,15 +381,68 @@ fn link(_target: &Path, _link: &Path) -> Result<()> {
 }
 
 /// Makes sure `command` is on PATH, installing Debian's `package` with apt-get if not.
-fn ensure_debian_tool(command: &str, package: &str, what: &str) -> Result<()> {
+pub fn ensure_debian_tool(command: &str, package: &str, what: &str) -> Result<()> {
     if let Some(found) = find_on_path(command) {
         println!("setup: {command}: found {}", found.display());
         return Ok(());
     }
+    install_debian(package, &format!("{what} `{command}` is not on PATH"))?;
+    let found = find_on_path(command)
+        .with_context(|| format!("{package} was installed but `{command}` is still not on PATH"))?;
+    println!(
+        "setup: {command}: installed {package} ({})",
+        found.display()
+    );
+    Ok(())
+}
+
+/// Makes sure the file `path` exists, installing Debian's `package` with apt-get if not.
+fn ensure_debian_file(path: &str, package: &str, what: &str) -> Result<()> {
+    let present = || glob_first(path).filter(|p| p.is_file());
+    if let Some(found) = present() {
+        println!("setup: {what}: found {}", found.display());
+        return Ok(());
+    }
+    install_debian(package, &format!("{what} ({path}) is missing"))?;
+    let found = present()
+        .with_context(|| format!("{package} was installed but {path} is still missing"))?;
+    println!("setup: {what}: installed {package} ({})", found.display());
+    Ok(())
+}
+
+/// The first path matching `pattern`, whose components may end with `*`.
+fn glob_first(pattern: &str) -> Option<PathBuf> {
+    let mut candidates = vec![PathBuf::from("/")];
+    for part in pattern.trim_start_matches('/').split('/') {
+        let mut next = Vec::new();
+        for dir in &candidates {
+            match part.strip_suffix('*') {
+                Some(prefix) => {
+                    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+                        .map(|e| e.path())
+                        .collect();
+                    found.sort();
+                    next.extend(found);
+                }
+                None => next.push(dir.join(part)),
+            }
+        }
+        candidates = next;
+    }
+    candidates.into_iter().find(|p| p.exists())
+}
+
+/// Installs Debian's `package` with apt-get (as root, or through sudo); `missing` says what
+/// is missing, for the error when it cannot be installed.
+fn install_debian(package: &str, missing: &str) -> Result<()> {
     let Some(apt_get) = find_on_path("apt-get") else {
         bail!(
-            "{what} `{command}` is not on PATH and apt-get is not available; \
-             install the package that provides `{command}` (Debian/Ubuntu: {package})"
+            "{missing} and apt-get is not available; install it (Debian/Ubuntu package: \
+             {package})"
         );
     };
     let sudo = if is_root()? {
@@ -382,8 +450,8 @@ fn ensure_debian_tool(command: &str, package: &str, what: &str) -> Result<()> {
     } else {
         Some(find_on_path("sudo").with_context(|| {
             format!(
-                "{what} `{command}` is not on PATH; installing it needs root: \
-                 run `apt-get install {package}` as root (sudo is not available)"
+                "{missing}; installing it needs root: run `apt-get install {package}` as root \
+                 (sudo is not available)"
             )
         })?)
     };
@@ -412,12 +480,6 @@ fn ensure_debian_tool(command: &str, package: &str, what: &str) -> Result<()> {
             bail!("`apt-get install {package}` failed; see its output above");
         }
     }
-    let found = find_on_path(command)
-        .with_context(|| format!("{package} was installed but `{command}` is still not on PATH"))?;
-    println!(
-        "setup: {command}: installed {package} ({})",
-        found.display()
-    );
     Ok(())
 }
 

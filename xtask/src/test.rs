@@ -1,6 +1,6 @@
 //! `cargo xtask test`: the full check the CI runs: setup, fmt, clippy, the tests on every
-//! runtime the project pins (each a step of its own, named after the runtime), and a Windows
-//! type check. Stops at the first failing step.
+//! runtime the project pins (each a step of its own, named after the runtime), a short fuzz
+//! run of the trace readers, and a Windows type check. Stops at the first failing step.
 
 use std::process::Command;
 use std::time::Instant;
@@ -11,6 +11,11 @@ use clrprof_e2e::{RUNTIME_ENV, RUNTIMES};
 use crate::util::{cargo, describe_command, run as run_cmd, workspace_root};
 
 const WINDOWS_TARGET: &str = "x86_64-pc-windows-gnu";
+
+/// How long CI fuzzes each target: enough for libFuzzer to try a few hundred thousand cut and
+/// mutated traces from the seeds, short enough for the whole check to stay well under 20
+/// minutes. `cargo xtask fuzz --seconds N` runs longer.
+const FUZZ_SECONDS: u64 = 30;
 
 pub fn run(extra: &[String]) -> Result<()> {
     let mut passed: Vec<String> = Vec::new();
@@ -67,6 +72,9 @@ pub fn run(extra: &[String]) -> Result<()> {
             })
         })?;
     }
+    step(&format!("fuzz ({FUZZ_SECONDS} s per target)"), &mut || {
+        crate::fuzz::run_targets(FUZZ_SECONDS, &[])
+    })?;
     if windows_target_available() {
         step("check windows", &mut || {
             run_cmd(cargo_cmd(&[

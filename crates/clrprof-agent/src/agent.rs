@@ -149,6 +149,8 @@ fn open_sink() -> std::result::Result<Box<dyn Write + Send>, String> {
 impl Session {
     /// Chooses the runtime callbacks, installs hooks, starts sampling, announces the session.
     fn configure(&'static self) {
+        // Before the event mask: reading the ticks in process needs stack snapshots.
+        let tick_reader = crate::alloc_ticks::start(self);
         let (low, high) = self.event_masks();
         let mut mask_ok = if self.info.version() >= 5 {
             self.info.set_event_mask2(low, high)
@@ -199,6 +201,11 @@ impl Session {
             config: self.config.raw.clone(),
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
         }));
+        if let Some(reader) = tick_reader {
+            // Right after SessionStart: the CLI waits for it to know who reads the ticks.
+            self.out
+                .push_record(&Record::Counter(reader.counter(self.now())));
+        }
         for w in &self.config.warnings {
             self.warn(w.clone());
         }
@@ -253,10 +260,20 @@ impl Session {
         let (heap_low, heap_high) = crate::heap::event_mask(&c.heap_snapshots);
         low |= heap_low;
         high |= heap_high;
-        if c.alloc != AllocMode::Off {
-            low |= EventMask::ENABLE_OBJECT_ALLOCATED
-                | EventMask::MONITOR_OBJECT_ALLOCATED
-                | EventMask::ENABLE_STACK_SNAPSHOT;
+        match c.alloc {
+            AllocMode::Off => {}
+            // No ObjectAllocated: the runtime's ticks come through the agent's EventPipe
+            // session, on the allocating thread, whose stack it walks (or through the CLI).
+            AllocMode::Ticks => {
+                if crate::alloc_ticks::reads_ticks() {
+                    low |= EventMask::ENABLE_STACK_SNAPSHOT;
+                }
+            }
+            AllocMode::Sampled | AllocMode::All => {
+                low |= EventMask::ENABLE_OBJECT_ALLOCATED
+                    | EventMask::MONITOR_OBJECT_ALLOCATED
+                    | EventMask::ENABLE_STACK_SNAPSHOT;
+            }
         }
         if c.mode == Mode::Trace {
             // Unwind callbacks keep the shadow stacks right; JITInlining says what was inlined.
@@ -308,6 +325,7 @@ impl Profiler for Agent {
             crate::heap::snapshot_at_exit(s);
             crate::heap::finish(s);
             s.event(K::SHUTDOWN, &[]);
+            crate::alloc_ticks::stop(s);
             if let Some(coverage) = crate::coverage::get() {
                 coverage.write(s);
             }
@@ -971,6 +989,10 @@ impl Profiler for Agent {
         Ok(())
     }
     fn event_pipe_event_delivered(&self, e: &EventPipeEvent<'_>) -> Result<()> {
+        // Only the agent's own session (`--alloc ticks`) delivers events.
+        if let Some(s) = self.session() {
+            crate::alloc_ticks::event_delivered(s, e);
+        }
         self.ev(
             K::EVENT_PIPE_EVENT_DELIVERED,
             &[

@@ -1,4 +1,5 @@
-//! Allocations with their stacks (`--alloc all|sampled`).
+//! Allocations with their stacks (`--alloc all|sampled`; the runtime's allocation ticks of
+//! `--alloc ticks` are in `alloc_ticks.rs` and use the stack walk and record writing here).
 //!
 //! The runtime calls `ObjectAllocated` on the allocating thread, right after the object is
 //! made. For a recorded allocation the agent walks that thread's managed stack with
@@ -72,7 +73,8 @@ thread_local! {
 /// Handles one `ObjectAllocated` callback.
 pub fn object_allocated(s: &Session, object: ObjectId, class: ClassId) {
     let interval = match s.config.alloc {
-        AllocMode::Off => return,
+        // Ticks come from the runtime's events (`alloc_ticks.rs`), not from this callback.
+        AllocMode::Off | AllocMode::Ticks => return,
         AllocMode::All => 0,
         AllocMode::Sampled => s.config.alloc_interval,
     };
@@ -84,20 +86,8 @@ pub fn object_allocated(s: &Session, object: ObjectId, class: ClassId) {
     if interval > 0 && !sampled(size, interval) {
         return;
     }
-    let mut frames = [0usize; MAX_ALLOC_FRAMES];
-    let (depth, truncated) = stacks::managed_stack(&s.info, &mut frames);
-    let frames = &frames[..depth];
+    let stack = current_stack(s);
     s.defs.class(&s.info, &s.out, class);
-    let root = truncated.then_some((FrameKind::Truncated, 0));
-    let path = root.into_iter().chain(
-        frames
-            .iter()
-            .rev()
-            .map(|&f| (FrameKind::Managed, s.defs.function_id(FunctionId(f)))),
-    );
-    let stack = s
-        .stacks
-        .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f));
     let mut flags = 0;
     if size >= LOH_THRESHOLD {
         flags |= Allocation::LARGE_OBJECT_HEAP;
@@ -113,17 +103,46 @@ pub fn object_allocated(s: &Session, object: ObjectId, class: ClassId) {
         },
         _ => 0,
     };
-    let record = Allocation {
-        ts: s.now(),
-        tid: sys::gettid(),
-        class: class.as_u64(),
-        size,
-        stack,
-        interval,
-        flags,
-        array_length,
-    };
-    let counter = if s.out.push_allocation(&record) {
+    write(
+        s,
+        &Allocation {
+            ts: s.now(),
+            tid: sys::gettid(),
+            class: class.as_u64(),
+            size,
+            stack,
+            interval,
+            flags,
+            array_length,
+        },
+    );
+}
+
+/// The calling thread's managed stack (`DoStackSnapshot` on the current thread), interned:
+/// the innermost frame is the allocating method. Functions are named when first seen.
+pub fn current_stack(s: &Session) -> u32 {
+    let mut frames = [0usize; MAX_ALLOC_FRAMES];
+    let (depth, truncated) = stacks::managed_stack(&s.info, &mut frames);
+    intern_managed(s, &frames[..depth], truncated)
+}
+
+/// Interns a stack of managed functions given innermost first (`truncated`: cut at the root
+/// end), naming the functions seen for the first time.
+pub fn intern_managed(s: &Session, frames: &[usize], truncated: bool) -> u32 {
+    let root = truncated.then_some((FrameKind::Truncated, 0));
+    let path = root.into_iter().chain(
+        frames
+            .iter()
+            .rev()
+            .map(|&f| (FrameKind::Managed, s.defs.function_id(FunctionId(f)))),
+    );
+    s.stacks
+        .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f))
+}
+
+/// Sends an allocation record, or counts it as dropped if the transport's buffer is full.
+pub fn write(s: &Session, record: &Allocation) {
+    let counter = if s.out.push_allocation(record) {
         &STATS.written
     } else {
         &STATS.dropped

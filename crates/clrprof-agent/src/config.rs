@@ -4,7 +4,7 @@
 //! - `CLRPROF_OUTPUT`: a file to write the trace to directly (profiling without the CLI).
 //! - `CLRPROF_CONFIG`: `key=value` pairs separated by `;`:
 //!   `mode=sample|trace|none`, `events=jit,gc,...|all`, `rate=HZ`, `wall_rate=HZ`, `inline=1|0`,
-//!   `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all`, `alloc_interval=BYTES`,
+//!   `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all|ticks`, `alloc_interval=BYTES`,
 //!   `heap_snapshot=at-exit|every-gc|N|on-signal`, `coverage=1`, `cover_include=A,B`,
 //!   `cover_exclude=A,B` (assembly names, see `coverage.rs`), `cpu_clock=perf|timer` (sample
 //!   mode: use this per-thread CPU clock or none), `handler_floor=1` (benchmarks only: sample
@@ -37,6 +37,9 @@ pub enum AllocMode {
     Sampled,
     /// Every allocation.
     All,
+    /// The runtime's allocation ticks: read by the agent through an in-process EventPipe
+    /// session where the runtime offers one (`alloc_ticks.rs`), else by the CLI.
+    Ticks,
 }
 
 /// Which per-thread CPU clock sample mode uses, when asked for one.
@@ -192,6 +195,7 @@ impl Config {
                     "off" => c.alloc = AllocMode::Off,
                     "sampled" => c.alloc = AllocMode::Sampled,
                     "all" => c.alloc = AllocMode::All,
+                    "ticks" => c.alloc = AllocMode::Ticks,
                     other => c
                         .warnings
                         .push(format!("unknown allocation mode `{other}`, ignored")),
@@ -285,6 +289,7 @@ mod tests {
         let c = Config::parse("alloc=sampled;alloc_interval=4096");
         assert_eq!((c.alloc, c.alloc_interval), (AllocMode::Sampled, 4096));
         assert_eq!(Config::parse("alloc=all").alloc, AllocMode::All);
+        assert_eq!(Config::parse("alloc=ticks").alloc, AllocMode::Ticks);
         let snapshots = |v: &str| Config::parse(&format!("heap_snapshot={v}")).heap_snapshots;
         assert_eq!(snapshots("at-exit"), HeapSnapshots::AtExit);
         assert_eq!(snapshots("every-gc"), HeapSnapshots::EveryGc(1));

@@ -89,6 +89,8 @@ impl Session {
     /// On the control thread: stops collecting and asks the runtime to unload the agent.
     fn request_detach(&self) {
         self.stop_sampler();
+        // An EventPipe session of the agent's would call into it after it is unloaded.
+        crate::alloc_ticks::stop(self);
         capture::uninstall();
         if let Err(e) = self.info.request_profiler_detach(DETACH_CHECK_MS) {
             self.message(

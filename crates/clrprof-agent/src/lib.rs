@@ -8,11 +8,12 @@
 //!
 //! Layout: [`agent`] is the profiler (callbacks → records), [`session`] the state one session
 //! shares, [`transport`] the non-blocking record stream, [`defs`] the names, [`exceptions`] the
-//! messages and throw-site stacks of exceptions, [`sampler`] the
-//! sampler thread, [`unwind`] the native (DWARF CFI) stack unwinder, [`symbols`] the names of
-//! native functions (ELF symbol tables), [`config`] the settings from the environment (or from
+//! messages and throw-site stacks of exceptions, [`sampler`] the sampler thread, [`unwind`] the
+//! native (DWARF CFI) stack unwinder and the native functions addresses lie in (named with the
+//! `clrprof-symbols` crate), [`config`] the settings from the environment (or from
 //! `clrprof attach`), [`detach`] the connection of an attached session and its detach,
-//! [`alloc`] the allocation recording and sampling, [`gc`] the generation sizes around
+//! [`alloc`] the allocation recording and sampling, [`alloc_ticks`] the runtime's allocation
+//! ticks through an in-process EventPipe session, [`gc`] the generation sizes around
 //! collections, [`heap`] the heap snapshots, [`stacks`] the stack interner samples, allocations
 //! and exceptions share, [`runtime_version`] the runtime's real version. All
 //! `unsafe` code lives in [`recorder`]: the enter/leave hooks, the call trees they update, the
@@ -21,6 +22,7 @@
 
 pub mod agent;
 pub mod alloc;
+pub mod alloc_ticks;
 pub mod config;
 pub mod coverage;
 pub mod defs;
@@ -34,7 +36,6 @@ pub mod runtime_version;
 pub mod sampler;
 pub mod session;
 pub mod stacks;
-pub mod symbols;
 pub mod transport;
 pub mod unwind;
 

@@ -169,6 +169,7 @@ impl Session {
             .into_iter()
             .chain(crate::alloc::counters())
             .chain(crate::heap::counters())
+            .chain(crate::alloc_ticks::counters(self))
         {
             self.out.push_record(&Record::Counter(Counter {
                 ts,

@@ -43,5 +43,17 @@ pub enum Error {
     Io(#[from] std::io::Error),
     /// Serializing JSON failed.
     #[error("cannot write JSON: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(serde_json::Error),
+}
+
+impl From<serde_json::Error> for Error {
+    /// A failed write stays an I/O error (so that a closed pipe can be told apart); anything
+    /// else is a JSON error.
+    fn from(e: serde_json::Error) -> Error {
+        if e.is_io() {
+            Error::Io(e.into())
+        } else {
+            Error::Json(e)
+        }
+    }
 }

@@ -10,6 +10,8 @@
 //!   graph SVG, speedscope, Chrome trace events, pprof.
 //!
 //! - [`memory`]: allocations by type and stack, garbage collections and their pauses.
+//! - [`native`]: names for the native frames of stripped libraries, from symbol files given
+//!   after the recording (`clrprof report --symbols`).
 //! - [`trace`]: reads a trace file into names, an [`events::EventSummary`], the
 //!   [`runtime::RuntimeViews`] (exceptions, JIT, loads, threads, native calls, suspensions,
 //!   their timeline) and a [`Profile`]; the rest of the crate works on the model and knows
@@ -32,10 +34,14 @@
 
 pub mod builder;
 pub mod coverage;
+pub mod ending;
 mod error;
 pub mod events;
+pub mod integrity;
 pub mod memory;
 pub mod model;
+mod names;
+pub mod native;
 pub mod output;
 pub mod pe;
 pub mod query;

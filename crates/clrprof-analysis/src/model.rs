@@ -247,7 +247,7 @@ impl SampleKind {
 }
 
 /// One sample of one thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
     /// When the sample was taken, in nanoseconds since the session started.
     pub time_ns: u64,
@@ -263,6 +263,27 @@ pub struct Sample {
     pub objects: u64,
     /// What kind of sample it is.
     pub kind: SampleKind,
+    /// How many samples it stands for: 1, or more when the samples of a thread with the same
+    /// stack and kind were summed as a large trace was read (then `time_ns` is the latest
+    /// one's and `cpu_ns`, `wall_ns` are their sums).
+    pub count: u64,
+}
+
+impl Default for Sample {
+    /// One sample of nothing: a start for struct update syntax (`count` is 1, as for every
+    /// sample taken once).
+    fn default() -> Self {
+        Sample {
+            time_ns: 0,
+            stack: None,
+            cpu_ns: 0,
+            wall_ns: 0,
+            bytes: 0,
+            objects: 0,
+            kind: SampleKind::default(),
+            count: 1,
+        }
+    }
 }
 
 /// One node of a thread's calling context tree (trace mode).
@@ -438,6 +459,9 @@ pub struct Profile {
     pub notes: Vec<String>,
     /// How sample mode sampled (traces of format 1.2 and later).
     pub sampling: Option<SamplingInfo>,
+    /// How the program ended, as `record` says it (`exit 3`, `killed by signal 6 (SIGABRT)`;
+    /// see [`crate::ending::program_end`]), when the trace says.
+    pub ended: Option<String>,
 }
 
 impl Profile {
@@ -455,6 +479,7 @@ impl Profile {
             threads: Vec::new(),
             notes: Vec::new(),
             sampling: None,
+            ended: None,
         }
     }
 

@@ -23,6 +23,19 @@ pub struct PeImage {
     sections: Vec<(u32, u32, u32)>,
     /// RVA of the CLI header (0 for an image without one).
     cli_rva: u32,
+    /// RVA and size of the debug directory (0 for an image without one).
+    debug: (u32, u32),
+}
+
+/// An entry of a PE image's debug directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DebugEntry {
+    /// Its type: 2 CodeView (where the PDB is), 17 an embedded portable PDB, ...
+    pub kind: u32,
+    /// Where its data is in the file, and its size.
+    pub file_offset: usize,
+    /// See `file_offset`.
+    pub size: usize,
 }
 
 impl PeImage {
@@ -46,6 +59,10 @@ impl PeImage {
             _ => return None,
         };
         let cli_rva = u32_at(b, directories + 14 * 8)?;
+        let debug = (
+            u32_at(b, directories + 6 * 8).unwrap_or(0),
+            u32_at(b, directories + 6 * 8 + 4).unwrap_or(0),
+        );
         let table = optional + optional_size;
         let sections = (0..count)
             .map(|i| {
@@ -54,7 +71,11 @@ impl PeImage {
                 Some((u32_at(b, s + 12)?, size, u32_at(b, s + 20)?))
             })
             .collect::<Option<Vec<_>>>()?;
-        Some(PeImage { sections, cli_rva })
+        Some(PeImage {
+            sections,
+            cli_rva,
+            debug,
+        })
     }
 
     /// The file offset of an RVA, if a section holds it.
@@ -63,6 +84,24 @@ impl PeImage {
             .iter()
             .find(|&&(va, size, _)| rva >= va && rva - va < size)
             .map(|&(va, _, raw)| (rva - va) as usize + raw as usize)
+    }
+
+    /// The entries of the debug directory of the image `b` (empty if it has none).
+    pub fn debug_entries(&self, b: &[u8]) -> Vec<DebugEntry> {
+        let (rva, size) = self.debug;
+        let Some(start) = (rva != 0).then(|| self.offset(rva)).flatten() else {
+            return Vec::new();
+        };
+        (0..(size as usize / 28).min(64))
+            .filter_map(|i| {
+                let e = start + i * 28;
+                Some(DebugEntry {
+                    kind: u32_at(b, e + 12)?,
+                    size: u32_at(b, e + 16)? as usize,
+                    file_offset: u32_at(b, e + 24)? as usize,
+                })
+            })
+            .collect()
     }
 
     /// The file offset of the CLI header, if the image has one.

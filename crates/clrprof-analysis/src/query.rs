@@ -81,6 +81,18 @@ impl Metric {
         }
     }
 
+    /// The metric in a column heading: `Self CPU`, `Total wall`.
+    pub fn column(self) -> &'static str {
+        match self {
+            Metric::Cpu => "CPU",
+            Metric::Wall => "wall",
+            Metric::Samples => "samples",
+            Metric::Calls => "calls",
+            Metric::Bytes => "bytes",
+            Metric::Objects => "objects",
+        }
+    }
+
     /// Whether values are nanoseconds (and shown as durations).
     pub fn is_time(self) -> bool {
         matches!(self, Metric::Cpu | Metric::Wall)
@@ -132,7 +144,9 @@ pub struct Query {
     /// tree, a node counts when it or a caller matches; its callers are kept as context with
     /// their exact calls but without their own time.
     pub filter: Option<String>,
-    /// Only this many functions in the top table (text and JSON).
+    /// Only this many functions in the top table (text and JSON); `Some(0)`: all of them;
+    /// `None`: the format's default (the text report's [`crate::output::TEXT_TOP`], every
+    /// function in JSON).
     pub top: Option<usize>,
 }
 

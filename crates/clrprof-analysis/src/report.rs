@@ -5,7 +5,9 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use crate::ending::program_end;
 use crate::events::EventSummary;
+use crate::integrity::Integrity;
 use crate::memory::TEXT_ROWS;
 use crate::output::{CpuReport, Json, Render, Text, json_report};
 use crate::runtime::{RuntimeViews, View, write_view};
@@ -32,8 +34,13 @@ pub struct SessionJson {
     pub config: String,
     /// Length of the recording.
     pub duration_ns: u64,
-    /// The program's exit code, when the CLI recorded it.
+    /// The program's exit code, when the CLI recorded it (-1 if a signal ended it).
     pub exit_code: Option<i32>,
+    /// The signal that ended the program (0 if none), when the CLI recorded it.
+    pub signal: Option<i32>,
+    /// How the program ended, as `record` said it: `exit 3`, `killed by signal 6 (SIGABRT)`;
+    /// null when the trace does not say (cut short, or an attach).
+    pub program_end: Option<String>,
     /// True if the agent shut down normally (the trace is complete).
     pub ended_cleanly: bool,
     /// Records in the trace.
@@ -42,6 +49,13 @@ pub struct SessionJson {
     pub events_dropped: u64,
     /// Samples dropped.
     pub samples_dropped: u64,
+    /// What `--symbols` named, when it was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub native_symbols: Option<crate::native::NativeNaming>,
+    /// What reading found cut short, damaged or unreadable, and left out of every figure.
+    pub integrity: Integrity,
+    /// The same, in sentences for people (empty for a whole trace).
+    pub integrity_notes: Vec<String>,
 }
 
 /// The JSON report.
@@ -89,10 +103,18 @@ fn session_json(t: &LoadedTrace) -> SessionJson {
         config: s.map(|s| s.config.clone()).unwrap_or_default(),
         duration_ns: t.duration_ns(),
         exit_code: t.recording_end.as_ref().map(|r| r.exit_code),
+        signal: t.recording_end.as_ref().map(|r| r.signal),
+        program_end: t
+            .recording_end
+            .as_ref()
+            .map(|r| program_end(r.exit_code, r.signal)),
         ended_cleanly: t.ended_cleanly(),
         records: t.records,
         events_dropped: t.counter("events_dropped"),
         samples_dropped: t.counter("samples_dropped"),
+        native_symbols: t.native_naming.clone(),
+        integrity: t.integrity.clone(),
+        integrity_notes: t.integrity.notes(),
     }
 }
 
@@ -141,9 +163,13 @@ pub fn json_with(
         events: t.events.clone(),
         runtime: t.runtime.clone(),
         cpu,
-        alloc: t
-            .has_allocations()
-            .then(|| t.alloc_report(query.top.unwrap_or(ALLOC_STACKS))),
+        alloc: t.has_allocations().then(|| {
+            // `--top 0`: every stack.
+            t.alloc_report(match query.top {
+                Some(0) => usize::MAX,
+                top => top.unwrap_or(ALLOC_STACKS),
+            })
+        }),
         gc: (!t.memory.gcs.is_empty()).then(|| t.gc_report()),
         heap: (snapshot.is_some() || t.memory.snapshots.iter().any(|s| s.complete))
             .then(|| t.heap_json(snapshot, HEAP_RETAINERS, progress))
@@ -195,22 +221,12 @@ pub fn write_text(
         s.pid
     )?;
     writeln!(out, "  runtime   {}, agent {}", s.runtime, s.agent_version)?;
-    let detached = t.session_end.as_ref().is_some_and(|e| e.reason == "detach");
-    let ending = match (s.ended_cleanly, s.exit_code) {
-        (true, _) if detached => "detached (the program went on running)".to_string(),
-        (true, Some(code)) => format!("ended normally, exit code {code}"),
-        (true, None) => "ended normally".to_string(),
-        (false, Some(code)) => {
-            format!("ended WITHOUT profiler shutdown (crash or kill), exit code {code}")
-        }
-        (false, None) => "ended WITHOUT profiler shutdown (crash or kill)".to_string(),
-    };
     writeln!(
         out,
         "  recorded  {}, mode {}, {}",
         ms(s.duration_ns),
         s.mode,
-        ending
+        ending(t, &s)
     )?;
     writeln!(
         out,
@@ -219,6 +235,12 @@ pub fn write_text(
         count(s.events_dropped),
         count(s.samples_dropped)
     )?;
+    if let Some(naming) = &s.native_symbols {
+        writeln!(out, "  symbols   {}", naming.summary())?;
+    }
+    for note in &s.integrity_notes {
+        writeln!(out, "  WARNING   {note}")?;
+    }
     for m in messages(t) {
         writeln!(out, "  agent     {m}")?;
     }
@@ -288,12 +310,36 @@ pub fn write_text(
         }
     }
     if t.has_cpu_data() {
-        writeln!(out, "\nCPU")?;
-        options.render(&t.profile(), query, out)?;
+        let profile = t.profile();
+        let metric = query.resolve_metric(&profile)?;
+        writeln!(out, "\nProfile by {}", metric.description())?;
+        options.render(&profile, query, out)?;
     } else if t.mode_name() != "none" {
         writeln!(out, "\nCPU: no samples were recorded")?;
     }
     Ok(())
+}
+
+/// How the recording ended: the program's end as `record` said it, and whether the profiler
+/// was shut down.
+fn ending(t: &LoadedTrace, s: &SessionJson) -> String {
+    let detached = t.session_end.as_ref().is_some_and(|e| e.reason == "detach");
+    match (&s.program_end, s.ended_cleanly) {
+        _ if detached => "detached (the program went on running)".to_string(),
+        (Some(end), true) => format!("the program ended: {end}"),
+        (Some(end), false) => {
+            format!("the program ended: {end}, WITHOUT profiler shutdown (crash or kill)")
+        }
+        (None, true) => "the profiler shut down normally".to_string(),
+        (None, false)
+            if t.integrity.cut.is_some()
+                || t.integrity.damaged_to_end
+                || t.integrity.unfinished =>
+        {
+            "the end of the recording is missing (the trace is cut short)".to_string()
+        }
+        (None, false) => "ended WITHOUT profiler shutdown (crash or kill)".to_string(),
+    }
 }
 
 /// Writes one runtime view as text, after the session line.
@@ -310,6 +356,9 @@ pub fn write_view_text(t: &LoadedTrace, view: View, out: &mut dyn Write) -> Resu
         s.pid,
         ms(s.duration_ns)
     )?;
+    for note in &s.integrity_notes {
+        writeln!(out, "WARNING: {note}")?;
+    }
     if crate::runtime::text_has_data(&t.runtime, view) {
         write_view(&t.runtime, view, None, out)?;
     } else {

@@ -49,7 +49,7 @@ pub struct SamplingInfo {
     /// CPU samples lost because a thread had too many waiting to be read.
     pub samples_missed: u64,
     /// CPU the program's threads used in the periods of the missed samples: no stack is
-    /// known for it, so it is in no sample (not in `program_cpu_ns`).
+    /// known for it, so it is shown under a marker of its own (and is in `program_cpu_ns`).
     pub cpu_missed_ns: u64,
     /// Signals sent to blocked threads to learn where they wait (once per new wait).
     pub questions: u64,

@@ -86,7 +86,10 @@ fn role(profile: &Profile, t: usize) -> Option<&'static str> {
 
 /// The name of the marker frame at the root of a stack that ends early.
 pub fn stack_cut_name(cut: StackCut) -> String {
-    format!("[stack ended early: {}]", cut.describe())
+    match cut {
+        StackCut::Missed => "[CPU of missed samples: the sampler fell behind]".to_string(),
+        _ => format!("[stack ended early: {}]", cut.describe()),
+    }
 }
 
 #[cfg(test)]

@@ -96,8 +96,9 @@ impl TopTable {
                 .then_with(|| a.label.name(profile).cmp(&b.label.name(profile)))
                 .then(a.label.cmp(&b.label))
         });
+        // `Some(0)` asks for every row, as `None` does.
         let omitted = match top {
-            Some(n) if rows.len() > n => {
+            Some(n) if n > 0 && rows.len() > n => {
                 let omitted = rows.len() - n;
                 rows.truncate(n);
                 omitted

@@ -10,18 +10,19 @@ use std::io::Read;
 use std::path::Path;
 
 use clrprof_trace::{
-    AssemblyDef, CallTreeNode, ClassDef, FrameKind as TraceFrameKind, FunctionDef, Header, Message,
-    ModuleDef, NativeFrameDef, NativeTargetDef, ReadError, Reader, Record, RecordKind,
-    RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef,
-    ThreadDef, ThreadState,
+    CallTreeNode, FrameKind as TraceFrameKind, Header, Message, ReadError, Reader, Record,
+    RecordKind, RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart,
+    StackCut, StackDef, ThreadDef, ThreadState,
 };
 
 use crate::builder::ProfileBuilder;
 use crate::events::{EventSummary, EventSummaryBuilder, file_name};
+use crate::integrity::Integrity;
 use crate::memory::{HeapKeep, MemoryRecords};
 use crate::model::{
     CallNodeRecord, CallTree, FrameIndex, FrameKind, Mode, Profile, Sample, SampleKind, StackIndex,
 };
+pub use crate::names::Names;
 use crate::runtime::{RuntimeBuilder, RuntimeViews};
 use crate::sampling::{EndedEarly, SamplingInfo, ThreadRate};
 
@@ -45,169 +46,6 @@ pub enum LoadError {
         /// What the reader found.
         source: ReadError,
     },
-}
-
-/// Every definition in a trace, by id.
-#[derive(Debug, Default)]
-pub struct Names {
-    /// Functions by FunctionID.
-    pub functions: HashMap<u64, FunctionDef>,
-    /// Classes by ClassID.
-    pub classes: HashMap<u64, ClassDef>,
-    /// Modules by ModuleID.
-    pub modules: HashMap<u64, ModuleDef>,
-    /// Assemblies by AssemblyID.
-    pub assemblies: HashMap<u64, AssemblyDef>,
-    /// Threads by OS thread id (the latest definition wins).
-    pub threads: HashMap<u32, ThreadDef>,
-    /// Thread names by managed thread id: a name can be set before the thread has an OS
-    /// thread (`new Thread { Name = .. }` before `Start`), so names are kept by managed id too.
-    pub thread_names: HashMap<u64, String>,
-    /// What the kernel calls a thread, by OS thread id (when it differs from the process's
-    /// name: the runtime names its own threads there).
-    pub thread_os_names: HashMap<u32, String>,
-    /// Native frames by id.
-    pub natives: HashMap<u64, NativeFrameDef>,
-    /// App domain names by id.
-    pub app_domains: HashMap<u64, String>,
-    /// Where P/Invoke methods go, by FunctionID.
-    pub native_targets: HashMap<u64, NativeTargetDef>,
-    /// Distinct compiled bodies that the agent gave the same name (see
-    /// [`Names::number_bodies`]): their number among their namesakes, by FunctionID.
-    pub body_numbers: HashMap<u64, usize>,
-    /// Functions in the order they were first defined.
-    pub defined_order: HashMap<u64, usize>,
-}
-
-impl Names {
-    /// A function's display name, `Type.Method(args)`, or its id in hex. A body that shares
-    /// its name with other bodies of its module is numbered: `Two<A, B>.M(A, B) #2`.
-    pub fn function(&self, id: u64) -> String {
-        let name = match self.functions.get(&id) {
-            Some(f) => Self::defined_name(f),
-            None if id == 0 => return "[unknown]".into(),
-            None => return format!("[function {id:#x}]"),
-        };
-        match self.body_numbers.get(&id) {
-            Some(n) => format!("{name} #{n}"),
-            None => name,
-        }
-    }
-
-    /// `Type.Method(args)` as the definition spells it.
-    fn defined_name(f: &FunctionDef) -> String {
-        if f.type_name.is_empty() {
-            format!("{}{}", f.method_name, f.signature)
-        } else {
-            format!("{}.{}{}", f.type_name, f.method_name, f.signature)
-        }
-    }
-
-    /// Numbers the functions that are distinct compiled bodies but have the same name:
-    /// different FunctionIDs of one loaded module (the same ModuleID) with the same name.
-    /// The runtime gives each instantiation of a generic method and each method its own
-    /// FunctionID, so such functions are different code that the names do not tell apart
-    /// (shared generic code whose instantiation the agent was not told, e.g. after an
-    /// attach), and merging them by name would add up unrelated counts. They are numbered
-    /// `#1`, `#2`, ... in FunctionID order. Code generated at run time is numbered the same
-    /// way, in the order it was first seen: a program that compiles twenty expressions gets
-    /// twenty `lambda_method` bodies, which the runtime names alike. Call once all
-    /// definitions are read.
-    pub fn number_bodies(&mut self) {
-        let mut by_name: HashMap<(u64, String), Vec<u64>> = HashMap::new();
-        for (&id, f) in &self.functions {
-            if f.module != 0 {
-                by_name
-                    .entry((f.module, Self::defined_name(f)))
-                    .or_default()
-                    .push(id);
-            }
-        }
-        self.body_numbers.clear();
-        for mut ids in by_name.into_values().filter(|ids| ids.len() > 1) {
-            if self.is_generated(ids[0]) {
-                ids.sort_unstable_by_key(|id| self.defined_order.get(id).copied());
-            } else {
-                ids.sort_unstable();
-            }
-            for (i, id) in ids.into_iter().enumerate() {
-                self.body_numbers.insert(id, i + 1);
-            }
-        }
-    }
-
-    /// A native frame's name and module: its symbol, or `[library]` when it has none, or
-    /// `[native code]` when not even the library is known.
-    pub fn native_frame(&self, id: u64) -> (String, String) {
-        match self.natives.get(&id) {
-            Some(n) if !n.symbol.is_empty() => (n.symbol.clone(), file_name(&n.library)),
-            Some(n) if !n.library.is_empty() => (
-                format!("[{}]", file_name(&n.library)),
-                file_name(&n.library),
-            ),
-            _ => ("[native code]".to_string(), String::new()),
-        }
-    }
-
-    /// Where a P/Invoke method goes, `library!entry_point` (`libc!abs`), or the method's own
-    /// name when the trace does not say (reverse P/Invoke targets).
-    pub fn native_target(&self, function: u64) -> String {
-        self.native_targets.get(&function).map_or_else(
-            || self.function(function),
-            |t| format!("{}!{}", t.library, t.entry_point),
-        )
-    }
-
-    /// Whether a function is code generated at run time: a method without metadata (token 0:
-    /// a dynamic method or an IL stub) that the runtime attributes to a module.
-    pub fn is_generated(&self, id: u64) -> bool {
-        self.functions
-            .get(&id)
-            .is_some_and(|f| f.token == 0 && f.module != 0)
-    }
-
-    /// The file name of a function's module.
-    pub fn function_module(&self, id: u64) -> String {
-        self.functions
-            .get(&id)
-            .and_then(|f| self.modules.get(&f.module))
-            .map(|m| file_name(&m.path))
-            .unwrap_or_default()
-    }
-
-    /// A class's display name, or its id in hex.
-    pub fn class(&self, id: u64) -> String {
-        match self.classes.get(&id) {
-            Some(c) => c.name.clone(),
-            None if id == 0 => "[unknown]".into(),
-            None => format!("[class {id:#x}]"),
-        }
-    }
-
-    /// The OS thread id of a managed thread, if known.
-    pub fn tid_of_managed(&self, managed_id: u64) -> Option<u32> {
-        self.threads
-            .values()
-            .find(|t| t.managed_id == managed_id && managed_id != 0)
-            .map(|t| t.tid)
-    }
-
-    /// The name of a managed thread (empty if unnamed).
-    pub fn name_of_managed(&self, managed_id: u64) -> String {
-        self.thread_names
-            .get(&managed_id)
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    /// The name of an OS thread (empty if unnamed).
-    pub fn name_of_tid(&self, tid: u32) -> String {
-        match self.threads.get(&tid) {
-            Some(t) if !t.name.is_empty() => t.name.clone(),
-            Some(t) => self.name_of_managed(t.managed_id),
-            None => String::new(),
-        }
-    }
 }
 
 /// A trace, read and summarized.
@@ -241,9 +79,39 @@ pub struct LoadedTrace {
     pub coverage: Vec<clrprof_trace::CoverageMethod>,
     /// How sample mode sampled (format 1.2).
     pub sampler: Option<SamplerInfo>,
+    /// What symbol files named, when [`LoadedTrace::name_native_frames`] was asked to.
+    pub native_naming: Option<crate::native::NativeNaming>,
+    /// What reading found cut, damaged or unreadable, and left out.
+    pub integrity: Integrity,
     pub(crate) stacks: HashMap<u32, StackDef>,
     samples: Vec<TraceSample>,
+    /// Samples summed per thread, stack and state ([`SampleDetail::Summed`]).
+    summed: HashMap<(u32, u32, u8), SummedSamples>,
+    last_sample_ts: u64,
     call_tree: Vec<CallTreeNode>,
+}
+
+/// How the loader keeps a trace's samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SampleDetail {
+    /// Every sample with its time: what timelines need (Chrome, speedscope's time order).
+    /// Memory grows with the number of samples.
+    #[default]
+    Each,
+    /// The samples of each thread summed per stack and state: what every aggregate view needs
+    /// (tables, call trees, flame graphs, pprof). Memory grows with the number of distinct
+    /// stacks, not with the number of samples, so that any trace loads in bounded memory.
+    Summed,
+}
+
+/// Samples of one thread with one stack and state, summed.
+#[derive(Debug, Clone, Copy)]
+struct SummedSamples {
+    count: u64,
+    cpu_ns: u64,
+    wall_ns: u64,
+    first_ts: u64,
+    last_ts: u64,
 }
 
 /// Loads the trace at `path`.
@@ -254,16 +122,32 @@ pub fn load(path: &Path) -> Result<LoadedTrace, LoadError> {
 /// Loads the trace at `path`, keeping the objects of the heap snapshots `heap` names (the
 /// others are counted only, so that a trace with many snapshots loads in bounded memory).
 pub fn load_with(path: &Path, heap: HeapKeep) -> Result<LoadedTrace, LoadError> {
+    load_with_progress(path, heap, SampleDetail::Each, &mut |_, _| {})
+}
+
+/// Loads the trace at `path` as [`load_with`] does, keeping its samples as `detail` says and
+/// telling `progress` the bytes read so far and the file's size every few thousand records.
+pub fn load_with_progress(
+    path: &Path,
+    heap: HeapKeep,
+    detail: SampleDetail,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<LoadedTrace, LoadError> {
     let shown = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|source| LoadError::Open {
         path: shown.clone(),
         source,
     })?;
-    read_with(std::io::BufReader::with_capacity(1 << 20, file), heap).map_err(|source| {
-        LoadError::Read {
-            path: shown,
-            source,
-        }
+    let size = file.metadata().map_or(0, |m| m.len());
+    read_progress(
+        std::io::BufReader::with_capacity(1 << 20, file),
+        heap,
+        detail,
+        &mut |done| progress(done, size),
+    )
+    .map_err(|source| LoadError::Read {
+        path: shown,
+        source,
     })
 }
 
@@ -273,7 +157,29 @@ pub fn read(input: impl Read) -> Result<LoadedTrace, ReadError> {
 }
 
 /// Reads a trace from any byte source, keeping the heap snapshots `heap` names.
+///
+/// A trace that is cut short or damaged is read as far as it can be trusted: what was left
+/// out is in [`LoadedTrace::integrity`]. Only a trace that cannot be read at all (not a trace,
+/// a newer major version, an input that fails) is an error.
 pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadError> {
+    read_progress(input, heap, SampleDetail::Each, &mut |_| {})
+}
+
+/// Reads a trace from any byte source, keeping its samples as `detail` says.
+pub fn read_detail(
+    input: impl Read,
+    heap: HeapKeep,
+    detail: SampleDetail,
+) -> Result<LoadedTrace, ReadError> {
+    read_progress(input, heap, detail, &mut |_| {})
+}
+
+fn read_progress(
+    input: impl Read,
+    heap: HeapKeep,
+    detail: SampleDetail,
+    progress: &mut dyn FnMut(u64),
+) -> Result<LoadedTrace, ReadError> {
     let mut reader = Reader::new(input)?;
     if heap == HeapKeep::None {
         reader.skip_payloads(&[RecordKind::HEAP_OBJECT, RecordKind::HEAP_ROOT]);
@@ -294,15 +200,29 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
         memory: MemoryRecords::keeping(heap),
         coverage: Vec::new(),
         sampler: None,
+        native_naming: None,
+        integrity: Integrity::new(header.blocked()),
         stacks: HashMap::new(),
         samples: Vec::new(),
+        summed: HashMap::new(),
+        last_sample_ts: 0,
         call_tree: Vec::new(),
     };
     let mut events = EventSummaryBuilder::default();
     let mut runtime = RuntimeBuilder::default();
-    for record in &mut reader {
-        let record = record?;
+    while let Some(record) = reader.next() {
+        let record = match record {
+            Ok(record) => record,
+            Err(e) => {
+                t.integrity.add(e)?;
+                continue;
+            }
+        };
         t.records += 1;
+        if t.records.is_multiple_of(4096) {
+            progress(reader.bytes_read());
+        }
+        t.integrity.saw_ts(record.ts());
         match record {
             Record::SessionStart(s) => t.session = Some(s),
             Record::SessionEnd(s) => t.session_end = Some(s),
@@ -352,6 +272,9 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
             Record::NativeFrameDef(n) => {
                 t.names.natives.insert(n.id, n);
             }
+            Record::NativeModuleDef(m) => {
+                t.names.native_modules.insert(m.id, m);
+            }
             Record::StackDef(s) => {
                 t.stacks.insert(s.id, s);
             }
@@ -372,7 +295,28 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
             Record::HeapSnapshotEnd(e) => t.memory.heap_snapshot_end(&e),
             Record::HeapGenerations(g) => t.memory.heap_generations(&g),
             Record::AllocatedByClass(a) => t.memory.allocated_by_class(&a),
-            Record::Sample(s) => t.samples.push(s),
+            Record::Sample(s) => {
+                t.last_sample_ts = t.last_sample_ts.max(s.ts);
+                match detail {
+                    SampleDetail::Each => t.samples.push(s),
+                    SampleDetail::Summed => {
+                        let e = t.summed.entry((s.tid, s.stack, s.state.to_u8())).or_insert(
+                            SummedSamples {
+                                count: 0,
+                                cpu_ns: 0,
+                                wall_ns: 0,
+                                first_ts: s.ts,
+                                last_ts: s.ts,
+                            },
+                        );
+                        e.count += 1;
+                        e.cpu_ns = e.cpu_ns.saturating_add(s.cpu_ns);
+                        e.wall_ns = e.wall_ns.saturating_add(s.wall_ns);
+                        e.first_ts = e.first_ts.min(s.ts);
+                        e.last_ts = e.last_ts.max(s.ts);
+                    }
+                }
+            }
             Record::CallTreeNode(n) => t.call_tree.push(n),
             Record::CoverageMethod(m) => t.coverage.push(m),
             // Passed over on purpose (`HeapKeep::None`), not unknown.
@@ -381,6 +325,13 @@ pub fn read_with(input: impl Read, heap: HeapKeep) -> Result<LoadedTrace, ReadEr
             Record::Unknown { .. } => t.unknown_records += 1,
         }
     }
+    t.integrity.finish(reader.block_stats());
+    // `record` ends every trace it writes with a RecordingEnd; an attach ends with the
+    // agent's detach.
+    t.integrity.unfinished = header.blocked()
+        && t.recording_end.is_none()
+        && t.session_end.as_ref().is_none_or(|e| e.reason != "detach");
+    progress(reader.bytes_read());
     t.names.number_bodies();
     t.events = events.finish(&t.names, &t.memory.gcs);
     t.runtime = runtime.finish(&t.names, &t.memory.gcs);
@@ -417,12 +368,12 @@ impl LoadedTrace {
 
     /// True if the trace has CPU data (samples or call trees).
     pub fn has_cpu_data(&self) -> bool {
-        !self.samples.is_empty() || !self.call_tree.is_empty()
+        !self.samples.is_empty() || !self.summed.is_empty() || !self.call_tree.is_empty()
     }
 
     /// Length of the recording in nanoseconds.
     pub fn duration_ns(&self) -> u64 {
-        let from_samples = self.samples.iter().map(|s| s.ts).max().unwrap_or(0);
+        let from_samples = self.last_sample_ts;
         let from_end = self.session_end.as_ref().map_or(0, |e| e.ts);
         let from_cli = self.recording_end.as_ref().map_or(0, |r| r.duration_ns);
         from_end.max(from_samples).max(from_cli)
@@ -469,10 +420,24 @@ impl LoadedTrace {
 
         // Sample mode since format 1.2 takes CPU and wall-clock samples apart.
         let split = mode == Mode::Sample && self.sampler.is_some();
-        for s in &self.samples {
-            let stack = self.resolve_stack(&mut b, &mut stack_map, &mut frame_of, s.stack);
-            let thread = b.thread(s.tid, &thread_name(s.tid));
-            let kind = match s.state {
+        // Summed samples in the order they were first seen, as each sample would come.
+        let mut summed: Vec<(&(u32, u32, u8), &SummedSamples)> = self.summed.iter().collect();
+        summed.sort_unstable_by_key(|(key, s)| (s.first_ts, **key));
+        let each = self.samples.iter().map(|s| {
+            let one = SummedSamples {
+                count: 1,
+                cpu_ns: s.cpu_ns,
+                wall_ns: s.wall_ns,
+                first_ts: s.ts,
+                last_ts: s.ts,
+            };
+            ((s.tid, s.stack, s.state.to_u8()), one)
+        });
+        let all = each.chain(summed.into_iter().map(|(k, s)| (*k, *s)));
+        for ((tid, stack_id, state), s) in all {
+            let stack = self.resolve_stack(&mut b, &mut stack_map, &mut frame_of, stack_id);
+            let thread = b.thread(tid, &thread_name(tid));
+            let kind = match ThreadState::from_u8(state) {
                 ThreadState::Cpu => SampleKind::Cpu,
                 _ if split => SampleKind::Wall,
                 _ => SampleKind::Tick,
@@ -480,11 +445,12 @@ impl LoadedTrace {
             b.add_sample(
                 thread,
                 Sample {
-                    time_ns: s.ts,
+                    time_ns: s.last_ts,
                     stack,
                     cpu_ns: s.cpu_ns,
                     wall_ns: s.wall_ns,
                     kind,
+                    count: s.count,
                     ..Sample::default()
                 },
             );
@@ -572,6 +538,10 @@ impl LoadedTrace {
             }
         }
         p.duration_ns = self.duration_ns();
+        p.ended = self
+            .recording_end
+            .as_ref()
+            .map(|r| crate::ending::program_end(r.exit_code, r.signal));
         let pid = self.session.as_ref().map_or(0, |s| s.pid);
         crate::threads::name_threads(&mut p, |tid| names.thread_os_names.get(&tid).cloned(), pid);
         if let Some(info) = self.sampler.as_ref().filter(|_| mode == Mode::Sample) {
@@ -671,17 +641,31 @@ fn summarize_sampling(
     let mut cut_of: HashMap<StackIndex, Option<usize>> = HashMap::new();
     let mut ended: BTreeMap<usize, u64> = BTreeMap::new();
     let mut samples = 0u64;
+    // The CPU of missed samples stands under a marker of its own: CPU, but neither a sample
+    // taken nor a stack that ended early.
+    let missed_name = crate::threads::stack_cut_name(StackCut::Missed);
+    let is_missed = |stack: Option<StackIndex>| {
+        stack.is_some_and(|s| {
+            let frames = profile.stack_frames(s);
+            frames.len() == 1 && profile.frame(frames[0]).name == missed_name
+        })
+    };
     for t in &profile.threads {
         let (mut cpu, mut n) = (0u64, 0u64);
         for s in &t.samples {
-            samples += 1;
+            if s.kind == SampleKind::Cpu && is_missed(s.stack) {
+                cpu += s.cpu_ns;
+                continue;
+            }
+            samples += s.count;
             match s.kind {
                 SampleKind::Cpu => {
-                    cpu_samples += 1;
-                    n += 1;
-                    cpu += s.cpu_ns;
+                    cpu_samples += s.count;
+                    n += s.count;
+                    // Saturating: a damaged 1.x trace can hold any value.
+                    cpu = cpu.saturating_add(s.cpu_ns);
                 }
-                SampleKind::Wall => wall_samples += 1,
+                SampleKind::Wall => wall_samples += s.count,
                 SampleKind::Tick | SampleKind::Alloc => {}
             }
             if let Some(stack) = s.stack {
@@ -690,11 +674,11 @@ fn summarize_sampling(
                     (profile.frame(root).kind == FrameKind::Truncated).then_some(root.index())
                 });
                 if let Some(frame) = cut {
-                    *ended.entry(frame).or_default() += 1;
+                    *ended.entry(frame).or_default() += s.count;
                 }
             }
         }
-        program_cpu_ns += cpu;
+        program_cpu_ns = program_cpu_ns.saturating_add(cpu);
         if n > 0 {
             rates.push(ThreadRate {
                 tid: t.tid,
@@ -741,8 +725,8 @@ fn summarize_sampling(
 }
 
 #[cfg(test)]
-mod tests {
-    use clrprof_trace::{SessionStart, Writer};
+pub(crate) mod tests {
+    use clrprof_trace::{FunctionDef, NativeFrameDef, NativeModuleDef, SessionStart, Writer};
 
     use super::*;
 
@@ -864,5 +848,57 @@ mod tests {
             "DynamicClass.lambda_method(A, B) #2"
         );
         assert_eq!(t.names.function(0x500), "DynamicClass.dyn_1(A, B)");
+    }
+
+    const CORECLR: &str = "/dotnet/shared/Microsoft.NETCore.App/8.0.4/libcoreclr.so";
+
+    fn frame(id: u64, library: &str, symbol: &str, module: u64, function: u64) -> Record {
+        Record::NativeFrameDef(NativeFrameDef {
+            id,
+            address: 0x7f00_0000_0000 + function,
+            library: library.into(),
+            symbol: symbol.into(),
+            module,
+            function,
+        })
+    }
+
+    /// Native frames of each kind: 1 named, 2 and 3 by their function's start in a stripped
+    /// library, 4 a library alone (before format 1.3), 5 nothing known.
+    pub(crate) fn native_trace() -> LoadedTrace {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        for r in [
+            Record::NativeModuleDef(NativeModuleDef {
+                id: 1,
+                path: CORECLR.into(),
+                build_id: "00c0ffee".into(),
+            }),
+            frame(1, CORECLR, "coreclr_execute_assembly", 1, 0x1000),
+            frame(2, CORECLR, "", 1, 0x1f_2a30),
+            frame(3, CORECLR, "", 1, 0x1f_3000),
+            frame(4, "/lib/libfoo.so", "", 0, 0),
+            frame(5, "", "", 0, 0),
+        ] {
+            w.write(&r).unwrap();
+        }
+        read(w.get_ref().as_slice()).unwrap()
+    }
+
+    #[test]
+    fn native_frames_are_named_by_symbol_then_function_start_then_library() {
+        let t = native_trace();
+        let name = |id| t.names.native_frame(id);
+        assert_eq!(
+            name(1),
+            ("coreclr_execute_assembly".into(), "libcoreclr.so".into())
+        );
+        assert_eq!(
+            name(2),
+            ("libcoreclr.so!+0x1f2a30".into(), "libcoreclr.so".into())
+        );
+        assert_eq!(name(3).0, "libcoreclr.so!+0x1f3000");
+        assert_eq!(name(4), ("[libfoo.so]".into(), "libfoo.so".into()));
+        assert_eq!(name(5), ("[native code]".into(), String::new()));
+        assert_eq!(t.names.native_modules[&1].build_id, "00c0ffee");
     }
 }

@@ -48,7 +48,7 @@ impl Values {
     /// The values a sample stands for.
     pub fn of_sample(s: &Sample) -> Values {
         Values {
-            samples: s.kind.count(),
+            samples: s.kind.count().saturating_mul(s.count),
             cpu_ns: s.cpu_ns,
             wall_ns: s.wall_ns,
             calls: 0,

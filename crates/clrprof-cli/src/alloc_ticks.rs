@@ -1,9 +1,16 @@
-//! `record --alloc sampled`: allocation samples from the runtime's own `GCAllocationTick`
-//! events, read over the diagnostics socket, instead of the profiling API's `ObjectAllocated`
-//! callback (which sends every allocation through the runtime's slow path).
+//! `record --alloc ticks`: allocation samples from the runtime's own `GCAllocationTick`
+//! events instead of the profiling API's `ObjectAllocated` callback (which sends every
+//! allocation through the runtime's slow path).
 //!
-//! While the program starts, a thread waits for its diagnostics socket and starts an EventPipe
-//! session with the runtime provider's GC keyword at verbose level: the runtime then writes a
+//! Who reads them is the agent's decision, which it sends right after its `SessionStart`
+//! ([`TickReader`]): where the runtime offers in-process EventPipe sessions
+//! (`ICorProfilerInfo12`, .NET 5 and later) the agent reads the ticks itself, with its own
+//! stacks of the allocating threads, and writes them among its records (the agent's
+//! `alloc_ticks.rs`); nothing is left to do here, and the program needs no diagnostics socket.
+//! Otherwise (CoreCLR 3.1) the CLI reads them over the diagnostics socket:
+//!
+//! A thread waits for the program's diagnostics socket and starts an EventPipe session with
+//! the runtime provider's GC keyword at verbose level: the runtime then writes a
 //! `GCAllocationTick` (with the allocating thread's managed stack) each time about 100 KB
 //! have been allocated on a heap. When the program exits, the runtime writes the method
 //! rundown (every method's code range and name) and closes the stream. The CLI then turns each
@@ -23,6 +30,7 @@ use std::time::{Duration, Instant};
 use clrprof_ipc::message::{u32_at, u64_at};
 use clrprof_ipc::nettrace::{self, EventMetadata, utf16z_at};
 use clrprof_ipc::{Provider, client, discovery};
+use clrprof_trace::protocol::{ALLOCATION_TICK_BYTES, TickReader};
 use clrprof_trace::{Allocation, ClassDef, Counter, FrameKind, FunctionDef, Record, StackDef};
 
 /// The runtime's event provider.
@@ -37,12 +45,11 @@ const VERBOSE: u32 = 5;
 const ALLOCATION_TICK: u32 = 10;
 /// `MethodDCEndVerbose`: a method's code range and names, in the rundown.
 const METHOD_DC_END_VERBOSE: u32 = 144;
-/// The runtime's tick budget: a tick after about this many bytes per heap.
-pub const TICK_BYTES: u64 = 100 * 1024;
 /// EventPipe's buffer in the program, in megabytes (the CLI drains it continuously).
 const BUFFER_MB: u32 = 64;
-/// How long the program may take to open its diagnostics socket.
-const SOCKET_WAIT: Duration = Duration::from_secs(30);
+/// How long the program may take to open its diagnostics socket, and the agent to say who
+/// reads the ticks.
+const STARTUP_WAIT: Duration = Duration::from_secs(30);
 
 /// What the agent defined, so the tick records reuse its names and avoid its stack ids.
 #[derive(Debug, Default)]
@@ -81,26 +88,61 @@ pub(crate) fn is_definition(record: &Record) -> bool {
     )
 }
 
-/// The EventPipe session of one recording, read by a thread of its own.
+/// The allocation ticks of one recording: a thread that learns who reads them and, if that
+/// is the CLI, reads the EventPipe session.
 pub(crate) struct TickSession {
-    reader: JoinHandle<Result<Vec<u8>, String>>,
+    reader: JoinHandle<Result<Option<Vec<u8>>, String>>,
 }
 
 impl TickSession {
-    /// Starts waiting for `pid`'s diagnostics socket; the session starts as soon as it
-    /// appears. `exited` tells the thread to give up waiting.
-    pub(crate) fn start(pid: u32, exited: Arc<AtomicBool>) -> std::io::Result<TickSession> {
+    /// Starts a thread that waits for the agent's [`TickReader`] (`reader` says it once the
+    /// agent sent it) and, if the CLI is to read the ticks, for `pid`'s diagnostics socket,
+    /// starting the session as soon as it appears. `exited` tells the thread to give up
+    /// waiting.
+    pub(crate) fn start(
+        pid: u32,
+        exited: Arc<AtomicBool>,
+        reader: impl Fn() -> Option<TickReader> + Send + 'static,
+    ) -> std::io::Result<TickSession> {
         let reader = std::thread::Builder::new()
             .name("clrprof-eventpipe".into())
-            .spawn(move || collect(pid, &exited))?;
+            .spawn(move || match wait_for_reader(&exited, reader)? {
+                TickReader::Agent => Ok(None),
+                TickReader::Cli => collect(pid, &exited).map(Some),
+            })?;
         Ok(TickSession { reader })
     }
 
-    /// Waits for the end of the stream (the program exited) and returns its bytes.
-    pub(crate) fn finish(self) -> Result<Vec<u8>, String> {
+    /// Waits for the end of the stream (the program exited) and returns its bytes, or `None`
+    /// if the agent read the ticks.
+    pub(crate) fn finish(self) -> Result<Option<Vec<u8>>, String> {
         self.reader
             .join()
             .map_err(|_| "the EventPipe reader thread panicked".to_string())?
+    }
+}
+
+/// Who reads the ticks, once the agent said so (it does while the runtime initializes it,
+/// before any of the program's code runs).
+fn wait_for_reader(
+    exited: &AtomicBool,
+    reader: impl Fn() -> Option<TickReader>,
+) -> Result<TickReader, String> {
+    let started = Instant::now();
+    loop {
+        if let Some(reader) = reader() {
+            return Ok(reader);
+        }
+        if exited.load(Ordering::Acquire) {
+            return Err("the program exited before the agent started".into());
+        }
+        if started.elapsed() > STARTUP_WAIT {
+            return Err(format!(
+                "the agent did not start in {} s",
+                STARTUP_WAIT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -111,10 +153,10 @@ fn collect(pid: u32, exited: &AtomicBool) -> Result<Vec<u8>, String> {
         if exited.load(Ordering::Acquire) {
             return Err("the program exited before its diagnostics socket appeared".into());
         }
-        if started.elapsed() > SOCKET_WAIT {
+        if started.elapsed() > STARTUP_WAIT {
             return Err(format!(
                 "the program opened no diagnostics socket in {} s (is it a .NET Core 3.0 or later program, with DOTNET_EnableDiagnostics not 0?)",
-                SOCKET_WAIT.as_secs()
+                STARTUP_WAIT.as_secs()
             ));
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -307,7 +349,7 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
             class: tick.type_id,
             size: tick.bytes,
             stack,
-            interval: TICK_BYTES,
+            interval: ALLOCATION_TICK_BYTES,
             flags,
             array_length: 0,
         }));

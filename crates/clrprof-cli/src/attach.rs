@@ -45,11 +45,10 @@ pub struct AttachOptions {
     pub record: RecordOptions,
 }
 
-/// The event categories an attached agent can record (`all` on the command line).
+/// The event categories `all` means for an attached agent: the cheap ones it can record.
 fn attachable_categories() -> impl Iterator<Item = &'static str> {
-    EventCategory::all()
-        .iter()
-        .filter(|c| **c != EventCategory::Transition)
+    record::all_cheap_categories()
+        .filter(|c| *c != EventCategory::Transition)
         .map(|c| c.name())
 }
 
@@ -63,8 +62,8 @@ fn check_attachable(opts: &mut RecordOptions) -> Result<()> {
     }
     if opts.alloc == Some("ticks") {
         bail!(
-            "--alloc ticks cannot be used with attach: clrprof reads the ticks and the method \
-             rundown from an EventPipe session it starts with the program (record it with \
+            "--alloc ticks cannot be used with attach: clrprof reads the ticks from an \
+             EventPipe session it starts with the program (record it with \
              `clrprof record --alloc ticks`)"
         );
     }
@@ -82,7 +81,16 @@ fn check_attachable(opts: &mut RecordOptions) -> Result<()> {
         );
     }
     if opts.events.iter().any(|e| e == "all") {
-        opts.events = attachable_categories().map(str::to_string).collect();
+        let named: Vec<String> = opts.events.clone();
+        opts.events = EventCategory::all()
+            .iter()
+            .map(|c| c.name())
+            .filter(|c| attachable_categories().any(|a| a == *c) || named.iter().any(|e| e == c))
+            .map(str::to_string)
+            .collect();
+    }
+    for warning in record::costly_choices(opts) {
+        eprintln!("clrprof: warning: {warning}");
     }
     Ok(())
 }
@@ -99,7 +107,7 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
         dir: _dir,
         socket,
         listener,
-        file,
+        trace,
     } = AgentSocket::open(&rec.output)?;
 
     let socket_text = socket
@@ -134,7 +142,7 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
         }
     };
     if let Err(e) = attached {
-        let _ = std::fs::remove_file(&rec.output);
+        trace.discard();
         return Err(explain(e)).context(format!("cannot attach to process {pid}"));
     }
 
@@ -142,7 +150,7 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
     let stream = match accept(&listener, ATTACH_TIMEOUT) {
         Some(stream) => stream,
         None => {
-            let _ = std::fs::remove_file(&rec.output);
+            trace.discard();
             bail!(
                 "the runtime loaded the agent into process {pid} but it never connected back \
                  (is the process in another container? it must reach {})",
@@ -155,10 +163,16 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
 
     let progress = Arc::new(Progress::default());
     progress.connected.store(true, Ordering::Release);
+    let abandon = Arc::new(AtomicBool::new(false));
     let receiver = {
-        let (progress, reading) = (Arc::clone(&progress), stream.try_clone()?);
-        std::thread::spawn(move || record::copy_stream(reading, file, &progress))
+        let (progress, abandon, reading) = (
+            Arc::clone(&progress),
+            Arc::clone(&abandon),
+            stream.try_clone()?,
+        );
+        std::thread::spawn(move || record::copy_stream(reading, trace, &progress, &abandon))
     };
+    let terminated = record::Signals::install();
 
     let interrupted = Arc::new(AtomicBool::new(false));
     {
@@ -179,6 +193,7 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
             break true;
         }
         if interrupted.load(Ordering::Acquire)
+            || terminated.received().is_some()
             || opts.duration.is_some_and(|d| started.elapsed() >= d)
         {
             break false;
@@ -200,21 +215,19 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
         // Unblock the receiver: the trace keeps what arrived.
         let _ = stream.shutdown(Shutdown::Both);
     }
-    let writer = receiver
+    let trace = receiver
         .join()
         .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
-    if let Some(mut w) = writer {
-        w.flush()?;
-    }
     bar.finish_and_clear();
     record::print_messages(&progress, &bar);
     record::warn_problem(&progress);
 
     let alive = discovery::is_alive(pid);
     let clean = progress.clean.load(Ordering::Acquire);
-    record::print_wrote(
-        &rec.output,
+    record::finish_trace(
+        trace,
         &progress,
+        true,
         &format!(" over {:.1} s", recorded.as_secs_f64()),
     );
     if ended_by_program || !alive {
@@ -290,8 +303,13 @@ mod tests {
         assert!(err.to_string().contains("EventPipe session"), "{err}");
         let mut all = options("sample", &["all"]);
         check_attachable(&mut all).unwrap();
-        assert_eq!(all.events.len(), EventCategory::all().len() - 1);
+        assert_eq!(all.events.len(), EventCategory::all().len() - 2);
         assert!(!all.events.iter().any(|e| e == "transition"));
+        assert!(!all.events.iter().any(|e| e == "heap-refs"));
         assert!(all.events.iter().any(|e| e == "gc"));
+        let mut by_name = options("sample", &["all", "heap-refs"]);
+        check_attachable(&mut by_name).unwrap();
+        assert_eq!(by_name.events.len(), EventCategory::all().len() - 1);
+        assert!(by_name.events.iter().any(|e| e == "heap-refs"));
     }
 }

@@ -318,6 +318,12 @@ pub struct ReportArgs {
     /// last snapshot) or TRACE@N.
     #[arg(long, num_args = 2, value_names = ["A", "B"])]
     pub diff: Vec<String>,
+    /// Symbols for native code recorded without names (a stripped library's functions show as
+    /// `libcoreclr.so!+0x1f2a30`): a debug file, an unstripped copy of the library, or a
+    /// directory searched recursively (also the `.build-id/ab/cdef.debug` layout). A file
+    /// names a module's frames only if its GNU build id is the module's. Repeatable.
+    #[arg(long, value_name = "PATH")]
+    pub symbols: Vec<PathBuf>,
 }
 
 /// Runtime views of `report`: at most one; text or JSON.

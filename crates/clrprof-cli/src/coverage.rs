@@ -103,6 +103,25 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
         );
     }
     let report = CoverageReport::from_trace(&loaded);
+    for s in report.without_symbols() {
+        let meaning = match a.format {
+            CoverageFormatArg::Lcov => format!(
+                "lcov has no place for code without source lines, so its {} methods are left out",
+                s.methods
+            ),
+            CoverageFormatArg::Cobertura => {
+                "its methods are shown by IL block, without source lines (their rates are block rates)"
+                    .to_string()
+            }
+            CoverageFormatArg::Text | CoverageFormatArg::Json => {
+                "its methods are shown by IL block, without source lines".to_string()
+            }
+        };
+        eprintln!(
+            "clrprof: warning: no source lines for {}: {}; {meaning}",
+            s.assembly, s.description
+        );
+    }
     let text = report.render(match a.format {
         CoverageFormatArg::Text => CoverageFormat::Text,
         CoverageFormatArg::Json => CoverageFormat::Json,
@@ -110,8 +129,7 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
         CoverageFormatArg::Cobertura => CoverageFormat::Cobertura,
     });
     match &a.output {
-        Some(path) => std::fs::write(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?,
+        Some(path) => crate::safe_file::write(path, text.as_bytes())?,
         None => {
             use std::io::Write;
             std::io::stdout().write_all(text.as_bytes())?;

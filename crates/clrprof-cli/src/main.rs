@@ -18,6 +18,11 @@ mod ps;
 #[cfg(unix)]
 mod record;
 mod report;
+mod safe_file;
+#[cfg(unix)]
+mod status;
+#[cfg(unix)]
+mod trace_file;
 
 use std::process::ExitCode;
 
@@ -32,8 +37,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
-        // A reader that stopped early (`clrprof report t | head`) is not an error.
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        // A reader that stopped early (`clrprof report t | head`) is not an error: clrprof
+        // ends quietly, as other Unix tools do.
+        Err(e) if is_broken_pipe(&e) => closed_pipe(),
         Err(e) => {
             eprintln!("clrprof: error: {e}");
             for cause in e.chain().skip(1) {
@@ -42,6 +48,20 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Ends the process as a Unix tool whose output pipe closed ends: killed by SIGPIPE (the
+/// Rust runtime ignores the signal, so that the write fails instead), which a shell reports
+/// as status 141.
+#[cfg(unix)]
+fn closed_pipe() -> ExitCode {
+    let _ = signal_hook::low_level::emulate_default_handler(signal_hook::consts::SIGPIPE);
+    ExitCode::from(128 + 13)
+}
+
+#[cfg(not(unix))]
+fn closed_pipe() -> ExitCode {
+    ExitCode::SUCCESS
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -134,6 +154,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 heap: a.heap,
                 snapshot: a.snapshot,
                 diff: a.diff,
+                symbols: a.symbols,
                 query: Query {
                     metric: a.metric.map(|m| match m {
                         MetricArg::Cpu => Metric::Cpu,

@@ -3,12 +3,16 @@
 //! The CLI listens on a Unix socket in a private temporary directory and starts the program
 //! with the runtime's profiler variables pointing at the agent. The agent connects during the
 //! runtime's startup and streams records; the CLI checks each one and appends it to the trace
-//! file as it arrives, so a program that crashes still leaves a trace that is whole up to the
-//! agent's last flush. When the program ends, the CLI appends a `RecordingEnd` and exits with
-//! the program's exit code. If the agent never connected, it says why that probably happened
-//! and exits with [`AGENT_FAILED`].
+//! (`NAME.partial` in checksummed blocks, see [`crate::trace_file`]) as it arrives, so a
+//! program that crashes still leaves a trace that is whole up to the agent's last flush, and a
+//! `clrprof` that is killed leaves a readable partial trace. When the program ends, the CLI
+//! appends a `RecordingEnd`, renames the trace to NAME and exits with the program's exit code.
+//! If the agent never connected, it says why that probably happened and exits with
+//! [`AGENT_FAILED`]. If the trace cannot be written (disk full, file-size limit), the program
+//! runs on, the trace keeps what was written, and `clrprof` says what is missing and exits
+//! with the program's exit code.
 
-use std::io::{BufWriter, Read};
+use std::io::Read;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -17,10 +21,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use clrprof_trace::{Record, RecordingEnd, StreamDecoder, Writer, protocol};
-use indicatif::{ProgressBar, ProgressStyle};
+use clrprof_analysis::ending::program_end;
+use clrprof_trace::protocol::TickReader;
+use clrprof_trace::{Record, RecordingEnd, StreamDecoder, protocol};
 
 use crate::alloc_ticks::{TickSession, is_definition, tick_records};
+use crate::status::StatusLine;
+use crate::trace_file::{SEAL_EVERY, TraceFile};
 
 /// Exit code when profiling itself failed (as `env` and container tools use 125).
 pub const AGENT_FAILED: i32 = 125;
@@ -43,7 +50,9 @@ pub struct RecordOptions {
     /// Call tree node budget.
     pub max_nodes: u64,
     /// Allocations with stacks: `None`, `Some("sampled")`, `Some("all")` or `Some("ticks")`
-    /// (read by the CLI from the runtime's events, see `alloc_ticks.rs`, not by the agent).
+    /// (the runtime's allocation ticks: read by the agent through an in-process EventPipe
+    /// session where the runtime offers one, else by the CLI over the diagnostics socket; see
+    /// `alloc_ticks.rs`).
     pub alloc: Option<&'static str>,
     /// Mean sampling interval of `--alloc sampled`, in bytes (`None`: the agent's default).
     pub alloc_interval: Option<u64>,
@@ -90,7 +99,8 @@ impl RecordOptions {
         }
     }
 
-    /// Whether allocations come from the runtime's allocation ticks rather than the agent.
+    /// Whether allocations come from the runtime's allocation ticks rather than from
+    /// `ObjectAllocated`.
     pub(crate) fn alloc_ticks(&self) -> bool {
         self.alloc == Some("ticks")
     }
@@ -113,7 +123,7 @@ impl RecordOptions {
             c.push_str(";events=");
             c.push_str(&self.events.join(","));
         }
-        if let Some(alloc) = self.alloc.filter(|_| !self.alloc_ticks()) {
+        if let Some(alloc) = self.alloc {
             c.push_str(&format!(";alloc={alloc}"));
         }
         if let Some(bytes) = self.alloc_interval {
@@ -144,9 +154,13 @@ pub(crate) struct Progress {
     samples_dropped: AtomicU64,
     bytes: AtomicU64,
     messages: Mutex<Vec<(u8, String)>>,
+    /// What clrprof itself has to say while recording (a write that failed).
+    notices: Mutex<Vec<String>>,
     pub(crate) problem: Mutex<Option<String>>,
     /// What the agent defined (for the allocation tick records).
     pub(crate) agent_ids: Mutex<crate::alloc_ticks::AgentIds>,
+    /// Who reads the allocation ticks, once the agent said so.
+    tick_reader: Mutex<Option<TickReader>>,
 }
 
 impl Progress {
@@ -159,6 +173,14 @@ impl Progress {
 /// Runs the recording; returns the exit code clrprof should exit with.
 pub fn record(opts: &RecordOptions) -> Result<i32> {
     validate_events(&opts.events)?;
+    let expanded = RecordOptions {
+        events: expand_events(&opts.events),
+        ..opts.clone()
+    };
+    let opts = &expanded;
+    for warning in costly_choices(opts) {
+        eprintln!("clrprof: warning: {warning}");
+    }
     if opts.alloc_ticks() && opts.alloc_interval.is_some() {
         bail!(
             "--alloc-interval applies to --alloc sampled; the runtime chooses the ticks of --alloc ticks"
@@ -177,7 +199,7 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         dir: _dir,
         socket,
         listener,
-        file,
+        trace,
     } = AgentSocket::open(&opts.output)?;
 
     let mut cmd = Command::new(&program);
@@ -190,23 +212,38 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         .env(protocol::ENV_CONFIG, opts.agent_config())
         .env_remove(protocol::ENV_OUTPUT);
 
-    let progress = Arc::new(Progress::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let receiver = {
-        let (progress, stop, socket) = (Arc::clone(&progress), Arc::clone(&stop), socket.clone());
-        std::thread::spawn(move || receive(listener, &socket, file, &progress, &stop))
-    };
-
     // Ctrl-C goes to the whole terminal process group: the program decides what to do with
-    // it; clrprof keeps receiving until the program is gone, then finishes the trace.
+    // it; clrprof keeps receiving until the program is gone, then finishes the trace. A
+    // termination signal to clrprof alone ends the recording with a partial trace.
     ignore_interrupts();
+    let terminated = Signals::install();
     let started = Instant::now();
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start {}", program.display()))?;
+
+    let progress = Arc::new(Progress::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let abandon = Arc::new(AtomicBool::new(false));
+    let receiver = {
+        let (progress, stop, abandon, socket) = (
+            Arc::clone(&progress),
+            Arc::clone(&stop),
+            Arc::clone(&abandon),
+            socket.clone(),
+        );
+        std::thread::spawn(move || receive(listener, &socket, trace, &progress, &stop, &abandon))
+    };
     let ticks = if opts.alloc_ticks() {
+        let progress = Arc::clone(&progress);
+        let reader = move || {
+            *progress
+                .tick_reader
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+        };
         Some(
-            TickSession::start(child.id(), Arc::clone(&stop))
+            TickSession::start(child.id(), Arc::clone(&stop), reader)
                 .context("cannot start the EventPipe reader thread")?,
         )
     } else {
@@ -215,11 +252,35 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     // Wait for the program on a thread of its own, so that its end is seen at once while the
     // status line keeps ticking.
     let (exited_tx, exited) = std::sync::mpsc::channel();
+    let pid = child.id();
     std::thread::spawn(move || {
         let _ = exited_tx.send(child.wait());
     });
     let bar = status_line();
     let status = loop {
+        if let Some(signal) = terminated.received() {
+            abandon.store(true, Ordering::Release);
+            stop.store(true, Ordering::Release);
+            let trace = receiver
+                .join()
+                .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
+            bar.finish_and_clear();
+            print_messages(&progress, &bar);
+            let kept = trace.started().then(|| trace.keep_partial());
+            eprintln!(
+                "clrprof: stopped by {}; the program (pid {pid}) goes on without the profiler",
+                program_end(-1, signal).trim_start_matches("killed by ")
+            );
+            match kept {
+                Some(path) => eprintln!(
+                    "clrprof:   the partial trace is {} (`clrprof report {}`)",
+                    path.display(),
+                    path.display()
+                ),
+                None => eprintln!("clrprof:   nothing was recorded"),
+            }
+            return Ok(128 + signal);
+        }
         match exited.recv_timeout(Duration::from_millis(100)) {
             Ok(status) => break status.context("waiting for the program")?,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
@@ -234,30 +295,21 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     let duration = started.elapsed();
     // The program is gone, so the agent's socket is closed: the receiver drains what is left.
     stop.store(true, Ordering::Release);
-    let mut writer = receiver
+    let mut trace = receiver
         .join()
         .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
     bar.finish_and_clear();
     print_messages(&progress, &bar);
     if let Some(ticks) = ticks {
-        write_ticks(ticks, writer.as_mut(), &progress)?;
+        write_ticks(ticks, &mut trace, &progress);
     }
 
     let (exit_code, signal) = exit_of(status);
+    let ended = program_end(exit_code, signal);
     let connected = progress.connected.load(Ordering::Acquire);
     let clean = progress.clean.load(Ordering::Acquire);
-    if let Some(mut w) = writer {
-        w.write(&Record::RecordingEnd(RecordingEnd {
-            duration_ns: duration.as_nanos() as u64,
-            exit_code: if signal == 0 { exit_code } else { -1 },
-            signal,
-            agent_connected: connected,
-            clean,
-        }))?;
-        w.flush()?;
-    }
     if !connected {
-        let _ = std::fs::remove_file(&opts.output);
+        trace.discard();
         eprintln!("clrprof: error: the agent never started, so nothing was recorded.");
         eprintln!(
             "clrprof:   the runtime did not load {} or the agent refused to start.",
@@ -271,8 +323,24 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
             "clrprof:   Is the agent built for this platform, and readable? (`file {}`)",
             opts.agent.display()
         );
+        if ["DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics"]
+            .iter()
+            .any(|v| std::env::var(v).is_ok_and(|v| v.trim() == "0"))
+        {
+            eprintln!(
+                "clrprof:   EnableDiagnostics=0 is set: .NET 8 then loads no profiler \
+                 (DOTNET_EnableDiagnostics_IPC=0 closes only the diagnostics socket)."
+            );
+        }
         return Ok(AGENT_FAILED);
     }
+    trace.write(&Record::RecordingEnd(RecordingEnd {
+        duration_ns: duration.as_nanos() as u64,
+        exit_code: if signal == 0 { exit_code } else { -1 },
+        signal,
+        agent_connected: connected,
+        clean,
+    }));
     warn_problem(&progress);
     if !clean {
         eprintln!(
@@ -280,20 +348,74 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         );
     }
     let code = if signal != 0 { 128 + signal } else { exit_code };
-    if !opts.summary {
-        return Ok(code);
-    }
-    let ended = if signal != 0 {
-        format!("signal {signal}")
-    } else {
-        format!("code {exit_code}")
-    };
-    print_wrote(
-        &opts.output,
+    finish_trace(
+        trace,
         &progress,
-        &format!("; the program exited with {ended}"),
+        opts.summary,
+        &format!("; the program ended: {ended}"),
     );
     Ok(code)
+}
+
+/// Gives a complete trace its name, or says what a trace whose writing failed kept and lost.
+/// Returns whether the trace is complete under its final name.
+pub(crate) fn finish_trace(
+    mut trace: TraceFile,
+    progress: &Progress,
+    summary: bool,
+    tail: &str,
+) -> bool {
+    // Seal now, so that a failure to write the last block is told like the others.
+    trace.seal();
+    if let Some(text) = trace.news() {
+        eprintln!("clrprof: error: {text}");
+    }
+    if trace.failure().is_some() {
+        let lost = trace.lost();
+        let path = trace.partial_path().to_path_buf();
+        let shown = trace.path().to_path_buf();
+        let kept = trace.keep_partial();
+        debug_assert_eq!(kept, path);
+        let mut missing = format!(
+            "{} records ({} samples, {} events)",
+            lost.records, lost.samples, lost.events
+        );
+        if let Some(first) = lost.first_ts {
+            missing.push_str(&format!(
+                " from {:.2} s to {:.2} s",
+                first as f64 / 1e9,
+                lost.last_ts as f64 / 1e9
+            ));
+        }
+        eprintln!(
+            "clrprof:   missing: {missing}, and the end of the recording (how the program ended)"
+        );
+        eprintln!(
+            "clrprof:   kept: everything before that, in {} (`clrprof report {}`); {} was not replaced",
+            path.display(),
+            path.display(),
+            shown.display()
+        );
+        return false;
+    }
+    let partial = trace.partial_path().to_path_buf();
+    match trace.commit() {
+        Ok(path) => {
+            if summary {
+                print_wrote(&path, progress, tail);
+            }
+            true
+        }
+        Err(e) => {
+            eprintln!("clrprof: error: {e:#}");
+            eprintln!(
+                "clrprof:   what was written is in {} (`clrprof report {}`)",
+                partial.display(),
+                partial.display()
+            );
+            false
+        }
+    }
 }
 
 /// The private directory, the socket the agent connects to, and the trace file.
@@ -303,11 +425,12 @@ pub(crate) struct AgentSocket {
     pub(crate) socket: PathBuf,
     /// Non-blocking: see [`accept_agent`].
     pub(crate) listener: UnixListener,
-    pub(crate) file: std::fs::File,
+    pub(crate) trace: TraceFile,
 }
 
 impl AgentSocket {
-    /// Creates the private directory, listens on its socket and creates the trace file.
+    /// Creates the private directory, listens on its socket and creates the trace file (under
+    /// its partial name).
     pub(crate) fn open(output: &Path) -> Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("clrprof-")
@@ -317,14 +440,41 @@ impl AgentSocket {
         let listener = UnixListener::bind(&socket)
             .with_context(|| format!("cannot listen on {}", socket.display()))?;
         listener.set_nonblocking(true)?;
-        let file = std::fs::File::create(output)
-            .with_context(|| format!("cannot create the trace file {}", output.display()))?;
+        let trace = TraceFile::create(output)?;
         Ok(Self {
             dir,
             socket,
             listener,
-            file,
+            trace,
         })
+    }
+}
+
+/// Termination signals to clrprof itself, and the file-size limit's signal (which would
+/// otherwise kill clrprof when the trace reaches the limit, instead of failing the write).
+/// The handlers are not inherited by the program, which starts with the default actions.
+pub(crate) struct Signals {
+    received: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Signals {
+    pub(crate) fn install() -> Signals {
+        use signal_hook::consts::{SIGHUP, SIGTERM, SIGXFSZ};
+        let received = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for signal in [SIGTERM, SIGHUP] {
+            let _ =
+                signal_hook::flag::register_usize(signal, Arc::clone(&received), signal as usize);
+        }
+        let _ = signal_hook::flag::register(SIGXFSZ, Arc::new(AtomicBool::new(false)));
+        Signals { received }
+    }
+
+    /// The termination signal received, if any.
+    pub(crate) fn received(&self) -> Option<i32> {
+        match self.received.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(n as i32),
+        }
     }
 }
 
@@ -373,25 +523,25 @@ pub(crate) fn print_wrote(output: &Path, progress: &Progress, tail: &str) {
 }
 
 /// Appends the allocation samples of the program's EventPipe session to the trace.
-fn write_ticks(
-    ticks: TickSession,
-    writer: Option<&mut Writer<BufWriter<std::fs::File>>>,
-    progress: &Progress,
-) -> Result<()> {
+fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
     let bytes = match ticks.finish() {
-        Ok(bytes) => bytes,
+        // The agent read the ticks itself; they are among its records.
+        Ok(None) => return,
+        Ok(Some(bytes)) => bytes,
+        // Without the agent there is no trace: that error is said instead.
+        Err(_) if !trace.started() => return,
         Err(e) => {
             eprintln!("clrprof: warning: no allocation samples: {e}");
-            return Ok(());
+            return;
         }
     };
-    let Some(w) = writer else {
-        return Ok(());
-    };
+    if !trace.started() {
+        return;
+    }
     let ids = progress.agent_ids.lock().unwrap_or_else(|e| e.into_inner());
     let (records, summary) = tick_records(&bytes, &ids);
     for r in &records {
-        w.write(r)?;
+        trace.write(r);
     }
     if let Some(why) = summary.incomplete {
         eprintln!(
@@ -401,7 +551,60 @@ fn write_ticks(
     if summary.ticks == 0 {
         eprintln!("clrprof: warning: the runtime sent no allocation ticks");
     }
-    Ok(())
+}
+
+/// The categories `--events all` means: every category that is cheap. Heap references (every
+/// reference of every object at each collection) are recorded only when asked for by name.
+pub(crate) fn all_cheap_categories() -> impl Iterator<Item = clrprof_trace::EventCategory> {
+    clrprof_trace::EventCategory::all()
+        .iter()
+        .copied()
+        .filter(|c| *c != clrprof_trace::EventCategory::HeapRefs)
+}
+
+/// Replaces `all` by the categories it means ([`all_cheap_categories`]), keeping any other
+/// category named (`all,heap-refs`), each once, in the order of the format.
+pub(crate) fn expand_events(events: &[String]) -> Vec<String> {
+    if !events.iter().any(|e| e == "all") {
+        return events.to_vec();
+    }
+    clrprof_trace::EventCategory::all()
+        .iter()
+        .filter(|c| {
+            all_cheap_categories().any(|cheap| cheap == **c) || events.iter().any(|e| e == c.name())
+        })
+        .map(|c| c.name().to_string())
+        .collect()
+}
+
+/// Warnings for choices that make a very large trace or a much slower program, said before
+/// the program starts.
+pub(crate) fn costly_choices(opts: &RecordOptions) -> Vec<String> {
+    let mut out = Vec::new();
+    if opts.events.iter().any(|e| e == "heap-refs") {
+        out.push(
+            "`heap-refs` events record every reference of every object at each garbage \
+             collection: expect a very large trace (hundreds of MB for a small program) and a \
+             much slower program; `--heap-snapshot at-exit` gives the object graph once"
+                .to_string(),
+        );
+    }
+    if opts.alloc == Some("all") {
+        out.push(
+            "`--alloc all` records every allocation with its stack: allocation-heavy code runs \
+             many times slower and the trace grows with every object; `--alloc` (sampled) \
+             estimates the same totals"
+                .to_string(),
+        );
+    }
+    if opts.heap_snapshot.as_deref() == Some("every-gc") {
+        out.push(
+            "`--heap-snapshot every-gc` writes the whole heap at every collection: expect a \
+             very large trace and long pauses; a number N takes every N-th collection"
+                .to_string(),
+        );
+    }
+    out
 }
 
 pub(crate) fn validate_events(events: &[String]) -> Result<()> {
@@ -455,37 +658,63 @@ fn find_dotnet() -> Option<PathBuf> {
 fn receive(
     listener: UnixListener,
     socket: &Path,
-    file: std::fs::File,
+    trace: TraceFile,
     progress: &Progress,
     stop: &AtomicBool,
-) -> Result<Option<Writer<BufWriter<std::fs::File>>>> {
+    abandon: &AtomicBool,
+) -> Result<TraceFile> {
     let Some(stream) = accept_agent(&listener, || !stop.load(Ordering::Acquire))
         .context("accepting the agent's connection")?
     else {
-        return Ok(None);
+        return Ok(trace);
     };
     // One agent per recording: child processes that inherit the variables cannot connect.
     let _ = std::fs::remove_file(socket);
     drop(listener);
     progress.connected.store(true, Ordering::Release);
-    copy_stream(stream, file, progress)
+    copy_stream(stream, trace, progress, abandon)
 }
 
+/// Copies the agent's stream into the trace until it ends (or `abandon` is set), sealing a
+/// block at least every [`SEAL_EVERY`]. A failed write does not stop the copy: the agent's
+/// stream is read to its end, so that the program never waits on a full socket.
 pub(crate) fn copy_stream(
     mut stream: UnixStream,
-    file: std::fs::File,
+    mut trace: TraceFile,
     progress: &Progress,
-) -> Result<Option<Writer<BufWriter<std::fs::File>>>> {
+    abandon: &AtomicBool,
+) -> Result<TraceFile> {
     stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(SEAL_EVERY))?;
     let mut decoder = StreamDecoder::new();
-    let mut writer: Option<Writer<BufWriter<std::fs::File>>> = None;
-    let mut file = Some(file);
     let mut buf = vec![0u8; 256 << 10];
+    let notice = |text: Option<String>| {
+        if let Some(text) = text {
+            progress
+                .notices
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(text);
+        }
+    };
     loop {
+        if abandon.load(Ordering::Acquire) {
+            break;
+        }
         let n = match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                trace.tick();
+                notice(trace.news());
+                continue;
+            }
             Err(e) => {
                 set_problem(progress, format!("reading from the agent failed: {e}"));
                 break;
@@ -503,29 +732,22 @@ pub(crate) fn copy_stream(
                             "the agent sent data clrprof cannot read ({e}); the trace stops there"
                         ),
                     );
-                    return Ok(writer);
+                    return Ok(trace);
                 }
             };
-            if writer.is_none() {
-                let f = file.take().context("trace file already used")?;
-                writer = Some(Writer::with_header(
-                    BufWriter::with_capacity(1 << 20, f),
-                    raw.header,
-                )?);
-            }
-            if let Some(w) = writer.as_mut() {
-                w.write_raw(raw.bytes)?;
-            }
+            trace.start(raw.header);
+            trace.append(raw.bytes, &raw.record);
             note(progress, &raw.record);
         }
-        if let Some(w) = writer.as_mut() {
-            w.flush()?;
-        }
+        trace.tick();
+        notice(trace.news());
     }
     if decoder.finish().is_err() {
         set_problem(progress, "the agent's stream ended in the middle of a record (the program probably crashed); the partial record was left out".into());
     }
-    Ok(writer)
+    trace.seal();
+    notice(trace.news());
+    Ok(trace)
 }
 
 fn set_problem(progress: &Progress, text: String) {
@@ -559,6 +781,12 @@ fn note(progress: &Progress, record: &Record) {
         Record::Counter(c) if c.name == "samples_dropped" => {
             progress.samples_dropped.store(c.value, Ordering::Relaxed);
         }
+        Record::Counter(c) if c.name == TickReader::COUNTER => {
+            *progress
+                .tick_reader
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = TickReader::from_counter(c);
+        }
         Record::SessionEnd(_) => progress.clean.store(true, Ordering::Release),
         Record::Message(m) => progress
             .messages
@@ -569,14 +797,9 @@ fn note(progress: &Progress, record: &Record) {
     }
 }
 
-pub(crate) fn status_line() -> ProgressBar {
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} recording {elapsed_precise} · {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    bar.enable_steady_tick(Duration::from_millis(200));
-    bar
+/// The live status line (on a terminal only, on a row of its own; see [`crate::status`]).
+pub(crate) fn status_line() -> StatusLine {
+    StatusLine::new()
 }
 
 pub(crate) fn status_text(p: &Progress, elapsed: Duration) -> String {
@@ -596,7 +819,11 @@ pub(crate) fn status_text(p: &Progress, elapsed: Duration) -> String {
     )
 }
 
-pub(crate) fn print_messages(p: &Progress, bar: &ProgressBar) {
+pub(crate) fn print_messages(p: &Progress, bar: &StatusLine) {
+    let notices = std::mem::take(&mut *p.notices.lock().unwrap_or_else(|e| e.into_inner()));
+    for text in notices {
+        bar.suspend(|| eprintln!("clrprof: error: {text}"));
+    }
     let messages = std::mem::take(&mut *p.messages.lock().unwrap_or_else(|e| e.into_inner()));
     for (level, text) in messages {
         let kind = match level {
@@ -616,4 +843,30 @@ fn exit_of(status: ExitStatus) -> (i32, i32) {
 fn ignore_interrupts() {
     // A handler that does nothing: clrprof outlives the program it records.
     let _ = ctrlc::set_handler(|| {});
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn all_is_every_cheap_category_and_heap_refs_only_by_name() {
+        let all = expand_events(&names(&["all"]));
+        assert_eq!(all.len(), clrprof_trace::EventCategory::all().len() - 1);
+        assert!(!all.iter().any(|e| e == "heap-refs"));
+        assert!(all.iter().any(|e| e == "transition"));
+        let with = expand_events(&names(&["heap-refs", "all"]));
+        assert_eq!(with.len(), clrprof_trace::EventCategory::all().len());
+        assert_eq!(expand_events(&names(&["gc"])), names(&["gc"]));
+        let opts = RecordOptions {
+            events: with,
+            ..RecordOptions::new("none", "t".into(), "a".into(), Vec::new())
+        };
+        assert_eq!(costly_choices(&opts).len(), 1);
+        assert!(costly_choices(&opts)[0].starts_with("`heap-refs` events"));
+    }
 }

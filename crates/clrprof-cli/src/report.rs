@@ -7,6 +7,9 @@ use anyhow::{Context, Result, bail};
 use clrprof_analysis::output::{Format, Html, Json, Text};
 use clrprof_analysis::runtime::View;
 use clrprof_analysis::{Query, memory, report, trace};
+use clrprof_symbols::SymbolFiles;
+
+use crate::safe_file::SafeFile;
 
 /// What to report, independent of the command-line syntax.
 #[derive(Debug, Clone)]
@@ -33,6 +36,8 @@ pub struct ReportOptions {
     pub snapshot: Option<u32>,
     /// Two snapshots to compare (empty: no diff).
     pub diff: Vec<String>,
+    /// Symbol files (or directories of them) for the native frames recorded without names.
+    pub symbols: Vec<PathBuf>,
     /// Thread, filter, top, metric.
     pub query: Query,
 }
@@ -45,6 +50,12 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
              views; the Chrome timeline (--format chrome) shows all of them at once"
         );
     }
+    // Checked before anything is read or written: a bad path is the user's typo.
+    let mut symbols = if opts.symbols.is_empty() {
+        None
+    } else {
+        Some(SymbolFiles::open(&opts.symbols).context("--symbols")?)
+    };
     let mut out = open_output(opts)?;
     if opts.diff.len() == 2 {
         diff(opts, &mut out)?;
@@ -52,26 +63,59 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
         let Some(file) = &opts.file else {
             bail!("which trace? give a trace file (or --diff A B between two traces)");
         };
-        report_file(opts, file, &mut out)?;
+        report_file(opts, file, symbols.as_mut(), &mut out)?;
     }
     out.flush().context("writing the report")?;
     if let Some(path) = &opts.output {
+        // Only a complete report replaces the file that was there.
+        out.into_file()?.commit()?;
         eprintln!("clrprof: wrote {}", path.display());
     }
     Ok(())
 }
 
-fn open_output(opts: &ReportOptions) -> Result<Box<dyn Write>> {
+/// Where the report goes: a file written beside its name, or standard output.
+enum Output {
+    File(std::io::BufWriter<SafeFile>),
+    Stdout(std::io::BufWriter<std::io::StdoutLock<'static>>),
+}
+
+impl Output {
+    fn into_file(self) -> Result<SafeFile> {
+        match self {
+            Output::File(w) => w
+                .into_inner()
+                .map_err(|e| e.into_error())
+                .context("writing the report"),
+            Output::Stdout(_) => bail!("the report went to standard output"),
+        }
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Output::File(w) => w.write(buf),
+            Output::Stdout(w) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Output::File(w) => w.flush(),
+            Output::Stdout(w) => w.flush(),
+        }
+    }
+}
+
+fn open_output(opts: &ReportOptions) -> Result<Output> {
     let binary = opts.format.is_binary();
     Ok(match &opts.output {
-        Some(path) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        )),
+        Some(path) => Output::File(std::io::BufWriter::new(SafeFile::create(path)?)),
         None if binary && std::io::stdout().is_terminal() => {
             bail!("pprof output is binary; write it to a file with -o FILE")
         }
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+        None => Output::Stdout(std::io::BufWriter::new(std::io::stdout().lock())),
     })
 }
 
@@ -109,6 +153,65 @@ impl Drop for Status {
     }
 }
 
+/// The rows a table shows: `--top N`, all of them for `--top 0`, else `default`.
+fn table_rows(top: Option<usize>, default: usize) -> usize {
+    match top {
+        Some(0) => usize::MAX,
+        Some(n) => n,
+        None => default,
+    }
+}
+
+/// Whether the text output is one of the sections that replace the full report.
+fn text_sections(opts: &ReportOptions) -> bool {
+    opts.alloc || opts.gc || opts.heap || opts.view.is_some()
+}
+
+/// Traces at least this large get a progress bar while they load (on a terminal).
+const PROGRESS_FROM_BYTES: u64 = 32 << 20;
+
+/// How the samples of a trace are kept for `format`: summed (bounded memory) for everything
+/// but the outputs with a timeline (the HTML report draws each thread's activity over time).
+fn sample_detail(format: Format) -> trace::SampleDetail {
+    match format {
+        Format::Chrome | Format::Speedscope | Format::Html => trace::SampleDetail::Each,
+        _ => trace::SampleDetail::Summed,
+    }
+}
+
+/// Loads a trace, with a progress bar on a terminal for a large one.
+fn load(
+    file: &std::path::Path,
+    keep: memory::HeapKeep,
+    detail: trace::SampleDetail,
+) -> Result<trace::LoadedTrace> {
+    let size = std::fs::metadata(file).map_or(0, |m| m.len());
+    if size < PROGRESS_FROM_BYTES || !std::io::stderr().is_terminal() {
+        return Ok(trace::load_with_progress(
+            file,
+            keep,
+            detail,
+            &mut |_, _| {},
+        )?);
+    }
+    let bar = indicatif::ProgressBar::new(size);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "reading {msg} {wide_bar} {binary_bytes}/{binary_total_bytes} ({eta} left)",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.set_message(
+        file.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
+    let loaded =
+        trace::load_with_progress(file, keep, detail, &mut |done, _| bar.set_position(done));
+    bar.finish_and_clear();
+    Ok(loaded?)
+}
+
 /// Loads one side of `--diff`: `N` (a snapshot of FILE), `TRACE` or `TRACE@N`. Each side
 /// loads its trace keeping only its own snapshot, so two snapshots of one big trace are never
 /// held together with the rest.
@@ -117,10 +220,12 @@ fn diff_side(opts: &ReportOptions, spec: &str) -> Result<(trace::LoadedTrace, Op
         let Some(file) = &opts.file else {
             bail!("--diff {spec}: a snapshot number needs a trace file");
         };
-        return Ok((
-            trace::load_with(file, memory::HeapKeep::Numbers(vec![n]))?,
-            Some(n),
-        ));
+        let t = load(
+            file,
+            memory::HeapKeep::Numbers(vec![n]),
+            trace::SampleDetail::Summed,
+        )?;
+        return Ok((t, Some(n)));
     }
     let (path, number) = match spec.rsplit_once('@') {
         Some((p, n)) if n.parse::<u32>().is_ok() => (p, n.parse::<u32>().ok()),
@@ -129,7 +234,14 @@ fn diff_side(opts: &ReportOptions, spec: &str) -> Result<(trace::LoadedTrace, Op
     let keep = number.map_or(memory::HeapKeep::Last, |n| {
         memory::HeapKeep::Numbers(vec![n])
     });
-    Ok((trace::load_with(std::path::Path::new(path), keep)?, number))
+    Ok((
+        load(
+            std::path::Path::new(path),
+            keep,
+            trace::SampleDetail::Summed,
+        )?,
+        number,
+    ))
 }
 
 fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
@@ -145,7 +257,7 @@ fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     match opts.format {
         Format::Json => memory::write_diff_json(&before, &after, &rows, opts.pretty, out)?,
         Format::Text => {
-            let top = opts.query.top.unwrap_or(memory::TEXT_ROWS);
+            let top = table_rows(opts.query.top, memory::TEXT_ROWS);
             memory::write_diff_text(&before, &after, &rows, top, out)?;
         }
         other => bail!("--diff writes text or json, not {other:?}"),
@@ -153,7 +265,12 @@ fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write) -> Result<()> {
+fn report_file(
+    opts: &ReportOptions,
+    file: &std::path::Path,
+    symbols: Option<&mut SymbolFiles>,
+    out: &mut dyn Write,
+) -> Result<()> {
     // Only a report that shows a heap snapshot loads its object graph; the others read the
     // snapshots' counts and pauses, in time and memory that do not grow with the heap.
     let shows_heap = opts.view.is_none()
@@ -167,7 +284,28 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
         Some(n) => memory::HeapKeep::Numbers(vec![n]),
         None => memory::HeapKeep::Last,
     };
-    let loaded = trace::load_with(file, keep)?;
+    let mut loaded = load(file, keep, sample_detail(opts.format))?;
+    // The full text report says it at the top; every other output gets it on stderr.
+    let in_report = opts.format == Format::Text && !text_sections(opts);
+    if !loaded.integrity.is_whole() && !in_report {
+        for note in loaded.integrity.notes() {
+            eprintln!("clrprof: warning: {}: {note}", file.display());
+        }
+    }
+    if let Some(files) = symbols {
+        let naming = loaded.name_native_frames(files);
+        // The whole text and JSON reports say it in their header; other outputs have none.
+        let header = opts.view.is_none()
+            && match opts.format {
+                Format::Text => !(opts.alloc || opts.gc || opts.heap),
+                Format::Json => true,
+                _ => false,
+            };
+        if !header {
+            eprintln!("clrprof: {}", naming.summary());
+        }
+    }
+    let loaded = loaded;
     let q = &opts.query;
     if let Some(view) = opts.view {
         match opts.format {
@@ -177,8 +315,8 @@ fn report_file(opts: &ReportOptions, file: &std::path::Path, out: &mut dyn Write
         return Ok(());
     }
     match opts.format {
-        Format::Text if opts.alloc || opts.gc || opts.heap => {
-            let top = q.top.unwrap_or(memory::TEXT_ROWS);
+        Format::Text if text_sections(opts) => {
+            let top = table_rows(q.top, memory::TEXT_ROWS);
             if opts.alloc {
                 memory::write_alloc_text(&loaded, top, out)?;
             }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::{FORMAT_MAJOR, HEADER_LEN, RECORD_HEADER_LEN, RecordKind};
+use crate::{BLOCKED_MAJOR, FORMAT_MAJOR, HEADER_LEN, RECORD_HEADER_LEN, RecordKind};
 
 /// Why a trace, or part of one, could not be read.
 ///
@@ -43,6 +43,40 @@ pub enum ReadError {
         /// Bytes the input has from `offset` on.
         available: u64,
     },
+    /// A trace in checksummed blocks (format 2.x) ends inside a block: the block cannot be
+    /// checked, so its records are left out. This is what a recording cut short leaves (the
+    /// disk full, `clrprof` killed, the machine off).
+    #[error(
+        "truncated trace: {} at byte {offset} needs {needed} bytes, but only {available} are left; \
+         the records in it cannot be checked and are left out",
+        match .seq { Some(seq) => format!("block {seq}"), None => "the block header".to_string() }
+    )]
+    BlockTruncated {
+        /// Where the incomplete block starts.
+        offset: u64,
+        /// The block's number, when its header was whole.
+        seq: Option<u32>,
+        /// Bytes the block needs, counted from `offset`.
+        needed: u64,
+        /// Bytes the input has from `offset` on.
+        available: u64,
+    },
+    /// Part of a trace in checksummed blocks failed its checksum and was skipped; reading goes
+    /// on with the next good block.
+    #[error("damaged trace: {}", describe_damage(*.offset, *.len, *.blocks, *.records, *.time_range))]
+    Damaged {
+        /// Where the damaged part starts.
+        offset: u64,
+        /// Its length in bytes (0 when whole blocks are missing but no damaged bytes were
+        /// seen).
+        len: u64,
+        /// The blocks lost in it, when known (from the block numbers around it).
+        blocks: Option<u32>,
+        /// The records lost, when the damaged block's header was intact.
+        records: Option<u32>,
+        /// The time range of the lost records, when the damaged block's header was intact.
+        time_range: Option<(u64, u64)>,
+    },
     /// A record that cannot be right: a payload too short for its kind, invalid UTF-8, a length
     /// over the limit, a count larger than the bytes that remain.
     #[error("corrupt trace at byte {offset}: {reason}")]
@@ -68,17 +102,57 @@ impl ReadError {
 }
 
 fn describe_version(major: u16, minor: u16) -> String {
-    if major > FORMAT_MAJOR {
+    if major > BLOCKED_MAJOR {
         format!(
             "this trace was written by a newer clrprof (format {major}.{minor}); this one reads \
-             {FORMAT_MAJOR}.x: upgrade clrprof to read it"
+             {FORMAT_MAJOR}.x and {BLOCKED_MAJOR}.x: upgrade clrprof to read it"
         )
     } else {
         format!(
             "this trace has format version {major}.{minor}, which no released clrprof writes; \
-             this one reads {FORMAT_MAJOR}.x"
+             this one reads {FORMAT_MAJOR}.x and {BLOCKED_MAJOR}.x"
         )
     }
+}
+
+/// Seconds since the session's start, for messages: `4.20 s`.
+pub(crate) fn seconds(ns: u64) -> String {
+    format!("{:.2} s", ns as f64 / 1e9)
+}
+
+fn describe_damage(
+    offset: u64,
+    len: u64,
+    blocks: Option<u32>,
+    records: Option<u32>,
+    time_range: Option<(u64, u64)>,
+) -> String {
+    let mut out = if len == 0 {
+        format!("blocks missing before byte {offset}")
+    } else {
+        format!(
+            "bytes {offset} to {} fail their checksum and were skipped",
+            offset + len - 1
+        )
+    };
+    let mut facts = Vec::new();
+    match blocks {
+        Some(1) => facts.push("1 block".to_string()),
+        Some(n) => facts.push(format!("{n} blocks")),
+        None => facts.push("the rest of the file".to_string()),
+    }
+    if let Some(n) = records {
+        facts.push(format!("{n} records"));
+    }
+    if let Some((from, to)) = time_range {
+        facts.push(format!(
+            "recorded from {} to {}",
+            seconds(from),
+            seconds(to)
+        ));
+    }
+    let _ = write!(out, " ({})", facts.join(", "));
+    out
 }
 
 fn describe_part(offset: u64, kind: Option<RecordKind>) -> String {
@@ -236,10 +310,23 @@ mod tests {
         );
         let e = ReadError::not_a_trace(&[]);
         assert_eq!(e.to_string(), "not a clrprof trace: the input is empty");
-        let e = ReadError::UnsupportedVersion { major: 2, minor: 0 };
+        let e = ReadError::UnsupportedVersion { major: 3, minor: 0 };
         assert!(
             e.to_string()
-                .contains("written by a newer clrprof (format 2.0); this one reads 1.x")
+                .contains("written by a newer clrprof (format 3.0); this one reads 1.x and 2.x"),
+            "{e}"
+        );
+        let e = ReadError::Damaged {
+            offset: 100,
+            len: 50,
+            blocks: Some(1),
+            records: Some(12),
+            time_range: Some((1_200_000_000, 1_450_000_000)),
+        };
+        assert_eq!(
+            e.to_string(),
+            "damaged trace: bytes 100 to 149 fail their checksum and were skipped (1 block, 12 \
+             records, recorded from 1.20 s to 1.45 s)"
         );
         let e = truncated(24, Some(RecordKind::EVENT), 30, 12);
         assert_eq!(

@@ -1,7 +1,7 @@
 //! The 16-byte file header.
 
 use crate::error::truncated;
-use crate::{FORMAT_MAJOR, FORMAT_MINOR, HEADER_LEN, MAGIC, ReadError};
+use crate::{BLOCKED_MAJOR, FORMAT_MAJOR, FORMAT_MINOR, HEADER_LEN, MAGIC, ReadError};
 
 /// The file header: magic, format version and flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -15,12 +15,26 @@ pub struct Header {
 }
 
 impl Header {
-    /// The header this crate writes.
+    /// The header of a record stream this crate writes (major version 1: records one after
+    /// another), what the agent sends to the CLI.
     pub const CURRENT: Header = Header {
         major: FORMAT_MAJOR,
         minor: FORMAT_MINOR,
         flags: 0,
     };
+
+    /// The header of a trace file this crate writes (major version 2: the same records in
+    /// checksummed blocks, see [`crate::BlockWriter`]).
+    pub const FILE: Header = Header {
+        major: BLOCKED_MAJOR,
+        minor: FORMAT_MINOR,
+        flags: 0,
+    };
+
+    /// Whether the records that follow the header are in checksummed blocks (major version 2).
+    pub fn blocked(self) -> bool {
+        self.major == BLOCKED_MAJOR
+    }
 
     /// The header's 16 bytes.
     pub fn to_bytes(self) -> [u8; HEADER_LEN] {
@@ -37,7 +51,8 @@ impl Header {
     ///
     /// Fails with [`ReadError::NotATrace`] if the magic differs (as far as `bytes` goes),
     /// [`ReadError::Truncated`] if `bytes` is a correct but incomplete start, and
-    /// [`ReadError::UnsupportedVersion`] for a major version other than [`FORMAT_MAJOR`].
+    /// [`ReadError::UnsupportedVersion`] for a major version other than [`FORMAT_MAJOR`] and
+    /// [`BLOCKED_MAJOR`].
     pub fn parse(bytes: &[u8]) -> Result<Header, ReadError> {
         let magic_part = &bytes[..bytes.len().min(MAGIC.len())];
         if bytes.is_empty() || magic_part != &MAGIC[..magic_part.len()] {
@@ -51,7 +66,7 @@ impl Header {
             minor: u16::from_le_bytes([h[10], h[11]]),
             flags: u32::from_le_bytes([h[12], h[13], h[14], h[15]]),
         };
-        if header.major != FORMAT_MAJOR {
+        if header.major != FORMAT_MAJOR && header.major != BLOCKED_MAJOR {
             return Err(ReadError::UnsupportedVersion {
                 major: header.major,
                 minor: header.minor,
@@ -81,21 +96,26 @@ mod tests {
     #[test]
     fn round_trip_and_errors() {
         let bytes = Header::CURRENT.to_bytes();
-        assert_eq!(&bytes, b"CLRPROF\0\x01\x00\x02\x00\x00\x00\x00\x00");
+        assert_eq!(&bytes, b"CLRPROF\0\x01\x00\x03\x00\x00\x00\x00\x00");
         assert_eq!(Header::parse(&bytes).unwrap(), Header::CURRENT);
         let newer_minor = Header {
             minor: 7,
             ..Header::CURRENT
         };
         assert_eq!(Header::parse(&newer_minor.to_bytes()).unwrap(), newer_minor);
-        let v2 = Header {
-            major: 2,
+        assert_eq!(
+            Header::parse(&Header::FILE.to_bytes()).unwrap(),
+            Header::FILE
+        );
+        assert!(Header::FILE.blocked() && !Header::CURRENT.blocked());
+        let v3 = Header {
+            major: 3,
             minor: 0,
             ..Header::CURRENT
         };
         assert!(matches!(
-            Header::parse(&v2.to_bytes()),
-            Err(ReadError::UnsupportedVersion { major: 2, minor: 0 })
+            Header::parse(&v3.to_bytes()),
+            Err(ReadError::UnsupportedVersion { major: 3, minor: 0 })
         ));
         assert!(matches!(
             Header::parse(b"CLRP"),

@@ -60,6 +60,8 @@ record_kinds! {
     STACK = 23, "Stack";
     /// `ThreadOsName`: the kernel's name of a thread (1.2).
     THREAD_OS_NAME = 24, "ThreadOsName";
+    /// `NativeModule` definition: a native module that native frames refer to (1.3).
+    NATIVE_MODULE = 25, "NativeModule";
     /// `Event`: one profiler callback.
     EVENT = 32, "Event";
     /// `Sample`: one sampler tick for one thread.
@@ -128,6 +130,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 29);
+        assert_eq!(RecordKind::KNOWN.len(), 30);
     }
 }

@@ -36,6 +36,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod block;
 mod error;
 mod event;
 mod header;
@@ -46,31 +47,40 @@ mod stream;
 mod wire;
 mod write;
 
+pub mod example;
 pub mod protocol;
 
+pub use block::{
+    BLOCK_HEADER_LEN, BLOCK_SYNC, BLOCK_TARGET_LEN, BlockHeader, BlockWriter, MAX_BLOCK_LEN,
+};
 pub use error::ReadError;
 pub use event::{EventCategory, EventKind};
 pub use header::Header;
 pub use kind::RecordKind;
-pub use read::Reader;
+pub use read::{BlockStats, Reader};
 pub use record::{
     AllocatedByClass, Allocation, AppDomainDef, AssemblyDef, CallTreeNode, ClassDef, Counter,
     CoverageBlock, CoverageMethod, Event, ExceptionInfo, FrameKind, FunctionDef, GcGenerations,
     HeapGenerations, HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd, MAX_COVERAGE_BLOCKS,
-    MAX_U64_LIST, Message, ModuleDef, NativeFrameDef, NativeTargetDef, Record, RecordingEnd,
-    Sample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef, ThreadDef, ThreadOsName,
-    ThreadState,
+    MAX_U64_LIST, Message, ModuleDef, NativeFrameDef, NativeModuleDef, NativeTargetDef, Record,
+    RecordingEnd, Sample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef, ThreadDef,
+    ThreadOsName, ThreadState,
 };
 pub use stream::{RawRecord, StreamDecoder};
 pub use write::{Writer, write_header};
 
 /// The 8 bytes a trace starts with: `"CLRPROF\0"`.
 pub const MAGIC: [u8; 8] = *b"CLRPROF\0";
-/// The major format version this crate writes and the only one it reads.
+/// The major format version of a record stream: records one after another, what the agent
+/// sends to the CLI (and what traces of clrprof before format 2 hold).
 pub const FORMAT_MAJOR: u16 = 1;
-/// The minor format version this crate writes. Files of any minor version of
-/// [`FORMAT_MAJOR`] are readable.
-pub const FORMAT_MINOR: u16 = 2;
+/// The major format version of a trace file in checksummed blocks, what `clrprof record`
+/// writes. A reader of this crate reads both majors.
+pub const BLOCKED_MAJOR: u16 = 2;
+/// The minor format version this crate writes: the set of record kinds and fields, shared by
+/// both majors (a 2.3 file holds the records of a 1.3 stream). Traces of any minor version of
+/// a known major are readable.
+pub const FORMAT_MINOR: u16 = 3;
 /// Size of the file header in bytes.
 pub const HEADER_LEN: usize = 16;
 /// Size of a record's header (kind, flags, payload length) in bytes.

@@ -1,6 +1,9 @@
 //! How the CLI and the agent find each other: the agent's CLSID, the environment variables
 //! `clrprof record` sets for it, and the client data `clrprof attach` hands to it. Both sides
-//! use these definitions, so they cannot drift.
+//! use these definitions, so they cannot drift. Also who of the two reads the runtime's
+//! allocation ticks ([`TickReader`]).
+
+use crate::Counter;
 
 /// The agent's CLSID, passed to the runtime in `CORECLR_PROFILER`.
 pub const AGENT_CLSID: &str = "{897B9E27-A69B-4816-9F74-172E6D96334F}";
@@ -14,6 +17,62 @@ pub const ENV_OUTPUT: &str = "CLRPROF_OUTPUT";
 /// The agent's settings: `key=value` pairs separated by `;` (`mode`, `events`, `rate`,
 /// `inline`, `max_nodes`, `buffer_kb`).
 pub const ENV_CONFIG: &str = "CLRPROF_CONFIG";
+
+/// `alloc=ticks`: who reads the runtime's allocation ticks (`GCAllocationTick`).
+///
+/// The agent decides while it initializes, and tells the CLI with a [`Counter`] named
+/// [`TickReader::COUNTER`], written right after its `SessionStart` (and again with its other
+/// counters at the end): [`TickReader::Agent`] when it started an in-process EventPipe session
+/// (`ICorProfilerInfo12`, .NET 5 and later) and writes the ticks itself, [`TickReader::Cli`]
+/// when the runtime refused one (CoreCLR 3.1 has no `ICorProfilerInfo12`); then the CLI reads
+/// them over the program's diagnostics socket. Either way they become the same `Allocation`
+/// records, flagged `Allocation::TICK`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TickReader {
+    /// The CLI, over the diagnostics socket.
+    Cli,
+    /// The agent, through an in-process EventPipe session.
+    Agent,
+}
+
+impl TickReader {
+    /// The name of the counter that carries it.
+    pub const COUNTER: &'static str = "allocation_ticks_reader";
+
+    /// The counter's value.
+    pub fn value(self) -> u64 {
+        match self {
+            TickReader::Cli => 0,
+            TickReader::Agent => 1,
+        }
+    }
+
+    /// The reader a counter names, if it is this counter with a known value.
+    pub fn from_counter(counter: &Counter) -> Option<TickReader> {
+        if counter.name != Self::COUNTER {
+            return None;
+        }
+        match counter.value {
+            0 => Some(TickReader::Cli),
+            1 => Some(TickReader::Agent),
+            _ => None,
+        }
+    }
+
+    /// The counter that says so, at `ts` nanoseconds since the session's start.
+    pub fn counter(self, ts: u64) -> Counter {
+        Counter {
+            ts,
+            name: Self::COUNTER.into(),
+            value: self.value(),
+        }
+    }
+}
+
+/// What one allocation tick stands for, in the `interval` of its `Allocation` record: the
+/// runtime writes a tick each time it has handed out about this many bytes of allocation
+/// contexts on a heap since the previous one (100 KiB).
+pub const ALLOCATION_TICK_BYTES: u64 = 100 * 1024;
 
 /// What `clrprof attach` hands to the agent's `InitializeForAttach` (there are no environment
 /// variables in a process that is already running): a tag, the session socket and the
@@ -49,6 +108,29 @@ const ATTACH_TAG: &str = "clrprof-attach-1";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tick_reader_round_trips_through_its_counter() {
+        for reader in [TickReader::Cli, TickReader::Agent] {
+            let counter = reader.counter(7);
+            assert_eq!(
+                (counter.ts, counter.name.as_str()),
+                (7, TickReader::COUNTER)
+            );
+            assert_eq!(TickReader::from_counter(&counter), Some(reader));
+        }
+        let other = Counter {
+            ts: 0,
+            name: "allocations_dropped".into(),
+            value: 1,
+        };
+        assert_eq!(TickReader::from_counter(&other), None);
+        let unknown = Counter {
+            value: 2,
+            ..TickReader::Agent.counter(0)
+        };
+        assert_eq!(TickReader::from_counter(&unknown), None);
+    }
 
     #[test]
     fn attach_client_data_round_trips() {

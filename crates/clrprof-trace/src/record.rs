@@ -205,6 +205,10 @@ pub enum StackCut {
     BadUnwindInfo,
     /// The thread's stack bounds were not known yet (a thread found after it started).
     UnknownStack,
+    /// (1.3) Not a stack: the CPU a thread used in periods whose samples were dropped (its
+    /// ring of captures was full because the sampler fell behind), so that the thread's CPU
+    /// adds up; the marker is the whole stack.
+    Missed,
     /// A code from a newer minor version of the format.
     Other(u64),
 }
@@ -219,6 +223,7 @@ impl StackCut {
             StackCut::Unreadable => 3,
             StackCut::BadUnwindInfo => 4,
             StackCut::UnknownStack => 5,
+            StackCut::Missed => 6,
             StackCut::Other(v) => v,
         }
     }
@@ -232,6 +237,7 @@ impl StackCut {
             3 => StackCut::Unreadable,
             4 => StackCut::BadUnwindInfo,
             5 => StackCut::UnknownStack,
+            6 => StackCut::Missed,
             v => StackCut::Other(v),
         }
     }
@@ -245,6 +251,7 @@ impl StackCut {
             StackCut::Unreadable => "a stack word that could not be read",
             StackCut::BadUnwindInfo => "unusable unwind information",
             StackCut::UnknownStack => "the thread's stack was not known yet",
+            StackCut::Missed => "samples missed (the sampler fell behind)",
             StackCut::Other(_) => "a reason from a newer clrprof",
         }
     }
@@ -306,6 +313,14 @@ trait Payload: Sized {
     fn write_payload<S: Sink>(&self, s: &mut S);
     fn read_payload(f: &mut Fields<'_>) -> Result<Self, FieldError>;
 
+    /// The payload lengths, other than the whole, at which a payload of this record is
+    /// complete: the start of each field added by a later minor version (an older writer's
+    /// payload ends there).
+    #[cfg(test)]
+    fn optional_ends(&self) -> Vec<usize> {
+        Vec::new()
+    }
+
     /// Record header and payload.
     fn write_record<S: Sink>(&self, s: &mut S) {
         write_record_header(s, Self::KIND, self.payload_len());
@@ -325,22 +340,42 @@ macro_rules! records {
         $ty:ident = $kind:ident {
             $($(#[$fmeta:meta])* $field:ident: $fty:ty,)*
         }
+        $(+ (added in $minor:literal) {
+            $($(#[$ameta:meta])* $afield:ident: $afty:ty,)*
+        })?
     )*) => {$(
         $(#[$meta])*
         pub struct $ty {
             $($(#[$fmeta])* pub $field: $fty,)*
+            $($($(#[$ameta])* pub $afield: $afty,)*)?
         }
 
         impl Payload for $ty {
             const KIND: RecordKind = RecordKind::$kind;
             fn payload_len(&self) -> usize {
-                0 $(+ Field::len(&self.$field))*
+                0 $(+ Field::len(&self.$field))* $($(+ Field::len(&self.$afield))*)?
             }
             fn write_payload<S: Sink>(&self, s: &mut S) {
                 $(Field::put(&self.$field, s);)*
+                $($(Field::put(&self.$afield, s);)*)?
             }
             fn read_payload(f: &mut Fields<'_>) -> Result<Self, FieldError> {
-                Ok($ty { $($field: Field::take(f, stringify!($field))?,)* })
+                Ok($ty {
+                    $($field: Field::take(f, stringify!($field))?,)*
+                    $($($afield: take_added(f, stringify!($afield))?,)*)?
+                })
+            }
+            #[cfg(test)]
+            fn optional_ends(&self) -> Vec<usize> {
+                #[allow(unused_mut)]
+                let mut ends = Vec::new();
+                #[allow(unused_mut, unused_variables)]
+                let mut at = 0 $(+ Field::len(&self.$field))*;
+                $($(
+                    ends.push(at);
+                    at += Field::len(&self.$afield);
+                )*)?
+                ends
             }
         }
 
@@ -350,6 +385,16 @@ macro_rules! records {
             }
         }
     )*};
+}
+
+/// Reads a field that a later minor version added at the end of its record: a payload that
+/// ends before it (written by an older writer) gives the field's default (0, empty).
+fn take_added<T: Field + Default>(f: &mut Fields<'_>, name: &'static str) -> Result<T, FieldError> {
+    if f.at_end() {
+        Ok(T::default())
+    } else {
+        T::take(f, name)
+    }
 }
 
 records! {
@@ -529,17 +574,41 @@ records! {
         name: String,
     }
 
-    /// Kind 22: a native frame.
+    /// Kind 22: a native frame: the native function (or, when nothing tells the functions of
+    /// its module apart, the module) containing a code address.
     #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     NativeFrameDef = NATIVE_FRAME {
         /// Id that [`StackDef::frame`] refers to.
         id: u64,
-        /// The instruction address.
+        /// The instruction address (the first one the agent saw in this frame).
         address: u64,
         /// Path of the library containing it.
         library: String,
-        /// Symbol name; may be empty.
+        /// The function's name, from the module's symbol table; empty when the agent had no
+        /// name for it (a stripped library: then `function` says which function it is).
         symbol: String,
+    } + (added in 1.3) {
+        /// The [`NativeModuleDef`] of the library; 0 when unknown (and before format 1.3).
+        module: u64,
+        /// Where the function containing `address` starts, as the module's ELF file numbers it
+        /// (a virtual address, what symbol tables and debug files hold: the runtime address
+        /// minus the module's load bias); from the module's symbol table, or, for a function
+        /// without a symbol, from the module's unwind information (its `.eh_frame` FDE). 0 when
+        /// unknown (and before format 1.3).
+        function: u64,
+    }
+
+    /// Kind 25 (format 1.3): a native module (an ELF file mapped into the process), which
+    /// [`NativeFrameDef`]s refer to.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    NativeModuleDef = NATIVE_MODULE {
+        /// Id that [`NativeFrameDef::module`] refers to; ids start at 1.
+        id: u64,
+        /// The file's path as the process mapped it (`[vdso]` for the vDSO).
+        path: String,
+        /// Its GNU build id in lowercase hexadecimal (what separate debug files are found by);
+        /// empty if it has none.
+        build_id: String,
     }
 
     /// Kind 23: a node of the stack tree: a frame and the node of its caller.
@@ -942,6 +1011,8 @@ pub enum Record {
     ThreadOsName(ThreadOsName),
     /// Kind 22.
     NativeFrameDef(NativeFrameDef),
+    /// Kind 25 (1.3).
+    NativeModuleDef(NativeModuleDef),
     /// Kind 23.
     StackDef(StackDef),
     /// Kind 32.
@@ -1000,6 +1071,7 @@ macro_rules! with_record {
             Record::ThreadDef($r) => $body,
             Record::ThreadOsName($r) => $body,
             Record::NativeFrameDef($r) => $body,
+            Record::NativeModuleDef($r) => $body,
             Record::StackDef($r) => $body,
             Record::Event($r) => $body,
             Record::Sample($r) => $body,
@@ -1037,6 +1109,31 @@ impl Record {
     /// The record's kind.
     pub fn kind(&self) -> RecordKind {
         with_record!(self, r => kind_of(r), kind, _p => *kind)
+    }
+
+    /// See [`Payload::optional_ends`] (none for an unknown kind).
+    #[cfg(test)]
+    fn optional_ends(&self) -> Vec<usize> {
+        with_record!(self, r => r.optional_ends(), _k, _p => Vec::new())
+    }
+
+    /// The record's timestamp (nanoseconds since the session's start), for the kinds that
+    /// have one.
+    pub fn ts(&self) -> Option<u64> {
+        match self {
+            Record::SessionEnd(r) => Some(r.ts),
+            Record::Counter(r) => Some(r.ts),
+            Record::Message(r) => Some(r.ts),
+            Record::Event(r) => Some(r.ts),
+            Record::Sample(r) => Some(r.ts),
+            Record::ExceptionInfo(r) => Some(r.ts),
+            Record::Allocation(r) => Some(r.ts),
+            Record::GcGenerations(r) => Some(r.ts),
+            Record::HeapSnapshot(r) => Some(r.ts),
+            Record::HeapSnapshotEnd(r) => Some(r.ts),
+            Record::AllocatedByClass(r) => Some(r.ts),
+            _ => None,
+        }
     }
 
     /// Size of the encoded payload.
@@ -1100,6 +1197,7 @@ impl Record {
             RecordKind::THREAD => read::<ThreadDef>(payload).map(Record::from),
             RecordKind::THREAD_OS_NAME => read::<ThreadOsName>(payload).map(Record::from),
             RecordKind::NATIVE_FRAME => read::<NativeFrameDef>(payload).map(Record::from),
+            RecordKind::NATIVE_MODULE => read::<NativeModuleDef>(payload).map(Record::from),
             RecordKind::STACK => read::<StackDef>(payload).map(Record::from),
             RecordKind::EVENT => read::<Event>(payload).map(Record::from),
             RecordKind::SAMPLE => read::<Sample>(payload).map(Record::from),
@@ -1219,8 +1317,16 @@ pub(crate) mod tests {
             Record::NativeFrameDef(NativeFrameDef {
                 id: 7,
                 address: 0x7f99_0000_1234,
-                library: "/usr/lib/libc.so.6".into(),
+                library: "/usr/share/dotnet/shared/Microsoft.NETCore.App/8.0.4/libcoreclr.so"
+                    .into(),
                 symbol: String::new(),
+                module: 3,
+                function: 0x1f_2a30,
+            }),
+            Record::NativeModuleDef(NativeModuleDef {
+                id: 3,
+                path: "/usr/share/dotnet/shared/Microsoft.NETCore.App/8.0.4/libcoreclr.so".into(),
+                build_id: "5d1c2fe34e4ab1a6f0e6b6cc0f0f1e9a6d29d3b2".into(),
             }),
             Record::StackDef(StackDef {
                 id: 2,
@@ -1392,12 +1498,66 @@ pub(crate) mod tests {
             }
             let mut out = Vec::new();
             r.encode(&mut out);
+            let complete = r.optional_ends();
             for cut in RECORD_HEADER_LEN..out.len() {
-                let err = Record::decode(r.kind(), &out[RECORD_HEADER_LEN..cut], 16).unwrap_err();
+                let payload = &out[RECORD_HEADER_LEN..cut];
+                if complete.contains(&payload.len()) {
+                    // An older minor version's payload, without the fields added since: read
+                    // with those fields 0 or empty.
+                    let older = Record::decode(r.kind(), payload, 16).unwrap();
+                    let mut again = Vec::new();
+                    older.encode(&mut again);
+                    assert_eq!(again[8..cut], out[8..cut], "{older:?}");
+                    assert!(again[cut..].iter().all(|&b| b == 0), "{older:?}");
+                    continue;
+                }
+                let err = Record::decode(r.kind(), payload, 16).unwrap_err();
                 assert!(matches!(err, ReadError::Corrupt { .. }), "{err}");
                 assert!(err.to_string().contains(&r.kind().to_string()), "{err}");
             }
         }
+    }
+
+    #[test]
+    fn native_frames_of_format_1_2_have_no_module_or_function() {
+        // A NativeFrame payload as clrprof 1.2 wrote it: id, address, library, symbol.
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&7u64.to_le_bytes());
+        payload.extend_from_slice(&0x7f99_0000_1234u64.to_le_bytes());
+        payload.extend_from_slice(&15u32.to_le_bytes());
+        payload.extend_from_slice(b"/lib/libfoo.so1");
+        payload.extend_from_slice(&3u32.to_le_bytes());
+        payload.extend_from_slice(b"foo");
+        let r = Record::decode(RecordKind::NATIVE_FRAME, &payload, 16).unwrap();
+        assert_eq!(
+            r,
+            Record::NativeFrameDef(NativeFrameDef {
+                id: 7,
+                address: 0x7f99_0000_1234,
+                library: "/lib/libfoo.so1".into(),
+                symbol: "foo".into(),
+                module: 0,
+                function: 0,
+            })
+        );
+        // Only the fields added since can be missing, and only whole: a payload ending
+        // inside `module` is corrupt.
+        payload.extend_from_slice(&[1, 2, 3]);
+        let err = Record::decode(RecordKind::NATIVE_FRAME, &payload, 16).unwrap_err();
+        assert!(err.to_string().contains("`module`"), "{err}");
+        // And the 1.3 fields are where 1.3 writes them.
+        let r = NativeFrameDef {
+            id: 7,
+            address: 1,
+            library: "l".into(),
+            symbol: String::new(),
+            module: 2,
+            function: 0x1f_2a30,
+        };
+        let mut out = Vec::new();
+        Record::NativeFrameDef(r.clone()).encode(&mut out);
+        assert_eq!(out[out.len() - 16..out.len() - 8], 2u64.to_le_bytes());
+        assert_eq!(out[out.len() - 8..], 0x1f_2a30u64.to_le_bytes());
     }
 
     #[test]

@@ -14,7 +14,8 @@ use crate::{
 /// [`finish`](Self::finish) tells whether an incomplete header or record was left over.
 ///
 /// The header is checked first: a stream that is not a trace, or is of an unsupported major
-/// version, fails as soon as enough bytes have arrived to tell.
+/// version, fails as soon as enough bytes have arrived to tell. A stream is records one after
+/// another (major version 1); a file in checksummed blocks (major version 2) is refused.
 ///
 /// ```
 /// use clrprof_trace::{Event, EventKind, Record, StreamDecoder, Writer};
@@ -123,6 +124,17 @@ impl StreamDecoder {
                 return None;
             }
             match Header::parse(&avail[..HEADER_LEN]) {
+                Ok(h) if h.blocked() => {
+                    self.failed = true;
+                    return Some(Err(ReadError::Corrupt {
+                        offset: 0,
+                        reason: format!(
+                            "a trace file in checksummed blocks (format {}.{}) is not a record \
+                             stream; read it with a Reader",
+                            h.major, h.minor
+                        ),
+                    }));
+                }
                 Ok(h) => {
                     self.header = Some(h);
                     self.pos += HEADER_LEN;

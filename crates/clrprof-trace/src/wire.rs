@@ -137,6 +137,12 @@ impl<'a> Fields<'a> {
         self.payload.len().saturating_sub(self.pos)
     }
 
+    /// True when every byte of the payload was read: a field added by a later minor version
+    /// than the record's writer knew is absent.
+    pub(crate) fn at_end(&self) -> bool {
+        self.remaining() == 0
+    }
+
     pub(crate) fn bytes(&mut self, field: &'static str, n: usize) -> Result<&'a [u8], FieldError> {
         let at = self.pos;
         let available = self.remaining();

@@ -36,6 +36,11 @@ pub const WORKLOADS: &[Workload] = &[
                work, as a server keeps idle thread-pool threads",
     },
     Workload {
+        name: "Regex",
+        what: "a compiled regular expression scanning 200 KB of log lines: time in code \
+               generated at run time (a DynamicMethod)",
+    },
+    Workload {
         name: "Server",
         what: "bursts of 16 short work items (about 0.2 ms each) on the thread pool every 4 ms: \
                pool threads that keep waking, working briefly and waiting",

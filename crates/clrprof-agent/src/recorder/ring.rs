@@ -19,8 +19,10 @@ use super::threads::MAX_FRAMES;
 /// Captures a thread can hold before the sampler reads them: more than a thread takes between
 /// two wall-clock ticks at the default rates (10 at 1 kHz and 100 Hz).
 pub const RING: usize = 16;
-/// A handler that leaves this many captures unread wakes the sampler before its next tick.
-pub const WAKE_AT: usize = 12;
+/// A handler that leaves this many captures unread wakes the sampler before its next tick:
+/// half the ring, so that the sampler has the other half (8 ms of the thread's CPU at 1 kHz)
+/// to get a core on a busy machine before captures are dropped.
+pub const WAKE_AT: usize = RING / 2;
 /// Bytes of stack the handler copies when it interrupts native code (for unwinding with call
 /// frame information on the sampler thread).
 pub const STACK_COPY_BYTES: usize = 16 << 10;

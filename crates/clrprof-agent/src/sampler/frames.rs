@@ -1,8 +1,13 @@
 //! From a capture to an interned stack: unwinding (see [`crate::unwind`]), naming each code
-//! address (managed through the runtime, native through ELF symbols), and interning the
-//! stack with the session's [`crate::stacks::StackInterner`].
+//! address (managed through the runtime, native through ELF symbols or, in a stripped
+//! library, the start of the function from its unwind information), and interning the stack
+//! with the session's [`crate::stacks::StackInterner`].
 //!
-//! Everything is cached by address, so a stack seen before costs a few hash lookups. A stack
+//! Everything is cached by address, so a stack seen before costs a few hash lookups. A native
+//! frame is one per function: named frames by library and name (as before format 1.3),
+//! unnamed ones by library and function start; each carries its module (path and GNU build
+//! id, one `NativeModule` record per module) and the function's start as the module's ELF file
+//! numbers it, so that `clrprof report --symbols` can name it later. A stack
 //! the unwinder could not follow to the thread's start gets an outermost
 //! [`FrameKind::Truncated`] node saying why ([`StackCut`]). A stack with a frame of the agent's
 //! own library is the profiler's work done on a program thread (a callback): it is reported as
@@ -12,7 +17,7 @@ use std::sync::atomic::Ordering;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 
-use clrprof_trace::{FrameKind, NativeFrameDef, Record, StackCut};
+use clrprof_trace::{FrameKind, NativeFrameDef, NativeModuleDef, Record, StackCut};
 
 use crate::defs::runtime_id;
 use crate::recorder::ring::Capture;
@@ -30,6 +35,10 @@ const MODULE_REFRESH_NS: u64 = 1_000_000_000;
 const ANONYMOUS_REFRESH_NS: u64 = 50_000_000;
 /// The name of a native frame in the runtime's stubs (see `StackBuilder::in_anonymous_code`).
 pub const RUNTIME_STUB: &str = "[runtime stub]";
+
+/// What tells native frames apart: library and name for a named function, library and start
+/// address for an unnamed one (0 when not even that is known).
+type NativeKey = (String, String, u64);
 
 /// A resolved frame.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,7 +65,9 @@ pub struct StackBuilder {
     unwinder: Unwinder,
     shapes: RuntimeShapes,
     ips: HashMap<usize, FrameRef>,
-    natives: HashMap<(String, String), u64>,
+    natives: HashMap<NativeKey, u64>,
+    /// `NativeModule` ids by path and build id.
+    modules: HashMap<(String, std::sync::Arc<str>), u64>,
     frames: Vec<usize>,
     path: Vec<FrameRef>,
     /// The executable mapping of the agent itself.
@@ -76,6 +87,7 @@ impl StackBuilder {
             shapes: RuntimeShapes::new(session.info.clone()),
             ips: HashMap::default(),
             natives: HashMap::default(),
+            modules: HashMap::default(),
             frames: Vec::with_capacity(MAX_FRAMES),
             path: Vec::with_capacity(MAX_FRAMES),
             agent_code: (0, 0),
@@ -109,6 +121,15 @@ impl StackBuilder {
         }
     }
 
+    /// The stack that stands for the CPU of missed samples (a lone [`StackCut::Missed`]
+    /// marker).
+    pub fn missed_marker(&mut self) -> u32 {
+        let s = self.session;
+        let path = std::iter::once((FrameKind::Truncated, StackCut::Missed.to_u64()));
+        s.stacks
+            .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f))
+    }
+
     /// Drops what is cached about code the runtime unloaded (its addresses may hold other
     /// code from now on).
     pub fn forget(&mut self, forget: Forget) {
@@ -123,7 +144,7 @@ impl StackBuilder {
                 let outside: FxHashSet<u64> = self
                     .natives
                     .iter()
-                    .filter(|((library, _), _)| library.is_empty())
+                    .filter(|((library, _, _), _)| library.is_empty())
                     .map(|(_, &id)| id)
                     .collect();
                 self.ips.retain(|_, f| match *f {
@@ -236,6 +257,71 @@ impl StackBuilder {
             .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f))
     }
 
+    /// The `NativeFrame` id of the native function containing `ip`, defined on first use.
+    fn native(&mut self, ip: usize) -> u64 {
+        // The module's symbol table names local functions too (the GC, libc's string
+        // functions); where it has no symbol, the module's unwind information still tells where
+        // the function starts. dladdr, which knows only exported symbols, is the fallback for
+        // addresses that neither tells about.
+        let located = self.unwinder.locate(ip);
+        let module = located.as_ref().map_or(0, |f| self.module(f));
+        let (library, symbol, function) = match located {
+            Some(f) if f.name.is_some() || f.start.is_some() => {
+                (f.library, f.name.unwrap_or_default(), f.start.unwrap_or(0))
+            }
+            located => match sys::native_symbol(ip) {
+                Some(sym) => (sym.library, sym.symbol, 0),
+                None if located.is_none() && self.in_anonymous_code(ip) => {
+                    (String::new(), RUNTIME_STUB.to_string(), 0)
+                }
+                None => (
+                    located.map(|f| f.library).unwrap_or_default(),
+                    String::new(),
+                    0,
+                ),
+            },
+        };
+        // Named frames stay one per name, as before; unnamed ones one per function start.
+        let key = if symbol.is_empty() {
+            (library, symbol, function)
+        } else {
+            (library, symbol, 0)
+        };
+        let next = self.natives.len() as u64 + 1;
+        let s = self.session;
+        *self
+            .natives
+            .entry(key)
+            .or_insert_with_key(|(library, symbol, _)| {
+                s.out.push_record(&Record::NativeFrameDef(NativeFrameDef {
+                    id: next,
+                    address: ip as u64,
+                    library: library.clone(),
+                    symbol: symbol.clone(),
+                    module,
+                    function,
+                }));
+                next
+            })
+    }
+
+    /// The `NativeModule` id of a function's module, defined on first use.
+    fn module(&mut self, f: &crate::unwind::NativeFunction) -> u64 {
+        let next = self.modules.len() as u64 + 1;
+        let s = self.session;
+        *self
+            .modules
+            .entry((f.library.clone(), f.build_id.clone()))
+            .or_insert_with(|| {
+                s.out.push_record(&Record::NativeModuleDef(NativeModuleDef {
+                    id: next,
+                    path: f.library.clone(),
+                    build_id: f.build_id.to_string(),
+                }));
+                next
+            })
+    }
+
     /// Whether `ip` lies in executable memory that no file backs. In a .NET process that is
     /// the runtime's: its code heaps (managed code, which the runtime claims first) and its
     /// stubs (precode, virtual dispatch stubs, helper thunks), which it names nowhere the
@@ -285,35 +371,7 @@ impl StackBuilder {
                 }
                 frame
             }
-            None => {
-                // The module's symbol table names local functions too (the GC, libc's string
-                // functions); dladdr, which knows only exported symbols, is the fallback for
-                // modules without one.
-                let (library, symbol) = match self.unwinder.symbolize(ip) {
-                    Some(sym) => (sym.library, sym.symbol),
-                    None => match sys::native_symbol(ip) {
-                        Some(sym) => (sym.library, sym.symbol),
-                        None if self.in_anonymous_code(ip) => {
-                            (String::new(), RUNTIME_STUB.to_string())
-                        }
-                        None => (String::new(), String::new()),
-                    },
-                };
-                let next = self.natives.len() as u64 + 1;
-                let id = *self
-                    .natives
-                    .entry((library.clone(), symbol.clone()))
-                    .or_insert_with(|| {
-                        s.out.push_record(&Record::NativeFrameDef(NativeFrameDef {
-                            id: next,
-                            address: ip as u64,
-                            library,
-                            symbol,
-                        }));
-                        next
-                    });
-                FrameRef::Native(id)
-            }
+            None => FrameRef::Native(self.native(ip)),
         };
         self.ips.insert(ip, frame);
         frame

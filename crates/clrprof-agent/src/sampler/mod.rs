@@ -414,7 +414,22 @@ impl SampleLoop {
         if flags & CPU != 0 {
             let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
             let (cpu, missed) = self.books[i].on_cpu_capture(enter, exit, armed_at, dropped_at);
-            stats.cpu_missed_ns.fetch_add(missed, Ordering::Relaxed);
+            if missed > 0 {
+                // The thread's CPU in the periods whose captures were dropped: written apart,
+                // under a marker, so that the thread's CPU adds up without giving that time to
+                // whatever ran next.
+                stats.cpu_missed_ns.fetch_add(missed, Ordering::Relaxed);
+                let marker = self.stacks.missed_marker();
+                emit(
+                    self.session,
+                    self.session.since_start(ts),
+                    tid,
+                    marker,
+                    missed,
+                    0,
+                    ThreadState::Cpu,
+                );
+            }
             match resolved {
                 Resolved::Program(stack) => {
                     stats.cpu_samples.fetch_add(1, Ordering::Relaxed);

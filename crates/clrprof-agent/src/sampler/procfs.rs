@@ -9,7 +9,6 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::FileExt;
 
 /// Where a blocked thread waits: its system call, first argument, and user-space stack
 /// pointer and instruction pointer at the call. A thread that blocks again in the same call,
@@ -67,8 +66,23 @@ pub fn whereabouts(tid: u32, file: &mut Option<File>) -> Option<Whereabouts> {
         *file = File::open(format!("/proc/self/task/{tid}/syscall")).ok();
     }
     let mut buf = [0u8; 256];
-    let n = file.as_ref()?.read_at(&mut buf, 0).ok()?;
+    let n = read_from_start(file.as_ref()?, &mut buf)?;
     parse_syscall(&buf[..n])
+}
+
+/// Reads a file from its start again (a `/proc` file shows what is true now).
+#[cfg(unix)]
+fn read_from_start(file: &File, buf: &mut [u8]) -> Option<usize> {
+    use std::os::unix::fs::FileExt;
+    file.read_at(buf, 0).ok()
+}
+
+/// Reads a file from its start again (no `/proc` here: for the type check of other targets).
+#[cfg(not(unix))]
+fn read_from_start(mut file: &File, buf: &mut [u8]) -> Option<usize> {
+    use std::io::{Seek, SeekFrom};
+    file.seek(SeekFrom::Start(0)).ok()?;
+    file.read(buf).ok()
 }
 
 /// Parses a `syscall` file: `running`, `-1 sp pc` (not in a system call), or `nr a0 .. a5 sp

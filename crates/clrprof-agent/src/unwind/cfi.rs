@@ -6,7 +6,7 @@ use framehop::{FrameAddress, Unwinder as _};
 
 use super::modules::{Bytes, ModuleMap, USER_MAX};
 use super::{
-    Chain, FrameAt, FrameRules, MethodShapes, NativeSymbol, Regs, StackReader, Step, Stop, Tail,
+    Chain, FrameAt, FrameRules, MethodShapes, NativeFunction, Regs, StackReader, Step, Stop, Tail,
     UnwindStats, walk,
 };
 
@@ -59,18 +59,18 @@ impl Unwinder {
         self.stats
     }
 
-    /// Names the native function containing `addr` with the module map this unwinder
-    /// shares (see [`ModuleMap::symbolize`]). An address in no known mapping makes it
-    /// re-read the memory map first (at most once per refresh interval), in case a
-    /// library was loaded since.
-    pub fn symbolize(&mut self, addr: usize) -> Option<NativeSymbol> {
+    /// Finds the native function containing `addr` with the module map this unwinder
+    /// shares (see [`ModuleMap::locate`]). An address in no known mapping makes it re-read
+    /// the memory map first (at most once per refresh interval), in case a library was
+    /// loaded since.
+    pub fn locate(&mut self, addr: usize) -> Option<NativeFunction> {
         if !self.modules.contains_code(addr)
             && (0x10000..=USER_MAX).contains(&addr)
             && self.modules.refresh_due()
         {
             self.refresh_modules();
         }
-        self.modules.symbolize(addr)
+        self.modules.locate(addr)
     }
 
     /// Unwinds the stack of a thread interrupted with `regs`, appending code addresses

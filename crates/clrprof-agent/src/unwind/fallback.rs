@@ -2,8 +2,8 @@
 //! frame-pointer rule alone.
 
 use super::{
-    Chain, FrameAt, FrameRules, MethodShapes, ModuleInfo, NativeSymbol, Regs, StackReader, Step,
-    Tail, UnwindStats, walk,
+    Chain, FrameAt, FrameRules, MethodShapes, ModuleInfo, NativeFunction, NativeSymbol, Regs,
+    StackReader, Step, Tail, UnwindStats, walk,
 };
 
 /// No module list on this platform: every pc is "in no module".
@@ -50,6 +50,11 @@ impl ModuleMap {
     pub fn symbolize(&self, _addr: usize) -> Option<NativeSymbol> {
         None
     }
+
+    /// Always `None`.
+    pub fn locate(&self, _addr: usize) -> Option<NativeFunction> {
+        None
+    }
 }
 
 /// Frame-pointer unwinding over the copy only.
@@ -76,8 +81,8 @@ impl Unwinder {
         false
     }
 
-    /// Always `None`: no symbol tables on this platform.
-    pub fn symbolize(&mut self, _addr: usize) -> Option<NativeSymbol> {
+    /// Always `None`: no modules on this platform.
+    pub fn locate(&mut self, _addr: usize) -> Option<NativeFunction> {
         None
     }
 

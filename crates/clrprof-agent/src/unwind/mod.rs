@@ -40,18 +40,55 @@
 //!
 //! Module data are loaded lazily ([`ModuleMap`], in `modules.rs`): the executable mappings of
 //! `/proc/self/maps`, each ELF's program headers (for the load bias) when it is first seen,
-//! its unwind sections when a pc first falls in it, and its symbol table (see
-//! [`crate::symbols`]) when an address in it is first named. The vDSO is read from memory. A
-//! file on disk is used only if its bytes match what is mapped. The CFI walk itself is
-//! `cfi.rs`.
+//! its unwind sections when a pc first falls in it, and its symbol table (see the
+//! `clrprof-symbols` crate) and GNU build id when an address in it is first named. The vDSO is
+//! read from memory. A file on disk is used only if its bytes match what is mapped. The CFI
+//! walk itself is `cfi.rs`.
+//!
+//! Naming a native address ([`ModuleMap::locate`]) finds the function that contains it: by the
+//! module's symbol table when it has a symbol there, else by the module's unwind information,
+//! whose FDE for the address (found through `.eh_frame_hdr`'s binary-search table, with
+//! `gimli`, which framehop already uses) starts exactly where the function starts. A stripped
+//! library (.NET 8's libcoreclr) has an FDE for every function but symbols for its exports
+//! only, so its functions stay apart, each known by its start address, which a symbol file can
+//! name later (`clrprof report --symbols`).
 //!
 //! Only x86-64 Linux has the real thing; elsewhere (`fallback.rs`) the same API exists, knows
 //! no modules and applies the frame-pointer rule alone.
 
 use crate::recorder::sys;
 
+use std::sync::Arc;
+
 pub use crate::recorder::threads::MAX_FRAMES;
-pub use crate::symbols::NativeSymbol;
+
+/// A native code address, named.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NativeSymbol {
+    /// Path of the module containing the address, as the process maps it.
+    pub library: String,
+    /// The readable (demangled) name of the function containing the address.
+    pub symbol: String,
+    /// Distance of the address from the function's first byte.
+    pub offset: usize,
+}
+
+/// The native function containing a code address, as far as its module's files tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NativeFunction {
+    /// Path of the module, as the process maps it (`[vdso]` for the vDSO).
+    pub library: String,
+    /// The module's GNU build id in lowercase hexadecimal (empty if it has none).
+    pub build_id: Arc<str>,
+    /// The address as the module's ELF file numbers it (the runtime address minus the load
+    /// bias), if the load bias is known.
+    pub svma: Option<u64>,
+    /// Where the function starts, numbered like `svma`: from the symbol table, else from the
+    /// unwind information (the FDE covering the address). `None` if neither tells.
+    pub start: Option<u64>,
+    /// The function's readable name, if the module's symbol table has one for it.
+    pub name: Option<String>,
+}
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod cfi;
@@ -60,6 +97,8 @@ mod fallback;
 pub mod managed;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod modules;
+#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
+mod naming_tests;
 #[cfg(test)]
 #[allow(unsafe_code)]
 mod tests;

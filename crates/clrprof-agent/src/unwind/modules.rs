@@ -1,5 +1,6 @@
 //! The executable mappings of this process and what each native module offers: load bias,
-//! call frame information (registered with framehop on first use) and function symbols.
+//! call frame information (registered with framehop on first use, and looked up to find where
+//! a function without a symbol starts), function symbols and the GNU build id.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -9,14 +10,15 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use clrprof_symbols::{DEBUG_ROOT, SymbolTable, build_id, build_id_hex, demangle};
 use framehop::x86_64::UnwinderX86_64;
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
+use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindSection};
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
 use object::{Endianness, ReadCache, ReadRef, elf};
 
-use super::{ModuleInfo, NativeSymbol};
+use super::{ModuleInfo, NativeFunction, NativeSymbol};
 use crate::recorder::sys;
-use crate::symbols::{DEBUG_ROOT, SymbolTable, demangle};
 
 /// Section data handed to framehop (shared, so re-registering a module copies nothing).
 pub(super) type Bytes = Arc<[u8]>;
@@ -57,6 +59,8 @@ struct Image {
     cfi: OnceLock<Option<Arc<Cfi>>>,
     /// Function symbols, read on first use; `None` when unavailable.
     symbols: OnceLock<Option<SymbolTable>>,
+    /// The GNU build id in hexadecimal, read on first use; empty when there is none.
+    build_id: OnceLock<Arc<str>>,
 }
 
 /// The unwind sections of one image, with the addresses (SVMAs) framehop needs to resolve
@@ -256,21 +260,58 @@ impl ModuleMap {
     }
 
     /// Names the native function containing `addr`: its module's path, its demangled name
-    /// and `addr`'s offset in it. The module's symbol table is read the first time (that
-    /// can take milliseconds: see [`crate::symbols`]), then kept for as long as the module
-    /// stays mapped. `None` if `addr` is in no native module, or in no function of its
-    /// symbol table, or the module has none.
+    /// and `addr`'s offset in it (see [`Self::locate`]). `None` if `addr` is in no native
+    /// module, or in no function of its symbol table, or the module has none.
     pub fn symbolize(&self, addr: usize) -> Option<NativeSymbol> {
+        let function = self.locate(addr)?;
+        Some(NativeSymbol {
+            offset: function.svma?.checked_sub(function.start?)? as usize,
+            symbol: function.name?,
+            library: function.library,
+        })
+    }
+
+    /// The native function containing `addr`: its module (path and build id), and where the
+    /// function starts and its name, from the module's symbol table; for an address no symbol
+    /// covers (a stripped library), where the function starts from the module's unwind
+    /// information, without a name. The module's symbol table, unwind sections and build id
+    /// are read the first time (the table can take milliseconds: see the `clrprof-symbols`
+    /// crate), then kept for as long as the module stays mapped. `None` if `addr` is in no
+    /// native module.
+    pub fn locate(&self, addr: usize) -> Option<NativeFunction> {
         let m = &self.mappings[self.find(addr)?];
         let image = m.image.as_ref()?;
-        let bias = m.bias?;
-        let table = image.symbols(m.start, m.end, m.offset)?;
-        let (name, offset) = table.lookup((addr as u64).wrapping_sub(bias as u64))?;
-        Some(NativeSymbol {
+        let mut function = NativeFunction {
             library: image.name.clone(),
-            symbol: demangle(name),
-            offset: offset as usize,
-        })
+            build_id: image.build_id(m.start, m.end),
+            svma: None,
+            start: None,
+            name: None,
+        };
+        let Some(bias) = m.bias else {
+            return Some(function);
+        };
+        let svma = (addr as u64).wrapping_sub(bias as u64);
+        function.svma = Some(svma);
+        let symbol = image
+            .symbols(m.start, m.end, m.offset)
+            .and_then(|table| table.lookup(svma));
+        if let Some((name, offset)) = symbol {
+            function.start = Some(svma - offset);
+            function.name = Some(demangle(name));
+        } else if let Some(cfi) = image.cfi(m.start, m.end, m.offset) {
+            function.start = cfi.function_start(svma);
+        }
+        Some(function)
+    }
+
+    /// Where the function containing `addr` starts (numbered as the ELF file numbers it)
+    /// according to its module's unwind information alone.
+    #[cfg(test)]
+    pub(super) fn function_start_by_unwind_info(&self, addr: usize) -> Option<u64> {
+        let m = &self.mappings[self.find(addr)?];
+        let cfi = m.image.as_ref()?.cfi(m.start, m.end, m.offset)?;
+        cfi.function_start((addr as u64).wrapping_sub(m.bias? as u64))
     }
 
     /// The symbol table of the native module containing `addr`, read if it was not yet.
@@ -407,6 +448,7 @@ impl Image {
             loads,
             cfi: OnceLock::new(),
             symbols: OnceLock::new(),
+            build_id: OnceLock::new(),
         }))
     }
 
@@ -423,6 +465,7 @@ impl Image {
             loads,
             cfi: OnceLock::new(),
             symbols: OnceLock::new(),
+            build_id: OnceLock::new(),
         }))
     }
 
@@ -486,6 +529,23 @@ impl Image {
                 }
             })
             .as_ref()
+    }
+}
+
+impl Image {
+    /// The GNU build id in lowercase hexadecimal, read on first use (empty if it has none or
+    /// the file cannot be read).
+    fn build_id(&self, start: usize, end: usize) -> Arc<str> {
+        self.build_id
+            .get_or_init(|| {
+                let id = match &self.source {
+                    Source::Memory(bytes) => build_id(&bytes[..]),
+                    Source::File { path, deleted } => open_mapped(path, *deleted, start, end)
+                        .and_then(|file| build_id(&ReadCache::new(file))),
+                };
+                build_id_hex(&id.unwrap_or_default()).into()
+            })
+            .clone()
     }
 }
 
@@ -567,6 +627,34 @@ impl Cfi {
 
     fn has_cfi(&self) -> bool {
         self.eh_frame.is_some() || self.debug_frame.is_some()
+    }
+
+    /// Where the function containing `svma` starts: the initial location of the `.eh_frame`
+    /// FDE that covers it, found through `.eh_frame_hdr`'s binary-search table. `None` if the
+    /// module has no such table or no FDE covers the address. Never panics on bad data.
+    fn function_start(&self, svma: u64) -> Option<u64> {
+        let (hdr, hdr_svma) = self.eh_frame_hdr.as_ref()?;
+        let (eh_frame, eh_frame_svma) = self.eh_frame.as_ref()?;
+        let mut bases = BaseAddresses::default()
+            .set_eh_frame_hdr(hdr_svma.start)
+            .set_eh_frame(eh_frame_svma.start);
+        if let Some(text) = &self.text {
+            bases = bases.set_text(text.start);
+        }
+        if let Some(got) = &self.got {
+            bases = bases.set_got(got.start);
+        }
+        std::panic::catch_unwind(|| {
+            let hdr = EhFrameHdr::new(hdr, LittleEndian).parse(&bases, 8).ok()?;
+            let eh_frame = EhFrame::new(eh_frame, LittleEndian);
+            let fde = hdr
+                .table()?
+                .fde_for_address(&eh_frame, &bases, svma, EhFrame::cie_from_offset)
+                .ok()?;
+            Some(fde.initial_address())
+        })
+        .ok()
+        .flatten()
     }
 
     /// A framehop module for the mapping `[start, end)` loaded with `bias`.

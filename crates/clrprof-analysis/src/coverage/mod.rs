@@ -3,7 +3,7 @@
 //!
 //! The agent reports, for each method it instrumented, the IL range and the hit count of each
 //! basic block (`CoverageMethod` records). Where the module has symbols (Mono's `.mdb`, see
-//! [`mdb`]), each sequence point (an IL offset where a source line starts) takes the count of
+//! [`mdb`], or a portable PDB beside it or embedded in it, see [`pdb`]), each sequence point (an IL offset where a source line starts) takes the count of
 //! the block holding its offset; a line's count is the largest of its sequence points'.
 
 use std::collections::BTreeMap;
@@ -17,7 +17,11 @@ use crate::trace::LoadedTrace;
 mod cobertura;
 mod lcov;
 pub mod mdb;
+pub mod pdb;
+pub mod symbols;
 mod text;
+
+pub use symbols::{ModuleSymbols, SymbolStatus};
 
 /// Where a source line starts in a method's IL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -134,6 +138,23 @@ impl MethodCoverage {
 pub struct CoverageReport {
     /// Methods, by assembly, type and name.
     pub methods: Vec<MethodCoverage>,
+    /// The symbols found for each covered assembly, by assembly name.
+    pub symbols: Vec<AssemblySymbols>,
+}
+
+/// The symbols of one covered assembly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AssemblySymbols {
+    /// Assembly (file name without extension).
+    pub assembly: String,
+    /// Path of its module.
+    pub module_path: String,
+    /// What was found.
+    pub status: SymbolStatus,
+    /// The same, for people.
+    pub description: String,
+    /// Its methods in the report.
+    pub methods: usize,
 }
 
 /// The source file a symbol file names; if it is not there (the build moved), a file of the
@@ -163,10 +184,10 @@ pub enum CoverageFormat {
 }
 
 impl CoverageReport {
-    /// The coverage in a trace; symbols are looked up next to each module (`<module>.mdb`).
+    /// The coverage in a trace; symbols are looked up for each module ([`ModuleSymbols`]).
     pub fn from_trace(trace: &LoadedTrace) -> CoverageReport {
         let names = &trace.names;
-        let mut symbols: BTreeMap<String, Option<mdb::SymbolFile>> = BTreeMap::new();
+        let mut symbols: BTreeMap<String, ModuleSymbols> = BTreeMap::new();
         let mut methods: Vec<MethodCoverage> = trace
             .coverage
             .iter()
@@ -204,8 +225,8 @@ impl CoverageReport {
                 };
                 let symbol_file = symbols
                     .entry(module_path.clone())
-                    .or_insert_with(|| mdb::SymbolFile::for_module(Path::new(&module_path)));
-                if let Some(mut source) = symbol_file.as_ref().and_then(|s| s.method(m.token)) {
+                    .or_insert_with(|| ModuleSymbols::for_module(Path::new(&module_path)));
+                if let Some(mut source) = symbol_file.method(m.token) {
                     source.file = locate_source(&source.file, Path::new(&module_path));
                     method.apply_source(&source);
                 }
@@ -228,7 +249,33 @@ impl CoverageReport {
                     b.token,
                 ))
         });
-        CoverageReport { methods }
+        let symbols = symbols
+            .into_iter()
+            .map(|(module_path, s)| {
+                let file = file_name(&module_path);
+                let assembly = Path::new(&file)
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or(&file)
+                    .to_string();
+                AssemblySymbols {
+                    methods: methods
+                        .iter()
+                        .filter(|m| m.module_path == module_path)
+                        .count(),
+                    description: s.status.describe(Path::new(&module_path)),
+                    status: s.status,
+                    assembly,
+                    module_path,
+                }
+            })
+            .collect();
+        CoverageReport { methods, symbols }
+    }
+
+    /// The covered assemblies without usable symbols.
+    pub fn without_symbols(&self) -> impl Iterator<Item = &AssemblySymbols> {
+        self.symbols.iter().filter(|s| !s.status.has_lines())
     }
 
     /// Renders the report.

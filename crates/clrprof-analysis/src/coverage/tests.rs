@@ -68,6 +68,7 @@ fn report() -> CoverageReport {
     let no_symbols = method("Generated", vec![block(0, 3, 2)]);
     CoverageReport {
         methods: vec![covered, never, no_symbols],
+        symbols: Vec::new(),
     }
 }
 

@@ -129,8 +129,15 @@ fn cpu_events(profile: &Profile, query: &Query, events: &mut Vec<Event>) -> Resu
             call_tree_slices(profile, &a.selection, tree, pid, thread.tid, events);
         }
     }
+    if let Some(end) = &profile.ended {
+        events.push(Event {
+            args: Some(json!({ "labels": format!("the program ended: {end}") })),
+            ..metadata("process_labels", pid, 0, "")
+        });
+    }
     Ok(json!({
         "exporter": super::exporter(),
+        "program_end": profile.ended,
         "mode": profile.mode,
         "start_unix_ns": profile.start_unix_ns,
         "sample_interval_ns": profile.sample_interval_ns,

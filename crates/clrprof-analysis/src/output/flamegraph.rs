@@ -55,6 +55,9 @@ impl Render for Flamegraph {
         if let Some(f) = query.filter.as_deref().filter(|f| !f.is_empty()) {
             subtitle.push(format!("stacks containing \"{f}\""));
         }
+        if let Some(end) = &profile.ended {
+            subtitle.push(format!("the program ended: {end}"));
+        }
         subtitle.push(legend(profile));
         options.subtitle = Some(subtitle.join("; "));
         options.palette_map = Some(&mut palette);

@@ -61,7 +61,7 @@ pub(crate) fn write_json<T: serde::Serialize + ?Sized>(
     writeln!(out)?;
     Ok(())
 }
-pub use text::Text;
+pub use text::{TEXT_TOP, Text};
 
 /// Writes a profile in one output format.
 pub trait Render {

@@ -294,6 +294,9 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
     if let Some(f) = a.selection.filter() {
         comment.push(t.string(&format!("filter: stacks with a frame containing \"{f}\"")));
     }
+    if let Some(end) = &profile.ended {
+        comment.push(t.string(&format!("the program ended: {end}")));
+    }
     for note in a.notes() {
         comment.push(t.string(&note));
     }

@@ -189,12 +189,18 @@ impl Render for Speedscope {
                 frames: frames.frames,
             },
             profiles,
-            name: if profile.name.is_empty() {
-                format!("clrprof {} profile", profile.mode)
-            } else if profile.mode == crate::Mode::Alloc {
-                format!("{}: {}", profile.name, metric.description())
-            } else {
-                profile.name.clone()
+            name: {
+                let name = if profile.name.is_empty() {
+                    format!("clrprof {} profile", profile.mode)
+                } else if profile.mode == crate::Mode::Alloc {
+                    format!("{}: {}", profile.name, metric.description())
+                } else {
+                    profile.name.clone()
+                };
+                match &profile.ended {
+                    Some(end) => format!("{name}: {end}"),
+                    None => name,
+                }
             },
             active_profile_index,
             exporter: super::exporter(),

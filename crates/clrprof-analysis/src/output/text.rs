@@ -8,6 +8,9 @@ use crate::top::percent;
 use crate::tree::MergedTree;
 use crate::{Analysis, Error, Render, units};
 
+/// How many functions the text report lists unless `--top` says otherwise.
+pub const TEXT_TOP: usize = 25;
+
 /// The human-readable report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Text {
@@ -37,7 +40,12 @@ impl Render for Text {
     fn render(&self, profile: &Profile, query: &Query, out: &mut dyn Write) -> Result<(), Error> {
         let a = Analysis::new(profile, query, self.per_thread)?;
         write_header(&a, out)?;
-        write_top(&a, query.top, self.name_width, out)?;
+        write_top(
+            &a,
+            Some(query.top.unwrap_or(TEXT_TOP)),
+            self.name_width,
+            out,
+        )?;
         if self.tree {
             writeln!(out)?;
             write_tree(&a, self.tree_threshold_percent, out)?;
@@ -123,10 +131,16 @@ fn write_top(
         .clamp("Function".len(), name_width.max("Function".len()));
     let calls = a.has_calls();
 
+    // The columns say what they measure.
+    let (self_head, total_head) = (
+        format!("Self {}", a.metric.column()),
+        format!("Total {}", a.metric.column()),
+    );
+    let w = total_head.len().max(10);
     write!(
         out,
-        "{:>7}  {:>10}  {:>7}  {:>10}  ",
-        "Self%", "Self", "Total%", "Total"
+        "{:>7}  {:>w$}  {:>7}  {:>w$}  ",
+        "Self%", self_head, "Total%", total_head
     )?;
     if calls {
         write!(out, "{:>10}  ", "Calls")?;
@@ -135,7 +149,7 @@ fn write_top(
     for (row, name) in table.rows.iter().zip(&names) {
         write!(
             out,
-            "{:>6.2}%  {:>10}  {:>6.2}%  {:>10}  ",
+            "{:>6.2}%  {:>w$}  {:>6.2}%  {:>w$}  ",
             table.percent(row.self_weight),
             units::value(a.metric, row.self_weight),
             table.percent(row.total_weight),
@@ -153,7 +167,11 @@ fn write_top(
     }
     if table.omitted > 0 {
         let s = if table.omitted == 1 { "" } else { "s" };
-        writeln!(out, "... {} more function{s} not shown", table.omitted)?;
+        writeln!(
+            out,
+            "... {} more function{s} not shown (--top 0 shows all)",
+            table.omitted
+        )?;
     }
     Ok(())
 }
@@ -173,7 +191,9 @@ fn write_tree(a: &Analysis<'_>, threshold: f64, out: &mut dyn Write) -> Result<(
         "Call tree ({}; paths under {threshold:.2}% of the total are left out):",
         a.metric.description()
     )?;
-    write!(out, "{:>7}  {:>7}  {:>10}  ", "Total%", "Self%", "Total")?;
+    let total_head = format!("Total {}", a.metric.column());
+    let w = total_head.len().max(10);
+    write!(out, "{:>7}  {:>7}  {:>w$}  ", "Total%", "Self%", total_head)?;
     if calls {
         write!(out, "{:>10}  ", "Calls")?;
     }
@@ -212,10 +232,11 @@ fn write_tree_line(
     calls: bool,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
+    let w = format!("Total {}", a.metric.column()).len().max(10);
     let node = &tree.nodes[n];
     write!(
         out,
-        "{:>6.2}%  {:>6.2}%  {:>10}  ",
+        "{:>6.2}%  {:>6.2}%  {:>w$}  ",
         percent(node.total_values.get(a.metric), grand),
         percent(node.self_values.get(a.metric), grand),
         units::value(a.metric, node.total_values.get(a.metric)),
@@ -279,7 +300,7 @@ fn write_sampling(s: &crate::sampling::SamplingInfo, out: &mut dyn Write) -> Res
     )?;
     let missed = if s.cpu_missed_ns > 0 {
         format!(
-            "{} CPU samples missed ({} of the program's CPU in no sample)",
+            "{} CPU samples missed (the sampler fell behind; their {} of CPU is shown as [CPU of missed samples])",
             units::count(s.samples_missed),
             units::duration(s.cpu_missed_ns)
         )

@@ -523,6 +523,7 @@ mod tests {
                 method(Some("a.cs"), vec![block(3)], &[(5, 3)]),
                 method(None, vec![block(0)], &[]),
             ],
+            symbols: Vec::new(),
         };
         let files = coverage_files(&r);
         let row = |f: &CoverageFile| {
