@@ -3,6 +3,8 @@
 // `long[2]` (1,200,000 live objects, kept to the end); the timed work then allocates, in 4,000
 // rounds, 40,000,000 `LiveHeap.Garbage` (32 bytes) and 400,000 `byte[1000]` (1,024 bytes):
 // 1.7 GB of garbage that dies at once, dozens of collections with the live heap in place.
+// `LIVEHEAP_ITEMS` and `LIVEHEAP_ROUNDS` in the environment change the two numbers (the bench
+// takes snapshots of 1 and 10 million objects with them).
 //
 // Protocol: see Fib.cs (ready / go line / work_ms, cpu_ms, checksum / final line).
 // @include ProcessCpu.cs
@@ -12,8 +14,11 @@ using System.Globalization;
 
 static class LiveHeap
 {
-    const int Live = 600000;
-    const int Rounds = 4000;
+    static int Setting(string name, int otherwise)
+    {
+        string text = Environment.GetEnvironmentVariable(name);
+        return string.IsNullOrEmpty(text) ? otherwise : int.Parse(text, CultureInfo.InvariantCulture);
+    }
 
     sealed class Item
     {
@@ -47,14 +52,16 @@ static class LiveHeap
 
     static int Main()
     {
-        items = new Item[Live];
-        for (int i = 0; i < Live; i++)
+        int live = Setting("LIVEHEAP_ITEMS", 600000);
+        int rounds = Setting("LIVEHEAP_ROUNDS", 4000);
+        items = new Item[live];
+        for (int i = 0; i < live; i++)
             items[i] = new Item { Data = new long[2], Index = i };
         Console.WriteLine("ready");
         Console.ReadLine();
         double cpu0 = ProcessCpu.Ms();
         Stopwatch watch = Stopwatch.StartNew();
-        for (int r = 0; r < Rounds; r++)
+        for (int r = 0; r < rounds; r++)
             Round(r);
         watch.Stop();
         double cpu = ProcessCpu.Ms() - cpu0;

@@ -10,8 +10,8 @@
 //!   request rate and CPU per request relative to the unprofiled run of the same round.
 //! - **heap snapshot cost**: the `LiveHeap` workload (a large live heap, then much garbage)
 //!   under `--heap-snapshot on-signal` with no signal, against the unprofiled run; and one
-//!   `at-exit` snapshot of it: the pause, the trace's size, and `report` with and without
-//!   `--heap` on it.
+//!   `at-exit` snapshot of it with 1 and with 10 million live objects: the pause, the trace's
+//!   size, and `report` with and without `--heap` on it.
 //! - **heap analysis**: `clrprof report --heap` on synthetic snapshots of 1 million and 5
 //!   million objects (written with the trace format's writer: a tree of objects of 40 classes,
 //!   two references each plus a cross reference every third object, rooted by 16 handles):
@@ -42,6 +42,9 @@ const ALLOC_ALL_MAX: f64 = 3.0;
 const HEAP_5M_MAX_BYTES: u64 = 2 << 30;
 /// Heap sizes analysed.
 const HEAP_OBJECTS: [usize; 2] = [1_000_000, 5_000_000];
+/// `LiveHeap.Item`s (two objects each) of the real snapshots measured: 1 and 10 million
+/// objects.
+const SNAPSHOT_ITEMS: [u64; 2] = [500_000, 5_000_000];
 
 /// The allocation recording benchmark on one runtime (`runtime` names it), as a Markdown
 /// section.
@@ -149,8 +152,8 @@ pub(super) fn alloc_server(
 
 /// What heap snapshots cost on the `LiveHeap` workload (a large live heap, then much
 /// garbage), as a Markdown section: work time under `on-signal` with no snapshot taken, and
-/// the snapshot `at-exit` takes: its pause, the trace's size, and `clrprof report` (no
-/// `--heap`) on that trace.
+/// the snapshot `at-exit` takes of 1 and 10 million live objects: its pause, the trace's size,
+/// and `clrprof report` with and without `--heap` on that trace.
 pub(super) fn heap_cost(
     tools: &Tools,
     program: &Program,
@@ -171,34 +174,55 @@ pub(super) fn heap_cost(
          {HEAP_ON_SIGNAL_MAX}x: {}.\n\n",
         met(med <= HEAP_ON_SIGNAL_MAX)
     ));
-    // One at-exit snapshot: the pause it causes, what it writes, what reading it costs.
-    let trace = tools.scratch.join("heap-at-exit.clrprof");
-    let run = super::runner::record_once(tools, program, Config::HeapAtExit, &trace)?;
-    let size = std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
-    let json = report_json(&tools.clrprof, &trace)?;
-    let snapshot = &json["heap"]["snapshots"][0];
-    let objects = snapshot["objects"].as_u64().unwrap_or(0);
-    let pause_ms = snapshot["pause_ns"].as_u64().unwrap_or(0) as f64 / 1e6;
-    let (summary, summary_peak) = measure_report(&tools.clrprof, &trace, &[])?;
-    let (heap, heap_peak) = measure_report(&tools.clrprof, &trace, &["--heap"])?;
-    let _ = std::fs::remove_file(&trace);
-    println!(
-        "bench: heap snapshot of {objects} objects: pause {pause_ms:.0} ms, trace {} MiB ({run})",
-        size >> 20
+    // One at-exit snapshot per size: the pause it causes, what it writes, what reading it
+    // costs.
+    out.push_str(
+        "One `--heap-snapshot at-exit` of the same program with 500,000 and 5,000,000 items \
+         (1 and 10 million live objects) and 100 rounds of garbage: the pause it caused (the \
+         runtime suspension of its collection, heap walk and writing included), the trace, and \
+         the CLI reading it (wall time, peak resident memory): `report` without `--heap` reads \
+         the snapshot's counts and pause, not its objects.\n\n\
+         | objects | pause | pause per object | trace size | bytes per object | `report` \
+         (summary) | `report --heap` | `--heap` per object |\n\
+         |---|---|---|---|---|---|---|---|\n",
     );
-    out.push_str(&format!(
-        "One `--heap-snapshot at-exit` of the same program: the pause it caused (the runtime \
-         suspension of its collection, heap walk and writing included), the trace, and the \
-         CLI reading it (wall time, peak resident memory):\n\n\
-         | objects | pause | trace size | `report` (summary) | `report --heap` |\n\
-         |---|---|---|---|---|\n\
-         | {objects} | {pause_ms:.0} ms | {} MiB | {:.2} s, {} MiB | {:.2} s, {} MiB |\n\n",
-        size >> 20,
-        summary.as_secs_f64(),
-        summary_peak >> 20,
-        heap.as_secs_f64(),
-        heap_peak >> 20
-    ));
+    for items in SNAPSHOT_ITEMS {
+        let trace = tools.scratch.join("heap-at-exit.clrprof");
+        let items_text = items.to_string();
+        let env = [
+            ("LIVEHEAP_ITEMS", items_text.as_str()),
+            ("LIVEHEAP_ROUNDS", "100"),
+        ];
+        let run = super::runner::record_once(tools, program, Config::HeapAtExit, &trace, &env)?;
+        let size = std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
+        let json = report_json(&tools.clrprof, &trace)?;
+        let snapshot = &json["heap"]["snapshots"][0];
+        let objects = snapshot["objects"].as_u64().unwrap_or(0);
+        let pause_ns = snapshot["pause_ns"].as_u64().unwrap_or(0);
+        let (summary, summary_peak) = measure_report(&tools.clrprof, &trace, &[])?;
+        let (heap, heap_peak) = measure_report(&tools.clrprof, &trace, &["--heap"])?;
+        let _ = std::fs::remove_file(&trace);
+        let per = |x: f64| x / objects.max(1) as f64;
+        println!(
+            "bench: heap snapshot of {objects} objects: pause {:.0} ms, trace {} MiB ({run})",
+            pause_ns as f64 / 1e6,
+            size >> 20
+        );
+        out.push_str(&format!(
+            "| {objects} | {:.0} ms | {:.2} us | {} MiB | {:.0} B | {:.2} s, {} MiB | {:.2} s, \
+             {} MiB | {:.2} us |\n",
+            pause_ns as f64 / 1e6,
+            per(pause_ns as f64) / 1e3,
+            size >> 20,
+            per(size as f64),
+            summary.as_secs_f64(),
+            summary_peak >> 20,
+            heap.as_secs_f64(),
+            heap_peak >> 20,
+            per(heap.as_secs_f64()) * 1e6,
+        ));
+    }
+    out.push('\n');
     Ok(out)
 }
 

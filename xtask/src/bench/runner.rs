@@ -270,30 +270,33 @@ pub fn run_workload(
     program: &Program,
     config: Config,
 ) -> Result<(Run, Vec<String>)> {
-    run_workload_into(tools, program, config, None)
+    run_workload_into(tools, program, config, None, &[])
 }
 
-/// Runs one workload once under a clrprof configuration and keeps its trace at `trace`.
-/// Returns what the run measured, for the report.
+/// Runs one workload once under a clrprof configuration, with `env` added to its
+/// environment, and keeps its trace at `trace`. Returns what the run measured, for the report.
 pub fn record_once(
     tools: &Tools,
     program: &Program,
     config: Config,
     trace: &Path,
+    env: &[(&str, &str)],
 ) -> Result<String> {
-    let (run, _) = run_workload_into(tools, program, config, Some(trace))?;
+    let (run, _) = run_workload_into(tools, program, config, Some(trace), env)?;
     Ok(format!(
         "work {:.0} ms, whole run {:.0} ms",
         run.work_ms, run.wall_ms
     ))
 }
 
-/// [`run_workload`], moving a clrprof trace to `keep` instead of deleting it.
+/// [`run_workload`], moving a clrprof trace to `keep` instead of deleting it, with `env` added
+/// to the program's environment.
 fn run_workload_into(
     tools: &Tools,
     program: &Program,
     config: Config,
     keep: Option<&Path>,
+    env: &[(&str, &str)],
 ) -> Result<(Run, Vec<String>)> {
     let trace = tools.scratch.join(format!("{}.clrprof", program.name));
     let probe_output = tools.scratch.join("probe.txt");
@@ -325,6 +328,8 @@ fn run_workload_into(
         }
         None => plain_command(program),
     };
+    let mut cmd = cmd;
+    cmd.envs(env.iter().copied());
     let mut proc = Proc::spawn(cmd, true)?;
     proc.expect_line("`ready`", READY_TIMEOUT, |l| l.trim() == "ready")?;
     let session = if config == Config::EventPipe1000 {
