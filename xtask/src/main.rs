@@ -94,8 +94,9 @@ pub struct BenchArgs {
     pub startup_runs: Option<usize>,
     /// Only the memory benchmarks: allocation recording (sampled, ticks, all) on the Alloc
     /// workload and on a server under load (AllocServer: request rate, CPU per request), heap
-    /// snapshots' cost (LiveHeap: on-signal without a snapshot, one at-exit snapshot's pause)
-    /// and heap-snapshot analysis of 1M and 5M synthetic objects.
+    /// snapshots' cost (LiveHeap: on-signal without a snapshot; at-exit snapshots of 1M and 10M
+    /// live objects: pause, trace size, report time and memory) and heap-snapshot analysis of
+    /// 1M and 5M synthetic objects.
     #[arg(long)]
     pub memory: bool,
     /// Only the coverage benchmark: the CPU workloads (or those of --workloads) under `clrprof
