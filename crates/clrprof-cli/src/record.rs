@@ -186,14 +186,6 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
             "--alloc-interval applies to --alloc sampled; the runtime chooses the ticks of --alloc ticks"
         );
     }
-    if opts.alloc == Some("all") {
-        // Said before the program starts, so that nobody waits without knowing why.
-        eprintln!(
-            "clrprof: --alloc all records every allocation with its stack: allocation-heavy code \
-             runs 15 to 50 times slower (see BENCHMARKS.md); --alloc (ticks) or --alloc sampled \
-             estimate at a fraction of that"
-        );
-    }
     let (program, args) = resolve_program(&opts.command)?;
     let AgentSocket {
         dir: _dir,
@@ -592,15 +584,16 @@ pub(crate) fn costly_choices(opts: &RecordOptions) -> Vec<String> {
     if opts.alloc == Some("all") {
         out.push(
             "`--alloc all` records every allocation with its stack: allocation-heavy code runs \
-             many times slower and the trace grows with every object; `--alloc` (sampled) \
-             estimates the same totals"
+             15 to 50 times slower (see BENCHMARKS.md) and the trace grows with every object; \
+             `--alloc` (ticks, the default) or `--alloc sampled` estimate at a fraction of that"
                 .to_string(),
         );
     }
     if opts.heap_snapshot.as_deref() == Some("every-gc") {
         out.push(
-            "`--heap-snapshot every-gc` writes the whole heap at every collection: expect a \
-             very large trace and long pauses; a number N takes every N-th collection"
+            "`--heap-snapshot every-gc` walks and writes the whole heap at every collection, \
+             gen0 ones included: expect a very large trace and long pauses; a number N takes \
+             every N-th collection, `on-signal` costs nothing until a snapshot is asked for"
                 .to_string(),
         );
     }
