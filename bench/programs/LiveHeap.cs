@@ -1,8 +1,8 @@
 // Benchmark workload: a large live heap, then much short-lived garbage (what heap snapshots
 // cost until one is taken). Before `ready` it builds 600,000 `LiveHeap.Item`s, each with a
-// `long[2]` (1,200,000 live objects, kept to the end); the timed work then allocates, in 4,000
-// rounds, 40,000,000 `LiveHeap.Garbage` (32 bytes) and 400,000 `byte[1000]` (1,024 bytes):
-// 1.7 GB of garbage that dies at once, dozens of collections with the live heap in place.
+// `long[2]` (1,200,000 live objects, kept to the end); the timed work then allocates, in 12,000
+// rounds, 120,000,000 `LiveHeap.Garbage` (32 bytes) and 1,200,000 `byte[1000]` (1,024 bytes):
+// 5 GB of garbage that dies at once, hundreds of collections with the live heap in place.
 // `LIVEHEAP_ITEMS` and `LIVEHEAP_ROUNDS` in the environment change the two numbers (the bench
 // takes snapshots of 1 and 10 million objects with them).
 //
@@ -53,7 +53,7 @@ static class LiveHeap
     static int Main()
     {
         int live = Setting("LIVEHEAP_ITEMS", 600000);
-        int rounds = Setting("LIVEHEAP_ROUNDS", 4000);
+        int rounds = Setting("LIVEHEAP_ROUNDS", 12000);
         items = new Item[live];
         for (int i = 0; i < live; i++)
             items[i] = new Item { Data = new long[2], Index = i };

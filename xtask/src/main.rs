@@ -99,6 +99,9 @@ pub struct BenchArgs {
     /// 1M and 5M synthetic objects.
     #[arg(long)]
     pub memory: bool,
+    /// Only the heap snapshot part of the memory benchmarks (LiveHeap, synthetic snapshots).
+    #[arg(long)]
+    pub heap: bool,
     /// Only the coverage benchmark: the CPU workloads (or those of --workloads) under `clrprof
     /// coverage`, of their own assembly and with System.Private.CoreLib.
     #[arg(long)]
