@@ -99,11 +99,11 @@ pub struct RecordArgs {
     #[arg(long, default_value_t = 2_000_000, value_name = "N")]
     pub max_nodes: u64,
     /// Record allocations with their stacks: `ticks` (the default: the runtime's own
-    /// allocation ticks, one per ~100 KB allocated; nearly free, so a server keeps its request
-    /// rate; bytes per type and stack estimated, biased by object size, no object counts),
+    /// allocation ticks, one per ~100 KB allocated; 1-10% more CPU on a server under load;
+    /// bytes per type and stack estimated, biased by object size, no object counts),
     /// `sampled` (picked at random by bytes: unbiased estimates with object counts; the
-    /// runtime's allocation callback costs 1.4-4x on allocation-heavy code) or `all` (every
-    /// allocation with its stack, exact; 15-50x slower). See docs/memory-profiling.md.
+    /// runtime's allocation callback costs 1.2-5x on allocation-heavy code) or `all` (every
+    /// allocation with its stack, exact; 15-80x slower). See docs/memory-profiling.md.
     #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "ticks", value_name = "HOW")]
     pub alloc: Option<AllocArg>,
     /// `--alloc sampled`: mean number of bytes allocated between two samples (default 131072).

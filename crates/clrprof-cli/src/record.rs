@@ -584,7 +584,7 @@ pub(crate) fn costly_choices(opts: &RecordOptions) -> Vec<String> {
     if opts.alloc == Some("all") {
         out.push(
             "`--alloc all` records every allocation with its stack: allocation-heavy code runs \
-             15 to 50 times slower (see BENCHMARKS.md) and the trace grows with every object; \
+             15 to 80 times slower (see BENCHMARKS.md) and the trace grows with every object; \
              `--alloc` (ticks, the default) or `--alloc sampled` estimate at a fraction of that"
                 .to_string(),
         );
