@@ -587,13 +587,11 @@ impl LoadedTrace {
                 .find(|w| w.ends_with(".dll"))
                 .map(file_name)
                 .unwrap_or_default();
-            if let Some(rate) = s
-                .config
-                .split(';')
-                .find_map(|kv| kv.trim().strip_prefix("rate="))
-                .and_then(|r| r.parse::<u64>().ok())
-            {
-                p.sample_interval_ns = 1_000_000_000 / rate.max(1);
+            if !s.config.is_empty() {
+                let rate = clrprof_trace::config::AgentConfig::decode(&s.config)
+                    .config
+                    .rate_hz;
+                p.sample_interval_ns = 1_000_000_000 / u64::from(rate.max(1));
             }
         }
         p.duration_ns = self.duration_ns();
@@ -713,11 +711,12 @@ fn summarize_sampling(
     for t in &profile.threads {
         let (mut cpu, mut n) = (0u64, 0u64);
         for s in &t.samples {
+            // Every sample record counts, the ones carrying missed CPU too.
+            samples += s.count;
             if s.kind == SampleKind::Cpu && is_missed(s.stack) {
                 cpu += s.cpu_ns;
                 continue;
             }
-            samples += s.count;
             match s.kind {
                 SampleKind::Cpu => {
                     cpu_samples += s.count;

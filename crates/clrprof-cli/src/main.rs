@@ -89,15 +89,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     "--include and --exclude choose the assemblies count mode counts: use them with --mode count"
                 );
             }
-            let extra_config = coverage::assembly_settings(
-                ("count_include", &a.include),
-                ("count_exclude", &a.exclude),
-            )?
-            .trim_start_matches(';')
-            .to_string();
+            let base = clrprof_trace::config::AgentConfig {
+                count_include: coverage::assembly_names(&a.include)?,
+                count_exclude: coverage::assembly_names(&a.exclude)?,
+                ..Default::default()
+            };
             let opts = record::RecordOptions {
                 events: a.events,
-                extra_config,
+                base,
                 rate: a.rate,
                 wall_rate: a.wall_rate,
                 cpu_clock: a.cpu_clock.map(CpuClockArg::name),

@@ -111,9 +111,14 @@ impl Config {
     }
 
     /// The agent's configuration, for a configuration that loads the agent without the CLI.
-    pub fn agent_only_config(self) -> Option<&'static str> {
+    pub fn agent_only_config(self) -> Option<clrprof_trace::config::AgentConfig> {
         match self {
-            Config::SampleFloor1000 => Some("mode=sample;rate=1000;handler_floor=1"),
+            Config::SampleFloor1000 => Some(clrprof_trace::config::AgentConfig {
+                mode: clrprof_trace::config::Mode::Sample,
+                rate_hz: 1000,
+                handler_floor: true,
+                ..Default::default()
+            }),
             _ => None,
         }
     }
