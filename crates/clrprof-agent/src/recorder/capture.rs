@@ -137,9 +137,10 @@ extern "C" fn on_sample_signal(
 ) {
     // SAFETY: errno is thread-local; we restore it so the interrupted code sees no change.
     let errno = unsafe { *libc::__errno_location() };
-    if let Some(slot) = threads::current().or_else(threads::claim_adopted) {
-        // A slot reached through a stale TLS pointer (a thread whose end was announced on
-        // another thread, its slot since given to a new thread) is not this thread's.
+    // A slot reached through a stale TLS pointer (a thread whose end was announced on
+    // another thread, its slot since given to a new thread; or a slot of an earlier attached
+    // session) is not this thread's: the thread then takes the slot the sampler adopted for it.
+    if let Some(slot) = threads::current_or_adopted() {
         if slot.tid.load(Ordering::Acquire) == super::sys::gettid() && !context.is_null() {
             let si_code = if info.is_null() {
                 0
