@@ -56,6 +56,9 @@ pub struct Integrity {
     /// The latest timestamp of the records read (ns since the session's start): the trace
     /// says nothing about what happened after it when it is cut.
     pub last_ts_ns: u64,
+    /// Whether a `clrprof` was still writing the trace when it was read (it held the file's
+    /// lock): what is missing at its end has not been written yet.
+    pub being_written: bool,
 }
 
 impl Integrity {
@@ -120,8 +123,18 @@ impl Integrity {
 
     /// True if nothing was found missing or damaged.
     pub fn is_whole(&self) -> bool {
-        self.damaged.is_empty()
+        !self.being_written
+            && self.damaged.is_empty()
             && !self.unfinished
+            && !self.damaged_to_end
+            && self.corrupt_records == 0
+            && self.cut.is_none()
+    }
+
+    /// True if nothing was found damaged or cut, whether or not the recording finished: a
+    /// trace that ends cleanly between two blocks.
+    pub fn is_whole_but_unfinished(&self) -> bool {
+        self.damaged.is_empty()
             && !self.damaged_to_end
             && self.corrupt_records == 0
             && self.cut.is_none()
@@ -136,6 +149,12 @@ impl Integrity {
             out.push(format!(
                 "the trace is cut short ({cut}): nothing after {after} was kept, so every \
                  figure covers the recording up to {after} only"
+            ));
+        } else if self.being_written && !self.damaged_to_end {
+            out.push(format!(
+                "the trace is still being written (a clrprof recording is running): it is read \
+                 up to its last sealed block, {after} into the recording; how the program ends \
+                 is not in it yet"
             ));
         } else if self.unfinished && !self.damaged_to_end {
             out.push(format!(

@@ -326,6 +326,9 @@ fn ending(t: &LoadedTrace, s: &SessionJson) -> String {
     let detached = t.session_end.as_ref().is_some_and(|e| e.reason == "detach");
     match (&s.program_end, s.ended_cleanly) {
         _ if detached => "detached (the program went on running)".to_string(),
+        (None, _) if t.integrity.being_written => {
+            "still being recorded (the program has not ended yet)".to_string()
+        }
         (Some(end), true) => format!("the program ended: {end}"),
         (Some(end), false) => {
             format!("the program ended: {end}, WITHOUT profiler shutdown (crash or kill)")
