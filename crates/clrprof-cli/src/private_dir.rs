@@ -39,6 +39,18 @@ fn owner(name: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
+/// Whether process `pid` is running: it exists and has not ended (a process that ended but
+/// was not reaped yet, a zombie, still has its `/proc` entry).
+fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_none_or(|state| state != "Z" && state != "X"),
+        Err(_) => clrprof_ipc::discovery::is_alive(pid),
+    }
+}
+
 /// Removes the directories in `base` of this user's `clrprof`s whose process is gone.
 pub(crate) fn remove_stale(base: &Path) -> Vec<PathBuf> {
     use std::os::unix::fs::MetadataExt;
@@ -57,7 +69,7 @@ pub(crate) fn remove_stale(base: &Path) -> Vec<PathBuf> {
         let Ok(meta) = entry.path().symlink_metadata() else {
             continue;
         };
-        if !meta.is_dir() || meta.uid() != me || clrprof_ipc::discovery::is_alive(pid) {
+        if !meta.is_dir() || meta.uid() != me || running(pid) {
             continue;
         }
         if std::fs::remove_dir_all(entry.path()).is_ok() {
