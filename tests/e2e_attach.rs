@@ -634,3 +634,50 @@ fn five_attach_cycles_each_sample_as_well_as_the_first() {
     assert_eq!(program.send("stop"), "stopped");
     assert_eq!(program.exit().last().unwrap(), "bye: total 0, caught 0");
 }
+
+#[test]
+fn attach_with_a_closed_stderr_detaches_and_exits_as_usual() {
+    let mut program = Attachee::start();
+    let dir = temp_dir();
+    let trace = dir.path().join("closed.clrprof");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = Command::new(clrprof_bin());
+    cmd.arg("attach")
+        .arg(program.pid().to_string())
+        .args([
+            "--mode",
+            "none",
+            "--events",
+            "exception",
+            "--duration",
+            "3",
+            "-o",
+        ])
+        .arg(&trace)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(writer);
+    let mut guard = ChildGuard::spawn(&mut cmd);
+    // Attached once the agent is in the process.
+    let maps = format!("/proc/{}/maps", program.pid());
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&maps)
+        .unwrap()
+        .contains("libclrprof_agent")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never attached"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(program.send("round 2"), "rounds 2: total 2, caught 2");
+    let out = guard.wait_with_output(default_timeout());
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    assert_eq!(probe_counts(&trace).0, 2);
+    assert_eq!(report_json(&trace)["session"]["ended_cleanly"], true);
+    assert_eq!(program.send("round 1"), "rounds 1: total 3, caught 3");
+    assert_eq!(program.exit().last().unwrap(), "bye: total 3, caught 3");
+}
