@@ -314,9 +314,8 @@ fn coverage_of_a_program_that_never_shut_down_keeps_the_file_it_would_replace() 
     let out = guard.wait_with_output(default_timeout());
     assert_eq!(out.status.code(), Some(128 + 9), "{}", out.describe());
     assert!(
-        out.stderr_str().contains(&format!(
-            "the program did not shut the runtime down (killed by signal 9 (SIGKILL))"
-        )),
+        out.stderr_str()
+            .contains("the program did not shut the runtime down (killed by signal 9 (SIGKILL))"),
         "{}",
         out.describe()
     );

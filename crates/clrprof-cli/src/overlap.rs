@@ -86,6 +86,7 @@ pub(crate) fn refuse(outputs: &[Named<'_>], inputs: &[Named<'_>]) -> Result<()> 
 
 /// The program a command line starts, found the way `execvp` finds it (a name without a `/`
 /// is looked up in `PATH`), or the `.dll` that `record` runs with `dotnet`.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) fn find_program(name: &str) -> Option<PathBuf> {
     let path = Path::new(name);
     // `record` runs a `.dll` with `dotnet`, from where it is.
@@ -100,6 +101,7 @@ pub(crate) fn find_program(name: &str) -> Option<PathBuf> {
 }
 
 /// The files a command line names: the program and every argument that is an existing file.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) fn command_inputs(command: &[String]) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
     if let Some((first, rest)) = command.split_first() {

@@ -106,7 +106,7 @@ mod tests {
             std::fs::create_dir(d).unwrap();
             std::fs::write(d.join("agent.sock"), "").unwrap();
         }
-        assert_eq!(remove_stale(base.path()), [gone.clone()]);
+        assert_eq!(remove_stale(base.path()), std::slice::from_ref(&gone));
         assert!(!gone.exists());
         assert!(alive.exists() && foreign.exists());
     }

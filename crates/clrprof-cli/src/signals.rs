@@ -10,7 +10,7 @@
 //!
 //! The handlers are not inherited by the program, which starts with the default actions.
 
-use std::sync::mpsc::{Receiver, TryRecvError, channel};
+use std::sync::mpsc::{Receiver, channel};
 
 use anyhow::{Context, Result};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGXFSZ};
@@ -65,10 +65,7 @@ impl Signals {
 
     /// The next signal received and not yet taken, if any.
     pub(crate) fn next(&self) -> Option<Received> {
-        match self.received.try_recv() {
-            Ok(r) => Some(r),
-            Err(TryRecvError::Empty | TryRecvError::Disconnected) => None,
-        }
+        self.received.try_recv().ok()
     }
 }
 
