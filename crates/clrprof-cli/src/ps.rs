@@ -1,5 +1,7 @@
 //! `clrprof ps`: the .NET processes of this user, found through their diagnostics sockets,
-//! with what each runtime says about itself (the diagnostics `ProcessInfo` command).
+//! with what each runtime says about itself (the diagnostics `ProcessInfo` command), and the
+//! .NET processes without a socket. A process `attach` cannot attach to says why, in the
+//! words `attach` uses ([`cannot_attach`]): diagnostics disabled, a profiler already loaded.
 
 use std::io::Write;
 

@@ -10,7 +10,10 @@
 //! If the agent never connected, it says why that probably happened and exits with
 //! [`AGENT_FAILED`]. If the trace cannot be written (disk full, file-size limit), the program
 //! runs on, the trace keeps what was written, and `clrprof` says what is missing and exits
-//! with the program's exit code.
+//! with the program's exit code. SIGTERM, SIGHUP and SIGINT sent to `clrprof` are passed on
+//! to the program ([`crate::signals`]): the recording ends when the program does, complete.
+//! An output that is one of the program's files is refused before anything starts
+//! ([`crate::overlap`]), and so is a second recording into a trace being written.
 
 use std::io::Read;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -852,6 +855,13 @@ fn pass_on(pid: u32, received: crate::signals::Received, said: &mut bool, bar: &
         return;
     }
     let sent = crate::signals::send(pid, received.signal);
+    // The program ended meanwhile: there is no one to pass it on to, and nothing to say.
+    if sent
+        .as_ref()
+        .is_err_and(|e| e.raw_os_error() == Some(libc::ESRCH))
+    {
+        return;
+    }
     if !*said || sent.is_err() {
         bar.suspend(|| match &sent {
             Ok(()) => say!(
