@@ -758,14 +758,18 @@ fn a_closed_pipe_ends_report_quietly_as_other_tools_end() {
     let rec = record(&program, &[], &["--mode", "trace"]);
     rec.output.assert_success();
     for format in ["text", "json", "chrome"] {
+        // A pipe of one page, far smaller than each output, so that `report` is still writing
+        // when the reader goes (with the default 64 KiB a short output could fit whole).
+        let (mut stdout, writer) = std::io::pipe().unwrap();
+        shrink_pipe(&writer);
         let mut cmd = Command::new(clrprof_bin());
         cmd.arg("report")
             .arg(&rec.trace)
             .args(["--format", format, "--top", "0", "--tree", "--pretty"])
-            .stdout(Stdio::piped())
+            .stdout(writer)
             .stderr(Stdio::piped());
         let mut guard = ChildGuard::spawn(&mut cmd);
-        let mut stdout = guard.child_mut().stdout.take().unwrap();
+        drop(cmd); // the parent's copy of the writing end
         let mut first = [0u8; 16];
         stdout.read_exact(&mut first).unwrap();
         drop(stdout); // `| head -c 16`
@@ -778,6 +782,18 @@ fn a_closed_pipe_ends_report_quietly_as_other_tools_end() {
         );
         assert_eq!(out.stderr_str(), "", "{format}");
     }
+}
+
+/// Makes a pipe as small as the kernel allows (one page).
+fn shrink_pipe(end: &std::io::PipeWriter) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: F_SETPIPE_SZ on a pipe descriptor this function borrows; no memory is passed.
+    let rc = unsafe { libc::fcntl(end.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+    assert!(
+        rc >= 4096,
+        "F_SETPIPE_SZ: {}",
+        std::io::Error::last_os_error()
+    );
 }
 
 /// A terminal of `rows` x 200 (a detached tmux session on a server of its own) running

@@ -104,7 +104,20 @@ impl Agent {
                     .into(),
             );
         }
+        if from_cli.is_some() && config.mode == Mode::Count {
+            config.mode = Mode::Sample;
+            config.warnings.push(
+                "count mode adds counters to methods as they are compiled, which an attached \
+                 profiler cannot do for the methods compiled before it came; sampling without \
+                 counts"
+                    .into(),
+            );
+        }
         crate::coverage::start(&config);
+        if let Err(e) = crate::count::start(&config) {
+            config.mode = Mode::Sample;
+            config.warnings.push(e);
+        }
         let out = Transport::start(sink, config.buffer_bytes);
         let session = SESSION.publish(Session::new(
             info,
@@ -283,6 +296,9 @@ impl Session {
         if let Some(coverage) = crate::coverage::get() {
             low |= coverage.event_mask();
         }
+        if let Some(count) = crate::count::get() {
+            low |= count.event_mask();
+        }
         if self.attached {
             // Cache searches come with `jit` but are not allowed after attach: JIT events are.
             low.remove(EventMask::MONITOR_CACHE_SEARCHES);
@@ -324,6 +340,9 @@ impl Profiler for Agent {
             crate::alloc_ticks::stop(s);
             if let Some(coverage) = crate::coverage::get() {
                 coverage.write(s);
+            }
+            if let Some(count) = crate::count::get() {
+                count.write(s);
             }
             s.end("shutdown");
         }
@@ -372,6 +391,9 @@ impl Profiler for Agent {
     fn module_load_finished(&self, m: ModuleId, status: HResult) -> Result<()> {
         if let (Some(s), Some(coverage)) = (self.session(), crate::coverage::get()) {
             coverage.module_loaded(&s.info, m);
+        }
+        if let (Some(s), Some(count)) = (self.session(), crate::count::get()) {
+            count.module_loaded(&s.info, m);
         }
         self.ev(K::MODULE_LOAD_FINISHED, &[self.mid(m), hr(status)])
     }
@@ -432,20 +454,29 @@ impl Profiler for Agent {
         };
         let wanted = s.wants(K::JIT_COMPILATION_STARTED);
         let coverage = crate::coverage::get();
-        if !wanted && coverage.is_none() {
+        let count = crate::count::get();
+        if let Some(count) = count {
+            count.compilation_started(f);
+        }
+        if !wanted && coverage.is_none() && count.is_none() {
             return Ok(());
         }
-        // The method's IL body, read once (before coverage rewrites it) for both its size in
-        // the event and coverage's probes.
+        // The method's IL body, read once (before coverage or count mode rewrites it) for
+        // both its size in the event and the probes.
         let mut il_bytes = 0;
         if let Ok(fi) = s.info.get_function_info(f) {
-            let reserved = coverage.and_then(|c| Some((c, c.reserve(&s.info, &fi)?)));
-            let body = (wanted || reserved.is_some())
+            let covered = coverage.and_then(|c| Some((c, c.reserve(&s.info, &fi)?)));
+            let counted =
+                count.and_then(|c| Some((c, c.reserve(&s.info, f, (fi.module, fi.token))?)));
+            let body = (wanted || covered.is_some() || counted.is_some())
                 .then(|| s.info.get_il_function_body(fi.module, fi.token).ok())
                 .flatten();
             il_bytes = body.as_deref().map_or(0, il_code_size_of_body);
-            if let Some((coverage, key)) = reserved {
+            if let Some((coverage, key)) = covered {
                 coverage.instrument(s, f, key, body.as_deref());
+            }
+            if let Some((count, key)) = counted {
+                count.instrument(s, f, key, body.as_deref());
             }
         }
         if wanted {
@@ -470,7 +501,10 @@ impl Profiler for Agent {
     }
     fn jit_cached_function_search_started(&self, f: FunctionId) -> Result<bool> {
         self.ev(K::JIT_CACHED_FUNCTION_SEARCH_STARTED, &[self.fid(f)])?;
-        Ok(true)
+        Ok(match (self.session(), crate::count::get()) {
+            (Some(s), Some(count)) => count.may_use_precompiled(&s.info, f),
+            _ => true,
+        })
     }
     fn jit_cached_function_search_finished(
         &self,
@@ -494,18 +528,25 @@ impl Profiler for Agent {
         self.ev(K::JIT_FUNCTION_PITCHED, &[self.fid(f)])
     }
     fn jit_inlining(&self, caller: FunctionId, callee: FunctionId) -> Result<bool> {
-        if let Some(s) = self.session().filter(|s| s.wants(K::JIT_INLINING)) {
+        let Some(s) = self.session() else {
+            return Ok(true);
+        };
+        let inline = crate::count::get().is_none_or(|c| c.may_inline(&s.info, caller, callee));
+        if inline && s.wants(K::JIT_INLINING) {
             let caller = s.defs.function(&s.info, &s.out, caller);
             let callee = s.defs.function(&s.info, &s.out, callee);
             s.event(K::JIT_INLINING, &[caller, callee]);
         }
-        Ok(true)
+        Ok(inline)
     }
     fn thread_created(&self, t: ThreadId) -> Result<()> {
         // The runtime calls this on the new thread itself: register it for sampling, and arm
         // its CPU clock at once (sample mode) so that its first CPU is sampled too.
         if let Some(slot) = threads::register_current(t.0) {
             crate::recorder::cpu_clock::arm_slot(slot, crate::recorder::capture::SAMPLE_SIGNAL);
+        }
+        if let Some(count) = crate::count::get() {
+            count.thread_started(t.0);
         }
         if let Some(s) = self.session() {
             s.out.push_record(&Record::ThreadDef(ThreadDef {
@@ -518,6 +559,9 @@ impl Profiler for Agent {
     }
     fn thread_destroyed(&self, t: ThreadId) -> Result<()> {
         self.ev(K::THREAD_DESTROYED, &[t.as_u64()])?;
+        if let (Some(s), Some(count)) = (self.session(), crate::count::get()) {
+            count.thread_ended(s, t.0);
+        }
         if let Some(slot) = threads::find_managed(t.0) {
             if let (Some(s), Some(state)) = (self.session(), slot.trace_state()) {
                 s.dump_call_tree(state);
@@ -833,7 +877,7 @@ impl Profiler for Agent {
         self.ev(K::INITIALIZE_FOR_ATTACH, &[client_data.len() as u64])
     }
     fn profiler_attach_complete(&self) -> Result<()> {
-        if let Some(s) = self.session().filter(|s| s.config.mode == Mode::Sample) {
+        if let Some(s) = self.session().filter(|s| s.config.mode.samples()) {
             // The runtime announces only threads created from now on: sample the others too.
             let running = s.info.enum_threads().and_then(|e| e.into_vec());
             for t in running.unwrap_or_default() {
@@ -963,7 +1007,7 @@ impl Profiler for Agent {
         if let Some(s) = self.session() {
             // The method was collected: its FunctionID and code can be reused from now on.
             let ts = sys::monotonic_ns();
-            if s.config.mode == Mode::Sample {
+            if s.config.mode.samples() {
                 // Captures of it may still wait for the sampler, which could not name it
                 // after this (the runtime would name what replaces it): name it now.
                 s.defs.function(&s.info, &s.out, f);

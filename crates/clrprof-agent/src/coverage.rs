@@ -1,10 +1,8 @@
 //! Code coverage: a counter probe at the start of every basic block of the methods the JIT
 //! compiles, inserted in `JITCompilationStarted`, and the counts written at shutdown.
 //!
-//! Which methods: those of modules loaded from a file outside the framework's directory (the
-//! directory of `System.Private.CoreLib`), or, when `cover_include` names assemblies, of those
-//! assemblies only; never those of `cover_exclude`. An assembly is named by its file name
-//! without the extension. The JIT's inlining is turned off, so that every call runs the
+//! Which methods: those of the modules `instrument::ModuleFilter` picks from `cover_include`
+//! and `cover_exclude`. The JIT's inlining is turned off, so that every call runs the
 //! instrumented body (an inlined copy would have been made from the original IL); with an
 //! include list, precompiled (ReadyToRun) code is turned off too, so that framework methods
 //! are JIT-compiled and can be covered.
@@ -15,10 +13,8 @@
 //! may run after shutdown). Several instantiations of a generic method share one body and so
 //! one set of counters. Methods the JIT never compiled are reported with zero counts.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 use clrprof_sdk::flags::EventMask;
 use clrprof_sdk::il::{BasicBlock, Method, counters};
@@ -27,6 +23,8 @@ use clrprof_sdk::{FunctionId, ModuleId, ProfilerInfo, Result, Token};
 use clrprof_trace::{CoverageBlock, CoverageMethod, Record};
 
 use crate::config::Config;
+pub use crate::instrument::MethodKey;
+use crate::instrument::{Methods, ModuleFilter, install};
 use crate::session::Session;
 
 /// The session's coverage state, when coverage is on.
@@ -44,9 +42,6 @@ pub fn get() -> Option<&'static Coverage> {
     COVERAGE.get()
 }
 
-/// A method: its module and MethodDef token.
-pub type MethodKey = (ModuleId, Token);
-
 /// The IL range of a block in the original body: start and end offsets.
 type IlRange = (u32, u32);
 
@@ -58,36 +53,18 @@ struct Instrumented {
 }
 
 /// The coverage state of a session.
-#[derive(Default)]
 pub struct Coverage {
-    include: Vec<String>,
-    exclude: Vec<String>,
-    framework_dir: OnceLock<PathBuf>,
-    /// Whether to instrument each module seen so far.
-    modules: Mutex<HashMap<ModuleId, bool>>,
-    /// Methods seen at JIT time: `None` while being instrumented, or if they could not be.
-    methods: Mutex<HashMap<(ModuleId, Token), Option<Instrumented>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The assembly name coverage filters use: the file name without its extension.
-fn assembly_name(path: &str) -> &str {
-    Path::new(path)
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or(path)
+    filter: ModuleFilter,
+    /// Methods seen at JIT time.
+    methods: Methods<Instrumented>,
 }
 
 impl Coverage {
     /// Coverage for `config`, if it asks for it.
     pub fn new(config: &Config) -> Option<Coverage> {
         config.coverage.then(|| Coverage {
-            include: config.cover_include.clone(),
-            exclude: config.cover_exclude.clone(),
-            ..Coverage::default()
+            filter: ModuleFilter::new(&config.cover_include, &config.cover_exclude),
+            methods: Methods::default(),
         })
     }
 
@@ -96,64 +73,28 @@ impl Coverage {
         let mut mask = EventMask::MONITOR_JIT_COMPILATION
             | EventMask::MONITOR_MODULE_LOADS
             | EventMask::DISABLE_INLINING;
-        if !self.include.is_empty() {
+        if self.filter.needs_jit_for_framework() {
             mask |= EventMask::DISABLE_ALL_NGEN_IMAGES;
         }
         mask
     }
 
-    /// Notes where the framework lives (the first module loaded is the core library).
+    /// `ModuleLoadFinished`.
     pub fn module_loaded(&self, info: &ProfilerInfo, module: ModuleId) {
-        if self.framework_dir.get().is_some() {
-            return;
-        }
-        if let Ok(m) = info.get_module_info(module)
-            && assembly_name(&m.name) == "System.Private.CoreLib"
-            && let Some(dir) = Path::new(&m.name).parent()
-        {
-            let _ = self.framework_dir.set(dir.to_path_buf());
-        }
-    }
-
-    fn wants_module(&self, info: &ProfilerInfo, module: ModuleId) -> bool {
-        if let Some(&wanted) = lock(&self.modules).get(&module) {
-            return wanted;
-        }
-        let wanted = info.get_module_info(module).is_ok_and(|m| {
-            let path = Path::new(&m.name);
-            let name = assembly_name(&m.name);
-            if m.base_address == 0 || !path.is_absolute() || self.exclude.iter().any(|e| e == name)
-            {
-                false
-            } else if !self.include.is_empty() {
-                self.include.iter().any(|i| i == name)
-            } else {
-                self.framework_dir
-                    .get()
-                    .is_some_and(|dir| path.parent() != Some(dir.as_path()))
-            }
-        });
-        lock(&self.modules).insert(module, wanted);
-        wanted
+        self.filter.module_loaded(info, module);
     }
 
     /// `JITCompilationStarted`, first step: reserves the method `f` (of `function`) if its
     /// module is covered and its body was not instrumented yet. The caller then reads the
     /// body and calls [`Coverage::instrument`] with the key returned.
     pub fn reserve(&self, info: &ProfilerInfo, f: &FunctionInfo) -> Option<MethodKey> {
-        if !self.wants_module(info, f.module) {
+        if !self.filter.wants(info, f.module) {
             return None;
         }
-        // Reserve the method, then instrument it without holding the lock (the runtime is
-        // called meanwhile). Another instantiation of a generic method compiled at the same
-        // moment on another thread may miss the counters.
+        // Another instantiation of a generic method compiled at the same moment on another
+        // thread may miss the counters.
         let key = (f.module, f.token);
-        let mut methods = lock(&self.methods);
-        if methods.contains_key(&key) {
-            return None;
-        }
-        methods.insert(key, None);
-        Some(key)
+        self.methods.reserve(key).then_some(key)
     }
 
     /// `JITCompilationStarted`, second step: instruments the method reserved as `key`, whose
@@ -171,7 +112,7 @@ impl Coverage {
         };
         match instrument(&session.info, function, module, token, body) {
             Ok(Some((m, map_error))) => {
-                lock(&self.methods).insert(key, Some(m));
+                self.methods.set(key, m);
                 if let Some(e) = map_error {
                     session.warn(format!(
                         "coverage: the runtime refused the IL offset map of method {:#010x}: {e}",
@@ -191,14 +132,8 @@ impl Coverage {
     /// counts of those the JIT compiled, zeros for the others.
     pub fn write(&self, session: &Session) {
         let info = &session.info;
-        let methods = lock(&self.methods);
-        let mut modules: Vec<ModuleId> = lock(&self.modules)
-            .iter()
-            .filter(|(_, wanted)| **wanted)
-            .map(|(m, _)| *m)
-            .collect();
-        modules.sort();
-        for module in modules {
+        let methods = self.methods.lock();
+        for module in self.filter.wanted() {
             let Ok(Some(import)) = session.defs.namer().metadata(info, module) else {
                 continue;
             };
@@ -294,11 +229,6 @@ fn instrument(
     }
     let counters = counters::leak_counters(blocks.len());
     counters::add_block_counters(&mut method, &blocks, counters);
-    let (body, layout) = method.to_body()?;
-    info.replace_il_function_body(module, token, &body)?;
-    // The debugger's view of the original offsets (counting works without it).
-    let map = info
-        .set_il_instrumented_code_map(function, true, &method.il_map(&layout))
-        .err();
+    let map = install(info, function, module, token, &mut method)?;
     Ok(Some((Instrumented { ranges, counters }, map)))
 }

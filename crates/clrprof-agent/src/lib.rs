@@ -24,12 +24,14 @@ pub mod agent;
 pub mod alloc;
 pub mod alloc_ticks;
 pub mod config;
+pub mod count;
 pub mod coverage;
 pub mod defs;
 pub mod detach;
 pub mod exceptions;
 pub mod gc;
 pub mod heap;
+pub mod instrument;
 #[allow(unsafe_code)]
 pub mod recorder;
 pub mod runtime_version;

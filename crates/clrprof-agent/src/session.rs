@@ -165,14 +165,24 @@ impl Session {
             ),
             ("panics_caught", clrprof_sdk::panics_caught()),
         ];
+        let count = crate::count::get().map(|c| c.counters());
         for (name, value) in counters
             .into_iter()
             .chain(crate::alloc::counters())
             .chain(crate::alloc_ticks::counters(self))
+            .chain(count.into_iter().flatten())
         {
             self.out.push_record(&Record::Counter(Counter {
                 ts,
                 name: name.into(),
+                value,
+            }));
+        }
+        // Which figures lost events: `events_dropped:ExceptionThrown`, ...
+        for (kind, value) in t.events_dropped_by_kind.nonzero() {
+            self.out.push_record(&Record::Counter(Counter {
+                ts,
+                name: kind.dropped_counter(),
                 value,
             }));
         }

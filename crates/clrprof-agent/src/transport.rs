@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use clrprof_trace::{Allocation, Event, Record, Sample};
+use clrprof_trace::{Allocation, Event, EventKind, Record, Sample};
 
 /// How often the writer thread drains the buffer.
 const DRAIN_EVERY: Duration = Duration::from_millis(10);
@@ -26,6 +26,8 @@ pub struct TransportStats {
     pub events_written: AtomicU64,
     /// Events dropped because the buffer was full.
     pub events_dropped: AtomicU64,
+    /// The same per event kind, so that a report can say which of its figures lost events.
+    pub events_dropped_by_kind: DroppedByKind,
     /// Samples accepted.
     pub samples_written: AtomicU64,
     /// Samples dropped because the buffer was full.
@@ -36,6 +38,34 @@ pub struct TransportStats {
     pub bytes_sent: AtomicU64,
     /// Bytes lost because the sink failed (the CLI went away).
     pub bytes_lost: AtomicU64,
+}
+
+/// Events dropped, per [`EventKind`] slot (kinds beyond the table share the last counter).
+pub struct DroppedByKind([AtomicU64; DroppedByKind::SLOTS]);
+
+impl Default for DroppedByKind {
+    fn default() -> Self {
+        DroppedByKind(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+impl DroppedByKind {
+    /// One counter per callback slot of `ICorProfilerCallback` through 11, and one for any
+    /// later kind.
+    const SLOTS: usize = 128;
+
+    fn count(&self, kind: EventKind) {
+        let i = usize::from(kind.0).min(Self::SLOTS - 1);
+        self.0[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `(kind, dropped)` for every kind that lost events.
+    pub fn nonzero(&self) -> impl Iterator<Item = (EventKind, u64)> + '_ {
+        self.0.iter().enumerate().filter_map(|(i, n)| {
+            let n = n.load(Ordering::Relaxed);
+            (n > 0).then_some((EventKind(i as u16), n))
+        })
+    }
 }
 
 struct Shared {
@@ -100,6 +130,7 @@ impl Transport {
             s.stats.events_written.fetch_add(1, Ordering::Relaxed);
         } else {
             s.stats.events_dropped.fetch_add(1, Ordering::Relaxed);
+            s.stats.events_dropped_by_kind.count(event.event);
         }
     }
 

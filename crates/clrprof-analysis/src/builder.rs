@@ -108,6 +108,16 @@ impl ProfileBuilder {
         index
     }
 
+    /// The frames interned so far.
+    pub fn frames(&self) -> &[Frame] {
+        &self.profile.frames
+    }
+
+    /// Sets the exact counts (count mode) of thread `thread`.
+    pub fn add_counts(&mut self, thread: usize, counts: crate::counts::ThreadCounts) {
+        self.profile.threads[thread].counts = Some(counts);
+    }
+
     /// Appends a sample to thread `thread` (an index returned by [`ProfileBuilder::thread`]).
     pub fn add_sample(&mut self, thread: usize, sample: Sample) {
         self.profile.threads[thread].samples.push(sample);

@@ -35,8 +35,25 @@ impl EventSummaryBuilder {
         }
     }
 
-    /// Resolves ids to names; the collections are the ones the memory records paired.
-    pub fn finish(self, names: &Names, collections: &[GcRecord]) -> EventSummary {
+    /// Resolves ids to names; the collections are the ones the memory records paired, the
+    /// counters the agent's (which say how many events of each kind it dropped).
+    pub fn finish(
+        self,
+        names: &Names,
+        collections: &[GcRecord],
+        counters: &BTreeMap<String, u64>,
+    ) -> EventSummary {
+        let lost: BTreeMap<String, u64> = counters
+            .iter()
+            .filter_map(|(name, &n)| {
+                let kind = K::of_dropped_counter(name)?;
+                let name = kind
+                    .name()
+                    .map_or_else(|| format!("event{}", kind.0), str::to_string);
+                (n > 0).then_some((name, n))
+            })
+            .collect();
+        let ends_lost = lost.contains_key("GarbageCollectionFinished");
         let events = self
             .counts
             .iter()
@@ -58,6 +75,7 @@ impl EventSummaryBuilder {
                 reason: gc_reason_name(g.reason),
                 start_ns: g.start_ns,
                 duration_ns: g.end_ns.map(|end| end.saturating_sub(g.start_ns)),
+                end_lost: g.end_ns.is_none() && ends_lost,
             })
             .collect();
 
@@ -96,6 +114,7 @@ impl EventSummaryBuilder {
 
         EventSummary {
             events,
+            lost,
             gcs,
             modules,
             inlined,
@@ -109,6 +128,9 @@ impl EventSummaryBuilder {
 pub struct EventSummary {
     /// Number of events per callback name.
     pub events: BTreeMap<String, u64>,
+    /// Events the agent dropped (its buffer was full), per callback name: every figure made
+    /// from such events misses them.
+    pub lost: BTreeMap<String, u64>,
     /// Garbage collections in order.
     pub gcs: Vec<GcSummary>,
     /// Modules loaded, in load order.
@@ -134,6 +156,8 @@ pub struct GcSummary {
     pub start_ns: u64,
     /// Duration, if its end was recorded.
     pub duration_ns: Option<u64>,
+    /// Its end is not known because the agent dropped `GarbageCollectionFinished` events.
+    pub end_lost: bool,
 }
 
 /// A module load.

@@ -5,7 +5,8 @@
 //! - [`query`]: what the user asks for — [`Metric`], thread, filter, top N ([`Query`]) —
 //!   resolved against a profile into a [`Selection`].
 //! - [`tree`]: the [`MergedTree`] of the selected stacks or call paths; [`top`]: the
-//!   [`TopTable`] of functions (self and inclusive weight, exact calls in trace mode).
+//!   [`TopTable`] of functions (self and inclusive weight, exact calls in trace and count
+//!   modes); [`counts`]: count mode's exact calls per function and call site.
 //! - [`output`]: one [`Render`] implementation per format: text, JSON, folded stacks, flame
 //!   graph SVG, speedscope, Chrome trace events, pprof.
 //!
@@ -32,7 +33,9 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod accounting;
 pub mod builder;
+pub mod counts;
 pub mod coverage;
 pub mod ending;
 mod error;
@@ -96,14 +99,33 @@ impl<'p> Analysis<'p> {
         })
     }
 
-    /// Whether call counts are shown: the profile was recorded in trace mode.
+    /// Whether call counts are shown: the profile was recorded in trace or count mode.
     pub fn has_calls(&self) -> bool {
-        self.profile.mode == Mode::Trace
+        matches!(self.profile.mode, Mode::Trace | Mode::Count)
+    }
+
+    /// Count mode's exact counts of the selected threads (`None` in the other modes).
+    pub fn call_counts(&self) -> Option<counts::CallCounts> {
+        counts::CallCounts::of_threads(self.profile, &self.selection.threads)
     }
 
     /// The top table, at most `top` rows.
     pub fn top(&self, top: Option<usize>) -> TopTable {
-        TopTable::from_tree(self.profile, &self.tree, self.has_calls(), top)
+        match self.call_counts() {
+            Some(c) if self.profile.mode == Mode::Count => TopTable::from_tree_and_counts(
+                self.profile,
+                &self.tree,
+                &c,
+                self.selection.filter(),
+                top,
+            ),
+            _ => TopTable::from_tree(self.profile, &self.tree, self.has_calls(), top),
+        }
+    }
+
+    /// Where every sample went: shown, or left out and why (`None` for allocations).
+    pub fn sample_accounting(&self) -> Option<accounting::SampleAccounting> {
+        accounting::SampleAccounting::of(self)
     }
 
     /// The weight of everything selected, in the metric in force.

@@ -33,17 +33,21 @@ pub enum Mode {
     Sample,
     /// An exact calling context tree per thread (exact call counts, sampled time).
     Trace,
+    /// Periodic stack samples, plus exact calls per function and per call site from
+    /// counters in the IL ([`ThreadProfile::counts`]).
+    Count,
     /// Allocations: samples weighed by the bytes and objects allocated at a stack, the
     /// allocated type as the leaf frame.
     Alloc,
 }
 
 impl Mode {
-    /// The lowercase name used in reports (`sample`, `trace`).
+    /// The lowercase name used in reports (`sample`, `trace`, `count`).
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Sample => "sample",
             Mode::Trace => "trace",
+            Mode::Count => "count",
             Mode::Alloc => "alloc",
         }
     }
@@ -421,6 +425,8 @@ pub struct ThreadProfile {
     pub samples: Vec<Sample>,
     /// The exact calling context tree (trace mode), when the agent wrote one.
     pub call_tree: Option<CallTree>,
+    /// Exact calls per function and call site (count mode), when the thread counted any.
+    pub counts: Option<crate::counts::ThreadCounts>,
 }
 
 impl ThreadProfile {
@@ -462,6 +468,8 @@ pub struct Profile {
     /// How the program ended, as `record` says it (`exit 3`, `killed by signal 6 (SIGABRT)`;
     /// see [`crate::ending::program_end`]), when the trace says.
     pub ended: Option<String>,
+    /// Samples the recorder dropped before they were written (in no thread's samples).
+    pub samples_dropped: u64,
 }
 
 impl Profile {
@@ -480,6 +488,7 @@ impl Profile {
             notes: Vec::new(),
             sampling: None,
             ended: None,
+            samples_dropped: 0,
         }
     }
 
@@ -536,6 +545,13 @@ impl Profile {
                     && st.index() >= self.stacks.len()
                 {
                     return bad(format!("a sample of thread {} names stack {}", t.tid, st.0));
+                }
+            }
+            if let Some(c) = &t.counts {
+                let frames_of_sites = c.sites.iter().flat_map(|s| [s.caller, s.callee]);
+                let named = c.functions.iter().map(|f| f.0).chain(frames_of_sites);
+                if let Some(f) = named.into_iter().find(|f| f.index() >= frames) {
+                    return bad(format!("the counts of thread {} name frame {}", t.tid, f.0));
                 }
             }
             if let Some(tree) = &t.call_tree {

@@ -18,7 +18,7 @@ pub enum Metric {
     Wall,
     /// Number of samples.
     Samples,
-    /// Exact number of calls (trace mode only).
+    /// Exact number of calls (trace and count modes only).
     Calls,
     /// Bytes allocated (allocation profiles only).
     Bytes,
@@ -31,7 +31,7 @@ impl Metric {
     /// allocations.
     pub fn default_for(mode: Mode) -> Metric {
         match mode {
-            Mode::Sample | Mode::Trace => Metric::Cpu,
+            Mode::Sample | Mode::Trace | Mode::Count => Metric::Cpu,
             Mode::Alloc => Metric::Bytes,
         }
     }
@@ -42,7 +42,7 @@ impl Metric {
             Metric::Cpu | Metric::Wall | Metric::Samples => {
                 "is not available for allocation profiles (use bytes or objects)"
             }
-            Metric::Calls => "is only available for profiles recorded in trace mode",
+            Metric::Calls => "is only available for profiles recorded in trace or count mode",
             Metric::Bytes | Metric::Objects => {
                 "is only available for allocation profiles (record with --alloc)"
             }
@@ -53,7 +53,7 @@ impl Metric {
     pub fn available_in(self, mode: Mode) -> bool {
         match self {
             Metric::Cpu | Metric::Wall | Metric::Samples => mode != Mode::Alloc,
-            Metric::Calls => mode == Mode::Trace,
+            Metric::Calls => matches!(mode, Mode::Trace | Mode::Count),
             Metric::Bytes | Metric::Objects => mode == Mode::Alloc,
         }
     }

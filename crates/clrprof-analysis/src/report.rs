@@ -246,13 +246,32 @@ pub fn write_text(
     }
 
     let e = &t.events;
-    if !e.events.is_empty() {
+    if !e.events.is_empty() || !e.lost.is_empty() {
         let total: u64 = e.events.values().sum();
-        writeln!(out, "\nEvents ({})", count(total))?;
-        let mut rows: Vec<(&String, &u64)> = e.events.iter().collect();
-        rows.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+        let lost: u64 = e.lost.values().sum();
+        if lost > 0 {
+            writeln!(
+                out,
+                "\nEvents ({} recorded, {} lost: the agent's buffer was full)",
+                count(total),
+                count(lost)
+            )?;
+        } else {
+            writeln!(out, "\nEvents ({})", count(total))?;
+        }
+        let mut rows: Vec<(&String, u64)> = e.events.iter().map(|(k, &n)| (k, n)).collect();
+        rows.extend(
+            e.lost
+                .keys()
+                .filter(|k| !e.events.contains_key(*k))
+                .map(|k| (k, 0)),
+        );
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         for (name, n) in rows {
-            writeln!(out, "  {:>10}  {}", count(*n), name)?;
+            match e.lost.get(name) {
+                Some(l) => writeln!(out, "  {:>10}  {name} (and {} lost)", count(n), count(*l))?,
+                None => writeln!(out, "  {:>10}  {name}", count(n))?,
+            }
         }
     }
     let r = &t.runtime;
@@ -262,14 +281,26 @@ pub fn write_text(
         }
     }
     if !e.gcs.is_empty() {
-        writeln!(out, "\nGarbage collections ({})", e.gcs.len())?;
+        match e.lost.get("GarbageCollectionStarted") {
+            Some(lost) => writeln!(
+                out,
+                "\nGarbage collections ({} seen, {} more lost)",
+                e.gcs.len(),
+                count(*lost)
+            )?,
+            None => writeln!(out, "\nGarbage collections ({})", e.gcs.len())?,
+        }
         writeln!(
             out,
             "  {:>4}  {:>3}  {:<8} {:>12}  start",
             "#", "gen", "reason", "duration"
         )?;
         for g in &e.gcs {
-            let d = g.duration_ns.map_or_else(|| "?".to_string(), ms);
+            let d = match g.duration_ns {
+                Some(d) => ms(d),
+                None if g.end_lost => "end lost".to_string(),
+                None => "?".to_string(),
+            };
             writeln!(
                 out,
                 "  {:>4}  {:>3}  {:<8} {:>12}  {}",

@@ -2,9 +2,9 @@
 //!
 //! A thread is shown by the name the program gave it (`Thread.Name`), else by the name the
 //! kernel knows it by when that is its own (the runtime names its threads there since .NET 6:
-//! `.NET TP Worker`, `.NET Finalizer`, ...), else by its role, read from the function it
-//! started in (the outermost frames of its stacks: `ThreadpoolMgr::WorkerThreadStart` is a
-//! thread pool worker), else `main` for the process's first thread.
+//! `.NET TP Worker`, `.NET Finalizer`, ...), else `main` for the process's first thread, else
+//! by its role, read from the function it started in (the outermost frames of its stacks:
+//! `ThreadpoolMgr::WorkerThreadStart` is a thread pool worker).
 
 use clrprof_trace::StackCut;
 
@@ -52,10 +52,13 @@ pub fn name_threads(profile: &mut Profile, os_name: impl Fn(u32) -> Option<Strin
             continue;
         }
         let tid = profile.threads[t].tid;
+        // The process's first thread is `main` whatever it runs: in trace mode its stacks start
+        // at the first method it calls, which may be the runtime's own (an EventPipe provider's
+        // start-up under `--events all`), not at its start function.
         let name = os_name(tid)
             .filter(|n| !n.is_empty())
-            .or_else(|| role(profile, t).map(str::to_owned))
-            .or_else(|| (tid == pid && pid != 0).then(|| "main".to_owned()));
+            .or_else(|| (tid == pid && pid != 0).then(|| "main".to_owned()))
+            .or_else(|| role(profile, t).map(str::to_owned));
         if let Some(name) = name {
             profile.threads[t].name = name;
         }

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use crate::counts::CallCounts;
 use crate::model::Profile;
 use crate::query::Metric;
 use crate::tree::{Label, MergedTree};
@@ -16,8 +17,8 @@ pub struct FunctionRow {
     /// Weight of every stack containing the function, each stack counted once however
     /// often the function recurses in it.
     pub total_weight: u64,
-    /// Exact calls of the function: the sum over its call-tree nodes. `None` unless the
-    /// table was made with call counts (trace mode).
+    /// Exact calls of the function: the sum over its call-tree nodes (trace mode), its
+    /// counted entries (count mode). `None` unless the table was made with call counts.
     pub calls: Option<u64>,
 }
 
@@ -88,23 +89,8 @@ impl TopTable {
             .into_values()
             .filter(|r| r.total_weight > 0 || r.calls.is_some_and(|c| c > 0))
             .collect();
-        rows.sort_by(|a, b| {
-            b.self_weight
-                .cmp(&a.self_weight)
-                .then(b.total_weight.cmp(&a.total_weight))
-                .then(b.calls.cmp(&a.calls))
-                .then_with(|| a.label.name(profile).cmp(&b.label.name(profile)))
-                .then(a.label.cmp(&b.label))
-        });
-        // `Some(0)` asks for every row, as `None` does.
-        let omitted = match top {
-            Some(n) if n > 0 && rows.len() > n => {
-                let omitted = rows.len() - n;
-                rows.truncate(n);
-                omitted
-            }
-            _ => 0,
-        };
+        sort_rows(profile, &mut rows);
+        let omitted = truncate(&mut rows, top);
         TopTable {
             metric,
             grand_total: tree.total().get(metric),
@@ -113,9 +99,89 @@ impl TopTable {
         }
     }
 
+    /// The top table of a count-mode profile: weights from the merged tree as
+    /// [`TopTable::from_tree`] gives them, and every counted function of `counts` whose name
+    /// contains `filter` with its exact calls (entries), listed even if no sample saw it.
+    /// With the `calls` metric, a function's self and total weight are its calls.
+    pub fn from_tree_and_counts(
+        profile: &Profile,
+        tree: &MergedTree,
+        counts: &CallCounts,
+        filter: Option<&str>,
+        top: Option<usize>,
+    ) -> TopTable {
+        let mut table = TopTable::from_tree(profile, tree, true, None);
+        let mut rows: HashMap<Label, FunctionRow> =
+            table.rows.drain(..).map(|r| (r.label, r)).collect();
+        for r in rows.values_mut() {
+            r.calls = Some(0);
+        }
+        for (&f, &calls) in &counts.functions {
+            if filter.is_some_and(|t| !profile.frame(f).name.contains(t)) {
+                continue;
+            }
+            let label = Label::Frame(f);
+            let row = rows.entry(label).or_insert(FunctionRow {
+                label,
+                self_weight: 0,
+                total_weight: 0,
+                calls: Some(0),
+            });
+            row.calls = Some(calls);
+        }
+        let metric = tree.metric;
+        let mut grand_total = table.grand_total;
+        if metric == Metric::Calls {
+            grand_total = 0;
+            for r in rows.values_mut() {
+                let calls = r.calls.unwrap_or(0);
+                r.self_weight = calls;
+                r.total_weight = calls;
+                grand_total = grand_total.saturating_add(calls);
+            }
+        }
+        let mut rows: Vec<FunctionRow> = rows
+            .into_values()
+            .filter(|r| r.total_weight > 0 || r.calls.is_some_and(|c| c > 0))
+            .collect();
+        sort_rows(profile, &mut rows);
+        let omitted = truncate(&mut rows, top);
+        TopTable {
+            metric,
+            grand_total,
+            rows,
+            omitted,
+        }
+    }
+
     /// `part` as a percentage of the grand total (0 when the total is 0).
     pub fn percent(&self, part: u64) -> f64 {
         percent(part, self.grand_total)
+    }
+}
+
+/// Heaviest self weight first, then total, calls and name.
+fn sort_rows(profile: &Profile, rows: &mut [FunctionRow]) {
+    rows.sort_by(|a, b| {
+        b.self_weight
+            .cmp(&a.self_weight)
+            .then(b.total_weight.cmp(&a.total_weight))
+            .then(b.calls.cmp(&a.calls))
+            .then_with(|| a.label.name(profile).cmp(&b.label.name(profile)))
+            .then(a.label.cmp(&b.label))
+    });
+}
+
+/// Keeps the first `top` rows (`Some(0)` keeps every row, as `None` does); returns how many
+/// were left out.
+fn truncate(rows: &mut Vec<FunctionRow>, top: Option<usize>) -> usize {
+    match top {
+        Some(n) if n > 0 && rows.len() > n => {
+            let omitted = rows.len() - n;
+            rows.truncate(n);
+            omitted
+        }
+        _ => 0,
     }
 }
 

@@ -79,6 +79,8 @@ pub struct LoadedTrace {
     pub coverage: Vec<clrprof_trace::CoverageMethod>,
     /// How sample mode sampled (format 1.2).
     pub sampler: Option<SamplerInfo>,
+    /// Count mode's counted methods and counts (format 1.4).
+    pub counts: crate::counts::CountRecords,
     /// What symbol files named, when [`LoadedTrace::name_native_frames`] was asked to.
     pub native_naming: Option<crate::native::NativeNaming>,
     /// What reading found cut, damaged or unreadable, and left out.
@@ -197,6 +199,7 @@ fn read_progress(
         memory: MemoryRecords::keeping(heap),
         coverage: Vec::new(),
         sampler: None,
+        counts: crate::counts::CountRecords::default(),
         native_naming: None,
         integrity: Integrity::new(header.blocked()),
         stacks: HashMap::new(),
@@ -316,6 +319,8 @@ fn read_progress(
             }
             Record::CallTreeNode(n) => t.call_tree.push(n),
             Record::CoverageMethod(m) => t.coverage.push(m),
+            Record::CountedMethod(m) => t.counts.methods.push(m),
+            Record::CallCounts(c) => t.counts.counts.push(c),
             Record::Unknown { .. } => t.unknown_records += 1,
         }
     }
@@ -327,8 +332,9 @@ fn read_progress(
         && t.session_end.as_ref().is_none_or(|e| e.reason != "detach");
     progress(reader.bytes_read());
     t.names.number_bodies();
-    t.events = events.finish(&t.names, &t.memory.gcs);
+    t.events = events.finish(&t.names, &t.memory.gcs, &t.counters);
     t.runtime = runtime.finish(&t.names, &t.memory.gcs);
+    t.runtime.events_lost = t.events.lost.clone();
     Ok(t)
 }
 
@@ -375,10 +381,10 @@ impl LoadedTrace {
 
     /// The CPU profile: samples (both modes) and exact call trees (trace mode).
     pub fn profile(&self) -> Profile {
-        let mode = if self.mode_name() == "trace" {
-            Mode::Trace
-        } else {
-            Mode::Sample
+        let mode = match self.mode_name() {
+            "trace" => Mode::Trace,
+            "count" => Mode::Count,
+            _ => Mode::Sample,
         };
         let mut b = ProfileBuilder::new(mode);
         let mut frames: HashMap<(u8, u64), FrameIndex> = HashMap::new();
@@ -413,7 +419,7 @@ impl LoadedTrace {
         let thread_name = |tid: u32| -> String { names.name_of_tid(tid) };
 
         // Sample mode since format 1.2 takes CPU and wall-clock samples apart.
-        let split = mode == Mode::Sample && self.sampler.is_some();
+        let split = matches!(mode, Mode::Sample | Mode::Count) && self.sampler.is_some();
         // Summed samples in the order they were first seen, as each sample would come.
         let mut summed: Vec<(&(u32, u32, u8), &SummedSamples)> = self.summed.iter().collect();
         summed.sort_unstable_by_key(|(key, s)| (s.first_ts, **key));
@@ -474,7 +480,66 @@ impl LoadedTrace {
             }
         }
 
+        if mode == Mode::Count {
+            struct Namer<'n, F> {
+                frame_of: &'n mut F,
+                names: &'n Names,
+            }
+            impl<F> crate::counts::CountNames for Namer<'_, F>
+            where
+                F: FnMut(&mut ProfileBuilder, TraceFrameKind, u64) -> FrameIndex,
+            {
+                fn function_frame(&mut self, b: &mut ProfileBuilder, function: u64) -> FrameIndex {
+                    (self.frame_of)(b, TraceFrameKind::Managed, function)
+                }
+                fn module_file(&self, module: u64) -> String {
+                    self.names
+                        .modules
+                        .get(&module)
+                        .map(|m| file_name(&m.path))
+                        .unwrap_or_default()
+                }
+            }
+            let mut namer = Namer {
+                frame_of: &mut frame_of,
+                names,
+            };
+            let (assemblies, dropped) = crate::counts::add_to_profile(
+                &self.counts,
+                &mut b,
+                &mut namer,
+                &mut |b: &mut ProfileBuilder, tid: u32| {
+                    if tid == 0 {
+                        b.thread(0, "[threads the profiler did not see start]")
+                    } else {
+                        b.thread(tid, &thread_name(tid))
+                    }
+                },
+            );
+            let counted: Vec<String> = assemblies
+                .iter()
+                .map(|(a, n)| format!("{a} ({n} methods)"))
+                .collect();
+            b.note(if counted.is_empty() {
+                "count mode counted no calls: no method of a counted assembly was compiled (--include names the assemblies to count)".to_string()
+            } else {
+                format!(
+                    "calls counted in {}; calls of other assemblies' methods are counted only at the counted methods' call sites",
+                    counted.join(", ")
+                )
+            });
+            if dropped > 0 {
+                b.note(format!(
+                    "{dropped} call count records named no counted method and were dropped"
+                ));
+            }
+        }
+
         for (counter, what) in [
+            (
+                "count_methods_failed",
+                "methods of counted assemblies could not get call counters (see the warnings): their calls are not counted",
+            ),
             (
                 "samples_dropped",
                 "samples were dropped (the agent's buffer was full or a thread did not answer in time)",
@@ -522,16 +587,15 @@ impl LoadedTrace {
                 .find(|w| w.ends_with(".dll"))
                 .map(file_name)
                 .unwrap_or_default();
-            if let Some(rate) = s
-                .config
-                .split(';')
-                .find_map(|kv| kv.trim().strip_prefix("rate="))
-                .and_then(|r| r.parse::<u64>().ok())
-            {
-                p.sample_interval_ns = 1_000_000_000 / rate.max(1);
+            if !s.config.is_empty() {
+                let rate = clrprof_trace::config::AgentConfig::decode(&s.config)
+                    .config
+                    .rate_hz;
+                p.sample_interval_ns = 1_000_000_000 / u64::from(rate.max(1));
             }
         }
         p.duration_ns = self.duration_ns();
+        p.samples_dropped = self.counter("samples_dropped");
         p.ended = self
             .recording_end
             .as_ref()
@@ -647,11 +711,12 @@ fn summarize_sampling(
     for t in &profile.threads {
         let (mut cpu, mut n) = (0u64, 0u64);
         for s in &t.samples {
+            // Every sample record counts, the ones carrying missed CPU too.
+            samples += s.count;
             if s.kind == SampleKind::Cpu && is_missed(s.stack) {
                 cpu += s.cpu_ns;
                 continue;
             }
-            samples += s.count;
             match s.kind {
                 SampleKind::Cpu => {
                     cpu_samples += s.count;

@@ -6,7 +6,8 @@ use std::ops::AddAssign;
 
 use serde::Serialize;
 
-use crate::model::{CallNode, FrameIndex, FrameKind, Profile, Sample, StackIndex};
+use crate::counts::CallCounts;
+use crate::model::{CallNode, FrameIndex, FrameKind, Mode, Profile, Sample, StackIndex};
 use crate::query::{Metric, NodeMark, Selection};
 
 /// Name shown for samples taken while a thread had no managed frames.
@@ -148,7 +149,10 @@ pub struct TreeNode {
     pub self_values: Values,
     /// Values of this node and everything below it.
     pub total_values: Values,
-    /// Exact calls along this path (from call trees; 0 for paths only seen in samples).
+    /// Exact calls along this path (from call trees; 0 for paths only seen in samples). In
+    /// count mode: the calls the parent function made to this one (every node with the same
+    /// caller and callee shows the same count), or for a function at the top of a stack its
+    /// calls from anywhere.
     pub calls: u64,
 }
 
@@ -251,6 +255,9 @@ impl MergedTree {
         }
 
         let mut nodes = b.nodes;
+        if profile.mode == Mode::Count {
+            set_counted_calls(profile, &mut nodes, &threads, per_thread);
+        }
         for n in nodes.iter_mut() {
             n.total_values = n.self_values;
         }
@@ -385,4 +392,42 @@ pub(crate) fn selected_samples_by_stack(
     let mut stacks: Vec<_> = per_stack.into_iter().collect();
     stacks.sort_unstable_by_key(|(s, _)| *s);
     stacks
+}
+
+/// Count mode: gives each function node the calls its parent function made to it, from the
+/// counts of the threads the node stands for (its thread in a tree split per thread, all
+/// selected threads otherwise); a function right below the root or a thread node gets its
+/// entries.
+fn set_counted_calls(
+    profile: &Profile,
+    nodes: &mut [TreeNode],
+    threads: &[ThreadTotal],
+    per_thread: bool,
+) {
+    let all: Vec<usize> = threads.iter().map(|t| t.thread).collect();
+    let mut counts: HashMap<Option<usize>, Option<CallCounts>> = HashMap::new();
+    counts.insert(None, CallCounts::of_threads(profile, &all));
+    // The thread node above each node, when split per thread (parents come first).
+    let mut thread_of: Vec<Option<usize>> = vec![None; nodes.len()];
+    for i in 1..nodes.len() {
+        let parent = nodes[i].parent.unwrap_or(MergedTree::ROOT);
+        thread_of[i] = match nodes[i].label {
+            Label::Thread(t) => Some(t),
+            _ => thread_of[parent],
+        };
+        let Label::Frame(callee) = nodes[i].label else {
+            continue;
+        };
+        let key = thread_of[i].filter(|_| per_thread);
+        let c = counts
+            .entry(key)
+            .or_insert_with(|| key.and_then(|t| CallCounts::of_threads(profile, &[t])));
+        let Some(c) = c else {
+            continue;
+        };
+        nodes[i].calls = match nodes[parent].label {
+            Label::Frame(caller) => c.edge(caller, callee),
+            _ => c.calls(callee),
+        };
+    }
 }

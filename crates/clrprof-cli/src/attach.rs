@@ -129,7 +129,7 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
         .agent
         .to_str()
         .context("the agent's path is not UTF-8")?;
-    let client_data = protocol::attach_client_data(socket_text, &rec.agent_config());
+    let client_data = protocol::attach_client_data(socket_text, &rec.agent_config().encode());
     let attach = || {
         client::attach_profiler(
             pid,

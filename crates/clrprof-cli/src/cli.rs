@@ -55,6 +55,9 @@ pub enum ModeArg {
     Sample,
     /// Count every call through enter/leave hooks (exact calls and call paths; sampled times).
     Trace,
+    /// Sample mode, plus exact calls per function and per call site from counters added to
+    /// the IL of the program's methods (--include to count framework assemblies too).
+    Count,
     /// No CPU profiling: only the events chosen with --events.
     None,
 }
@@ -66,6 +69,7 @@ impl ModeArg {
         match self {
             ModeArg::Sample => "sample",
             ModeArg::Trace => "trace",
+            ModeArg::Count => "count",
             ModeArg::None => "none",
         }
     }
@@ -98,6 +102,14 @@ pub struct RecordArgs {
     /// Trace mode: the most call tree nodes to keep, all threads together.
     #[arg(long, default_value_t = 2_000_000, value_name = "N", value_parser = parse_max_nodes)]
     pub max_nodes: u64,
+    /// Count mode: count only this assembly (file name without extension); repeatable.
+    /// Default: every assembly outside the .NET framework. Naming a framework assembly turns
+    /// the framework's precompiled code off (it is JIT-compiled, and slower to start).
+    #[arg(long, value_name = "ASSEMBLY")]
+    pub include: Vec<String>,
+    /// Count mode: never count this assembly; repeatable.
+    #[arg(long, value_name = "ASSEMBLY")]
+    pub exclude: Vec<String>,
     /// Record allocations with their stacks: `sampled` (the default; picked by bytes, totals
     /// estimated), `all` (every allocation, exact; slower) or `ticks` (the runtime's own
     /// allocation ticks: far cheaper, bytes only, biased; see docs/memory-profiling.md).
@@ -111,6 +123,11 @@ pub struct RecordArgs {
     /// (none but those asked for). With any of them, `kill -USR2 <program pid>` takes one now.
     #[arg(long, value_name = "WHEN", value_parser = parse_heap_snapshot)]
     pub heap_snapshot: Option<String>,
+    /// The size of each of the agent's two record buffers, in KiB (default 4096). When the
+    /// program makes events and samples faster than they can be written, a full buffer drops
+    /// them, and the report says which figures miss how many.
+    #[arg(long, value_name = "KIB", value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
+    pub buffer_size: Option<u32>,
     /// Where to write the trace.
     #[arg(short, long, default_value = "trace.clrprof", value_name = "FILE")]
     pub output: PathBuf,

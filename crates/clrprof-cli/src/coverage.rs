@@ -49,24 +49,18 @@ pub struct CoverageArgs {
     pub command: Vec<String>,
 }
 
-/// The agent settings for a coverage run.
+/// The agent settings for a coverage run: block counters, in the assemblies chosen.
 #[cfg_attr(not(unix), allow(dead_code))]
-pub fn agent_config(include: &[String], exclude: &[String]) -> anyhow::Result<String> {
-    for name in include.iter().chain(exclude) {
-        if name.is_empty() || name.contains([',', ';', '=']) {
-            anyhow::bail!("`{name}` is not an assembly name");
-        }
-    }
-    let mut config = String::from("coverage=1");
-    if !include.is_empty() {
-        config.push_str(";cover_include=");
-        config.push_str(&include.join(","));
-    }
-    if !exclude.is_empty() {
-        config.push_str(";cover_exclude=");
-        config.push_str(&exclude.join(","));
-    }
-    Ok(config)
+pub fn agent_config(
+    include: &[String],
+    exclude: &[String],
+) -> anyhow::Result<clrprof_trace::config::AgentConfig> {
+    Ok(clrprof_trace::config::AgentConfig {
+        coverage: true,
+        cover_include: assembly_names(include)?,
+        cover_exclude: assembly_names(exclude)?,
+        ..Default::default()
+    })
 }
 
 /// Runs the program under the agent with coverage on; writes the report. Returns the
@@ -76,7 +70,7 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
     use clrprof_analysis::coverage::{CoverageFormat, CoverageReport};
 
     let agent = crate::agent_lib::locate(a.agent.as_deref())?;
-    let extra_config = agent_config(&a.include, &a.exclude)?;
+    let base = agent_config(&a.include, &a.exclude)?;
     {
         use crate::overlap::Named;
         let inputs = crate::overlap::command_inputs(&a.command);
@@ -100,7 +94,7 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
         .unwrap_or_else(|| dir.path().join("coverage.clrprof"));
     let opts = crate::record::RecordOptions {
         inline: false,
-        extra_config,
+        base,
         summary: false,
         ..crate::record::RecordOptions::new("none", trace.clone(), agent, a.command)
     };
@@ -189,16 +183,36 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
     Ok(code)
 }
 
+/// An include or exclude list of coverage or count mode, refusing what is not an assembly
+/// name (which the agent's configuration could not carry).
+#[cfg_attr(not(unix), allow(dead_code))]
+pub(crate) fn assembly_names(names: &[String]) -> anyhow::Result<Vec<String>> {
+    match names
+        .iter()
+        .find(|n| !clrprof_trace::config::is_assembly_name(n))
+    {
+        Some(bad) => anyhow::bail!("`{bad}` is not an assembly name"),
+        None => Ok(names.to_vec()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn agent_config_lists_assemblies() {
-        assert_eq!(agent_config(&[], &[]).unwrap(), "coverage=1");
         assert_eq!(
-            agent_config(&["App".into(), "Lib".into()], &["Tests".into()]).unwrap(),
-            "coverage=1;cover_include=App,Lib;cover_exclude=Tests"
+            agent_config(&[], &[]).unwrap().encode(),
+            "version=1;mode=sample;rate=1000;coverage=1"
+        );
+        let c = agent_config(&["App".into(), "Lib".into()], &["Tests".into()]).unwrap();
+        assert_eq!(
+            (c.cover_include, c.cover_exclude),
+            (
+                vec!["App".to_string(), "Lib".into()],
+                vec!["Tests".to_string()]
+            )
         );
         assert!(agent_config(&["a;mode=trace".into()], &[]).is_err());
     }

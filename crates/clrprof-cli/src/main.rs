@@ -45,7 +45,7 @@ use clap::Parser;
 use clrprof_analysis::{Format, Metric, Query};
 
 #[cfg(unix)]
-use cli::{AllocArg, CpuClockArg};
+use cli::{AllocArg, CpuClockArg, ModeArg};
 use cli::{Cli, Command, FormatArg, MetricArg};
 
 fn main() -> ExitCode {
@@ -99,8 +99,19 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         #[cfg(unix)]
         Command::Record(a) => {
             let agent = agent_lib::locate(a.agent.as_deref())?;
+            if a.mode != ModeArg::Count && !(a.include.is_empty() && a.exclude.is_empty()) {
+                anyhow::bail!(
+                    "--include and --exclude choose the assemblies count mode counts: use them with --mode count"
+                );
+            }
+            let base = clrprof_trace::config::AgentConfig {
+                count_include: coverage::assembly_names(&a.include)?,
+                count_exclude: coverage::assembly_names(&a.exclude)?,
+                ..Default::default()
+            };
             let opts = record::RecordOptions {
                 events: a.events,
+                base,
                 rate: a.rate,
                 wall_rate: a.wall_rate,
                 cpu_clock: a.cpu_clock.map(CpuClockArg::name),
@@ -109,6 +120,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 alloc: a.alloc.map(AllocArg::name),
                 alloc_interval: a.alloc_interval,
                 heap_snapshot: a.heap_snapshot,
+                buffer_kib: a.buffer_size,
                 ..record::RecordOptions::new(a.mode.name(), a.output, agent, a.command)
             };
             record::record(&opts)

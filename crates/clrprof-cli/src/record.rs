@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clrprof_analysis::ending::program_end;
+use clrprof_trace::config::{AgentConfig, AllocMode, CpuClockChoice, HeapSnapshots, Mode};
 use clrprof_trace::protocol::TickReader;
 use clrprof_trace::{Record, RecordingEnd, StreamDecoder, protocol};
 
@@ -72,14 +73,18 @@ pub struct RecordOptions {
     pub alloc_interval: Option<u64>,
     /// Heap snapshots: `at-exit`, `every-gc` or N.
     pub heap_snapshot: Option<String>,
+    /// The size of each of the agent's two record buffers, in KiB (`None`: the agent's
+    /// default).
+    pub buffer_kib: Option<u32>,
     /// Trace file.
     pub output: PathBuf,
     /// The agent library.
     pub agent: PathBuf,
     /// Program and arguments.
     pub command: Vec<String>,
-    /// More agent settings (`key=value;...`), e.g. coverage's.
-    pub extra_config: String,
+    /// The agent's settings that the fields above do not choose (coverage, count mode's
+    /// assemblies).
+    pub base: AgentConfig,
     /// Print the closing summary line.
     pub summary: bool,
 }
@@ -105,10 +110,11 @@ impl RecordOptions {
             alloc: None,
             alloc_interval: None,
             heap_snapshot: None,
+            buffer_kib: None,
             output,
             agent,
             command,
-            extra_config: String::new(),
+            base: AgentConfig::default(),
             summary: true,
         }
     }
@@ -119,36 +125,39 @@ impl RecordOptions {
         self.alloc == Some("ticks")
     }
 
-    pub(crate) fn agent_config(&self) -> String {
-        let mut c = format!(
-            "mode={};rate={};inline={};max_nodes={}",
-            self.mode,
-            self.rate,
-            u8::from(self.inline),
-            self.max_nodes
-        );
-        if let Some(hz) = self.wall_rate {
-            c.push_str(&format!(";wall_rate={hz}"));
-        }
+    /// What the agent is asked to do: `base` with every choice above.
+    pub(crate) fn agent_config(&self) -> AgentConfig {
+        let mut c = self.base.clone();
+        c.mode = Mode::from_name(self.mode).unwrap_or(c.mode);
+        c.rate_hz = self.rate;
+        c.inline = self.inline;
+        c.max_nodes = self.max_nodes;
+        c.wall_rate_hz = self.wall_rate.or(c.wall_rate_hz);
         if let Some(clock) = self.cpu_clock {
-            c.push_str(&format!(";cpu_clock={clock}"));
+            c.cpu_clock = [CpuClockChoice::Perf, CpuClockChoice::Timer]
+                .into_iter()
+                .find(|k| k.name() == clock);
         }
-        if !self.events.is_empty() {
-            c.push_str(";events=");
-            c.push_str(&self.events.join(","));
+        // `all` is every cheap category (see `expand_events`); the names were validated.
+        for category in expand_events(&self.events)
+            .iter()
+            .filter_map(|e| clrprof_trace::EventCategory::parse(e))
+        {
+            if !c.events.contains(&category) {
+                c.events.push(category);
+            }
         }
-        if let Some(alloc) = self.alloc {
-            c.push_str(&format!(";alloc={alloc}"));
+        if let Some(alloc) = self.alloc.and_then(AllocMode::from_name) {
+            c.alloc = alloc;
         }
         if let Some(bytes) = self.alloc_interval {
-            c.push_str(&format!(";alloc_interval={bytes}"));
+            c.alloc_interval = bytes;
         }
-        if let Some(when) = &self.heap_snapshot {
-            c.push_str(&format!(";heap_snapshot={when}"));
+        if let Some(h) = self.heap_snapshot.as_deref().and_then(HeapSnapshots::parse) {
+            c.heap_snapshots = h;
         }
-        if !self.extra_config.is_empty() {
-            c.push(';');
-            c.push_str(&self.extra_config);
+        if let Some(kib) = self.buffer_kib {
+            c.buffer_bytes = (kib as usize) << 10;
         }
         c
     }
@@ -243,7 +252,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
         .env("CORECLR_PROFILER_PATH", &opts.agent)
         .env("CORECLR_PROFILER_PATH_64", &opts.agent)
         .env(protocol::ENV_SESSION, &socket)
-        .env(protocol::ENV_CONFIG, opts.agent_config())
+        .env(protocol::ENV_CONFIG, opts.agent_config().encode())
         .env_remove(protocol::ENV_OUTPUT);
 
     // Ctrl-C goes to the whole terminal process group: the program decides what to do with

@@ -33,8 +33,8 @@
 //! `switch` included) whose branch targets and exception clause boundaries are [`Label`]s, so
 //! code can be inserted anywhere; encoding widens the short branches that no longer reach and
 //! otherwise gives back the original bytes. [`basic_blocks`], [`max_stack`] and
-//! [`Method::il_map`] (for `SetILInstrumentedCodeMap`) work on it, and [`counters`] adds a hit
-//! counter to every block.
+//! [`Method::il_map`] (for `SetILInstrumentedCodeMap`) work on it, [`counters`] adds a hit
+//! counter to every block, and [`calls`] counts a method's entries and the calls it makes.
 //!
 //! ```
 //! use clrprof_sdk::il::{Method, OpCode, Operand, asm, basic_blocks};
@@ -59,6 +59,7 @@ use core::fmt;
 use clrprof_sys as sys;
 
 mod blocks;
+pub mod calls;
 pub mod counters;
 mod instruction;
 mod locals;

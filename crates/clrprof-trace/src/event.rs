@@ -48,6 +48,9 @@ macro_rules! event_kinds {
     };
 }
 
+/// What the names of the per-kind dropped-event counters start with.
+const DROPPED_COUNTER_PREFIX: &str = "events_dropped:";
+
 /// The slot of `Initialize`, the first callback after `IUnknown`'s three methods.
 const FIRST_SLOT: u16 = 3;
 
@@ -196,6 +199,27 @@ impl EventKind {
     /// kind this crate does not know.
     pub fn interface(self) -> Option<&'static str> {
         self.info().map(|i| i.interface)
+    }
+
+    /// The name of the agent counter of this kind's events dropped because the agent's
+    /// buffer was full: `events_dropped:ExceptionThrown` (`events_dropped:event120` for a kind
+    /// this crate does not know).
+    pub fn dropped_counter(self) -> String {
+        match self.name() {
+            Some(name) => format!("{DROPPED_COUNTER_PREFIX}{name}"),
+            None => format!("{DROPPED_COUNTER_PREFIX}event{}", self.0),
+        }
+    }
+
+    /// The kind whose dropped events a counter named by [`dropped_counter`](Self::dropped_counter)
+    /// counts.
+    pub fn of_dropped_counter(counter: &str) -> Option<EventKind> {
+        let name = counter.strip_prefix(DROPPED_COUNTER_PREFIX)?;
+        EventKind::from_name(name).or_else(|| {
+            name.strip_prefix("event")
+                .and_then(|k| k.parse().ok())
+                .map(EventKind)
+        })
     }
 
     /// The event kind whose callback is called `name` (exact spelling, as in `corprof.idl`).

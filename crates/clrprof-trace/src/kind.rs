@@ -90,6 +90,10 @@ record_kinds! {
     ALLOCATED_BY_CLASS = 47, "AllocatedByClass";
     /// `CoverageMethod`: basic-block hit counts of one instrumented method (format 1.1).
     COVERAGE_METHOD = 60, "CoverageMethod";
+    /// `CountedMethod`: a method with call counters and its call sites (format 1.4).
+    COUNTED_METHOD = 61, "CountedMethod";
+    /// `CallCounts`: one thread's calls of one counted method and at its call sites (1.4).
+    CALL_COUNTS = 62, "CallCounts";
 }
 
 impl RecordKind {
@@ -130,6 +134,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 30);
+        assert_eq!(RecordKind::KNOWN.len(), 32);
     }
 }

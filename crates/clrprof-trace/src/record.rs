@@ -855,6 +855,9 @@ records! {
     }
 }
 
+mod counts;
+pub use counts::{CallCounts, CallKind, CallSite, CountedMethod, MAX_CALL_SITES};
+
 /// Kind 32: one profiler callback.
 ///
 /// `Copy` and fixed-size so that the agent can build and encode one without allocating: see
@@ -1043,6 +1046,10 @@ pub enum Record {
     AllocatedByClass(AllocatedByClass),
     /// Kind 60.
     CoverageMethod(CoverageMethod),
+    /// Kind 61 (1.4).
+    CountedMethod(CountedMethod),
+    /// Kind 62 (1.4).
+    CallCounts(CallCounts),
     /// A kind this crate does not know, from a newer minor version of the format. Readers
     /// skip (and may count) it; a writer copies it as it is.
     Unknown {
@@ -1087,6 +1094,8 @@ macro_rules! with_record {
             Record::HeapGenerations($r) => $body,
             Record::AllocatedByClass($r) => $body,
             Record::CoverageMethod($r) => $body,
+            Record::CountedMethod($r) => $body,
+            Record::CallCounts($r) => $body,
             Record::Unknown {
                 kind: $kind,
                 payload: $payload,
@@ -1213,6 +1222,8 @@ impl Record {
             RecordKind::HEAP_GENERATIONS => read::<HeapGenerations>(payload).map(Record::from),
             RecordKind::ALLOCATED_BY_CLASS => read::<AllocatedByClass>(payload).map(Record::from),
             RecordKind::COVERAGE_METHOD => read::<CoverageMethod>(payload).map(Record::from),
+            RecordKind::COUNTED_METHOD => read::<CountedMethod>(payload).map(Record::from),
+            RecordKind::CALL_COUNTS => read::<CallCounts>(payload).map(Record::from),
             kind => Ok(Record::Unknown {
                 kind,
                 payload: payload.to_vec(),
@@ -1438,6 +1449,35 @@ pub(crate) mod tests {
                         hits: 0,
                     },
                 ],
+            }),
+            Record::CountedMethod(CountedMethod {
+                id: 3,
+                module: 0x7f00_0000_1000,
+                token: 0x0600_0004,
+                function: 0x7f00_0000_5000,
+                type_name: "Calls".into(),
+                method_name: "Fib".into(),
+                signature: "(int)".into(),
+                sites: vec![
+                    CallSite {
+                        il_offset: 9,
+                        kind: CallKind::Call,
+                        callee_token: 0x0600_0004,
+                        callee: "Calls.Fib(int)".into(),
+                    },
+                    CallSite {
+                        il_offset: 21,
+                        kind: CallKind::CallVirt,
+                        callee_token: 0,
+                        callee: "System.Func<long, long>.Invoke(long)".into(),
+                    },
+                ],
+            }),
+            Record::CallCounts(CallCounts {
+                tid: 4243,
+                method: 3,
+                calls: 242_785,
+                sites: vec![121_392, 0],
             }),
             Record::Unknown {
                 kind: RecordKind(200),

@@ -11,6 +11,8 @@ pub enum Config {
     /// no sampler work: the floor under any signal-based sampler on this machine.
     SampleFloor1000,
     Trace,
+    /// `clrprof record --mode count`: sample mode plus call counters in the IL.
+    Count,
     HooksFloor,
     EventPipe1000,
     /// Memory benchmarks only (not in [`Config::ALL`]).
@@ -24,12 +26,13 @@ pub enum Config {
 
 impl Config {
     /// The main matrix, in report order.
-    pub const ALL: [Config; 7] = [
+    pub const ALL: [Config; 8] = [
         Config::None,
         Config::Sample100,
         Config::Sample1000,
         Config::SampleFloor1000,
         Config::Trace,
+        Config::Count,
         Config::HooksFloor,
         Config::EventPipe1000,
     ];
@@ -41,6 +44,7 @@ impl Config {
             Config::Sample1000 => "sample-1000",
             Config::SampleFloor1000 => "signal-floor-1000",
             Config::Trace => "trace",
+            Config::Count => "count",
             Config::HooksFloor => "hooks-floor",
             Config::EventPipe1000 => "eventpipe-1000",
             Config::AllocSampled => "alloc-sampled",
@@ -63,6 +67,10 @@ impl Config {
                  signals alone cost on this machine, the floor under any signal-based sampler"
             }
             Config::Trace => "`clrprof record --mode trace` (default rate 1000 Hz, inlining kept)",
+            Config::Count => {
+                "`clrprof record --mode count` (sample mode at 1000 Hz plus exact call counts \
+                 from counters in the IL of the workload's assembly, inlining kept)"
+            }
             Config::HooksFloor => {
                 "not clrprof: the SDK's test profiler `probe-elt` with enter/leave hooks that \
                  are a single `ret` (scenario `fast_ret`): what the runtime's enter/leave hooks \
@@ -93,6 +101,7 @@ impl Config {
             Config::Sample100 => Some(&["--mode", "sample", "--rate", "100"]),
             Config::Sample1000 => Some(&["--mode", "sample", "--rate", "1000"]),
             Config::Trace => Some(&["--mode", "trace"]),
+            Config::Count => Some(&["--mode", "count"]),
             Config::AllocSampled => Some(&["--mode", "none", "--alloc", "sampled"]),
             Config::AllocAll => Some(&["--mode", "none", "--alloc", "all"]),
             Config::AllocTicks => Some(&["--mode", "none", "--alloc", "ticks"]),
@@ -102,9 +111,14 @@ impl Config {
     }
 
     /// The agent's configuration, for a configuration that loads the agent without the CLI.
-    pub fn agent_only_config(self) -> Option<&'static str> {
+    pub fn agent_only_config(self) -> Option<clrprof_trace::config::AgentConfig> {
         match self {
-            Config::SampleFloor1000 => Some("mode=sample;rate=1000;handler_floor=1"),
+            Config::SampleFloor1000 => Some(clrprof_trace::config::AgentConfig {
+                mode: clrprof_trace::config::Mode::Sample,
+                rate_hz: 1000,
+                handler_floor: true,
+                ..Default::default()
+            }),
             _ => None,
         }
     }
@@ -119,7 +133,10 @@ impl Config {
 
     /// Whether the configuration samples CPU (and its trace must hold samples).
     pub fn samples_cpu(self) -> bool {
-        matches!(self, Config::Sample100 | Config::Sample1000 | Config::Trace)
+        matches!(
+            self,
+            Config::Sample100 | Config::Sample1000 | Config::Trace | Config::Count
+        )
     }
 }
 

@@ -20,6 +20,9 @@ const PROFILER_SHARE_100_MAX: f64 = 0.01;
 const FLOOR_FACTOR_MAX: f64 = 1.5;
 const TRACE_FIB_MAX: f64 = 3.0;
 const TRACE_REALISTIC_MAX: f64 = 1.5;
+/// Count mode's work-time targets: Fib (a call is almost all its work), the others.
+const COUNT_FIB_MAX: f64 = 1.5;
+const COUNT_OTHER_MAX: f64 = 1.10;
 const STARTUP_MAX_MS: f64 = 15.0;
 
 /// Facts about the whole bench run.
@@ -133,6 +136,27 @@ fn targets<'a>(names: &'a [String]) -> Vec<Target<'a>> {
                     .median_ratio(Config::HooksFloor)
                     .map_or(String::new(), |f| format!(" (empty hooks alone: {f:.2}x)"));
                 Some((format!("{r:.2}x{floor}"), r <= limit))
+            }),
+        });
+    }
+    for name in names {
+        let limit = if name == "Fib" {
+            COUNT_FIB_MAX
+        } else {
+            COUNT_OTHER_MAX
+        };
+        if !matches!(name.as_str(), "Fib" | "Realistic" | "Alloc" | "Threads") {
+            continue;
+        }
+        t.push(Target {
+            name: format!("`{name}`: count <= {limit:.2}x"),
+            measure: Box::new(move |rt| {
+                let w = workload(rt, name)?;
+                let r = w.median_ratio(Config::Count)?;
+                let trace = w
+                    .median_ratio(Config::Trace)
+                    .map_or(String::new(), |f| format!(" (trace: {f:.2}x)"));
+                Some((format!("{r:.2}x{trace}"), r <= limit))
             }),
         });
     }

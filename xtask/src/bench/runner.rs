@@ -281,14 +281,12 @@ pub fn run_workload(
             }
             clrprof_command(tools, program, config.subcommand(), &args, &trace)
         }
-        None if config.agent_only_config().is_some() => {
+        None if let Some(agent_config) = config.agent_only_config() => {
             // The agent without the CLI, writing its trace itself.
             let mut cmd = plain_command(program);
             set_profiler(&mut cmd, protocol::AGENT_CLSID, &tools.agent);
-            cmd.env(protocol::ENV_OUTPUT, &trace).env(
-                protocol::ENV_CONFIG,
-                config.agent_only_config().unwrap_or(""),
-            );
+            cmd.env(protocol::ENV_OUTPUT, &trace)
+                .env(protocol::ENV_CONFIG, agent_config.encode());
             cmd
         }
         None if config == Config::HooksFloor => {
@@ -502,8 +500,14 @@ pub fn run_startup(tools: &Tools, empty: &Program, how: Startup) -> Result<(f64,
         Startup::AgentOnly => {
             let mut cmd = plain_command(empty);
             set_profiler(&mut cmd, protocol::AGENT_CLSID, &tools.agent);
-            cmd.env(protocol::ENV_OUTPUT, &trace)
-                .env(protocol::ENV_CONFIG, "mode=none");
+            cmd.env(protocol::ENV_OUTPUT, &trace).env(
+                protocol::ENV_CONFIG,
+                clrprof_trace::config::AgentConfig {
+                    mode: clrprof_trace::config::Mode::None,
+                    ..Default::default()
+                }
+                .encode(),
+            );
             cmd
         }
     };

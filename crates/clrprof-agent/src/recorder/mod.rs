@@ -3,11 +3,13 @@
 //! trees ([`cct`]) and hand-written hooks ([`hooks`]), sample mode's per-thread CPU clocks
 //! ([`cpu_clock`]), its signal-based stack capture ([`capture`]) and capture queues
 //! ([`ring`]), reads of exception objects ([`objects`]), the lock-free slot the session is
-//! published in ([`published`]), and the heap snapshot signal ([`snapshot_signal`]). Every
+//! published in ([`published`]), the heap snapshot signal ([`snapshot_signal`]), and count
+//! mode's counter memory ([`counters`]). Every
 //! `unsafe` block says why it is sound.
 
 pub mod capture;
 pub mod cct;
+pub mod counters;
 pub mod cpu_clock;
 pub mod hooks;
 pub mod objects;

@@ -100,7 +100,7 @@ pub struct Sampler {
 impl Sampler {
     /// Starts sampling for `session` (which must live for the rest of the process).
     pub fn start(session: &'static Session) -> Option<Sampler> {
-        if session.config.mode == Mode::Sample && !capture::install() {
+        if session.config.mode.samples() && !capture::install() {
             session.warn(
                 "stack sampling is not supported on this platform; no samples will be recorded",
             );
@@ -110,7 +110,7 @@ impl Sampler {
         // program's main thread, which the runtime announces to no callback. It is registered
         // and its clock armed now, so that its CPU is sampled from the start rather than from
         // when the sampler thread gets to adopt it.
-        let clock = (session.config.mode == Mode::Sample).then(|| choose_clock(session));
+        let clock = session.config.mode.samples().then(|| choose_clock(session));
         if let Some(Some(_)) = clock
             && !session.attached
             && let Some(slot) = threads::register_current(0)
@@ -124,7 +124,9 @@ impl Sampler {
             .spawn(move || {
                 let _own = threads::mark_agent_thread();
                 match session.config.mode {
-                    Mode::Sample => SampleLoop::new(session, clock.flatten()).run(&stop_flag),
+                    Mode::Sample | Mode::Count => {
+                        SampleLoop::new(session, clock.flatten()).run(&stop_flag)
+                    }
                     Mode::Trace => run_trace(session, &stop_flag),
                     Mode::None => {}
                 }

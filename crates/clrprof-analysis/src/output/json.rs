@@ -70,12 +70,20 @@ pub struct CpuReport {
     pub functions_omitted: usize,
     /// The merged call tree.
     pub call_tree: CallTreeJson,
+    /// Count mode: the calls of every counted call site of the selected threads, by caller
+    /// and IL offset (absent in the other modes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_sites: Option<Vec<CallSiteJson>>,
     /// Remarks for the reader.
     pub notes: Vec<String>,
     /// How sample mode sampled: clock, rates, what was missed, the profiler's cost, stacks
     /// that ended early (traces of format 1.2 and later).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling: Option<crate::sampling::SamplingInfo>,
+    /// Where every sample of the trace went: shown here, or left out and why, and how many
+    /// the agent dropped (absent for allocation profiles).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample_accounting: Option<crate::accounting::SampleAccounting>,
 }
 
 /// One selected thread in [`CpuReport::threads`].
@@ -148,8 +156,21 @@ pub struct FunctionJson {
     pub self_weight: u64,
     /// Weight of the stacks containing the function (recursion counted once).
     pub total: u64,
-    /// Exact calls (trace mode); `null` in sample mode.
+    /// Exact calls (trace mode; count mode: its counted entries); `null` in sample mode.
     pub calls: Option<u64>,
+}
+
+/// One row of [`CpuReport::call_sites`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CallSiteJson {
+    /// The function the call site is in.
+    pub caller: String,
+    /// The method the call instruction names (before any virtual dispatch).
+    pub callee: String,
+    /// IL offset of the call instruction in the caller's original body.
+    pub il_offset: u32,
+    /// Exact calls made there.
+    pub calls: u64,
 }
 
 /// [`CpuReport::call_tree`]: the tree as a flat list in depth-first order.
@@ -183,7 +204,8 @@ pub struct NodeJson {
     pub self_weight: u64,
     /// Weight of this node and its callees.
     pub total: u64,
-    /// Exact calls along this path (trace mode); `null` in sample mode.
+    /// Exact calls along this path (trace mode; count mode: the calls the parent function
+    /// made to this one); `null` in sample mode.
     pub calls: Option<u64>,
 }
 
@@ -227,12 +249,15 @@ pub fn report(profile: &Profile, query: &Query, options: &Json) -> Result<CpuRep
         })
         .collect();
 
+    let accounting = a.sample_accounting();
     Ok(CpuReport {
         mode: profile.mode,
         metric,
         unit: metric.unit(),
         total: a.grand_total(),
-        samples: a.tree.total().samples,
+        samples: accounting
+            .as_ref()
+            .map_or(a.tree.total().samples, |acc| acc.shown),
         sample_interval_ns: profile.sample_interval_ns,
         start_unix_ns: profile.start_unix_ns,
         duration_ns: profile.duration_ns,
@@ -241,8 +266,27 @@ pub fn report(profile: &Profile, query: &Query, options: &Json) -> Result<CpuRep
         functions,
         functions_omitted: table.omitted,
         call_tree: call_tree(&a, options.tree_threshold_percent, with_calls),
+        call_sites: a.call_counts().map(|c| {
+            let name = |f: crate::model::FrameIndex| profile.frame(f).name.clone();
+            c.sites
+                .iter()
+                .filter(|s| {
+                    a.selection.filter().is_none_or(|t| {
+                        profile.frame(s.caller).name.contains(t)
+                            || profile.frame(s.callee).name.contains(t)
+                    })
+                })
+                .map(|s| CallSiteJson {
+                    caller: name(s.caller),
+                    callee: name(s.callee),
+                    il_offset: s.il_offset,
+                    calls: s.calls,
+                })
+                .collect()
+        }),
         notes: a.notes(),
         sampling: profile.sampling.clone(),
+        sample_accounting: accounting,
     })
 }
 

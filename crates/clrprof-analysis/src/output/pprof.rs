@@ -161,7 +161,7 @@ fn type_name(frame: &str) -> &str {
 /// Builds the pprof message (uncompressed) for `profile` under `query`.
 pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
     let a = Analysis::new(profile, query, false)?;
-    let with_calls = profile.mode == Mode::Trace;
+    let with_calls = matches!(profile.mode, Mode::Trace | Mode::Count);
     let mut t = Tables {
         profile,
         strings: StringTable::new(),
@@ -177,7 +177,7 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
             ("alloc_objects", "count", Metric::Objects),
             ("alloc_space", "bytes", Metric::Bytes),
         ],
-        Mode::Sample | Mode::Trace => vec![
+        Mode::Sample | Mode::Trace | Mode::Count => vec![
             ("samples", "count", Metric::Samples),
             ("cpu", "nanoseconds", Metric::Cpu),
             ("wall", "nanoseconds", Metric::Wall),
@@ -271,6 +271,32 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
                     label,
                 });
             }
+        }
+    }
+
+    // Count mode: each caller -> callee count as a two-frame sample with only a call count,
+    // so that pprof's graph shows the exact calls on its edges.
+    if let Some(counts) = a.call_counts() {
+        let mut edges: Vec<_> = counts.edges.iter().collect();
+        edges.sort();
+        for (&(caller, callee), &calls) in edges {
+            if a.selection.filter().is_some_and(|f| {
+                !profile.frame(caller).name.contains(f) && !profile.frame(callee).name.contains(f)
+            }) {
+                continue;
+            }
+            let v = Values {
+                calls,
+                ..Values::default()
+            };
+            samples.push(pb::Sample {
+                location_id: vec![
+                    t.location(Label::Frame(callee)),
+                    t.location(Label::Frame(caller)),
+                ],
+                value: values(&v),
+                label: Vec::new(),
+            });
         }
     }
 

@@ -50,6 +50,9 @@ impl Render for Text {
             writeln!(out)?;
             write_tree(&a, self.tree_threshold_percent, out)?;
         }
+        if let Some(counts) = a.call_counts() {
+            write_call_sites(&a, &counts, query.top, out)?;
+        }
         let notes = a.notes();
         if !notes.is_empty() {
             writeln!(out)?;
@@ -63,20 +66,27 @@ impl Render for Text {
 
 fn write_header(a: &Analysis<'_>, out: &mut dyn Write) -> Result<(), Error> {
     let p = a.profile;
-    let total = a.tree.total();
+    let accounting = a.sample_accounting();
+    // The samples the figures are made of (in sample mode, those that weigh in the metric).
+    let samples = accounting
+        .as_ref()
+        .map_or(a.tree.total().samples, |acc| acc.shown);
     writeln!(
         out,
         "{} mode, metric {} ({}), {} samples, {} of {} threads, duration {}",
         p.mode,
         a.metric,
         a.metric.unit(),
-        total.samples,
+        samples,
         a.selection.threads.len(),
         p.threads.len(),
         units::duration(p.duration_ns),
     )?;
     if let Some(s) = &p.sampling {
         write_sampling(s, out)?;
+    }
+    if let Some(acc) = accounting.filter(|acc| !acc.is_whole()) {
+        writeln!(out, "Samples: {}", acc.sentence())?;
     }
     if a.selection.threads.len() != p.threads.len() {
         let names: Vec<String> = a
@@ -219,6 +229,52 @@ fn write_tree(a: &Analysis<'_>, threshold: f64, out: &mut dyn Write) -> Result<(
             out,
             "({elided} call path{s} under {threshold:.2}% of the total not shown)"
         )?;
+    }
+    Ok(())
+}
+
+/// Count mode: the call sites with the most calls, `caller -> callee`.
+fn write_call_sites(
+    a: &Analysis<'_>,
+    counts: &crate::counts::CallCounts,
+    top: Option<usize>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let p = a.profile;
+    let mut sites: Vec<_> = counts
+        .sites
+        .iter()
+        .filter(|s| {
+            a.selection.filter().is_none_or(|t| {
+                p.frame(s.caller).name.contains(t) || p.frame(s.callee).name.contains(t)
+            })
+        })
+        .collect();
+    sites.sort_by(|x, y| {
+        y.calls
+            .cmp(&x.calls)
+            .then_with(|| p.frame(x.caller).name.cmp(&p.frame(y.caller).name))
+            .then(x.il_offset.cmp(&y.il_offset))
+    });
+    let shown = top
+        .filter(|&n| n > 0)
+        .unwrap_or(usize::MAX)
+        .min(sites.len());
+    writeln!(out)?;
+    writeln!(out, "Call sites (exact calls, caller -> callee):")?;
+    writeln!(out, "{:>10}  Caller (IL offset) -> callee", "Calls")?;
+    for s in &sites[..shown] {
+        writeln!(
+            out,
+            "{:>10}  {} (IL_{:04x}) -> {}",
+            s.calls,
+            p.frame(s.caller).name,
+            s.il_offset,
+            p.frame(s.callee).name
+        )?;
+    }
+    if shown < sites.len() {
+        writeln!(out, "... {} more call sites not shown", sites.len() - shown)?;
     }
     Ok(())
 }

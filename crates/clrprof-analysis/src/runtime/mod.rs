@@ -13,6 +13,8 @@ mod startup;
 mod text;
 pub mod timeline;
 
+use std::collections::BTreeMap;
+
 use clrprof_trace::{Event, EventKind as K, ExceptionInfo};
 use serde::Serialize;
 
@@ -127,6 +129,7 @@ impl RuntimeBuilder {
             native: activity.native,
             suspensions: activity.suspensions,
             timeline: self.timeline,
+            events_lost: BTreeMap::new(),
         }
     }
 }
@@ -153,6 +156,10 @@ pub struct RuntimeViews {
     /// The spans for the timeline view.
     #[serde(skip)]
     pub timeline: Timeline,
+    /// Events the agent dropped, per callback name (the events summary's `lost`): the views
+    /// made of those kinds miss them.
+    #[serde(skip)]
+    pub events_lost: BTreeMap<String, u64>,
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 
 use std::io::{self, Write};
 
+use clrprof_trace::{EventCategory, EventKind};
+
 use super::{RuntimeViews, View};
 use crate::units::{count, duration as ms};
 
@@ -21,7 +23,45 @@ pub fn write_view(
         View::Threads => threads(v, rows, out),
         View::Native => native(v, rows, out),
         View::Suspensions => suspensions(v, out),
+    }?;
+    lost_events(v, view, out)
+}
+
+/// Which event categories a view is made of.
+fn categories(view: View) -> &'static [EventCategory] {
+    match view {
+        View::Exceptions => &[EventCategory::Exception],
+        View::Jit => &[EventCategory::Jit],
+        View::Loads => &[
+            EventCategory::AppDomain,
+            EventCategory::Assembly,
+            EventCategory::Module,
+            EventCategory::Class,
+        ],
+        View::Threads => &[EventCategory::Thread],
+        View::Native => &[EventCategory::Transition],
+        View::Suspensions => &[EventCategory::Suspension],
     }
+}
+
+/// Under a view, the events of its kinds that the agent dropped: its figures miss them.
+fn lost_events(v: &RuntimeViews, view: View, out: &mut dyn Write) -> io::Result<()> {
+    let lost: Vec<String> = v
+        .events_lost
+        .iter()
+        .filter(|(name, _)| {
+            EventKind::from_name(name).is_some_and(|k| categories(view).contains(&k.category()))
+        })
+        .map(|(name, n)| format!("{} {name}", count(*n)))
+        .collect();
+    if !lost.is_empty() {
+        writeln!(
+            out,
+            "  LOST      {} events (the agent's buffer was full): the figures above miss them",
+            lost.join(", ")
+        )?;
+    }
+    Ok(())
 }
 
 /// Whether a view has anything to show.
@@ -46,12 +86,25 @@ fn more(out: &mut dyn Write, shown: usize, total: usize, flag: &str) -> io::Resu
 fn exceptions(v: &RuntimeViews, rows: usize, out: &mut dyn Write) -> io::Result<()> {
     let total: u64 = v.exceptions.iter().map(|x| x.count).sum();
     let rethrows: u64 = v.exceptions.iter().map(|x| x.rethrows).sum();
-    writeln!(
-        out,
-        "\nExceptions ({} thrown, {} rethrown)",
-        count(total),
-        count(rethrows)
-    )?;
+    let lost_any = v.events_lost.keys().any(|name| {
+        EventKind::from_name(name).is_some_and(|k| k.category() == EventCategory::Exception)
+    });
+    match v.events_lost.get("ExceptionThrown") {
+        // Without every callback of each exception, throws, rethrows and catches cannot be
+        // paired exactly: an exception whose catch was lost still looks in flight.
+        _ if lost_any => writeln!(
+            out,
+            "\nExceptions ({} seen thrown, {} more lost; throws, rethrows and catches below are paired from incomplete events)",
+            count(total + rethrows),
+            count(v.events_lost.get("ExceptionThrown").copied().unwrap_or(0)),
+        )?,
+        _ => writeln!(
+            out,
+            "\nExceptions ({} thrown, {} rethrown)",
+            count(total),
+            count(rethrows)
+        )?,
+    }
     for x in v.exceptions.iter().take(rows) {
         writeln!(out, "  {:>7} x {}", count(x.count), x.exception_type)?;
         if !x.message.is_empty() {

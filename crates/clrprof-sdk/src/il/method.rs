@@ -316,6 +316,20 @@ impl Method {
         index + n
     }
 
+    /// Inserts `code` before the first instruction, to run once each time the method is
+    /// entered: unlike [`Method::insert_before`], the first instruction keeps its label, so a
+    /// branch back to it (a loop starting at the first instruction) and a `try` starting
+    /// there skip the inserted code. Returns the number of instructions inserted.
+    pub fn insert_at_entry(&mut self, code: impl IntoIterator<Item = (OpCode, Operand)>) -> usize {
+        let n = self.insert_before(0, code);
+        if n > 0 && n < self.instructions.len() {
+            let inserted = self.instructions[0].label;
+            self.instructions[0].label = self.instructions[n].label;
+            self.instructions[n].label = inserted;
+        }
+        n
+    }
+
     /// Computes each instruction's offset, widening short branches whose target is out of
     /// reach (the opcodes of `self` are updated to the forms written).
     pub fn layout(&mut self) -> Result<Layout, IlError> {

@@ -564,3 +564,131 @@ fn block_counters() {
     .concat();
     assert_eq!(body.code, expected);
 }
+
+#[test]
+fn entry_code_is_not_a_loop_target() {
+    // IL_0: ldarg.0; IL_1: brtrue.s IL_0 (a loop back to the first instruction); IL_3: ret
+    let mut m = Method::decode(&IlBody::new(vec![0x02, 0x2D, 0xFD, 0x2A])).unwrap();
+    let n = m.insert_at_entry([
+        op(OpCode::NOP, Operand::None),
+        op(OpCode::NOP, Operand::None),
+    ]);
+    assert_eq!(n, 2);
+    let (body, _) = m.to_body().unwrap();
+    // The branch still goes back to the ldarg.0 (now at offset 2), not to the entry code.
+    assert_eq!(body.code, [0x00, 0x00, 0x02, 0x2D, 0xFD, 0x2A]);
+    // insert_before, by contrast, puts the code in the loop.
+    let mut m = Method::decode(&IlBody::new(vec![0x02, 0x2D, 0xFD, 0x2A])).unwrap();
+    m.insert_before(0, [op(OpCode::NOP, Operand::None)]);
+    assert_eq!(m.to_body().unwrap().0.code, [0x00, 0x02, 0x2D, 0xFC, 0x2A]);
+}
+
+#[test]
+fn call_counters_count_entries_and_call_sites() {
+    #[rustfmt::skip]
+    let code = [
+        0x02,                               // 0 ldarg.0
+        0x2C, 0x03,                         // 1 brfalse.s -> 6
+        0x17,                               // 3 ldc.i4.1
+        0x2B, 0x01,                         // 4 br.s -> 7 (the call: a join with an argument)
+        0x18,                               // 6 ldc.i4.2
+        0x28, 1, 0, 0, 0x06,                // 7 call 0x06000001
+        0x73, 2, 0, 0, 0x0A,                // 12 newobj 0x0A000002
+        0x26,                               // 17 pop
+        0x02,                               // 18 ldarg.0
+        0xFE, 0x14, 0x6F, 3, 0, 0, 0x0A,    // 19 tail. callvirt 0x0A000003
+        0x2A,                               // 26 ret
+    ];
+    let mut m = Method::decode(&IlBody::new(code.to_vec())).unwrap();
+    let found = calls::calls(&m);
+    let shape: Vec<(usize, usize, OpCode, u32)> = found
+        .iter()
+        .map(|c| (c.at, c.index, c.opcode, c.token.0))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (5, 5, OpCode::CALL, 0x0600_0001),
+            (6, 6, OpCode::NEWOBJ, 0x0A00_0002),
+            (9, 10, OpCode::CALLVIRT, 0x0A00_0003),
+        ]
+    );
+
+    // Shared counters: an increment at the entry and before each call (before its prefix).
+    let cells = [0x1000usize, 0x2000, 0x3000, 0x4000];
+    let mut shared = m.clone();
+    calls::add_shared_call_counters(&mut shared, &found, &cells);
+    assert_eq!(shared.max_stack, 8 + counters::PROBE_STACK);
+    let (body, _) = shared.to_body().unwrap();
+    let probe = |cell: usize| {
+        let mut p = vec![0x21];
+        p.extend_from_slice(&(cell as u64).to_le_bytes());
+        p.extend_from_slice(&[0xE0, 0x25, 0x4C, 0x17, 0x6A, 0x58, 0x55]);
+        p
+    };
+    let expected = [
+        probe(0x1000),
+        vec![0x02, 0x2C, 0x03, 0x17, 0x2B, 0x01, 0x18],
+        probe(0x2000),
+        vec![0x28, 1, 0, 0, 0x06],
+        probe(0x3000),
+        vec![0x73, 2, 0, 0, 0x0A, 0x26, 0x02],
+        probe(0x4000),
+        vec![0xFE, 0x14, 0x6F, 3, 0, 0, 0x0A, 0x2A],
+    ]
+    .concat();
+    assert_eq!(
+        body.code, expected,
+        "the br.s to the call now reaches its probe"
+    );
+
+    // Per-thread counters: the entry finds the thread's base, each probe adds to base[k].
+    let c = calls::ThreadCounters {
+        table: 0x7f00_0000_0000,
+        first: 0x5500_0000_0040,
+        base_local: 3,
+        address_local: 4,
+    };
+    calls::add_thread_call_counters(&mut m, &found, &c);
+    let ops: Vec<OpCode> = m.instructions.iter().map(|i| i.opcode).collect();
+    let entry = calls::thread_base(&c).len() + calls::thread_increment(3, 0).len();
+    assert_eq!(
+        ops[entry],
+        OpCode::LDARG_0,
+        "the original code follows the entry code"
+    );
+    assert_eq!(
+        &m.instructions[..entry]
+            .iter()
+            .filter_map(|i| match i.operand {
+                Operand::I8(v) => Some(v),
+                _ => None,
+            })
+            .collect::<Vec<_>>(),
+        &[0x7f00_0000_0000, 0x5500_0000_0040]
+    );
+    // The probe of the third call (counter 3, at byte 24) comes before `tail.`.
+    let tail = ops.iter().position(|&o| o == OpCode::TAIL).unwrap();
+    let probe3 = calls::thread_increment(3, 3);
+    assert_eq!(probe3.len(), 9);
+    let before: Vec<(OpCode, Operand)> = m.instructions[tail - probe3.len()..tail]
+        .iter()
+        .map(|i| (i.opcode, i.operand.clone()))
+        .collect();
+    assert_eq!(before, probe3);
+    assert_eq!(before[1], (OpCode::LDC_I4_S, Operand::I1(24)));
+    // It encodes, and decodes back to the same instructions.
+    let (body, _) = m.to_body().unwrap();
+    let decoded = Method::decode(&body).unwrap();
+    let again: Vec<OpCode> = decoded.instructions.iter().map(|i| i.opcode).collect();
+    assert_eq!(again, ops);
+    let depth = max_stack(&m, |_, _| {
+        Some(CallSite {
+            params: 0,
+            has_this: true,
+            returns_value: true,
+        })
+    })
+    .unwrap();
+    assert!(depth <= m.max_stack, "{depth} > {}", m.max_stack);
+}

@@ -27,7 +27,7 @@ pub use import::{
     MetaDataImport, MethodProps, MethodSpecProps, ParamProps, PinvokeMap, ScopeProps, TypeDefProps,
     TypeRefProps,
 };
-pub use names::{FunctionName, Namer};
+pub use names::{CallTarget, FunctionName, Namer};
 pub use signature::{
     ArrayShape, CallConv, MethodSig, PropertySig, SigError, SigErrorKind, Signature, TypeSig,
 };

@@ -282,7 +282,7 @@ impl Html {
             })
             .collect();
         let metrics: &[Metric] = match profile.mode {
-            Mode::Sample => &[Metric::Cpu, Metric::Wall],
+            Mode::Sample | Mode::Count => &[Metric::Cpu, Metric::Wall],
             Mode::Trace => &[Metric::Cpu, Metric::Wall, Metric::Calls],
             Mode::Alloc => &[Metric::Bytes, Metric::Objects],
         };

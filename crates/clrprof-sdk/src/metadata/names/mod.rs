@@ -53,10 +53,12 @@ use std::fmt;
 
 use crate::ids::{ClassId, ModuleId, Token};
 
+mod callees;
 mod namer;
 mod render;
 mod shared;
 
+pub use callees::CallTarget;
 pub use namer::Namer;
 pub use render::csharp_keyword;
 

@@ -63,10 +63,10 @@ impl fmt::Debug for Namer {
 }
 
 /// One module's metadata seen through the namer's caches.
-struct Scope<'a> {
-    namer: &'a Namer,
-    module: ModuleId,
-    import: &'a MetaDataImport,
+pub(super) struct Scope<'a> {
+    pub(super) namer: &'a Namer,
+    pub(super) module: ModuleId,
+    pub(super) import: &'a MetaDataImport,
 }
 
 impl TypeScope for Scope<'_> {
@@ -129,7 +129,7 @@ impl TypeScope for DynamicScope<'_> {
 impl Scope<'_> {
     /// Declared names of the generic parameters of a TypeDef or MethodDef (empty when the
     /// metadata cannot tell).
-    fn generic_params(&self, owner: Token) -> Result<Arc<Vec<String>>> {
+    pub(super) fn generic_params(&self, owner: Token) -> Result<Arc<Vec<String>>> {
         let key = (self.module, owner);
         if let Some(p) = lock(&self.namer.generic_params).get(&key) {
             return Ok(p.clone());
@@ -191,7 +191,12 @@ fn type_path(import: &MetaDataImport, token: Token) -> Result<TypePath> {
 /// The generic arguments to display for `declared` parameters given the runtime's type
 /// arguments: each argument's class name (`System.__Canon` shown as `__Canon`); a missing
 /// argument shows the parameter's declared name (or `!n`/`!!n` with `marker`).
-fn merge_args(declared: &[String], actual: &[String], count: usize, marker: &str) -> Vec<String> {
+pub(super) fn merge_args(
+    declared: &[String],
+    actual: &[String],
+    count: usize,
+    marker: &str,
+) -> Vec<String> {
     (0..count)
         .map(|i| match actual.get(i) {
             Some(a) if a == CANON => CANON_ARG.to_string(),
@@ -261,7 +266,11 @@ impl Namer {
         Ok(import)
     }
 
-    fn metadata_required(&self, info: &ProfilerInfo, module: ModuleId) -> Result<MetaDataImport> {
+    pub(super) fn metadata_required(
+        &self,
+        info: &ProfilerInfo,
+        module: ModuleId,
+    ) -> Result<MetaDataImport> {
         self.metadata(info, module)?
             .ok_or_else(|| Error::InvalidData {
                 context: "module metadata",
@@ -604,7 +613,7 @@ impl Namer {
         Ok(path.display(&args))
     }
 
-    fn method_name(
+    pub(super) fn method_name(
         &self,
         info: &ProfilerInfo,
         module: ModuleId,
@@ -682,7 +691,7 @@ impl Namer {
 }
 /// Whether a method is a conversion operator (`op_Implicit`, `op_Explicit`): the methods C#
 /// lets differ only by their return type.
-fn is_conversion_operator(props: &MethodProps) -> bool {
+pub(super) fn is_conversion_operator(props: &MethodProps) -> bool {
     props.attributes & sys::mdSpecialName != 0
         && matches!(props.name.as_str(), "op_Implicit" | "op_Explicit")
 }
