@@ -545,26 +545,30 @@ fn argument_limits_are_checked_by_the_cli_with_the_real_bound() {
 }
 
 #[test]
-fn a_header_only_trace_is_an_error_not_a_report() {
+fn a_header_only_trace_says_nothing_was_recorded_and_invents_nothing() {
     let hello = compile("Hello");
     let rec = record(&hello, &[], &["--mode", "none"]);
     rec.output.assert_success();
     let bytes = std::fs::read(&rec.trace).unwrap();
     let header_only = rec.dir.path().join("header.clrprof");
     std::fs::write(&header_only, &bytes[..clrprof_trace::HEADER_LEN]).unwrap();
-    for format in ["text", "json"] {
-        let r = report(&header_only, &["--format", format]);
-        assert_eq!(r.status.code(), Some(1), "{format}: {}", r.describe());
-        assert!(
-            r.stderr_str().contains(&format!(
-                "{} holds a trace header and no record",
-                s(&header_only)
-            )),
-            "{}",
-            r.describe()
-        );
-        assert_eq!(r.stdout_str(), "", "{format}: no report of `exit 0`");
-    }
+    let why = "the recording did not finish, and the trace holds only its header: the \
+               recording stopped before the agent sent anything (clrprof was stopped before the \
+               program's runtime started, or the runtime never started): there is no figure to \
+               show";
+    let text = report(&header_only, &[]);
+    text.assert_success();
+    assert_eq!(
+        text.stdout_str(),
+        format!("Session\n  recorded  nothing was recorded\n  WARNING   {why}\n"),
+        "no program, pid, mode or exit code that the trace does not hold"
+    );
+    let json = report_json(&header_only);
+    assert_eq!(json["session"]["integrity"]["header_only"], true);
+    assert_eq!(json["session"]["integrity_notes"], serde_json::json!([why]));
+    assert_eq!(json["session"]["program_end"], serde_json::Value::Null);
+    assert_eq!(json["session"]["exit_code"], serde_json::Value::Null);
+    assert_eq!(json["session"]["records"], 0);
 }
 
 #[test]

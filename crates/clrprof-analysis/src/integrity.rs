@@ -59,6 +59,9 @@ pub struct Integrity {
     /// Whether a `clrprof` was still writing the trace when it was read (it held the file's
     /// lock): what is missing at its end has not been written yet.
     pub being_written: bool,
+    /// Whether the file holds a trace header and not one record: nothing was recorded (the
+    /// recording stopped before the agent sent anything).
+    pub header_only: bool,
 }
 
 impl Integrity {
@@ -124,17 +127,9 @@ impl Integrity {
     /// True if nothing was found missing or damaged.
     pub fn is_whole(&self) -> bool {
         !self.being_written
+            && !self.header_only
             && self.damaged.is_empty()
             && !self.unfinished
-            && !self.damaged_to_end
-            && self.corrupt_records == 0
-            && self.cut.is_none()
-    }
-
-    /// True if nothing was found damaged or cut, whether or not the recording finished: a
-    /// trace that ends cleanly between two blocks.
-    pub fn is_whole_but_unfinished(&self) -> bool {
-        self.damaged.is_empty()
             && !self.damaged_to_end
             && self.corrupt_records == 0
             && self.cut.is_none()
@@ -145,6 +140,16 @@ impl Integrity {
     pub fn notes(&self) -> Vec<String> {
         let mut out = Vec::new();
         let after = format!("{:.2} s", self.last_ts_ns as f64 / 1e9);
+        if self.header_only && !self.being_written {
+            out.push(
+                "the recording did not finish, and the trace holds only its header: the \
+                 recording stopped before the agent sent anything (clrprof was stopped before \
+                 the program's runtime started, or the runtime never started): there is no \
+                 figure to show"
+                    .to_string(),
+            );
+            return out;
+        }
         if let Some(cut) = &self.cut {
             out.push(format!(
                 "the trace is cut short ({cut}): nothing after {after} was kept, so every \

@@ -306,14 +306,6 @@ fn report_file(
     });
     let mut loaded = load(file, keep, sample_detail(opts.format))?;
     loaded.integrity.being_written = crate::safe_file::being_written(file);
-    if loaded.records == 0 && loaded.integrity.is_whole_but_unfinished() {
-        bail!(
-            "{} holds a trace header and no record: the recording stopped before the agent \
-             sent anything (clrprof was stopped, or the program ended before its runtime \
-             started), so there is nothing to report",
-            file.display()
-        );
-    }
     // The full text report says it at the top; every other output gets it on stderr.
     let in_report = opts.format == Format::Text && !text_sections(opts);
     if !loaded.integrity.is_whole() && !in_report {
