@@ -33,6 +33,7 @@ mod pdb;
 pub mod probes;
 mod process;
 mod profile;
+mod programs;
 mod stripped;
 
 pub use browser::{
@@ -55,6 +56,7 @@ pub use process::{
     ChildGuard, OutputExt, default_timeout, describe_command, run_command, run_command_timeout,
 };
 pub use profile::{frame_names, profile_of, thread};
+pub use programs::TRACED_CALLS;
 
 /// A fresh temporary directory for one test, deleted when dropped.
 pub fn temp_dir() -> tempfile::TempDir {
