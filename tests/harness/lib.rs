@@ -33,6 +33,7 @@ mod pdb;
 pub mod probes;
 mod process;
 mod profile;
+mod programs;
 mod stripped;
 
 pub use browser::{
@@ -56,6 +57,7 @@ pub use process::{
     signal_snapshot_when_ready,
 };
 pub use profile::{frame_names, profile_of, thread};
+pub use programs::TRACED_CALLS;
 
 /// A fresh temporary directory for one test, deleted when dropped.
 pub fn temp_dir() -> tempfile::TempDir {

@@ -888,6 +888,8 @@ impl Profiler for Agent {
                 reason: "attached without clrprof's client data (use `clrprof attach`)".into(),
             });
         };
+        // The library stays loaded after a detach: this session counts its own threads.
+        threads::THREADS_DROPPED.store(0, core::sync::atomic::Ordering::Relaxed);
         self.start(info, Origin::Attach { session, config })?;
         self.ev(K::INITIALIZE_FOR_ATTACH, &[client_data.len() as u64])
     }

@@ -336,6 +336,7 @@ fn read_progress(
     t.integrity.unfinished = header.blocked()
         && t.recording_end.is_none()
         && t.session_end.as_ref().is_none_or(|e| e.reason != "detach");
+    t.integrity.header_only = t.records == 0 && t.integrity.cut.is_none();
     progress(reader.bytes_read());
     t.names.number_bodies();
     t.events = events.finish(&t.names, &t.memory.gcs, &t.counters);

@@ -100,7 +100,7 @@ pub struct RecordArgs {
     #[arg(long)]
     pub no_inline: bool,
     /// Trace mode: the most call tree nodes to keep, all threads together.
-    #[arg(long, default_value_t = 2_000_000, value_name = "N")]
+    #[arg(long, default_value_t = 2_000_000, value_name = "N", value_parser = parse_max_nodes)]
     pub max_nodes: u64,
     /// Count mode: count only this assembly (file name without extension); repeatable.
     /// Default: every assembly outside the .NET framework. Naming a framework assembly turns
@@ -207,10 +207,37 @@ pub struct AttachArgs {
 }
 
 fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
-    match text.parse::<f64>() {
-        Ok(s) if s > 0.0 && s <= 1e6 => Ok(std::time::Duration::from_secs_f64(s)),
-        _ => Err(format!(
-            "`{text}` is not a number of seconds greater than 0"
+    let longest = std::time::Duration::MAX.as_secs();
+    match text.trim().parse::<f64>() {
+        Err(_) => Err(format!("`{text}` is not a number of seconds")),
+        Ok(s) if s.is_nan() => Err(format!("`{text}` is not a number of seconds")),
+        Ok(s) if s <= 0.0 => Err(format!(
+            "`{text}` is not more than 0 seconds; give how long to record, e.g. 10 or 0.5"
+        )),
+        Ok(s) => std::time::Duration::try_from_secs_f64(s)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                format!(
+                    "`{text}` seconds is {}: the longest duration is {longest} s; to record \
+                     until Ctrl-C, leave --duration out",
+                    if s < 1.0 { "too short" } else { "too long" }
+                )
+            }),
+    }
+}
+
+fn parse_max_nodes(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Err(
+            "the call tree needs at least 1 node (the agent would refuse 0); leave --max-nodes \
+             out for the default, 2000000"
+                .into(),
+        ),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "`{text}` is not a number of nodes from 1 to {}",
+            u64::MAX
         )),
     }
 }
@@ -382,5 +409,37 @@ impl ViewArgs {
         ]
         .into_iter()
         .find_map(|(on, view)| on.then_some(view))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argument_limits_are_the_real_ones() {
+        assert_eq!(
+            parse_seconds("99999999999").unwrap(),
+            std::time::Duration::from_secs(99_999_999_999)
+        );
+        assert_eq!(parse_seconds("0.5").unwrap().as_millis(), 500);
+        let too_long = parse_seconds("1e30").unwrap_err();
+        assert!(
+            too_long.contains("too long: the longest duration is 18446744073709551615 s"),
+            "{too_long}"
+        );
+        assert!(parse_seconds("0").unwrap_err().contains("not more than 0"));
+        assert!(parse_seconds("-3").unwrap_err().contains("not more than 0"));
+        assert!(parse_seconds("1e-30").unwrap_err().contains("too short"));
+        assert!(parse_seconds("ten").unwrap_err().contains("not a number"));
+        assert!(parse_seconds("NaN").unwrap_err().contains("not a number"));
+        assert!(
+            parse_max_nodes("0")
+                .unwrap_err()
+                .contains("at least 1 node")
+        );
+        assert_eq!(parse_max_nodes("1").unwrap(), 1);
+        assert_eq!(parse_max_nodes(&u64::MAX.to_string()).unwrap(), u64::MAX);
+        assert!(parse_max_nodes("-1").is_err());
     }
 }

@@ -67,15 +67,27 @@ pub fn agent_config(
 /// program's exit code (as `record` does).
 #[cfg(unix)]
 pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
-    use anyhow::Context;
     use clrprof_analysis::coverage::{CoverageFormat, CoverageReport};
 
     let agent = crate::agent_lib::locate(a.agent.as_deref())?;
     let base = agent_config(&a.include, &a.exclude)?;
-    let dir = tempfile::Builder::new()
-        .prefix("clrprof-coverage-")
-        .tempdir()
-        .context("cannot create a private temporary directory")?;
+    {
+        use crate::overlap::Named;
+        let inputs = crate::overlap::command_inputs(&a.command);
+        let inputs: Vec<_> = inputs
+            .iter()
+            .map(|(what, path)| Named::new(what.clone(), path))
+            .collect();
+        let mut outputs = Vec::new();
+        if let Some(o) = &a.output {
+            outputs.push(Named::new("-o", o));
+        }
+        if let Some(t) = &a.trace {
+            outputs.push(Named::new("--trace", t));
+        }
+        crate::overlap::refuse(&outputs, &inputs)?;
+    }
+    let dir = crate::private_dir::create("clrprof-coverage-")?;
     let trace = a
         .trace
         .clone()
@@ -86,15 +98,36 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
         summary: false,
         ..crate::record::RecordOptions::new("none", trace.clone(), agent, a.command)
     };
-    let code = crate::record::record(&opts)?;
-    if code == crate::record::AGENT_FAILED && !trace.exists() {
-        return Ok(code);
+    let outcome = crate::record::run(&opts)?;
+    let code = outcome.code;
+    let kept = |what: &str| match &a.output {
+        Some(path) => say!("clrprof:   {what}; {} was not replaced", path.display()),
+        None => say!("clrprof:   {what}; no coverage was written"),
+    };
+    if !outcome.complete {
+        // `record` said why; nothing here is this run's coverage.
+        kept("nothing was counted");
+        return Ok(if code == 0 { 1 } else { code });
     }
     let loaded = clrprof_analysis::trace::load(&trace)?;
     if !loaded.ended_cleanly() {
-        eprintln!(
-            "clrprof: warning: the program did not shut the runtime down, so no block counts were written"
+        let ended = loaded
+            .recording_end
+            .as_ref()
+            .map(|e| clrprof_analysis::ending::program_end(e.exit_code, e.signal))
+            .unwrap_or_else(|| "its end is unknown".into());
+        say!(
+            "clrprof: error: the program did not shut the runtime down ({ended}), so the agent \
+             never wrote its block counts: there is no coverage to report"
         );
+        match &a.trace {
+            Some(t) => kept(&format!(
+                "the trace, with what was recorded, is {}",
+                t.display()
+            )),
+            None => kept("nothing was kept"),
+        }
+        return Ok(if code == 0 { 1 } else { code });
     }
     let report = CoverageReport::from_trace(&loaded);
     for s in report.without_symbols() {
@@ -111,9 +144,10 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
                 "its methods are shown by IL block, without source lines".to_string()
             }
         };
-        eprintln!(
+        say!(
             "clrprof: warning: no source lines for {}: {}; {meaning}",
-            s.assembly, s.description
+            s.assembly,
+            s.description
         );
     }
     let text = report.render(match a.format {
@@ -126,11 +160,19 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
         Some(path) => crate::safe_file::write(path, text.as_bytes())?,
         None => {
             use std::io::Write;
-            std::io::stdout().write_all(text.as_bytes())?;
+            let mut stdout = std::io::stdout().lock();
+            // A reader that went away takes the coverage with it, not the program's exit code.
+            if let Err(e) = stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                return Err(anyhow::Error::new(e).context("writing the coverage"));
+            }
         }
     }
     let (blocks, covered) = report.block_totals();
-    eprintln!(
+    say!(
         "clrprof: {} methods, {covered} of {blocks} blocks entered{}",
         report.methods.len(),
         a.output
