@@ -92,6 +92,9 @@ impl Session {
         // An EventPipe session of the agent's would call into it after it is unloaded.
         crate::alloc_ticks::stop(self);
         capture::uninstall();
+        // The library stays loaded after the detach: the next attach must find every thread
+        // slot free, not as this session left it.
+        crate::recorder::threads::release_all();
         if let Err(e) = self.info.request_profiler_detach(DETACH_CHECK_MS) {
             self.message(
                 2,

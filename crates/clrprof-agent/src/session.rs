@@ -169,6 +169,7 @@ impl Session {
         for (name, value) in counters
             .into_iter()
             .chain(crate::alloc::counters())
+            .chain(crate::heap::counters())
             .chain(crate::alloc_ticks::counters(self))
             .chain(count.into_iter().flatten())
         {

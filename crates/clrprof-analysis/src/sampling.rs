@@ -64,7 +64,8 @@ pub struct SamplingInfo {
     pub agent_cpu_ns: u64,
     /// Samples (CPU and wall-clock) whose stack ended before the thread's start.
     pub ended_early: u64,
-    /// All samples (CPU and wall-clock).
+    /// Every sample record: CPU and wall-clock samples, and those that carry the CPU of
+    /// missed samples.
     pub samples: u64,
     /// The reasons, most frequent first.
     pub ended_early_by_reason: Vec<EndedEarly>,

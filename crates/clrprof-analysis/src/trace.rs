@@ -11,8 +11,8 @@ use std::path::Path;
 
 use clrprof_trace::{
     CallTreeNode, FrameKind as TraceFrameKind, Header, Message, ProcessDef, ProcessExit, ReadError,
-    Reader, Record, RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart,
-    StackCut, StackDef, ThreadDef, ThreadState,
+    Reader, Record, RecordKind, RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd,
+    SessionStart, StackCut, StackDef, ThreadDef, ThreadState,
 };
 
 use crate::builder::ProfileBuilder;
@@ -298,6 +298,9 @@ fn read_all(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Vec<ProcessTrace>, ReadError> {
     let mut reader = Reader::new(input)?;
+    if heap == HeapKeep::None {
+        reader.skip_payloads(&[RecordKind::HEAP_OBJECT, RecordKind::HEAP_ROOT]);
+    }
     let header = reader.header();
     let mut integrity = Integrity::new(header.blocked());
     // Process number -> its loader; a trace without sections is process 1.
@@ -488,6 +491,9 @@ impl Loader {
             Record::CoverageMethod(m) => t.coverage.push(m),
             Record::CountedMethod(m) => t.counts.methods.push(m),
             Record::CallCounts(c) => t.counts.counts.push(c),
+            // Passed over on purpose (`HeapKeep::None`), not unknown.
+            Record::Unknown { kind, .. }
+                if kind == RecordKind::HEAP_OBJECT || kind == RecordKind::HEAP_ROOT => {}
             Record::Unknown { .. } => t.unknown_records += 1,
             // Sections are the file's framing (read_processes); the process is the reader's.
             Record::Section(_) => {}
@@ -510,6 +516,7 @@ impl Loader {
         t.integrity.unfinished = header.blocked()
             && t.recording_end.is_none()
             && t.session_end.as_ref().is_none_or(|e| e.reason != "detach");
+        t.integrity.header_only = t.records == 0 && t.integrity.cut.is_none();
         t.names.number_bodies();
         t.events = events.finish(&t.names, &t.memory.gcs, &t.counters);
         t.runtime = runtime.finish(&t.names, &t.memory.gcs);
@@ -767,13 +774,11 @@ impl LoadedTrace {
                 .find(|w| w.ends_with(".dll"))
                 .map(file_name)
                 .unwrap_or_default();
-            if let Some(rate) = s
-                .config
-                .split(';')
-                .find_map(|kv| kv.trim().strip_prefix("rate="))
-                .and_then(|r| r.parse::<u64>().ok())
-            {
-                p.sample_interval_ns = 1_000_000_000 / rate.max(1);
+            if !s.config.is_empty() {
+                let rate = clrprof_trace::config::AgentConfig::decode(&s.config)
+                    .config
+                    .rate_hz;
+                p.sample_interval_ns = 1_000_000_000 / u64::from(rate.max(1));
             }
         }
         p.duration_ns = self.duration_ns();
@@ -893,11 +898,12 @@ fn summarize_sampling(
     for t in &profile.threads {
         let (mut cpu, mut n) = (0u64, 0u64);
         for s in &t.samples {
+            // Every sample record counts, the ones carrying missed CPU too.
+            samples += s.count;
             if s.kind == SampleKind::Cpu && is_missed(s.stack) {
                 cpu += s.cpu_ns;
                 continue;
             }
-            samples += s.count;
             match s.kind {
                 SampleKind::Cpu => {
                     cpu_samples += s.count;
