@@ -110,6 +110,38 @@ fn a_parent_and_its_two_children_are_each_recorded_with_exact_counts() {
     assert_eq!(out.matches("===== [process ").count(), 3, "{out}");
     let json = rec.report_json();
     assert_eq!(json["processes"].as_array().unwrap().len(), 3);
+
+    // One Chrome timeline, each process's events under its own pid.
+    let chrome = rec.report(&["--format", "chrome"]);
+    chrome.assert_success();
+    let timeline: Value = serde_json::from_str(&chrome.stdout_str()).unwrap();
+    let events = timeline["traceEvents"].as_array().unwrap();
+    for p in [parent, five, seven] {
+        let named = events
+            .iter()
+            .any(|e| e["pid"] == p["pid"] && e["ph"] == "M" && e["name"] == "process_name");
+        assert!(named, "no process_name of {} in the timeline", p["pid"]);
+        let threads = events
+            .iter()
+            .filter(|e| e["pid"] == p["pid"] && e["ph"] == "M" && e["name"] == "thread_name")
+            .count();
+        assert!(threads > 0, "no threads of {}", p["pid"]);
+    }
+    assert_eq!(
+        timeline["otherData"]["processes"].as_array().unwrap().len(),
+        3
+    );
+    // The HTML report shows one process, and says how to pick it.
+    let html = rec.report(&["--format", "html"]);
+    assert!(!html.status.success());
+    assert!(
+        html.stderr_str()
+            .contains("holds 3 processes; the HTML output shows one: pick it with --pid"),
+        "{}",
+        html.describe()
+    );
+    let one = rec.report(&["--format", "html", "--pid", &pid(five).to_string()]);
+    one.assert_success();
 }
 
 #[test]

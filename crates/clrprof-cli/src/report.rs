@@ -541,16 +541,46 @@ fn report_tree(
                 report_one(opts, file, p.trace, None, out)?;
             }
         }
-        Format::Chrome | Format::Html => {
+        Format::Chrome => {
+            // One timeline: each process's events under its own pid, moved to the time its
+            // session started after the earliest one's.
+            let start =
+                |p: &trace::ProcessTrace| p.trace.session.as_ref().map_or(0, |s| s.start_unix_ns);
+            let first = all.iter().map(start).filter(|&t| t != 0).min().unwrap_or(0);
+            let mut events = Vec::new();
+            let mut other = Vec::new();
+            for p in &all {
+                let mut buf = Vec::new();
+                report::write_chrome(&p.trace, q, &mut buf)?;
+                let mut v: serde_json::Value =
+                    serde_json::from_slice(&buf).context("a process's Chrome timeline")?;
+                let shift_us = start(p).saturating_sub(first) as f64 / 1000.0;
+                if let Some(list) = v["traceEvents"].as_array_mut() {
+                    for e in list.iter_mut() {
+                        if let Some(ts) = e["ts"].as_f64() {
+                            e["ts"] = serde_json::json!(ts + shift_us);
+                        }
+                    }
+                    events.append(list);
+                }
+                let mut data = process_json(p);
+                data["timeline"] = v["otherData"].take();
+                other.push(data);
+            }
+            let v = serde_json::json!({
+                "traceEvents": events,
+                "displayTimeUnit": "ms",
+                "otherData": { "processes": other },
+            });
+            serde_json::to_writer(&mut *out, &v)?;
+            writeln!(out)?;
+        }
+        Format::Html => {
             bail!(
                 "{} holds {} processes; the {} output shows one: pick it with --pid ({})",
                 file.display(),
                 all.len(),
-                if opts.format == Format::Chrome {
-                    "Chrome"
-                } else {
-                    "HTML"
-                },
+                "HTML",
                 all.iter()
                     .map(|p| p.pid().to_string())
                     .collect::<Vec<_>>()
