@@ -937,6 +937,9 @@ fn summarize_sampling(
     }
     rates.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.tid.cmp(&b.tid)));
     rates.truncate(3);
+    // Records that carry the CPU of missed samples on a thread's latest stack are CPU samples
+    // in the trace, not samples taken.
+    let cpu_samples = cpu_samples.saturating_sub(counter("missed_carriers"));
     let mut ended_early_by_reason: Vec<EndedEarly> = ended
         .iter()
         .map(|(&frame, &n)| EndedEarly {
@@ -959,6 +962,7 @@ fn summarize_sampling(
         wall_samples,
         samples_missed: counter("samples_missed"),
         cpu_missed_ns: counter("cpu_missed_ns"),
+        missed_carriers: counter("missed_carriers"),
         questions: counter("sampler_questions"),
         program_cpu_ns,
         handler_cpu_ns: counter("handler_cpu_ns"),
