@@ -138,16 +138,26 @@ pub fn load_with_progress(
     detail: SampleDetail,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<LoadedTrace, LoadError> {
+    read_file(path, progress, |input, done| {
+        read_progress(input, heap, detail, done)
+    })
+}
+
+/// Opens the trace at `path` and reads it with `read`, which is told the bytes read so far
+/// (passed on to `progress` with the file's size); errors name the file.
+fn read_file<T>(
+    path: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+    read: impl FnOnce(std::io::BufReader<std::fs::File>, &mut dyn FnMut(u64)) -> Result<T, ReadError>,
+) -> Result<T, LoadError> {
     let shown = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|source| LoadError::Open {
         path: shown.clone(),
         source,
     })?;
     let size = file.metadata().map_or(0, |m| m.len());
-    read_progress(
+    read(
         std::io::BufReader::with_capacity(1 << 20, file),
-        heap,
-        detail,
         &mut |done| progress(done, size),
     )
     .map_err(|source| LoadError::Read {
@@ -258,21 +268,8 @@ pub fn load_processes(
     detail: SampleDetail,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Vec<ProcessTrace>, LoadError> {
-    let shown = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|source| LoadError::Open {
-        path: shown.clone(),
-        source,
-    })?;
-    let size = file.metadata().map_or(0, |m| m.len());
-    read_all(
-        std::io::BufReader::with_capacity(1 << 20, file),
-        heap,
-        detail,
-        &mut |done| progress(done, size),
-    )
-    .map_err(|source| LoadError::Read {
-        path: shown,
-        source,
+    read_file(path, progress, |input, done| {
+        read_all(input, heap, detail, done)
     })
 }
 

@@ -736,7 +736,7 @@ struct StreamState {
 /// Copies one process's stream into its section of the trace until it ends (or `abandon`
 /// is set). Like [`copy_stream`], a failed write does not stop the copy.
 fn copy_section(
-    mut stream: UnixStream,
+    stream: UnixStream,
     tree: &Tree,
     section: u32,
     is_root: bool,
@@ -745,6 +745,51 @@ fn copy_section(
     state: &mut StreamState,
 ) {
     let _ = stream.set_read_timeout(Some(SEAL_EVERY));
+    let who = format!("the agent of process {section}");
+    pump(
+        stream,
+        progress,
+        abandon,
+        &who,
+        || {
+            let mut trace = tree.lock_trace();
+            trace.tick();
+            trace.news()
+        },
+        |decoder| {
+            // The trace is locked only while this piece of the stream is copied: another
+            // process's connection waits at most that long, never for this process.
+            let mut trace = tree.lock_trace();
+            trace.section(section);
+            while let Some(next) = decoder.next_record() {
+                let raw = next.map_err(|e| format!("{e}; its section stops there"))?;
+                trace.append(raw.bytes, &raw.record);
+                match &raw.record {
+                    Record::SessionEnd(_) => state.clean = true,
+                    Record::ProcessExit(e) => state.exit_code = Some(e.exit_code),
+                    _ => {}
+                }
+                note_from(progress, &raw.record, is_root);
+            }
+            trace.tick();
+            Ok(trace.news())
+        },
+    );
+}
+
+/// Reads an agent's stream (`who` names it in messages) until it ends or `abandon` is set:
+/// `idle` runs whenever nothing came for [`SEAL_EVERY`], `take` on every piece that came (it
+/// reads the records the decoder then holds, and says why it stops if one cannot be read).
+/// Both return what the trace file has to say. A failed write does not stop the reading: the
+/// stream is read to its end, so that the program never waits on a full socket.
+fn pump(
+    mut stream: UnixStream,
+    progress: &Progress,
+    abandon: &AtomicBool,
+    who: &str,
+    mut idle: impl FnMut() -> Option<String>,
+    mut take: impl FnMut(&mut StreamDecoder) -> Result<Option<String>, String>,
+) {
     let mut decoder = StreamDecoder::new();
     let mut buf = vec![0u8; 256 << 10];
     let notice = |text: Option<String>| {
@@ -770,48 +815,34 @@ fn copy_section(
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                let mut trace = tree.lock_trace();
-                trace.tick();
-                notice(trace.news());
+                notice(idle());
                 continue;
             }
             Err(e) => {
-                set_problem(progress, format!("reading from an agent failed: {e}"));
+                set_problem(progress, format!("reading from {who} failed: {e}"));
                 break;
             }
         };
         progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
         decoder.push(&buf[..n]);
-        // The trace is locked only while this piece of the stream is copied: another
-        // process's connection waits at most that long, never for this process.
-        let mut trace = tree.lock_trace();
-        trace.section(section);
-        while let Some(next) = decoder.next_record() {
-            let raw = match next {
-                Ok(raw) => raw,
-                Err(e) => {
-                    set_problem(
-                        progress,
-                        format!(
-                            "the agent of process {section} sent data clrprof cannot read ({e}); its section stops there"
-                        ),
-                    );
-                    return;
-                }
-            };
-            trace.append(raw.bytes, &raw.record);
-            match &raw.record {
-                Record::SessionEnd(_) => state.clean = true,
-                Record::ProcessExit(e) => state.exit_code = Some(e.exit_code),
-                _ => {}
+        match take(&mut decoder) {
+            Ok(news) => notice(news),
+            Err(why) => {
+                set_problem(
+                    progress,
+                    format!("{who} sent data clrprof cannot read ({why})"),
+                );
+                return;
             }
-            note_from(progress, &raw.record, is_root);
         }
-        trace.tick();
-        notice(trace.news());
     }
     if decoder.finish().is_err() {
-        set_problem(progress, "an agent's stream ended in the middle of a record (its process probably crashed); the partial record was left out".into());
+        set_problem(
+            progress,
+            format!(
+                "{who}'s stream ended in the middle of a record (its process probably crashed); the partial record was left out"
+            ),
+        );
     }
 }
 
@@ -1084,74 +1115,45 @@ fn find_dotnet() -> Option<PathBuf> {
 /// block at least every [`SEAL_EVERY`]. A failed write does not stop the copy: the agent's
 /// stream is read to its end, so that the program never waits on a full socket.
 pub(crate) fn copy_stream(
-    mut stream: UnixStream,
-    mut trace: TraceFile,
+    stream: UnixStream,
+    trace: TraceFile,
     progress: &Progress,
     abandon: &AtomicBool,
 ) -> Result<TraceFile> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(SEAL_EVERY))?;
-    let mut decoder = StreamDecoder::new();
-    let mut buf = vec![0u8; 256 << 10];
-    let notice = |text: Option<String>| {
-        if let Some(text) = text {
-            progress
-                .notices
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(text);
-        }
-    };
-    loop {
-        if abandon.load(Ordering::Acquire) {
-            break;
-        }
-        let n = match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                trace.tick();
-                notice(trace.news());
-                continue;
+    let trace = std::cell::RefCell::new(trace);
+    pump(
+        stream,
+        progress,
+        abandon,
+        "the agent",
+        || {
+            let mut trace = trace.borrow_mut();
+            trace.tick();
+            trace.news()
+        },
+        |decoder| {
+            let mut trace = trace.borrow_mut();
+            while let Some(next) = decoder.next_record() {
+                let raw = next.map_err(|e| format!("{e}; the trace stops there"))?;
+                trace.start(raw.header);
+                trace.append(raw.bytes, &raw.record);
+                note(progress, &raw.record);
             }
-            Err(e) => {
-                set_problem(progress, format!("reading from the agent failed: {e}"));
-                break;
-            }
-        };
-        progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
-        decoder.push(&buf[..n]);
-        while let Some(next) = decoder.next_record() {
-            let raw = match next {
-                Ok(raw) => raw,
-                Err(e) => {
-                    set_problem(
-                        progress,
-                        format!(
-                            "the agent sent data clrprof cannot read ({e}); the trace stops there"
-                        ),
-                    );
-                    return Ok(trace);
-                }
-            };
-            trace.start(raw.header);
-            trace.append(raw.bytes, &raw.record);
-            note(progress, &raw.record);
-        }
-        trace.tick();
-        notice(trace.news());
-    }
-    if decoder.finish().is_err() {
-        set_problem(progress, "the agent's stream ended in the middle of a record (the program probably crashed); the partial record was left out".into());
-    }
+            trace.tick();
+            Ok(trace.news())
+        },
+    );
+    let mut trace = trace.into_inner();
     trace.seal();
-    notice(trace.news());
+    if let Some(text) = trace.news() {
+        progress
+            .notices
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text);
+    }
     Ok(trace)
 }
 
