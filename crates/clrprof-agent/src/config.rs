@@ -4,7 +4,7 @@
 //! - `CLRPROF_OUTPUT`: a file to write the trace to directly (profiling without the CLI).
 //! - `CLRPROF_CONFIG`: `key=value` pairs separated by `;`:
 //!   `mode=sample|trace|count|none`, `events=jit,gc,...|all`, `rate=HZ`, `wall_rate=HZ`,
-//!   `inline=1|0`, `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all|ticks`, `alloc_interval=BYTES`,
+//!   `inline=1|0`, `max_nodes=N`, `buffer_kb=N`, `alloc=off|sampled|all|ticks`, `alloc_interval=BYTES`, `contention=1|0`,
 //!   `heap_snapshot=at-exit|every-gc|N|on-signal`, `coverage=1`, `cover_include=A,B`,
 //!   `cover_exclude=A,B` (assembly names, see `coverage.rs`), `count_include=A,B`,
 //!   `count_exclude=A,B` (count mode's assemblies, see `count.rs`), `cpu_clock=perf|timer`
@@ -111,6 +111,9 @@ pub struct Config {
     pub alloc_interval: u64,
     /// Heap snapshots.
     pub heap_snapshots: HeapSnapshots,
+    /// Lock contention: every contended `Monitor.Enter` from the runtime's contention events
+    /// (`contention.rs`).
+    pub contention: bool,
     /// Count basic-block hits of JIT-compiled methods (`clrprof coverage`).
     pub coverage: bool,
     /// Sample mode: the per-thread CPU clock to use (`None`: the best available).
@@ -154,6 +157,7 @@ impl Default for Config {
             alloc: AllocMode::Off,
             alloc_interval: DEFAULT_ALLOC_INTERVAL,
             heap_snapshots: HeapSnapshots::Off,
+            contention: false,
             coverage: false,
             cpu_clock: None,
             handler_floor: false,
@@ -252,6 +256,7 @@ impl Config {
                     },
                 },
                 "coverage" => c.coverage = value != "0",
+                "contention" => c.contention = value != "0",
                 "cpu_clock" => match value {
                     "perf" => c.cpu_clock = Some(CpuClockChoice::Perf),
                     "timer" => c.cpu_clock = Some(CpuClockChoice::Timer),

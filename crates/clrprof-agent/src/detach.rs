@@ -91,6 +91,7 @@ impl Session {
         self.stop_sampler();
         // An EventPipe session of the agent's would call into it after it is unloaded.
         crate::alloc_ticks::stop(self);
+        crate::contention::stop(self);
         capture::uninstall();
         if let Err(e) = self.info.request_profiler_detach(DETACH_CHECK_MS) {
             self.message(

@@ -170,6 +170,7 @@ impl Session {
             .into_iter()
             .chain(crate::alloc::counters())
             .chain(crate::alloc_ticks::counters(self))
+            .chain(crate::contention::counters(self))
             .chain(count.into_iter().flatten())
         {
             self.out.push_record(&Record::Counter(Counter {

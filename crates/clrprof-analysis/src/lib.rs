@@ -35,6 +35,7 @@
 
 pub mod accounting;
 pub mod builder;
+pub mod contention;
 pub mod counts;
 pub mod coverage;
 pub mod ending;

@@ -91,7 +91,7 @@ pub struct ReportJson {
     pub counters: std::collections::BTreeMap<String, u64>,
 }
 
-fn session_json(t: &LoadedTrace) -> SessionJson {
+pub(crate) fn session_json(t: &LoadedTrace) -> SessionJson {
     let s = t.session.as_ref();
     SessionJson {
         format_version: format!("{}.{}", t.header.major, t.header.minor),

@@ -77,6 +77,8 @@ pub struct LoadedTrace {
     pub memory: MemoryRecords,
     /// Basic-block hit counts of the methods instrumented for coverage.
     pub coverage: Vec<clrprof_trace::CoverageMethod>,
+    /// Contended lock acquisitions (`record --contention`), in the order recorded.
+    pub contention: Vec<clrprof_trace::Contention>,
     /// How sample mode sampled (format 1.2).
     pub sampler: Option<SamplerInfo>,
     /// Count mode's counted methods and counts (format 1.4).
@@ -198,6 +200,7 @@ fn read_progress(
         unknown_records: 0,
         memory: MemoryRecords::keeping(heap),
         coverage: Vec::new(),
+        contention: Vec::new(),
         sampler: None,
         counts: crate::counts::CountRecords::default(),
         native_naming: None,
@@ -288,6 +291,7 @@ fn read_progress(
                 t.names.native_targets.insert(n.function, n);
             }
             Record::Allocation(a) => t.memory.allocation(a),
+            Record::Contention(c) => t.contention.push(c),
             Record::GcGenerations(g) => t.memory.generations(g),
             Record::HeapSnapshot(h) => t.memory.heap_snapshot(&h),
             Record::HeapObject(o) => t.memory.heap_object(&o),

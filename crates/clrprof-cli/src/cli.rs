@@ -118,6 +118,10 @@ pub struct RecordArgs {
     /// `--alloc sampled`: mean number of bytes allocated between two samples (default 131072).
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1_099_511_627_776))]
     pub alloc_interval: Option<u64>,
+    /// Lock contention: every contended `lock` / `Monitor.Enter` with its wait, stack, lock
+    /// type and holder, from the runtime's contention events (see docs/cpu-profiling.md).
+    #[arg(long)]
+    pub contention: bool,
     /// Heap snapshots (object graph, retained sizes): `at-exit` (one, in a collection forced
     /// when the program ends), `every-gc`, a number N (every N-th collection) or `on-signal`
     /// (none but those asked for). With any of them, `kill -USR2 <program pid>` takes one now.
@@ -314,6 +318,11 @@ pub struct ReportArgs {
     /// flamegraph, speedscope and pprof show allocated bytes instead of CPU time.
     #[arg(long)]
     pub alloc: bool,
+    /// Lock contention (`record --contention`): text and JSON show each lock type and waiting
+    /// site with count, total and longest wait; folded, flamegraph, speedscope and pprof show
+    /// the time waited for locks by stack.
+    #[arg(long, conflicts_with = "alloc")]
+    pub contention: bool,
     /// Garbage collections: text shows the table of GCs, pause percentiles and time in GC.
     #[arg(long)]
     pub gc: bool,

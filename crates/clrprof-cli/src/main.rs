@@ -105,6 +105,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 max_nodes: a.max_nodes,
                 alloc: a.alloc.map(AllocArg::name),
                 alloc_interval: a.alloc_interval,
+                contention: a.contention,
                 heap_snapshot: a.heap_snapshot,
                 buffer_kib: a.buffer_size,
                 ..record::RecordOptions::new(a.mode.name(), a.output, agent, a.command)
@@ -163,6 +164,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 tree: a.tree,
                 pretty: a.pretty,
                 alloc: a.alloc,
+                contention: a.contention,
                 gc: a.gc,
                 heap: a.heap,
                 snapshot: a.snapshot,

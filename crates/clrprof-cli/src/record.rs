@@ -56,6 +56,8 @@ pub struct RecordOptions {
     pub alloc: Option<&'static str>,
     /// Mean sampling interval of `--alloc sampled`, in bytes (`None`: the agent's default).
     pub alloc_interval: Option<u64>,
+    /// Lock contention from the runtime's contention events.
+    pub contention: bool,
     /// Heap snapshots: `at-exit`, `every-gc` or N.
     pub heap_snapshot: Option<String>,
     /// The size of each of the agent's two record buffers, in KiB (`None`: the agent's
@@ -93,6 +95,7 @@ impl RecordOptions {
             max_nodes: 1,
             alloc: None,
             alloc_interval: None,
+            contention: false,
             heap_snapshot: None,
             buffer_kib: None,
             output,
@@ -132,6 +135,9 @@ impl RecordOptions {
         }
         if let Some(bytes) = self.alloc_interval {
             c.push_str(&format!(";alloc_interval={bytes}"));
+        }
+        if self.contention {
+            c.push_str(";contention=1");
         }
         if let Some(when) = &self.heap_snapshot {
             c.push_str(&format!(";heap_snapshot={when}"));

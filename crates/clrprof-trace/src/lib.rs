@@ -60,11 +60,11 @@ pub use kind::RecordKind;
 pub use read::{BlockStats, Reader};
 pub use record::{
     AllocatedByClass, Allocation, AppDomainDef, AssemblyDef, CallCounts, CallKind, CallSite,
-    CallTreeNode, ClassDef, CountedMethod, Counter, CoverageBlock, CoverageMethod, Event,
-    ExceptionInfo, FrameKind, FunctionDef, GcGenerations, HeapGenerations, HeapObject, HeapRoot,
-    HeapSnapshot, HeapSnapshotEnd, MAX_CALL_SITES, MAX_COVERAGE_BLOCKS, MAX_U64_LIST, Message,
-    ModuleDef, NativeFrameDef, NativeModuleDef, NativeTargetDef, Record, RecordingEnd, Sample,
-    SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef, ThreadDef, ThreadOsName,
+    CallTreeNode, ClassDef, Contention, CountedMethod, Counter, CoverageBlock, CoverageMethod,
+    Event, ExceptionInfo, FrameKind, FunctionDef, GcGenerations, HeapGenerations, HeapObject,
+    HeapRoot, HeapSnapshot, HeapSnapshotEnd, MAX_CALL_SITES, MAX_COVERAGE_BLOCKS, MAX_U64_LIST,
+    Message, ModuleDef, NativeFrameDef, NativeModuleDef, NativeTargetDef, Record, RecordingEnd,
+    Sample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef, ThreadDef, ThreadOsName,
     ThreadState,
 };
 pub use stream::{RawRecord, StreamDecoder};
@@ -79,9 +79,9 @@ pub const FORMAT_MAJOR: u16 = 1;
 /// writes. A reader of this crate reads both majors.
 pub const BLOCKED_MAJOR: u16 = 2;
 /// The minor format version this crate writes: the set of record kinds and fields, shared by
-/// both majors (a 2.4 file holds the records of a 1.4 stream). Traces of any minor version of
+/// both majors (a 2.5 file holds the records of a 1.5 stream). Traces of any minor version of
 /// a known major are readable.
-pub const FORMAT_MINOR: u16 = 4;
+pub const FORMAT_MINOR: u16 = 5;
 /// Size of the file header in bytes.
 pub const HEADER_LEN: usize = 16;
 /// Size of a record's header (kind, flags, payload length) in bytes.
