@@ -3,9 +3,11 @@
 // - Two threads, named `holder` and `waiter`, fight for one `Contention.Ledger` object in
 //   exactly 50 rounds. In each round `holder` takes the lock, lets `waiter` go and sleeps
 //   20 ms inside the lock; `waiter` then enters `lock (ledger)` in `Program.Take()` and waits
-//   until `holder` leaves it. `holder` starts the next round only after `waiter` released the
-//   lock, so `waiter` is the only thread that ever waits for it: 50 contended acquisitions of
-//   a `Contention.Ledger`, site `Contention.Program.Take()`, held by `holder`.
+//   until `holder` leaves it. `holder` leaves only once `waiter` is blocked entering (on a
+//   loaded machine `waiter` may be scheduled late: `holder` then sleeps on in 1 ms steps), and
+//   starts the next round only after `waiter` released the lock, so `waiter` is the only
+//   thread that ever waits for it, once per round: 50 contended acquisitions of a
+//   `Contention.Ledger`, site `Contention.Program.Take()`, held by `holder`.
 // - `holder` spends 50 x 20 ms = 1 s in `Thread.Sleep`; the main thread waits for both in
 //   `Thread.Join`.
 // - stdout is the same on every run; stderr says how long `waiter` waited in all, measured
@@ -29,6 +31,8 @@ namespace Contention
         static readonly AutoResetEvent ready = new AutoResetEvent(false);
         static readonly AutoResetEvent done = new AutoResetEvent(false);
         static long waitedTicks;
+        static volatile bool entering;
+        static Thread waiter;
 
         static void Hold()
         {
@@ -38,6 +42,11 @@ namespace Contention
                 {
                     ready.Set();
                     Thread.Sleep(HoldMs);
+                    while (!entering || (waiter.ThreadState & System.Threading.ThreadState.WaitSleepJoin) == 0)
+                    {
+                        Thread.Sleep(1);
+                    }
+                    entering = false;
                     ledger.Entries++;
                 }
                 done.WaitOne();
@@ -57,6 +66,7 @@ namespace Contention
         static void Take()
         {
             Stopwatch watch = Stopwatch.StartNew();
+            entering = true;
             lock (ledger)
             {
                 waitedTicks += watch.ElapsedTicks;
@@ -68,7 +78,7 @@ namespace Contention
         {
             Thread holder = new Thread(Hold);
             holder.Name = "holder";
-            Thread waiter = new Thread(Wait);
+            waiter = new Thread(Wait);
             waiter.Name = "waiter";
             holder.Start();
             waiter.Start();

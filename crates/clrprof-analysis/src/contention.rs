@@ -133,19 +133,6 @@ impl LoadedTrace {
         });
         let mut notes = Vec::new();
         if self
-            .counters
-            .get(clrprof_trace::protocol::CONTENTION_READER_COUNTER)
-            == Some(&0)
-            && self.contention.is_empty()
-        {
-            notes.push(
-                "not recorded: this runtime offers the agent no in-process EventPipe session \
-                 (ICorProfilerInfo12 needs .NET 5 or later; CoreCLR 3.1's contention events \
-                 reach only the diagnostics socket, which clrprof does not read for them yet)"
-                    .to_string(),
-            );
-        }
-        if self
             .contention
             .iter()
             .any(|c| c.flags & Contention::MEASURED != 0)

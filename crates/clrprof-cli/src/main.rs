@@ -12,6 +12,7 @@ mod alloc_ticks;
 #[cfg(unix)]
 mod attach;
 mod cli;
+mod contention;
 mod coverage;
 #[cfg(unix)]
 mod ps;

@@ -174,6 +174,8 @@ pub(crate) struct Progress {
     pub(crate) agent_ids: Mutex<crate::alloc_ticks::AgentIds>,
     /// Who reads the allocation ticks, once the agent said so.
     tick_reader: Mutex<Option<TickReader>>,
+    /// Whether the CLI reads the contention events, once the agent said so.
+    contention_cli: Mutex<Option<bool>>,
 }
 
 impl Progress {
@@ -254,6 +256,21 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     } else {
         None
     };
+    let contention = if opts.contention {
+        let progress = Arc::clone(&progress);
+        let cli_reads = move || {
+            *progress
+                .contention_cli
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+        };
+        Some(
+            crate::contention::start(child.id(), Arc::clone(&stop), cli_reads)
+                .context("cannot start the EventPipe reader thread")?,
+        )
+    } else {
+        None
+    };
     // Wait for the program on a thread of its own, so that its end is seen at once while the
     // status line keeps ticking.
     let (exited_tx, exited) = std::sync::mpsc::channel();
@@ -307,6 +324,9 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     print_messages(&progress, &bar);
     if let Some(ticks) = ticks {
         write_ticks(ticks, &mut trace, &progress);
+    }
+    if let Some(contention) = contention {
+        write_contention(contention, &mut trace, &progress);
     }
 
     let (exit_code, signal) = exit_of(status);
@@ -543,10 +563,12 @@ fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
     if !trace.started() {
         return;
     }
-    let ids = progress.agent_ids.lock().unwrap_or_else(|e| e.into_inner());
+    let mut ids = progress.agent_ids.lock().unwrap_or_else(|e| e.into_inner());
     let (records, summary) = tick_records(&bytes, &ids);
     for r in &records {
         trace.write(r);
+        // The contention records that follow number their stacks after these.
+        ids.observe(r);
     }
     if let Some(why) = summary.incomplete {
         eprintln!(
@@ -555,6 +577,34 @@ fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
     }
     if summary.ticks == 0 {
         eprintln!("clrprof: warning: the runtime sent no allocation ticks");
+    }
+}
+
+/// Appends the contended lock acquisitions of the program's EventPipe session to the trace.
+fn write_contention(session: TickSession, trace: &mut TraceFile, progress: &Progress) {
+    let bytes = match session.finish() {
+        // The agent read the events itself; its records are in the trace.
+        Ok(None) => return,
+        Ok(Some(bytes)) => bytes,
+        Err(_) if !trace.started() => return,
+        Err(e) => {
+            eprintln!("clrprof: warning: no lock contention: {e}");
+            return;
+        }
+    };
+    if !trace.started() {
+        return;
+    }
+    let mut ids = progress.agent_ids.lock().unwrap_or_else(|e| e.into_inner());
+    let (records, summary) = crate::contention::contention_records(&bytes, &ids);
+    for r in &records {
+        trace.write(r);
+        ids.observe(r);
+    }
+    if let Some(why) = summary.incomplete {
+        eprintln!(
+            "clrprof: warning: the runtime's contention event stream was cut short ({why}); the contended acquisitions before that point were kept"
+        );
     }
 }
 
@@ -785,6 +835,12 @@ fn note(progress: &Progress, record: &Record) {
         }
         Record::Counter(c) if c.name == "samples_dropped" => {
             progress.samples_dropped.store(c.value, Ordering::Relaxed);
+        }
+        Record::Counter(c) if c.name == protocol::CONTENTION_READER_COUNTER => {
+            *progress
+                .contention_cli
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(c.value == 0);
         }
         Record::Counter(c) if c.name == TickReader::COUNTER => {
             *progress
