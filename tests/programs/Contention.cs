@@ -10,8 +10,12 @@
 //   `Contention.Ledger`, site `Contention.Program.Take()`, held by `holder`.
 // - `holder` spends 50 x 20 ms = 1 s in `Thread.Sleep`; the main thread waits for both in
 //   `Thread.Join`.
+// - With the argument `long`, one round only, in which `holder` sleeps 1000 ms in one
+//   `Thread.Sleep` inside the lock: one long sleep, one long wait for the lock, one long join,
+//   each a single wait that wall-clock samples see whole.
 // - stdout is the same on every run; stderr says how long `waiter` waited in all, measured
-//   around the `lock` statement (`waited_us N`).
+//   around the `lock` statement (`waited_us N`), how long `holder` slept (`slept_us N`) and
+//   how long the main thread spent in `Thread.Join` (`joined_us N`).
 using System;
 using System.Diagnostics;
 using System.Threading;
@@ -25,12 +29,13 @@ namespace Contention
 
     static class Program
     {
-        const int Rounds = 50;
-        const int HoldMs = 20;
+        static int Rounds = 50;
+        static int HoldMs = 20;
         static readonly Ledger ledger = new Ledger();
         static readonly AutoResetEvent ready = new AutoResetEvent(false);
         static readonly AutoResetEvent done = new AutoResetEvent(false);
         static long waitedTicks;
+        static long sleptTicks;
         static volatile bool entering;
         static Thread waiter;
 
@@ -41,11 +46,13 @@ namespace Contention
                 lock (ledger)
                 {
                     ready.Set();
+                    Stopwatch watch = Stopwatch.StartNew();
                     Thread.Sleep(HoldMs);
                     while (!entering || (waiter.ThreadState & System.Threading.ThreadState.WaitSleepJoin) == 0)
                     {
                         Thread.Sleep(1);
                     }
+                    sleptTicks += watch.ElapsedTicks;
                     entering = false;
                     ledger.Entries++;
                 }
@@ -74,19 +81,28 @@ namespace Contention
             }
         }
 
-        static int Main()
+        static int Main(string[] args)
         {
+            if (args.Length > 0 && args[0] == "long")
+            {
+                Rounds = 1;
+                HoldMs = 1000;
+            }
             Thread holder = new Thread(Hold);
             holder.Name = "holder";
             waiter = new Thread(Wait);
             waiter.Name = "waiter";
             holder.Start();
             waiter.Start();
+            Stopwatch joining = Stopwatch.StartNew();
             holder.Join();
             waiter.Join();
+            long joinedTicks = joining.ElapsedTicks;
             Console.WriteLine("entries " + ledger.Entries);
             long micros = waitedTicks * 1000000 / Stopwatch.Frequency;
             Console.Error.WriteLine("waited_us " + micros);
+            Console.Error.WriteLine("slept_us " + sleptTicks * 1000000 / Stopwatch.Frequency);
+            Console.Error.WriteLine("joined_us " + joinedTicks * 1000000 / Stopwatch.Frequency);
             return 0;
         }
     }

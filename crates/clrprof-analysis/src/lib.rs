@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 
 pub mod accounting;
+pub mod blocked;
 pub mod builder;
 pub mod contention;
 pub mod counts;

@@ -88,7 +88,7 @@ pub struct LoadedTrace {
     /// What reading found cut, damaged or unreadable, and left out.
     pub integrity: Integrity,
     pub(crate) stacks: HashMap<u32, StackDef>,
-    samples: Vec<TraceSample>,
+    pub(crate) samples: Vec<TraceSample>,
     /// Samples summed per thread, stack and state ([`SampleDetail::Summed`]).
     summed: HashMap<(u32, u32, u8), SummedSamples>,
     last_sample_ts: u64,
@@ -381,6 +381,15 @@ impl LoadedTrace {
         let from_end = self.session_end.as_ref().map_or(0, |e| e.ts);
         let from_cli = self.recording_end.as_ref().map_or(0, |r| r.duration_ns);
         from_end.max(from_samples).max(from_cli)
+    }
+
+    /// The wall-clock samples kept summed ([`SampleDetail::Summed`]): thread, stack, state
+    /// and wall time, CPU samples left out.
+    pub(crate) fn summed_wall(&self) -> impl Iterator<Item = (u32, u32, ThreadState, u64)> + '_ {
+        self.summed
+            .iter()
+            .map(|(&(tid, stack, state), s)| (tid, stack, ThreadState::from_u8(state), s.wall_ns))
+            .filter(|&(_, _, state, wall_ns)| state != ThreadState::Cpu && wall_ns > 0)
     }
 
     /// The CPU profile: samples (both modes) and exact call trees (trace mode).
