@@ -138,6 +138,29 @@ fn contended_locks_with_type_site_holder_and_wait() {
         folded_total += weight.parse::<u64>().unwrap();
     }
     assert_eq!(folded_total, total, "{folded}");
+    // Each wait is a `lock` mark on the timelines (Chrome trace and HTML report).
+    let chrome: serde_json::Value = serde_json::from_str(
+        &rec.report(&["--format", "chrome"])
+            .assert_success()
+            .stdout_str(),
+    )
+    .expect("chrome JSON");
+    let events = chrome["traceEvents"].as_array().expect("traceEvents");
+    let locks: Vec<_> = events.iter().filter(|e| e["cat"] == "lock").collect();
+    assert_eq!(locks.len(), 50, "{locks:#?}");
+    let waited: f64 = locks.iter().map(|e| e["dur"].as_f64().unwrap()).sum();
+    assert!(
+        (waited * 1000.0 - total as f64).abs() < 50_000.0,
+        "{waited} us"
+    );
+    let html = rec
+        .report(&["--format", "html"])
+        .assert_success()
+        .stdout_str();
+    assert!(
+        html.contains(r#""mark_counts":{"lock":50}"#),
+        "no lock marks"
+    );
     let svg = rec
         .report(&["--contention", "--format", "flamegraph"])
         .assert_success()

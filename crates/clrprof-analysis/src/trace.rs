@@ -291,7 +291,10 @@ fn read_progress(
                 t.names.native_targets.insert(n.function, n);
             }
             Record::Allocation(a) => t.memory.allocation(a),
-            Record::Contention(c) => t.contention.push(c),
+            Record::Contention(c) => {
+                runtime.contention(&c);
+                t.contention.push(c);
+            }
             Record::GcGenerations(g) => t.memory.generations(g),
             Record::HeapSnapshot(h) => t.memory.heap_snapshot(&h),
             Record::HeapObject(o) => t.memory.heap_object(&o),
