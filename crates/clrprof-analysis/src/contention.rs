@@ -270,8 +270,8 @@ pub fn write_contention_text(
     }
     writeln!(
         out,
-        "\n{:>7} {:>12} {:>12}  {:<32} {}",
-        "Count", "Total wait", "Longest", "Lock type", "Site"
+        "\n{:>7} {:>12} {:>12}  {:<32} Site",
+        "Count", "Total wait", "Longest", "Lock type"
     )?;
     for row in r.locks.iter().take(top) {
         writeln!(

@@ -12,6 +12,7 @@ mod alloc_ticks;
 #[cfg(unix)]
 mod attach;
 mod cli;
+#[cfg(unix)]
 mod contention;
 mod coverage;
 #[cfg(unix)]
