@@ -105,8 +105,11 @@ fn contended_locks_with_type_site_holder_and_wait() {
     let longest = row["longest_wait_ns"].as_u64().unwrap();
     assert!((total / 50..=total).contains(&longest), "{row:#}");
 
-    // The text view says the same.
-    let text = rec.report(&["--contention"]).assert_success().stdout_str();
+    // The text view says the same (`--view contention` is `--contention`).
+    let text = rec
+        .report(&["--view", "contention"])
+        .assert_success()
+        .stdout_str();
     assert!(
         text.contains("Lock contention: 50 contended acquisitions") && text.contains(lock_type),
         "{text}"

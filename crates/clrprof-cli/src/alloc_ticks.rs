@@ -181,9 +181,21 @@ fn collect(pid: u32, exited: &AtomicBool, keywords: u64, level: u32) -> Result<V
         keywords,
         level,
     }];
-    let (mut stream, _session) =
-        client::start_tracing(pid, BUFFER_MB, &providers, client::REPLY_TIMEOUT)
-            .map_err(|e| format!("cannot start the EventPipe session: {e}"))?;
+    // The socket file appears when the runtime binds it, a moment before it listens: a
+    // connection refused then is early, not final.
+    let (mut stream, _session) = loop {
+        match client::start_tracing(pid, BUFFER_MB, &providers, client::REPLY_TIMEOUT) {
+            Ok(session) => break session,
+            Err(clrprof_ipc::Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::ConnectionRefused
+                    && !exited.load(Ordering::Acquire)
+                    && started.elapsed() <= STARTUP_WAIT =>
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(format!("cannot start the EventPipe session: {e}")),
+        }
+    };
     let mut bytes = Vec::new();
     // The runtime ends the stream when the program exits, after the method rundown.
     match stream.read_to_end(&mut bytes) {

@@ -368,6 +368,29 @@ pub struct ViewArgs {
     /// Only runtime suspensions: reason, count, time, whether for a GC.
     #[arg(long)]
     pub suspensions: bool,
+    /// One view by name: the same as its own option (`--view jit` is `--jit`, `--view
+    /// contention` is `--contention`).
+    #[arg(long, value_enum, value_name = "VIEW")]
+    pub view: Option<ViewName>,
+}
+
+/// The views `report --view` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ViewName {
+    /// `--exceptions`.
+    Exceptions,
+    /// `--jit`.
+    Jit,
+    /// `--loads`.
+    Loads,
+    /// `--threads`.
+    Threads,
+    /// `--native`.
+    Native,
+    /// `--suspensions`.
+    Suspensions,
+    /// `--contention`.
+    Contention,
 }
 
 impl ViewArgs {
@@ -381,8 +404,19 @@ impl ViewArgs {
             (self.threads, View::Threads),
             (self.native, View::Native),
             (self.suspensions, View::Suspensions),
+            (self.view == Some(ViewName::Exceptions), View::Exceptions),
+            (self.view == Some(ViewName::Jit), View::Jit),
+            (self.view == Some(ViewName::Loads), View::Loads),
+            (self.view == Some(ViewName::Threads), View::Threads),
+            (self.view == Some(ViewName::Native), View::Native),
+            (self.view == Some(ViewName::Suspensions), View::Suspensions),
         ]
         .into_iter()
         .find_map(|(on, view)| on.then_some(view))
+    }
+
+    /// Whether `--view contention` was given.
+    pub fn contention(&self) -> bool {
+        self.view == Some(ViewName::Contention)
     }
 }

@@ -166,7 +166,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 tree: a.tree,
                 pretty: a.pretty,
                 alloc: a.alloc,
-                contention: a.contention,
+                contention: a.contention || a.view.contention(),
                 gc: a.gc,
                 heap: a.heap,
                 snapshot: a.snapshot,
