@@ -175,7 +175,8 @@ fn contended_locks_with_type_site_holder_and_wait() {
 }
 
 /// `--metric wall` splits each thread's wall time into running and the reasons it was blocked:
-/// `holder` sleeps, `waiter` waits for the lock, the main thread joins them; each within 10% of
+/// `holder` sleeps, `waiter` waits for the lock, `poller` for a socket, the main thread joins
+/// them; each within 10% of
 /// what the program measured itself. In `long` mode each of them is one wait of about a second,
 /// which wall-clock samples (every 10 ms) resolve to a tick or two at its ends.
 #[test]
@@ -216,6 +217,11 @@ fn wall_time_is_split_by_reason() {
         "waiter's lock",
         reason("waiter", "lock"),
         measured_ns(err, "waited_us"),
+    );
+    close(
+        "poller's I/O",
+        reason("poller", "io"),
+        measured_ns(err, "polled_us"),
     );
     // The main thread's join is at least what it measured. It can be more: on CoreCLR 3.1 a
     // question the sampler sends while the main thread starts the other two (a wait that does

@@ -12,12 +12,17 @@
 //   `Thread.Join`.
 // - With the argument `long`, one round only, in which `holder` sleeps 1000 ms in one
 //   `Thread.Sleep` inside the lock: one long sleep, one long wait for the lock, one long join,
-//   each a single wait that wall-clock samples see whole.
+//   each a single wait that wall-clock samples see whole. Meanwhile a thread named `poller`
+//   waits 1000 ms in `Socket.Poll` on a listening socket nobody connects to (`polled_us N`).
 // - stdout is the same on every run; stderr says how long `waiter` waited in all, measured
 //   around the `lock` statement (`waited_us N`), how long `holder` slept (`slept_us N`) and
 //   how long the main thread spent in `Thread.Join` (`joined_us N`).
+// @reference System.Net.Primitives
+// @reference System.Net.Sockets
 using System;
 using System.Diagnostics;
+using System.Net;
+using System.Net.Sockets;
 using System.Threading;
 
 namespace Contention
@@ -81,12 +86,29 @@ namespace Contention
             }
         }
 
+        static long polledTicks;
+
+        static void PollIdle()
+        {
+            Socket listener = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+            listener.Bind(new IPEndPoint(IPAddress.Loopback, 0));
+            listener.Listen(1);
+            Stopwatch watch = Stopwatch.StartNew();
+            listener.Poll(1000000, SelectMode.SelectRead);
+            polledTicks = watch.ElapsedTicks;
+            listener.Close();
+        }
+
         static int Main(string[] args)
         {
+            Thread poller = null;
             if (args.Length > 0 && args[0] == "long")
             {
                 Rounds = 1;
                 HoldMs = 1000;
+                poller = new Thread(PollIdle);
+                poller.Name = "poller";
+                poller.Start();
             }
             Thread holder = new Thread(Hold);
             holder.Name = "holder";
@@ -98,6 +120,11 @@ namespace Contention
             holder.Join();
             waiter.Join();
             long joinedTicks = joining.ElapsedTicks;
+            if (poller != null)
+            {
+                poller.Join();
+                Console.Error.WriteLine("polled_us " + polledTicks * 1000000 / Stopwatch.Frequency);
+            }
             Console.WriteLine("entries " + ledger.Entries);
             long micros = waitedTicks * 1000000 / Stopwatch.Frequency;
             Console.Error.WriteLine("waited_us " + micros);
