@@ -75,7 +75,13 @@ struct Attach {
 impl Attach {
     /// Starts `clrprof attach PID -o TRACE ARGS` and waits until it says it is attached.
     fn start(pid: u32, trace: &Path, args: &[&str]) -> Attach {
+        Self::start_with_env(pid, trace, args, &[])
+    }
+
+    /// [`Attach::start`] with more environment variables for clrprof.
+    fn start_with_env(pid: u32, trace: &Path, args: &[&str], env: &[(&str, &Path)]) -> Attach {
         let mut cmd = Command::new(clrprof_bin());
+        cmd.envs(env.iter().map(|(k, v)| (*k, *v)));
         cmd.arg("attach")
             .arg(pid.to_string())
             .arg("-o")
@@ -108,8 +114,13 @@ impl Attach {
 
     /// Interrupts it as Ctrl-C would, and waits for the detach; returns what it said.
     fn stop(self) -> String {
+        self.signal("-INT")
+    }
+
+    /// Sends it `signal` (`-TERM`), and waits for the detach; returns what it said.
+    fn signal(self, signal: &str) -> String {
         let status = Command::new("kill")
-            .args(["-INT", &self.guard.id().to_string()])
+            .args([signal, &self.guard.id().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
@@ -490,4 +501,183 @@ fn a_second_attach_while_attached_is_refused_clearly() {
     assert!(!other.exists(), "no trace is left behind");
     attach.stop();
     assert_eq!(program.exit(), ["ready", "bye: total 0, caught 0"]);
+}
+
+/// The entries of `dir` that are clrprof's private directories.
+fn private_dirs(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("clrprof-"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn sigterm_and_sighup_to_attach_detach_and_the_program_runs_on() {
+    let mut program = Attachee::start();
+    let dir = temp_dir();
+    let tmp = temp_dir();
+    let mut total = 0;
+    for (signal, name) in [
+        ("-TERM", "signal 15 (SIGTERM)"),
+        ("-HUP", "signal 1 (SIGHUP)"),
+    ] {
+        let trace = dir.path().join(format!("{name}.clrprof"));
+        let attach = Attach::start_with_env(
+            program.pid(),
+            &trace,
+            &["--mode", "none", "--events", "exception,runtime"],
+            &[("TMPDIR", tmp.path())],
+        );
+        assert_eq!(private_dirs(tmp.path()).len(), 1, "{signal}: the socket's");
+        total += 2;
+        assert_eq!(
+            program.send("round 2"),
+            format!("rounds 2: total {total}, caught {total}")
+        );
+        let said = attach.signal(signal);
+        assert!(
+            said.contains(&format!(
+                "clrprof: {name} received: detaching from process {}",
+                program.pid()
+            )),
+            "{said}"
+        );
+        assert_eq!(probe_counts(&trace).0, 2, "{signal}");
+        let json = report_json(&trace);
+        assert_eq!(json["session"]["ended_cleanly"], true, "{signal}");
+        assert_eq!(json["events"]["ProfilerDetachSucceeded"], 1, "{signal}");
+        assert_eq!(private_dirs(tmp.path()), Vec::<String>::new(), "{signal}");
+    }
+    // Unharmed, and attachable again.
+    let again = dir.path().join("again.clrprof");
+    let attach = Attach::start(
+        program.pid(),
+        &again,
+        &["--mode", "none", "--events", "exception"],
+    );
+    assert_eq!(program.send("round 1"), "rounds 1: total 5, caught 5");
+    attach.stop();
+    assert_eq!(probe_counts(&again).0, 1);
+    assert_eq!(program.exit().last().unwrap(), "bye: total 5, caught 5");
+}
+
+/// What one attach of [`five_attach_cycles_each_sample_as_well_as_the_first`] measured.
+#[derive(Debug)]
+struct Cycle {
+    /// The busy thread's CPU samples and the CPU time they account for.
+    samples: u64,
+    cpu_ns: u64,
+    /// Wall-clock samples of every thread (the main thread waits for a line on stdin).
+    wall_samples: u64,
+    samples_dropped: u64,
+}
+
+#[test]
+fn five_attach_cycles_each_sample_as_well_as_the_first() {
+    let mut program = Attachee::start();
+    assert_eq!(program.send("burn"), "burning");
+    let pid = program.pid();
+    let dir = temp_dir();
+    let mut cycles = Vec::new();
+    for cycle in 0..5 {
+        let trace = dir.path().join(format!("cycle{cycle}.clrprof"));
+        Attach::start(pid, &trace, &["--duration", "2"]).wait();
+        let json = report_json(&trace);
+        let duration_ns = json["session"]["duration_ns"].as_u64().unwrap();
+        let threads = json["cpu_threads"].as_array().unwrap();
+        for t in threads {
+            // The library stays loaded between attaches: nothing of an earlier one may count.
+            assert!(
+                t["wall_ns"].as_u64().unwrap() <= duration_ns,
+                "cycle {cycle}: a thread's wall time lies within the attach ({duration_ns} ns): {t}"
+            );
+        }
+        let busy = threads
+            .iter()
+            .max_by_key(|t| t["cpu_ns"].as_u64().unwrap())
+            .unwrap();
+        cycles.push(Cycle {
+            samples: busy["samples"].as_u64().unwrap(),
+            cpu_ns: busy["cpu_ns"].as_u64().unwrap(),
+            wall_samples: json["counters"]["wall_samples"].as_u64().unwrap(),
+            samples_dropped: json["session"]["samples_dropped"].as_u64().unwrap(),
+        });
+    }
+    eprintln!("per attach ({}): {cycles:#?}", Dotnet::current_label());
+    let rate = |c: &Cycle| c.samples as f64 / (c.cpu_ns as f64 / 1e9);
+    let first = &cycles[0];
+    assert!(first.samples > 100, "{first:?}");
+    for (i, c) in cycles.iter().enumerate() {
+        // CPU samples per second of the busy thread's CPU, as in the first attach.
+        assert!(
+            rate(c) >= 0.7 * rate(first) && rate(c) <= 1.3 * rate(first),
+            "attach {}: {:.0} samples per CPU second, the first {:.0}: {cycles:#?}",
+            i + 1,
+            rate(c),
+            rate(first)
+        );
+        // Every thread answers the wall-clock sampler in every attach.
+        assert!(
+            c.wall_samples * 2 >= first.wall_samples,
+            "attach {}: {cycles:#?}",
+            i + 1
+        );
+        assert!(
+            c.samples_dropped * 4 <= c.samples,
+            "attach {}: {cycles:#?}",
+            i + 1
+        );
+    }
+    assert_eq!(program.send("stop"), "stopped");
+    assert_eq!(program.exit().last().unwrap(), "bye: total 0, caught 0");
+}
+
+#[test]
+fn attach_with_a_closed_stderr_detaches_and_exits_as_usual() {
+    let mut program = Attachee::start();
+    let dir = temp_dir();
+    let trace = dir.path().join("closed.clrprof");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = Command::new(clrprof_bin());
+    cmd.arg("attach")
+        .arg(program.pid().to_string())
+        .args([
+            "--mode",
+            "none",
+            "--events",
+            "exception",
+            "--duration",
+            "3",
+            "-o",
+        ])
+        .arg(&trace)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(writer);
+    let mut guard = ChildGuard::spawn(&mut cmd);
+    // Attached once the agent is in the process.
+    let maps = format!("/proc/{}/maps", program.pid());
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&maps)
+        .unwrap()
+        .contains("libclrprof_agent")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never attached"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(program.send("round 2"), "rounds 2: total 2, caught 2");
+    let out = guard.wait_with_output(default_timeout());
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    assert_eq!(probe_counts(&trace).0, 2);
+    assert_eq!(report_json(&trace)["session"]["ended_cleanly"], true);
+    assert_eq!(program.send("round 1"), "rounds 1: total 3, caught 3");
+    assert_eq!(program.exit().last().unwrap(), "bye: total 3, caught 3");
 }

@@ -102,24 +102,7 @@ fn count_mode_is_exact_across_threads_tail_calls_exceptions_and_tiers() {
         let json = rec.report_json_with(&["--metric", "calls"]);
         assert_eq!(json["counters"]["count_methods_failed"], 0, "{env:?}");
         assert_eq!(json["counters"]["count_threads_unmapped"], 0, "{env:?}");
-        for (name, calls) in [
-            ("Program.Main(string[])", 1),
-            ("Work.Run(int)", 3),
-            ("Work.Step(int)", 6000),
-            ("Work.Leaf(int)", 3000),
-            ("Work.Short()", 20),
-            ("Tail.Caller(long)", 100),
-            ("Tail.Callee(long, long)", 100),
-            ("Thrower.Catch()", 10),
-            ("Thrower.L1()", 10),
-            ("Thrower.L2()", 10),
-            ("Thrower.L3()", 10),
-            ("Thrower.L4()", 10),
-            ("Thrower.L5()", 10),
-            ("Thrower.After()", 10),
-            ("Deep.Start()", 1),
-            ("Deep.Recurse(int)", 60_000),
-        ] {
+        for &(name, calls) in TRACED_CALLS {
             assert_eq!(calls_of(&json, name), calls, "{name} {env:?}");
         }
         // Count mode knows the caller named at each call site: Callee's caller is Caller,

@@ -125,24 +125,7 @@ fn trace_mode_is_exact_across_threads_tail_calls_exceptions_and_deep_recursion()
         json["counters"]
     );
     assert_eq!(json["counters"]["call_tree_nodes_dropped"], 0);
-    for (name, calls) in [
-        ("Program.Main(string[])", 1),
-        ("Work.Run(int)", 3),
-        ("Work.Step(int)", 6000),
-        ("Work.Leaf(int)", 3000),
-        ("Work.Short()", 20),
-        ("Tail.Caller(long)", 100),
-        ("Tail.Callee(long, long)", 100),
-        ("Thrower.Catch()", 10),
-        ("Thrower.L1()", 10),
-        ("Thrower.L2()", 10),
-        ("Thrower.L3()", 10),
-        ("Thrower.L4()", 10),
-        ("Thrower.L5()", 10),
-        ("Thrower.After()", 10),
-        ("Deep.Start()", 1),
-        ("Deep.Recurse(int)", 60_000),
-    ] {
+    for &(name, calls) in TRACED_CALLS {
         assert_eq!(calls_of(&json, name), calls, "{name}");
     }
 

@@ -78,6 +78,18 @@ fn a_runtime_told_to_load_no_profiler_is_named() {
         rec.output.describe()
     );
     assert!(err.contains("the agent never started"), "{err}");
+    // The cause first, and not a question whether the program is .NET at all.
+    assert!(
+        err.contains(
+            "diagnostics are disabled for the program (DOTNET_EnableDiagnostics=0 in its \
+             environment)"
+        ),
+        "{err}"
+    );
+    assert!(
+        !err.contains("a .NET (Core 3.1 or later) program?"),
+        "{err}"
+    );
     assert!(
         err.contains(
             "EnableDiagnostics=0 is set: .NET 8 then loads no profiler \

@@ -93,11 +93,17 @@ struct Interactive {
 
 impl Interactive {
     fn start(clrprof_args: &[&str]) -> Interactive {
+        Self::start_with_env(clrprof_args, &[])
+    }
+
+    /// [`Interactive::start`] with more environment variables for clrprof (and the program).
+    fn start_with_env(clrprof_args: &[&str], env: &[(&str, &Path)]) -> Interactive {
         let program = compile("Attachee");
         let dir = temp_dir();
         let trace = dir.path().join("t.clrprof");
         std::fs::write(&trace, YESTERDAY).unwrap();
         let mut cmd = record_command(&program, &[], clrprof_args, &trace);
+        cmd.envs(env.iter().map(|(k, v)| (*k, *v)));
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -192,37 +198,122 @@ fn a_killed_record_leaves_a_readable_partial_trace() {
     rec.guard.kill();
 }
 
-#[test]
-fn a_terminated_record_says_where_its_partial_trace_is() {
-    let mut rec = Interactive::start(&["--mode", "none", "--events", "exception"]);
-    rec.send("round 5");
-    rec.expect("rounds 5: total 5, caught 5");
-    rec.signal_clrprof("-TERM");
-    let started = std::time::Instant::now();
-    while rec.guard.child_mut().try_wait().unwrap().is_none() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "clrprof goes on"
-        );
-        std::thread::sleep(Duration::from_millis(20));
+/// The status `Attachee` ends with, run alone, when `signal` (`-TERM`) is sent to it once it
+/// is ready: what a shell would show (`code`, or 128 + the signal) and how a report says it.
+fn attachee_alone_under(signal: &str) -> (i32, String) {
+    use std::os::unix::process::ExitStatusExt;
+    let program = compile("Attachee");
+    let mut cmd = program.command();
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+    let mut alone = ChildGuard::spawn(&mut cmd);
+    let stdout = alone.child_mut().stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    let status = Command::new("kill")
+        .args([signal, &alone.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = alone.wait_with_output(default_timeout());
+    match (out.status.code(), out.status.signal()) {
+        (Some(code), _) => (code, format!("exit {code}")),
+        (None, Some(sig)) => (128 + sig, clrprof_analysis::ending::program_end(-1, sig)),
+        _ => panic!("{}", out.describe()),
     }
-    // The program goes on without the profiler.
-    rec.send("round 1");
-    rec.expect("rounds 1: total 6, caught 6");
+}
+
+/// The entries of `dir` that are clrprof's private directories.
+fn private_dirs(dir: &Path) -> Vec<String> {
+    files(dir)
+        .into_iter()
+        .filter(|n| n.starts_with("clrprof-"))
+        .collect()
+}
+
+#[test]
+fn a_terminated_record_passes_the_signal_on_and_finishes_the_trace() {
+    // What `kill`, `timeout`, `docker stop` and service managers send to clrprof alone.
+    for signal in ["-TERM", "-HUP", "-INT"] {
+        let (code, end) = attachee_alone_under(signal);
+        let tmp = temp_dir();
+        let mut rec = Interactive::start_with_env(
+            &["--mode", "none", "--events", "exception"],
+            &[("TMPDIR", tmp.path())],
+        );
+        assert_eq!(private_dirs(tmp.path()).len(), 1, "{signal}: the socket's");
+        rec.send("round 5");
+        rec.expect("rounds 5: total 5, caught 5");
+        rec.signal_clrprof(signal);
+        let out = rec.guard.wait_with_output(default_timeout());
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{signal}: clrprof exits as the program did alone ({end})\n{}",
+            out.describe()
+        );
+        let err = out.stderr_str();
+        let name = clrprof_analysis::ending::program_end(-1, code_of(signal));
+        let name = name.trim_start_matches("killed by ");
+        assert!(
+            err.contains(&format!(
+                "clrprof: {name} received: passed on to the program (pid "
+            )),
+            "{signal}: {err}"
+        );
+        assert!(
+            err.contains(&format!("clrprof: wrote {} (", rec.trace.display()))
+                && err.contains(&format!("the program ended: {end}")),
+            "{signal}: {err}"
+        );
+        assert!(!rec.partial().exists(), "{signal}: the trace is complete");
+        let json = report_json(&rec.trace);
+        assert_eq!(json["events"]["ExceptionThrown"], 5, "{signal}");
+        assert_eq!(json["session"]["program_end"], end.as_str(), "{signal}");
+        assert_eq!(json["session"]["integrity_notes"], serde_json::json!([]));
+        assert_eq!(
+            private_dirs(tmp.path()),
+            Vec::<String>::new(),
+            "{signal}: nothing left"
+        );
+    }
+}
+
+/// The number of signal `-NAME`.
+fn code_of(signal: &str) -> i32 {
+    match signal {
+        "-HUP" => 1,
+        "-INT" => 2,
+        "-TERM" => 15,
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn a_killed_clrprof_leaves_a_private_directory_the_next_one_removes() {
+    let tmp = temp_dir();
+    let mut rec = Interactive::start_with_env(
+        &["--mode", "none", "--events", "exception"],
+        &[("TMPDIR", tmp.path())],
+    );
+    let left = private_dirs(tmp.path());
+    assert_eq!(left.len(), 1, "{left:?}");
+    rec.signal_clrprof("-KILL");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(private_dirs(tmp.path()), left, "SIGKILL leaves it");
     rec.send("exit");
-    rec.expect("bye: total 6, caught 6");
-    let out = rec.guard.wait_with_output(default_timeout());
-    assert_eq!(out.status.code(), Some(128 + 15), "{}", out.describe());
-    let err = out.stderr_str();
-    assert!(
-        err.contains("clrprof: stopped by signal 15 (SIGTERM); the program (pid "),
-        "{err}"
+    rec.expect("bye: total 0, caught 0");
+    // The next clrprof, whatever it does, removes it first.
+    let program = compile("Hello");
+    let out_dir = temp_dir();
+    let mut cmd = record_command(
+        &program,
+        &[],
+        &["--mode", "none"],
+        &out_dir.path().join("h.clrprof"),
     );
-    assert!(
-        err.contains(&format!("the partial trace is {}", rec.partial().display())),
-        "{err}"
-    );
-    check_partial(&rec);
+    cmd.env("TMPDIR", tmp.path());
+    run_command(&mut cmd).assert_success();
+    assert_eq!(private_dirs(tmp.path()), Vec::<String>::new());
 }
 
 /// Runs `script` (sh) with `$CLRPROF`, `$DOTNET` and `$DLL` set, for faults that need a
@@ -667,14 +758,18 @@ fn a_closed_pipe_ends_report_quietly_as_other_tools_end() {
     let rec = record(&program, &[], &["--mode", "trace"]);
     rec.output.assert_success();
     for format in ["text", "json", "chrome"] {
+        // A pipe of one page, far smaller than each output, so that `report` is still writing
+        // when the reader goes (with the default 64 KiB a short output could fit whole).
+        let (mut stdout, writer) = std::io::pipe().unwrap();
+        shrink_pipe(&writer);
         let mut cmd = Command::new(clrprof_bin());
         cmd.arg("report")
             .arg(&rec.trace)
             .args(["--format", format, "--top", "0", "--tree", "--pretty"])
-            .stdout(Stdio::piped())
+            .stdout(writer)
             .stderr(Stdio::piped());
         let mut guard = ChildGuard::spawn(&mut cmd);
-        let mut stdout = guard.child_mut().stdout.take().unwrap();
+        drop(cmd); // the parent's copy of the writing end
         let mut first = [0u8; 16];
         stdout.read_exact(&mut first).unwrap();
         drop(stdout); // `| head -c 16`
@@ -687,6 +782,18 @@ fn a_closed_pipe_ends_report_quietly_as_other_tools_end() {
         );
         assert_eq!(out.stderr_str(), "", "{format}");
     }
+}
+
+/// Makes a pipe as small as the kernel allows (one page).
+fn shrink_pipe(end: &std::io::PipeWriter) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: F_SETPIPE_SZ on a pipe descriptor this function borrows; no memory is passed.
+    let rc = unsafe { libc::fcntl(end.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+    assert!(
+        rc >= 4096,
+        "F_SETPIPE_SZ: {}",
+        std::io::Error::last_os_error()
+    );
 }
 
 /// A terminal of `rows` x 200 (a detached tmux session on a server of its own) running

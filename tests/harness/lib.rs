@@ -33,6 +33,7 @@ mod pdb;
 pub mod probes;
 mod process;
 mod profile;
+mod programs;
 mod stripped;
 
 pub use browser::{
@@ -53,8 +54,10 @@ pub use pdb::{PdbKind, with_portable_pdb};
 pub use probes::{ProbeRun, run_probe};
 pub use process::{
     ChildGuard, OutputExt, default_timeout, describe_command, run_command, run_command_timeout,
+    signal_snapshot_when_ready,
 };
 pub use profile::{frame_names, profile_of, thread};
+pub use programs::TRACED_CALLS;
 
 /// A fresh temporary directory for one test, deleted when dropped.
 pub fn temp_dir() -> tempfile::TempDir {

@@ -272,3 +272,25 @@ impl OutputExt for Output {
         self
     }
 }
+
+/// Waits (at most 60 s) until a program writes its process id to `dir/pid`, then sends it
+/// `SIGUSR2`: the signal that asks clrprof's agent for a heap snapshot.
+#[track_caller]
+pub fn signal_snapshot_when_ready(dir: &std::path::Path) {
+    let pid_file = dir.join("pid");
+    let started = Instant::now();
+    while !pid_file.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the program never wrote its pid to {}",
+            pid_file.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let kill = Command::new("kill")
+        .args(["-USR2", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(kill.success(), "kill -USR2 {pid} failed");
+}

@@ -6,7 +6,9 @@
 //   spin      starts throwing and collecting on its own, one round every 5 ms, silently
 //             (for attaching for a fixed duration), on a new thread named `spinner`;
 //             prints `spinning`.
-//   stop      stops spinning; prints `stopped`.
+//   burn      starts a thread named `burner` that computes without pause (no allocation, no
+//             exception: it only uses the CPU) until `stop`; prints `burning`.
+//   stop      stops spinning and burning; prints `stopped`.
 //   exit      stops spinning, prints `bye: total R, caught C` and exits 0.
 //
 // It prints `ready` once it reads commands. Its output depends only on the commands it gets,
@@ -26,6 +28,25 @@ static class Attachee
     static int caught;
     static volatile bool spinning;
     static Thread spinner;
+    static volatile bool burning;
+    static Thread burner;
+    static long burnt;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static long Compute(long x)
+    {
+        for (int i = 0; i < 100000; i++)
+            x = x * 31 + i;
+        return x;
+    }
+
+    static void Burn()
+    {
+        long x = 1;
+        while (burning)
+            x = Compute(x);
+        burnt = x;
+    }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     static void Throw(int n)
@@ -67,6 +88,12 @@ static class Attachee
             spinner.Join();
             spinner = null;
         }
+        burning = false;
+        if (burner != null)
+        {
+            burner.Join();
+            burner = null;
+        }
     }
 
     static int Main()
@@ -92,6 +119,12 @@ static class Attachee
                     spinner = new Thread(Spin) { Name = "spinner" };
                     spinner.Start();
                     Console.WriteLine("spinning");
+                    break;
+                case "burn":
+                    burning = true;
+                    burner = new Thread(Burn) { Name = "burner" };
+                    burner.Start();
+                    Console.WriteLine("burning");
                     break;
                 case "stop":
                     StopSpinning();

@@ -4,8 +4,8 @@
 //
 // exact (default): `Memory.Program.MakeNodes(int)` allocates exactly 12,345 `Memory.Node`
 //     objects (each 40 bytes: object header, method table, two longs and a reference), and
-//     `Memory.Program.MakeBuffers(int)` allocates exactly 5,000 `byte[100]` (each 124 bytes:
-//     a 24-byte array header and 100 bytes). Nothing else allocates a `Memory.Node`.
+//     `Memory.Program.MakeBuffers(int)` allocates exactly 5,000 `byte[100]` (each 128 bytes
+//     on the heap: a 24-byte array header and 100 bytes, rounded up to 8). Nothing else allocates a `Memory.Node`.
 //     Output: "nodes: 12345 checksum=304773360" and "buffers: 5000 bytes=500000".
 // big: `Memory.Program.Churn(int)` allocates, interleaved, 5,000,000 `Memory.Small` (32 bytes
 //     each: 160,000,000 bytes), 200,000 `int[200]` (824 bytes each: 164,800,000 bytes) and

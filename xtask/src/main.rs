@@ -92,10 +92,16 @@ pub struct BenchArgs {
     /// Runs of the empty program per startup configuration (default 20, quick 6).
     #[arg(long, value_name = "N")]
     pub startup_runs: Option<usize>,
-    /// Only the memory benchmarks: allocation recording (sampled, ticks, all) on the Alloc workload
-    /// and heap-snapshot analysis of 1M and 5M synthetic objects.
+    /// Only the memory benchmarks: allocation recording (sampled, ticks, all) on the Alloc
+    /// workload and on a server under load (AllocServer: request rate, CPU per request), heap
+    /// snapshots' cost (LiveHeap: on-signal without a snapshot; at-exit snapshots of 1M and 10M
+    /// live objects: pause, trace size, report time and memory) and heap-snapshot analysis of
+    /// 1M and 5M synthetic objects.
     #[arg(long)]
     pub memory: bool,
+    /// Only the heap snapshot part of the memory benchmarks (LiveHeap, synthetic snapshots).
+    #[arg(long)]
+    pub heap: bool,
     /// Only the coverage benchmark: the CPU workloads (or those of --workloads) under `clrprof
     /// coverage`, of their own assembly and with System.Private.CoreLib.
     #[arg(long)]

@@ -183,9 +183,11 @@ impl Session {
             ));
             mask_ok = self.info.set_event_mask(low);
         }
+        let toggles = matches!(mask_ok, Ok(())) && self.info.version() >= 5;
         if let Err(e) = mask_ok {
             self.message(2, format!("the runtime refused the event mask: {e}"));
         }
+        crate::heap::configured(self, low, high, toggles);
 
         if self.config.mode == Mode::Trace {
             cct::set_node_budget(self.config.max_nodes);
@@ -234,7 +236,7 @@ impl Session {
             // An attached agent records InitializeForAttach instead.
             self.event(K::INITIALIZE, &[]);
         }
-        crate::heap::start_signal_thread(self);
+        crate::heap::start_heap_thread(self);
         if self.config.mode != Mode::None {
             let sampler = Sampler::start(self);
             *self.sampler.lock().unwrap_or_else(|e| e.into_inner()) = sampler;
@@ -278,7 +280,9 @@ impl Session {
         if on(EventCategory::Exception) {
             low |= EventMask::MONITOR_EXCEPTIONS | EventMask::ENABLE_STACK_SNAPSHOT;
         }
-        low |= crate::heap::event_mask(&c.heap_snapshots);
+        let (heap_low, heap_high) = crate::heap::event_mask(&c.heap_snapshots);
+        low |= heap_low;
+        high |= heap_high;
         if crate::contention::reads_events() {
             // The waiting stack is walked on the waiting thread.
             low |= EventMask::ENABLE_STACK_SNAPSHOT;
@@ -563,6 +567,7 @@ impl Profiler for Agent {
         if let Some(count) = crate::count::get() {
             count.thread_started(t.0);
         }
+        crate::heap::runtime_started();
         if let Some(s) = self.session() {
             s.out.push_record(&Record::ThreadDef(ThreadDef {
                 tid: sys::gettid(),
@@ -635,6 +640,9 @@ impl Profiler for Agent {
         self.transition(K::MANAGED_TO_UNMANAGED_TRANSITION, f, reason)
     }
     fn runtime_suspend_started(&self, reason: SuspendReason) -> Result<()> {
+        if let Some(s) = self.session() {
+            crate::heap::suspend_started(s);
+        }
         self.ev(K::RUNTIME_SUSPEND_STARTED, &[u64::from(reason.0)])
     }
     fn runtime_suspend_finished(&self) -> Result<()> {
@@ -644,10 +652,17 @@ impl Profiler for Agent {
         self.ev(K::RUNTIME_SUSPEND_ABORTED, &[])
     }
     fn runtime_resume_started(&self) -> Result<()> {
+        if let Some(s) = self.session() {
+            crate::heap::resume_started(s);
+        }
         self.ev(K::RUNTIME_RESUME_STARTED, &[])
     }
     fn runtime_resume_finished(&self) -> Result<()> {
-        self.ev(K::RUNTIME_RESUME_FINISHED, &[])
+        self.ev(K::RUNTIME_RESUME_FINISHED, &[])?;
+        if let Some(s) = self.session() {
+            crate::heap::resume_finished(s);
+        }
+        Ok(())
     }
     fn runtime_thread_suspended(&self, t: ThreadId) -> Result<()> {
         self.ev(K::RUNTIME_THREAD_SUSPENDED, &[t.as_u64()])
@@ -844,13 +859,15 @@ impl Profiler for Agent {
         if let Some(s) = self.session() {
             // One `GetGenerationBounds` for both the sizes and a heap snapshot's ranges.
             let sizes = s.wants(K::GARBAGE_COLLECTION_FINISHED);
-            if (sizes || crate::heap::snapshot_active())
+            if (sizes || crate::heap::wants_bounds())
                 && let Ok(bounds) = s.info.get_generation_bounds()
             {
                 if sizes {
                     crate::gc::write_generation_sizes(s, 1, &bounds);
                 }
                 crate::heap::gc_finished(s, &bounds);
+            } else {
+                crate::heap::gc_finished(s, &[]);
             }
         }
         self.ev(K::GARBAGE_COLLECTION_FINISHED, &[])
@@ -886,6 +903,8 @@ impl Profiler for Agent {
                 reason: "attached without clrprof's client data (use `clrprof attach`)".into(),
             });
         };
+        // The library stays loaded after a detach: this session counts its own threads.
+        threads::THREADS_DROPPED.store(0, core::sync::atomic::Ordering::Relaxed);
         self.start(info, Origin::Attach { session, config })?;
         self.ev(K::INITIALIZE_FOR_ATTACH, &[client_data.len() as u64])
     }

@@ -6,7 +6,8 @@
 //! `DoStackSnapshot` on the current thread (allowed inside this callback, and exact: the
 //! innermost frame is the method whose `new` allocated), interns it in the session's
 //! [`StackInterner`](crate::stacks::StackInterner) and writes an `Allocation` record with the
-//! class, the object's size from `GetObjectSize2` and, for an array, its length. Runtime
+//! class, the object's size from `GetObjectSize2` (rounded up to the heap's 8-byte alignment,
+//! what the object takes) and, for an array, its length. Runtime
 //! frames between the managed code and the callback are not part of the stack: the allocating
 //! method is innermost.
 //!
@@ -77,7 +78,11 @@ pub fn object_allocated(s: &Session, object: ObjectId, class: ClassId) {
         AllocMode::All => 0,
         AllocMode::Sampled => s.config.alloc_interval,
     };
-    let size = s.info.get_object_size2(object).map_or(0, |n| n as u64);
+    // What the object takes on the heap: the runtime's size rounded up to the alignment.
+    let size = s
+        .info
+        .get_object_size2(object)
+        .map_or(0, |n| crate::heap::aligned(n as u64));
     if interval > 0 && !sampled(size, interval) {
         return;
     }

@@ -93,6 +93,9 @@ impl Session {
         crate::alloc_ticks::stop(self);
         crate::contention::stop(self);
         capture::uninstall();
+        // The library stays loaded after the detach: the next attach must find every thread
+        // slot free, not as this session left it.
+        crate::recorder::threads::release_all();
         if let Err(e) = self.info.request_profiler_detach(DETACH_CHECK_MS) {
             self.message(
                 2,

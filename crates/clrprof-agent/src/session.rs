@@ -149,6 +149,7 @@ impl Session {
             ("wall_samples", load(&s.wall_samples)),
             ("samples_missed", load(&s.missed)),
             ("cpu_missed_ns", load(&s.cpu_missed_ns)),
+            ("missed_carriers", load(&s.missed_carriers)),
             ("sampler_questions", load(&s.questions)),
             ("agent_samples", load(&s.agent_samples)),
             ("agent_cpu_ns", load(&s.agent_cpu_ns)),
@@ -169,6 +170,7 @@ impl Session {
         for (name, value) in counters
             .into_iter()
             .chain(crate::alloc::counters())
+            .chain(crate::heap::counters())
             .chain(crate::alloc_ticks::counters(self))
             .chain(crate::contention::counters(self))
             .chain(count.into_iter().flatten())

@@ -56,6 +56,12 @@ pub struct Integrity {
     /// The latest timestamp of the records read (ns since the session's start): the trace
     /// says nothing about what happened after it when it is cut.
     pub last_ts_ns: u64,
+    /// Whether a `clrprof` was still writing the trace when it was read (it held the file's
+    /// lock): what is missing at its end has not been written yet.
+    pub being_written: bool,
+    /// Whether the file holds a trace header and not one record: nothing was recorded (the
+    /// recording stopped before the agent sent anything).
+    pub header_only: bool,
 }
 
 impl Integrity {
@@ -120,7 +126,9 @@ impl Integrity {
 
     /// True if nothing was found missing or damaged.
     pub fn is_whole(&self) -> bool {
-        self.damaged.is_empty()
+        !self.being_written
+            && !self.header_only
+            && self.damaged.is_empty()
             && !self.unfinished
             && !self.damaged_to_end
             && self.corrupt_records == 0
@@ -132,10 +140,26 @@ impl Integrity {
     pub fn notes(&self) -> Vec<String> {
         let mut out = Vec::new();
         let after = format!("{:.2} s", self.last_ts_ns as f64 / 1e9);
+        if self.header_only && !self.being_written {
+            out.push(
+                "the recording did not finish, and the trace holds only its header: the \
+                 recording stopped before the agent sent anything (clrprof was stopped before \
+                 the program's runtime started, or the runtime never started): there is no \
+                 figure to show"
+                    .to_string(),
+            );
+            return out;
+        }
         if let Some(cut) = &self.cut {
             out.push(format!(
                 "the trace is cut short ({cut}): nothing after {after} was kept, so every \
                  figure covers the recording up to {after} only"
+            ));
+        } else if self.being_written && !self.damaged_to_end {
+            out.push(format!(
+                "the trace is still being written (a clrprof recording is running): it is read \
+                 up to its last sealed block, {after} into the recording; how the program ends \
+                 is not in it yet"
             ));
         } else if self.unfinished && !self.damaged_to_end {
             out.push(format!(

@@ -219,6 +219,14 @@ pub fn write_text(
 ) -> Result<(), Error> {
     let s = session_json(t);
     writeln!(out, "Session")?;
+    if t.integrity.header_only {
+        // Nothing to show: every field below would be a default, not a fact.
+        writeln!(out, "  recorded  {}", ending(t, &s))?;
+        for note in &s.integrity_notes {
+            writeln!(out, "  WARNING   {note}")?;
+        }
+        return Ok(());
+    }
     writeln!(
         out,
         "  program   {} (pid {})",
@@ -373,6 +381,10 @@ fn ending(t: &LoadedTrace, s: &SessionJson) -> String {
     let detached = t.session_end.as_ref().is_some_and(|e| e.reason == "detach");
     match (&s.program_end, s.ended_cleanly) {
         _ if detached => "detached (the program went on running)".to_string(),
+        (None, _) if t.integrity.being_written => {
+            "still being recorded (the program has not ended yet)".to_string()
+        }
+        (None, _) if t.integrity.header_only => "nothing was recorded".to_string(),
         (Some(end), true) => format!("the program ended: {end}"),
         (Some(end), false) => {
             format!("the program ended: {end}, WITHOUT profiler shutdown (crash or kill)")

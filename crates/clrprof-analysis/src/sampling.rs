@@ -48,9 +48,13 @@ pub struct SamplingInfo {
     pub wall_samples: u64,
     /// CPU samples lost because a thread had too many waiting to be read.
     pub samples_missed: u64,
-    /// CPU the program's threads used in the periods of the missed samples: no stack is
-    /// known for it, so it is shown under a marker of its own (and is in `program_cpu_ns`).
+    /// CPU the program's threads used in the periods of the missed samples: carried by each
+    /// thread's latest stack before the gap, as a sample at a lower rate would (under a marker
+    /// of its own when the thread had none; traces before the carrying: always the marker),
+    /// and in `program_cpu_ns`.
     pub cpu_missed_ns: u64,
+    /// Sample records that carry it on a thread's latest stack (0: it is under the marker).
+    pub missed_carriers: u64,
     /// Signals sent to blocked threads to learn where they wait (once per new wait).
     pub questions: u64,
     /// CPU the program's threads used, as the CPU samples add it up.
@@ -64,7 +68,8 @@ pub struct SamplingInfo {
     pub agent_cpu_ns: u64,
     /// Samples (CPU and wall-clock) whose stack ended before the thread's start.
     pub ended_early: u64,
-    /// All samples (CPU and wall-clock).
+    /// Every sample record: CPU and wall-clock samples, and those that carry the CPU of
+    /// missed samples.
     pub samples: u64,
     /// The reasons, most frequent first.
     pub ended_early_by_reason: Vec<EndedEarly>,

@@ -11,8 +11,8 @@ use std::path::Path;
 
 use clrprof_trace::{
     CallTreeNode, FrameKind as TraceFrameKind, Header, Message, ReadError, Reader, Record,
-    RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart, StackCut, StackDef,
-    ThreadDef, ThreadState,
+    RecordKind, RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart,
+    StackCut, StackDef, ThreadDef, ThreadState,
 };
 
 use crate::builder::ProfileBuilder;
@@ -185,6 +185,9 @@ fn read_progress(
     progress: &mut dyn FnMut(u64),
 ) -> Result<LoadedTrace, ReadError> {
     let mut reader = Reader::new(input)?;
+    if heap == HeapKeep::None {
+        reader.skip_payloads(&[RecordKind::HEAP_OBJECT, RecordKind::HEAP_ROOT]);
+    }
     let header = reader.header();
     let mut t = LoadedTrace {
         header,
@@ -328,6 +331,9 @@ fn read_progress(
             Record::CoverageMethod(m) => t.coverage.push(m),
             Record::CountedMethod(m) => t.counts.methods.push(m),
             Record::CallCounts(c) => t.counts.counts.push(c),
+            // Passed over on purpose (`HeapKeep::None`), not unknown.
+            Record::Unknown { kind, .. }
+                if kind == RecordKind::HEAP_OBJECT || kind == RecordKind::HEAP_ROOT => {}
             Record::Unknown { .. } => t.unknown_records += 1,
         }
     }
@@ -337,6 +343,7 @@ fn read_progress(
     t.integrity.unfinished = header.blocked()
         && t.recording_end.is_none()
         && t.session_end.as_ref().is_none_or(|e| e.reason != "detach");
+    t.integrity.header_only = t.records == 0 && t.integrity.cut.is_none();
     progress(reader.bytes_read());
     t.names.number_bodies();
     t.events = events.finish(&t.names, &t.memory.gcs, &t.counters);
@@ -603,13 +610,11 @@ impl LoadedTrace {
                 .find(|w| w.ends_with(".dll"))
                 .map(file_name)
                 .unwrap_or_default();
-            if let Some(rate) = s
-                .config
-                .split(';')
-                .find_map(|kv| kv.trim().strip_prefix("rate="))
-                .and_then(|r| r.parse::<u64>().ok())
-            {
-                p.sample_interval_ns = 1_000_000_000 / rate.max(1);
+            if !s.config.is_empty() {
+                let rate = clrprof_trace::config::AgentConfig::decode(&s.config)
+                    .config
+                    .rate_hz;
+                p.sample_interval_ns = 1_000_000_000 / u64::from(rate.max(1));
             }
         }
         p.duration_ns = self.duration_ns();
@@ -729,11 +734,12 @@ fn summarize_sampling(
     for t in &profile.threads {
         let (mut cpu, mut n) = (0u64, 0u64);
         for s in &t.samples {
+            // Every sample record counts, the ones carrying missed CPU too.
+            samples += s.count;
             if s.kind == SampleKind::Cpu && is_missed(s.stack) {
                 cpu += s.cpu_ns;
                 continue;
             }
-            samples += s.count;
             match s.kind {
                 SampleKind::Cpu => {
                     cpu_samples += s.count;
@@ -767,6 +773,9 @@ fn summarize_sampling(
     }
     rates.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.tid.cmp(&b.tid)));
     rates.truncate(3);
+    // Records that carry the CPU of missed samples on a thread's latest stack are CPU samples
+    // in the trace, not samples taken.
+    let cpu_samples = cpu_samples.saturating_sub(counter("missed_carriers"));
     let mut ended_early_by_reason: Vec<EndedEarly> = ended
         .iter()
         .map(|(&frame, &n)| EndedEarly {
@@ -789,6 +798,7 @@ fn summarize_sampling(
         wall_samples,
         samples_missed: counter("samples_missed"),
         cpu_missed_ns: counter("cpu_missed_ns"),
+        missed_carriers: counter("missed_carriers"),
         questions: counter("sampler_questions"),
         program_cpu_ns,
         handler_cpu_ns: counter("handler_cpu_ns"),

@@ -1,9 +1,7 @@
 //! Large traces load in bounded memory when samples are summed, and summing changes no
 //! figure of the aggregate outputs.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::BufReader;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use clrprof_analysis::memory::HeapKeep;
 use clrprof_analysis::output::{Json, Text};
@@ -11,29 +9,9 @@ use clrprof_analysis::trace::{LoadedTrace, SampleDetail, read_detail};
 use clrprof_analysis::{Format, Query, report};
 use clrprof_trace::{BlockWriter, FrameKind, Record, Sample, StackDef, ThreadState, example};
 
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::{Counting, peak_of};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
@@ -123,20 +101,18 @@ fn summed_samples_change_no_figure_and_keep_memory_bounded() {
     let size = std::fs::metadata(&path).unwrap().len();
 
     let load = |detail| {
-        let base = CURRENT.load(Ordering::Relaxed);
-        PEAK.store(base, Ordering::Relaxed);
-        let file = BufReader::new(std::fs::File::open(&path).unwrap());
-        let t = read_detail(file, HeapKeep::Last, detail).unwrap();
-        let mut text = Vec::new();
-        report::write_text(&t, &Query::default(), &Text::default(), &mut text).unwrap();
-        let samples: u64 = t
-            .profile()
-            .threads
-            .iter()
-            .flat_map(|t| &t.samples)
-            .map(|s| s.count)
-            .sum();
-        (samples, PEAK.load(Ordering::Relaxed) - base)
+        peak_of(|| {
+            let file = BufReader::new(std::fs::File::open(&path).unwrap());
+            let t = read_detail(file, HeapKeep::Last, detail).unwrap();
+            let mut text = Vec::new();
+            report::write_text(&t, &Query::default(), &Text::default(), &mut text).unwrap();
+            t.profile()
+                .threads
+                .iter()
+                .flat_map(|t| &t.samples)
+                .map(|s| s.count)
+                .sum::<u64>()
+        })
     };
     let (n_summed, peak_summed) = load(SampleDetail::Summed);
     let (n_each, peak_each) = load(SampleDetail::Each);

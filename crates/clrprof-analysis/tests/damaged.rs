@@ -3,36 +3,13 @@
 //!
 //! One test function, so that the counting allocator measures one input at a time.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use clrprof_analysis::output::{Json, Text};
 use clrprof_analysis::{Query, report, trace};
 use clrprof_trace::{BLOCK_HEADER_LEN, BlockHeader, HEADER_LEN, Reader, Record, example};
 
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::{Counting, peak_of};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
@@ -40,16 +17,15 @@ static ALLOCATOR: Counting = Counting;
 /// Loads `bytes` and writes the text and JSON reports; returns the samples the profile counts
 /// (`None` if the input is refused) and the most memory it took.
 fn report_on(bytes: &[u8]) -> (Option<usize>, usize) {
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let samples = trace::read(bytes).ok().map(|t| {
-        let mut sink = Vec::new();
-        report::write_text(&t, &Query::default(), &Text::default(), &mut sink).unwrap();
-        sink.clear();
-        report::write_json(&t, &Query::default(), &Json::default(), &mut sink).unwrap();
-        t.profile().threads.iter().map(|t| t.samples.len()).sum()
-    });
-    (samples, PEAK.load(Ordering::Relaxed) - base)
+    peak_of(|| {
+        trace::read(bytes).ok().map(|t| {
+            let mut sink = Vec::new();
+            report::write_text(&t, &Query::default(), &Text::default(), &mut sink).unwrap();
+            sink.clear();
+            report::write_json(&t, &Query::default(), &Json::default(), &mut sink).unwrap();
+            t.profile().threads.iter().map(|t| t.samples.len()).sum()
+        })
+    })
 }
 
 /// The samples among `records`.

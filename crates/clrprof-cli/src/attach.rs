@@ -90,7 +90,7 @@ fn check_attachable(opts: &mut RecordOptions) -> Result<()> {
             .collect();
     }
     for warning in record::costly_choices(opts) {
-        eprintln!("clrprof: warning: {warning}");
+        say!("clrprof: warning: {warning}");
     }
     Ok(())
 }
@@ -100,8 +100,20 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
     let mut rec = opts.record.clone();
     check_attachable(&mut rec)?;
     let pid = opts.pid;
-    // Clear errors before anything else: no such process, not .NET, not ours.
+    // Ctrl-C, SIGTERM and SIGHUP detach cleanly from here on, whenever they come.
+    let signals = crate::signals::Signals::install()?;
+    // Clear errors before anything else: no such process, not .NET, not ours, diagnostics
+    // disabled, a profiler already loaded.
+    if let Some(why) = crate::ps::cannot_attach(pid) {
+        bail!("cannot attach to process {pid}: {why}");
+    }
     discovery::socket_path(pid).map_err(explain)?;
+    let files = process_files(pid);
+    let inputs: Vec<_> = files
+        .iter()
+        .map(|(what, path)| crate::overlap::Named::new(what.clone(), path))
+        .collect();
+    crate::overlap::refuse(&[crate::overlap::Named::new("-o", &rec.output)], &inputs)?;
 
     let AgentSocket {
         dir: _dir,
@@ -117,7 +129,7 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
         .agent
         .to_str()
         .context("the agent's path is not UTF-8")?;
-    let client_data = protocol::attach_client_data(socket_text, &rec.agent_config());
+    let client_data = protocol::attach_client_data(socket_text, &rec.agent_config().encode());
     let attach = || {
         client::attach_profiler(
             pid,
@@ -172,14 +184,7 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
         );
         std::thread::spawn(move || record::copy_stream(reading, trace, &progress, &abandon))
     };
-    let terminated = record::Signals::install();
-
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let interrupted = Arc::clone(&interrupted);
-        let _ = ctrlc::set_handler(move || interrupted.store(true, Ordering::Release));
-    }
-    eprintln!(
+    say!(
         "clrprof: attached to process {pid}; recording {}",
         match opts.duration {
             Some(d) => format!("for {:.1} s", d.as_secs_f64()),
@@ -192,10 +197,16 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
         if receiver.is_finished() {
             break true;
         }
-        if interrupted.load(Ordering::Acquire)
-            || terminated.received().is_some()
-            || opts.duration.is_some_and(|d| started.elapsed() >= d)
-        {
+        if let Some(received) = signals.next() {
+            bar.suspend(|| {
+                say!(
+                    "clrprof: {} received: detaching from process {pid}",
+                    crate::signals::name(received.signal)
+                )
+            });
+            break false;
+        }
+        if opts.duration.is_some_and(|d| started.elapsed() >= d) {
             break false;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -231,7 +242,7 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
         &format!(" over {:.1} s", recorded.as_secs_f64()),
     );
     if ended_by_program || !alive {
-        eprintln!("clrprof: process {pid} ended while attached");
+        say!("clrprof: process {pid} ended while attached");
         return Ok(0);
     }
     if !clean {
@@ -240,8 +251,31 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
             DETACH_TIMEOUT.as_secs()
         );
     }
-    eprintln!("clrprof: detached from process {pid}; it goes on without the agent");
+    say!("clrprof: detached from process {pid}; it goes on without the agent");
     Ok(0)
+}
+
+/// The files process `pid` runs: its executable and the arguments of its command line that
+/// are files (a .NET program's `.dll`). Reached through `/proc/PID/exe` and `/proc/PID/cwd`,
+/// which lead to the files themselves also from another mount namespace (a container).
+fn process_files(pid: u32) -> Vec<(String, std::path::PathBuf)> {
+    let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
+    let mut out = Vec::new();
+    if let Ok(exe) = std::fs::read_link(proc.join("exe")) {
+        out.push((
+            format!("the executable of process {pid}, {}", exe.display()),
+            proc.join("exe"),
+        ));
+    }
+    let args = std::fs::read(proc.join("cmdline")).unwrap_or_default();
+    for arg in args.split(|&b| b == 0).skip(1).filter(|a| !a.is_empty()) {
+        let arg = String::from_utf8_lossy(arg).into_owned();
+        let path = proc.join("cwd").join(&arg);
+        if path.is_file() {
+            out.push((format!("a file process {pid} runs, {arg}"), path));
+        }
+    }
+    out
 }
 
 /// Waits for the agent's connection.

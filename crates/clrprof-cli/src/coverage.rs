@@ -49,49 +49,85 @@ pub struct CoverageArgs {
     pub command: Vec<String>,
 }
 
-/// The agent settings for a coverage run.
+/// The agent settings for a coverage run: block counters, in the assemblies chosen.
 #[cfg_attr(not(unix), allow(dead_code))]
-pub fn agent_config(include: &[String], exclude: &[String]) -> anyhow::Result<String> {
-    let mut config = String::from("coverage=1");
-    config.push_str(&assembly_settings(
-        ("cover_include", include),
-        ("cover_exclude", exclude),
-    )?);
-    Ok(config)
+pub fn agent_config(
+    include: &[String],
+    exclude: &[String],
+) -> anyhow::Result<clrprof_trace::config::AgentConfig> {
+    Ok(clrprof_trace::config::AgentConfig {
+        coverage: true,
+        cover_include: assembly_names(include)?,
+        cover_exclude: assembly_names(exclude)?,
+        ..Default::default()
+    })
 }
 
 /// Runs the program under the agent with coverage on; writes the report. Returns the
 /// program's exit code (as `record` does).
 #[cfg(unix)]
 pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
-    use anyhow::Context;
     use clrprof_analysis::coverage::{CoverageFormat, CoverageReport};
 
     let agent = crate::agent_lib::locate(a.agent.as_deref())?;
-    let extra_config = agent_config(&a.include, &a.exclude)?;
-    let dir = tempfile::Builder::new()
-        .prefix("clrprof-coverage-")
-        .tempdir()
-        .context("cannot create a private temporary directory")?;
+    let base = agent_config(&a.include, &a.exclude)?;
+    {
+        use crate::overlap::Named;
+        let inputs = crate::overlap::command_inputs(&a.command);
+        let inputs: Vec<_> = inputs
+            .iter()
+            .map(|(what, path)| Named::new(what.clone(), path))
+            .collect();
+        let mut outputs = Vec::new();
+        if let Some(o) = &a.output {
+            outputs.push(Named::new("-o", o));
+        }
+        if let Some(t) = &a.trace {
+            outputs.push(Named::new("--trace", t));
+        }
+        crate::overlap::refuse(&outputs, &inputs)?;
+    }
+    let dir = crate::private_dir::create("clrprof-coverage-")?;
     let trace = a
         .trace
         .clone()
         .unwrap_or_else(|| dir.path().join("coverage.clrprof"));
     let opts = crate::record::RecordOptions {
         inline: false,
-        extra_config,
+        base,
         summary: false,
         ..crate::record::RecordOptions::new("none", trace.clone(), agent, a.command)
     };
-    let code = crate::record::record(&opts)?;
-    if code == crate::record::AGENT_FAILED && !trace.exists() {
-        return Ok(code);
+    let outcome = crate::record::run(&opts)?;
+    let code = outcome.code;
+    let kept = |what: &str| match &a.output {
+        Some(path) => say!("clrprof:   {what}; {} was not replaced", path.display()),
+        None => say!("clrprof:   {what}; no coverage was written"),
+    };
+    if !outcome.complete {
+        // `record` said why; nothing here is this run's coverage.
+        kept("nothing was counted");
+        return Ok(if code == 0 { 1 } else { code });
     }
     let loaded = clrprof_analysis::trace::load(&trace)?;
     if !loaded.ended_cleanly() {
-        eprintln!(
-            "clrprof: warning: the program did not shut the runtime down, so no block counts were written"
+        let ended = loaded
+            .recording_end
+            .as_ref()
+            .map(|e| clrprof_analysis::ending::program_end(e.exit_code, e.signal))
+            .unwrap_or_else(|| "its end is unknown".into());
+        say!(
+            "clrprof: error: the program did not shut the runtime down ({ended}), so the agent \
+             never wrote its block counts: there is no coverage to report"
         );
+        match &a.trace {
+            Some(t) => kept(&format!(
+                "the trace, with what was recorded, is {}",
+                t.display()
+            )),
+            None => kept("nothing was kept"),
+        }
+        return Ok(if code == 0 { 1 } else { code });
     }
     let report = CoverageReport::from_trace(&loaded);
     for s in report.without_symbols() {
@@ -108,9 +144,10 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
                 "its methods are shown by IL block, without source lines".to_string()
             }
         };
-        eprintln!(
+        say!(
             "clrprof: warning: no source lines for {}: {}; {meaning}",
-            s.assembly, s.description
+            s.assembly,
+            s.description
         );
     }
     let text = report.render(match a.format {
@@ -123,11 +160,19 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
         Some(path) => crate::safe_file::write(path, text.as_bytes())?,
         None => {
             use std::io::Write;
-            std::io::stdout().write_all(text.as_bytes())?;
+            let mut stdout = std::io::stdout().lock();
+            // A reader that went away takes the coverage with it, not the program's exit code.
+            if let Err(e) = stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                return Err(anyhow::Error::new(e).context("writing the coverage"));
+            }
         }
     }
     let (blocks, covered) = report.block_totals();
-    eprintln!(
+    say!(
         "clrprof: {} methods, {covered} of {blocks} blocks entered{}",
         report.methods.len(),
         a.output
@@ -138,26 +183,17 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
     Ok(code)
 }
 
-/// The agent settings that name assemblies (`;key=A,B` for each non-empty list), for
-/// coverage's and count mode's include and exclude lists. Refuses what is not an assembly
-/// name (which could change other settings).
+/// An include or exclude list of coverage or count mode, refusing what is not an assembly
+/// name (which the agent's configuration could not carry).
 #[cfg_attr(not(unix), allow(dead_code))]
-pub(crate) fn assembly_settings(
-    include: (&str, &[String]),
-    exclude: (&str, &[String]),
-) -> anyhow::Result<String> {
-    let mut config = String::new();
-    for (key, names) in [include, exclude] {
-        for name in names {
-            if name.is_empty() || name.contains([',', ';', '=']) {
-                anyhow::bail!("`{name}` is not an assembly name");
-            }
-        }
-        if !names.is_empty() {
-            config.push_str(&format!(";{key}={}", names.join(",")));
-        }
+pub(crate) fn assembly_names(names: &[String]) -> anyhow::Result<Vec<String>> {
+    match names
+        .iter()
+        .find(|n| !clrprof_trace::config::is_assembly_name(n))
+    {
+        Some(bad) => anyhow::bail!("`{bad}` is not an assembly name"),
+        None => Ok(names.to_vec()),
     }
-    Ok(config)
 }
 
 #[cfg(test)]
@@ -166,10 +202,17 @@ mod tests {
 
     #[test]
     fn agent_config_lists_assemblies() {
-        assert_eq!(agent_config(&[], &[]).unwrap(), "coverage=1");
         assert_eq!(
-            agent_config(&["App".into(), "Lib".into()], &["Tests".into()]).unwrap(),
-            "coverage=1;cover_include=App,Lib;cover_exclude=Tests"
+            agent_config(&[], &[]).unwrap().encode(),
+            "version=1;mode=sample;rate=1000;coverage=1"
+        );
+        let c = agent_config(&["App".into(), "Lib".into()], &["Tests".into()]).unwrap();
+        assert_eq!(
+            (c.cover_include, c.cover_exclude),
+            (
+                vec!["App".to_string(), "Lib".into()],
+                vec!["Tests".to_string()]
+            )
         );
         assert!(agent_config(&["a;mode=trace".into()], &[]).is_err());
     }

@@ -5,6 +5,16 @@
 //! format) and `clrprof-analysis` (everything a report shows).
 #![forbid(unsafe_code)]
 
+/// `eprintln!` that never panics: a message to a closed or failing standard error (`clrprof
+/// record ... 2>&1 | head -c 1`) is dropped, and the command goes on to its own end (a
+/// recording keeps the program's exit code).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 #[cfg(unix)]
 mod agent_lib;
 #[cfg(unix)]
@@ -15,12 +25,17 @@ mod cli;
 #[cfg(unix)]
 mod contention;
 mod coverage;
+mod overlap;
+#[cfg(unix)]
+mod private_dir;
 #[cfg(unix)]
 mod ps;
 #[cfg(unix)]
 mod record;
 mod report;
 mod safe_file;
+#[cfg(unix)]
+mod signals;
 #[cfg(unix)]
 mod status;
 #[cfg(unix)]
@@ -43,9 +58,9 @@ fn main() -> ExitCode {
         // ends quietly, as other Unix tools do.
         Err(e) if is_broken_pipe(&e) => closed_pipe(),
         Err(e) => {
-            eprintln!("clrprof: error: {e}");
+            say!("clrprof: error: {e}");
             for cause in e.chain().skip(1) {
-                eprintln!("clrprof:   because: {cause}");
+                say!("clrprof:   because: {cause}");
             }
             ExitCode::from(1)
         }
@@ -91,15 +106,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     "--include and --exclude choose the assemblies count mode counts: use them with --mode count"
                 );
             }
-            let extra_config = coverage::assembly_settings(
-                ("count_include", &a.include),
-                ("count_exclude", &a.exclude),
-            )?
-            .trim_start_matches(';')
-            .to_string();
+            let base = clrprof_trace::config::AgentConfig {
+                count_include: coverage::assembly_names(&a.include)?,
+                count_exclude: coverage::assembly_names(&a.exclude)?,
+                ..Default::default()
+            };
             let opts = record::RecordOptions {
                 events: a.events,
-                extra_config,
+                base,
                 rate: a.rate,
                 wall_rate: a.wall_rate,
                 cpu_clock: a.cpu_clock.map(CpuClockArg::name),

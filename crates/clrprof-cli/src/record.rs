@@ -10,7 +10,10 @@
 //! If the agent never connected, it says why that probably happened and exits with
 //! [`AGENT_FAILED`]. If the trace cannot be written (disk full, file-size limit), the program
 //! runs on, the trace keeps what was written, and `clrprof` says what is missing and exits
-//! with the program's exit code.
+//! with the program's exit code. SIGTERM, SIGHUP and SIGINT sent to `clrprof` are passed on
+//! to the program ([`crate::signals`]): the recording ends when the program does, complete.
+//! An output that is one of the program's files is refused before anything starts
+//! ([`crate::overlap`]), and so is a second recording into a trace being written.
 
 use std::io::Read;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -22,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clrprof_analysis::ending::program_end;
+use clrprof_trace::config::{AgentConfig, AllocMode, CpuClockChoice, HeapSnapshots, Mode};
 use clrprof_trace::protocol::TickReader;
 use clrprof_trace::{Record, RecordingEnd, StreamDecoder, protocol};
 
@@ -31,6 +35,17 @@ use crate::trace_file::{SEAL_EVERY, TraceFile};
 
 /// Exit code when profiling itself failed (as `env` and container tools use 125).
 pub const AGENT_FAILED: i32 = 125;
+
+/// The exit code of the .NET host (`dotnet`, an app host) when it cannot create the runtime
+/// (`Failed to create CoreCLR`), on 3.1 and 8 alike.
+const HOST_FAILED: i32 = 137;
+
+/// The soft limit on the address space (`ulimit -v`), in KiB, if one is set.
+fn address_space_limit_kib() -> Option<u64> {
+    use nix::sys::resource::{RLIM_INFINITY, Resource, getrlimit};
+    let (soft, _) = getrlimit(Resource::RLIMIT_AS).ok()?;
+    (soft != RLIM_INFINITY).then_some(soft / 1024)
+}
 
 /// What to record, independent of the command-line syntax.
 #[derive(Debug, Clone)]
@@ -69,8 +84,9 @@ pub struct RecordOptions {
     pub agent: PathBuf,
     /// Program and arguments.
     pub command: Vec<String>,
-    /// More agent settings (`key=value;...`), e.g. coverage's.
-    pub extra_config: String,
+    /// The agent's settings that the fields above do not choose (coverage, count mode's
+    /// assemblies).
+    pub base: AgentConfig,
     /// Print the closing summary line.
     pub summary: bool,
 }
@@ -101,7 +117,7 @@ impl RecordOptions {
             output,
             agent,
             command,
-            extra_config: String::new(),
+            base: AgentConfig::default(),
             summary: true,
         }
     }
@@ -112,42 +128,42 @@ impl RecordOptions {
         self.alloc == Some("ticks")
     }
 
-    pub(crate) fn agent_config(&self) -> String {
-        let mut c = format!(
-            "mode={};rate={};inline={};max_nodes={}",
-            self.mode,
-            self.rate,
-            u8::from(self.inline),
-            self.max_nodes
-        );
-        if let Some(hz) = self.wall_rate {
-            c.push_str(&format!(";wall_rate={hz}"));
-        }
+    /// What the agent is asked to do: `base` with every choice above.
+    pub(crate) fn agent_config(&self) -> AgentConfig {
+        let mut c = self.base.clone();
+        c.mode = Mode::from_name(self.mode).unwrap_or(c.mode);
+        c.rate_hz = self.rate;
+        c.inline = self.inline;
+        c.max_nodes = self.max_nodes;
+        c.wall_rate_hz = self.wall_rate.or(c.wall_rate_hz);
         if let Some(clock) = self.cpu_clock {
-            c.push_str(&format!(";cpu_clock={clock}"));
+            c.cpu_clock = [CpuClockChoice::Perf, CpuClockChoice::Timer]
+                .into_iter()
+                .find(|k| k.name() == clock);
         }
-        if !self.events.is_empty() {
-            c.push_str(";events=");
-            c.push_str(&self.events.join(","));
+        // `all` is every cheap category (see `expand_events`); the names were validated.
+        for category in expand_events(&self.events)
+            .iter()
+            .filter_map(|e| clrprof_trace::EventCategory::parse(e))
+        {
+            if !c.events.contains(&category) {
+                c.events.push(category);
+            }
         }
-        if let Some(alloc) = self.alloc {
-            c.push_str(&format!(";alloc={alloc}"));
+        if let Some(alloc) = self.alloc.and_then(AllocMode::from_name) {
+            c.alloc = alloc;
         }
         if let Some(bytes) = self.alloc_interval {
-            c.push_str(&format!(";alloc_interval={bytes}"));
+            c.alloc_interval = bytes;
         }
         if self.contention {
-            c.push_str(";contention=1");
+            c.contention = true;
         }
-        if let Some(when) = &self.heap_snapshot {
-            c.push_str(&format!(";heap_snapshot={when}"));
+        if let Some(h) = self.heap_snapshot.as_deref().and_then(HeapSnapshots::parse) {
+            c.heap_snapshots = h;
         }
         if let Some(kib) = self.buffer_kib {
-            c.push_str(&format!(";buffer_kb={kib}"));
-        }
-        if !self.extra_config.is_empty() {
-            c.push(';');
-            c.push_str(&self.extra_config);
+            c.buffer_bytes = (kib as usize) << 10;
         }
         c
     }
@@ -187,6 +203,28 @@ impl Progress {
 
 /// Runs the recording; returns the exit code clrprof should exit with.
 pub fn record(opts: &RecordOptions) -> Result<i32> {
+    Ok(run(opts)?.code)
+}
+
+/// How a recording ended.
+pub(crate) struct Outcome {
+    /// The exit code clrprof should exit with.
+    pub(crate) code: i32,
+    /// Whether the trace is complete under its final name.
+    pub(crate) complete: bool,
+}
+
+impl Outcome {
+    fn failed(code: i32) -> Outcome {
+        Outcome {
+            code,
+            complete: false,
+        }
+    }
+}
+
+/// Runs the recording.
+pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
     validate_events(&opts.events)?;
     let expanded = RecordOptions {
         events: expand_events(&opts.events),
@@ -194,13 +232,19 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     };
     let opts = &expanded;
     for warning in costly_choices(opts) {
-        eprintln!("clrprof: warning: {warning}");
+        say!("clrprof: warning: {warning}");
     }
     if opts.alloc_ticks() && opts.alloc_interval.is_some() {
         bail!(
             "--alloc-interval applies to --alloc sampled; the runtime chooses the ticks of --alloc ticks"
         );
     }
+    let inputs = crate::overlap::command_inputs(&opts.command);
+    let inputs: Vec<_> = inputs
+        .iter()
+        .map(|(what, path)| crate::overlap::Named::new(what.clone(), path))
+        .collect();
+    crate::overlap::refuse(&[crate::overlap::Named::new("-o", &opts.output)], &inputs)?;
     let (program, args) = resolve_program(&opts.command)?;
     let AgentSocket {
         dir: _dir,
@@ -216,18 +260,16 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         .env("CORECLR_PROFILER_PATH", &opts.agent)
         .env("CORECLR_PROFILER_PATH_64", &opts.agent)
         .env(protocol::ENV_SESSION, &socket)
-        .env(protocol::ENV_CONFIG, opts.agent_config())
+        .env(protocol::ENV_CONFIG, opts.agent_config().encode())
         .env_remove(protocol::ENV_OUTPUT);
 
     // Ctrl-C goes to the whole terminal process group: the program decides what to do with
-    // it; clrprof keeps receiving until the program is gone, then finishes the trace. A
-    // termination signal to clrprof alone ends the recording with a partial trace.
-    ignore_interrupts();
-    let terminated = Signals::install();
+    // it, and clrprof keeps receiving until the program is gone, then finishes the trace. A
+    // signal sent to clrprof alone (`kill`, `timeout`, `docker stop`, a service manager) is
+    // passed on to the program, with the same outcome.
+    let signals = crate::signals::Signals::install()?;
     let started = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {}", program.display()))?;
+    let mut child = cmd.spawn().map_err(|e| explain_spawn(&program, e))?;
 
     let progress = Arc::new(Progress::default());
     let stop = Arc::new(AtomicBool::new(false));
@@ -279,29 +321,10 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
         let _ = exited_tx.send(child.wait());
     });
     let bar = status_line();
+    let mut passed_on = false;
     let status = loop {
-        if let Some(signal) = terminated.received() {
-            abandon.store(true, Ordering::Release);
-            stop.store(true, Ordering::Release);
-            let trace = receiver
-                .join()
-                .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
-            bar.finish_and_clear();
-            print_messages(&progress, &bar);
-            let kept = trace.started().then(|| trace.keep_partial());
-            eprintln!(
-                "clrprof: stopped by {}; the program (pid {pid}) goes on without the profiler",
-                program_end(-1, signal).trim_start_matches("killed by ")
-            );
-            match kept {
-                Some(path) => eprintln!(
-                    "clrprof:   the partial trace is {} (`clrprof report {}`)",
-                    path.display(),
-                    path.display()
-                ),
-                None => eprintln!("clrprof:   nothing was recorded"),
-            }
-            return Ok(128 + signal);
+        while let Some(received) = signals.next() {
+            pass_on(pid, received, &mut passed_on, &bar);
         }
         match exited.recv_timeout(Duration::from_millis(100)) {
             Ok(status) => break status.context("waiting for the program")?,
@@ -333,31 +356,59 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     let ended = program_end(exit_code, signal);
     let connected = progress.connected.load(Ordering::Acquire);
     let clean = progress.clean.load(Ordering::Acquire);
+    let code = if signal != 0 { 128 + signal } else { exit_code };
+    let disabled = ["DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics"]
+        .into_iter()
+        .find(|v| std::env::var(v).is_ok_and(|v| v.trim() == "0"));
+    let from_agent = progress.records.load(Ordering::Relaxed);
+    if !connected && let Some(var) = disabled {
+        trace.discard();
+        say!(
+            "clrprof: error: the agent never started, so nothing was recorded: diagnostics are \
+             disabled for the program ({var}=0 in its environment)."
+        );
+        say!(
+            "clrprof:   EnableDiagnostics=0 is set: .NET 8 then loads no profiler \
+             (DOTNET_EnableDiagnostics_IPC=0 closes only the diagnostics socket)."
+        );
+        say!("clrprof:   Unset {var} to record the program (the file at -o was not touched).");
+        return Ok(Outcome::failed(AGENT_FAILED));
+    }
+    if (!connected || from_agent == 0) && !clean && exit_code == HOST_FAILED {
+        // The runtime itself could not start (the host prints why, e.g. `Failed to create
+        // CoreCLR, HRESULT: 0x8007000E`, out of memory): not the agent's failure.
+        trace.discard();
+        say!(
+            "clrprof: error: the .NET runtime could not start (exit {HOST_FAILED}, the status \
+             the .NET host gives when it cannot create the runtime; its message above says \
+             why), so nothing was recorded; the file at -o was not touched."
+        );
+        if let Some(kib) = address_space_limit_kib() {
+            say!(
+                "clrprof:   the address space is limited (ulimit -v {kib}): .NET reserves much \
+                 more address space than it uses when it starts, and cannot start under such \
+                 a limit (0x8007000E is out of memory); raise it (`ulimit -v unlimited`), or \
+                 limit the memory it uses instead (a cgroup limit such as `docker run --memory`)."
+            );
+        }
+        return Ok(Outcome::failed(code));
+    }
     if !connected {
         trace.discard();
-        eprintln!("clrprof: error: the agent never started, so nothing was recorded.");
-        eprintln!(
+        say!("clrprof: error: the agent never started, so nothing was recorded.");
+        say!(
             "clrprof:   the runtime did not load {} or the agent refused to start.",
             opts.agent.display()
         );
-        eprintln!(
+        say!(
             "clrprof:   Is `{}` a .NET (Core 3.1 or later) program? Other programs ignore the profiler variables.",
             opts.command.join(" ")
         );
-        eprintln!(
+        say!(
             "clrprof:   Is the agent built for this platform, and readable? (`file {}`)",
             opts.agent.display()
         );
-        if ["DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics"]
-            .iter()
-            .any(|v| std::env::var(v).is_ok_and(|v| v.trim() == "0"))
-        {
-            eprintln!(
-                "clrprof:   EnableDiagnostics=0 is set: .NET 8 then loads no profiler \
-                 (DOTNET_EnableDiagnostics_IPC=0 closes only the diagnostics socket)."
-            );
-        }
-        return Ok(AGENT_FAILED);
+        return Ok(Outcome::failed(AGENT_FAILED));
     }
     trace.write(&Record::RecordingEnd(RecordingEnd {
         duration_ns: duration.as_nanos() as u64,
@@ -368,18 +419,17 @@ pub fn record(opts: &RecordOptions) -> Result<i32> {
     }));
     warn_problem(&progress);
     if !clean {
-        eprintln!(
+        say!(
             "clrprof: warning: the program ended without shutting the profiler down (crash or kill); the trace holds everything up to the agent's last flush"
         );
     }
-    let code = if signal != 0 { 128 + signal } else { exit_code };
-    finish_trace(
+    let complete = finish_trace(
         trace,
         &progress,
         opts.summary,
         &format!("; the program ended: {ended}"),
     );
-    Ok(code)
+    Ok(Outcome { code, complete })
 }
 
 /// Gives a complete trace its name, or says what a trace whose writing failed kept and lost.
@@ -393,7 +443,7 @@ pub(crate) fn finish_trace(
     // Seal now, so that a failure to write the last block is told like the others.
     trace.seal();
     if let Some(text) = trace.news() {
-        eprintln!("clrprof: error: {text}");
+        say!("clrprof: error: {text}");
     }
     if trace.failure().is_some() {
         let lost = trace.lost();
@@ -412,10 +462,8 @@ pub(crate) fn finish_trace(
                 lost.last_ts as f64 / 1e9
             ));
         }
-        eprintln!(
-            "clrprof:   missing: {missing}, and the end of the recording (how the program ended)"
-        );
-        eprintln!(
+        say!("clrprof:   missing: {missing}, and the end of the recording (how the program ended)");
+        say!(
             "clrprof:   kept: everything before that, in {} (`clrprof report {}`); {} was not replaced",
             path.display(),
             path.display(),
@@ -432,8 +480,8 @@ pub(crate) fn finish_trace(
             true
         }
         Err(e) => {
-            eprintln!("clrprof: error: {e:#}");
-            eprintln!(
+            say!("clrprof: error: {e:#}");
+            say!(
                 "clrprof:   what was written is in {} (`clrprof report {}`)",
                 partial.display(),
                 partial.display()
@@ -457,10 +505,7 @@ impl AgentSocket {
     /// Creates the private directory, listens on its socket and creates the trace file (under
     /// its partial name).
     pub(crate) fn open(output: &Path) -> Result<Self> {
-        let dir = tempfile::Builder::new()
-            .prefix("clrprof-")
-            .tempdir()
-            .context("cannot create a private temporary directory")?;
+        let dir = crate::private_dir::create("clrprof-")?;
         let socket = dir.path().join("agent.sock");
         let listener = UnixListener::bind(&socket)
             .with_context(|| format!("cannot listen on {}", socket.display()))?;
@@ -472,34 +517,6 @@ impl AgentSocket {
             listener,
             trace,
         })
-    }
-}
-
-/// Termination signals to clrprof itself, and the file-size limit's signal (which would
-/// otherwise kill clrprof when the trace reaches the limit, instead of failing the write).
-/// The handlers are not inherited by the program, which starts with the default actions.
-pub(crate) struct Signals {
-    received: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl Signals {
-    pub(crate) fn install() -> Signals {
-        use signal_hook::consts::{SIGHUP, SIGTERM, SIGXFSZ};
-        let received = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        for signal in [SIGTERM, SIGHUP] {
-            let _ =
-                signal_hook::flag::register_usize(signal, Arc::clone(&received), signal as usize);
-        }
-        let _ = signal_hook::flag::register(SIGXFSZ, Arc::new(AtomicBool::new(false)));
-        Signals { received }
-    }
-
-    /// The termination signal received, if any.
-    pub(crate) fn received(&self) -> Option<i32> {
-        match self.received.load(Ordering::Acquire) {
-            0 => None,
-            n => Some(n as i32),
-        }
     }
 }
 
@@ -531,13 +548,13 @@ pub(crate) fn warn_problem(progress: &Progress) {
         .unwrap_or_else(|e| e.into_inner())
         .take()
     {
-        eprintln!("clrprof: warning: {problem}");
+        say!("clrprof: warning: {problem}");
     }
 }
 
 /// The closing line: the trace file and its counts, then `tail` (how the recording ended).
 pub(crate) fn print_wrote(output: &Path, progress: &Progress, tail: &str) {
-    eprintln!(
+    say!(
         "clrprof: wrote {} ({} records: {} events, {} samples, {} dropped){tail}",
         output.display(),
         progress.records.load(Ordering::Relaxed),
@@ -556,7 +573,7 @@ fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
         // Without the agent there is no trace: that error is said instead.
         Err(_) if !trace.started() => return,
         Err(e) => {
-            eprintln!("clrprof: warning: no allocation samples: {e}");
+            say!("clrprof: warning: no allocation samples: {e}");
             return;
         }
     };
@@ -571,12 +588,12 @@ fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
         ids.observe(r);
     }
     if let Some(why) = summary.incomplete {
-        eprintln!(
+        say!(
             "clrprof: warning: the runtime's event stream was cut short ({why}); the allocation samples before that point were kept"
         );
     }
     if summary.ticks == 0 {
-        eprintln!("clrprof: warning: the runtime sent no allocation ticks");
+        say!("clrprof: warning: the runtime sent no allocation ticks");
     }
 }
 
@@ -588,7 +605,7 @@ fn write_contention(session: TickSession, trace: &mut TraceFile, progress: &Prog
         Ok(Some(bytes)) => bytes,
         Err(_) if !trace.started() => return,
         Err(e) => {
-            eprintln!("clrprof: warning: no lock contention: {e}");
+            say!("clrprof: warning: no lock contention: {e}");
             return;
         }
     };
@@ -602,7 +619,7 @@ fn write_contention(session: TickSession, trace: &mut TraceFile, progress: &Prog
         ids.observe(r);
     }
     if let Some(why) = summary.incomplete {
-        eprintln!(
+        say!(
             "clrprof: warning: the runtime's contention event stream was cut short ({why}); the contended acquisitions before that point were kept"
         );
     }
@@ -647,15 +664,16 @@ pub(crate) fn costly_choices(opts: &RecordOptions) -> Vec<String> {
     if opts.alloc == Some("all") {
         out.push(
             "`--alloc all` records every allocation with its stack: allocation-heavy code runs \
-             many times slower and the trace grows with every object; `--alloc` (sampled) \
-             estimates the same totals"
+             15 to 80 times slower (see BENCHMARKS.md) and the trace grows with every object; \
+             `--alloc` (ticks, the default) or `--alloc sampled` estimate at a fraction of that"
                 .to_string(),
         );
     }
     if opts.heap_snapshot.as_deref() == Some("every-gc") {
         out.push(
-            "`--heap-snapshot every-gc` writes the whole heap at every collection: expect a \
-             very large trace and long pauses; a number N takes every N-th collection"
+            "`--heap-snapshot every-gc` walks and writes the whole heap at every collection, \
+             gen0 ones included: expect a very large trace and long pauses; a number N takes \
+             every N-th collection, `on-signal` costs nothing until a snapshot is asked for"
                 .to_string(),
         );
     }
@@ -883,7 +901,7 @@ pub(crate) fn status_text(p: &Progress, elapsed: Duration) -> String {
 pub(crate) fn print_messages(p: &Progress, bar: &StatusLine) {
     let notices = std::mem::take(&mut *p.notices.lock().unwrap_or_else(|e| e.into_inner()));
     for text in notices {
-        bar.suspend(|| eprintln!("clrprof: error: {text}"));
+        bar.suspend(|| say!("clrprof: error: {text}"));
     }
     let messages = std::mem::take(&mut *p.messages.lock().unwrap_or_else(|e| e.into_inner()));
     for (level, text) in messages {
@@ -892,7 +910,7 @@ pub(crate) fn print_messages(p: &Progress, bar: &StatusLine) {
             1 => "warning",
             _ => "error",
         };
-        bar.suspend(|| eprintln!("clrprof: agent {kind}: {text}"));
+        bar.suspend(|| say!("clrprof: agent {kind}: {text}"));
     }
 }
 
@@ -901,9 +919,67 @@ fn exit_of(status: ExitStatus) -> (i32, i32) {
     (status.code().unwrap_or(-1), status.signal().unwrap_or(0))
 }
 
-fn ignore_interrupts() {
-    // A handler that does nothing: clrprof outlives the program it records.
-    let _ = ctrlc::set_handler(|| {});
+/// Passes a signal clrprof received on to the program (pid `pid`), unless it came from the
+/// terminal, which sent it to the program too. Says so the first time.
+fn pass_on(pid: u32, received: crate::signals::Received, said: &mut bool, bar: &StatusLine) {
+    let name = crate::signals::name(received.signal);
+    if received.from_terminal {
+        return;
+    }
+    let sent = crate::signals::send(pid, received.signal);
+    // The program ended meanwhile: there is no one to pass it on to, and nothing to say.
+    if sent
+        .as_ref()
+        .is_err_and(|e| e.raw_os_error() == Some(libc::ESRCH))
+    {
+        return;
+    }
+    if !*said || sent.is_err() {
+        bar.suspend(|| match &sent {
+            Ok(()) => say!(
+                "clrprof: {name} received: passed on to the program (pid {pid}); the trace is \
+                 finished when the program ends"
+            ),
+            Err(e) => say!("clrprof: {name} received; passing it on to pid {pid} failed: {e}"),
+        });
+        *said = true;
+    }
+}
+
+/// Why the program could not be started, with what to do about it.
+fn explain_spawn(program: &Path, e: std::io::Error) -> anyhow::Error {
+    let shown = program.display();
+    if program.is_dir() {
+        return anyhow::anyhow!(
+            "cannot start {shown}: it is a directory, not a program; give the program's \
+             file (for a .NET app, its .dll: `clrprof record -- {}/APP.dll`)",
+            shown
+        );
+    }
+    if e.raw_os_error() == Some(libc::ENOEXEC) {
+        let dll = program.with_extension("dll");
+        let is_exe = program
+            .extension()
+            .is_some_and(|x| x.eq_ignore_ascii_case("exe"));
+        if is_exe && dll.is_file() {
+            return anyhow::anyhow!(
+                "cannot start {shown}: it is a Windows executable (Exec format error); run the \
+                 .NET app beside it with dotnet: `clrprof record -- {}`",
+                dll.display()
+            );
+        }
+        if is_exe {
+            return anyhow::anyhow!(
+                "cannot start {shown}: it is a Windows executable (Exec format error); if it is \
+                 a .NET app, run its .dll with dotnet: `clrprof record -- APP.dll`"
+            );
+        }
+        return anyhow::anyhow!(
+            "cannot start {shown}: Linux cannot run this file (Exec format error); if it is a \
+             .NET app, run its .dll with dotnet: `clrprof record -- APP.dll`"
+        );
+    }
+    anyhow::Error::new(e).context(format!("cannot start {shown}"))
 }
 
 #[cfg(test)]

@@ -58,6 +58,36 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
     } else {
         Some(SymbolFiles::open(&opts.symbols).context("--symbols")?)
     };
+    if let Some(output) = &opts.output {
+        use crate::overlap::Named;
+        let mut inputs = Vec::new();
+        if let Some(file) = &opts.file {
+            inputs.push(Named::new(
+                format!("the trace read, {}", file.display()),
+                file.as_path(),
+            ));
+        }
+        for d in &opts.diff {
+            let path = std::path::Path::new(d);
+            let path = match d.rsplit_once('@') {
+                Some((trace, n)) if !path.exists() && n.parse::<u32>().is_ok() => {
+                    std::path::Path::new(trace)
+                }
+                _ => path,
+            };
+            inputs.push(Named::new(
+                format!("a trace compared by --diff, {}", path.display()),
+                path,
+            ));
+        }
+        for s in &opts.symbols {
+            inputs.push(Named::new(
+                format!("a --symbols file, {}", s.display()),
+                s.as_path(),
+            ));
+        }
+        crate::overlap::refuse(&[Named::new("-o", output)], &inputs)?;
+    }
     let mut out = open_output(opts)?;
     if opts.diff.len() == 2 {
         diff(opts, &mut out)?;
@@ -71,7 +101,7 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
     if let Some(path) = &opts.output {
         // Only a complete report replaces the file that was there.
         out.into_file()?.commit()?;
-        eprintln!("clrprof: wrote {}", path.display());
+        say!("clrprof: wrote {}", path.display());
     }
     Ok(())
 }
@@ -136,9 +166,9 @@ impl Status {
 
     fn show(&mut self, what: &str) {
         if self.tty && what.is_empty() {
-            eprint!("\r\x1b[2K");
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
         } else if self.tty {
-            eprint!("\r\x1b[2Kclrprof: {what}...");
+            let _ = write!(std::io::stderr(), "\r\x1b[2Kclrprof: {what}...");
         }
     }
 
@@ -310,15 +340,26 @@ fn report_file(
     symbols: Option<&mut SymbolFiles>,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let keep = opts.snapshot.map_or(memory::HeapKeep::Last, |n| {
-        memory::HeapKeep::Numbers(vec![n])
-    });
+    // Only a report that shows a heap snapshot loads its object graph; the others read the
+    // snapshots' counts and pauses, in time and memory that do not grow with the heap.
+    let shows_heap = opts.view.is_none()
+        && match opts.format {
+            Format::Text => opts.heap,
+            Format::Json | Format::Html => true,
+            _ => false,
+        };
+    let keep = match opts.snapshot {
+        _ if !shows_heap => memory::HeapKeep::None,
+        Some(n) => memory::HeapKeep::Numbers(vec![n]),
+        None => memory::HeapKeep::Last,
+    };
     let mut loaded = load(file, keep, sample_detail(opts.format))?;
+    loaded.integrity.being_written = crate::safe_file::being_written(file);
     // The full text report says it at the top; every other output gets it on stderr.
     let in_report = opts.format == Format::Text && !text_sections(opts);
     if !loaded.integrity.is_whole() && !in_report {
         for note in loaded.integrity.notes() {
-            eprintln!("clrprof: warning: {}: {note}", file.display());
+            say!("clrprof: warning: {}: {note}", file.display());
         }
     }
     if let Some(files) = symbols {
@@ -331,7 +372,7 @@ fn report_file(
                 _ => false,
             };
         if !header {
-            eprintln!("clrprof: {}", naming.summary());
+            say!("clrprof: {}", naming.summary());
         }
     }
     let loaded = loaded;

@@ -29,6 +29,18 @@ pub fn is_special(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| !m.is_file())
 }
 
+/// Whether a `clrprof` is writing the file at `path` right now: it holds the file's lock (a
+/// recording's `NAME.partial`).
+pub fn being_written(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    matches!(
+        file.try_lock_shared(),
+        Err(std::fs::TryLockError::WouldBlock)
+    )
+}
+
 /// The directory a file at `path` lives in (`.` for a bare name).
 pub fn parent_dir(path: &Path) -> &Path {
     match path.parent() {

@@ -271,31 +271,71 @@ impl Drop for TraceFile {
     }
 }
 
-/// Creates a new file named `target` + `.partial`, or with a number before `.partial` if that
-/// name is taken (an earlier recording's partial trace is never overwritten).
-fn create_partial(target: &Path) -> io::Result<(PathBuf, File)> {
+/// The name of the `n`-th partial trace of `target`: `NAME.partial`, then `NAME.2.partial`...
+fn partial_name(target: &Path, n: u32) -> PathBuf {
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "trace".into());
     let dir = safe_file::parent_dir(target);
-    for n in 1u32.. {
-        let candidate = if n == 1 {
-            dir.join(format!("{name}.partial"))
-        } else {
-            dir.join(format!("{name}.{n}.partial"))
-        };
+    if n == 1 {
+        dir.join(format!("{name}.partial"))
+    } else {
+        dir.join(format!("{name}.{n}.partial"))
+    }
+}
+
+/// Creates a new file named `target` + `.partial`, or with a number before `.partial` if that
+/// name is taken (an earlier recording's partial trace is never overwritten), and locks it
+/// for as long as it is written. Refuses if another `clrprof` is writing a partial trace of
+/// `target` (holds the lock of one): two recordings would end as one file.
+fn create_partial(target: &Path) -> Result<(PathBuf, File)> {
+    let writer = |n: u32| {
+        let p = partial_name(target, n);
+        safe_file::being_written(&p).then_some(p)
+    };
+    let refuse = |other: PathBuf| {
+        anyhow::anyhow!(
+            "another clrprof is recording into {} right now (it is writing {}): two recordings \
+             cannot share a file; wait for it to end, or give this one another name with -o",
+            target.display(),
+            other.display()
+        )
+    };
+    for n in 1u32..1000 {
+        let candidate = partial_name(target, n);
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&candidate)
         {
-            Ok(f) => return Ok((candidate, f)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => {}
-            Err(e) => return Err(e),
+            Ok(f) => {
+                // Only a prober holds the new file's lock, for an instant.
+                f.lock()
+                    .with_context(|| format!("cannot lock {}", candidate.display()))?;
+                // Another recording that started at the same instant: both give way.
+                let other = (1..n)
+                    .chain((n + 1..).take_while(|&m| partial_name(target, m).exists()))
+                    .find_map(writer);
+                if let Some(other) = other {
+                    drop(f);
+                    let _ = std::fs::remove_file(&candidate);
+                    return Err(refuse(other));
+                }
+                return Ok((candidate, f));
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                if let Some(other) = writer(n) {
+                    return Err(refuse(other));
+                }
+            }
+            Err(e) => return Err(e.into()),
         }
     }
-    unreachable!("the loop returns")
+    anyhow::bail!(
+        "there are 999 partial traces of {} already; remove those you do not need",
+        target.display()
+    )
 }
 
 #[cfg(test)]
@@ -340,6 +380,32 @@ mod tests {
         TraceFile::create(&path).unwrap().discard();
         assert_eq!(std::fs::read(&path).unwrap(), b"yesterday's trace");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_second_writer_of_the_same_trace_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.clrprof");
+        let first = TraceFile::create(&path).unwrap();
+        assert!(safe_file::being_written(first.partial_path()));
+        let err = TraceFile::create(&path).err().unwrap();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("another clrprof is recording into")
+                && text.contains("app.clrprof.partial"),
+            "{text}"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "nothing else created"
+        );
+        drop(first);
+        assert!(!safe_file::being_written(
+            &dir.path().join("app.clrprof.partial")
+        ));
+        let again = TraceFile::create(&path).unwrap();
+        assert_eq!(again.partial_path(), dir.path().join("app.clrprof.partial"));
     }
 
     #[test]

@@ -47,6 +47,7 @@ mod stream;
 mod wire;
 mod write;
 
+pub mod config;
 pub mod example;
 pub mod protocol;
 

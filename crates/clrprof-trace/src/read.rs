@@ -47,6 +47,7 @@ pub struct Reader<R> {
     payload: Vec<u8>,
     done: bool,
     blocks: Option<Blocks>,
+    skipped: Vec<RecordKind>,
 }
 
 /// What a reader has seen of a trace in checksummed blocks.
@@ -144,6 +145,7 @@ impl<R: Read> Reader<R> {
             payload: Vec::new(),
             done: false,
             blocks: header.blocked().then(Blocks::default),
+            skipped: Vec::new(),
         })
     }
 
@@ -163,6 +165,13 @@ impl<R: Read> Reader<R> {
     /// Bytes of the input read so far (for a progress bar).
     pub fn bytes_read(&self) -> u64 {
         self.offset
+    }
+
+    /// Records of these kinds are passed over without decoding their payloads: each comes
+    /// out as [`Record::Unknown`] with its kind and an empty payload. For a reader that needs
+    /// only a summary of bulky records (a heap snapshot's objects and roots).
+    pub fn skip_payloads(&mut self, kinds: &[RecordKind]) {
+        self.skipped = kinds.to_vec();
     }
 
     /// For a trace in checksummed blocks, what the reader has seen of its blocks so far.
@@ -193,6 +202,21 @@ impl<R: Read> Reader<R> {
         let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
         if len as usize > MAX_PAYLOAD_LEN {
             return Some(Err((payload_too_long(offset, kind, len), true)));
+        }
+        if self.skipped.contains(&kind) {
+            let got = match io::copy(&mut (&mut self.input).take(u64::from(len)), &mut io::sink()) {
+                Ok(got) => got as usize,
+                Err(e) => return Some(Err((e.into(), true))),
+            };
+            if got < len as usize {
+                let e = truncated(offset, Some(kind), record_len(len), RECORD_HEADER_LEN + got);
+                return Some(Err((e, true)));
+            }
+            self.offset += record_len(len) as u64;
+            return Some(Ok(Record::Unknown {
+                kind,
+                payload: Vec::new(),
+            }));
         }
         // `take` + `read_to_end` grows the buffer with the data actually present, so a bogus
         // length in a short file costs nothing.
@@ -238,6 +262,12 @@ impl<R: Read> Reader<R> {
                     return Some(Err((e, false)));
                 };
                 b.pos += RECORD_HEADER_LEN + len;
+                if self.skipped.contains(&kind) {
+                    return Some(Ok(Record::Unknown {
+                        kind,
+                        payload: Vec::new(),
+                    }));
+                }
                 return Some(Record::decode(kind, payload, offset).map_err(|e| (e, false)));
             }
             match self.next_block()? {

@@ -254,3 +254,36 @@ fn a_stream_decoder_refuses_a_file_in_blocks() {
     let err = d.next_record().unwrap().unwrap_err();
     assert!(err.to_string().contains("checksummed blocks"), "{err}");
 }
+
+#[test]
+fn skipped_kinds_come_out_of_blocks_without_their_payloads() {
+    let written = records(40);
+    let (bytes, _) = blocked(&written, 9);
+    let events = written
+        .iter()
+        .filter(|r| matches!(r, Record::Event(_)))
+        .count();
+    assert!(events >= 5, "{events} events");
+    let mut reader = Reader::new(&bytes[..]).unwrap();
+    reader.skip_payloads(&[clrprof_trace::RecordKind::EVENT]);
+    let got: Vec<Record> = reader.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(got.len(), written.len());
+    let mut passed_over = 0;
+    for (got, written) in got.iter().zip(&written) {
+        match written {
+            Record::Event(_) => {
+                assert_eq!(
+                    got,
+                    &Record::Unknown {
+                        kind: clrprof_trace::RecordKind::EVENT,
+                        payload: Vec::new()
+                    }
+                );
+                passed_over += 1;
+            }
+            _ => assert_eq!(got, written),
+        }
+    }
+    assert_eq!(passed_over, events);
+    assert_eq!(reader.offset(), bytes.len() as u64);
+}

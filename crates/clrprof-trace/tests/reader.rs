@@ -37,6 +37,45 @@ fn reads_what_the_writer_wrote() {
 }
 
 #[test]
+fn skipped_kinds_come_out_without_their_payloads() {
+    let records = small_records();
+    let bytes = encode(&records);
+    let skipped = records[1].kind();
+    let mut reader = Reader::new(&bytes[..]).unwrap();
+    reader.skip_payloads(&[skipped]);
+    let got: Vec<Record> = reader.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(got.len(), records.len());
+    for (got, written) in got.iter().zip(&records) {
+        if written.kind() == skipped {
+            assert_eq!(
+                got,
+                &Record::Unknown {
+                    kind: skipped,
+                    payload: Vec::new()
+                }
+            );
+        } else {
+            assert_eq!(got, written);
+        }
+    }
+    assert_eq!(reader.offset(), bytes.len() as u64);
+    // A skipped record cut by the end of the file is still a truncation.
+    let (_, err) = {
+        let cut = &bytes[..record_ends(&records)[1] - 1];
+        let mut reader = Reader::new(cut).unwrap();
+        reader.skip_payloads(&[skipped]);
+        let mut last = None;
+        for item in reader {
+            if let Err(e) = item {
+                last = Some(e);
+            }
+        }
+        ((), last)
+    };
+    assert!(matches!(err, Some(ReadError::Truncated { .. })), "{err:?}");
+}
+
+#[test]
 fn write_header_matches_the_writer() {
     let mut out = Vec::new();
     write_header(&mut out).unwrap();

@@ -19,6 +19,11 @@ pub enum Config {
     AllocSampled,
     AllocAll,
     AllocTicks,
+    /// `--alloc` with no method: the default.
+    AllocDefault,
+    /// Heap snapshot cost: `--heap-snapshot on-signal` with no signal, and `at-exit`.
+    HeapOnSignal,
+    HeapAtExit,
     /// Coverage benchmarks only (not in [`Config::ALL`]).
     Coverage,
     CoverageCoreLib,
@@ -50,6 +55,9 @@ impl Config {
             Config::AllocSampled => "alloc-sampled",
             Config::AllocAll => "alloc-all",
             Config::AllocTicks => "alloc-ticks",
+            Config::AllocDefault => "alloc-default",
+            Config::HeapOnSignal => "heap-on-signal",
+            Config::HeapAtExit => "heap-at-exit",
             Config::Coverage => "coverage",
             Config::CoverageCoreLib => "coverage-corelib",
         }
@@ -84,6 +92,11 @@ impl Config {
             Config::AllocSampled => "`clrprof record --mode none --alloc sampled`",
             Config::AllocAll => "`clrprof record --mode none --alloc all`",
             Config::AllocTicks => "`clrprof record --mode none --alloc ticks`",
+            Config::AllocDefault => "`clrprof record --mode none --alloc` (the default method)",
+            Config::HeapOnSignal => {
+                "`clrprof record --mode none --heap-snapshot on-signal`, no snapshot asked for"
+            }
+            Config::HeapAtExit => "`clrprof record --mode none --heap-snapshot at-exit`",
             Config::Coverage => "`clrprof coverage` (default: the workload's own assembly)",
             Config::CoverageCoreLib => {
                 "`clrprof coverage --include WORKLOAD --include System.Private.CoreLib` (the \
@@ -105,15 +118,23 @@ impl Config {
             Config::AllocSampled => Some(&["--mode", "none", "--alloc", "sampled"]),
             Config::AllocAll => Some(&["--mode", "none", "--alloc", "all"]),
             Config::AllocTicks => Some(&["--mode", "none", "--alloc", "ticks"]),
+            Config::AllocDefault => Some(&["--mode", "none", "--alloc"]),
+            Config::HeapOnSignal => Some(&["--mode", "none", "--heap-snapshot", "on-signal"]),
+            Config::HeapAtExit => Some(&["--mode", "none", "--heap-snapshot", "at-exit"]),
             Config::Coverage => Some(&[]),
             Config::CoverageCoreLib => Some(&["--include", "System.Private.CoreLib"]),
         }
     }
 
     /// The agent's configuration, for a configuration that loads the agent without the CLI.
-    pub fn agent_only_config(self) -> Option<&'static str> {
+    pub fn agent_only_config(self) -> Option<clrprof_trace::config::AgentConfig> {
         match self {
-            Config::SampleFloor1000 => Some("mode=sample;rate=1000;handler_floor=1"),
+            Config::SampleFloor1000 => Some(clrprof_trace::config::AgentConfig {
+                mode: clrprof_trace::config::Mode::Sample,
+                rate_hz: 1000,
+                handler_floor: true,
+                ..Default::default()
+            }),
             _ => None,
         }
     }

@@ -16,7 +16,8 @@
 //! SDK's test profiler `probe-elt`), the floor under trace mode, and the agent's per-thread CPU
 //! clocks with an empty signal handler, the floor under sample mode.
 //!
-//! The memory benchmarks ([`memory`], alone with `--memory`) and the coverage benchmark
+//! The memory benchmarks ([`memory`], alone with `--memory`, their heap snapshot part alone with
+//! `--heap`) and the coverage benchmark
 //! ([`coverage`], alone with `--coverage`) follow the main matrix.
 //!
 //! The results are printed and, for a full run, written to `BENCHMARKS.md` ([`report`]).
@@ -107,7 +108,7 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
     let binaries = build()?;
 
     // The main matrix unless only the memory or coverage benchmarks were asked for.
-    let matrix = !opts.memory && !opts.coverage;
+    let matrix = !opts.memory && !opts.heap && !opts.coverage;
     let mut measured = Vec::new();
     let mut sections = String::new();
     for dotnet in &runtimes {
@@ -140,13 +141,20 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
             println!("bench: {heading}: memory benchmarks");
             let alloc = compile("Alloc")?;
             sections.push_str(&memory::alloc_modes(&tools, &alloc, rounds, &heading)?);
+            let server = compile("AllocServer")?;
+            sections.push_str(&memory::alloc_server(&tools, &server, rounds, &heading)?);
+        }
+        if matrix || opts.memory || opts.heap {
+            println!("bench: {heading}: heap snapshot benchmarks");
+            let live = compile("LiveHeap")?;
+            sections.push_str(&memory::heap_cost(&tools, &live, rounds, &heading)?);
         }
         if matrix || opts.coverage {
             println!("bench: {heading}: coverage benchmarks");
             sections.push_str(&coverage::run(&tools, &programs, rounds, &heading)?);
         }
     }
-    if (matrix || opts.memory)
+    if (matrix || opts.memory || opts.heap)
         && let Some(first) = runtimes.first()
     {
         // The CLI analysing synthetic heap snapshots: the same on every runtime.

@@ -270,6 +270,34 @@ pub fn run_workload(
     program: &Program,
     config: Config,
 ) -> Result<(Run, Vec<String>)> {
+    run_workload_into(tools, program, config, None, &[])
+}
+
+/// Runs one workload once under a clrprof configuration, with `env` added to its
+/// environment, and keeps its trace at `trace`. Returns what the run measured, for the report.
+pub fn record_once(
+    tools: &Tools,
+    program: &Program,
+    config: Config,
+    trace: &Path,
+    env: &[(&str, &str)],
+) -> Result<String> {
+    let (run, _) = run_workload_into(tools, program, config, Some(trace), env)?;
+    Ok(format!(
+        "work {:.0} ms, whole run {:.0} ms",
+        run.work_ms, run.wall_ms
+    ))
+}
+
+/// [`run_workload`], moving a clrprof trace to `keep` instead of deleting it, with `env` added
+/// to the program's environment.
+fn run_workload_into(
+    tools: &Tools,
+    program: &Program,
+    config: Config,
+    keep: Option<&Path>,
+    env: &[(&str, &str)],
+) -> Result<(Run, Vec<String>)> {
     let trace = tools.scratch.join(format!("{}.clrprof", program.name));
     let probe_output = tools.scratch.join("probe.txt");
     let cmd = match config.clrprof_args() {
@@ -281,14 +309,12 @@ pub fn run_workload(
             }
             clrprof_command(tools, program, config.subcommand(), &args, &trace)
         }
-        None if config.agent_only_config().is_some() => {
+        None if let Some(agent_config) = config.agent_only_config() => {
             // The agent without the CLI, writing its trace itself.
             let mut cmd = plain_command(program);
             set_profiler(&mut cmd, protocol::AGENT_CLSID, &tools.agent);
-            cmd.env(protocol::ENV_OUTPUT, &trace).env(
-                protocol::ENV_CONFIG,
-                config.agent_only_config().unwrap_or(""),
-            );
+            cmd.env(protocol::ENV_OUTPUT, &trace)
+                .env(protocol::ENV_CONFIG, agent_config.encode());
             cmd
         }
         None if config == Config::HooksFloor => {
@@ -300,6 +326,8 @@ pub fn run_workload(
         }
         None => plain_command(program),
     };
+    let mut cmd = cmd;
+    cmd.envs(env.iter().copied());
     let mut proc = Proc::spawn(cmd, true)?;
     proc.expect_line("`ready`", READY_TIMEOUT, |l| l.trim() == "ready")?;
     let session = if config == Config::EventPipe1000 {
@@ -372,7 +400,13 @@ pub fn run_workload(
         if config.samples_cpu() {
             profiler_cpu_ms = Some(profiler_cpu(&trace)?);
         }
-        let _ = std::fs::remove_file(&trace);
+        match keep {
+            Some(path) => std::fs::rename(&trace, path)
+                .with_context(|| format!("cannot move the trace to {}", path.display()))?,
+            None => {
+                let _ = std::fs::remove_file(&trace);
+            }
+        }
         let samples = parse_samples(&exited.stderr);
         if samples == Some(0) && config.samples_cpu() {
             warnings.push("the trace holds no samples".to_string());
@@ -422,8 +456,22 @@ pub fn alternate(
     rounds: usize,
     label: &str,
 ) -> Result<(Times, Times)> {
+    let (work, wall, _) = alternate_cpu(tools, program, configs, rounds, label)?;
+    Ok((work, wall))
+}
+
+/// [`alternate`], with the CPU time of each run's work too (the program's whole process, as
+/// it measured it; 0 where it did not say).
+pub fn alternate_cpu(
+    tools: &Tools,
+    program: &Program,
+    configs: &[Config],
+    rounds: usize,
+    label: &str,
+) -> Result<(Times, Times, Times)> {
     let mut work: Times = vec![Vec::new(); configs.len()];
     let mut wall: Times = vec![Vec::new(); configs.len()];
+    let mut cpu: Times = vec![Vec::new(); configs.len()];
     let mut checksum: Option<(Config, String)> = None;
     for round in 0..rounds {
         for (i, config) in rotated(configs, round) {
@@ -453,9 +501,10 @@ pub fn alternate(
             );
             work[i].push(run.work_ms);
             wall[i].push(run.wall_ms);
+            cpu[i].push(run.cpu_ms.unwrap_or(0.0));
         }
     }
-    Ok((work, wall))
+    Ok((work, wall, cpu))
 }
 
 /// The CPU the agent used itself during a run (ms), from its trace's counters: its signal
@@ -502,8 +551,14 @@ pub fn run_startup(tools: &Tools, empty: &Program, how: Startup) -> Result<(f64,
         Startup::AgentOnly => {
             let mut cmd = plain_command(empty);
             set_profiler(&mut cmd, protocol::AGENT_CLSID, &tools.agent);
-            cmd.env(protocol::ENV_OUTPUT, &trace)
-                .env(protocol::ENV_CONFIG, "mode=none");
+            cmd.env(protocol::ENV_OUTPUT, &trace).env(
+                protocol::ENV_CONFIG,
+                clrprof_trace::config::AgentConfig {
+                    mode: clrprof_trace::config::Mode::None,
+                    ..Default::default()
+                }
+                .encode(),
+            );
             cmd
         }
     };

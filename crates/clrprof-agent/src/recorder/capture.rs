@@ -137,25 +137,26 @@ extern "C" fn on_sample_signal(
 ) {
     // SAFETY: errno is thread-local; we restore it so the interrupted code sees no change.
     let errno = unsafe { *libc::__errno_location() };
-    if let Some(slot) = threads::current().or_else(threads::claim_adopted) {
-        // A slot reached through a stale TLS pointer (a thread whose end was announced on
-        // another thread, its slot since given to a new thread) is not this thread's.
-        if slot.tid.load(Ordering::Acquire) == super::sys::gettid() && !context.is_null() {
-            let si_code = if info.is_null() {
-                0
-            } else {
-                // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers.
-                unsafe { (*info).si_code }
-            };
-            // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO handlers.
-            let gregs = unsafe { &(*(context as *const libc::ucontext_t)).uc_mcontext.gregs };
-            let regs = [
-                gregs[libc::REG_RIP as usize] as usize,
-                gregs[libc::REG_RSP as usize] as usize,
-                gregs[libc::REG_RBP as usize] as usize,
-            ];
-            on_signal(slot, cpu_clock::origin(si_code), regs);
-        }
+    // A slot reached through a stale TLS pointer (a thread whose end was announced on
+    // another thread, its slot since given to a new thread; or a slot of an earlier attached
+    // session) is not this thread's: the thread then takes the slot the sampler adopted for it.
+    if let Some(slot) = threads::current_or_adopted()
+        && !context.is_null()
+    {
+        let si_code = if info.is_null() {
+            0
+        } else {
+            // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers.
+            unsafe { (*info).si_code }
+        };
+        // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO handlers.
+        let gregs = unsafe { &(*(context as *const libc::ucontext_t)).uc_mcontext.gregs };
+        let regs = [
+            gregs[libc::REG_RIP as usize] as usize,
+            gregs[libc::REG_RSP as usize] as usize,
+            gregs[libc::REG_RBP as usize] as usize,
+        ];
+        on_signal(slot, cpu_clock::origin(si_code), regs);
     }
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };

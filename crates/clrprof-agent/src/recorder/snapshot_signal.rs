@@ -11,12 +11,21 @@ pub const SNAPSHOT_SIGNAL: i32 = libc::SIGUSR2;
 
 /// Requests received so far.
 pub static REQUESTS: AtomicU32 = AtomicU32::new(0);
+/// The heap thread's futex word: bumped by every request and by the agent when the heap
+/// thread has other work (turning the runtime's heap walk on or off), see [`wake`].
+pub static WAKE: AtomicU32 = AtomicU32::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 #[cfg(target_os = "linux")]
 extern "C" fn on_snapshot_signal(_signal: i32) {
     REQUESTS.fetch_add(1, core::sync::atomic::Ordering::AcqRel);
-    super::sys::futex_wake(&REQUESTS);
+    wake();
+}
+
+/// Wakes the heap thread (async-signal-safe: an atomic and a futex system call).
+pub fn wake() {
+    WAKE.fetch_add(1, core::sync::atomic::Ordering::AcqRel);
+    super::sys::futex_wake(&WAKE);
 }
 
 /// Installs the handler (once). Returns false where there is none.

@@ -122,6 +122,11 @@ impl ThreadSlot {
         self.state.load(Ordering::Acquire) == LIVE
     }
 
+    /// True while no thread holds the slot.
+    pub fn is_free(&self) -> bool {
+        self.state.load(Ordering::Acquire) == FREE
+    }
+
     /// True once the thread ended but the sampler has not released the slot yet.
     pub fn is_dead(&self) -> bool {
         self.state.load(Ordering::Acquire) == DEAD
@@ -205,13 +210,18 @@ pub fn is_agent_thread(tid: u32) -> bool {
 /// The calling thread's slot, registering the thread first if needed. `None` when every slot
 /// is taken (counted in [`THREADS_DROPPED`]).
 pub fn register_current(managed_id: usize) -> Option<&'static ThreadSlot> {
-    if let Some(slot) = current() {
-        if managed_id != 0 {
-            slot.managed_id.store(managed_id, Ordering::Relaxed);
-        }
-        return Some(slot);
-    }
     let tid = sys::gettid();
+    if let Some(slot) = current() {
+        if slot.tid.load(Ordering::Acquire) == tid && !slot.is_free() {
+            if managed_id != 0 {
+                slot.managed_id.store(managed_id, Ordering::Relaxed);
+            }
+            return Some(slot);
+        }
+        // A stale pointer: the slot was released (an earlier attached session ended) or
+        // given to another thread since.
+        tls::set_thread_slot(0);
+    }
     let bounds = || sys::current_stack_bounds().unwrap_or((0, 0));
     // The sampler may have adopted this thread (found in /proc) before it was announced.
     let slot = match claim_adopted() {
@@ -287,6 +297,39 @@ pub fn claim_adopted() -> Option<&'static ThreadSlot> {
     })?;
     tls::set_thread_slot(slot as *const ThreadSlot as usize);
     Some(slot)
+}
+
+/// Frees every slot: the end of an
+/// attached session. The library stays loaded after a detach, so without this the next attach
+/// would inherit each thread's slot as the last session left it: its birth time (wall times
+/// counted from the first attach), a wall-clock question the detach left unanswered (the
+/// thread never asked again, its samples missed), its ring. The threads' TLS pointers still
+/// point at their old slots; [`register_current`] and the signal handler see that a slot is
+/// not theirs (freed, or since given to another thread) and register anew. Call only once the
+/// sampler has stopped and the signal handler is uninstalled.
+pub fn release_all() {
+    for slot in in_use() {
+        if slot.tid.load(Ordering::Acquire) == 0 {
+            continue;
+        }
+        while slot.ring.oldest().is_some() {
+            slot.ring.pop();
+        }
+        slot.release();
+        slot.asked.store(0, Ordering::Relaxed);
+        slot.answered.store(0, Ordering::Relaxed);
+        slot.born_at.store(0, Ordering::Relaxed);
+        slot.died_at.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The calling thread's slot if the TLS pointer leads to one that is this thread's, else
+/// the slot [`adopt`] reserved for it ([`claim_adopted`]). Async-signal-safe.
+pub fn current_or_adopted() -> Option<&'static ThreadSlot> {
+    match current() {
+        Some(slot) if slot.tid.load(Ordering::Acquire) == sys::gettid() => Some(slot),
+        _ => claim_adopted(),
+    }
 }
 
 /// The calling thread's slot, if it is registered.

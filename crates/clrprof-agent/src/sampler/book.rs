@@ -70,6 +70,9 @@ pub struct Book {
     wall_mark: u64,
     /// The stack of the latest capture (0: none yet).
     stack: u32,
+    /// The stack and time of the latest CPU sample of the program's code: what carries the
+    /// CPU of samples missed after it.
+    pub last_cpu: Option<(u32, u64)>,
     /// The thread's CPU clock when it was found blocked, and the stack it waits with.
     episode: Option<(u64, u32)>,
     /// When the current wait was found.

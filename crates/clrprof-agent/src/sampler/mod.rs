@@ -74,9 +74,12 @@ pub struct SamplerStats {
     /// CPU time the signal handlers used on the program's threads: the profiler's cost too,
     /// never counted as the program's.
     pub handler_cpu_ns: AtomicU64,
-    /// CPU time of the program's threads that no sample stands for: the periods whose
-    /// captures were dropped (see `Book::on_cpu_capture`).
+    /// CPU time of the program's threads in the periods whose captures were dropped (see
+    /// `Book::on_cpu_capture`): carried by each thread's latest stack.
     pub cpu_missed_ns: AtomicU64,
+    /// Sample records written to carry that CPU (CPU samples in the trace that the sampler
+    /// did not take).
+    pub missed_carriers: AtomicU64,
     /// CPU samples written.
     pub cpu_samples: AtomicU64,
     /// Wall-clock samples written.
@@ -417,16 +420,24 @@ impl SampleLoop {
             let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
             let (cpu, missed) = self.books[i].on_cpu_capture(enter, exit, armed_at, dropped_at);
             if missed > 0 {
-                // The thread's CPU in the periods whose captures were dropped: written apart,
-                // under a marker, so that the thread's CPU adds up without giving that time to
-                // whatever ran next.
+                // The thread's CPU in the periods whose captures were dropped (its ring was
+                // full: the sampler fell behind) went on from its latest capture: that stack
+                // stands for it, as a sample taken at a lower rate would, so that a burst of
+                // drops in one phase of the program does not take that phase's share away.
+                // Without an earlier capture it stands under a marker of its own.
                 stats.cpu_missed_ns.fetch_add(missed, Ordering::Relaxed);
-                let marker = self.stacks.missed_marker();
+                let (stack, at) = match self.books[i].last_cpu {
+                    Some((stack, at)) => {
+                        stats.missed_carriers.fetch_add(1, Ordering::Relaxed);
+                        (stack, at)
+                    }
+                    None => (self.stacks.missed_marker(), ts),
+                };
                 emit(
                     self.session,
-                    self.session.since_start(ts),
+                    self.session.since_start(at),
                     tid,
-                    marker,
+                    stack,
                     missed,
                     0,
                     ThreadState::Cpu,
@@ -435,6 +446,7 @@ impl SampleLoop {
             match resolved {
                 Resolved::Program(stack) => {
                     stats.cpu_samples.fetch_add(1, Ordering::Relaxed);
+                    self.books[i].last_cpu = Some((stack, ts));
                     emit(
                         self.session,
                         self.session.since_start(ts),

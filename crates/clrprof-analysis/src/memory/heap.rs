@@ -8,171 +8,17 @@
 //! builds successor and predecessor lists in compressed (offset + target) form, and computes
 //! immediate dominators with the iterative algorithm of Cooper, Harvey and Kennedy over a
 //! reverse postorder from a virtual root whose children are the roots. Objects no root reaches
-//! (the runtime reports some roots only to the GC) hang off the virtual root themselves.
+//! (.NET 8's non-GC heap: string literals and type objects that compiled code refers to by
+//! address) hang off the virtual root themselves, counted by type. The snapshot as read is in
+//! `snapshot.rs`.
 
 use std::collections::HashMap;
 
-use clrprof_trace::{HeapGenerations, HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd};
 use serde::Serialize;
 
+pub use super::snapshot::{GENERATION_NAMES, NON_GC, SnapshotData};
+
 use crate::trace::Names;
-
-/// One heap snapshot as read from a trace, in flat arrays.
-#[derive(Debug, Default, Clone)]
-pub struct SnapshotData {
-    /// Snapshot number, from 1.
-    pub number: u32,
-    /// The collection it was taken in, from 1.
-    pub gc: u32,
-    /// When it began.
-    pub ts: u64,
-    /// True once its `HeapSnapshotEnd` was read.
-    pub complete: bool,
-    /// True if its objects were not kept (see `HeapKeep`): only the counts remain.
-    pub released: bool,
-    objects_seen: u64,
-    roots_seen: u64,
-    /// References the agent cut (objects with more than a record holds).
-    pub refs_cut: u64,
-    addresses: Vec<u64>,
-    classes: Vec<u32>,
-    sizes: Vec<u64>,
-    ref_ends: Vec<u64>,
-    refs: Vec<u64>,
-    roots: Vec<(u64, u8, u8)>,
-    /// Generation ranges `(start, length, generation)`, sorted by start.
-    ranges: Vec<(u64, u64, u8)>,
-    class_ids: Vec<u64>,
-    class_index: HashMap<u64, u32>,
-}
-
-impl SnapshotData {
-    /// A new, empty snapshot.
-    pub fn new(s: &HeapSnapshot) -> SnapshotData {
-        SnapshotData {
-            number: s.snapshot,
-            gc: s.gc,
-            ts: s.ts,
-            ..SnapshotData::default()
-        }
-    }
-
-    /// Adds an object.
-    pub fn object(&mut self, o: &HeapObject) {
-        self.objects_seen += 1;
-        if self.released {
-            return;
-        }
-        let next = self.class_ids.len() as u32;
-        let class = *self.class_index.entry(o.class).or_insert_with(|| {
-            self.class_ids.push(o.class);
-            next
-        });
-        self.addresses.push(o.object);
-        self.classes.push(class);
-        self.sizes.push(o.size);
-        self.refs.extend_from_slice(&o.refs);
-        self.ref_ends.push(self.refs.len() as u64);
-    }
-
-    /// Adds a root.
-    pub fn root(&mut self, r: &HeapRoot) {
-        self.roots_seen += 1;
-        if self.released {
-            return;
-        }
-        self.roots.push((r.object, r.kind, r.flags));
-    }
-
-    /// Takes the generation ranges.
-    pub fn generations(&mut self, g: &HeapGenerations) {
-        self.ranges = g
-            .ranges
-            .chunks_exact(3)
-            .map(|r| (r[1], r[2], r[0].min(255) as u8))
-            .collect();
-        self.ranges.sort_unstable();
-    }
-
-    /// Sets the generation ranges `(start, length, generation)` (for tests and benchmarks).
-    pub fn set_generation_ranges(&mut self, mut ranges: Vec<(u64, u64, u8)>) {
-        ranges.sort_unstable();
-        self.ranges = ranges;
-    }
-
-    /// The generation of an object (0, 1, 2, 3 = LOH, 4 = POH), if the ranges say.
-    fn generation_of(&self, address: u64) -> Option<usize> {
-        let i = self
-            .ranges
-            .partition_point(|r| r.0 <= address)
-            .checked_sub(1)?;
-        let (start, len, generation) = self.ranges[i];
-        (address - start < len && generation < 5).then_some(generation as usize)
-    }
-
-    /// Marks the snapshot complete.
-    pub fn end(&mut self, e: &HeapSnapshotEnd) {
-        self.complete = true;
-        self.refs_cut = e.refs_cut;
-    }
-
-    /// Gives the objects' memory back, keeping the counts.
-    pub fn release(&mut self) {
-        self.released = true;
-        self.addresses = Vec::new();
-        self.classes = Vec::new();
-        self.sizes = Vec::new();
-        self.ref_ends = Vec::new();
-        self.refs = Vec::new();
-        self.roots = Vec::new();
-        self.ranges = Vec::new();
-        self.class_ids = Vec::new();
-        self.class_index = HashMap::new();
-    }
-
-    /// Objects in the snapshot.
-    pub fn objects(&self) -> usize {
-        self.objects_seen as usize
-    }
-
-    /// Roots in the snapshot.
-    pub fn roots(&self) -> usize {
-        self.roots_seen as usize
-    }
-
-    /// Builds a snapshot from plain parts (for tests and benchmarks): objects as
-    /// `(address, class id, size, references)` and roots as `(address, kind, flags)`.
-    pub fn from_parts(
-        number: u32,
-        objects: impl IntoIterator<Item = (u64, u64, u64, Vec<u64>)>,
-        roots: impl IntoIterator<Item = (u64, u8, u8)>,
-    ) -> SnapshotData {
-        let mut s = SnapshotData {
-            number,
-            complete: true,
-            ..SnapshotData::default()
-        };
-        for (object, class, size, refs) in objects {
-            s.object(&HeapObject {
-                snapshot: number,
-                object,
-                class,
-                size,
-                refs,
-            });
-        }
-        for (object, kind, flags) in roots {
-            s.root(&HeapRoot {
-                snapshot: number,
-                object,
-                kind,
-                flags,
-                id: 0,
-            });
-        }
-        s
-    }
-}
 
 /// One type of a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -188,21 +34,35 @@ pub struct HeapTypeRow {
     /// dominates: what the instances keep alive on their own, counted once. (Objects kept
     /// alive only by two instances together are not included.)
     pub retained_bytes: u64,
-    /// Objects per generation `[0, 1, 2, LOH, POH]`: how many collections they survived (0,
-    /// 1, 2 or more) for the small object heap. All 0 when the trace has no generation ranges.
-    pub generations: [u64; 5],
+    /// Objects per generation `[0, 1, 2, LOH, POH, non-GC heap]`: how many collections they
+    /// survived (0, 1, 2 or more) for the small object heap. All 0 when the trace has no
+    /// generation ranges.
+    pub generations: [u64; 6],
 }
 
 /// Objects and bytes in one generation of a snapshot: the age histogram.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GenerationRow {
     /// `gen0` (survived no collection), `gen1` (one), `gen2` (two or more), `loh` (large
-    /// object heap), `poh` (pinned object heap).
+    /// object heap), `poh` (pinned object heap), `non_gc` (in no generation: the non-GC heap,
+    /// see [`NON_GC`]).
     pub generation: &'static str,
     /// Objects.
     pub objects: u64,
     /// Their bytes.
     pub bytes: u64,
+}
+
+/// Objects of one type that no reported root reaches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnreachedRow {
+    /// The type.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Objects.
+    pub objects: u64,
+    /// Of those, on the non-GC heap.
+    pub non_gc: u64,
 }
 
 /// An object that retains much, with a path from a root.
@@ -236,6 +96,11 @@ pub struct HeapReport {
     pub roots: u64,
     /// Objects no reported root reaches.
     pub unreached_objects: u64,
+    /// Of those, the objects on the non-GC heap ([`NON_GC`]): nothing roots them, compiled
+    /// code refers to them by address.
+    pub unreached_non_gc: u64,
+    /// The unreached objects by type, most first.
+    pub unreached_types: Vec<UnreachedRow>,
     /// References to addresses that are not objects of the snapshot (ignored).
     pub dangling_refs: u64,
     /// References the agent cut.
@@ -562,15 +427,20 @@ pub fn analyze(
         targets: child_targets,
     };
     let mut count = vec![0u64; classes];
-    let mut by_generation = vec![[0u64; 5]; classes];
-    let mut generation_totals = [(0u64, 0u64); 5];
-    if !s.ranges.is_empty() {
-        for v in 0..n {
-            if let Some(g) = s.generation_of(s.addresses[v]) {
-                by_generation[s.classes[v] as usize][g] += 1;
-                generation_totals[g].0 += 1;
-                generation_totals[g].1 = generation_totals[g].1.saturating_add(s.sizes[v]);
-            }
+    let mut by_generation = vec![[0u64; 6]; classes];
+    let mut generation_totals = [(0u64, 0u64); 6];
+    let mut unreached_by_class = vec![(0u64, 0u64); classes];
+    for v in 0..n {
+        let generation = s.generation_of(s.addresses[v]);
+        if let Some(g) = generation {
+            by_generation[s.classes[v] as usize][g] += 1;
+            generation_totals[g].0 += 1;
+            generation_totals[g].1 = generation_totals[g].1.saturating_add(s.sizes[v]);
+        }
+        if extra_root[v] {
+            let row = &mut unreached_by_class[s.classes[v] as usize];
+            row.0 += 1;
+            row.1 += u64::from(generation == Some(NON_GC));
         }
     }
     let mut shallow = vec![0u64; classes];
@@ -612,7 +482,7 @@ pub fn analyze(
     let generations = if s.ranges.is_empty() {
         Vec::new()
     } else {
-        ["gen0", "gen1", "gen2", "loh", "poh"]
+        GENERATION_NAMES
             .into_iter()
             .zip(generation_totals)
             .map(|(generation, (objects, bytes))| GenerationRow {
@@ -686,6 +556,21 @@ pub fn analyze(
         })
         .collect();
 
+    let mut unreached_types: Vec<UnreachedRow> = unreached_by_class
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.0 > 0)
+        .map(|(c, &(objects, non_gc))| UnreachedRow {
+            type_name: class_name(c),
+            objects,
+            non_gc,
+        })
+        .collect();
+    unreached_types.sort_by(|a, b| {
+        b.objects
+            .cmp(&a.objects)
+            .then(a.type_name.cmp(&b.type_name))
+    });
     HeapReport {
         snapshot: s.number,
         gc: s.gc,
@@ -693,6 +578,8 @@ pub fn analyze(
         total_bytes: s.sizes.iter().fold(0u64, |a, &b| a.saturating_add(b)),
         roots: s.roots.len() as u64,
         unreached_objects: unreached,
+        unreached_non_gc: unreached_by_class.iter().map(|r| r.1).sum(),
+        unreached_types,
         dangling_refs: dangling,
         refs_cut: s.refs_cut,
         types,
@@ -704,7 +591,7 @@ pub fn analyze(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clrprof_trace::ClassDef;
+    use clrprof_trace::{ClassDef, HeapObject};
 
     fn names(classes: &[(u64, &str)]) -> Names {
         let mut n = Names::default();
@@ -751,9 +638,13 @@ mod tests {
         let r = analyze(&s, &n, 3, &mut |_| {});
         let row = |t: &str| r.types.iter().find(|x| x.type_name == t).unwrap().clone();
         assert_eq!(row("Node").count, 1001);
-        assert_eq!(row("Node").generations, [0, 0, 1000, 0, 0]); // the shared one is outside
-        assert_eq!(row("byte[]").generations, [0, 1000, 0, 0, 0]);
-        assert_eq!(row("List").generations, [1, 0, 0, 0, 0]);
+        // The shared node and the second list lie in no generation: the non-GC heap's bucket.
+        assert_eq!(row("Node").generations, [0, 0, 1000, 0, 0, 1]);
+        assert_eq!(row("byte[]").generations, [0, 1000, 0, 0, 0, 0]);
+        assert_eq!(row("List").generations, [1, 0, 0, 0, 0, 1]);
+        assert_eq!(r.generations[NON_GC].objects, 2);
+        let histogram: u64 = r.generations.iter().map(|g| g.objects).sum();
+        assert_eq!(histogram, r.objects, "every object is in the age histogram");
         assert_eq!(r.generations[1].objects, 1000);
         assert_eq!(r.generations[1].bytes, 1000 * 1024);
         assert_eq!(row("byte[]").shallow_bytes, 1000 * 1024);

@@ -7,6 +7,8 @@
 pub mod alloc;
 pub mod gc;
 pub mod heap;
+mod snapshot;
+mod text;
 
 use clrprof_trace::{
     AllocatedByClass, Allocation, Event, EventKind, GcGenerations, HeapGenerations, HeapObject,
@@ -16,6 +18,10 @@ use clrprof_trace::{
 pub use alloc::{AllocReport, AllocatingMethod, AllocationRow, AllocationStackRow};
 pub use gc::{ClassCountRow, GcReport, GcRow};
 pub use heap::{GenerationRow, HeapDiffRow, HeapReport, HeapTypeRow, Retainer, SnapshotData};
+pub use text::{
+    DiffSide, TEXT_ROWS, bytes, write_alloc_text, write_diff_json, write_diff_text, write_gc_text,
+    write_heap_text, write_hints,
+};
 
 /// Which heap snapshots' objects the loader keeps (the others are only counted).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,6 +33,9 @@ pub enum HeapKeep {
     Numbers(Vec<u32>),
     /// Every one.
     All,
+    /// None: the objects and roots are passed over without being decoded (a report that
+    /// shows no heap); the snapshots keep their counts, from the agent's `HeapSnapshotEnd`.
+    None,
 }
 
 /// What the loader keeps of a trace for the memory reports.
@@ -85,7 +94,11 @@ impl MemoryRecords {
 
     /// Takes the start of a heap snapshot.
     pub fn heap_snapshot(&mut self, s: &HeapSnapshot) {
-        self.snapshots.push(SnapshotData::new(s));
+        let mut data = SnapshotData::new(s);
+        if self.keep == HeapKeep::None {
+            data.release();
+        }
+        self.snapshots.push(data);
     }
 
     fn snapshot_mut(&mut self, number: u32) -> Option<&mut SnapshotData> {
@@ -121,7 +134,7 @@ impl MemoryRecords {
         };
         s.end(e);
         let wanted: &[u32] = match &self.keep {
-            HeapKeep::All => return,
+            HeapKeep::All | HeapKeep::None => return,
             HeapKeep::Last => &[],
             HeapKeep::Numbers(n) => n,
         };
@@ -190,219 +203,8 @@ impl MemoryRecords {
     }
 }
 
-use std::io::Write;
-
 use crate::Error;
 use crate::trace::LoadedTrace;
-use crate::units::{count, duration};
-
-/// Rows the text sections show by default.
-pub const TEXT_ROWS: usize = 25;
-
-/// Bytes as `812 B`, `12.3 KiB`, `5.67 MiB`, `1.23 GiB`.
-pub fn bytes(n: u64) -> String {
-    let f = n as f64;
-    if n < 1 << 10 {
-        format!("{n} B")
-    } else if n < 1 << 20 {
-        format!("{:.1} KiB", f / 1024.0)
-    } else if n < 1 << 30 {
-        format!("{:.2} MiB", f / 1048576.0)
-    } else {
-        format!("{:.2} GiB", f / 1073741824.0)
-    }
-}
-
-/// The text allocation section: top types (with their allocating methods) and top stacks.
-pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Result<(), Error> {
-    if !t.has_allocations() {
-        writeln!(out, "Allocations: none recorded (record with --alloc)")?;
-        return Ok(());
-    }
-    let r = t.alloc_report(top);
-    let ticks = r.mode == "ticks";
-    // Ticks say how many bytes, not how many objects.
-    let objects = |n: u64| if ticks { "-".to_string() } else { count(n) };
-    if ticks {
-        writeln!(
-            out,
-            "Allocations: {} (the runtime's allocation ticks, one per {} allocated: bytes \
-             estimated, with a bias, objects not counted; {} ticks)",
-            bytes(r.total_bytes),
-            bytes(r.interval_bytes),
-            count(r.records)
-        )?;
-    } else {
-        let how = if r.mode == "sampled" {
-            format!(
-                "sampled every {} on average, totals estimated",
-                bytes(r.interval_bytes)
-            )
-        } else {
-            "every allocation, exact".to_string()
-        };
-        writeln!(
-            out,
-            "Allocations: {} objects, {} ({how}; {} records, {} dropped)",
-            count(r.total_count),
-            bytes(r.total_bytes),
-            count(r.records),
-            count(r.dropped)
-        )?;
-    }
-    writeln!(
-        out,
-        "\n  {:>12}  {:>12}  {:>6}  type / allocated by",
-        "objects", "bytes", "%"
-    )?;
-    for row in r.types.iter().take(top) {
-        let share = crate::top::percent(row.bytes, r.total_bytes);
-        let mut notes = Vec::new();
-        if let Some(max) = row.array_length_max {
-            notes.push(format!("up to {} elements", count(max)));
-        }
-        if row.large_object_heap > 0 {
-            notes.push(format!(
-                "{} on the large object heap",
-                count(row.large_object_heap)
-            ));
-        }
-        let loh = if notes.is_empty() {
-            String::new()
-        } else {
-            format!("  ({})", notes.join(", "))
-        };
-        writeln!(
-            out,
-            "  {:>12}  {:>12}  {:>5.1}%  {}{loh}",
-            objects(row.count),
-            bytes(row.bytes),
-            share,
-            row.type_name
-        )?;
-        for m in row.allocated_by.iter().take(3) {
-            writeln!(
-                out,
-                "  {:>12}  {:>12}           {}",
-                objects(m.count),
-                bytes(m.bytes),
-                m.function
-            )?;
-        }
-    }
-    writeln!(out, "\nTop allocating stacks")?;
-    for (i, s) in r.stacks.iter().enumerate() {
-        writeln!(
-            out,
-            "  #{:<3} {} objects, {}",
-            i + 1,
-            objects(s.count),
-            bytes(s.bytes)
-        )?;
-        for f in s.frames.iter().take(12) {
-            writeln!(out, "        {f}")?;
-        }
-        if s.frames.len() > 12 {
-            writeln!(out, "        ... {} more frames", s.frames.len() - 12)?;
-        }
-    }
-    Ok(())
-}
-
-/// The text GC section: one line per collection, pause percentiles and time in GC.
-pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
-    let r = t.gc_report();
-    if r.gcs.is_empty() {
-        writeln!(
-            out,
-            "Garbage collections: none recorded (record with --events gc,suspension)"
-        )?;
-        return Ok(());
-    }
-    writeln!(
-        out,
-        "Garbage collections: {} (gen0 {}, gen1 {}, gen2 {})",
-        r.gcs.len(),
-        r.count_by_generation[0],
-        r.count_by_generation[1],
-        r.count_by_generation[2]
-    )?;
-    writeln!(
-        out,
-        "  {:>4}  {:>3}  {:<9} {:>11}  {:>11}  {:>21}  {:>21}  {:>21}",
-        "#",
-        "gen",
-        "reason",
-        "start",
-        "pause",
-        "gen0 before/after",
-        "gen1 before/after",
-        "gen2+LOH before/after"
-    )?;
-    let size_of = |sizes: &Option<Vec<u64>>, i: usize| -> String {
-        sizes.as_ref().map_or_else(
-            || "?".into(),
-            |s| {
-                if i == 2 {
-                    bytes(s.iter().skip(2).sum())
-                } else {
-                    bytes(s.get(i).copied().unwrap_or(0))
-                }
-            },
-        )
-    };
-    for g in &r.gcs {
-        let pause = g.pause_ns.map_or_else(|| "?".to_string(), duration);
-        let cols: Vec<String> = (0..3)
-            .map(|i| {
-                format!(
-                    "{} / {}",
-                    size_of(&g.heap_before, i),
-                    size_of(&g.heap_after, i)
-                )
-            })
-            .collect();
-        writeln!(
-            out,
-            "  {:>4}  {:>3}  {:<9} {:>11}  {:>11}  {:>21}  {:>21}  {:>21}",
-            g.index,
-            g.generation,
-            g.reason,
-            duration(g.start_ns),
-            pause,
-            cols[0],
-            cols[1],
-            cols[2]
-        )?;
-    }
-    if r.pauses_known {
-        writeln!(
-            out,
-            "\n  pauses: p50 {}, p90 {}, p99 {}, max {}; {} in total, {:.2}% of the recording",
-            duration(r.pause_p50_ns),
-            duration(r.pause_p90_ns),
-            duration(r.pause_p99_ns),
-            duration(r.pause_max_ns),
-            duration(r.pause_total_ns),
-            r.time_in_gc_percent
-        )?;
-    } else {
-        writeln!(
-            out,
-            "\n  pauses unknown: record with --events gc,suspension to measure them"
-        )?;
-    }
-    if !r.allocated_by_class.is_empty() {
-        writeln!(
-            out,
-            "\n  allocated between collections (the runtime's counts, small object heap):"
-        )?;
-        for row in r.allocated_by_class.iter().take(10) {
-            writeln!(out, "  {:>12}  {}", count(row.count), row.type_name)?;
-        }
-    }
-    Ok(())
-}
 
 /// The `heap` part of the JSON report: every snapshot of the trace, and one analysed.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -427,6 +229,35 @@ pub struct SnapshotSummary {
     pub roots: u64,
     /// False if the trace ends inside it.
     pub complete: bool,
+    /// How long the program was stopped for it: the runtime suspension its collection ran in,
+    /// which includes the heap walk (none if the trace has no suspension around it).
+    pub pause_ns: Option<u64>,
+}
+
+impl MemoryRecords {
+    /// The pause of the collection a snapshot was taken in: the suspension around its start.
+    pub fn snapshot_pause(&self, s: &SnapshotData) -> Option<u64> {
+        let i = self
+            .suspensions
+            .partition_point(|&(start, _)| start <= s.ts);
+        let (start, end) = *self.suspensions.get(i.checked_sub(1)?)?;
+        (s.ts <= end).then_some(end - start)
+    }
+
+    /// Every snapshot, summarized.
+    pub fn snapshot_summaries(&self) -> Vec<SnapshotSummary> {
+        self.snapshots
+            .iter()
+            .map(|s| SnapshotSummary {
+                snapshot: s.number,
+                gc: s.gc,
+                objects: s.objects() as u64,
+                roots: s.roots() as u64,
+                complete: s.complete,
+                pause_ns: self.snapshot_pause(s),
+            })
+            .collect()
+    }
 }
 
 impl LoadedTrace {
@@ -463,203 +294,10 @@ impl LoadedTrace {
     ) -> Result<HeapJson, Error> {
         let s = self.snapshot(number)?;
         Ok(HeapJson {
-            snapshots: self
-                .memory
-                .snapshots
-                .iter()
-                .map(|s| SnapshotSummary {
-                    snapshot: s.number,
-                    gc: s.gc,
-                    objects: s.objects() as u64,
-                    roots: s.roots() as u64,
-                    complete: s.complete,
-                })
-                .collect(),
+            snapshots: self.memory.snapshot_summaries(),
             report: heap::analyze(s, &self.names, top, progress),
         })
     }
-}
-
-/// The text heap section.
-pub fn write_heap_text(h: &HeapJson, top: usize, out: &mut dyn Write) -> Result<(), Error> {
-    let r = &h.report;
-    writeln!(
-        out,
-        "Heap snapshot {} of {} (GC #{}): {} objects, {}, {} roots",
-        r.snapshot,
-        h.snapshots.len(),
-        r.gc,
-        count(r.objects),
-        bytes(r.total_bytes),
-        count(r.roots)
-    )?;
-    if r.unreached_objects > 0 || r.refs_cut > 0 {
-        writeln!(
-            out,
-            "  ({} objects no reported root reaches; {} references cut)",
-            count(r.unreached_objects),
-            count(r.refs_cut)
-        )?;
-    }
-    writeln!(
-        out,
-        "\n  {:>10}  {:>12}  {:>12}  type",
-        "objects", "shallow", "retained"
-    )?;
-    for t in r.types.iter().take(top) {
-        writeln!(
-            out,
-            "  {:>10}  {:>12}  {:>12}  {}",
-            count(t.count),
-            bytes(t.shallow_bytes),
-            bytes(t.retained_bytes),
-            t.type_name
-        )?;
-    }
-    if !r.generations.is_empty() {
-        writeln!(
-            out,
-            "\nAge (generation: gen0 survived no collection, gen1 one, gen2 two or more)"
-        )?;
-        for g in &r.generations {
-            writeln!(
-                out,
-                "  {:<5} {:>10} objects  {:>12}",
-                g.generation,
-                count(g.objects),
-                bytes(g.bytes)
-            )?;
-        }
-    }
-    writeln!(out, "\nTop retainers")?;
-    for (i, x) in r.top_retainers.iter().enumerate() {
-        writeln!(
-            out,
-            "  #{:<3} {} retains {} (itself {}) at {:#x}",
-            i + 1,
-            x.type_name,
-            bytes(x.retained_bytes),
-            bytes(x.shallow_bytes),
-            x.address
-        )?;
-        writeln!(out, "        {}", x.path.join(" -> "))?;
-    }
-    Ok(())
-}
-
-/// The text diff of two snapshots.
-pub fn write_diff_text(
-    before: &HeapReport,
-    after: &HeapReport,
-    rows: &[HeapDiffRow],
-    top: usize,
-    out: &mut dyn Write,
-) -> Result<(), Error> {
-    writeln!(
-        out,
-        "Heap diff: snapshot {} ({} objects, {}) -> snapshot {} ({} objects, {})",
-        before.snapshot,
-        count(before.objects),
-        bytes(before.total_bytes),
-        after.snapshot,
-        count(after.objects),
-        bytes(after.total_bytes)
-    )?;
-    writeln!(
-        out,
-        "\n  {:>10}  {:>10}  {:>10}  {:>14}  {:>14}  type",
-        "before", "after", "delta", "shallow delta", "retained delta"
-    )?;
-    for r in rows.iter().take(top) {
-        writeln!(
-            out,
-            "  {:>10}  {:>10}  {:>+10}  {:>+14}  {:>+14}  {}",
-            count(r.count_before),
-            count(r.count_after),
-            r.count_delta,
-            r.shallow_bytes_delta,
-            r.retained_bytes_delta,
-            r.type_name
-        )?;
-    }
-    Ok(())
-}
-
-/// One side of a diff in the JSON.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct DiffSide {
-    /// Snapshot number in its trace.
-    pub snapshot: u32,
-    /// Objects.
-    pub objects: u64,
-    /// Bytes.
-    pub total_bytes: u64,
-}
-
-/// The JSON of `report --diff A B`: `{"diff": {"before", "after", "types": [...]}}`.
-pub fn write_diff_json(
-    before: &HeapReport,
-    after: &HeapReport,
-    rows: &[HeapDiffRow],
-    pretty: bool,
-    out: &mut dyn Write,
-) -> Result<(), Error> {
-    #[derive(serde::Serialize)]
-    struct Body<'a> {
-        before: DiffSide,
-        after: DiffSide,
-        types: &'a [HeapDiffRow],
-    }
-    #[derive(serde::Serialize)]
-    struct Doc<'a> {
-        diff: Body<'a>,
-    }
-    let side = |r: &HeapReport| DiffSide {
-        snapshot: r.snapshot,
-        objects: r.objects,
-        total_bytes: r.total_bytes,
-    };
-    let doc = Doc {
-        diff: Body {
-            before: side(before),
-            after: side(after),
-            types: rows,
-        },
-    };
-    if pretty {
-        serde_json::to_writer_pretty(&mut *out, &doc)?;
-    } else {
-        serde_json::to_writer(&mut *out, &doc)?;
-    }
-    writeln!(out)?;
-    Ok(())
-}
-
-/// A line at the end of the plain text report pointing at the memory reports the trace has.
-pub fn write_hints(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
-    let mut hints = Vec::new();
-    if t.has_allocations() {
-        hints.push(format!(
-            "{} allocation records (--alloc)",
-            count(t.memory.allocations.len() as u64)
-        ));
-    }
-    if !t.memory.gcs.is_empty() {
-        hints.push(format!(
-            "{} garbage collections (--gc)",
-            count(t.memory.gcs.len() as u64)
-        ));
-    }
-    if !t.memory.snapshots.is_empty() {
-        hints.push(format!(
-            "{} heap snapshots (--heap, --diff A B)",
-            count(t.memory.snapshots.len() as u64)
-        ));
-    }
-    if !hints.is_empty() {
-        writeln!(out, "\nMemory: {}", hints.join(", "))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -909,5 +547,59 @@ mod tests {
         );
         let all = crate::trace::read_with(&bytes[..], HeapKeep::All).unwrap();
         assert!(all.memory.snapshots.iter().all(|s| !s.released));
+    }
+
+    #[test]
+    fn a_report_without_the_heap_reads_the_snapshots_counts_and_pauses_only() {
+        let mut bytes = three_snapshots();
+        // The second snapshot's collection ran in a suspension of 7 ms.
+        let mut w = Writer::new(Vec::new()).unwrap();
+        for (ts, kind) in [
+            (1_000, EventKind::RUNTIME_SUSPEND_STARTED),
+            (8_001_000, EventKind::RUNTIME_RESUME_FINISHED),
+        ] {
+            w.write(&Record::Event(Event::new(ts, 1, kind, &[])))
+                .unwrap();
+        }
+        let events = w.into_inner();
+        bytes.extend_from_slice(&events[clrprof_trace::HEADER_LEN..]);
+        let none = crate::trace::read_with(&bytes[..], HeapKeep::None).unwrap();
+        assert!(none.memory.snapshots.iter().all(|s| s.released));
+        assert_eq!(none.unknown_records, 0, "passed over, not unknown");
+        let summaries = none.memory.snapshot_summaries();
+        let counts: Vec<(u64, u64, bool)> = summaries
+            .iter()
+            .map(|s| (s.objects, s.roots, s.complete))
+            .collect();
+        assert_eq!(counts, [(1, 1, true), (2, 1, true), (3, 1, true)]);
+        // Every snapshot starts at ts 0 here, before the suspension: no pause is known.
+        assert!(summaries.iter().all(|s| s.pause_ns.is_none()));
+        assert!(none.heap_json(None, 5, &mut |_| {}).is_err());
+        let mut text = Vec::new();
+        write_hints(&none, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("3 heap snapshots (#1: 1 objects, pause unknown;"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_snapshot_gets_the_pause_of_the_suspension_around_it() {
+        let m = MemoryRecords {
+            suspensions: vec![(100, 200), (1_000, 9_000), (10_000, 10_500)],
+            ..MemoryRecords::default()
+        };
+        let at = |ts| {
+            SnapshotData::new(&HeapSnapshot {
+                ts,
+                snapshot: 1,
+                gc: 1,
+            })
+        };
+        assert_eq!(m.snapshot_pause(&at(1_500)), Some(8_000));
+        assert_eq!(m.snapshot_pause(&at(9_500)), None);
+        assert_eq!(m.snapshot_pause(&at(50)), None);
+        assert_eq!(m.snapshot_pause(&at(10_500)), Some(500));
     }
 }

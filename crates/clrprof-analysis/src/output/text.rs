@@ -355,8 +355,13 @@ fn write_sampling(s: &crate::sampling::SamplingInfo, out: &mut dyn Write) -> Res
         units::count(s.questions)
     )?;
     let missed = if s.cpu_missed_ns > 0 {
+        let shown = if s.missed_carriers > 0 {
+            "is given to each thread's sample before the gap"
+        } else {
+            "is shown as [CPU of missed samples]"
+        };
         format!(
-            "{} CPU samples missed (the sampler fell behind; their {} of CPU is shown as [CPU of missed samples])",
+            "{} CPU samples missed (the sampler fell behind; their {} of CPU {shown})",
             units::count(s.samples_missed),
             units::duration(s.cpu_missed_ns)
         )
