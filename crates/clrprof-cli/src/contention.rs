@@ -98,8 +98,7 @@ pub(crate) fn contention_records(
     let mut defined = HashSet::new();
     let mut stacks = StackInterner::new(agent.max_stack);
     let mut contended = Vec::new();
-    // Per thread: the start event waiting for its stop (its timestamp, stack and flags).
-    let mut open: HashMap<u64, (u64, u32, u8)> = HashMap::new();
+    let mut waits = Pairing::default();
     for e in &trace.events {
         let Some((RUNTIME, id)) = id_of(e) else {
             continue;
@@ -132,15 +131,9 @@ pub(crate) fn contention_records(
             if flags == 1 {
                 record_flags |= Contention::NATIVE;
             }
-            if open
-                .insert(e.thread_id, (e.timestamp, stack, record_flags))
-                .is_some()
-            {
-                summary.unpaired += 1;
-            }
+            waits.start(e.thread_id, e.timestamp, stack, record_flags);
         } else if id == CONTENTION_STOP {
-            let Some((start, stack, flags)) = open.remove(&e.thread_id) else {
-                summary.unpaired += 1;
+            let Some((start, stack, flags)) = waits.stop(e.thread_id) else {
                 continue;
             };
             summary.written += 1;
@@ -156,7 +149,7 @@ pub(crate) fn contention_records(
             }));
         }
     }
-    summary.unpaired += open.len() as u64;
+    summary.unpaired = waits.finish();
     out.extend(contended);
     for (name, value) in [
         ("contention_written", summary.written),
@@ -170,4 +163,62 @@ pub(crate) fn contention_records(
         }));
     }
     (out, summary)
+}
+
+/// Pairs each thread's `ContentionStart` with its next `ContentionStop` (a thread waits for one
+/// lock at a time), counting the events that have no partner.
+#[derive(Debug, Default)]
+struct Pairing {
+    /// Per thread: the start waiting for its stop (timestamp, stack, record flags).
+    open: HashMap<u64, (u64, u32, u8)>,
+    unpaired: u64,
+}
+
+impl Pairing {
+    /// A start on `thread`; a start still open there never stopped.
+    fn start(&mut self, thread: u64, timestamp: u64, stack: u32, flags: u8) {
+        if self
+            .open
+            .insert(thread, (timestamp, stack, flags))
+            .is_some()
+        {
+            self.unpaired += 1;
+        }
+    }
+
+    /// A stop on `thread`: its start, or `None` (counted) if there is none.
+    fn stop(&mut self, thread: u64) -> Option<(u64, u32, u8)> {
+        let start = self.open.remove(&thread);
+        if start.is_none() {
+            self.unpaired += 1;
+        }
+        start
+    }
+
+    /// The events without a partner, the starts still open included.
+    fn finish(self) -> u64 {
+        self.unpaired + self.open.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_pair_with_the_next_stop_of_their_thread() {
+        let mut p = Pairing::default();
+        // Two threads waiting at once, their events interleaved.
+        p.start(7, 100, 1, 2);
+        p.start(8, 150, 2, 2);
+        assert_eq!(p.stop(8), Some((150, 2, 2)));
+        assert_eq!(p.stop(7), Some((100, 1, 2)));
+        // A stop without a start, a start replaced by the next one, a start never stopped.
+        assert_eq!(p.stop(7), None);
+        p.start(7, 300, 3, 2);
+        p.start(7, 400, 4, 3);
+        assert_eq!(p.stop(7), Some((400, 4, 3)));
+        p.start(9, 500, 5, 2);
+        assert_eq!(p.finish(), 3);
+    }
 }
