@@ -77,7 +77,11 @@ fn a_complete_recording_replaces_the_file_and_leaves_nothing_else() {
     assert_eq!(files(dir.path()), ["out.clrprof"]);
     let bytes = std::fs::read(&out).unwrap();
     let reader = Reader::new(&bytes[..]).unwrap();
-    assert_eq!(reader.header().major, 2, "record writes checksummed blocks");
+    assert_eq!(
+        reader.header().major,
+        3,
+        "record writes checksummed blocks, a section per process"
+    );
     let json = report_json(&out);
     assert_eq!(json["session"]["program_end"], "exit 0");
     assert_eq!(json["session"]["integrity_notes"], serde_json::json!([]));

@@ -37,6 +37,7 @@ const REFERENCES: &[&str] = &[
     "System.Reflection.Primitives",
     "System.Diagnostics.Debug",
     "System.Diagnostics.Process",
+    "System.ComponentModel.Primitives",
     "System.IO",
     "System.IO.FileSystem",
     "System.ValueTuple",

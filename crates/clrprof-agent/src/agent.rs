@@ -127,6 +127,9 @@ impl Agent {
             from_cli.is_some(),
         ));
         session.configure();
+        if from_cli.is_none() {
+            crate::recorder::exit::on_exit(write_exit_status);
+        }
         if let Some(from_cli) = from_cli {
             crate::detach::watch(session, from_cli);
         }
@@ -141,6 +144,7 @@ fn open_sink() -> std::result::Result<Box<dyn Write + Send>, String> {
         {
             let s = std::os::unix::net::UnixStream::connect(&path)
                 .map_err(|e| format!("cannot connect to the clrprof CLI at {path}: {e}"))?;
+            introduce(&s)?;
             Box::new(s)
         }
         #[cfg(not(unix))]
@@ -157,6 +161,69 @@ fn open_sink() -> std::result::Result<Box<dyn Write + Send>, String> {
     };
     clrprof_trace::write_header(&mut sink).map_err(|e| e.to_string())?;
     Ok(sink)
+}
+
+/// How long the agent waits for the CLI's verdict on its process.
+#[cfg(unix)]
+const VERDICT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Says which process this is ([`protocol::Hello`]) and waits for the CLI's verdict: an
+/// error if the CLI leaves the process out (its process filter), so that the runtime goes on
+/// without the profiler.
+#[cfg(unix)]
+fn introduce(s: &std::os::unix::net::UnixStream) -> std::result::Result<(), String> {
+    use std::io::Read;
+    let hello = protocol::Hello {
+        pid: std::process::id(),
+        parent_pid: parent_pid(),
+        command_line: command_line(),
+    };
+    let mut w = s;
+    w.write_all(&hello.encode())
+        .map_err(|e| format!("cannot introduce the process to the clrprof CLI: {e}"))?;
+    let _ = s.set_read_timeout(Some(VERDICT_TIMEOUT));
+    let mut answer = [0u8; 1];
+    let mut r = s;
+    r.read_exact(&mut answer)
+        .map_err(|e| format!("no answer from the clrprof CLI: {e}"))?;
+    let _ = s.set_read_timeout(None);
+    match protocol::Verdict::from_byte(answer[0]) {
+        Some(protocol::Verdict::Record) => Ok(()),
+        Some(protocol::Verdict::LeaveOut) => {
+            Err("the clrprof CLI's process filter leaves this process out".into())
+        }
+        None => Err(format!("the clrprof CLI answered {}", answer[0])),
+    }
+}
+
+/// The parent process's id, from `/proc/self/stat` (0 if unknown).
+#[cfg(unix)]
+fn parent_pid() -> u32 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| {
+            // `pid (comm) state ppid ...`: comm may hold spaces and parentheses.
+            let rest = &stat[stat.rfind(')')? + 1..];
+            rest.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// The process's command line, arguments separated by spaces.
+pub(crate) fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
+}
+
+/// At `exit`, the status the process passed, as the stream's last record.
+fn write_exit_status(status: i32) {
+    if let Some(s) = SESSION.get() {
+        s.out
+            .push_record(&Record::ProcessExit(clrprof_trace::ProcessExit {
+                ts: s.now(),
+                exit_code: status,
+            }));
+        s.out.drain();
+    }
 }
 
 impl Session {
@@ -213,7 +280,7 @@ impl Session {
             event_mask: u64::from(low.bits()),
             event_mask_high: u64::from(high.bits()),
             config: self.config.raw.clone(),
-            command_line: std::env::args().collect::<Vec<_>>().join(" "),
+            command_line: command_line(),
         }));
         if let Some(reader) = tick_reader {
             // Right after SessionStart: the CLI waits for it to know who reads the ticks.

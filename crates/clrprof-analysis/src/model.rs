@@ -473,6 +473,104 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// The profiles of several processes as one, each process a frame at the root of its
+    /// stacks and call trees (`label`, e.g. `[process 4242: dotnet app.dll]`), so that a
+    /// flame graph of a process tree shows each process as a tower of its own. Threads stay
+    /// apart (each keeps its process's label in its name); the mode is the first profile's.
+    pub fn merge_processes(parts: Vec<(String, Profile)>) -> Profile {
+        let mode = parts.first().map_or(Mode::Sample, |(_, p)| p.mode);
+        let mut merged = Profile::new(mode);
+        merged.name = "process tree".into();
+        for (label, p) in parts {
+            let frame_base = merged.frames.len() as u32;
+            merged.frames.extend(p.frames.iter().cloned());
+            let process_frame = FrameIndex(merged.frames.len() as u32);
+            merged.frames.push(Frame {
+                name: label.clone(),
+                module: String::new(),
+                kind: FrameKind::Truncated,
+            });
+            let root = StackIndex(merged.stacks.len() as u32);
+            merged.stacks.push(StackNode {
+                parent: None,
+                frame: process_frame,
+            });
+            // Every stack of the part, one index further for each node before it.
+            let stack_base = merged.stacks.len() as u32;
+            for node in &p.stacks {
+                merged.stacks.push(StackNode {
+                    parent: Some(node.parent.map_or(root, |s| StackIndex(s.0 + stack_base))),
+                    frame: FrameIndex(node.frame.0 + frame_base),
+                });
+            }
+            let frame = |f: FrameIndex| FrameIndex(f.0 + frame_base);
+            for t in p.threads {
+                let samples = t
+                    .samples
+                    .into_iter()
+                    .map(|s| Sample {
+                        stack: Some(s.stack.map_or(root, |s| StackIndex(s.0 + stack_base))),
+                        ..s
+                    })
+                    .collect();
+                let call_tree = t.call_tree.map(|tree| {
+                    let mut nodes = Vec::with_capacity(tree.nodes.len() + 1);
+                    nodes.push(CallNode {
+                        parent: None,
+                        frame: process_frame,
+                        calls: 0,
+                        self_samples: 0,
+                        self_cpu_ns: 0,
+                        self_wall_ns: 0,
+                    });
+                    nodes.extend(tree.nodes.into_iter().map(|n| CallNode {
+                        parent: Some(n.parent.map_or(0, |p| p + 1)),
+                        frame: frame(n.frame),
+                        ..n
+                    }));
+                    CallTree { nodes }
+                });
+                let counts = t.counts.map(|c| crate::counts::ThreadCounts {
+                    functions: c
+                        .functions
+                        .into_iter()
+                        .map(|(f, n)| (frame(f), n))
+                        .collect(),
+                    sites: c
+                        .sites
+                        .into_iter()
+                        .map(|s| crate::counts::SiteCalls {
+                            caller: frame(s.caller),
+                            callee: frame(s.callee),
+                            ..s
+                        })
+                        .collect(),
+                });
+                merged.threads.push(ThreadProfile {
+                    tid: t.tid,
+                    name: format!("{label} {}", t.name).trim_end().to_string(),
+                    samples,
+                    call_tree,
+                    counts,
+                });
+            }
+            merged
+                .notes
+                .extend(p.notes.into_iter().map(|n| format!("{label}: {n}")));
+            merged.samples_dropped += p.samples_dropped;
+            merged.duration_ns = merged.duration_ns.max(p.duration_ns);
+            if merged.start_unix_ns == 0
+                || (p.start_unix_ns != 0 && p.start_unix_ns < merged.start_unix_ns)
+            {
+                merged.start_unix_ns = p.start_unix_ns;
+            }
+            merged.sample_interval_ns = p.sample_interval_ns;
+        }
+        merged
+    }
+}
+
+impl Profile {
     /// An empty profile of the given mode with a 1 ms sample interval.
     pub fn new(mode: Mode) -> Profile {
         Profile {
@@ -574,5 +672,47 @@ impl Profile {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_processes_each_get_a_frame_at_the_root() {
+        let a = Profile::from_stacks(&[("main", vec!["A.Main()", "A.Work()"], 3, 3)]);
+        let b = Profile::from_stacks(&[
+            ("main", vec!["B.Main()"], 2, 2),
+            ("worker", vec!["B.Main()", "B.Loop()"], 5, 5),
+        ]);
+        let m = Profile::merge_processes(vec![
+            ("[process 1: a]".into(), a),
+            ("[process 2: b]".into(), b),
+        ]);
+        m.validate().unwrap();
+        assert_eq!(m.threads.len(), 3);
+        let mut paths: Vec<Vec<String>> = m
+            .threads
+            .iter()
+            .flat_map(|t| t.samples.iter())
+            .map(|s| {
+                m.stack_frames(s.stack.unwrap())
+                    .into_iter()
+                    .map(|f| m.frame(f).name.clone())
+                    .collect()
+            })
+            .collect();
+        paths.sort();
+        assert_eq!(
+            paths,
+            [
+                vec!["[process 1: a]", "A.Main()", "A.Work()"],
+                vec!["[process 2: b]", "B.Main()"],
+                vec!["[process 2: b]", "B.Main()", "B.Loop()"],
+            ]
+        );
+        assert_eq!(m.threads[1].name, "[process 2: b] main");
+        assert_eq!(m.threads[2].name, "[process 2: b] worker");
     }
 }

@@ -10,9 +10,9 @@ use std::io::Read;
 use std::path::Path;
 
 use clrprof_trace::{
-    CallTreeNode, FrameKind as TraceFrameKind, Header, Message, ReadError, Reader, Record,
-    RecordKind, RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd, SessionStart,
-    StackCut, StackDef, ThreadDef, ThreadState,
+    CallTreeNode, FrameKind as TraceFrameKind, Header, Message, ProcessDef, ProcessExit, ReadError,
+    Reader, Record, RecordKind, RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd,
+    SessionStart, StackCut, StackDef, ThreadDef, ThreadState,
 };
 
 use crate::builder::ProfileBuilder;
@@ -57,8 +57,11 @@ pub struct LoadedTrace {
     pub session: Option<SessionStart>,
     /// What the agent said when it stopped (missing if the program crashed).
     pub session_end: Option<SessionEnd>,
-    /// What the CLI said when the recording ended.
+    /// What the CLI said when the recording ended (for a process of a process tree: when
+    /// that process ended).
     pub recording_end: Option<RecordingEnd>,
+    /// The status the process passed to `exit`, as its agent saw it (format 1.5).
+    pub process_exit: Option<ProcessExit>,
     /// The last value of each agent counter.
     pub counters: BTreeMap<String, u64>,
     /// Diagnostics from the agent.
@@ -178,57 +181,221 @@ pub fn read_detail(
     read_progress(input, heap, detail, &mut |_| {})
 }
 
+/// One process of a trace: a trace of `clrprof record` (format 3.x) holds one per process of
+/// the recorded process tree; older traces hold one, without a [`ProcessDef`].
+#[derive(Debug)]
+pub struct ProcessTrace {
+    /// The process (pid, parent, command line), if the trace says.
+    pub process: Option<ProcessDef>,
+    /// What was recorded in it.
+    pub trace: LoadedTrace,
+}
+
+impl ProcessTrace {
+    /// The process's id: its `Process` record's, else its agent's `SessionStart`'s (0 if
+    /// neither is there).
+    pub fn pid(&self) -> u32 {
+        self.process
+            .as_ref()
+            .map(|p| p.pid)
+            .or(self.trace.session.as_ref().map(|s| s.pid))
+            .unwrap_or(0)
+    }
+
+    /// Its command line, as the `Process` record or the agent's `SessionStart` says.
+    pub fn command_line(&self) -> &str {
+        self.process
+            .as_ref()
+            .map(|p| p.command_line.as_str())
+            .or(self.trace.session.as_ref().map(|s| s.command_line.as_str()))
+            .unwrap_or("")
+    }
+
+    /// Whether the process filter left it out (it ran without the profiler).
+    pub fn left_out(&self) -> bool {
+        self.process.as_ref().is_some_and(|p| p.left_out != 0)
+    }
+
+    /// How it ended, in words: `exit code 0`, `killed by SIGSEGV`, `ended without an exit
+    /// status (crashed or killed)`, `still running when the recording ended`.
+    pub fn ending(&self) -> String {
+        process_ending(&self.trace)
+    }
+}
+
+/// How the process of `t` ended, in words.
+pub fn process_ending(t: &LoadedTrace) -> String {
+    match (&t.recording_end, &t.process_exit) {
+        (Some(r), _) if r.signal != 0 => crate::ending::program_end(-1, r.signal),
+        (Some(r), _) if r.exit_code >= 0 => format!("exit code {}", r.exit_code),
+        (_, Some(e)) => format!("exit code {}", e.exit_code),
+        (Some(_), None) if t.session_end.is_some() => {
+            "shut the runtime down, then ended without an exit status (killed, or `_exit`)"
+                .to_string()
+        }
+        (Some(_), None) => "ended without an exit status (crashed or killed)".to_string(),
+        (None, _) => "still running when the recording ended".to_string(),
+    }
+}
+
+/// Reads every process of a trace from any byte source (see [`ProcessTrace`]), keeping the
+/// heap snapshots `heap` names and the samples as `detail` says. The processes come in the
+/// order of their numbers; a trace without sections is one process.
+///
+/// What the reader found damaged or cut is the file's: each process's
+/// [`LoadedTrace::integrity`] holds all of it.
+pub fn read_processes(
+    input: impl Read,
+    heap: HeapKeep,
+    detail: SampleDetail,
+) -> Result<Vec<ProcessTrace>, ReadError> {
+    read_all(input, heap, detail, &mut |_| {})
+}
+
+/// Loads every process of the trace at `path` as [`read_processes`] does, telling `progress`
+/// the bytes read so far and the file's size every few thousand records.
+pub fn load_processes(
+    path: &Path,
+    heap: HeapKeep,
+    detail: SampleDetail,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Vec<ProcessTrace>, LoadError> {
+    let shown = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|source| LoadError::Open {
+        path: shown.clone(),
+        source,
+    })?;
+    let size = file.metadata().map_or(0, |m| m.len());
+    read_all(
+        std::io::BufReader::with_capacity(1 << 20, file),
+        heap,
+        detail,
+        &mut |done| progress(done, size),
+    )
+    .map_err(|source| LoadError::Read {
+        path: shown,
+        source,
+    })
+}
+
 fn read_progress(
     input: impl Read,
     heap: HeapKeep,
     detail: SampleDetail,
     progress: &mut dyn FnMut(u64),
 ) -> Result<LoadedTrace, ReadError> {
+    let all = read_all(input, heap.clone(), detail, progress)?;
+    // A caller that wants one trace gets the first process (the one `record` started);
+    // `report` reads all of them with `read_processes`.
+    Ok(match all.into_iter().next() {
+        Some(first) => first.trace,
+        None => Loader::new(Header::FILE, heap, detail).finish(Integrity::new(false)),
+    })
+}
+
+fn read_all(
+    input: impl Read,
+    heap: HeapKeep,
+    detail: SampleDetail,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Vec<ProcessTrace>, ReadError> {
     let mut reader = Reader::new(input)?;
     if heap == HeapKeep::None {
         reader.skip_payloads(&[RecordKind::HEAP_OBJECT, RecordKind::HEAP_ROOT]);
     }
     let header = reader.header();
-    let mut t = LoadedTrace {
-        header,
-        session: None,
-        session_end: None,
-        recording_end: None,
-        counters: BTreeMap::new(),
-        messages: Vec::new(),
-        names: Names::default(),
-        events: EventSummary::default(),
-        runtime: RuntimeViews::default(),
-        records: 0,
-        unknown_records: 0,
-        memory: MemoryRecords::keeping(heap),
-        coverage: Vec::new(),
-        contention: Vec::new(),
-        sampler: None,
-        counts: crate::counts::CountRecords::default(),
-        native_naming: None,
-        integrity: Integrity::new(header.blocked()),
-        stacks: HashMap::new(),
-        samples: Vec::new(),
-        summed: HashMap::new(),
-        last_sample_ts: 0,
-        call_tree: Vec::new(),
-    };
-    let mut events = EventSummaryBuilder::default();
-    let mut runtime = RuntimeBuilder::default();
+    let mut integrity = Integrity::new(header.blocked());
+    // Process number -> its loader; a trace without sections is process 1.
+    let mut loaders: BTreeMap<u32, Loader> = BTreeMap::new();
+    let mut current = 1u32;
+    let mut records = 0u64;
     while let Some(record) = reader.next() {
         let record = match record {
             Ok(record) => record,
             Err(e) => {
-                t.integrity.add(e)?;
+                integrity.add(e)?;
                 continue;
             }
         };
-        t.records += 1;
-        if t.records.is_multiple_of(4096) {
+        records += 1;
+        if records.is_multiple_of(4096) {
             progress(reader.bytes_read());
         }
-        t.integrity.saw_ts(record.ts());
+        integrity.saw_ts(record.ts());
+        if let Record::Section(s) = record {
+            current = s.process;
+            continue;
+        }
+        loaders
+            .entry(current)
+            .or_insert_with(|| Loader::new(header, heap.clone(), detail))
+            .add(record);
+    }
+    integrity.finish(reader.block_stats());
+    progress(reader.bytes_read());
+    if loaders.is_empty() {
+        loaders.insert(1, Loader::new(header, heap, detail));
+    }
+    Ok(loaders
+        .into_values()
+        .map(|l| {
+            let process = l.process.clone();
+            ProcessTrace {
+                process,
+                trace: l.finish(integrity.clone()),
+            }
+        })
+        .collect())
+}
+
+/// Reads the records of one process into a [`LoadedTrace`].
+struct Loader {
+    t: LoadedTrace,
+    events: EventSummaryBuilder,
+    runtime: RuntimeBuilder,
+    detail: SampleDetail,
+    process: Option<ProcessDef>,
+}
+
+impl Loader {
+    fn new(header: Header, heap: HeapKeep, detail: SampleDetail) -> Loader {
+        Loader {
+            t: LoadedTrace {
+                header,
+                session: None,
+                session_end: None,
+                recording_end: None,
+                process_exit: None,
+                counters: BTreeMap::new(),
+                messages: Vec::new(),
+                names: Names::default(),
+                events: EventSummary::default(),
+                runtime: RuntimeViews::default(),
+                records: 0,
+                unknown_records: 0,
+                memory: MemoryRecords::keeping(heap),
+                coverage: Vec::new(),
+                contention: Vec::new(),
+                sampler: None,
+                counts: crate::counts::CountRecords::default(),
+                native_naming: None,
+                integrity: Integrity::new(header.blocked()),
+                stacks: HashMap::new(),
+                samples: Vec::new(),
+                summed: HashMap::new(),
+                last_sample_ts: 0,
+                call_tree: Vec::new(),
+            },
+            events: EventSummaryBuilder::default(),
+            runtime: RuntimeBuilder::default(),
+            detail,
+            process: None,
+        }
+    }
+
+    fn add(&mut self, record: Record) {
+        let t = &mut self.t;
+        t.records += 1;
         match record {
             Record::SessionStart(s) => t.session = Some(s),
             Record::SessionEnd(s) => t.session_end = Some(s),
@@ -286,16 +453,16 @@ fn read_progress(
             }
             Record::Event(e) => {
                 t.memory.event(&e);
-                events.add(&e);
-                runtime.event(&e);
+                self.events.add(&e);
+                self.runtime.event(&e);
             }
-            Record::ExceptionInfo(i) => runtime.exception_info(i),
+            Record::ExceptionInfo(i) => self.runtime.exception_info(i),
             Record::NativeTargetDef(n) => {
                 t.names.native_targets.insert(n.function, n);
             }
             Record::Allocation(a) => t.memory.allocation(a),
             Record::Contention(c) => {
-                runtime.contention(&c);
+                self.runtime.contention(&c);
                 t.contention.push(c);
             }
             Record::GcGenerations(g) => t.memory.generations(g),
@@ -307,7 +474,7 @@ fn read_progress(
             Record::AllocatedByClass(a) => t.memory.allocated_by_class(&a),
             Record::Sample(s) => {
                 t.last_sample_ts = t.last_sample_ts.max(s.ts);
-                match detail {
+                match self.detail {
                     SampleDetail::Each => t.samples.push(s),
                     SampleDetail::Summed => {
                         let e = t.summed.entry((s.tid, s.stack, s.state.to_u8())).or_insert(
@@ -335,21 +502,34 @@ fn read_progress(
             Record::Unknown { kind, .. }
                 if kind == RecordKind::HEAP_OBJECT || kind == RecordKind::HEAP_ROOT => {}
             Record::Unknown { .. } => t.unknown_records += 1,
+            // Sections are the file's framing (read_processes); the process is the reader's.
+            Record::Section(_) => {}
+            Record::ProcessDef(p) => self.process = Some(p),
+            Record::ProcessExit(e) => t.process_exit = Some(e),
         }
     }
-    t.integrity.finish(reader.block_stats());
-    // `record` ends every trace it writes with a RecordingEnd; an attach ends with the
-    // agent's detach.
-    t.integrity.unfinished = header.blocked()
-        && t.recording_end.is_none()
-        && t.session_end.as_ref().is_none_or(|e| e.reason != "detach");
-    t.integrity.header_only = t.records == 0 && t.integrity.cut.is_none();
-    progress(reader.bytes_read());
-    t.names.number_bodies();
-    t.events = events.finish(&t.names, &t.memory.gcs, &t.counters);
-    t.runtime = runtime.finish(&t.names, &t.memory.gcs);
-    t.runtime.events_lost = t.events.lost.clone();
-    Ok(t)
+
+    fn finish(self, integrity: Integrity) -> LoadedTrace {
+        let Loader {
+            mut t,
+            events,
+            runtime,
+            ..
+        } = self;
+        let header = t.header;
+        t.integrity = integrity;
+        // `record` ends every trace it writes with a RecordingEnd; an attach ends with the
+        // agent's detach.
+        t.integrity.unfinished = header.blocked()
+            && t.recording_end.is_none()
+            && t.session_end.as_ref().is_none_or(|e| e.reason != "detach");
+        t.integrity.header_only = t.records == 0 && t.integrity.cut.is_none();
+        t.names.number_bodies();
+        t.events = events.finish(&t.names, &t.memory.gcs, &t.counters);
+        t.runtime = runtime.finish(&t.names, &t.memory.gcs);
+        t.runtime.events_lost = t.events.lost.clone();
+        t
+    }
 }
 
 impl LoadedTrace {

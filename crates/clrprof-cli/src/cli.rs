@@ -142,6 +142,17 @@ pub struct RecordArgs {
     /// Where to write the trace.
     #[arg(short, long, default_value = "trace.clrprof", value_name = "FILE")]
     pub output: PathBuf,
+    /// Record only the process clrprof starts, not the .NET processes it starts (by default
+    /// every .NET process of the tree is recorded, each in its own section of the trace).
+    #[arg(long)]
+    pub no_children: bool,
+    /// Record only the processes with these ids (with --name-filter: either matches).
+    #[arg(long, value_delimiter = ',', value_name = "PIDS")]
+    pub pid_filter: Vec<u32>,
+    /// Record only the processes whose command line contains TEXT (repeatable; with
+    /// --pid-filter: either matches), e.g. `--name-filter testhost`.
+    #[arg(long, value_name = "TEXT")]
+    pub name_filter: Vec<String>,
     /// The agent library to load (default: the one installed next to clrprof).
     #[arg(long, value_name = "PATH", env = "CLRPROF_AGENT")]
     pub agent: Option<PathBuf>,
@@ -331,6 +342,13 @@ pub struct ReportArgs {
     /// Text: also print the call tree.
     #[arg(long)]
     pub tree: bool,
+    /// A trace of a process tree: report only the process with this id (default: every
+    /// process; the profile formats merge them under a frame per process).
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+    /// List the processes of the trace (pid, parent, command line, how each ended) and stop.
+    #[arg(long)]
+    pub processes: bool,
     /// Only this thread (OS thread id or name).
     #[arg(long, value_name = "TID|NAME")]
     pub thread: Option<String>,

@@ -124,6 +124,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 contention: a.contention,
                 heap_snapshot: a.heap_snapshot,
                 buffer_kib: a.buffer_size,
+                processes: record::ProcessFilter {
+                    no_children: a.no_children,
+                    pids: a.pid_filter,
+                    names: a.name_filter,
+                },
                 ..record::RecordOptions::new(a.mode.name(), a.output, agent, a.command)
             };
             record::record(&opts)
@@ -186,6 +191,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 snapshot: a.snapshot,
                 diff: a.diff,
                 symbols: a.symbols,
+                pid: a.pid,
+                processes: a.processes,
                 query: Query {
                     metric: a.metric.map(|m| match m {
                         MetricArg::Cpu => Metric::Cpu,

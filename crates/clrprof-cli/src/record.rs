@@ -15,7 +15,7 @@
 //! An output that is one of the program's files is refused before anything starts
 //! ([`crate::overlap`]), and so is a second recording into a trace being written.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -89,6 +89,38 @@ pub struct RecordOptions {
     pub base: AgentConfig,
     /// Print the closing summary line.
     pub summary: bool,
+    /// Which processes of the tree to record.
+    pub processes: ProcessFilter,
+}
+
+/// Which .NET processes of the recorded tree `record` records: each one's agent connects and
+/// says which process it is; the others run without the profiler.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessFilter {
+    /// Only the process `record` started (`--no-children`).
+    pub no_children: bool,
+    /// Only these process ids (`--pid-filter`; with `names`, either matches).
+    pub pids: Vec<u32>,
+    /// Only the processes whose command line contains one of these (`--name-filter`).
+    pub names: Vec<String>,
+}
+
+impl ProcessFilter {
+    /// Whether to record process `hello`, `root` being the pid of the process `record`
+    /// started.
+    pub fn records(&self, hello: &protocol::Hello, root: u32) -> bool {
+        if self.no_children && hello.pid != root {
+            return false;
+        }
+        if self.pids.is_empty() && self.names.is_empty() {
+            return true;
+        }
+        self.pids.contains(&hello.pid)
+            || self
+                .names
+                .iter()
+                .any(|n| hello.command_line.contains(n.as_str()))
+    }
 }
 
 impl RecordOptions {
@@ -119,6 +151,7 @@ impl RecordOptions {
             command,
             base: AgentConfig::default(),
             summary: true,
+            processes: ProcessFilter::default(),
         }
     }
 
@@ -271,17 +304,24 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| explain_spawn(&program, e))?;
 
+    let root = child.id();
     let progress = Arc::new(Progress::default());
     let stop = Arc::new(AtomicBool::new(false));
     let abandon = Arc::new(AtomicBool::new(false));
-    let receiver = {
-        let (progress, stop, abandon, socket) = (
+    let tree = Arc::new(Tree {
+        trace: Mutex::new(trace),
+        processes: Mutex::new(Vec::new()),
+        root,
+        filter: opts.processes.clone(),
+    });
+    let acceptor = {
+        let (progress, stop, abandon, tree) = (
             Arc::clone(&progress),
             Arc::clone(&stop),
             Arc::clone(&abandon),
-            socket.clone(),
+            Arc::clone(&tree),
         );
-        std::thread::spawn(move || receive(listener, &socket, trace, &progress, &stop, &abandon))
+        std::thread::spawn(move || accept_all(&listener, &tree, &progress, &stop, &abandon))
     };
     let ticks = if opts.alloc_ticks() {
         let progress = Arc::clone(&progress);
@@ -292,7 +332,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
                 .unwrap_or_else(|e| e.into_inner())
         };
         Some(
-            TickSession::start(child.id(), Arc::clone(&stop), reader)
+            TickSession::start(root, Arc::clone(&stop), reader)
                 .context("cannot start the EventPipe reader thread")?,
         )
     } else {
@@ -307,7 +347,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
                 .unwrap_or_else(|e| e.into_inner())
         };
         Some(
-            crate::contention::start(child.id(), Arc::clone(&stop), cli_reads)
+            crate::contention::start(root, Arc::clone(&stop), cli_reads)
                 .context("cannot start the EventPipe reader thread")?,
         )
     } else {
@@ -316,51 +356,95 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
     // Wait for the program on a thread of its own, so that its end is seen at once while the
     // status line keeps ticking.
     let (exited_tx, exited) = std::sync::mpsc::channel();
-    let pid = child.id();
+    let pid = root;
     std::thread::spawn(move || {
         let _ = exited_tx.send(child.wait());
     });
     let bar = status_line();
+    let mut status = None;
     let mut passed_on = false;
-    let status = loop {
+    // Since when the program has ended and no process of the tree was recording.
+    let mut quiet_since: Option<Instant> = None;
+    loop {
         while let Some(received) = signals.next() {
             pass_on(pid, received, &mut passed_on, &bar);
         }
-        match exited.recv_timeout(Duration::from_millis(100)) {
-            Ok(status) => break status.context("waiting for the program")?,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                print_messages(&progress, &bar);
-                bar.set_message(status_text(&progress, started.elapsed()));
+        if status.is_none() {
+            match exited.recv_timeout(Duration::from_millis(100)) {
+                Ok(s) => {
+                    status = Some(s.context("waiting for the program")?);
+                    continue;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    bail!("lost track of the program")
+                }
             }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                bail!("lost track of the program")
+        } else {
+            // The program is gone; processes it started may still be recording (or about to
+            // connect): wait for them, then for a moment of quiet.
+            std::thread::sleep(Duration::from_millis(50));
+            if tree.running() > 0 {
+                quiet_since = None;
+            } else {
+                let since = *quiet_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= LATE_CHILDREN {
+                    break;
+                }
             }
         }
+        print_messages(&progress, &bar);
+        bar.set_message(status_text_tree(&progress, &tree, started.elapsed()));
+    }
+    let Some(status) = status else {
+        bail!("lost track of the program")
     };
     let duration = started.elapsed();
-    // The program is gone, so the agent's socket is closed: the receiver drains what is left.
     stop.store(true, Ordering::Release);
-    let mut trace = receiver
+    acceptor
         .join()
-        .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
+        .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))?;
     bar.finish_and_clear();
     print_messages(&progress, &bar);
-    if let Some(ticks) = ticks {
+    let (exit_code, signal) = exit_of(status);
+    let ended = program_end(exit_code, signal);
+    let (mut trace, processes) = tree.into_parts()?;
+    let root_section = processes
+        .iter()
+        .find(|p| p.hello.pid == root && !p.left_out)
+        .map(|p| p.section);
+    if let (Some(ticks), Some(section)) = (ticks, root_section) {
+        trace.section(section);
         write_ticks(ticks, &mut trace, &progress);
     }
-    if let Some(contention) = contention {
+    if let (Some(contention), Some(section)) = (contention, root_section) {
+        // The root process's events, in its section, after its agent's records.
+        trace.section(section);
         write_contention(contention, &mut trace, &progress);
     }
 
-    let (exit_code, signal) = exit_of(status);
-    let ended = program_end(exit_code, signal);
-    let connected = progress.connected.load(Ordering::Acquire);
-    let clean = progress.clean.load(Ordering::Acquire);
+    let connected = processes.iter().any(|p| !p.left_out);
+    let clean = processes
+        .iter()
+        .find(|p| p.hello.pid == root && !p.left_out)
+        .is_some_and(|p| p.clean);
     let code = if signal != 0 { 128 + signal } else { exit_code };
     let disabled = ["DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics"]
         .into_iter()
         .find(|v| std::env::var(v).is_ok_and(|v| v.trim() == "0"));
     let from_agent = progress.records.load(Ordering::Relaxed);
+    if !connected && !processes.is_empty() {
+        trace.discard();
+        say!(
+            "clrprof: error: the process filter left out every .NET process ({}), so nothing was recorded.",
+            processes
+                .iter()
+                .map(|p| format!("pid {} `{}`", p.hello.pid, p.hello.command_line))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return Ok(Outcome::failed(AGENT_FAILED));
+    }
     if !connected && let Some(var) = disabled {
         trace.discard();
         say!(
@@ -401,7 +485,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
             opts.agent.display()
         );
         say!(
-            "clrprof:   Is `{}` a .NET (Core 3.1 or later) program? Other programs ignore the profiler variables.",
+            "clrprof:   Is `{}` a .NET (Core 3.1 or later) program, or does it start one? Other programs ignore the profiler variables.",
             opts.command.join(" ")
         );
         say!(
@@ -410,18 +494,60 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
         );
         return Ok(Outcome::failed(AGENT_FAILED));
     }
-    trace.write(&Record::RecordingEnd(RecordingEnd {
-        duration_ns: duration.as_nanos() as u64,
-        exit_code: if signal == 0 { exit_code } else { -1 },
-        signal,
-        agent_connected: connected,
-        clean,
-    }));
+    for p in &processes {
+        trace.section(p.section);
+        let (code, sig) = if p.hello.pid == root {
+            (if signal == 0 { exit_code } else { -1 }, signal)
+        } else {
+            (p.exit_code.unwrap_or(-1), 0)
+        };
+        let lasted = p.ended.unwrap_or(duration).saturating_sub(p.started);
+        trace.write(&Record::RecordingEnd(RecordingEnd {
+            duration_ns: if p.hello.pid == root {
+                duration.as_nanos() as u64
+            } else {
+                lasted.as_nanos() as u64
+            },
+            exit_code: code,
+            signal: sig,
+            agent_connected: !p.left_out,
+            clean: p.clean,
+        }));
+    }
     warn_problem(&progress);
-    if !clean {
+    let recorded: Vec<&ProcessState> = processes.iter().filter(|p| !p.left_out).collect();
+    for p in &recorded {
+        if !p.clean {
+            say!(
+                "clrprof: warning: process {} ({}) ended without shutting the profiler down (crash or kill); the trace holds everything up to its agent's last flush",
+                p.hello.pid,
+                short_command(&p.hello.command_line)
+            );
+        }
+    }
+    if processes.len() > 1 {
         say!(
-            "clrprof: warning: the program ended without shutting the profiler down (crash or kill); the trace holds everything up to the agent's last flush"
+            "clrprof: recorded {} of {} .NET processes (`clrprof report --processes`):",
+            recorded.len(),
+            processes.len()
         );
+        for p in &processes {
+            let how = if p.left_out {
+                "left out by the process filter".to_string()
+            } else if p.hello.pid == root {
+                ended.clone()
+            } else {
+                match p.exit_code {
+                    Some(c) => format!("exit code {c}"),
+                    None => "ended without an exit status (crashed or killed)".into(),
+                }
+            };
+            say!(
+                "clrprof:   pid {} {}: {how}",
+                p.hello.pid,
+                short_command(&p.hello.command_line)
+            );
+        }
     }
     let complete = finish_trace(
         trace,
@@ -430,6 +556,291 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
         &format!("; the program ended: {ended}"),
     );
     Ok(Outcome { code, complete })
+}
+
+/// After the program ended and no process of the tree is recording, how long `record` waits
+/// for a process it started to connect before it ends the recording.
+const LATE_CHILDREN: Duration = Duration::from_millis(1000);
+
+/// A command line cut for one line of output.
+fn short_command(cmd: &str) -> String {
+    if cmd.chars().count() <= 60 {
+        return format!("`{cmd}`");
+    }
+    format!("`{}…`", cmd.chars().take(59).collect::<String>())
+}
+
+/// What `record` knows of one .NET process of the tree.
+#[derive(Debug, Clone)]
+pub(crate) struct ProcessState {
+    /// Its section in the trace.
+    pub(crate) section: u32,
+    /// What its agent said.
+    pub(crate) hello: protocol::Hello,
+    /// Left out by the process filter.
+    pub(crate) left_out: bool,
+    /// Since the recording's start.
+    pub(crate) started: Duration,
+    /// When its stream ended, since the recording's start.
+    pub(crate) ended: Option<Duration>,
+    /// The exit status its agent sent.
+    pub(crate) exit_code: Option<i32>,
+    /// Whether its agent's `SessionEnd` arrived.
+    pub(crate) clean: bool,
+}
+
+/// The recording of a process tree: the trace every connection writes its section of, and
+/// the processes.
+pub(crate) struct Tree {
+    trace: Mutex<TraceFile>,
+    processes: Mutex<Vec<ProcessState>>,
+    /// The pid of the process `record` started.
+    root: u32,
+    filter: ProcessFilter,
+}
+
+impl Tree {
+    fn lock_trace(&self) -> std::sync::MutexGuard<'_, TraceFile> {
+        self.trace.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_processes(&self) -> std::sync::MutexGuard<'_, Vec<ProcessState>> {
+        self.processes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Processes being recorded now.
+    fn running(&self) -> usize {
+        self.lock_processes()
+            .iter()
+            .filter(|p| !p.left_out && p.ended.is_none())
+            .count()
+    }
+
+    /// The trace and the processes, once every connection is done (its thread joined).
+    fn into_parts(self: Arc<Tree>) -> Result<(TraceFile, Vec<ProcessState>)> {
+        let tree = Arc::into_inner(self).context("a connection outlived the recording")?;
+        Ok((
+            tree.trace.into_inner().unwrap_or_else(|e| e.into_inner()),
+            tree.processes
+                .into_inner()
+                .unwrap_or_else(|e| e.into_inner()),
+        ))
+    }
+
+    /// Registers a process that said hello; returns its section.
+    fn register(&self, hello: protocol::Hello, left_out: bool, started: Duration) -> u32 {
+        let mut ps = self.lock_processes();
+        let section = ps.len() as u32 + 1;
+        ps.push(ProcessState {
+            section,
+            hello,
+            left_out,
+            started,
+            ended: left_out.then_some(started),
+            exit_code: None,
+            clean: false,
+        });
+        section
+    }
+
+    fn update(&self, section: u32, f: impl FnOnce(&mut ProcessState)) {
+        if let Some(p) = self
+            .lock_processes()
+            .iter_mut()
+            .find(|p| p.section == section)
+        {
+            f(p);
+        }
+    }
+}
+
+/// Accepts the agents of the tree's processes until `stop`, each on a thread of its own, and
+/// waits for those threads.
+fn accept_all(
+    listener: &UnixListener,
+    tree: &Arc<Tree>,
+    progress: &Arc<Progress>,
+    stop: &AtomicBool,
+    abandon: &Arc<AtomicBool>,
+) {
+    let started = Instant::now();
+    let mut connections = Vec::new();
+    loop {
+        let stream = match accept_agent(listener, || !stop.load(Ordering::Acquire)) {
+            Ok(Some(stream)) => stream,
+            Ok(None) => break,
+            Err(e) => {
+                set_problem(
+                    progress,
+                    format!("accepting an agent's connection failed: {e}"),
+                );
+                break;
+            }
+        };
+        let (tree, progress, abandon) =
+            (Arc::clone(tree), Arc::clone(progress), Arc::clone(abandon));
+        connections.push(std::thread::spawn(move || {
+            receive_process(stream, &tree, &progress, &abandon, started);
+        }));
+    }
+    for c in connections {
+        let _ = c.join();
+    }
+}
+
+/// One process's connection: its hello, the verdict, then its stream into its section.
+fn receive_process(
+    stream: UnixStream,
+    tree: &Tree,
+    progress: &Progress,
+    abandon: &AtomicBool,
+    started: Instant,
+) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let hello = match protocol::Hello::read(&mut &stream) {
+        Ok(h) => h,
+        Err(e) => {
+            set_problem(
+                progress,
+                format!("a process's agent could not be recorded: {e}"),
+            );
+            return;
+        }
+    };
+    let record = tree.filter.records(&hello, tree.root);
+    let verdict = if record {
+        protocol::Verdict::Record
+    } else {
+        protocol::Verdict::LeaveOut
+    };
+    let def = clrprof_trace::ProcessDef {
+        process: 0,
+        pid: hello.pid,
+        parent_pid: hello.parent_pid,
+        start_unix_ns: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+        command_line: hello.command_line.clone(),
+        left_out: u8::from(!record),
+    };
+    let is_root = hello.pid == tree.root;
+    let section = tree.register(hello, !record, started.elapsed());
+    {
+        let mut trace = tree.lock_trace();
+        trace.start_sectioned(clrprof_trace::FORMAT_MINOR);
+        trace.section(section);
+        trace.write(&Record::ProcessDef(clrprof_trace::ProcessDef {
+            process: section,
+            ..def
+        }));
+    }
+    if (&stream).write_all(&[verdict.to_byte()]).is_err() || !record {
+        tree.update(section, |p| p.ended = Some(started.elapsed()));
+        return;
+    }
+    progress.connected.store(true, Ordering::Release);
+    let mut state = StreamState::default();
+    copy_section(
+        stream, tree, section, is_root, progress, abandon, &mut state,
+    );
+    tree.update(section, |p| {
+        p.ended = Some(started.elapsed());
+        p.exit_code = state.exit_code;
+        p.clean = state.clean;
+    });
+    if is_root {
+        progress.clean.store(state.clean, Ordering::Release);
+    }
+}
+
+/// What one process's stream said about its end.
+#[derive(Default)]
+struct StreamState {
+    clean: bool,
+    exit_code: Option<i32>,
+}
+
+/// Copies one process's stream into its section of the trace until it ends (or `abandon`
+/// is set). Like [`copy_stream`], a failed write does not stop the copy.
+fn copy_section(
+    mut stream: UnixStream,
+    tree: &Tree,
+    section: u32,
+    is_root: bool,
+    progress: &Progress,
+    abandon: &AtomicBool,
+    state: &mut StreamState,
+) {
+    let _ = stream.set_read_timeout(Some(SEAL_EVERY));
+    let mut decoder = StreamDecoder::new();
+    let mut buf = vec![0u8; 256 << 10];
+    let notice = |text: Option<String>| {
+        if let Some(text) = text {
+            progress
+                .notices
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(text);
+        }
+    };
+    loop {
+        if abandon.load(Ordering::Acquire) {
+            break;
+        }
+        let n = match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                let mut trace = tree.lock_trace();
+                trace.tick();
+                notice(trace.news());
+                continue;
+            }
+            Err(e) => {
+                set_problem(progress, format!("reading from an agent failed: {e}"));
+                break;
+            }
+        };
+        progress.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        decoder.push(&buf[..n]);
+        // The trace is locked only while this piece of the stream is copied: another
+        // process's connection waits at most that long, never for this process.
+        let mut trace = tree.lock_trace();
+        trace.section(section);
+        while let Some(next) = decoder.next_record() {
+            let raw = match next {
+                Ok(raw) => raw,
+                Err(e) => {
+                    set_problem(
+                        progress,
+                        format!(
+                            "the agent of process {section} sent data clrprof cannot read ({e}); its section stops there"
+                        ),
+                    );
+                    return;
+                }
+            };
+            trace.append(raw.bytes, &raw.record);
+            match &raw.record {
+                Record::SessionEnd(_) => state.clean = true,
+                Record::ProcessExit(e) => state.exit_code = Some(e.exit_code),
+                _ => {}
+            }
+            note_from(progress, &raw.record, is_root);
+        }
+        trace.tick();
+        notice(trace.news());
+    }
+    if decoder.finish().is_err() {
+        set_problem(progress, "an agent's stream ended in the middle of a record (its process probably crashed); the partial record was left out".into());
+    }
 }
 
 /// Gives a complete trace its name, or says what a trace whose writing failed kept and lost.
@@ -727,27 +1138,6 @@ fn find_dotnet() -> Option<PathBuf> {
     })
 }
 
-/// Accepts the agent's connection and copies its stream into the trace file.
-fn receive(
-    listener: UnixListener,
-    socket: &Path,
-    trace: TraceFile,
-    progress: &Progress,
-    stop: &AtomicBool,
-    abandon: &AtomicBool,
-) -> Result<TraceFile> {
-    let Some(stream) = accept_agent(&listener, || !stop.load(Ordering::Acquire))
-        .context("accepting the agent's connection")?
-    else {
-        return Ok(trace);
-    };
-    // One agent per recording: child processes that inherit the variables cannot connect.
-    let _ = std::fs::remove_file(socket);
-    drop(listener);
-    progress.connected.store(true, Ordering::Release);
-    copy_stream(stream, trace, progress, abandon)
-}
-
 /// Copies the agent's stream into the trace until it ends (or `abandon` is set), sealing a
 /// block at least every [`SEAL_EVERY`]. A failed write does not stop the copy: the agent's
 /// stream is read to its end, so that the program never waits on a full socket.
@@ -832,8 +1222,14 @@ fn set_problem(progress: &Progress, text: String) {
 }
 
 fn note(progress: &Progress, record: &Record) {
+    note_from(progress, record, true);
+}
+
+/// Counts a record of a process's stream; `is_root`: of the process `record` started (whose
+/// definitions the allocation ticks read over its diagnostics socket refer to).
+fn note_from(progress: &Progress, record: &Record, is_root: bool) {
     progress.records.fetch_add(1, Ordering::Relaxed);
-    if is_definition(record) {
+    if is_root && is_definition(record) {
         progress
             .agent_ids
             .lock()
@@ -854,13 +1250,13 @@ fn note(progress: &Progress, record: &Record) {
         Record::Counter(c) if c.name == "samples_dropped" => {
             progress.samples_dropped.store(c.value, Ordering::Relaxed);
         }
-        Record::Counter(c) if c.name == protocol::CONTENTION_READER_COUNTER => {
+        Record::Counter(c) if c.name == protocol::CONTENTION_READER_COUNTER && is_root => {
             *progress
                 .contention_cli
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()) = Some(c.value == 0);
         }
-        Record::Counter(c) if c.name == TickReader::COUNTER => {
+        Record::Counter(c) if c.name == TickReader::COUNTER && is_root => {
             *progress
                 .tick_reader
                 .lock()
@@ -879,6 +1275,27 @@ fn note(progress: &Progress, record: &Record) {
 /// The live status line (on a terminal only, on a row of its own; see [`crate::status`]).
 pub(crate) fn status_line() -> StatusLine {
     StatusLine::new()
+}
+
+/// The status line of a process tree's recording: how many processes are recorded, then the
+/// counts.
+fn status_text_tree(p: &Progress, tree: &Tree, elapsed: Duration) -> String {
+    let text = status_text(p, elapsed);
+    let ps = tree.lock_processes();
+    let recorded = ps.iter().filter(|p| !p.left_out).count();
+    if recorded == 0 {
+        return text;
+    }
+    let running = ps
+        .iter()
+        .filter(|p| !p.left_out && p.ended.is_none())
+        .count();
+    let noun = if recorded == 1 {
+        "process"
+    } else {
+        "processes"
+    };
+    format!("{recorded} {noun} ({running} running) · {text}")
 }
 
 pub(crate) fn status_text(p: &Progress, elapsed: Duration) -> String {
@@ -988,6 +1405,31 @@ mod tests {
 
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_process_filter_picks_by_root_pid_and_command_line() {
+        let hello = |pid, cmd: &str| protocol::Hello {
+            pid,
+            parent_pid: 1,
+            command_line: cmd.into(),
+        };
+        let all = ProcessFilter::default();
+        assert!(all.records(&hello(7, "dotnet a.dll"), 5));
+        let root_only = ProcessFilter {
+            no_children: true,
+            ..ProcessFilter::default()
+        };
+        assert!(root_only.records(&hello(5, "dotnet a.dll"), 5));
+        assert!(!root_only.records(&hello(7, "dotnet a.dll"), 5));
+        let some = ProcessFilter {
+            no_children: false,
+            pids: vec![9],
+            names: vec!["testhost".into()],
+        };
+        assert!(some.records(&hello(9, "dotnet sdk.dll"), 5));
+        assert!(some.records(&hello(8, "dotnet testhost.dll --port 1"), 5));
+        assert!(!some.records(&hello(5, "dotnet sdk.dll"), 5));
     }
 
     #[test]

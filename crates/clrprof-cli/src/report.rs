@@ -40,6 +40,10 @@ pub struct ReportOptions {
     pub diff: Vec<String>,
     /// Symbol files (or directories of them) for the native frames recorded without names.
     pub symbols: Vec<PathBuf>,
+    /// Only this process of a process tree's trace.
+    pub pid: Option<u32>,
+    /// List the processes and stop.
+    pub processes: bool,
     /// Thread, filter, top, metric.
     pub query: Query,
 }
@@ -244,6 +248,76 @@ fn load(
     Ok(loaded?)
 }
 
+/// Loads every process of a trace, with a progress bar on a terminal for a large one.
+fn load_all(
+    file: &std::path::Path,
+    keep: memory::HeapKeep,
+    detail: trace::SampleDetail,
+) -> Result<Vec<trace::ProcessTrace>> {
+    let size = std::fs::metadata(file).map_or(0, |m| m.len());
+    if size < PROGRESS_FROM_BYTES || !std::io::stderr().is_terminal() {
+        return Ok(trace::load_processes(file, keep, detail, &mut |_, _| {})?);
+    }
+    let bar = indicatif::ProgressBar::new(size);
+    let loaded = trace::load_processes(file, keep, detail, &mut |done, _| bar.set_position(done));
+    bar.finish_and_clear();
+    Ok(loaded?)
+}
+
+/// The label of a process in reports: `[process 4242: dotnet app.dll]`.
+fn process_label(p: &trace::ProcessTrace) -> String {
+    let cmd = p.command_line();
+    let short: String = cmd.chars().take(80).collect();
+    let more = if cmd.chars().count() > 80 { "…" } else { "" };
+    format!("[process {}: {short}{more}]", p.pid())
+}
+
+/// The processes of a trace, as a table.
+fn write_process_table(processes: &[trace::ProcessTrace], out: &mut dyn Write) -> Result<()> {
+    writeln!(out, "Processes: {}", processes.len())?;
+    writeln!(
+        out,
+        "  {:>8} {:>8} {:>10} {:>9}  {:<48} command line",
+        "pid", "parent", "duration", "samples", "how it ended"
+    )?;
+    for p in processes {
+        let t = &p.trace;
+        let how = if p.left_out() {
+            "left out by the process filter".to_string()
+        } else {
+            p.ending()
+        };
+        let samples = t.counter("samples_written");
+        writeln!(
+            out,
+            "  {:>8} {:>8} {:>9.2}s {:>9}  {:<48} {}",
+            p.pid(),
+            p.process.as_ref().map_or(0, |d| d.parent_pid),
+            t.duration_ns() as f64 / 1e9,
+            samples,
+            how,
+            p.command_line()
+        )?;
+    }
+    Ok(())
+}
+
+/// The processes of a trace, as JSON.
+fn process_json(p: &trace::ProcessTrace) -> serde_json::Value {
+    let t = &p.trace;
+    serde_json::json!({
+        "pid": p.pid(),
+        "parent_pid": p.process.as_ref().map_or(0, |d| d.parent_pid),
+        "command_line": p.command_line(),
+        "left_out": p.left_out(),
+        "ended": p.ending(),
+        "exit_code": t.process_exit.map(|e| e.exit_code).or_else(|| t.recording_end.and_then(|r| (r.signal == 0 && r.exit_code >= 0).then_some(r.exit_code))),
+        "signal": t.recording_end.map_or(0, |r| r.signal),
+        "clean": t.session_end.is_some(),
+        "duration_ns": t.duration_ns(),
+    })
+}
+
 /// Loads one side of `--diff`: `N` (a snapshot of FILE), `TRACE` or `TRACE@N`. Each side
 /// loads its trace keeping only its own snapshot, so two snapshots of one big trace are never
 /// held together with the rest.
@@ -353,8 +427,217 @@ fn report_file(
         Some(n) => memory::HeapKeep::Numbers(vec![n]),
         None => memory::HeapKeep::Last,
     };
-    let mut loaded = load(file, keep, sample_detail(opts.format))?;
-    loaded.integrity.being_written = crate::safe_file::being_written(file);
+    let mut all = load_all(file, keep, sample_detail(opts.format))?;
+    let being_written = crate::safe_file::being_written(file);
+    for p in &mut all {
+        p.trace.integrity.being_written = being_written;
+    }
+    if opts.processes {
+        return match opts.format {
+            Format::Json => {
+                let list: Vec<_> = all.iter().map(process_json).collect();
+                let v = serde_json::json!({ "processes": list });
+                if opts.pretty {
+                    serde_json::to_writer_pretty(&mut *out, &v)?;
+                } else {
+                    serde_json::to_writer(&mut *out, &v)?;
+                }
+                writeln!(out)?;
+                Ok(())
+            }
+            Format::Text => write_process_table(&all, out),
+            other => bail!("--processes writes text or json, not {other:?}"),
+        };
+    }
+    if let Some(pid) = opts.pid {
+        let Some(i) = all.iter().position(|p| p.pid() == pid) else {
+            let pids: Vec<String> = all.iter().map(|p| p.pid().to_string()).collect();
+            bail!(
+                "{} has no process {pid}; its processes are {} (`clrprof report --processes {}`)",
+                file.display(),
+                pids.join(", "),
+                file.display()
+            );
+        };
+        let one = all.swap_remove(i);
+        if one.left_out() {
+            bail!(
+                "process {pid} was left out by the process filter of `record`: nothing of it was recorded"
+            );
+        }
+        return report_one(opts, file, one.trace, symbols, out);
+    }
+    all.retain(|p| !p.left_out());
+    if all.len() <= 1 {
+        let Some(one) = all.pop() else {
+            bail!(
+                "{}: every process was left out by the process filter of `record`",
+                file.display()
+            );
+        };
+        return report_one(opts, file, one.trace, symbols, out);
+    }
+    report_tree(opts, file, all, symbols, out)
+}
+
+/// A trace of several processes: every process, merged where the format draws one profile.
+fn report_tree(
+    opts: &ReportOptions,
+    file: &std::path::Path,
+    mut all: Vec<trace::ProcessTrace>,
+    symbols: Option<&mut SymbolFiles>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    if let Some(files) = symbols {
+        for p in &mut all {
+            let label = process_label(p);
+            let naming = p.trace.name_native_frames(files);
+            say!("clrprof: {label}: {}", naming.summary());
+        }
+    }
+    if let Some(first) = all.first()
+        && !first.trace.integrity.is_whole()
+    {
+        for note in first.trace.integrity.notes() {
+            say!("clrprof: warning: {}: {note}", file.display());
+        }
+    }
+    let q = &opts.query;
+    match opts.format {
+        Format::Folded | Format::Flamegraph | Format::Speedscope | Format::Pprof => {
+            let parts: Vec<(String, clrprof_analysis::Profile)> = all
+                .iter()
+                .filter(|p| {
+                    if opts.alloc {
+                        p.trace.has_allocations()
+                    } else {
+                        p.trace.has_cpu_data()
+                    }
+                })
+                .map(|p| {
+                    let profile = if opts.alloc {
+                        p.trace.alloc_profile()
+                    } else {
+                        p.trace.profile()
+                    };
+                    (process_label(p), profile)
+                })
+                .collect();
+            if parts.is_empty() {
+                bail!(
+                    "no process of {} has {}",
+                    file.display(),
+                    if opts.alloc {
+                        "allocations; record with --alloc"
+                    } else {
+                        "CPU samples or call trees (recorded with --mode none)"
+                    }
+                );
+            }
+            let merged = clrprof_analysis::Profile::merge_processes(parts);
+            opts.format.renderer().render(&merged, q, out)?;
+        }
+        Format::Json => {
+            let options = Json {
+                pretty: opts.pretty,
+                ..Json::default()
+            };
+            let mut list = Vec::new();
+            for p in &all {
+                let mut v = process_json(p);
+                let mut buf = Vec::new();
+                if let Some(view) = opts.view {
+                    report::write_view_json(&p.trace, view, false, &mut buf)?;
+                } else {
+                    let json = Status::during(|show| {
+                        report::json_with(&p.trace, q, &options, opts.snapshot, show)
+                    })?;
+                    report::write_json_report(
+                        &json,
+                        &Json {
+                            pretty: false,
+                            ..Json::default()
+                        },
+                        &mut buf,
+                    )?;
+                }
+                v["report"] = serde_json::from_slice(&buf).context("a process's JSON report")?;
+                list.push(v);
+            }
+            let v = serde_json::json!({ "processes": list });
+            if opts.pretty {
+                serde_json::to_writer_pretty(&mut *out, &v)?;
+            } else {
+                serde_json::to_writer(&mut *out, &v)?;
+            }
+            writeln!(out)?;
+        }
+        Format::Text => {
+            write_process_table(&all, out)?;
+            for p in all {
+                writeln!(out)?;
+                writeln!(out, "===== {} =====", process_label(&p))?;
+                report_one(opts, file, p.trace, None, out)?;
+            }
+        }
+        Format::Chrome => {
+            // One timeline: each process's events under its own pid, moved to the time its
+            // session started after the earliest one's.
+            let start =
+                |p: &trace::ProcessTrace| p.trace.session.as_ref().map_or(0, |s| s.start_unix_ns);
+            let first = all.iter().map(start).filter(|&t| t != 0).min().unwrap_or(0);
+            let mut events = Vec::new();
+            let mut other = Vec::new();
+            for p in &all {
+                let mut buf = Vec::new();
+                report::write_chrome(&p.trace, q, &mut buf)?;
+                let mut v: serde_json::Value =
+                    serde_json::from_slice(&buf).context("a process's Chrome timeline")?;
+                let shift_us = start(p).saturating_sub(first) as f64 / 1000.0;
+                if let Some(list) = v["traceEvents"].as_array_mut() {
+                    for e in list.iter_mut() {
+                        if let Some(ts) = e["ts"].as_f64() {
+                            e["ts"] = serde_json::json!(ts + shift_us);
+                        }
+                    }
+                    events.append(list);
+                }
+                let mut data = process_json(p);
+                data["timeline"] = v["otherData"].take();
+                other.push(data);
+            }
+            let v = serde_json::json!({
+                "traceEvents": events,
+                "displayTimeUnit": "ms",
+                "otherData": { "processes": other },
+            });
+            serde_json::to_writer(&mut *out, &v)?;
+            writeln!(out)?;
+        }
+        Format::Html => {
+            bail!(
+                "{} holds {} processes; the {} output shows one: pick it with --pid ({})",
+                file.display(),
+                all.len(),
+                "HTML",
+                all.iter()
+                    .map(|p| p.pid().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The report of one process's trace.
+fn report_one(
+    opts: &ReportOptions,
+    file: &std::path::Path,
+    mut loaded: trace::LoadedTrace,
+    symbols: Option<&mut SymbolFiles>,
+    out: &mut dyn Write,
+) -> Result<()> {
     // The full text report says it at the top; every other output gets it on stderr.
     let in_report = opts.format == Format::Text && !text_sections(opts);
     if !loaded.integrity.is_whole() && !in_report {

@@ -127,6 +127,28 @@ impl TraceFile {
         }
     }
 
+    /// Writes the header of a trace of a process tree: format 3 (a section per process) with
+    /// the minor version of the records (this clrprof's, which its agent streams).
+    pub(crate) fn start_sectioned(&mut self, minor: u16) {
+        if self.started() {
+            return;
+        }
+        let Some(file) = self.file.take() else { return };
+        match BlockWriter::sectioned(file, minor) {
+            Ok(w) => self.writer = Some(w),
+            Err(e) => self.failure = Some(e),
+        }
+    }
+
+    /// In a trace of a process tree, makes the records appended next belong to `process`.
+    pub(crate) fn section(&mut self, process: u32) {
+        if let Some(w) = self.writer.as_mut()
+            && let Err(e) = w.section(process)
+        {
+            self.fail(e);
+        }
+    }
+
     /// Appends one record, as the bytes it arrived as.
     pub(crate) fn append(&mut self, raw: &[u8], record: &Record) {
         let result = match self.writer.as_mut() {

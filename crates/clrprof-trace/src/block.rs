@@ -8,7 +8,9 @@
 
 use std::io::{self, Write};
 
-use crate::{BLOCKED_MAJOR, Header, MAX_PAYLOAD_LEN, RECORD_HEADER_LEN, Record};
+use crate::{
+    BLOCKED_MAJOR, Header, MAX_PAYLOAD_LEN, RECORD_HEADER_LEN, Record, SECTIONED_MAJOR, Section,
+};
 
 /// The 4 bytes every block starts with: `"CLRB"`.
 pub const BLOCK_SYNC: [u8; 4] = *b"CLRB";
@@ -17,8 +19,12 @@ pub const BLOCK_HEADER_LEN: usize = 40;
 /// The payload size at which [`BlockWriter`] closes a block (64 KiB): a block is at most this
 /// long unless a single record is longer.
 pub const BLOCK_TARGET_LEN: usize = 64 << 10;
-/// The longest payload a block may have: one record of the largest size.
-pub const MAX_BLOCK_LEN: usize = MAX_PAYLOAD_LEN + RECORD_HEADER_LEN;
+/// The longest payload a block may have: one record of the largest size (after the `Section`
+/// record that begins a block of a 3.x file).
+pub const MAX_BLOCK_LEN: usize = MAX_PAYLOAD_LEN + RECORD_HEADER_LEN + SECTION_RECORD_LEN;
+
+/// The length of an encoded `Section` record, which begins each block of a 3.x file.
+const SECTION_RECORD_LEN: usize = RECORD_HEADER_LEN + 4;
 
 /// A block's header: what the block holds, and the checksums that prove it whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -118,6 +124,8 @@ pub struct BlockWriter<W: Write> {
     seq: u32,
     sealed_len: u64,
     scratch: Vec<u8>,
+    /// In a file of major version 3, the process of the current block.
+    section: Option<u32>,
 }
 
 impl<W: Write> BlockWriter<W> {
@@ -139,6 +147,36 @@ impl<W: Write> BlockWriter<W> {
         )
     }
 
+    /// Writes the header of version 3 with `minor`: a trace of several processes, in which
+    /// every block begins with a [`Section`] record naming its process. Say which process
+    /// the next records belong to with [`section`](Self::section) (process 1 until then).
+    pub fn sectioned(inner: W, minor: u16) -> io::Result<BlockWriter<W>> {
+        let mut w = BlockWriter::with_header(
+            inner,
+            Header {
+                major: SECTIONED_MAJOR,
+                minor,
+                flags: 0,
+            },
+        )?;
+        w.section = Some(1);
+        Ok(w)
+    }
+
+    /// In a file of major version 3, makes the records written next belong to `process`:
+    /// the current block is written out first if it holds another process's records.
+    /// Nothing in a file of another version.
+    pub fn section(&mut self, process: u32) -> io::Result<()> {
+        let Some(current) = self.section else {
+            return Ok(());
+        };
+        if current != process {
+            self.seal()?;
+            self.section = Some(process);
+        }
+        Ok(())
+    }
+
     fn with_header(mut inner: W, header: Header) -> io::Result<BlockWriter<W>> {
         let bytes = header.to_bytes();
         inner.write_all(&bytes)?;
@@ -152,6 +190,7 @@ impl<W: Write> BlockWriter<W> {
             seq: 0,
             sealed_len: bytes.len() as u64,
             scratch: Vec::new(),
+            section: None,
         })
     }
 
@@ -174,7 +213,7 @@ impl<W: Write> BlockWriter<W> {
     /// timestamp is `ts` to the current block; the block is written out first if the record
     /// would make it longer than [`BLOCK_TARGET_LEN`].
     pub fn write_raw(&mut self, record: &[u8], ts: Option<u64>) -> io::Result<()> {
-        if record.len() > MAX_BLOCK_LEN {
+        if record.len() > MAX_BLOCK_LEN - SECTION_RECORD_LEN {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "a record longer than the format allows",
@@ -182,6 +221,12 @@ impl<W: Write> BlockWriter<W> {
         }
         if !self.payload.is_empty() && self.payload.len() + record.len() > BLOCK_TARGET_LEN {
             self.seal()?;
+        }
+        if let Some(process) = self.section
+            && self.payload.is_empty()
+        {
+            Record::Section(Section { process }).encode(&mut self.payload);
+            self.records += 1;
         }
         self.payload.extend_from_slice(record);
         self.records += 1;
@@ -276,6 +321,49 @@ impl<W: Write> std::fmt::Debug for BlockWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sectioned_blocks_begin_with_their_process() {
+        use crate::{Event, EventKind, ReadError, Reader};
+        let ev = |ts| Record::Event(Event::new(ts, 7, EventKind::SHUTDOWN, &[]));
+        let mut w = BlockWriter::sectioned(Vec::new(), crate::FORMAT_MINOR).unwrap();
+        w.write(&ev(1)).unwrap();
+        w.section(2).unwrap();
+        w.write(&ev(2)).unwrap();
+        w.write(&ev(3)).unwrap();
+        w.section(2).unwrap();
+        w.write(&ev(4)).unwrap();
+        w.section(1).unwrap();
+        w.write(&ev(5)).unwrap();
+        let bytes = w.finish().unwrap();
+        let mut reader = Reader::new(&bytes[..]).unwrap();
+        assert_eq!(reader.header(), Header::SECTIONED);
+        let got: Vec<Record> = reader.by_ref().collect::<Result<_, _>>().unwrap();
+        let s = |process| Record::Section(Section { process });
+        assert_eq!(got, [s(1), ev(1), s(2), ev(2), ev(3), ev(4), s(1), ev(5)]);
+        assert_eq!(reader.block_stats().unwrap().good, 3);
+
+        // A block that does not begin with its Section is left out, and reading goes on.
+        let mut w = BlockWriter::with_header(Vec::new(), Header::SECTIONED).unwrap();
+        w.write(&ev(1)).unwrap();
+        w.seal().unwrap();
+        w.section = Some(4);
+        w.write(&ev(2)).unwrap();
+        let bytes = w.finish().unwrap();
+        let got: Vec<Result<Record, ReadError>> = Reader::new(&bytes[..]).unwrap().collect();
+        assert_eq!(got.len(), 3, "{got:?}");
+        let Err(ReadError::Corrupt { reason, .. }) = &got[0] else {
+            panic!("{got:?}")
+        };
+        assert!(
+            reason.contains(
+                "a block of a 3.x file begins with the Event record (kind 32) instead of a Section"
+            ),
+            "{reason}"
+        );
+        assert_eq!(got[1].as_ref().unwrap(), &s(4));
+        assert_eq!(got[2].as_ref().unwrap(), &ev(2));
+    }
 
     #[test]
     fn header_round_trip_and_checks() {

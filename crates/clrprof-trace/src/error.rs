@@ -2,7 +2,9 @@
 
 use std::fmt::Write as _;
 
-use crate::{BLOCKED_MAJOR, FORMAT_MAJOR, HEADER_LEN, RECORD_HEADER_LEN, RecordKind};
+use crate::{
+    BLOCKED_MAJOR, FORMAT_MAJOR, HEADER_LEN, RECORD_HEADER_LEN, RecordKind, SECTIONED_MAJOR,
+};
 
 /// Why a trace, or part of one, could not be read.
 ///
@@ -102,15 +104,15 @@ impl ReadError {
 }
 
 fn describe_version(major: u16, minor: u16) -> String {
-    if major > BLOCKED_MAJOR {
+    if major > SECTIONED_MAJOR {
         format!(
             "this trace was written by a newer clrprof (format {major}.{minor}); this one reads \
-             {FORMAT_MAJOR}.x and {BLOCKED_MAJOR}.x: upgrade clrprof to read it"
+             {FORMAT_MAJOR}.x, {BLOCKED_MAJOR}.x and {SECTIONED_MAJOR}.x: upgrade clrprof to read it"
         )
     } else {
         format!(
             "this trace has format version {major}.{minor}, which no released clrprof writes; \
-             this one reads {FORMAT_MAJOR}.x and {BLOCKED_MAJOR}.x"
+             this one reads {FORMAT_MAJOR}.x, {BLOCKED_MAJOR}.x and {SECTIONED_MAJOR}.x"
         )
     }
 }
@@ -310,10 +312,11 @@ mod tests {
         );
         let e = ReadError::not_a_trace(&[]);
         assert_eq!(e.to_string(), "not a clrprof trace: the input is empty");
-        let e = ReadError::UnsupportedVersion { major: 3, minor: 0 };
+        let e = ReadError::UnsupportedVersion { major: 4, minor: 0 };
         assert!(
-            e.to_string()
-                .contains("written by a newer clrprof (format 3.0); this one reads 1.x and 2.x"),
+            e.to_string().contains(
+                "written by a newer clrprof (format 4.0); this one reads 1.x, 2.x and 3.x"
+            ),
             "{e}"
         );
         let e = ReadError::Damaged {

@@ -1,7 +1,9 @@
 //! The 16-byte file header.
 
 use crate::error::truncated;
-use crate::{BLOCKED_MAJOR, FORMAT_MAJOR, FORMAT_MINOR, HEADER_LEN, MAGIC, ReadError};
+use crate::{
+    BLOCKED_MAJOR, FORMAT_MAJOR, FORMAT_MINOR, HEADER_LEN, MAGIC, ReadError, SECTIONED_MAJOR,
+};
 
 /// The file header: magic, format version and flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -31,9 +33,23 @@ impl Header {
         flags: 0,
     };
 
-    /// Whether the records that follow the header are in checksummed blocks (major version 2).
+    /// The header of a trace file of a process tree this crate writes (major version 3:
+    /// checksummed blocks, each beginning with a `Section` record).
+    pub const SECTIONED: Header = Header {
+        major: SECTIONED_MAJOR,
+        minor: FORMAT_MINOR,
+        flags: 0,
+    };
+
+    /// Whether the records that follow the header are in checksummed blocks (major versions 2
+    /// and 3).
     pub fn blocked(self) -> bool {
-        self.major == BLOCKED_MAJOR
+        self.major == BLOCKED_MAJOR || self.major == SECTIONED_MAJOR
+    }
+
+    /// Whether every block begins with a `Section` record naming its process (major 3).
+    pub fn sectioned(self) -> bool {
+        self.major == SECTIONED_MAJOR
     }
 
     /// The header's 16 bytes.
@@ -51,8 +67,8 @@ impl Header {
     ///
     /// Fails with [`ReadError::NotATrace`] if the magic differs (as far as `bytes` goes),
     /// [`ReadError::Truncated`] if `bytes` is a correct but incomplete start, and
-    /// [`ReadError::UnsupportedVersion`] for a major version other than [`FORMAT_MAJOR`] and
-    /// [`BLOCKED_MAJOR`].
+    /// [`ReadError::UnsupportedVersion`] for a major version other than [`FORMAT_MAJOR`],
+    /// [`BLOCKED_MAJOR`] and [`SECTIONED_MAJOR`].
     pub fn parse(bytes: &[u8]) -> Result<Header, ReadError> {
         let magic_part = &bytes[..bytes.len().min(MAGIC.len())];
         if bytes.is_empty() || magic_part != &MAGIC[..magic_part.len()] {
@@ -66,7 +82,7 @@ impl Header {
             minor: u16::from_le_bytes([h[10], h[11]]),
             flags: u32::from_le_bytes([h[12], h[13], h[14], h[15]]),
         };
-        if header.major != FORMAT_MAJOR && header.major != BLOCKED_MAJOR {
+        if ![FORMAT_MAJOR, BLOCKED_MAJOR, SECTIONED_MAJOR].contains(&header.major) {
             return Err(ReadError::UnsupportedVersion {
                 major: header.major,
                 minor: header.minor,
@@ -96,7 +112,7 @@ mod tests {
     #[test]
     fn round_trip_and_errors() {
         let bytes = Header::CURRENT.to_bytes();
-        assert_eq!(&bytes, b"CLRPROF\0\x01\x00\x05\x00\x00\x00\x00\x00");
+        assert_eq!(&bytes, b"CLRPROF\0\x01\x00\x06\x00\x00\x00\x00\x00");
         assert_eq!(Header::parse(&bytes).unwrap(), Header::CURRENT);
         let newer_minor = Header {
             minor: 7,
@@ -108,14 +124,20 @@ mod tests {
             Header::FILE
         );
         assert!(Header::FILE.blocked() && !Header::CURRENT.blocked());
-        let v3 = Header {
-            major: 3,
+        assert!(!Header::FILE.sectioned());
+        assert_eq!(
+            Header::parse(&Header::SECTIONED.to_bytes()).unwrap(),
+            Header::SECTIONED
+        );
+        assert!(Header::SECTIONED.blocked() && Header::SECTIONED.sectioned());
+        let v4 = Header {
+            major: 4,
             minor: 0,
             ..Header::CURRENT
         };
         assert!(matches!(
-            Header::parse(&v3.to_bytes()),
-            Err(ReadError::UnsupportedVersion { major: 3, minor: 0 })
+            Header::parse(&v4.to_bytes()),
+            Err(ReadError::UnsupportedVersion { major: 4, minor: 0 })
         ));
         assert!(matches!(
             Header::parse(b"CLRP"),

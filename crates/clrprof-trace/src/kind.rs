@@ -42,6 +42,12 @@ record_kinds! {
     MESSAGE = 5, "Message";
     /// `SamplerInfo`: how sample mode sampled (1.2).
     SAMPLER_INFO = 6, "SamplerInfo";
+    /// `Section`: the records after it in its block belong to one process (3.5).
+    SECTION = 7, "Section";
+    /// `Process`: one process of a recorded process tree (1.5).
+    PROCESS = 8, "Process";
+    /// `ProcessExit`: the exit status a process passed to `exit` (1.5).
+    PROCESS_EXIT = 9, "ProcessExit";
     /// `AppDomain` definition.
     APP_DOMAIN = 16, "AppDomain";
     /// `Assembly` definition.
@@ -88,7 +94,7 @@ record_kinds! {
     HEAP_GENERATIONS = 46, "HeapGenerations";
     /// `AllocatedByClass`: objects allocated per class since the previous collection (1.1).
     ALLOCATED_BY_CLASS = 47, "AllocatedByClass";
-    /// `Contention`: one contended lock acquisition, its wait, stack, lock and holder (1.5).
+    /// `Contention`: one contended lock acquisition, its wait, stack, lock and holder (1.6).
     CONTENTION = 50, "Contention";
     /// `CoverageMethod`: basic-block hit counts of one instrumented method (format 1.1).
     COVERAGE_METHOD = 60, "CoverageMethod";
@@ -136,6 +142,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 33);
+        assert_eq!(RecordKind::KNOWN.len(), 36);
     }
 }

@@ -158,3 +158,153 @@ mod tests {
         );
     }
 }
+
+/// What the agent of `clrprof record` sends first on its connection, before its record
+/// stream: which process it is in. Every .NET process of the recorded tree inherits the
+/// session's variables, so every one of them connects to the one socket the CLI listens on;
+/// the CLI answers each with a [`Verdict`] (its process filter), then reads the stream of
+/// those it records, each connection into its own section of the trace.
+///
+/// On the wire: [`Hello::MAGIC`], `u16` [`Hello::VERSION`], `u32` payload length, then the
+/// payload: `u32 pid`, `u32 parent_pid`, `u32` length and the UTF-8 command line (arguments
+/// separated by spaces), all little-endian.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Hello {
+    /// The agent's process.
+    pub pid: u32,
+    /// Its parent process (0 if unknown).
+    pub parent_pid: u32,
+    /// Its command line.
+    pub command_line: String,
+}
+
+/// The CLI's answer to a [`Hello`]: one byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Record this process: the record stream follows.
+    Record,
+    /// Leave it out (`--no-children`, a process filter): the agent closes the connection and
+    /// refuses to start, so that the process runs without the profiler.
+    LeaveOut,
+}
+
+impl Verdict {
+    /// The byte that carries it.
+    pub fn to_byte(self) -> u8 {
+        match self {
+            Verdict::Record => 1,
+            Verdict::LeaveOut => 0,
+        }
+    }
+
+    /// The verdict a byte carries (`None` for any other byte).
+    pub fn from_byte(b: u8) -> Option<Verdict> {
+        match b {
+            1 => Some(Verdict::Record),
+            0 => Some(Verdict::LeaveOut),
+            _ => None,
+        }
+    }
+}
+
+impl Hello {
+    /// The 8 bytes a hello starts with.
+    pub const MAGIC: [u8; 8] = *b"CLRPHELO";
+    /// The version of the hello this crate writes and reads.
+    pub const VERSION: u16 = 1;
+    /// The longest command line a hello carries (longer ones are cut).
+    pub const MAX_COMMAND_LINE: usize = 64 << 10;
+
+    /// The hello's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut cmd = self.command_line.as_str();
+        if cmd.len() > Self::MAX_COMMAND_LINE {
+            let mut end = Self::MAX_COMMAND_LINE;
+            while !cmd.is_char_boundary(end) {
+                end -= 1;
+            }
+            cmd = &cmd[..end];
+        }
+        let mut out = Vec::with_capacity(26 + cmd.len());
+        out.extend_from_slice(&Self::MAGIC);
+        out.extend_from_slice(&Self::VERSION.to_le_bytes());
+        out.extend_from_slice(&((12 + cmd.len()) as u32).to_le_bytes());
+        out.extend_from_slice(&self.pid.to_le_bytes());
+        out.extend_from_slice(&self.parent_pid.to_le_bytes());
+        out.extend_from_slice(&(cmd.len() as u32).to_le_bytes());
+        out.extend_from_slice(cmd.as_bytes());
+        out
+    }
+
+    /// Reads a hello, saying what is wrong with one that is not.
+    pub fn read(r: &mut impl std::io::Read) -> Result<Hello, String> {
+        let mut head = [0u8; 14];
+        r.read_exact(&mut head)
+            .map_err(|e| format!("no hello from the agent: {e}"))?;
+        if head[..8] != Self::MAGIC {
+            return Err("the connection did not start with the agent's hello".into());
+        }
+        let version = u16::from_le_bytes([head[8], head[9]]);
+        if version != Self::VERSION {
+            return Err(format!(
+                "the agent speaks hello version {version}, this clrprof {}: use the agent \
+                 that came with it",
+                Self::VERSION
+            ));
+        }
+        let len = u32::from_le_bytes([head[10], head[11], head[12], head[13]]) as usize;
+        if !(12..=12 + Self::MAX_COMMAND_LINE).contains(&len) {
+            return Err(format!("a hello of {len} bytes"));
+        }
+        let mut payload = vec![0u8; len];
+        r.read_exact(&mut payload)
+            .map_err(|e| format!("the agent's hello was cut short: {e}"))?;
+        let u32_at = |i: usize| {
+            u32::from_le_bytes([payload[i], payload[i + 1], payload[i + 2], payload[i + 3]])
+        };
+        let cmd_len = u32_at(8) as usize;
+        let cmd = payload
+            .get(12..12 + cmd_len)
+            .ok_or("the hello's command line runs past its end")?;
+        Ok(Hello {
+            pid: u32_at(0),
+            parent_pid: u32_at(4),
+            command_line: String::from_utf8_lossy(cmd).into_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod hello_tests {
+    use super::*;
+
+    #[test]
+    fn hello_round_trips_and_bad_ones_say_why() {
+        let h = Hello {
+            pid: 4242,
+            parent_pid: 1,
+            command_line: "dotnet app.dll ü".into(),
+        };
+        let bytes = h.encode();
+        assert_eq!(Hello::read(&mut &bytes[..]).unwrap(), h);
+        let mut bad = bytes.clone();
+        bad[8] = 9;
+        assert_eq!(
+            Hello::read(&mut &bad[..]).unwrap_err(),
+            "the agent speaks hello version 9, this clrprof 1: use the agent that came with it"
+        );
+        assert!(
+            Hello::read(&mut &bytes[..20])
+                .unwrap_err()
+                .starts_with("the agent's hello was cut short")
+        );
+        assert_eq!(
+            Hello::read(&mut &b"CLRPROF\0xxxxxx"[..]).unwrap_err(),
+            "the connection did not start with the agent's hello"
+        );
+        for v in [Verdict::Record, Verdict::LeaveOut] {
+            assert_eq!(Verdict::from_byte(v.to_byte()), Some(v));
+        }
+        assert_eq!(Verdict::from_byte(7), None);
+    }
+}

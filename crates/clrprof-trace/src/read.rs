@@ -261,6 +261,20 @@ impl<R: Read> Reader<R> {
                     );
                     return Some(Err((e, false)));
                 };
+                if b.pos == 0 && self.header.sectioned() && kind != RecordKind::SECTION {
+                    // Whose records these are is unknown: none of them can be used.
+                    b.pos = b.data.len();
+                    let e = corrupt(
+                        offset,
+                        format!(
+                            "a block of a {}.x file begins with {} instead of a Section \
+                             record; its records are left out",
+                            self.header.major,
+                            crate::error::describe_kind(kind)
+                        ),
+                    );
+                    return Some(Err((e, false)));
+                }
                 b.pos += RECORD_HEADER_LEN + len;
                 if self.skipped.contains(&kind) {
                     return Some(Ok(Record::Unknown {

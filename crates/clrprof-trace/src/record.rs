@@ -484,6 +484,45 @@ records! {
         wall_rate_hz: u32,
     }
 
+    /// Kind 7 (format 3.5): the records after it in its block belong to process `process`
+    /// (a [`ProcessDef::process`]). Only in files of major version 3, where every block
+    /// begins with one.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    Section = SECTION {
+        /// The process's number in the trace, from 1.
+        process: u32,
+    }
+
+    /// Kind 8 (format 1.5): one process of a recorded process tree, written by the CLI in the
+    /// process's section when its agent connected.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    ProcessDef = PROCESS {
+        /// The process's number in the trace, from 1, in the order the agents connected.
+        process: u32,
+        /// Its process id.
+        pid: u32,
+        /// Its parent's process id (0 if unknown).
+        parent_pid: u32,
+        /// When its agent connected, nanoseconds since the Unix epoch.
+        start_unix_ns: u64,
+        /// Its command line (arguments separated by spaces).
+        command_line: String,
+        /// 0 recorded, 1 left out by the process filter (`--no-children`, `--pid-filter`,
+        /// `--name-filter`): the agent let the process run unprofiled.
+        left_out: u8,
+    }
+
+    /// Kind 9 (format 1.5): the status a process passed to `exit` (the agent's last record,
+    /// written from the process's exit handlers, after its `SessionEnd`). A process that was
+    /// killed or crashed writes none.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    ProcessExit = PROCESS_EXIT {
+        /// Nanoseconds since the session's start.
+        ts: u64,
+        /// The exit status (its low 8 bits are what the parent sees).
+        exit_code: i32,
+    }
+
     /// Kind 16: an app domain.
     #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
     AppDomainDef = APP_DOMAIN {
@@ -782,7 +821,7 @@ records! {
 }
 
 records! {
-    /// Kind 50 (format 1.5): one contended acquisition of a lock (`Monitor.Enter`, `lock`):
+    /// Kind 50 (format 1.6): one contended acquisition of a lock (`Monitor.Enter`, `lock`):
     /// the thread waited `duration_ns` from `ts` on.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     Contention = CONTENTION {
@@ -1047,6 +1086,12 @@ pub enum Record {
     Message(Message),
     /// Kind 6 (1.2).
     SamplerInfo(SamplerInfo),
+    /// Kind 7 (3.5).
+    Section(Section),
+    /// Kind 8 (1.5).
+    ProcessDef(ProcessDef),
+    /// Kind 9 (1.5).
+    ProcessExit(ProcessExit),
     /// Kind 16.
     AppDomainDef(AppDomainDef),
     /// Kind 17.
@@ -1121,6 +1166,9 @@ macro_rules! with_record {
             Record::Counter($r) => $body,
             Record::Message($r) => $body,
             Record::SamplerInfo($r) => $body,
+            Record::Section($r) => $body,
+            Record::ProcessDef($r) => $body,
+            Record::ProcessExit($r) => $body,
             Record::AppDomainDef($r) => $body,
             Record::AssemblyDef($r) => $body,
             Record::ModuleDef($r) => $body,
@@ -1194,6 +1242,7 @@ impl Record {
             Record::HeapSnapshot(r) => Some(r.ts),
             Record::HeapSnapshotEnd(r) => Some(r.ts),
             Record::AllocatedByClass(r) => Some(r.ts),
+            Record::ProcessExit(r) => Some(r.ts),
             _ => None,
         }
     }
@@ -1251,6 +1300,9 @@ impl Record {
             RecordKind::COUNTER => read::<Counter>(payload).map(Record::from),
             RecordKind::MESSAGE => read::<Message>(payload).map(Record::from),
             RecordKind::SAMPLER_INFO => read::<SamplerInfo>(payload).map(Record::from),
+            RecordKind::SECTION => read::<Section>(payload).map(Record::from),
+            RecordKind::PROCESS => read::<ProcessDef>(payload).map(Record::from),
+            RecordKind::PROCESS_EXIT => read::<ProcessExit>(payload).map(Record::from),
             RecordKind::APP_DOMAIN => read::<AppDomainDef>(payload).map(Record::from),
             RecordKind::ASSEMBLY => read::<AssemblyDef>(payload).map(Record::from),
             RecordKind::MODULE => read::<ModuleDef>(payload).map(Record::from),
@@ -1338,6 +1390,19 @@ pub(crate) mod tests {
                 cpu_clock: "perf task-clock".into(),
                 cpu_rate_hz: 1000,
                 wall_rate_hz: 100,
+            }),
+            Record::Section(Section { process: 2 }),
+            Record::ProcessDef(ProcessDef {
+                process: 2,
+                pid: 4243,
+                parent_pid: 4242,
+                start_unix_ns: 1_700_000_000_223_456_789,
+                command_line: "dotnet child.dll 7".into(),
+                left_out: 0,
+            }),
+            Record::ProcessExit(ProcessExit {
+                ts: 9_500_000,
+                exit_code: 3,
             }),
             Record::AppDomainDef(AppDomainDef {
                 id: 0x7f00_0000_1000,

@@ -161,7 +161,7 @@ fn text_json_and_gzip_are_not_traces() {
 #[test]
 fn a_future_major_version_is_unsupported() {
     let header = Header {
-        major: 3,
+        major: 4,
         minor: 3,
         flags: 0,
     };
@@ -169,11 +169,11 @@ fn a_future_major_version_is_unsupported() {
     let err = Reader::new(&bytes[..]).err().unwrap();
     assert!(matches!(
         err,
-        ReadError::UnsupportedVersion { major: 3, minor: 3 }
+        ReadError::UnsupportedVersion { major: 4, minor: 3 }
     ));
     assert!(
         err.to_string()
-            .contains("written by a newer clrprof (format 3.3); this one reads 1.x and 2.x"),
+            .contains("written by a newer clrprof (format 4.3); this one reads 1.x, 2.x and 3.x"),
         "{err}"
     );
     let old = encode_with(

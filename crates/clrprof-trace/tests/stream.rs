@@ -143,7 +143,7 @@ fn a_bad_start_fails_early() {
 fn a_newer_major_version_fails_and_a_newer_minor_is_kept() {
     let bytes = encode_with(
         Header {
-            major: 3,
+            major: 4,
             minor: 0,
             flags: 0,
         },
@@ -153,7 +153,7 @@ fn a_newer_major_version_fails_and_a_newer_minor_is_kept() {
     assert_eq!(out.items.len(), 1);
     let msg = out.items[0].as_ref().unwrap_err();
     assert!(
-        msg.contains("written by a newer clrprof (format 3.0); this one reads 1.x"),
+        msg.contains("written by a newer clrprof (format 4.0); this one reads 1.x"),
         "{msg}"
     );
 

@@ -4,13 +4,14 @@
 //! ([`cpu_clock`]), its signal-based stack capture ([`capture`]) and capture queues
 //! ([`ring`]), reads of exception objects ([`objects`]), the lock-free slot the session is
 //! published in ([`published`]), the heap snapshot signal ([`snapshot_signal`]), and count
-//! mode's counter memory ([`counters`]). Every
+//! mode's counter memory ([`counters`]), the exit status handler ([`exit`]). Every
 //! `unsafe` block says why it is sound.
 
 pub mod capture;
 pub mod cct;
 pub mod counters;
 pub mod cpu_clock;
+pub mod exit;
 pub mod hooks;
 pub mod objects;
 pub mod published;
