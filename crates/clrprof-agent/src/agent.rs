@@ -231,6 +231,7 @@ impl Session {
     fn configure(&'static self) {
         // Before the event mask: reading the ticks in process needs stack snapshots.
         let tick_reader = crate::alloc_ticks::start(self);
+        let contention_reader = crate::contention::start(self);
         let (low, high) = self.event_masks();
         let mut mask_ok = if self.info.version() >= 5 {
             self.info.set_event_mask2(low, high)
@@ -286,6 +287,15 @@ impl Session {
             self.out
                 .push_record(&Record::Counter(reader.counter(self.now())));
         }
+        if let Some(value) = contention_reader {
+            // Right after SessionStart: the CLI waits for it to know who reads the events.
+            self.out
+                .push_record(&Record::Counter(clrprof_trace::Counter {
+                    ts: self.now(),
+                    name: clrprof_trace::protocol::CONTENTION_READER_COUNTER.into(),
+                    value,
+                }));
+        }
         for w in &self.config.warnings {
             self.warn(w.clone());
         }
@@ -340,6 +350,10 @@ impl Session {
         let (heap_low, heap_high) = crate::heap::event_mask(&c.heap_snapshots);
         low |= heap_low;
         high |= heap_high;
+        if crate::contention::reads_events() {
+            // The waiting stack is walked on the waiting thread.
+            low |= EventMask::ENABLE_STACK_SNAPSHOT;
+        }
         match c.alloc {
             AllocMode::Off => {}
             // No ObjectAllocated: the runtime's ticks come through the agent's EventPipe
@@ -409,6 +423,7 @@ impl Profiler for Agent {
             crate::heap::finish(s);
             s.event(K::SHUTDOWN, &[]);
             crate::alloc_ticks::stop(s);
+            crate::contention::stop(s);
             if let Some(coverage) = crate::coverage::get() {
                 coverage.write(s);
             }
@@ -1105,6 +1120,7 @@ impl Profiler for Agent {
         // Only the agent's own session (`--alloc ticks`) delivers events.
         if let Some(s) = self.session() {
             crate::alloc_ticks::event_delivered(s, e);
+            crate::contention::event_delivered(s, e);
         }
         self.ev(
             K::EVENT_PIPE_EVENT_DELIVERED,

@@ -217,7 +217,7 @@ fn event_stack(s: &Session, ips: &[usize]) -> u32 {
 }
 
 /// Whether `provider` is the runtime's provider (asked once, then remembered).
-fn is_runtime_provider(s: &Session, provider: EventPipeProviderId) -> bool {
+pub(crate) fn is_runtime_provider(s: &Session, provider: EventPipeProviderId) -> bool {
     match RUNTIME.load(Ordering::Relaxed) {
         0 => {
             let is = s
@@ -314,31 +314,40 @@ impl<'a> AllocationTick<'a> {
 }
 
 /// Reads little-endian fields in order, without allocating.
-struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     payload: &'a [u8],
     at: usize,
 }
 
 impl<'a> Fields<'a> {
+    /// Fields from the start of `payload`.
+    pub(crate) fn new(payload: &'a [u8]) -> Fields<'a> {
+        Fields { payload, at: 0 }
+    }
+
+    pub(crate) fn u8(&mut self) -> Option<u8> {
+        self.take().map(u8::from_le_bytes)
+    }
+
     fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
         let bytes = self.payload.get(self.at..self.at.checked_add(N)?)?;
         self.at += N;
         bytes.try_into().ok()
     }
 
-    fn u16(&mut self) -> Option<u16> {
+    pub(crate) fn u16(&mut self) -> Option<u16> {
         self.take().map(u16::from_le_bytes)
     }
 
-    fn u32(&mut self) -> Option<u32> {
+    pub(crate) fn u32(&mut self) -> Option<u32> {
         self.take().map(u32::from_le_bytes)
     }
 
-    fn u64(&mut self) -> Option<u64> {
+    pub(crate) fn u64(&mut self) -> Option<u64> {
         self.take().map(u64::from_le_bytes)
     }
 
-    fn pointer(&mut self) -> Option<u64> {
+    pub(crate) fn pointer(&mut self) -> Option<u64> {
         match size_of::<usize>() {
             4 => self.u32().map(u64::from),
             _ => self.u64(),
@@ -346,7 +355,7 @@ impl<'a> Fields<'a> {
     }
 
     /// A NUL-terminated UTF-16 string: its bytes without the NUL.
-    fn utf16z(&mut self) -> Option<&'a [u8]> {
+    pub(crate) fn utf16z(&mut self) -> Option<&'a [u8]> {
         let rest = self.payload.get(self.at..)?;
         let len = rest.chunks_exact(2).position(|c| c == [0, 0])? * 2;
         self.at += len + 2;
@@ -358,7 +367,7 @@ impl<'a> Fields<'a> {
 mod tests {
     use super::*;
 
-    fn utf16z(s: &str) -> Vec<u8> {
+    pub(crate) fn utf16z(s: &str) -> Vec<u8> {
         let mut v: Vec<u8> = s.encode_utf16().flat_map(u16::to_le_bytes).collect();
         v.extend_from_slice(&[0, 0]);
         v

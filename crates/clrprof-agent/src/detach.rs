@@ -91,6 +91,7 @@ impl Session {
         self.stop_sampler();
         // An EventPipe session of the agent's would call into it after it is unloaded.
         crate::alloc_ticks::stop(self);
+        crate::contention::stop(self);
         capture::uninstall();
         // The library stays loaded after the detach: the next attach must find every thread
         // slot free, not as this session left it.

@@ -13,7 +13,8 @@
 //! `clrprof-symbols` crate), [`config`] the settings from the environment (or from
 //! `clrprof attach`), [`detach`] the connection of an attached session and its detach,
 //! [`alloc`] the allocation recording and sampling, [`alloc_ticks`] the runtime's allocation
-//! ticks through an in-process EventPipe session, [`gc`] the generation sizes around
+//! ticks through an in-process EventPipe session, [`contention`] lock contention from the
+//! runtime's contention events, [`gc`] the generation sizes around
 //! collections, [`heap`] the heap snapshots, [`stacks`] the stack interner samples, allocations
 //! and exceptions share, [`runtime_version`] the runtime's real version. All
 //! `unsafe` code lives in [`recorder`]: the enter/leave hooks, the call trees they update, the
@@ -24,6 +25,7 @@ pub mod agent;
 pub mod alloc;
 pub mod alloc_ticks;
 pub mod config;
+pub mod contention;
 pub mod count;
 pub mod coverage;
 pub mod defs;

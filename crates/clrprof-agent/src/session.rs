@@ -172,6 +172,7 @@ impl Session {
             .chain(crate::alloc::counters())
             .chain(crate::heap::counters())
             .chain(crate::alloc_ticks::counters(self))
+            .chain(crate::contention::counters(self))
             .chain(count.into_iter().flatten())
         {
             self.out.push_record(&Record::Counter(Counter {

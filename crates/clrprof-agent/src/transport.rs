@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use clrprof_trace::{Allocation, Event, EventKind, Record, Sample};
+use clrprof_trace::{Allocation, Contention, Event, EventKind, Record, Sample};
 
 /// How often the writer thread drains the buffer.
 const DRAIN_EVERY: Duration = Duration::from_millis(10);
@@ -153,6 +153,15 @@ impl Transport {
     pub fn push_allocation(&self, allocation: &Allocation) -> bool {
         let mut bytes = [0u8; Allocation::ENCODED_LEN];
         match allocation.encode_into(&mut bytes) {
+            Some(n) => self.append_bounded(&bytes[..n]),
+            None => false,
+        }
+    }
+
+    /// Sends a contention record; false (and nothing sent) if the buffer is full.
+    pub fn push_contention(&self, contention: &Contention) -> bool {
+        let mut bytes = [0u8; Contention::ENCODED_LEN];
+        match contention.encode_into(&mut bytes) {
             Some(n) => self.append_bounded(&bytes[..n]),
             None => false,
         }

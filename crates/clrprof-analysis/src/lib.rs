@@ -34,7 +34,9 @@
 #![deny(missing_docs)]
 
 pub mod accounting;
+pub mod blocked;
 pub mod builder;
+pub mod contention;
 pub mod counts;
 pub mod coverage;
 pub mod ending;

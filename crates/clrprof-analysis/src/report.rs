@@ -84,6 +84,13 @@ pub struct ReportJson {
     /// `--heap-snapshot`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heap: Option<crate::memory::HeapJson>,
+    /// Per thread, wall time running and blocked by reason, when the trace has wall-clock
+    /// samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall_by_reason: Option<Vec<crate::blocked::ThreadWall>>,
+    /// Lock contention, when recorded with `--contention`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contention: Option<crate::contention::ContentionReport>,
     /// Warnings and errors the agent reported.
     pub messages: Vec<String>,
     /// The agent's counters at the end of the recording (`events_dropped`,
@@ -91,7 +98,7 @@ pub struct ReportJson {
     pub counters: std::collections::BTreeMap<String, u64>,
 }
 
-fn session_json(t: &LoadedTrace) -> SessionJson {
+pub(crate) fn session_json(t: &LoadedTrace) -> SessionJson {
     let s = t.session.as_ref();
     SessionJson {
         format_version: format!("{}.{}", t.header.major, t.header.minor),
@@ -174,6 +181,8 @@ pub fn json_with(
         heap: (snapshot.is_some() || t.memory.snapshots.iter().any(|s| s.complete))
             .then(|| t.heap_json(snapshot, HEAP_RETAINERS, progress))
             .transpose()?,
+        wall_by_reason: t.has_wall_samples().then(|| t.wall_by_reason()),
+        contention: t.recorded_contention().then(|| t.contention_report()),
         messages: messages(t),
         counters: t.counters.clone(),
     })
@@ -353,6 +362,13 @@ pub fn write_text(
         let metric = query.resolve_metric(&profile)?;
         writeln!(out, "\nProfile by {}", metric.description())?;
         options.render(&profile, query, out)?;
+        if metric == crate::query::Metric::Wall && t.has_wall_samples() {
+            let top = match query.top {
+                Some(0) => usize::MAX,
+                top => top.unwrap_or(TEXT_ROWS),
+            };
+            crate::blocked::write_wall_by_reason(t, top, out)?;
+        }
     } else if t.mode_name() != "none" {
         writeln!(out, "\nCPU: no samples were recorded")?;
     }

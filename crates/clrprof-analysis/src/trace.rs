@@ -80,6 +80,8 @@ pub struct LoadedTrace {
     pub memory: MemoryRecords,
     /// Basic-block hit counts of the methods instrumented for coverage.
     pub coverage: Vec<clrprof_trace::CoverageMethod>,
+    /// Contended lock acquisitions (`record --contention`), in the order recorded.
+    pub contention: Vec<clrprof_trace::Contention>,
     /// How sample mode sampled (format 1.2).
     pub sampler: Option<SamplerInfo>,
     /// Count mode's counted methods and counts (format 1.4).
@@ -89,7 +91,7 @@ pub struct LoadedTrace {
     /// What reading found cut, damaged or unreadable, and left out.
     pub integrity: Integrity,
     pub(crate) stacks: HashMap<u32, StackDef>,
-    samples: Vec<TraceSample>,
+    pub(crate) samples: Vec<TraceSample>,
     /// Samples summed per thread, stack and state ([`SampleDetail::Summed`]).
     summed: HashMap<(u32, u32, u8), SummedSamples>,
     last_sample_ts: u64,
@@ -370,6 +372,7 @@ impl Loader {
                 unknown_records: 0,
                 memory: MemoryRecords::keeping(heap),
                 coverage: Vec::new(),
+                contention: Vec::new(),
                 sampler: None,
                 counts: crate::counts::CountRecords::default(),
                 native_naming: None,
@@ -455,6 +458,10 @@ impl Loader {
                 t.names.native_targets.insert(n.function, n);
             }
             Record::Allocation(a) => t.memory.allocation(a),
+            Record::Contention(c) => {
+                self.runtime.contention(&c);
+                t.contention.push(c);
+            }
             Record::GcGenerations(g) => t.memory.generations(g),
             Record::HeapSnapshot(h) => t.memory.heap_snapshot(&h),
             Record::HeapObject(o) => t.memory.heap_object(&o),
@@ -561,6 +568,15 @@ impl LoadedTrace {
         let from_end = self.session_end.as_ref().map_or(0, |e| e.ts);
         let from_cli = self.recording_end.as_ref().map_or(0, |r| r.duration_ns);
         from_end.max(from_samples).max(from_cli)
+    }
+
+    /// The wall-clock samples kept summed ([`SampleDetail::Summed`]): thread, stack, state
+    /// and wall time, CPU samples left out.
+    pub(crate) fn summed_wall(&self) -> impl Iterator<Item = (u32, u32, ThreadState, u64)> + '_ {
+        self.summed
+            .iter()
+            .map(|(&(tid, stack, state), s)| (tid, stack, ThreadState::from_u8(state), s.wall_ns))
+            .filter(|&(_, _, state, wall_ns)| state != ThreadState::Cpu && wall_ns > 0)
     }
 
     /// The CPU profile: samples (both modes) and exact call trees (trace mode).

@@ -34,9 +34,9 @@ use clrprof_trace::protocol::{ALLOCATION_TICK_BYTES, TickReader};
 use clrprof_trace::{Allocation, ClassDef, Counter, FrameKind, FunctionDef, Record, StackDef};
 
 /// The runtime's event provider.
-const RUNTIME: &str = "Microsoft-Windows-DotNETRuntime";
+pub(crate) const RUNTIME: &str = "Microsoft-Windows-DotNETRuntime";
 /// The provider of the rundown the runtime writes when a session ends.
-const RUNDOWN: &str = "Microsoft-Windows-DotNETRuntimeRundown";
+pub(crate) const RUNDOWN: &str = "Microsoft-Windows-DotNETRuntimeRundown";
 /// `GCKeyword`.
 const GC_KEYWORD: u64 = 0x1;
 /// Verbose: `GCAllocationTick` is a verbose event.
@@ -44,7 +44,7 @@ const VERBOSE: u32 = 5;
 /// `GCAllocationTick` (versions 2 and 3 on .NET Core 3.x).
 const ALLOCATION_TICK: u32 = 10;
 /// `MethodDCEndVerbose`: a method's code range and names, in the rundown.
-const METHOD_DC_END_VERBOSE: u32 = 144;
+pub(crate) const METHOD_DC_END_VERBOSE: u32 = 144;
 /// EventPipe's buffer in the program, in megabytes (the CLI drains it continuously).
 const BUFFER_MB: u32 = 64;
 /// How long the program may take to open its diagnostics socket, and the agent to say who
@@ -54,10 +54,10 @@ const STARTUP_WAIT: Duration = Duration::from_secs(30);
 /// What the agent defined, so the tick records reuse its names and avoid its stack ids.
 #[derive(Debug, Default)]
 pub(crate) struct AgentIds {
-    classes: HashSet<u64>,
-    functions: HashSet<u64>,
-    max_stack: u32,
-    start_unix_ns: u64,
+    pub(crate) classes: HashSet<u64>,
+    pub(crate) functions: HashSet<u64>,
+    pub(crate) max_stack: u32,
+    pub(crate) start_unix_ns: u64,
 }
 
 impl AgentIds {
@@ -104,11 +104,29 @@ impl TickSession {
         exited: Arc<AtomicBool>,
         reader: impl Fn() -> Option<TickReader> + Send + 'static,
     ) -> std::io::Result<TickSession> {
+        let cli_reads = move || reader().map(|r| r == TickReader::Cli);
+        TickSession::start_with(pid, exited, cli_reads, GC_KEYWORD, VERBOSE)
+    }
+
+    /// Starts a thread that waits until `cli_reads` says whether the CLI is to read the
+    /// runtime provider's events of `keywords` at `level` and, if so, starts a session with
+    /// them on `pid`'s diagnostics socket as soon as it appears (the ticks above; the
+    /// contention events of `contention.rs`).
+    pub(crate) fn start_with(
+        pid: u32,
+        exited: Arc<AtomicBool>,
+        cli_reads: impl Fn() -> Option<bool> + Send + 'static,
+        keywords: u64,
+        level: u32,
+    ) -> std::io::Result<TickSession> {
         let reader = std::thread::Builder::new()
             .name("clrprof-eventpipe".into())
-            .spawn(move || match wait_for_reader(&exited, reader)? {
-                TickReader::Agent => Ok(None),
-                TickReader::Cli => collect(pid, &exited).map(Some),
+            .spawn(move || {
+                if wait_for_reader(&exited, cli_reads)? {
+                    collect(pid, &exited, keywords, level).map(Some)
+                } else {
+                    Ok(None)
+                }
             })?;
         Ok(TickSession { reader })
     }
@@ -124,10 +142,7 @@ impl TickSession {
 
 /// Who reads the ticks, once the agent said so (it does while the runtime initializes it,
 /// before any of the program's code runs).
-fn wait_for_reader(
-    exited: &AtomicBool,
-    reader: impl Fn() -> Option<TickReader>,
-) -> Result<TickReader, String> {
+fn wait_for_reader(exited: &AtomicBool, reader: impl Fn() -> Option<bool>) -> Result<bool, String> {
     let started = Instant::now();
     loop {
         if let Some(reader) = reader() {
@@ -146,7 +161,7 @@ fn wait_for_reader(
     }
 }
 
-fn collect(pid: u32, exited: &AtomicBool) -> Result<Vec<u8>, String> {
+fn collect(pid: u32, exited: &AtomicBool, keywords: u64, level: u32) -> Result<Vec<u8>, String> {
     let started = Instant::now();
     // The runtime opens the socket early in its startup.
     while discovery::socket_path(pid).is_err() {
@@ -163,12 +178,24 @@ fn collect(pid: u32, exited: &AtomicBool) -> Result<Vec<u8>, String> {
     }
     let providers = [Provider {
         name: RUNTIME,
-        keywords: GC_KEYWORD,
-        level: VERBOSE,
+        keywords,
+        level,
     }];
-    let (mut stream, _session) =
-        client::start_tracing(pid, BUFFER_MB, &providers, client::REPLY_TIMEOUT)
-            .map_err(|e| format!("cannot start the EventPipe session: {e}"))?;
+    // The socket file appears when the runtime binds it, a moment before it listens: a
+    // connection refused then is early, not final.
+    let (mut stream, _session) = loop {
+        match client::start_tracing(pid, BUFFER_MB, &providers, client::REPLY_TIMEOUT) {
+            Ok(session) => break session,
+            Err(clrprof_ipc::Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::ConnectionRefused
+                    && !exited.load(Ordering::Acquire)
+                    && started.elapsed() <= STARTUP_WAIT =>
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(format!("cannot start the EventPipe session: {e}")),
+        }
+    };
     let mut bytes = Vec::new();
     // The runtime ends the stream when the program exits, after the method rundown.
     match stream.read_to_end(&mut bytes) {
@@ -213,19 +240,19 @@ fn parse_tick(payload: &[u8], pointer: usize) -> Option<Tick> {
 
 /// A method from the rundown.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Method {
-    id: u64,
-    start: u64,
-    size: u64,
-    token: u32,
-    type_name: String,
-    name: String,
-    signature: String,
+pub(crate) struct Method {
+    pub(crate) id: u64,
+    pub(crate) start: u64,
+    pub(crate) size: u64,
+    pub(crate) token: u32,
+    pub(crate) type_name: String,
+    pub(crate) name: String,
+    pub(crate) signature: String,
 }
 
 /// `MethodDCEndVerbose` (versions 0 to 2): u64 method id, u64 module id, u64 code start, u32
 /// code size, u32 token, u32 flags, namespace (the declaring type), name, signature.
-fn parse_method(payload: &[u8]) -> Option<Method> {
+pub(crate) fn parse_method(payload: &[u8]) -> Option<Method> {
     let mut at = 36;
     let type_name = utf16z_at(payload, &mut at)?;
     let name = utf16z_at(payload, &mut at)?;
@@ -372,20 +399,20 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
 }
 
 /// The method whose code contains `ip`.
-fn method_at(methods: &[Method], ip: u64) -> Option<&Method> {
+pub(crate) fn method_at(methods: &[Method], ip: u64) -> Option<&Method> {
     let i = methods.partition_point(|m| m.start <= ip);
     let m = methods.get(i.checked_sub(1)?)?;
     (ip - m.start < m.size).then_some(m)
 }
 
 /// Stack tree nodes for the tick stacks, numbered after the agent's.
-struct StackInterner {
+pub(crate) struct StackInterner {
     nodes: HashMap<(u32, u64), u32>,
     next: u32,
 }
 
 impl StackInterner {
-    fn new(after: u32) -> StackInterner {
+    pub(crate) fn new(after: u32) -> StackInterner {
         StackInterner {
             nodes: HashMap::new(),
             next: after.saturating_add(1),
@@ -393,7 +420,7 @@ impl StackInterner {
     }
 
     /// The node of `frames` (innermost first), defining the nodes that are new.
-    fn intern(&mut self, frames: &[u64], out: &mut Vec<Record>) -> u32 {
+    pub(crate) fn intern(&mut self, frames: &[u64], out: &mut Vec<Record>) -> u32 {
         let mut parent = 0;
         for &frame in frames.iter().rev() {
             parent = match self.nodes.get(&(parent, frame)) {

@@ -121,6 +121,10 @@ pub struct RecordArgs {
     /// `--alloc sampled`: mean number of bytes allocated between two samples (default 131072).
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1_099_511_627_776))]
     pub alloc_interval: Option<u64>,
+    /// Lock contention: every contended `lock` / `Monitor.Enter` with its wait, stack, lock
+    /// type and holder, from the runtime's contention events (see docs/cpu-profiling.md).
+    #[arg(long)]
+    pub contention: bool,
     /// Heap snapshots (object graph, retained sizes): `at-exit` (one, in a collection forced
     /// when the program ends), `on-signal` (none but those asked for), a number N (the first
     /// collection at or after every N-th) or `every-gc`. With any of them, `kill -USR2
@@ -366,6 +370,11 @@ pub struct ReportArgs {
     /// flamegraph, speedscope and pprof show allocated bytes instead of CPU time.
     #[arg(long)]
     pub alloc: bool,
+    /// Lock contention (`record --contention`): text and JSON show each lock type and waiting
+    /// site with count, total and longest wait; folded, flamegraph, speedscope and pprof show
+    /// the time waited for locks by stack.
+    #[arg(long, conflicts_with = "alloc")]
+    pub contention: bool,
     /// Garbage collections: text shows the table of GCs, pause percentiles and time in GC.
     #[arg(long)]
     pub gc: bool,
@@ -411,6 +420,29 @@ pub struct ViewArgs {
     /// Only runtime suspensions: reason, count, time, whether for a GC.
     #[arg(long)]
     pub suspensions: bool,
+    /// One view by name: the same as its own option (`--view jit` is `--jit`, `--view
+    /// contention` is `--contention`).
+    #[arg(long, value_enum, value_name = "VIEW")]
+    pub view: Option<ViewName>,
+}
+
+/// The views `report --view` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ViewName {
+    /// `--exceptions`.
+    Exceptions,
+    /// `--jit`.
+    Jit,
+    /// `--loads`.
+    Loads,
+    /// `--threads`.
+    Threads,
+    /// `--native`.
+    Native,
+    /// `--suspensions`.
+    Suspensions,
+    /// `--contention`.
+    Contention,
 }
 
 impl ViewArgs {
@@ -424,9 +456,20 @@ impl ViewArgs {
             (self.threads, View::Threads),
             (self.native, View::Native),
             (self.suspensions, View::Suspensions),
+            (self.view == Some(ViewName::Exceptions), View::Exceptions),
+            (self.view == Some(ViewName::Jit), View::Jit),
+            (self.view == Some(ViewName::Loads), View::Loads),
+            (self.view == Some(ViewName::Threads), View::Threads),
+            (self.view == Some(ViewName::Native), View::Native),
+            (self.view == Some(ViewName::Suspensions), View::Suspensions),
         ]
         .into_iter()
         .find_map(|(on, view)| on.then_some(view))
+    }
+
+    /// Whether `--view contention` was given.
+    pub fn contention(&self) -> bool {
+        self.view == Some(ViewName::Contention)
     }
 }
 

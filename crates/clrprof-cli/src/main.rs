@@ -22,6 +22,8 @@ mod alloc_ticks;
 #[cfg(unix)]
 mod attach;
 mod cli;
+#[cfg(unix)]
+mod contention;
 mod coverage;
 mod overlap;
 #[cfg(unix)]
@@ -119,6 +121,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 max_nodes: a.max_nodes,
                 alloc: a.alloc.map(AllocArg::name),
                 alloc_interval: a.alloc_interval,
+                contention: a.contention,
                 heap_snapshot: a.heap_snapshot,
                 buffer_kib: a.buffer_size,
                 processes: record::ProcessFilter {
@@ -182,6 +185,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 tree: a.tree,
                 pretty: a.pretty,
                 alloc: a.alloc,
+                contention: a.contention || a.view.contention(),
                 gc: a.gc,
                 heap: a.heap,
                 snapshot: a.snapshot,

@@ -71,6 +71,8 @@ pub struct RecordOptions {
     pub alloc: Option<&'static str>,
     /// Mean sampling interval of `--alloc sampled`, in bytes (`None`: the agent's default).
     pub alloc_interval: Option<u64>,
+    /// Lock contention from the runtime's contention events.
+    pub contention: bool,
     /// Heap snapshots: `at-exit`, `every-gc` or N.
     pub heap_snapshot: Option<String>,
     /// The size of each of the agent's two record buffers, in KiB (`None`: the agent's
@@ -141,6 +143,7 @@ impl RecordOptions {
             max_nodes: 1,
             alloc: None,
             alloc_interval: None,
+            contention: false,
             heap_snapshot: None,
             buffer_kib: None,
             output,
@@ -186,6 +189,9 @@ impl RecordOptions {
         if let Some(bytes) = self.alloc_interval {
             c.alloc_interval = bytes;
         }
+        if self.contention {
+            c.contention = true;
+        }
         if let Some(h) = self.heap_snapshot.as_deref().and_then(HeapSnapshots::parse) {
             c.heap_snapshots = h;
         }
@@ -217,6 +223,8 @@ pub(crate) struct Progress {
     pub(crate) agent_ids: Mutex<crate::alloc_ticks::AgentIds>,
     /// Who reads the allocation ticks, once the agent said so.
     tick_reader: Mutex<Option<TickReader>>,
+    /// Whether the CLI reads the contention events, once the agent said so.
+    contention_cli: Mutex<Option<bool>>,
 }
 
 impl Progress {
@@ -330,6 +338,21 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
     } else {
         None
     };
+    let contention = if opts.contention {
+        let progress = Arc::clone(&progress);
+        let cli_reads = move || {
+            *progress
+                .contention_cli
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+        };
+        Some(
+            crate::contention::start(root, Arc::clone(&stop), cli_reads)
+                .context("cannot start the EventPipe reader thread")?,
+        )
+    } else {
+        None
+    };
     // Wait for the program on a thread of its own, so that its end is seen at once while the
     // status line keeps ticking.
     let (exited_tx, exited) = std::sync::mpsc::channel();
@@ -393,6 +416,11 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
     if let (Some(ticks), Some(section)) = (ticks, root_section) {
         trace.section(section);
         write_ticks(ticks, &mut trace, &progress);
+    }
+    if let (Some(contention), Some(section)) = (contention, root_section) {
+        // The root process's events, in its section, after its agent's records.
+        trace.section(section);
+        write_contention(contention, &mut trace, &progress);
     }
 
     let connected = processes.iter().any(|p| !p.left_out);
@@ -994,10 +1022,12 @@ fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
     if !trace.started() {
         return;
     }
-    let ids = progress.agent_ids.lock().unwrap_or_else(|e| e.into_inner());
+    let mut ids = progress.agent_ids.lock().unwrap_or_else(|e| e.into_inner());
     let (records, summary) = tick_records(&bytes, &ids);
     for r in &records {
         trace.write(r);
+        // The contention records that follow number their stacks after these.
+        ids.observe(r);
     }
     if let Some(why) = summary.incomplete {
         say!(
@@ -1006,6 +1036,34 @@ fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
     }
     if summary.ticks == 0 {
         say!("clrprof: warning: the runtime sent no allocation ticks");
+    }
+}
+
+/// Appends the contended lock acquisitions of the program's EventPipe session to the trace.
+fn write_contention(session: TickSession, trace: &mut TraceFile, progress: &Progress) {
+    let bytes = match session.finish() {
+        // The agent read the events itself; its records are in the trace.
+        Ok(None) => return,
+        Ok(Some(bytes)) => bytes,
+        Err(_) if !trace.started() => return,
+        Err(e) => {
+            say!("clrprof: warning: no lock contention: {e}");
+            return;
+        }
+    };
+    if !trace.started() {
+        return;
+    }
+    let mut ids = progress.agent_ids.lock().unwrap_or_else(|e| e.into_inner());
+    let (records, summary) = crate::contention::contention_records(&bytes, &ids);
+    for r in &records {
+        trace.write(r);
+        ids.observe(r);
+    }
+    if let Some(why) = summary.incomplete {
+        say!(
+            "clrprof: warning: the runtime's contention event stream was cut short ({why}); the contended acquisitions before that point were kept"
+        );
     }
 }
 
@@ -1193,6 +1251,12 @@ fn note_from(progress: &Progress, record: &Record, is_root: bool) {
         }
         Record::Counter(c) if c.name == "samples_dropped" => {
             progress.samples_dropped.store(c.value, Ordering::Relaxed);
+        }
+        Record::Counter(c) if c.name == protocol::CONTENTION_READER_COUNTER && is_root => {
+            *progress
+                .contention_cli
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(c.value == 0);
         }
         Record::Counter(c) if c.name == TickReader::COUNTER && is_root => {
             *progress

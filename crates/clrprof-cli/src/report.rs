@@ -28,6 +28,8 @@ pub struct ReportOptions {
     pub pretty: bool,
     /// Allocations: the text section, or allocation bytes in the profile formats.
     pub alloc: bool,
+    /// Lock contention: the view (text, JSON), or wait time in the profile formats.
+    pub contention: bool,
     /// The GC section of the text report.
     pub gc: bool,
     /// The heap section of the text report.
@@ -369,6 +371,43 @@ fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
+/// `report --contention`: the view as text or JSON, the wait time by stack in the profile
+/// formats (the same renderers as for CPU, weighed with the `wall` metric).
+fn contention(
+    opts: &ReportOptions,
+    loaded: &trace::LoadedTrace,
+    file: &std::path::Path,
+    out: &mut dyn Write,
+) -> Result<()> {
+    use clrprof_analysis::contention::{write_contention_json, write_contention_text};
+    match opts.format {
+        Format::Text => {
+            let top = table_rows(opts.query.top, memory::TEXT_ROWS);
+            write_contention_text(loaded, top, out)?;
+        }
+        Format::Json => write_contention_json(loaded, opts.pretty, out)?,
+        Format::Folded | Format::Flamegraph | Format::Speedscope | Format::Pprof => {
+            if !loaded.has_contention() {
+                bail!(
+                    "{} has no lock contention; record with --contention",
+                    file.display()
+                );
+            }
+            let q = Query {
+                metric: Some(clrprof_analysis::query::Metric::Wall),
+                ..opts.query.clone()
+            };
+            opts.format
+                .renderer()
+                .render(&loaded.contention_profile(), &q, out)?;
+        }
+        other => bail!(
+            "--contention writes text, json, folded, flamegraph, speedscope or pprof, not {other:?}"
+        ),
+    }
+    Ok(())
+}
+
 fn report_file(
     opts: &ReportOptions,
     file: &std::path::Path,
@@ -621,6 +660,9 @@ fn report_one(
     }
     let loaded = loaded;
     let q = &opts.query;
+    if opts.contention {
+        return contention(opts, &loaded, file, out);
+    }
     if let Some(view) = opts.view {
         match opts.format {
             Format::Json => report::write_view_json(&loaded, view, opts.pretty, out)?,

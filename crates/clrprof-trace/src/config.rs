@@ -10,7 +10,7 @@
 //!
 //! `mode=sample|trace|count|none`, `events=jit,gc,...|all`, `rate=HZ`, `wall_rate=HZ`,
 //! `cpu_clock=perf|timer`, `inline=1|0`, `max_nodes=N`, `buffer_kb=N`,
-//! `alloc=off|sampled|all|ticks`, `alloc_interval=BYTES`,
+//! `alloc=off|sampled|all|ticks`, `alloc_interval=BYTES`, `contention=1`,
 //! `heap_snapshot=off|at-exit|every-gc|N|on-signal`, `coverage=1`, `cover_include=A,B`,
 //! `cover_exclude=A,B`, `count_include=A,B`, `count_exclude=A,B`, and for benchmarks only
 //! `handler_floor=1` (sample mode's signals with an empty handler and no sampler work) and
@@ -212,6 +212,8 @@ pub struct AgentConfig {
     pub alloc_interval: u64,
     /// Heap snapshots.
     pub heap_snapshots: HeapSnapshots,
+    /// Lock contention: every contended `Monitor.Enter` from the runtime's contention events.
+    pub contention: bool,
     /// Count basic-block hits of JIT-compiled methods (`clrprof coverage`).
     pub coverage: bool,
     /// Sample mode: the per-thread CPU clock to use (`None`: the best available).
@@ -244,6 +246,7 @@ impl Default for AgentConfig {
             alloc: AllocMode::Off,
             alloc_interval: DEFAULT_ALLOC_INTERVAL,
             heap_snapshots: HeapSnapshots::Off,
+            contention: false,
             coverage: false,
             cpu_clock: None,
             handler_floor: false,
@@ -316,6 +319,9 @@ impl AgentConfig {
         }
         if self.heap_snapshots != d.heap_snapshots {
             kv.push(("heap_snapshot", self.heap_snapshots.spelling()));
+        }
+        if self.contention {
+            kv.push(("contention", "1".into()));
         }
         if self.coverage {
             kv.push(("coverage", "1".into()));
@@ -416,6 +422,7 @@ impl AgentConfig {
                     None => warnings.push(format!("bad heap_snapshot `{value}`, no snapshots")),
                 },
                 "coverage" => c.coverage = value != "0",
+                "contention" => c.contention = value != "0",
                 "cpu_clock" => match value {
                     "perf" => c.cpu_clock = Some(CpuClockChoice::Perf),
                     "timer" => c.cpu_clock = Some(CpuClockChoice::Timer),
@@ -485,6 +492,7 @@ mod tests {
             alloc: AllocMode::Ticks,
             alloc_interval: 4096,
             heap_snapshots: HeapSnapshots::EveryGc(3),
+            contention: true,
             coverage: true,
             cpu_clock: Some(CpuClockChoice::Timer),
             handler_floor: true,

@@ -112,7 +112,7 @@ mod tests {
     #[test]
     fn round_trip_and_errors() {
         let bytes = Header::CURRENT.to_bytes();
-        assert_eq!(&bytes, b"CLRPROF\0\x01\x00\x05\x00\x00\x00\x00\x00");
+        assert_eq!(&bytes, b"CLRPROF\0\x01\x00\x06\x00\x00\x00\x00\x00");
         assert_eq!(Header::parse(&bytes).unwrap(), Header::CURRENT);
         let newer_minor = Header {
             minor: 7,

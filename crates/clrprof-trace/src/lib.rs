@@ -61,12 +61,12 @@ pub use kind::RecordKind;
 pub use read::{BlockStats, Reader};
 pub use record::{
     AllocatedByClass, Allocation, AppDomainDef, AssemblyDef, CallCounts, CallKind, CallSite,
-    CallTreeNode, ClassDef, CountedMethod, Counter, CoverageBlock, CoverageMethod, Event,
-    ExceptionInfo, FrameKind, FunctionDef, GcGenerations, HeapGenerations, HeapObject, HeapRoot,
-    HeapSnapshot, HeapSnapshotEnd, MAX_CALL_SITES, MAX_COVERAGE_BLOCKS, MAX_U64_LIST, Message,
-    ModuleDef, NativeFrameDef, NativeModuleDef, NativeTargetDef, ProcessDef, ProcessExit, Record,
-    RecordingEnd, Sample, SamplerInfo, Section, SessionEnd, SessionStart, StackCut, StackDef,
-    ThreadDef, ThreadOsName, ThreadState,
+    CallTreeNode, ClassDef, Contention, CountedMethod, Counter, CoverageBlock, CoverageMethod,
+    Event, ExceptionInfo, FrameKind, FunctionDef, GcGenerations, HeapGenerations, HeapObject,
+    HeapRoot, HeapSnapshot, HeapSnapshotEnd, MAX_CALL_SITES, MAX_COVERAGE_BLOCKS, MAX_U64_LIST,
+    Message, ModuleDef, NativeFrameDef, NativeModuleDef, NativeTargetDef, ProcessDef, ProcessExit,
+    Record, RecordingEnd, Sample, SamplerInfo, Section, SessionEnd, SessionStart, StackCut,
+    StackDef, ThreadDef, ThreadOsName, ThreadState,
 };
 pub use stream::{RawRecord, StreamDecoder};
 pub use write::{Writer, write_header};
@@ -84,9 +84,9 @@ pub const BLOCKED_MAJOR: u16 = 2;
 /// belong to (see [`BlockWriter::sectioned`]). What `clrprof record` writes since format 3.5.
 pub const SECTIONED_MAJOR: u16 = 3;
 /// The minor format version this crate writes: the set of record kinds and fields, shared by
-/// both majors (a 2.4 file holds the records of a 1.4 stream). Traces of any minor version of
+/// every major (a 3.6 file holds the records of 1.6 streams). Traces of any minor version of
 /// a known major are readable.
-pub const FORMAT_MINOR: u16 = 5;
+pub const FORMAT_MINOR: u16 = 6;
 /// Size of the file header in bytes.
 pub const HEADER_LEN: usize = 16;
 /// Size of a record's header (kind, flags, payload length) in bytes.

@@ -69,6 +69,12 @@ impl TickReader {
     }
 }
 
+/// The counter by which the agent says, right after its `SessionStart` (and again with its
+/// other counters at the end), who reads the runtime's contention events of `--contention`:
+/// 1 the agent, through an in-process EventPipe session (.NET 5 and later); 0 the CLI, over
+/// the program's diagnostics socket (CoreCLR 3.1).
+pub const CONTENTION_READER_COUNTER: &str = "contention_reader";
+
 /// What one allocation tick stands for, in the `interval` of its `Allocation` record: the
 /// runtime writes a tick each time it has handed out about this many bytes of allocation
 /// contexts on a heap since the previous one (100 KiB).

@@ -820,6 +820,55 @@ records! {
     }
 }
 
+records! {
+    /// Kind 50 (format 1.6): one contended acquisition of a lock (`Monitor.Enter`, `lock`):
+    /// the thread waited `duration_ns` from `ts` on.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    Contention = CONTENTION {
+        /// When the wait began, nanoseconds since the session's start.
+        ts: u64,
+        /// OS thread id of the waiting thread.
+        tid: u32,
+        /// How long the thread waited, in nanoseconds.
+        duration_ns: u64,
+        /// The waiting stack's [`StackDef`] node (innermost frame: where it waits), 0 if
+        /// unknown.
+        stack: u32,
+        /// The lock object's `ClassID` (see [`ClassDef`]), 0 if unknown.
+        class: u64,
+        /// The runtime's id of the lock (its `AwareLock`), to tell locks of one type apart; 0
+        /// if unknown.
+        lock_id: u64,
+        /// OS thread id of the thread that held the lock when the wait began, 0 if unknown.
+        owner_tid: u32,
+        /// Bit 0: a lock of the runtime itself, not a `Monitor`. Bit 1: the duration was
+        /// measured between the runtime's start and stop events rather than told by the
+        /// runtime.
+        flags: u8,
+    }
+}
+
+impl Contention {
+    /// Flag bit: a lock of the runtime itself (the events' `Flags` 1, "native").
+    pub const NATIVE: u8 = 1;
+    /// Flag bit: `duration_ns` measured between the start and stop events.
+    pub const MEASURED: u8 = 2;
+    /// The encoded size of the record, header included.
+    pub const ENCODED_LEN: usize = RECORD_HEADER_LEN + 8 + 4 + 8 + 4 + 8 + 8 + 4 + 1;
+
+    /// Encodes the record (header and payload) at the start of `buf` without allocating.
+    /// Returns the bytes written, or `None` if `buf` is shorter than
+    /// [`ENCODED_LEN`](Self::ENCODED_LEN).
+    pub fn encode_into(&self, buf: &mut [u8]) -> Option<usize> {
+        if buf.len() < Contention::ENCODED_LEN {
+            return None;
+        }
+        let mut sink = SliceSink::new(buf);
+        self.write_record(&mut sink);
+        sink.finish()
+    }
+}
+
 impl Allocation {
     /// Flag bit: the object is on the large object heap.
     pub const LARGE_OBJECT_HEAP: u8 = 1;
@@ -1075,6 +1124,8 @@ pub enum Record {
     NativeTargetDef(NativeTargetDef),
     /// Kind 40 (1.1).
     Allocation(Allocation),
+    /// Kind 50.
+    Contention(Contention),
     /// Kind 41 (1.1).
     GcGenerations(GcGenerations),
     /// Kind 42 (1.1).
@@ -1134,6 +1185,7 @@ macro_rules! with_record {
             Record::ExceptionInfo($r) => $body,
             Record::NativeTargetDef($r) => $body,
             Record::Allocation($r) => $body,
+            Record::Contention($r) => $body,
             Record::GcGenerations($r) => $body,
             Record::HeapSnapshot($r) => $body,
             Record::HeapObject($r) => $body,
@@ -1185,6 +1237,7 @@ impl Record {
             Record::Sample(r) => Some(r.ts),
             Record::ExceptionInfo(r) => Some(r.ts),
             Record::Allocation(r) => Some(r.ts),
+            Record::Contention(r) => Some(r.ts),
             Record::GcGenerations(r) => Some(r.ts),
             Record::HeapSnapshot(r) => Some(r.ts),
             Record::HeapSnapshotEnd(r) => Some(r.ts),
@@ -1266,6 +1319,7 @@ impl Record {
             RecordKind::EXCEPTION_INFO => read::<ExceptionInfo>(payload).map(Record::from),
             RecordKind::NATIVE_TARGET => read::<NativeTargetDef>(payload).map(Record::from),
             RecordKind::ALLOCATION => read::<Allocation>(payload).map(Record::from),
+            RecordKind::CONTENTION => read::<Contention>(payload).map(Record::from),
             RecordKind::GC_GENERATIONS => read::<GcGenerations>(payload).map(Record::from),
             RecordKind::HEAP_SNAPSHOT => read::<HeapSnapshot>(payload).map(Record::from),
             RecordKind::HEAP_OBJECT => read::<HeapObject>(payload).map(Record::from),
@@ -1456,6 +1510,16 @@ pub(crate) mod tests {
                 interval: 102_400,
                 flags: Allocation::LARGE_OBJECT_HEAP | Allocation::ARRAY,
                 array_length: 100_000,
+            }),
+            Record::Contention(Contention {
+                ts: 3_500_000,
+                tid: 4243,
+                duration_ns: 20_123_456,
+                stack: 2,
+                class: 0x7f00_0000_4000,
+                lock_id: 0x5600_0000_1230,
+                owner_tid: 4244,
+                flags: Contention::MEASURED,
             }),
             Record::GcGenerations(GcGenerations {
                 ts: 4_000_000,

@@ -177,7 +177,7 @@ impl LoadedTrace {
     }
 
     /// The frames of a stack, innermost first, with their kinds and ids.
-    fn stack_path(&self, id: u32) -> Vec<(FrameKind, u64)> {
+    pub(crate) fn stack_path(&self, id: u32) -> Vec<(FrameKind, u64)> {
         let mut out = Vec::new();
         let mut cur = id;
         while cur != 0 && out.len() <= self.stacks.len() {
@@ -190,7 +190,7 @@ impl LoadedTrace {
         out
     }
 
-    fn frame_name(&self, (kind, id): (FrameKind, u64)) -> String {
+    pub(crate) fn frame_name(&self, (kind, id): (FrameKind, u64)) -> String {
         match kind {
             FrameKind::Managed => self.names.function(id),
             FrameKind::Native => self.names.native_frame(id).0,
@@ -343,6 +343,11 @@ impl LoadedTrace {
                 "{dropped} allocation records were dropped (the agent's buffer was full)"
             ));
         }
+        self.finish_profile(b)
+    }
+
+    /// Builds a profile of this trace's program: its pid, name, duration and thread names.
+    pub(crate) fn finish_profile(&self, b: ProfileBuilder) -> Profile {
         let mut p = b.build();
         if let Some(s) = &self.session {
             p.pid = s.pid;

@@ -230,6 +230,13 @@ pub(crate) fn span_name(span: &Span, names: &Names) -> (String, Value) {
             },
             json!({ "managed_id": managed_id }),
         ),
+        Subject::Lock(class) => (
+            match class {
+                0 => "lock".to_string(),
+                class => format!("lock {}", names.class(class)),
+            },
+            json!({ "class": class }),
+        ),
         Subject::Suspension(reason) => (
             format!("suspended: {}", suspend_reason_name(reason)),
             json!({ "reason": suspend_reason_name(reason) }),

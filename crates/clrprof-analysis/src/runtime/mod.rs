@@ -81,6 +81,17 @@ pub struct RuntimeBuilder {
 }
 
 impl RuntimeBuilder {
+    /// A contended lock acquisition: a `lock` span on the waiting thread, for the timeline.
+    pub fn contention(&mut self, c: &clrprof_trace::Contention) {
+        self.timeline.push(Span {
+            track: Track::Thread(c.tid),
+            category: "lock",
+            subject: Subject::Lock(c.class),
+            start_ns: c.ts,
+            duration_ns: c.duration_ns,
+        });
+    }
+
     /// Takes one event into account.
     pub fn event(&mut self, e: &Event) {
         let a = |i| e.arg(i).unwrap_or(0);

@@ -31,6 +31,8 @@ pub enum Subject {
     Suspension(u64),
     /// A managed thread's life, by managed thread id.
     Thread(u64),
+    /// A wait for a contended lock, by the lock object's class (0: unknown).
+    Lock(u64),
 }
 
 /// One span.
@@ -38,7 +40,7 @@ pub enum Subject {
 pub struct Span {
     /// Where.
     pub track: Track,
-    /// `thread`, `jit`, `load`, `exception`, `native`, `gc`, `suspension`.
+    /// `thread`, `jit`, `load`, `exception`, `native`, `gc`, `suspension`, `lock`.
     pub category: &'static str,
     /// About what.
     pub subject: Subject,

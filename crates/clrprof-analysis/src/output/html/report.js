@@ -385,7 +385,7 @@
 
   // ---------- timeline ----------
   const T = D.timeline;
-  const markColour = { gc: "#d95c5c", suspension: "#8c5a3c", jit: "#a06cd5", load: "#5cb86a", exception: "#e0457b", native: "#e89a3c" };
+  const markColour = { gc: "#d95c5c", suspension: "#8c5a3c", jit: "#a06cd5", load: "#5cb86a", exception: "#e0457b", native: "#e89a3c", lock: "#6c6cd5" };
   const tl = { rows: [], marks: [], width: 0, label: 190, drawnMarks: {} };
   function trackHeight(t) { return t.tid === 0 ? 16 : 26; }
   function drawTimeline() {

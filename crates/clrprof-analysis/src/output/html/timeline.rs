@@ -18,8 +18,15 @@ use crate::trace::Names;
 use super::flame::FrameTable;
 
 /// Categories of marks, in drawing order.
-pub(super) const MARK_CATEGORIES: [&str; 6] =
-    ["gc", "suspension", "jit", "load", "exception", "native"];
+pub(super) const MARK_CATEGORIES: [&str; 7] = [
+    "gc",
+    "suspension",
+    "jit",
+    "load",
+    "exception",
+    "native",
+    "lock",
+];
 
 /// One row of the timeline.
 #[derive(Debug, Serialize)]
@@ -56,7 +63,7 @@ pub(super) struct TimelineData {
     /// Mark names.
     pub names: Vec<String>,
     /// The mark categories.
-    pub categories: [&'static str; 6],
+    pub categories: [&'static str; 7],
     /// Marks per category, before the budget.
     pub mark_counts: BTreeMap<&'static str, u64>,
     /// Marks left out, by category: over the budget, or over the trace's own span limit.

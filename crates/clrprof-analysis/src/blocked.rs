@@ -1,0 +1,367 @@
+//! Wall time by reason: each thread's wall-clock samples split into running and the reasons a
+//! blocked thread waits for (`report --metric wall`, and `wall_by_reason` in JSON).
+//!
+//! A blocked sample's reason comes from its stack, innermost frame first: the first frame that
+//! names a reason decides it (a lock taken while compiling a method is JIT time, a `read`
+//! called by `Thread.Sleep` cannot happen). Where the frames say nothing (the innermost
+//! native frames of a stripped runtime, .NET 8's `libcoreclr.so!+0x…`) a thread that waited
+//! for a lock in the method where the sample waits (a `Contention` record of the same thread
+//! whose innermost managed frame is the sample's: `record --contention`) is waiting for that
+//! lock. Everything else blocked is `wait`: an event, a semaphore, a condition, a thread pool
+//! with no work. See docs/cpu-profiling.md, *Blocked time by reason*.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
+
+use clrprof_trace::{FrameKind, ThreadState};
+use serde::Serialize;
+
+use crate::Error;
+use crate::trace::LoadedTrace;
+
+/// Why a thread's wall time passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reason {
+    /// On a CPU, or ready to run.
+    Running,
+    /// Waiting to enter a `Monitor` (`lock`).
+    Lock,
+    /// In `Thread.Sleep`.
+    Sleep,
+    /// Waiting for a file, pipe or socket (`read`, `poll`, `accept`, ...).
+    Io,
+    /// Waiting for a garbage collection (the runtime suspended for it).
+    Gc,
+    /// Compiling a method (or waiting for another thread's compilation of it).
+    Jit,
+    /// In `Thread.Join`.
+    Join,
+    /// Blocked for another reason (an event, a semaphore, a condition, an idle pool thread).
+    Wait,
+}
+
+impl Reason {
+    /// Every reason, in report order.
+    pub const ALL: [Reason; 8] = [
+        Reason::Running,
+        Reason::Lock,
+        Reason::Sleep,
+        Reason::Io,
+        Reason::Gc,
+        Reason::Jit,
+        Reason::Join,
+        Reason::Wait,
+    ];
+
+    /// The reason's name in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Running => "running",
+            Reason::Lock => "lock",
+            Reason::Sleep => "sleep",
+            Reason::Io => "io",
+            Reason::Gc => "gc",
+            Reason::Jit => "jit",
+            Reason::Join => "join",
+            Reason::Wait => "wait",
+        }
+    }
+}
+
+/// System calls that wait for a file, pipe or socket, as the innermost frame of a blocked stack.
+const IO_CALLS: &[&str] = &[
+    "read",
+    "__read",
+    "__libc_read",
+    "readv",
+    "pread64",
+    "recv",
+    "__libc_recv",
+    "recvfrom",
+    "__libc_recvfrom",
+    "recvmsg",
+    "__libc_recvmsg",
+    "write",
+    "__libc_write",
+    "writev",
+    "send",
+    "__libc_send",
+    "sendto",
+    "sendmsg",
+    "poll",
+    "__poll",
+    "ppoll",
+    "epoll_wait",
+    "epoll_pwait",
+    "select",
+    "pselect6",
+    "accept",
+    "accept4",
+    "connect",
+    "__libc_connect",
+    "open",
+    "open64",
+    "__open64",
+    "__libc_open64",
+    "openat",
+    "openat64",
+];
+
+/// The reason a frame names, if any. `innermost`: the frame is the stack's innermost.
+pub fn frame_reason(name: &str, innermost: bool) -> Option<Reason> {
+    let has = |s: &str| name.contains(s);
+    if has("Monitor.Enter")
+        || has("Monitor.ReliableEnter")
+        || has("Monitor.TryEnter")
+        || (name.starts_with("JIT_Mon") && has("Enter"))
+        || name.starts_with("AwareLock::Enter")
+    {
+        return Some(Reason::Lock);
+    }
+    if name.starts_with("System.Threading.Thread.Sleep")
+        || name.starts_with("ThreadNative::Sleep")
+        || name.starts_with("Thread::UserSleep")
+    {
+        return Some(Reason::Sleep);
+    }
+    if name.starts_with("System.Threading.Thread.Join")
+        || name.starts_with("ThreadNative::Join")
+        || name.starts_with("Thread::JoinEx")
+    {
+        return Some(Reason::Join);
+    }
+    if has("WaitUntilGCComplete")
+        || has("RareDisablePreemptiveGC")
+        || has("wait_for_gc_done")
+        || has("WaitSuspendEvents")
+    {
+        return Some(Reason::Gc);
+    }
+    if has("UnsafeJitFunction")
+        || has("jitNativeCode")
+        || name.starts_with("CILJit::")
+        || name.starts_with("libclrjit.so!")
+        || name == "[libclrjit.so]"
+    {
+        return Some(Reason::Jit);
+    }
+    if (innermost && IO_CALLS.contains(&name))
+        || name.starts_with("System.Net.Sockets.")
+        || name.starts_with("Interop+Sys.Read")
+        || name.starts_with("Interop+Sys.Poll")
+        || name.starts_with("Interop+Sys.Accept")
+        || name.starts_with("Interop+Sys.Receive")
+    {
+        return Some(Reason::Io);
+    }
+    None
+}
+
+/// One thread's wall time, running and blocked by reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadWall {
+    /// OS thread id.
+    pub tid: u32,
+    /// The thread's name (empty if it has none).
+    pub name: String,
+    /// Wall time of its wall-clock samples, in nanoseconds.
+    pub wall_ns: u64,
+    /// Per reason (`running`, `lock`, `sleep`, `io`, `gc`, `jit`, `join`, `wait`), the wall
+    /// time in nanoseconds; every reason is present.
+    pub reasons: BTreeMap<&'static str, u64>,
+}
+
+impl LoadedTrace {
+    /// Whether the trace has wall-clock samples (sample and count modes since format 1.2).
+    pub fn has_wall_samples(&self) -> bool {
+        self.sampler.is_some()
+            && (self
+                .samples
+                .iter()
+                .any(|s| s.state != ThreadState::Cpu && s.wall_ns > 0)
+                || self.summed_wall().next().is_some())
+    }
+
+    /// The reason of a blocked sample of thread `tid` at `stack`.
+    fn blocked_reason(
+        &self,
+        tid: u32,
+        stack: u32,
+        lock_sites: &HashSet<(u32, u64)>,
+        names: &mut HashMap<(FrameKind, u64), String>,
+    ) -> Reason {
+        let path = self.stack_path(stack);
+        for (i, &f) in path.iter().enumerate() {
+            if !matches!(f.0, FrameKind::Managed | FrameKind::Native) {
+                continue;
+            }
+            let name = names.entry(f).or_insert_with(|| self.frame_name(f));
+            if let Some(r) = frame_reason(name, i == 0) {
+                return r;
+            }
+        }
+        let innermost_managed = path.iter().find(|f| f.0 == FrameKind::Managed);
+        match innermost_managed {
+            Some(&(_, function)) if lock_sites.contains(&(tid, function)) => Reason::Lock,
+            _ => Reason::Wait,
+        }
+    }
+
+    /// A thread's name: the program's, else the kernel's, else `main` for the first thread.
+    fn thread_label(&self, tid: u32) -> String {
+        let name = self.names.name_of_tid(tid);
+        if !name.is_empty() {
+            return name;
+        }
+        if let Some(os) = self.names.thread_os_names.get(&tid) {
+            return os.clone();
+        }
+        match &self.session {
+            Some(s) if s.pid == tid => "main".into(),
+            _ => String::new(),
+        }
+    }
+
+    /// Per thread: its wall time, running and blocked by reason; threads by wall time
+    /// (largest first), then by id.
+    pub fn wall_by_reason(&self) -> Vec<ThreadWall> {
+        // (thread, innermost managed frame outside Monitor) of every contended wait.
+        let mut lock_sites = HashSet::new();
+        for c in &self.contention {
+            let site = self.stack_path(c.stack).into_iter().find(|&f| {
+                f.0 == FrameKind::Managed
+                    && !self.frame_name(f).starts_with("System.Threading.Monitor.")
+            });
+            if let Some((_, function)) = site {
+                lock_sites.insert((c.tid, function));
+            }
+        }
+        let mut names = HashMap::new();
+        let mut reasons: HashMap<(u32, u32), Reason> = HashMap::new();
+        let mut threads: BTreeMap<u32, BTreeMap<&'static str, u64>> = BTreeMap::new();
+        let each = self
+            .samples
+            .iter()
+            .filter(|s| s.state != ThreadState::Cpu && s.wall_ns > 0)
+            .map(|s| (s.tid, s.stack, s.state, s.wall_ns));
+        for (tid, stack, state, wall_ns) in each.chain(self.summed_wall()) {
+            let reason = if state == ThreadState::Running {
+                Reason::Running
+            } else {
+                *reasons
+                    .entry((tid, stack))
+                    .or_insert_with(|| self.blocked_reason(tid, stack, &lock_sites, &mut names))
+            };
+            let row = threads
+                .entry(tid)
+                .or_insert_with(|| Reason::ALL.iter().map(|r| (r.as_str(), 0)).collect());
+            *row.entry(reason.as_str()).or_default() += wall_ns;
+        }
+        let mut rows: Vec<ThreadWall> = threads
+            .into_iter()
+            .map(|(tid, reasons)| ThreadWall {
+                tid,
+                name: self.thread_label(tid),
+                wall_ns: reasons.values().sum(),
+                reasons,
+            })
+            .collect();
+        rows.sort_by(|a, b| b.wall_ns.cmp(&a.wall_ns).then(a.tid.cmp(&b.tid)));
+        rows
+    }
+}
+
+fn ms(ns: u64) -> String {
+    if ns == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}", ns as f64 / 1e6)
+    }
+}
+
+/// Writes the split as text: one row per thread, milliseconds per reason.
+pub fn write_wall_by_reason(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Result<(), Error> {
+    let rows = t.wall_by_reason();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nWall time by thread, running and blocked by reason (ms; docs/cpu-profiling.md)"
+    )?;
+    write!(out, "  {:<28} {:>9}", "thread", "wall")?;
+    for r in Reason::ALL {
+        write!(out, " {:>8}", r.as_str())?;
+    }
+    writeln!(out)?;
+    for row in rows.iter().take(top) {
+        let label = if row.name.is_empty() || row.name == row.tid.to_string() {
+            row.tid.to_string()
+        } else {
+            format!("{} ({})", row.name, row.tid)
+        };
+        write!(out, "  {:<28} {:>9}", label, ms(row.wall_ns))?;
+        for r in Reason::ALL {
+            write!(out, " {:>8}", ms(row.reasons[r.as_str()]))?;
+        }
+        writeln!(out)?;
+    }
+    if rows.len() > top {
+        writeln!(
+            out,
+            "  ... {} more threads (--top 0 shows all)",
+            rows.len() - top
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_name_their_reasons() {
+        let cases = [
+            (
+                "System.Threading.Monitor.Enter(object, ref bool)",
+                false,
+                Some(Reason::Lock),
+            ),
+            ("JIT_MonReliableEnter_Portable", false, Some(Reason::Lock)),
+            ("AwareLock::EnterEpilog", false, Some(Reason::Lock)),
+            (
+                "System.Threading.Thread.Sleep(int)",
+                false,
+                Some(Reason::Sleep),
+            ),
+            ("ThreadNative::Sleep", false, Some(Reason::Sleep)),
+            ("System.Threading.Thread.Join()", false, Some(Reason::Join)),
+            ("ThreadNative::Join", false, Some(Reason::Join)),
+            ("Thread::RareDisablePreemptiveGC", false, Some(Reason::Gc)),
+            ("WKS::GCHeap::WaitUntilGCComplete", false, Some(Reason::Gc)),
+            ("UnsafeJitFunction", false, Some(Reason::Jit)),
+            ("libclrjit.so!+0x1234", false, Some(Reason::Jit)),
+            ("poll", true, Some(Reason::Io)),
+            ("accept", true, Some(Reason::Io)),
+            // A system call's name is I/O only as the innermost frame.
+            ("poll", false, None),
+            (
+                "System.Net.Sockets.Socket.Receive(byte[])",
+                false,
+                Some(Reason::Io),
+            ),
+            ("System.Threading.Monitor.Wait(object, int)", false, None),
+            ("pthread_cond_wait", true, None),
+            (
+                "System.Threading.WaitHandle.WaitOneNoCheck(int)",
+                false,
+                None,
+            ),
+        ];
+        for (name, innermost, reason) in cases {
+            assert_eq!(frame_reason(name, innermost), reason, "{name}");
+        }
+    }
+}

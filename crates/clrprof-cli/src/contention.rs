@@ -1,0 +1,224 @@
+//! `record --contention` on runtimes without in-process EventPipe sessions (CoreCLR 3.1):
+//! the runtime's contention events read over the program's diagnostics socket.
+//!
+//! The agent says who reads them right after its `SessionStart` (the counter
+//! [`CONTENTION_READER_COUNTER`]): on .NET 5 and later it reads them itself and nothing is
+//! left to do here. Otherwise a session on the runtime provider's contention keyword runs for
+//! the whole program (the same reader thread as the allocation ticks', `alloc_ticks.rs`), and
+//! when the program has exited each `ContentionStart` is paired with the next
+//! `ContentionStop` of its thread into one `Contention` record: the wait is the time between
+//! the two events (CoreCLR 3.1's stop event carries no duration: flag
+//! [`Contention::MEASURED`]), the waiting stack the one EventPipe attached to the start event,
+//! mapped to the rundown's methods. 3.1's events name neither the lock nor its holder, so
+//! `class`, `lock_id` and `owner_tid` stay 0.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use clrprof_ipc::nettrace::{self, EventMetadata};
+use clrprof_trace::{Contention, Counter, FunctionDef, Record};
+
+use crate::alloc_ticks::{
+    AgentIds, METHOD_DC_END_VERBOSE, Method, RUNDOWN, RUNTIME, StackInterner, TickSession,
+    csharp_signature, csharp_type_name, method_at, parse_method,
+};
+
+/// `ContentionKeyword`.
+const CONTENTION_KEYWORD: u64 = 0x4000;
+/// Informational: the contention events' level.
+const INFORMATIONAL: u32 = 4;
+/// `ContentionStart` (version 1 on CoreCLR 3.1).
+const CONTENTION_START: u32 = 81;
+/// `ContentionStop` (version 0 on CoreCLR 3.1).
+const CONTENTION_STOP: u32 = 91;
+
+/// Starts the reader thread: `cli_reads` says, once the agent told, whether the CLI reads the
+/// events.
+pub(crate) fn start(
+    pid: u32,
+    exited: Arc<AtomicBool>,
+    cli_reads: impl Fn() -> Option<bool> + Send + 'static,
+) -> std::io::Result<TickSession> {
+    TickSession::start_with(pid, exited, cli_reads, CONTENTION_KEYWORD, INFORMATIONAL)
+}
+
+fn wanted(m: &EventMetadata) -> bool {
+    (m.provider == RUNTIME && matches!(m.event_id, CONTENTION_START | CONTENTION_STOP))
+        || (m.provider == RUNDOWN && m.event_id == METHOD_DC_END_VERBOSE)
+}
+
+/// What the conversion found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct ContentionSummary {
+    /// Contended acquisitions written.
+    pub written: u64,
+    /// Start events without a stop, or stops without a start.
+    pub unpaired: u64,
+    /// Events whose payload could not be read.
+    pub unreadable: u64,
+    /// Why the stream was incomplete, if it was.
+    pub incomplete: Option<String>,
+}
+
+/// Turns a session's stream into trace records: definitions, then the contended acquisitions.
+pub(crate) fn contention_records(
+    bytes: &[u8],
+    agent: &AgentIds,
+) -> (Vec<Record>, ContentionSummary) {
+    let trace = nettrace::parse(bytes, wanted);
+    let mut summary = ContentionSummary {
+        incomplete: trace.incomplete.clone(),
+        ..ContentionSummary::default()
+    };
+    let id_of = |e: &nettrace::Event| {
+        trace
+            .metadata_of(e)
+            .map(|m| (m.provider.as_str(), m.event_id))
+    };
+    let mut methods: Vec<Method> = trace
+        .events
+        .iter()
+        .filter(|e| id_of(e) == Some((RUNDOWN, METHOD_DC_END_VERBOSE)))
+        .filter_map(|e| parse_method(&e.payload))
+        .filter(|m| m.size > 0)
+        .collect();
+    methods.sort_by_key(|m| m.start);
+    let (sync_ts, frequency, sync_unix_ns) = trace.trace.map_or((0, 1, 0), |t| {
+        (t.sync_timestamp, t.frequency.max(1), t.sync_unix_ns)
+    });
+    let ns = |ticks: u64| (u128::from(ticks) * 1_000_000_000 / u128::from(frequency)) as u64;
+    let session_ts = |timestamp: u64| {
+        let since_sync = ns(timestamp.saturating_sub(sync_ts));
+        sync_unix_ns
+            .saturating_add(since_sync)
+            .saturating_sub(agent.start_unix_ns)
+    };
+    let mut out = Vec::new();
+    let mut defined = HashSet::new();
+    let mut stacks = StackInterner::new(agent.max_stack);
+    let mut contended = Vec::new();
+    let mut waits = Pairing::default();
+    for e in &trace.events {
+        let Some((RUNTIME, id)) = id_of(e) else {
+            continue;
+        };
+        // Both versions start with `Flags` (u8) and `ClrInstanceID` (u16).
+        let Some(&flags) = e.payload.first().filter(|_| e.payload.len() >= 3) else {
+            summary.unreadable += 1;
+            continue;
+        };
+        if id == CONTENTION_START {
+            let mut frames = Vec::new();
+            for &ip in trace.stack_of(e) {
+                if let Some(m) = method_at(&methods, ip.saturating_sub(1)) {
+                    if !agent.functions.contains(&m.id) && defined.insert(m.id) {
+                        out.push(Record::FunctionDef(FunctionDef {
+                            id: m.id,
+                            class: 0,
+                            module: 0,
+                            token: m.token,
+                            type_name: csharp_type_name(&m.type_name),
+                            method_name: m.name.clone(),
+                            signature: csharp_signature(&m.name, &m.signature),
+                        }));
+                    }
+                    frames.push(m.id);
+                }
+            }
+            let stack = stacks.intern(&frames, &mut out);
+            let mut record_flags = Contention::MEASURED;
+            if flags == 1 {
+                record_flags |= Contention::NATIVE;
+            }
+            waits.start(e.thread_id, e.timestamp, stack, record_flags);
+        } else if id == CONTENTION_STOP {
+            let Some((start, stack, flags)) = waits.stop(e.thread_id) else {
+                continue;
+            };
+            summary.written += 1;
+            contended.push(Record::Contention(Contention {
+                ts: session_ts(start),
+                tid: u32::try_from(e.thread_id).unwrap_or(0),
+                duration_ns: ns(e.timestamp.saturating_sub(start)),
+                stack,
+                class: 0,
+                lock_id: 0,
+                owner_tid: 0,
+                flags,
+            }));
+        }
+    }
+    summary.unpaired = waits.finish();
+    out.extend(contended);
+    for (name, value) in [
+        ("contention_written", summary.written),
+        ("contention_unpaired", summary.unpaired),
+        ("contention_unreadable", summary.unreadable),
+    ] {
+        out.push(Record::Counter(Counter {
+            ts: 0,
+            name: name.into(),
+            value,
+        }));
+    }
+    (out, summary)
+}
+
+/// Pairs each thread's `ContentionStart` with its next `ContentionStop` (a thread waits for one
+/// lock at a time), counting the events that have no partner.
+#[derive(Debug, Default)]
+struct Pairing {
+    /// Per thread: the start waiting for its stop (timestamp, stack, record flags).
+    open: HashMap<u64, (u64, u32, u8)>,
+    unpaired: u64,
+}
+
+impl Pairing {
+    /// A start on `thread`; a start still open there never stopped.
+    fn start(&mut self, thread: u64, timestamp: u64, stack: u32, flags: u8) {
+        if self
+            .open
+            .insert(thread, (timestamp, stack, flags))
+            .is_some()
+        {
+            self.unpaired += 1;
+        }
+    }
+
+    /// A stop on `thread`: its start, or `None` (counted) if there is none.
+    fn stop(&mut self, thread: u64) -> Option<(u64, u32, u8)> {
+        let start = self.open.remove(&thread);
+        if start.is_none() {
+            self.unpaired += 1;
+        }
+        start
+    }
+
+    /// The events without a partner, the starts still open included.
+    fn finish(self) -> u64 {
+        self.unpaired + self.open.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_pair_with_the_next_stop_of_their_thread() {
+        let mut p = Pairing::default();
+        // Two threads waiting at once, their events interleaved.
+        p.start(7, 100, 1, 2);
+        p.start(8, 150, 2, 2);
+        assert_eq!(p.stop(8), Some((150, 2, 2)));
+        assert_eq!(p.stop(7), Some((100, 1, 2)));
+        // A stop without a start, a start replaced by the next one, a start never stopped.
+        assert_eq!(p.stop(7), None);
+        p.start(7, 300, 3, 2);
+        p.start(7, 400, 4, 3);
+        assert_eq!(p.stop(7), Some((400, 4, 3)));
+        p.start(9, 500, 5, 2);
+        assert_eq!(p.finish(), 3);
+    }
+}
