@@ -9,7 +9,8 @@
 //   hot: done
 // and on stderr the share of the main thread's measured CPU time spent in Spin,
 // `hot: spin share 0.8500` (the thread's CPU clock read around each call), and the CPU time
-// the sleeper used in all, `hot: sleeper cpu_ns 1234567`.
+// the sleeper used in all, `hot: sleeper cpu_ns 1234567`, and how long it waited in Nap (wall
+// time, `Stopwatch`), `hot: sleeper nap_ns 1234567`.
 // @include ThreadCpu.cs
 using System;
 using System.Runtime.CompilerServices;
@@ -21,11 +22,15 @@ static class Sleeper
     public static readonly ManualResetEvent Asleep = new ManualResetEvent(false);
     /// The thread's CPU time when it is done: what it used to start, wait and wake.
     public static long CpuNs;
+    /// How long it waited in Nap, wall time.
+    public static long NapNs;
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static void Run()
     {
+        var watch = System.Diagnostics.Stopwatch.StartNew();
         Nap();
+        NapNs = (long)(watch.Elapsed.TotalMilliseconds * 1000000.0);
         CpuNs = ThreadCpu.Ns();
     }
 
@@ -97,6 +102,7 @@ static class Hot
         sleeper.Join();
         Console.WriteLine("hot: done");
         Console.Error.WriteLine("hot: sleeper cpu_ns " + Sleeper.CpuNs);
+        Console.Error.WriteLine("hot: sleeper nap_ns " + Sleeper.NapNs);
         Console.Error.WriteLine("hot: spin share " + ((double)spinTicks / (spinTicks + otherTicks))
             .ToString("F4", System.Globalization.CultureInfo.InvariantCulture));
     }
