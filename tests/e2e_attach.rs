@@ -589,6 +589,13 @@ fn five_attach_cycles_each_sample_as_well_as_the_first() {
         let duration_ns = json["session"]["duration_ns"].as_u64().unwrap();
         let threads = json["cpu_threads"].as_array().unwrap();
         for t in threads {
+            // A capture an earlier attach left behind once came out as a sample of "thread 0"
+            // carrying the CPU since that attach armed the clock.
+            assert_ne!(
+                t["tid"].as_u64(),
+                Some(0),
+                "cycle {cycle}: a sample of no thread: {t}"
+            );
             // The library stays loaded between attaches: nothing of an earlier one may count.
             assert!(
                 t["wall_ns"].as_u64().unwrap() <= duration_ns,

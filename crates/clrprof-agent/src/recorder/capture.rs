@@ -55,6 +55,21 @@ pub static WAKE: AtomicU32 = AtomicU32::new(0);
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
+/// Handlers running now, on any thread: [`uninstall`] waits for them to end, so that none
+/// publishes a capture into a slot after the session ending emptied it.
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux")),
+    allow(dead_code)
+)]
+static RUNNING: AtomicU32 = AtomicU32::new(0);
+
+/// How long [`uninstall`] waits for running handlers (a thread preempted inside one).
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux")),
+    allow(dead_code)
+)]
+const RUNNING_WAIT_NS: u64 = 2_000_000_000;
+
 /// The handler that was in place before ours, restored by [`uninstall`].
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 static PREVIOUS: std::sync::Mutex<Option<libc::sigaction>> = std::sync::Mutex::new(None);
@@ -103,6 +118,14 @@ pub fn uninstall() {
         libc::sigaction(SAMPLE_SIGNAL, &ignore, core::ptr::null_mut());
         libc::sigaction(SAMPLE_SIGNAL, &old, core::ptr::null_mut());
     }
+    // A handler that started before may still be running (its thread preempted inside it,
+    // which machine load makes last milliseconds): the caller frees the thread slots next,
+    // and a capture published after that stayed in the freed slot's ring, read by the next
+    // attached session as its own.
+    let deadline = super::sys::monotonic_ns() + RUNNING_WAIT_NS;
+    while RUNNING.load(Ordering::Acquire) != 0 && super::sys::monotonic_ns() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     INSTALLED.store(false, Ordering::Release);
 }
 
@@ -135,6 +158,7 @@ extern "C" fn on_sample_signal(
     info: *mut libc::siginfo_t,
     context: *mut libc::c_void,
 ) {
+    RUNNING.fetch_add(1, Ordering::AcqRel);
     // SAFETY: errno is thread-local; we restore it so the interrupted code sees no change.
     let errno = unsafe { *libc::__errno_location() };
     // A slot reached through a stale TLS pointer (a thread whose end was announced on
@@ -160,6 +184,7 @@ extern "C" fn on_sample_signal(
     }
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
+    RUNNING.fetch_sub(1, Ordering::AcqRel);
 }
 
 /// The handler's work for its thread's slot, given the signal's origin and the interrupted

@@ -166,8 +166,23 @@ pub fn arm_slot(slot: &ThreadSlot, signal: i32) {
     let first = next_period(&slot.rng);
     slot.due_cpu
         .store(if cpu == 0 { 0 } else { cpu + first }, Ordering::Relaxed);
-    let armed = arm(kind, tid, first, signal);
-    slot.finish_arming(armed.map(Armed::encode));
+    // The clock is published in the slot while it is still stopped, and started only then:
+    // its first signal can come one period after it starts (sooner than a preempted sampler
+    // thread gets to publish it), and a handler that finds no clock in the slot does not
+    // re-arm it, which would leave it stopped until the sampler notices.
+    let opened = open(kind, tid, first, signal);
+    slot.finish_arming(opened.map(Armed::encode));
+    if let Some(armed) = opened
+        && !rearm(armed, first)
+    {
+        // It could not be started: the slot is given up like one whose clock failed to open.
+        if let Some(armed) = slot.take_clock().and_then(Armed::decode) {
+            disarm(armed);
+        }
+        if slot.begin_arming() {
+            slot.finish_arming(None);
+        }
+    }
     if current().is_none() {
         // Sampling stopped while this clock was being armed, after the sampler's last pass:
         // nobody else will disarm it.
@@ -331,10 +346,9 @@ mod imp {
         }
     }
 
-    /// Creates a POSIX timer on thread `tid`'s CPU clock that sends `signal` to that thread
-    /// once, after `period_ns` of its CPU time (the handler sets the next expiry). Returns the
-    /// kernel's timer id.
-    fn create_timer(tid: u32, period_ns: u64, signal: i32) -> Option<i32> {
+    /// Creates a stopped POSIX timer on thread `tid`'s CPU clock that, once set, sends `signal`
+    /// to that thread (the handler sets each next expiry). Returns the kernel's timer id.
+    fn create_timer(tid: u32, signal: i32) -> Option<i32> {
         // SAFETY: a zeroed sigevent is valid plain data; the fields we need are set below.
         let mut event: libc::sigevent = unsafe { core::mem::zeroed() };
         event.sigev_notify = libc::SIGEV_THREAD_ID;
@@ -351,15 +365,7 @@ mod imp {
                 &mut id as *mut libc::c_int,
             )
         };
-        if rc != 0 {
-            return None;
-        }
-        let armed = set_timer(id, period_ns);
-        if !armed {
-            delete_timer(id);
-            return None;
-        }
-        Some(id)
+        (rc == 0).then_some(id)
     }
 
     fn delete_timer(id: i32) {
@@ -377,9 +383,7 @@ mod imp {
                 // SAFETY: closing the probe's descriptor; it was never enabled.
                 unsafe { libc::close(fd) };
             }),
-            ClockKind::ThreadCpuTimer => {
-                create_timer(tid, 3_600_000_000_000, signal).map(delete_timer)
-            }
+            ClockKind::ThreadCpuTimer => create_timer(tid, signal).map(delete_timer),
         };
         let kind = allowed.iter().copied().find(|&k| works(k).is_some())?;
         super::PERIOD_NS.store(period_ns, Ordering::Relaxed);
@@ -387,19 +391,12 @@ mod imp {
         Some(kind)
     }
 
-    /// Arms `kind` on thread `tid` with a period of `period_ns` of CPU time.
-    pub fn arm(kind: ClockKind, tid: u32, period_ns: u64, signal: i32) -> Option<Armed> {
+    /// Opens a stopped `kind` clock on thread `tid` whose signal, once started with
+    /// [`rearm`], comes after `period_ns` of its CPU time.
+    pub fn open(kind: ClockKind, tid: u32, period_ns: u64, signal: i32) -> Option<Armed> {
         let handle = match kind {
-            ClockKind::PerfTaskClock => {
-                let fd = open_perf(tid, period_ns, signal)?;
-                if !refresh_perf(fd) {
-                    // SAFETY: closing the descriptor opened above.
-                    unsafe { libc::close(fd) };
-                    return None;
-                }
-                fd
-            }
-            ClockKind::ThreadCpuTimer => create_timer(tid, period_ns, signal)?,
+            ClockKind::PerfTaskClock => open_perf(tid, period_ns, signal)?,
+            ClockKind::ThreadCpuTimer => create_timer(tid, signal)?,
         };
         Some(Armed { kind, handle })
     }
@@ -435,8 +432,8 @@ mod imp {
         None
     }
 
-    /// Nothing to arm.
-    pub fn arm(_kind: ClockKind, _tid: u32, _period_ns: u64, _signal: i32) -> Option<Armed> {
+    /// Nothing to open.
+    pub fn open(_kind: ClockKind, _tid: u32, _period_ns: u64, _signal: i32) -> Option<Armed> {
         None
     }
 
@@ -459,4 +456,4 @@ mod imp {
     }
 }
 
-pub use imp::{arm, choose, disarm, perf_count, rearm, refresh_perf};
+pub use imp::{choose, disarm, open, perf_count, rearm, refresh_perf};

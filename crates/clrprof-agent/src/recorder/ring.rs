@@ -105,6 +105,7 @@ impl CaptureRing {
         let head = self.head.load(Ordering::Acquire);
         self.tail.store(head, Ordering::Release);
         self.dropped.store(0, Ordering::Relaxed);
+        self.dropped_at.store(0, Ordering::Relaxed);
     }
 
     /// Captures not read yet.
@@ -198,5 +199,24 @@ mod tests {
         }
         assert!(ring.oldest().is_none());
         assert!(ring.is_empty());
+    }
+
+    #[test]
+    fn clearing_forgets_the_captures_and_drops_of_the_slots_earlier_use() {
+        let ring = CaptureRing::new();
+        assert!(ring.reserve());
+        // SAFETY: single-threaded test: this thread is the only producer.
+        let entry = unsafe { ring.next_free() }.expect("room");
+        // SAFETY: the entry is ours until published.
+        unsafe { (*entry).ts = 7 };
+        ring.publish();
+        ring.dropped.store(3, Ordering::Relaxed);
+        ring.dropped_at.store(1_234_567, Ordering::Relaxed);
+        ring.clear();
+        assert!(ring.is_empty() && ring.oldest().is_none());
+        assert_eq!(ring.dropped.load(Ordering::Relaxed), 0);
+        // A later thread's first capture must not count CPU as missed up to a drop of the
+        // slot's earlier thread.
+        assert_eq!(ring.dropped_at.load(Ordering::Relaxed), 0);
     }
 }

@@ -426,4 +426,39 @@ mod tests {
         .join()
         .unwrap();
     }
+
+    #[test]
+    fn a_stale_tls_pointer_leads_to_the_slot_adopted_in_a_later_session() {
+        std::thread::spawn(|| {
+            let me = sys::gettid();
+            // An earlier session: registered, then its slot freed when the session ended.
+            let old = register_current(0x51).expect("slot");
+            old.release();
+            assert!(
+                core::ptr::eq(current().unwrap(), old),
+                "TLS still points at it"
+            );
+            // The next session gave the old slot to another thread and adopted this one.
+            let other = u32::MAX - 7;
+            old.tid.store(other, Ordering::Release);
+            old.state.store(LIVE, Ordering::Release);
+            assert!(adopt(me, 0x52));
+            let slot = current_or_adopted().expect("the adopted slot");
+            assert!(!core::ptr::eq(slot, old));
+            assert_eq!(slot.tid.load(Ordering::Acquire), me);
+            assert_eq!(slot.managed_id.load(Ordering::Relaxed), 0x52);
+            assert!(
+                core::ptr::eq(current().unwrap(), slot),
+                "TLS now points at it"
+            );
+            // The sampler learns its stack from its first capture; it is still found.
+            slot.stack_hi.store(1, Ordering::Release);
+            assert!(core::ptr::eq(current_or_adopted().unwrap(), slot));
+            unregister_current();
+            slot.release();
+            old.release();
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -361,6 +361,15 @@ impl SampleLoop {
             if slot.ring.is_empty() {
                 continue;
             }
+            if slot.is_free() {
+                // A capture no thread of this session made (a handler still running when the
+                // previous attached session emptied the slot, see `capture::uninstall`): read
+                // as this session's, it became a sample of "thread 0" carrying the CPU since
+                // the previous session armed the slot's clock (measured: 0.5-1.2 s in one
+                // sample, the heaviest thread of the attach). Whoever takes the slot next
+                // clears its ring.
+                continue;
+            }
             self.ensure_book(i, slot, now);
             while let Some(capture) = slot.ring.oldest() {
                 // Code the runtime unloaded before this capture was taken may hold other
@@ -532,9 +541,15 @@ impl SampleLoop {
         let stuck = match armed.kind {
             ClockKind::PerfTaskClock => {
                 let count = cpu_clock::perf_count(armed.handle);
-                let stuck = count.is_some() && count == book.clock_count;
+                let stood_still = count.is_some() && count == book.clock_count;
                 book.clock_count = count;
-                stuck
+                // A count that moves while no capture comes (its signals lost, or the count
+                // unreadable) must not leave the clock unwatched: after many periods of CPU
+                // with nothing waiting in the ring, it is re-armed all the same (re-arming a
+                // running event only lets it overflow once more before it stops).
+                stood_still
+                    || (slot.ring.is_empty()
+                        && book.cpu_since_sample(cpu, armed_at) >= 16 * self.period_ns)
             }
             // A one-shot timer that did not fire for four periods of CPU was not re-armed.
             ClockKind::ThreadCpuTimer => true,
