@@ -458,7 +458,11 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
         say!("clrprof:   Unset {var} to record the program (the file at -o was not touched).");
         return Ok(Outcome::failed(AGENT_FAILED));
     }
-    if (!connected || from_agent == 0) && !clean && exit_code == HOST_FAILED {
+    // Nothing of the program ran: no event and no sample came (an agent that started may
+    // have sent its session's start and its sampler's settings before the runtime gave up).
+    let program_ran =
+        progress.events.load(Ordering::Relaxed) > 0 || progress.samples.load(Ordering::Relaxed) > 0;
+    if (!connected || from_agent == 0 || !program_ran) && !clean && exit_code == HOST_FAILED {
         // The runtime itself could not start (the host prints why, e.g. `Failed to create
         // CoreCLR, HRESULT: 0x8007000E`, out of memory): not the agent's failure.
         trace.discard();
