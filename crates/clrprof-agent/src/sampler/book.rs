@@ -271,6 +271,18 @@ impl Book {
         }
     }
 
+    /// The CPU up to the latest dropped capture (`dropped_at`, the thread's CPU clock then)
+    /// that no sample stands for yet, when no capture will come after it (the thread ended,
+    /// or sampling stopped); counted once.
+    pub fn take_missed_tail(&mut self, armed_at: u64, dropped_at: u64) -> u64 {
+        let from = self.cpu_mark.unwrap_or(armed_at);
+        if dropped_at <= from {
+            return 0;
+        }
+        self.cpu_mark = Some(dropped_at);
+        dropped_at - from
+    }
+
     /// CPU the thread used since its latest CPU sample (or since its clock was armed at
     /// `armed_at`), for a CPU clock reading `cpu`.
     pub fn cpu_since_sample(&self, cpu: u64, armed_at: u64) -> u64 {

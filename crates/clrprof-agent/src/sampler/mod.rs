@@ -428,30 +428,7 @@ impl SampleLoop {
         if flags & CPU != 0 {
             let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
             let (cpu, missed) = self.books[i].on_cpu_capture(enter, exit, armed_at, dropped_at);
-            if missed > 0 {
-                // The thread's CPU in the periods whose captures were dropped (its ring was
-                // full: the sampler fell behind) went on from its latest capture: that stack
-                // stands for it, as a sample taken at a lower rate would, so that a burst of
-                // drops in one phase of the program does not take that phase's share away.
-                // Without an earlier capture it stands under a marker of its own.
-                stats.cpu_missed_ns.fetch_add(missed, Ordering::Relaxed);
-                let (stack, at) = match self.books[i].last_cpu {
-                    Some((stack, at)) => {
-                        stats.missed_carriers.fetch_add(1, Ordering::Relaxed);
-                        (stack, at)
-                    }
-                    None => (self.stacks.missed_marker(), ts),
-                };
-                emit(
-                    self.session,
-                    self.session.since_start(at),
-                    tid,
-                    stack,
-                    missed,
-                    0,
-                    ThreadState::Cpu,
-                );
-            }
+            self.emit_missed(i, tid, missed, ts);
             match resolved {
                 Resolved::Program(stack) => {
                     stats.cpu_samples.fetch_add(1, Ordering::Relaxed);
@@ -592,6 +569,35 @@ impl SampleLoop {
         }
     }
 
+    /// Writes the CPU of thread `i`'s dropped captures (`missed` ns; its ring was full: the
+    /// sampler fell behind). It went on from the thread's latest capture: that stack stands
+    /// for it, as a sample taken at a lower rate would, so that a burst of drops in one phase
+    /// of the program does not take that phase's share away. Without an earlier capture it
+    /// stands under a marker of its own, at `ts`.
+    fn emit_missed(&mut self, i: usize, tid: u32, missed: u64, ts: u64) {
+        if missed == 0 {
+            return;
+        }
+        let stats = &self.session.sampler_stats;
+        stats.cpu_missed_ns.fetch_add(missed, Ordering::Relaxed);
+        let (stack, at) = match self.books[i].last_cpu {
+            Some((stack, at)) => {
+                stats.missed_carriers.fetch_add(1, Ordering::Relaxed);
+                (stack, at)
+            }
+            None => (self.stacks.missed_marker(), ts),
+        };
+        emit(
+            self.session,
+            self.session.since_start(at),
+            tid,
+            stack,
+            missed,
+            0,
+            ThreadState::Cpu,
+        );
+    }
+
     /// Writes what slot `i`'s book still holds, up to when its thread ended (or `now`).
     fn flush_book(&mut self, i: usize, slot: &ThreadSlot, now: u64) {
         let tid = self.books[i].tid;
@@ -602,6 +608,12 @@ impl SampleLoop {
             0 => now,
             died => died.min(now),
         };
+        // Captures dropped after the last one read (the thread ended, or sampling stopped,
+        // before the sampler caught up): their CPU is the thread's too.
+        let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
+        let dropped_at = slot.ring.dropped_at.load(Ordering::Acquire);
+        let missed = self.books[i].take_missed_tail(armed_at, dropped_at);
+        self.emit_missed(i, tid, missed, sys::monotonic_ns());
         let session = self.session;
         self.books[i].flush(end, &mut |w| emit_wall(session, tid, end, w));
     }
