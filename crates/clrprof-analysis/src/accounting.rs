@@ -75,24 +75,32 @@ impl SampleAccounting {
         let mut shown_records = 0u64;
         for (t, thread) in p.threads.iter().enumerate() {
             let selected = a.selection.threads.contains(&t);
-            recorded += thread.samples.iter().map(|s| s.count).sum::<u64>();
+            recorded = thread
+                .samples
+                .iter()
+                .fold(recorded, |n, s| n.saturating_add(s.count));
             if let Some(tree) = thread.call_tree.as_ref().filter(|_| p.mode == Mode::Trace) {
                 // Trace mode: the call tree counts every tick inside a method, even one whose
                 // sample record was not written; a sample without a stack is one outside.
-                let in_tree: u64 = tree.nodes.iter().map(|n| n.self_samples).sum();
-                let (inside, outside) = thread.samples.iter().fold((0, 0), |(i, o), s| {
+                let in_tree: u64 = tree
+                    .nodes
+                    .iter()
+                    .fold(0u64, |n, node| n.saturating_add(node.self_samples));
+                let (inside, outside) = thread.samples.iter().fold((0u64, 0u64), |(i, o), s| {
                     if s.stack.is_some() {
-                        (i + s.count, o)
+                        (i.saturating_add(s.count), o)
                     } else {
-                        (i, o + s.count)
+                        (i, o.saturating_add(s.count))
                     }
                 });
-                counted_unwritten += in_tree.saturating_sub(inside);
+                counted_unwritten =
+                    counted_unwritten.saturating_add(in_tree.saturating_sub(inside));
                 if selected {
-                    selected_in_trees += in_tree;
-                    left[NO_METHOD] += outside;
+                    selected_in_trees = selected_in_trees.saturating_add(in_tree);
+                    left[NO_METHOD] = left[NO_METHOD].saturating_add(outside);
                 } else {
-                    left[OTHER_THREADS] += in_tree.max(inside) + outside;
+                    left[OTHER_THREADS] = left[OTHER_THREADS]
+                        .saturating_add(in_tree.max(inside).saturating_add(outside));
                 }
                 continue;
             }
@@ -107,14 +115,18 @@ impl SampleAccounting {
                     None
                 };
                 match place {
-                    Some(i) => left[i] += s.count,
-                    None => shown_records += s.count,
+                    Some(i) => left[i] = left[i].saturating_add(s.count),
+                    None => shown_records = shown_records.saturating_add(s.count),
                 }
             }
         }
         let shown = if p.mode == Mode::Trace {
             let shown = a.tree.total().samples;
-            left[FILTERED] += (selected_in_trees + shown_records).saturating_sub(shown);
+            left[FILTERED] = left[FILTERED].saturating_add(
+                selected_in_trees
+                    .saturating_add(shown_records)
+                    .saturating_sub(shown),
+            );
             shown
         } else {
             shown_records

@@ -256,14 +256,15 @@ impl LoadedTrace {
             let row = threads
                 .entry(tid)
                 .or_insert_with(|| Reason::ALL.iter().map(|r| (r.as_str(), 0)).collect());
-            *row.entry(reason.as_str()).or_default() += wall_ns;
+            let slot = row.entry(reason.as_str()).or_default();
+            *slot = slot.saturating_add(wall_ns);
         }
         let mut rows: Vec<ThreadWall> = threads
             .into_iter()
             .map(|(tid, reasons)| ThreadWall {
                 tid,
                 name: self.thread_label(tid),
-                wall_ns: reasons.values().sum(),
+                wall_ns: reasons.values().fold(0u64, |n, v| n.saturating_add(*v)),
                 reasons,
             })
             .collect();
