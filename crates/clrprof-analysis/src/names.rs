@@ -28,8 +28,13 @@ pub struct Names {
     /// What the kernel calls a thread, by OS thread id (when it differs from the process's
     /// name: the runtime names its own threads there).
     pub thread_os_names: HashMap<u32, String>,
-    /// Native frames by id.
+    /// Native frames by id (one per function: see [`Names::add_native`]).
     pub natives: HashMap<u64, NativeFrameDef>,
+    /// The first frame id of each native function (library, symbol, and for a frame without
+    /// a symbol its function's start).
+    native_ids: HashMap<(String, String, u64), u64>,
+    /// Later ids of a native function, to its first.
+    native_aliases: HashMap<u64, u64>,
     /// Native modules by id (format 1.3).
     pub native_modules: HashMap<u64, NativeModuleDef>,
     /// Names that symbol files gave native frames the agent could not name, by frame id
@@ -103,11 +108,35 @@ impl Names {
         }
     }
 
+    /// Adds a native frame's definition. A frame of a function defined before under another
+    /// id (the same library and symbol, or, without a symbol, the same function start) is that
+    /// frame: the agent gives an address in a module it has not read yet a frame of its own,
+    /// and defines it once the module is read, so one function can come with several ids.
+    pub fn add_native(&mut self, n: NativeFrameDef) {
+        let start = if n.symbol.is_empty() { n.function } else { 0 };
+        let key = (n.library.clone(), n.symbol.clone(), start);
+        match self.native_ids.get(&key) {
+            Some(&first) if first != n.id => {
+                self.native_aliases.insert(n.id, first);
+            }
+            _ => {
+                self.native_ids.insert(key, n.id);
+                self.natives.insert(n.id, n);
+            }
+        }
+    }
+
+    /// The id a native frame is known by: its function's first.
+    pub fn native_id(&self, id: u64) -> u64 {
+        self.native_aliases.get(&id).copied().unwrap_or(id)
+    }
+
     /// A native frame's name and module: its symbol (the agent's, else one a symbol file
     /// gave), else `library!+0x1f2a30` when the start of the function is known (a stripped
     /// library: the function's address as the module's ELF file numbers it), else `[library]`,
     /// else `[native code]` when not even the library is known.
     pub fn native_frame(&self, id: u64) -> (String, String) {
+        let id = self.native_id(id);
         let Some(n) = self.natives.get(&id) else {
             return ("[native code]".to_string(), String::new());
         };

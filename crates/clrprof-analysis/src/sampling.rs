@@ -49,11 +49,11 @@ pub struct SamplingInfo {
     /// CPU samples lost because a thread had too many waiting to be read.
     pub samples_missed: u64,
     /// CPU the program's threads used in the periods of the missed samples: carried by each
-    /// thread's latest stack before the gap, as a sample at a lower rate would (under a marker
-    /// of its own when the thread had none; traces before the carrying: always the marker),
-    /// and in `program_cpu_ns`.
+    /// thread's stacks on either side of the gap, half each, as samples at a lower rate would
+    /// (under a marker of its own when the thread had none; traces before the carrying: always
+    /// the marker), and in `program_cpu_ns`.
     pub cpu_missed_ns: u64,
-    /// Sample records that carry it on a thread's latest stack (0: it is under the marker).
+    /// Sample records that carry it on a thread's stacks (0: it is under the marker).
     pub missed_carriers: u64,
     /// Signals sent to blocked threads to learn where they wait (once per new wait).
     pub questions: u64,

@@ -439,9 +439,7 @@ impl Loader {
                     t.names.threads.insert(d.tid, ThreadDef { name, ..d });
                 }
             }
-            Record::NativeFrameDef(n) => {
-                t.names.natives.insert(n.id, n);
-            }
+            Record::NativeFrameDef(n) => t.names.add_native(n),
             Record::NativeModuleDef(m) => {
                 t.names.native_modules.insert(m.id, m);
             }
@@ -950,7 +948,7 @@ fn summarize_sampling(
     }
     rates.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.tid.cmp(&b.tid)));
     rates.truncate(3);
-    // Records that carry the CPU of missed samples on a thread's latest stack are CPU samples
+    // Records that carry the CPU of missed samples on a thread's stacks are CPU samples
     // in the trace, not samples taken.
     let cpu_samples = cpu_samples.saturating_sub(counter("missed_carriers"));
     let mut ended_early_by_reason: Vec<EndedEarly> = ended
@@ -1145,6 +1143,30 @@ pub(crate) mod tests {
             w.write(&r).unwrap();
         }
         read(w.get_ref().as_slice()).unwrap()
+    }
+
+    #[test]
+    fn later_ids_of_one_native_function_are_that_function() {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        for r in [
+            frame(1, CORECLR, "", 1, 0x1f_2a30),
+            frame(2, CORECLR, "coreclr_execute_assembly", 1, 0x1000),
+            // Defined after the module was read: the same functions as 1 and 2, and a new one.
+            frame(7, CORECLR, "", 1, 0x1f_2a30),
+            frame(8, CORECLR, "coreclr_execute_assembly", 1, 0x1000),
+            frame(9, CORECLR, "", 1, 0x1f_3000),
+        ] {
+            w.write(&r).unwrap();
+        }
+        let t = read(w.get_ref().as_slice()).unwrap();
+        assert_eq!(t.names.native_id(7), 1);
+        assert_eq!(t.names.native_id(8), 2);
+        assert_eq!(t.names.native_id(9), 9);
+        assert_eq!(t.names.native_frame(7), t.names.native_frame(1));
+        assert_eq!(t.names.native_frame(8).0, "coreclr_execute_assembly");
+        let mut ids: Vec<u64> = t.names.natives.keys().copied().collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [1, 2, 9], "one frame per function");
     }
 
     #[test]

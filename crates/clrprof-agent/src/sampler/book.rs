@@ -71,7 +71,7 @@ pub struct Book {
     /// The stack of the latest capture (0: none yet).
     stack: u32,
     /// The stack and time of the latest CPU sample of the program's code: what carries the
-    /// CPU of samples missed after it.
+    /// CPU of samples missed after it (see [`split_missed`]).
     pub last_cpu: Option<(u32, u64)>,
     /// The thread's CPU clock when it was found blocked, and the stack it waits with.
     episode: Option<(u64, u32)>,
@@ -325,6 +325,34 @@ impl Book {
     }
 }
 
+/// A part of the CPU of missed captures: the stack that carries it, the time of that stack's
+/// sample, and the CPU.
+pub type MissedPart = (u32, u64, u64);
+
+/// Who carries `missed` ns of a thread's CPU whose captures were dropped: the thread's CPU
+/// samples on either side of the gap, `before` and `after` (stack and time), as the nearest
+/// sample in time would: the first half of the gap goes to the stack before it, the second to
+/// the stack after it. Drops come in bursts (the sampler fell behind), and a burst that
+/// starts where the program's phase changes belongs to the new phase: given all to the
+/// previous stack, the new phase lost its first tens of milliseconds. One part when both
+/// sides are the same stack, or only one is known; none when neither is (the caller puts it
+/// under a marker of its own).
+pub fn split_missed(
+    missed: u64,
+    before: Option<(u32, u64)>,
+    after: Option<(u32, u64)>,
+) -> [Option<MissedPart>; 2] {
+    match (before, after) {
+        (Some((b, b_at)), Some((a, a_at))) if b != a => {
+            let first = missed / 2;
+            [Some((b, b_at, first)), Some((a, a_at, missed - first))]
+        }
+        (Some((b, b_at)), _) => [Some((b, b_at, missed)), None],
+        (None, Some((a, a_at))) => [Some((a, a_at, missed)), None],
+        (None, None) => [None, None],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,5 +375,27 @@ mod tests {
             book.on_cpu_capture(6_010_000, 6_020_000, 1_000_000, 4_000_000),
             (1_000_000, 0)
         );
+    }
+
+    #[test]
+    fn missed_cpu_goes_half_to_each_side_of_the_gap() {
+        assert_eq!(
+            split_missed(1001, Some((7, 10)), Some((9, 20))),
+            [Some((7, 10, 500)), Some((9, 20, 501))]
+        );
+        // The same stack on both sides: one part, on the earlier sample.
+        assert_eq!(
+            split_missed(1000, Some((7, 10)), Some((7, 20))),
+            [Some((7, 10, 1000)), None]
+        );
+        assert_eq!(
+            split_missed(1000, Some((7, 10)), None),
+            [Some((7, 10, 1000)), None]
+        );
+        assert_eq!(
+            split_missed(1000, None, Some((9, 20))),
+            [Some((9, 20, 1000)), None]
+        );
+        assert_eq!(split_missed(1000, None, None), [None, None]);
     }
 }

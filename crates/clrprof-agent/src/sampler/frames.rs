@@ -13,6 +13,7 @@
 //! own library is the profiler's work done on a program thread (a callback): it is reported as
 //! such, never as the program's.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
@@ -22,7 +23,7 @@ use clrprof_trace::{FrameKind, NativeFrameDef, NativeModuleDef, Record, StackCut
 use crate::defs::runtime_id;
 use crate::recorder::ring::Capture;
 use crate::recorder::sys;
-use crate::recorder::threads::{MAX_FRAMES, ThreadSlot};
+use crate::recorder::threads::{self, MAX_FRAMES, ThreadSlot};
 use crate::session::Session;
 use crate::unwind::{Chain, Regs, Stop, Tail, Unwinder};
 
@@ -33,6 +34,8 @@ use super::method_shapes::{RuntimeShapes, code_owner};
 const MODULE_REFRESH_NS: u64 = 1_000_000_000;
 /// How often, at most, an address in no known mapping makes the memory map be re-read.
 const ANONYMOUS_REFRESH_NS: u64 = 50_000_000;
+/// How long a frame in a library the memory map does not show yet waits to be named.
+const UNNAMED_WAIT_NS: u64 = 2_000_000_000;
 /// The name of a native frame in the runtime's stubs (see `StackBuilder::in_anonymous_code`).
 pub const RUNTIME_STUB: &str = "[runtime stub]";
 
@@ -67,7 +70,14 @@ pub struct StackBuilder {
     ips: HashMap<usize, FrameRef>,
     natives: HashMap<NativeKey, u64>,
     /// `NativeModule` ids by path and build id.
-    modules: HashMap<(String, std::sync::Arc<str>), u64>,
+    modules: HashMap<(String, Arc<str>), u64>,
+    /// The latest `NativeFrame` id given.
+    next_native: u64,
+    /// Frames given before their module could be named: id, address and when, named once it
+    /// can be.
+    unnamed: Vec<(u64, usize, u64)>,
+    /// The module map's generation whose new modules were handed to a reader.
+    read_generation: u64,
     frames: Vec<usize>,
     path: Vec<FrameRef>,
     /// The executable mapping of the agent itself.
@@ -88,6 +98,9 @@ impl StackBuilder {
             ips: HashMap::default(),
             natives: HashMap::default(),
             modules: HashMap::default(),
+            next_native: 0,
+            unnamed: Vec::new(),
+            read_generation: u64::MAX,
             frames: Vec::with_capacity(MAX_FRAMES),
             path: Vec::with_capacity(MAX_FRAMES),
             agent_code: (0, 0),
@@ -118,6 +131,7 @@ impl StackBuilder {
                 .modules()
                 .module_at(here)
                 .map_or((0, 0), |m| (m.start, m.end));
+            self.read_new_modules();
         }
     }
 
@@ -258,7 +272,102 @@ impl StackBuilder {
     }
 
     /// The `NativeFrame` id of the native function containing `ip`, defined on first use.
+    ///
+    /// An address in a module whose symbols are still being read (see [`Self::read_new_modules`])
+    /// or that the memory map does not show yet gets a frame of its own at once, named when
+    /// the module has been read ([`Self::name_unnamed`]): the sampler goes on reading the
+    /// threads' captures meanwhile.
     fn native(&mut self, ip: usize) -> u64 {
+        if self.must_wait_to_name(ip) {
+            self.next_native += 1;
+            self.unnamed
+                .push((self.next_native, ip, sys::monotonic_ns()));
+            return self.next_native;
+        }
+        let (key, def) = self.describe(ip);
+        let next = self.next_native + 1;
+        let s = self.session;
+        let id = *self.natives.entry(key).or_insert_with(|| {
+            s.out
+                .push_record(&Record::NativeFrameDef(NativeFrameDef { id: next, ..def }));
+            next
+        });
+        self.next_native = self.next_native.max(id);
+        id
+    }
+
+    /// Whether `ip` is better named later: its module is still being read, or it lies in a
+    /// library loaded since the memory map was last read (which is re-read for it now and
+    /// then: see [`Unwinder::refresh_modules_for`]).
+    fn must_wait_to_name(&mut self, ip: usize) -> bool {
+        self.unwinder.refresh_modules_for(ip);
+        if self.unwinder.modules().generation() != self.read_generation {
+            self.read_new_modules();
+        }
+        let modules = self.unwinder.modules();
+        if modules.contains_code(ip) {
+            !modules.names_ready(ip)
+        } else {
+            sys::native_symbol(ip).is_some_and(|s| !s.library.is_empty())
+        }
+    }
+
+    /// Defines the frames [`Self::native`] made before their modules could be named: those
+    /// whose module has been read by now, or has waited [`UNNAMED_WAIT_NS`] for the memory
+    /// map to show it, or (`wait`) all of them, reading what is left.
+    pub fn name_unnamed(&mut self, wait: bool) {
+        let now = sys::monotonic_ns();
+        let mut i = 0;
+        while i < self.unnamed.len() {
+            let (id, ip, since) = self.unnamed[i];
+            let waited_enough = wait || now.saturating_sub(since) >= UNNAMED_WAIT_NS;
+            if !waited_enough && self.must_wait_to_name(ip) {
+                i += 1;
+                continue;
+            }
+            self.unnamed.swap_remove(i);
+            let (key, def) = self.describe(ip);
+            // Later addresses of the same function take this frame.
+            self.natives.entry(key).or_insert(id);
+            self.session
+                .out
+                .push_record(&Record::NativeFrameDef(NativeFrameDef { id, ..def }));
+        }
+    }
+
+    /// Hands the native modules mapped since the last look to a thread of their own, which
+    /// reads their symbols and unwind sections (the sampler reads them itself if no thread
+    /// can be started). Its CPU is the profiler's, counted with the sampler's.
+    fn read_new_modules(&mut self) {
+        self.read_generation = self.unwinder.modules().generation();
+        let readers = self.unwinder.modules().unread_modules();
+        if readers.is_empty() {
+            return;
+        }
+        let readers = Arc::new(readers);
+        let theirs = Arc::clone(&readers);
+        let s = self.session;
+        let started = std::thread::Builder::new()
+            .name("clrprof-symbols".into())
+            .spawn(move || {
+                let _own = threads::mark_agent_thread();
+                for reader in theirs.iter() {
+                    reader.read();
+                }
+                s.sampler_stats
+                    .symbols_cpu_ns
+                    .fetch_add(sys::own_cpu_ns(), Ordering::Relaxed);
+            });
+        if started.is_err() {
+            for reader in readers.iter() {
+                reader.read();
+            }
+        }
+    }
+
+    /// What names the native function containing `ip`: the key that tells native frames
+    /// apart and its `NativeFrame` record (id 0, to be given).
+    fn describe(&mut self, ip: usize) -> (NativeKey, NativeFrameDef) {
         // The module's symbol table names local functions too (the GC, libc's string
         // functions); where it has no symbol, the module's unwind information still tells where
         // the function starts. dladdr, which knows only exported symbols, is the fallback for
@@ -283,26 +392,19 @@ impl StackBuilder {
         };
         // Named frames stay one per name, as before; unnamed ones one per function start.
         let key = if symbol.is_empty() {
-            (library, symbol, function)
+            (library.clone(), symbol.clone(), function)
         } else {
-            (library, symbol, 0)
+            (library.clone(), symbol.clone(), 0)
         };
-        let next = self.natives.len() as u64 + 1;
-        let s = self.session;
-        *self
-            .natives
-            .entry(key)
-            .or_insert_with_key(|(library, symbol, _)| {
-                s.out.push_record(&Record::NativeFrameDef(NativeFrameDef {
-                    id: next,
-                    address: ip as u64,
-                    library: library.clone(),
-                    symbol: symbol.clone(),
-                    module,
-                    function,
-                }));
-                next
-            })
+        let def = NativeFrameDef {
+            id: 0,
+            address: ip as u64,
+            library,
+            symbol,
+            module,
+            function,
+        };
+        (key, def)
     }
 
     /// The `NativeModule` id of a function's module, defined on first use.

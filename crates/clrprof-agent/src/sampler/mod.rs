@@ -46,7 +46,7 @@ use crate::recorder::ring::{ASKED, CPU};
 use crate::recorder::threads::{self, MAX_THREADS, ThreadSlot};
 use crate::recorder::{capture, sys};
 use crate::session::Session;
-use book::{Book, WallSample};
+use book::{Book, WallSample, split_missed};
 use frames::{Resolved, StackBuilder};
 use trace::TraceTicker;
 
@@ -68,9 +68,12 @@ pub struct SamplerStats {
     pub missed: AtomicU64,
     /// Stacks cut because they were deeper than the limit.
     pub truncated: AtomicU64,
-    /// CPU time the sampler thread itself used: the profiler's own cost, outside the program's
-    /// threads.
+    /// CPU time the sampler thread itself used, with its symbol readers': the profiler's own
+    /// cost, outside the program's threads.
     pub cpu_ns: AtomicU64,
+    /// CPU time the threads that read native modules' symbols used (see
+    /// `StackBuilder::read_new_modules`), once each is done.
+    pub symbols_cpu_ns: AtomicU64,
     /// CPU time the signal handlers used on the program's threads: the profiler's cost too,
     /// never counted as the program's.
     pub handler_cpu_ns: AtomicU64,
@@ -213,10 +216,11 @@ fn run_trace(session: &'static Session, stop: &AtomicBool) {
 
 /// Stores the sampler thread's CPU time in its counter.
 fn record_own_cpu(session: &Session) {
-    session
-        .sampler_stats
+    let stats = &session.sampler_stats;
+    let readers = stats.symbols_cpu_ns.load(Ordering::Relaxed);
+    stats
         .cpu_ns
-        .store(sys::own_cpu_ns(), Ordering::Relaxed);
+        .store(sys::own_cpu_ns().saturating_add(readers), Ordering::Relaxed);
 }
 
 /// Sample mode's loop and what it keeps.
@@ -326,6 +330,7 @@ impl SampleLoop {
                 self.flush_book(i, slot, sys::monotonic_ns());
             }
         }
+        self.stacks.name_unnamed(true);
         record_own_cpu(self.session);
     }
 
@@ -356,6 +361,7 @@ impl SampleLoop {
 
     /// Reads every thread's ring.
     fn drain(&mut self) {
+        self.stacks.name_unnamed(false);
         let now = sys::monotonic_ns();
         for (i, slot) in threads::in_use().iter().enumerate() {
             if slot.ring.is_empty() {
@@ -428,7 +434,11 @@ impl SampleLoop {
         if flags & CPU != 0 {
             let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
             let (cpu, missed) = self.books[i].on_cpu_capture(enter, exit, armed_at, dropped_at);
-            self.emit_missed(i, tid, missed, ts);
+            let after = match resolved {
+                Resolved::Program(stack) if stack != 0 => Some(stack),
+                _ => None,
+            };
+            self.emit_missed(i, tid, missed, ts, after);
             match resolved {
                 Resolved::Program(stack) => {
                     stats.cpu_samples.fetch_add(1, Ordering::Relaxed);
@@ -570,32 +580,37 @@ impl SampleLoop {
     }
 
     /// Writes the CPU of thread `i`'s dropped captures (`missed` ns; its ring was full: the
-    /// sampler fell behind). It went on from the thread's latest capture: that stack stands
-    /// for it, as a sample taken at a lower rate would, so that a burst of drops in one phase
-    /// of the program does not take that phase's share away. Without an earlier capture it
-    /// stands under a marker of its own, at `ts`.
-    fn emit_missed(&mut self, i: usize, tid: u32, missed: u64, ts: u64) {
+    /// sampler fell behind). It goes to the thread's CPU samples on either side of the gap
+    /// (its latest before, `after` the one that ended it, if it is the program's), as samples
+    /// taken at a lower rate would weigh them ([`split_missed`]), so that a burst of drops in
+    /// one phase of the program does not take that phase's share away. Without a sample on
+    /// either side it stands under a marker of its own, at `ts`.
+    fn emit_missed(&mut self, i: usize, tid: u32, missed: u64, ts: u64, after: Option<u32>) {
         if missed == 0 {
             return;
         }
         let stats = &self.session.sampler_stats;
         stats.cpu_missed_ns.fetch_add(missed, Ordering::Relaxed);
-        let (stack, at) = match self.books[i].last_cpu {
-            Some((stack, at)) => {
-                stats.missed_carriers.fetch_add(1, Ordering::Relaxed);
-                (stack, at)
+        let parts = split_missed(missed, self.books[i].last_cpu, after.map(|s| (s, ts)));
+        let parts = match parts {
+            [None, _] => [Some((self.stacks.missed_marker(), ts, missed)), None],
+            parts => {
+                let carriers = parts.iter().flatten().count() as u64;
+                stats.missed_carriers.fetch_add(carriers, Ordering::Relaxed);
+                parts
             }
-            None => (self.stacks.missed_marker(), ts),
         };
-        emit(
-            self.session,
-            self.session.since_start(at),
-            tid,
-            stack,
-            missed,
-            0,
-            ThreadState::Cpu,
-        );
+        for (stack, at, cpu) in parts.into_iter().flatten() {
+            emit(
+                self.session,
+                self.session.since_start(at),
+                tid,
+                stack,
+                cpu,
+                0,
+                ThreadState::Cpu,
+            );
+        }
     }
 
     /// Writes what slot `i`'s book still holds, up to when its thread ended (or `now`).
@@ -613,7 +628,7 @@ impl SampleLoop {
         let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
         let dropped_at = slot.ring.dropped_at.load(Ordering::Acquire);
         let missed = self.books[i].take_missed_tail(armed_at, dropped_at);
-        self.emit_missed(i, tid, missed, sys::monotonic_ns());
+        self.emit_missed(i, tid, missed, sys::monotonic_ns(), None);
         let session = self.session;
         self.books[i].flush(end, &mut |w| emit_wall(session, tid, end, w));
     }

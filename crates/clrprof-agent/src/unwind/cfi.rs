@@ -64,13 +64,19 @@ impl Unwinder {
     /// the memory map first (at most once per refresh interval), in case a library was
     /// loaded since.
     pub fn locate(&mut self, addr: usize) -> Option<NativeFunction> {
+        self.refresh_modules_for(addr);
+        self.modules.locate(addr)
+    }
+
+    /// Re-reads the memory map if `addr` is in no known mapping, at most once per refresh
+    /// interval (a library may have been loaded since).
+    pub fn refresh_modules_for(&mut self, addr: usize) {
         if !self.modules.contains_code(addr)
             && (0x10000..=USER_MAX).contains(&addr)
             && self.modules.refresh_due()
         {
             self.refresh_modules();
         }
-        self.modules.locate(addr)
     }
 
     /// Unwinds the stack of a thread interrupted with `regs`, appending code addresses

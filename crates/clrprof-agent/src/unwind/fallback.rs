@@ -6,6 +6,14 @@ use super::{
     StackReader, Step, Tail, UnwindStats, walk,
 };
 
+/// No module to read ahead on this platform.
+pub struct ModuleReader;
+
+impl ModuleReader {
+    /// Nothing to read.
+    pub fn read(&self) {}
+}
+
 /// No module list on this platform: every pc is "in no module".
 #[derive(Default)]
 pub struct ModuleMap;
@@ -39,6 +47,16 @@ impl ModuleMap {
     /// Always `None`.
     pub fn module_at(&self, _addr: usize) -> Option<ModuleInfo<'_>> {
         None
+    }
+
+    /// Nothing to read ahead.
+    pub fn unread_modules(&self) -> Vec<ModuleReader> {
+        Vec::new()
+    }
+
+    /// Always true: naming reads nothing.
+    pub fn names_ready(&self, _addr: usize) -> bool {
+        true
     }
 
     /// Always false.
@@ -80,6 +98,9 @@ impl Unwinder {
     pub fn refresh_modules(&mut self) -> bool {
         false
     }
+
+    /// Nothing to re-read.
+    pub fn refresh_modules_for(&mut self, _addr: usize) {}
 
     /// Always `None`: no modules on this platform.
     pub fn locate(&mut self, _addr: usize) -> Option<NativeFunction> {

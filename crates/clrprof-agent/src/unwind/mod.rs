@@ -106,9 +106,9 @@ mod tests;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub use cfi::Unwinder;
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
-pub use fallback::{ModuleMap, Unwinder};
+pub use fallback::{ModuleMap, ModuleReader, Unwinder};
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub use modules::ModuleMap;
+pub use modules::{ModuleMap, ModuleReader};
 
 /// The frame records the signal handler read at the sample: `frames[0]` is the interrupted pc,
 /// `frames[i]` the return address found in the frame record at `fps[i]` and `saved[i]` the

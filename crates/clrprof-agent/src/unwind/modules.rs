@@ -7,6 +7,7 @@ use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -61,6 +62,30 @@ struct Image {
     symbols: OnceLock<Option<SymbolTable>>,
     /// The GNU build id in hexadecimal, read on first use; empty when there is none.
     build_id: OnceLock<Arc<str>>,
+    /// Set once a [`ModuleReader`] was handed this image to read.
+    handed_out: AtomicBool,
+}
+
+/// What a native module's frames are named with, read ahead of need on a thread of its own
+/// ([`ModuleMap::unread_modules`]): reading a module's symbol table and unwind sections takes
+/// milliseconds (tens for the runtime's own library), and the sampler, which must read every
+/// thread's captures before their rings fill, should not be the one to wait for it.
+pub struct ModuleReader {
+    image: Arc<Image>,
+    start: usize,
+    end: usize,
+    offset: u64,
+}
+
+impl ModuleReader {
+    /// Reads the module's unwind sections, symbol table and build id (what was read already
+    /// is kept; a reader that gets there second waits for the first).
+    pub fn read(&self) {
+        let image = &self.image;
+        let _ = image.cfi(self.start, self.end, self.offset);
+        let _ = image.symbols(self.start, self.end, self.offset);
+        let _ = image.build_id(self.start, self.end);
+    }
 }
 
 /// The unwind sections of one image, with the addresses (SVMAs) framehop needs to resolve
@@ -320,6 +345,36 @@ impl ModuleMap {
         m.image.as_ref()?.symbols(m.start, m.end, m.offset)
     }
 
+    /// The native modules mapped now that were never handed to a [`ModuleReader`]: read them
+    /// (on another thread) before their frames need names.
+    pub fn unread_modules(&self) -> Vec<ModuleReader> {
+        self.mappings
+            .iter()
+            .filter_map(|m| {
+                let image = m.image.as_ref()?;
+                (!image.handed_out.swap(true, Ordering::AcqRel)).then(|| ModuleReader {
+                    image: Arc::clone(image),
+                    start: m.start,
+                    end: m.end,
+                    offset: m.offset,
+                })
+            })
+            .collect()
+    }
+
+    /// True if naming `addr` ([`Self::locate`]) reads nothing more: its module's symbol
+    /// table, unwind sections and build id were read (or it is in no native module).
+    pub fn names_ready(&self, addr: usize) -> bool {
+        let Some(i) = self.find(addr) else {
+            return true;
+        };
+        self.mappings[i].image.as_ref().is_none_or(|image| {
+            image.symbols.get().is_some()
+                && image.cfi.get().is_some()
+                && image.build_id.get().is_some()
+        })
+    }
+
     /// True if `addr` lies in any executable mapping, native or not.
     pub fn contains_code(&self, addr: usize) -> bool {
         self.find(addr).is_some()
@@ -449,6 +504,7 @@ impl Image {
             cfi: OnceLock::new(),
             symbols: OnceLock::new(),
             build_id: OnceLock::new(),
+            handed_out: AtomicBool::new(false),
         }))
     }
 
@@ -466,6 +522,7 @@ impl Image {
             cfi: OnceLock::new(),
             symbols: OnceLock::new(),
             build_id: OnceLock::new(),
+            handed_out: AtomicBool::new(false),
         }))
     }
 

@@ -356,7 +356,7 @@ fn write_sampling(s: &crate::sampling::SamplingInfo, out: &mut dyn Write) -> Res
     )?;
     let missed = if s.cpu_missed_ns > 0 {
         let shown = if s.missed_carriers > 0 {
-            "is given to each thread's sample before the gap"
+            "is split between each thread's samples on either side of the gap"
         } else {
             "is shown as [CPU of missed samples]"
         };
@@ -370,7 +370,7 @@ fn write_sampling(s: &crate::sampling::SamplingInfo, out: &mut dyn Write) -> Res
     };
     writeln!(
         out,
-        "Profiler CPU: {:.2}% of the program's (signal handlers {}, sampler thread {}, callbacks {}), not counted as the program's; {missed}",
+        "Profiler CPU: {:.2}% of the program's (signal handlers {}, sampler and symbol threads {}, callbacks {}), not counted as the program's; {missed}",
         100.0 * s.overhead_share(),
         units::duration(s.handler_cpu_ns),
         units::duration(s.sampler_cpu_ns),
