@@ -25,6 +25,8 @@ mod cli;
 #[cfg(unix)]
 mod contention;
 mod coverage;
+#[cfg(unix)]
+mod descendants;
 mod overlap;
 #[cfg(unix)]
 mod private_dir;

@@ -301,6 +301,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
     // signal sent to clrprof alone (`kill`, `timeout`, `docker stop`, a service manager) is
     // passed on to the program, with the same outcome.
     let signals = crate::signals::Signals::install()?;
+    let reaper = crate::descendants::Reaper::become_one();
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| explain_spawn(&program, e))?;
 
@@ -382,10 +383,12 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
             }
         } else {
             // The program is gone; processes it started may still be recording (or about to
-            // connect): wait for them, then for a moment of quiet.
+            // connect): wait for them, then, while one of them lives, for a moment of quiet.
             std::thread::sleep(Duration::from_millis(50));
             if tree.running() > 0 {
                 quiet_since = None;
+            } else if !reaper.descendants_alive() {
+                break;
             } else {
                 let since = *quiet_since.get_or_insert_with(Instant::now);
                 if since.elapsed() >= LATE_CHILDREN {
@@ -563,7 +566,8 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
 }
 
 /// After the program ended and no process of the tree is recording, how long `record` waits
-/// for a process it started to connect before it ends the recording.
+/// for a process it started to connect before it ends the recording, while one is alive (with
+/// no descendant left, it ends at once: see [`crate::descendants`]).
 const LATE_CHILDREN: Duration = Duration::from_millis(1000);
 
 /// A command line cut for one line of output.
