@@ -75,14 +75,13 @@ pub fn socket_path(pid: u32) -> Result<PathBuf, Error> {
     }
     let nspid = namespace_pid(pid);
     let dir = socket_dir(pid);
-    if let Some(key) = start_time(pid) {
+    let started = start_time(pid);
+    if let Some(key) = started {
         let exact = dir.join(format!("dotnet-diagnostic-{nspid}-{key}-socket"));
         if exact.exists() {
             return Ok(exact);
         }
     }
-    // Otherwise the newest socket of that pid (the key may be computed differently).
-    let prefix = format!("dotnet-diagnostic-{nspid}-");
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
@@ -98,26 +97,40 @@ pub fn socket_path(pid: u32) -> Result<PathBuf, Error> {
             });
         }
     };
-    let mut best: Option<(u64, PathBuf)> = None;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(key) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(&prefix))
-            .and_then(|rest| rest.strip_suffix("-socket"))
-            .and_then(|key| key.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        if best.as_ref().is_none_or(|(k, _)| key > *k) {
-            best = Some((key, entry.path()));
-        }
-    }
+    let names = entries
+        .flatten()
+        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path())));
+    let best = newest_socket(names, nspid, started);
     match best {
-        Some((_, path)) => Ok(path),
+        Some(path) => Ok(path),
         None if !is_alive(pid) => Err(Error::NoSuchProcess { pid }),
         None => Err(Error::NotDotnet { pid, nspid, dir }),
     }
+}
+
+/// Among a directory's entries (file name and path), the newest diagnostics socket of
+/// namespace pid `nspid`, when none carries the process's start time `started` as its key
+/// (the runtime may compute it differently). A socket whose key is older than the process is
+/// another's: a process that had this pid before and ended without removing its socket (it
+/// was killed); connecting to it is refused.
+fn newest_socket(
+    entries: impl Iterator<Item = (String, PathBuf)>,
+    nspid: u32,
+    started: Option<u64>,
+) -> Option<PathBuf> {
+    let prefix = format!("dotnet-diagnostic-{nspid}-");
+    entries
+        .filter_map(|(name, path)| {
+            let key = name
+                .strip_prefix(&prefix)?
+                .strip_suffix("-socket")?
+                .parse::<u64>()
+                .ok()?;
+            Some((key, path))
+        })
+        .filter(|&(key, _)| started.is_none_or(|started| key >= started))
+        .max_by_key(|&(key, _)| key)
+        .map(|(_, path)| path)
 }
 
 /// The .NET processes of the current user: every process we own that has a diagnostics
@@ -175,6 +188,36 @@ mod tests {
         assert_eq!(namespace_pid(me), me);
         assert!(start_time(me).is_some_and(|t| t > 0));
         assert!(runtime_dir(me).is_none(), "this test is not a .NET process");
+    }
+
+    #[test]
+    fn a_socket_older_than_the_process_is_another_process_s() {
+        let entries = |names: &[&str]| -> Vec<(String, PathBuf)> {
+            names
+                .iter()
+                .map(|n| (n.to_string(), PathBuf::from("/tmp").join(n)))
+                .collect()
+        };
+        // A process that had pid 42 before, killed at key 100; this one started at 500.
+        let stale = entries(&["dotnet-diagnostic-42-100-socket", "other-file"]);
+        assert_eq!(
+            newest_socket(stale.clone().into_iter(), 42, Some(500)),
+            None
+        );
+        // Without its start time, any socket of the pid is taken.
+        assert_eq!(
+            newest_socket(stale.into_iter(), 42, None),
+            Some(PathBuf::from("/tmp/dotnet-diagnostic-42-100-socket"))
+        );
+        let both = entries(&[
+            "dotnet-diagnostic-42-100-socket",
+            "dotnet-diagnostic-42-700-socket",
+            "dotnet-diagnostic-420-900-socket",
+        ]);
+        assert_eq!(
+            newest_socket(both.into_iter(), 42, Some(500)),
+            Some(PathBuf::from("/tmp/dotnet-diagnostic-42-700-socket"))
+        );
     }
 
     #[test]
