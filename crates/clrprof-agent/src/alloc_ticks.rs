@@ -25,19 +25,18 @@
 //! finds the interfaces by QueryInterface, so a runtime without `ICorProfilerInfo12` refuses
 //! it with `NotSupported`), and told to the CLI with [`TickReader`].
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use clrprof_sdk::info::{EventPipeLevel, EventPipeProviderConfig, EventPipeSessionId};
-use clrprof_sdk::{ClassId, EventPipeEvent, EventPipeProviderId, FunctionId};
+use clrprof_sdk::info::EventPipeLevel;
+use clrprof_sdk::{ClassId, EventPipeEvent, FunctionId};
 use clrprof_trace::Allocation;
 use clrprof_trace::protocol::{ALLOCATION_TICK_BYTES, TickReader};
 
 use crate::config::AllocMode;
 use crate::recorder::sys;
+use crate::runtime_events::{RuntimeSession, is_runtime_provider};
 use crate::session::Session;
 
-/// The runtime's event provider.
-const RUNTIME_PROVIDER: &str = "Microsoft-Windows-DotNETRuntime";
 /// `GCKeyword`: garbage collections and, at verbose level, the allocation ticks.
 const GC_KEYWORD: u64 = 0x1;
 /// The event id of `GCAllocationTick` (every version).
@@ -45,12 +44,8 @@ const ALLOCATION_TICK: u32 = 10;
 /// Deepest stack taken from an event's own frames.
 const MAX_EVENT_FRAMES: usize = 256;
 
-/// The agent's EventPipe session while it runs (0: none).
-static SESSION: AtomicU64 = AtomicU64::new(0);
-/// Whether the agent's session started (it reads the ticks).
-static STARTED: AtomicBool = AtomicBool::new(false);
-/// The runtime provider's id once an event showed it (0: not known yet).
-static RUNTIME: AtomicUsize = AtomicUsize::new(0);
+/// The agent's EventPipe session, once started.
+static SESSION: RuntimeSession = RuntimeSession::new("allocation ticks");
 
 /// What happened to the ticks, written into the trace.
 struct TickStats {
@@ -111,40 +106,18 @@ pub fn start(s: &Session) -> Option<TickReader> {
     if s.config.alloc != AllocMode::Ticks {
         return None;
     }
-    let runtime = EventPipeProviderConfig {
-        name: RUNTIME_PROVIDER,
-        keywords: GC_KEYWORD,
-        level: EventPipeLevel::VERBOSE,
-        filter_data: None,
-    };
-    match s.info.event_pipe_start_session(&[runtime], false) {
-        Ok(session) => {
-            SESSION.store(session.0, Ordering::Release);
-            STARTED.store(true, Ordering::Release);
-        }
-        // No ICorProfilerInfo12 (CoreCLR 3.1): the CLI reads the ticks over the socket.
-        Err(clrprof_sdk::Error::NotSupported { .. }) => {}
-        Err(e) => s.warn(format!(
-            "the runtime refused an in-process EventPipe session ({e}); reading the \
-             allocation ticks over the diagnostics socket instead"
-        )),
-    }
+    SESSION.start(s, GC_KEYWORD, EventPipeLevel::VERBOSE);
     reader(s)
 }
 
 /// Whether the agent reads the ticks (its session started).
 pub fn reads_ticks() -> bool {
-    STARTED.load(Ordering::Acquire)
+    SESSION.started()
 }
 
 /// Stops the session, if one runs (at shutdown).
 pub fn stop(s: &Session) {
-    let session = SESSION.swap(0, Ordering::AcqRel);
-    if session != 0
-        && let Err(e) = s.info.event_pipe_stop_session(EventPipeSessionId(session))
-    {
-        s.warn(format!("stopping the EventPipe session failed: {e}"));
-    }
+    SESSION.stop(s);
 }
 
 /// Handles one event of the agent's session: a `GCAllocationTick` becomes an `Allocation`.
@@ -214,23 +187,6 @@ fn event_stack(s: &Session, ips: &[usize]) -> u32 {
     }
     let truncated = depth == frames.len() && ips.len() > depth;
     crate::alloc::intern_managed(s, &frames[..depth], truncated)
-}
-
-/// Whether `provider` is the runtime's provider (asked once, then remembered).
-pub(crate) fn is_runtime_provider(s: &Session, provider: EventPipeProviderId) -> bool {
-    match RUNTIME.load(Ordering::Relaxed) {
-        0 => {
-            let is = s
-                .info
-                .event_pipe_get_provider_info(provider)
-                .is_ok_and(|name| name == RUNTIME_PROVIDER);
-            if is {
-                RUNTIME.store(provider.0, Ordering::Relaxed);
-            }
-            is
-        }
-        known => known == provider.0,
-    }
 }
 
 /// `AllocationKind` of `GCAllocationTick` (the manifest's `GCAllocationKindMap`).

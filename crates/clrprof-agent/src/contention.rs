@@ -25,18 +25,17 @@
 //! buffer refuses is dropped and counted (`contention_dropped`).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use clrprof_sdk::info::{EventPipeLevel, EventPipeProviderConfig, EventPipeSessionId};
+use clrprof_sdk::info::EventPipeLevel;
 use clrprof_sdk::{EventPipeEvent, ObjectId};
 use clrprof_trace::Contention;
 use clrprof_trace::protocol::CONTENTION_READER_COUNTER;
 
 use crate::recorder::sys;
+use crate::runtime_events::{RuntimeSession, is_runtime_provider};
 use crate::session::Session;
 
-/// The runtime's event provider.
-const RUNTIME_PROVIDER: &str = "Microsoft-Windows-DotNETRuntime";
 /// `ContentionKeyword`.
 const CONTENTION_KEYWORD: u64 = 0x4000;
 /// `ContentionStart` (versions 1 and 2).
@@ -44,10 +43,8 @@ const CONTENTION_START: u32 = 81;
 /// `ContentionStop` (versions 0 and 1).
 const CONTENTION_STOP: u32 = 91;
 
-/// The agent's EventPipe session while it runs (0: none).
-static SESSION: AtomicU64 = AtomicU64::new(0);
-/// Whether the agent's session started (it reads the contention events).
-static STARTED: AtomicBool = AtomicBool::new(false);
+/// The agent's EventPipe session, once started.
+static SESSION: RuntimeSession = RuntimeSession::new("contention events");
 
 /// What happened to the events, written into the trace.
 struct Stats {
@@ -100,47 +97,23 @@ pub fn start(s: &Session) -> Option<u64> {
     if !s.config.contention {
         return None;
     }
-    let runtime = EventPipeProviderConfig {
-        name: RUNTIME_PROVIDER,
-        keywords: CONTENTION_KEYWORD,
-        level: EventPipeLevel::INFORMATIONAL,
-        filter_data: None,
-    };
-    match s.info.event_pipe_start_session(&[runtime], false) {
-        Ok(session) => {
-            SESSION.store(session.0, Ordering::Release);
-            STARTED.store(true, Ordering::Release);
-        }
-        // No ICorProfilerInfo12 (CoreCLR 3.1): the CLI reads the events over the socket.
-        Err(clrprof_sdk::Error::NotSupported { .. }) => {}
-        Err(e) => s.warn(format!(
-            "the runtime refused an in-process EventPipe session ({e}); reading the \
-             contention events over the diagnostics socket instead"
-        )),
-    }
+    SESSION.start(s, CONTENTION_KEYWORD, EventPipeLevel::INFORMATIONAL);
     Some(reader())
 }
 
 /// 1 when the agent reads the events, 0 when the CLI does.
 fn reader() -> u64 {
-    u64::from(STARTED.load(Ordering::Acquire))
+    u64::from(SESSION.started())
 }
 
 /// Whether the agent reads the contention events (its session started).
 pub fn reads_events() -> bool {
-    STARTED.load(Ordering::Acquire)
+    SESSION.started()
 }
 
 /// Stops the session, if one runs (at shutdown and detach).
 pub fn stop(s: &Session) {
-    let session = SESSION.swap(0, Ordering::AcqRel);
-    if session != 0
-        && let Err(e) = s.info.event_pipe_stop_session(EventPipeSessionId(session))
-    {
-        s.warn(format!(
-            "stopping the contention EventPipe session failed: {e}"
-        ));
-    }
+    SESSION.stop(s);
 }
 
 /// The counters, for `Session::write_counters`.
@@ -167,7 +140,7 @@ pub fn event_delivered(s: &Session, event: &EventPipeEvent<'_>) {
     if !s.config.contention
         || !reads_events()
         || !matches!(event.event_id, CONTENTION_START | CONTENTION_STOP)
-        || !crate::alloc_ticks::is_runtime_provider(s, event.provider)
+        || !is_runtime_provider(s, event.provider)
     {
         return;
     }

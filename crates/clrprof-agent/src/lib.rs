@@ -36,6 +36,7 @@ pub mod heap;
 pub mod instrument;
 #[allow(unsafe_code)]
 pub mod recorder;
+pub mod runtime_events;
 pub mod runtime_version;
 pub mod sampler;
 pub mod session;

@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::Error;
 use crate::builder::ProfileBuilder;
 use crate::model::{FrameIndex, FrameKind as ModelFrameKind, Mode, Profile, Sample, SampleKind};
+use crate::stack_frames::ModelStacks;
 use crate::trace::LoadedTrace;
 
 /// The contended acquisitions of one lock type at one waiting site.
@@ -194,32 +195,13 @@ impl LoadedTrace {
             (a.0.0, a.1.1, a.0.1, &a.0.2).cmp(&(b.0.0, b.1.1, b.0.1, &b.0.2))
         });
         let mut b = ProfileBuilder::new(Mode::Sample);
-        let mut frames: HashMap<(FrameKind, u64), FrameIndex> = HashMap::new();
+        let mut model = ModelStacks::new(&self.names, &self.stacks);
         let mut types: HashMap<String, FrameIndex> = HashMap::new();
         for ((tid, stack, lock_type), (wait_ns, first_ns, n)) in sites {
-            let mut path: Vec<FrameIndex> = self
-                .stack_path(stack)
-                .into_iter()
-                .rev()
-                .map(|f| {
-                    *frames.entry(f).or_insert_with(|| {
-                        let module = match f.0 {
-                            FrameKind::Managed => self.names.function_module(f.1),
-                            _ => String::new(),
-                        };
-                        let kind = match f.0 {
-                            FrameKind::Native => ModelFrameKind::Native,
-                            FrameKind::Managed => ModelFrameKind::Managed,
-                            _ => ModelFrameKind::Truncated,
-                        };
-                        b.intern_frame(&self.frame_name(f), &module, kind)
-                    })
-                })
-                .collect();
-            path.push(*types.entry(lock_type.clone()).or_insert_with(|| {
+            let leaf = *types.entry(lock_type.clone()).or_insert_with(|| {
                 b.intern_frame(&format!("[lock: {lock_type}]"), "", ModelFrameKind::Type)
-            }));
-            let stack = b.intern_stack_path(&path);
+            });
+            let stack = model.stack_with_leaf(&mut b, stack, leaf);
             let thread = b.thread(tid, &self.names.name_of_tid(tid));
             b.add_sample(
                 thread,

@@ -53,6 +53,7 @@ pub mod query;
 pub mod report;
 pub mod runtime;
 pub mod sampling;
+mod stack_frames;
 pub mod threads;
 pub mod top;
 pub mod trace;

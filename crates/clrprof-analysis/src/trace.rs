@@ -25,6 +25,7 @@ use crate::model::{
 pub use crate::names::Names;
 use crate::runtime::{RuntimeBuilder, RuntimeViews};
 use crate::sampling::{EndedEarly, SamplingInfo, ThreadRate};
+use crate::stack_frames::ModelStacks;
 
 /// Why a trace could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -585,33 +586,8 @@ impl LoadedTrace {
             _ => Mode::Sample,
         };
         let mut b = ProfileBuilder::new(mode);
-        let mut frames: HashMap<(u8, u64), FrameIndex> = HashMap::new();
-        let mut stack_map: HashMap<u32, Option<StackIndex>> = HashMap::new();
         let names = &self.names;
-        let mut frame_of = |b: &mut ProfileBuilder, kind: TraceFrameKind, id: u64| -> FrameIndex {
-            *frames
-                .entry((kind.to_u8(), id))
-                .or_insert_with(|| match kind {
-                    TraceFrameKind::Managed => b.intern_frame(
-                        &names.function(id),
-                        &names.function_module(id),
-                        if names.is_generated(id) {
-                            FrameKind::Generated
-                        } else {
-                            FrameKind::Managed
-                        },
-                    ),
-                    TraceFrameKind::Native => {
-                        let (name, module) = names.native_frame(id);
-                        b.intern_frame(&name, &module, FrameKind::Native)
-                    }
-                    _ => b.intern_frame(
-                        &crate::threads::stack_cut_name(StackCut::from_u64(id)),
-                        "",
-                        FrameKind::Truncated,
-                    ),
-                })
-        };
+        let mut model = ModelStacks::new(names, &self.stacks);
 
         // Names the program gave its threads; the others are named at the end.
         let thread_name = |tid: u32| -> String { names.name_of_tid(tid) };
@@ -633,7 +609,7 @@ impl LoadedTrace {
         });
         let all = each.chain(summed.into_iter().map(|(k, s)| (*k, *s)));
         for ((tid, stack_id, state), s) in all {
-            let stack = self.resolve_stack(&mut b, &mut stack_map, &mut frame_of, stack_id);
+            let stack = model.stack(&mut b, stack_id);
             let thread = b.thread(tid, &thread_name(tid));
             let kind = match ThreadState::from_u8(state) {
                 ThreadState::Cpu => SampleKind::Cpu,
@@ -656,7 +632,7 @@ impl LoadedTrace {
 
         let mut by_thread: BTreeMap<u32, Vec<CallNodeRecord>> = BTreeMap::new();
         for n in &self.call_tree {
-            let frame = frame_of(&mut b, TraceFrameKind::Managed, n.function);
+            let frame = model.frame(&mut b, TraceFrameKind::Managed, n.function);
             by_thread.entry(n.tid).or_default().push(CallNodeRecord {
                 id: u64::from(n.node),
                 parent: (n.parent != 0).then_some(u64::from(n.parent)),
@@ -679,16 +655,13 @@ impl LoadedTrace {
         }
 
         if mode == Mode::Count {
-            struct Namer<'n, F> {
-                frame_of: &'n mut F,
+            struct Namer<'n, 't> {
+                model: &'n mut ModelStacks<'t>,
                 names: &'n Names,
             }
-            impl<F> crate::counts::CountNames for Namer<'_, F>
-            where
-                F: FnMut(&mut ProfileBuilder, TraceFrameKind, u64) -> FrameIndex,
-            {
+            impl crate::counts::CountNames for Namer<'_, '_> {
                 fn function_frame(&mut self, b: &mut ProfileBuilder, function: u64) -> FrameIndex {
-                    (self.frame_of)(b, TraceFrameKind::Managed, function)
+                    self.model.frame(b, TraceFrameKind::Managed, function)
                 }
                 fn module_file(&self, module: u64) -> String {
                     self.names
@@ -699,7 +672,7 @@ impl LoadedTrace {
                 }
             }
             let mut namer = Namer {
-                frame_of: &mut frame_of,
+                model: &mut model,
                 names,
             };
             let (assemblies, dropped) = crate::counts::add_to_profile(
@@ -810,46 +783,14 @@ impl LoadedTrace {
         p
     }
 
-    fn resolve_stack(
-        &self,
-        b: &mut ProfileBuilder,
-        map: &mut HashMap<u32, Option<StackIndex>>,
-        frame_of: &mut impl FnMut(&mut ProfileBuilder, TraceFrameKind, u64) -> FrameIndex,
-        id: u32,
-    ) -> Option<StackIndex> {
-        if id == 0 {
-            return None;
-        }
-        if let Some(&s) = map.get(&id) {
-            return s;
-        }
-        // Collect the chain up to a resolved ancestor, then intern it root first.
-        let mut chain = Vec::new();
-        let mut cur = id;
-        let mut parent: Option<StackIndex> = None;
-        let mut guard = 0usize;
-        while cur != 0 {
-            if let Some(&s) = map.get(&cur) {
-                parent = s;
-                break;
-            }
-            let Some(def) = self.stacks.get(&cur) else {
-                break;
-            };
-            chain.push(cur);
-            cur = def.parent;
-            guard += 1;
-            if guard > self.stacks.len() {
-                break; // a cycle in a corrupt trace
-            }
-        }
-        for sid in chain.into_iter().rev() {
-            let def = &self.stacks[&sid];
-            let frame = frame_of(b, def.frame_kind, def.frame);
-            parent = Some(b.intern_stack(parent, frame));
-            map.insert(sid, parent);
-        }
-        map.get(&id).copied().flatten()
+    /// The frames of a stack, innermost first, with their kinds and ids.
+    pub(crate) fn stack_path(&self, id: u32) -> Vec<(TraceFrameKind, u64)> {
+        crate::stack_frames::stack_path(&self.stacks, id)
+    }
+
+    /// A trace frame's name, as the profile's frames name it.
+    pub(crate) fn frame_name(&self, frame: (TraceFrameKind, u64)) -> String {
+        crate::stack_frames::frame_name(&self.names, frame)
     }
 }
 

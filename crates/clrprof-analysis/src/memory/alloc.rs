@@ -11,11 +11,12 @@
 
 use std::collections::HashMap;
 
-use clrprof_trace::{Allocation, FrameKind};
+use clrprof_trace::Allocation;
 use serde::Serialize;
 
 use crate::builder::ProfileBuilder;
 use crate::model::{FrameIndex, FrameKind as ModelFrameKind, Mode, Profile, Sample, SampleKind};
+use crate::stack_frames::ModelStacks;
 use crate::trace::LoadedTrace;
 
 /// One allocated type.
@@ -176,29 +177,6 @@ impl LoadedTrace {
         !self.memory.allocations.is_empty()
     }
 
-    /// The frames of a stack, innermost first, with their kinds and ids.
-    pub(crate) fn stack_path(&self, id: u32) -> Vec<(FrameKind, u64)> {
-        let mut out = Vec::new();
-        let mut cur = id;
-        while cur != 0 && out.len() <= self.stacks.len() {
-            let Some(def) = self.stacks.get(&cur) else {
-                break;
-            };
-            out.push((def.frame_kind, def.frame));
-            cur = def.parent;
-        }
-        out
-    }
-
-    pub(crate) fn frame_name(&self, (kind, id): (FrameKind, u64)) -> String {
-        match kind {
-            FrameKind::Managed => self.names.function(id),
-            FrameKind::Native => self.names.native_frame(id).0,
-            FrameKind::Truncated => "[truncated]".into(),
-            FrameKind::Other(_) => "[unknown frame]".into(),
-        }
-    }
-
     /// The allocation report: every type, and the `top` stacks by bytes.
     pub fn alloc_report(&self, top: usize) -> AllocReport {
         let agg = aggregate(self);
@@ -297,33 +275,14 @@ impl LoadedTrace {
         sites.sort_unstable_by_key(|&((tid, stack, class), (_, first))| (tid, first, stack, class));
 
         let mut b = ProfileBuilder::new(Mode::Alloc);
-        let mut frames: HashMap<(FrameKind, u64), FrameIndex> = HashMap::new();
+        let mut model = ModelStacks::new(&self.names, &self.stacks);
         let mut types: HashMap<u64, FrameIndex> = HashMap::new();
         for ((tid, stack, class), (sum, first_ns)) in sites {
-            let mut path: Vec<FrameIndex> = self
-                .stack_path(stack)
-                .into_iter()
-                .rev()
-                .map(|f| {
-                    *frames.entry(f).or_insert_with(|| {
-                        let module = match f.0 {
-                            FrameKind::Managed => self.names.function_module(f.1),
-                            _ => String::new(),
-                        };
-                        let kind = match f.0 {
-                            FrameKind::Native => ModelFrameKind::Native,
-                            FrameKind::Managed => ModelFrameKind::Managed,
-                            _ => ModelFrameKind::Truncated,
-                        };
-                        b.intern_frame(&self.frame_name(f), &module, kind)
-                    })
-                })
-                .collect();
-            path.push(*types.entry(class).or_insert_with(|| {
+            let leaf = *types.entry(class).or_insert_with(|| {
                 let name = format!("[{}]", self.names.class(class));
                 b.intern_frame(&name, "", ModelFrameKind::Type)
-            }));
-            let stack = b.intern_stack_path(&path);
+            });
+            let stack = model.stack_with_leaf(&mut b, stack, leaf);
             let thread = b.thread(tid, &self.names.name_of_tid(tid));
             b.add_sample(
                 thread,
