@@ -155,6 +155,23 @@ impl Interactive {
         assert!(status.success());
     }
 
+    /// Sends `signal` to the program alone, as a terminal's Ctrl-C does (to every process of
+    /// the foreground group, the program included).
+    fn signal_program(&mut self, signal: &str) {
+        let clrprof = self.guard.id();
+        let children =
+            std::fs::read_to_string(format!("/proc/{clrprof}/task/{clrprof}/children")).unwrap();
+        let program = children
+            .split_whitespace()
+            .next()
+            .expect("the program runs");
+        let status = Command::new("kill")
+            .args([signal, program])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
     fn partial(&self) -> PathBuf {
         self.trace.with_file_name("t.clrprof.partial")
     }
@@ -279,6 +296,30 @@ fn a_terminated_record_passes_the_signal_on_and_finishes_the_trace() {
             Vec::<String>::new(),
             "{signal}: nothing left"
         );
+    }
+}
+
+#[test]
+fn a_program_interrupted_right_after_it_acted_keeps_the_record_of_it() {
+    // Ctrl-C (and SIGHUP, SIGQUIT) end a .NET program without the runtime's shutdown: what
+    // the agent had not yet sent (up to 10 ms of records) was lost, here every exception of
+    // the round in most runs. The signal comes as soon as the program has said it is done.
+    for signal in ["-INT", "-HUP"] {
+        let (code, end) = attachee_alone_under(signal);
+        let mut rec = Interactive::start(&["--mode", "none", "--events", "exception"]);
+        rec.send("round 5");
+        rec.expect("rounds 5: total 5, caught 5");
+        rec.signal_program(signal);
+        let out = rec.guard.wait_with_output(default_timeout());
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{signal}: clrprof exits as the program did alone ({end})\n{}",
+            out.describe()
+        );
+        let json = report_json(&rec.trace);
+        assert_eq!(json["events"]["ExceptionThrown"], 5, "{signal}");
+        assert_eq!(json["session"]["program_end"], end.as_str(), "{signal}");
     }
 }
 

@@ -119,6 +119,7 @@ impl Agent {
             config.warnings.push(e);
         }
         let out = Transport::start(sink, config.buffer_bytes);
+        crate::recorder::termination::install();
         let session = SESSION.publish(Session::new(
             info,
             config,

@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use clrprof_trace::{Allocation, Contention, Event, EventKind, Record, Sample};
 
+use crate::recorder::termination;
+
 /// How often the writer thread drains the buffer.
 const DRAIN_EVERY: Duration = Duration::from_millis(10);
 
@@ -104,10 +106,16 @@ impl Transport {
             .name("clrprof-writer".into())
             .spawn(move || {
                 let _own = crate::recorder::threads::mark_agent_thread();
+                termination::block_on_this_thread();
+                termination::set_serving(true);
                 while !for_thread.shared.stop.load(Ordering::Acquire) {
-                    std::thread::park_timeout(DRAIN_EVERY);
+                    termination::writer_wait(DRAIN_EVERY.as_nanos() as u64);
+                    // A termination signal's handler waits for what was recorded before it.
+                    let request = termination::writer_request();
                     for_thread.drain();
+                    termination::writer_served(request);
                 }
+                termination::set_serving(false);
             })
             .ok();
         *transport.writer.lock().unwrap_or_else(|e| e.into_inner()) = handle;
@@ -241,7 +249,7 @@ impl Transport {
         self.shared.stop.store(true, Ordering::Release);
         let handle = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(handle) = handle {
-            handle.thread().unpark();
+            termination::wake_writer();
             let _ = handle.join();
         }
         self.drain();

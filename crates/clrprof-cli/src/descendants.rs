@@ -98,7 +98,7 @@ mod tests {
         );
         // The shell ends at once; its background child lives on, as an orphan of this process.
         let shell = Command::new("sh")
-            .args(["-c", "sleep 0.5 >/dev/null & echo $!"])
+            .args(["-c", "sleep 0.5 >/dev/null 2>&1 & echo $!"])
             .stdout(Stdio::piped())
             .output()
             .unwrap();

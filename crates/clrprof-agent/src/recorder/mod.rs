@@ -4,7 +4,8 @@
 //! ([`cpu_clock`]), its signal-based stack capture ([`capture`]) and capture queues
 //! ([`ring`]), reads of exception objects ([`objects`]), the lock-free slot the session is
 //! published in ([`published`]), the heap snapshot signal ([`snapshot_signal`]), and count
-//! mode's counter memory ([`counters`]), the exit status handler ([`exit`]). Every
+//! mode's counter memory ([`counters`]), the exit status handler ([`exit`]), and the handler that sends what is recorded before a
+//! termination signal ends the process ([`termination`]). Every
 //! `unsafe` block says why it is sound.
 
 pub mod capture;
@@ -18,5 +19,6 @@ pub mod published;
 pub mod ring;
 pub mod snapshot_signal;
 pub mod sys;
+pub mod termination;
 pub mod threads;
 pub mod tls;
