@@ -239,8 +239,8 @@ fn compare_with_a_stripped_copy(dotnet: &'static Dotnet, table: &SymbolTable, bu
     } = record_stripped(stripped, &exports, build_id);
 
     // Named from the original: each by the symbol that starts where its FDE starts. Code
-    // that has an FDE but no symbol even in the original (the PLT's stubs) keeps its offset,
-    // as it does in a recording of the original.
+    // that has an FDE but no symbol even in the original keeps its offset, as it does in a
+    // recording of the original. (The PLT's stubs are named in both: from `.rela.plt`.)
     let no_symbol: BTreeSet<u64> = unnamed
         .iter()
         .map(|f| f.function)

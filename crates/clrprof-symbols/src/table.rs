@@ -1,11 +1,12 @@
 //! [`SymbolTable`]: the function symbols of one ELF module, sorted by address, from the best
 //! source available (see the crate docs).
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 
-use object::read::elf::{FileHeader, SectionHeader, SectionTable, Sym};
+use object::read::elf::{FileHeader, Rela, SectionHeader, SectionTable, Sym};
 use object::{Endianness, ReadCache, ReadRef, SectionIndex, StringTable, elf};
 
 use crate::MAX_SYMBOLS;
@@ -52,7 +53,7 @@ struct Candidate<'d> {
     size: u64,
     /// End of the symbol's section, for symbols of size 0 (0 if unknown).
     section_end: u64,
-    name: &'d [u8],
+    name: Cow<'d, [u8]>,
     /// Lower is better among aliases (see [`rank`]).
     rank: u32,
 }
@@ -84,12 +85,18 @@ impl SymbolTable {
             return None;
         }
         let sections = header.sections(endian, data).ok()?;
+        // The stubs of the procedure linkage table are named in every case: no table holds
+        // them.
+        let stubs = plt_stubs(endian, data, &sections);
+        let build = |candidates: Vec<Candidate<'_>>, source| {
+            SymbolTable::build(with_stubs(candidates, stubs), source)
+        };
         let mut candidates = Vec::new();
         collect(endian, data, &sections, elf::SHT_DYNSYM, &mut candidates);
         let exported = candidates.len();
         collect(endian, data, &sections, elf::SHT_SYMTAB, &mut candidates);
         if candidates.len() > exported {
-            return SymbolTable::build(candidates, TableSource::Symtab);
+            return build(candidates, TableSource::Symtab);
         }
         // The debug file and the MiniDebugInfo image must outlive the candidates that
         // borrow their strings.
@@ -99,17 +106,17 @@ impl SymbolTable {
         if let Some(cache) = &debug_file {
             collect_file(cache, elf::SHT_SYMTAB, &mut candidates);
             if candidates.len() > exported {
-                return SymbolTable::build(candidates, TableSource::DebugFile);
+                return build(candidates, TableSource::DebugFile);
             }
         }
         let mini = gnu_debugdata(endian, data, &sections);
         if let Some(image) = &mini {
             collect_file(image.as_slice(), elf::SHT_SYMTAB, &mut candidates);
             if candidates.len() > exported {
-                return SymbolTable::build(candidates, TableSource::MiniDebugInfo);
+                return build(candidates, TableSource::MiniDebugInfo);
             }
         }
-        SymbolTable::build(candidates, TableSource::Dynsym)
+        build(candidates, TableSource::Dynsym)
     }
 
     /// Reads the symbols of the ELF file at `path` (see [`Self::read`]).
@@ -124,7 +131,7 @@ impl SymbolTable {
             a.start
                 .cmp(&b.start)
                 .then(a.rank.cmp(&b.rank))
-                .then(a.name.cmp(b.name))
+                .then(a.name.cmp(&b.name))
         });
         candidates.dedup_by_key(|c| c.start); // keeps the first: the best-ranked alias
         if candidates.is_empty() {
@@ -157,7 +164,7 @@ impl SymbolTable {
                 len: u32::try_from(size).unwrap_or(u32::MAX),
                 name_at: names.len() as u32,
             });
-            names.extend_from_slice(c.name);
+            names.extend_from_slice(&c.name);
         }
         Some(SymbolTable {
             entries: entries.into_boxed_slice(),
@@ -287,10 +294,119 @@ fn collect<'d: 'o, 'o, R: ReadRef<'d>>(
             start,
             size,
             section_end,
-            name,
+            name: Cow::Borrowed(name),
             rank: rank(size, sym.st_bind(), name),
         });
     }
+}
+
+/// Adds one `name@plt` function per stub of the procedure linkage table (`.plt`, and `.plt.sec`
+/// where the linker splits it for indirect-branch tracking), as perf and gdb name them: the
+/// stub a call to another library goes through, named after the function it jumps to. The
+/// linker writes no symbol and no unwind information for them, so a sample in a stub was a
+/// frame without a name or a function start. Each stub jumps through a slot of the global
+/// offset table (`jmp *slot(%rip)`, after an `endbr64` and a `bnd` prefix where present); the
+/// `.rela.plt` relocation of that slot names the function.
+fn plt_stubs<'d, R: ReadRef<'d>>(
+    endian: Endianness,
+    data: R,
+    sections: &SectionTable<'d, elf::FileHeader64<Endianness>, R>,
+) -> Vec<Candidate<'static>> {
+    const STUB: u64 = 16;
+    let mut out = Vec::new();
+    let Some((_, rela)) = sections.section_by_name(endian, b".rela.plt") else {
+        return out;
+    };
+    let Ok(relocations) = rela.data_as_array::<elf::Rela64<Endianness>, R>(endian, data) else {
+        return out;
+    };
+    let Ok(dynsym) = sections.section(SectionIndex(rela.sh_link(endian) as usize)) else {
+        return out;
+    };
+    let Ok(symbols) = dynsym.data_as_array::<elf::Sym64<Endianness>, R>(endian, data) else {
+        return out;
+    };
+    let Ok(strings) = sections
+        .section(SectionIndex(dynsym.sh_link(endian) as usize))
+        .and_then(|s| s.data(endian, data))
+    else {
+        return out;
+    };
+    let strings = StringTable::new(strings, 0, strings.len() as u64);
+    // The function each slot of the table is for, by the slot's address.
+    let slots: std::collections::HashMap<u64, &[u8]> = relocations
+        .iter()
+        .filter_map(|r| {
+            let symbol = symbols.get(r.r_sym(endian, false) as usize)?;
+            let name = symbol.name(endian, strings).ok()?;
+            (!name.is_empty()).then_some((r.r_offset(endian), name))
+        })
+        .collect();
+    for name in [&b".plt"[..], b".plt.sec"] {
+        let Some((_, section)) = sections.section_by_name(endian, name) else {
+            continue;
+        };
+        let Ok(code) = section.data(endian, data) else {
+            continue;
+        };
+        let start = section.sh_addr(endian);
+        for (i, stub) in code.chunks_exact(STUB as usize).enumerate() {
+            if out.len() >= MAX_SYMBOLS {
+                return out;
+            }
+            let address = start + i as u64 * STUB;
+            let Some(slot) = jump_slot(stub, address) else {
+                continue; // the table's header (a jump to the resolver), or padding
+            };
+            let Some(target) = slots.get(&slot) else {
+                continue;
+            };
+            let mut name = target.to_vec();
+            name.extend_from_slice(b"@plt");
+            let rank = rank(STUB, elf::STB_LOCAL, &name);
+            out.push(Candidate {
+                start: address,
+                size: STUB,
+                section_end: 0,
+                name: Cow::Owned(name),
+                rank,
+            });
+        }
+    }
+    out
+}
+
+/// `candidates` with the PLT's stubs.
+fn with_stubs<'o>(
+    mut candidates: Vec<Candidate<'o>>,
+    stubs: Vec<Candidate<'static>>,
+) -> Vec<Candidate<'o>> {
+    candidates.extend(stubs.into_iter().map(|s| Candidate {
+        start: s.start,
+        size: s.size,
+        section_end: s.section_end,
+        name: s.name,
+        rank: s.rank,
+    }));
+    candidates
+}
+
+/// The address of the global offset table slot a PLT stub at `address` jumps through
+/// (`[endbr64] [bnd] jmp *disp32(%rip)` at the stub's start), if it is such a stub.
+fn jump_slot(stub: &[u8], address: u64) -> Option<u64> {
+    let mut at = 0;
+    if stub.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) {
+        at = 4; // endbr64
+    }
+    if stub.get(at) == Some(&0xf2) {
+        at += 1; // bnd
+    }
+    if stub.get(at..at + 2) != Some(&[0xff, 0x25]) {
+        return None;
+    }
+    let disp = i32::from_le_bytes(stub.get(at + 2..at + 6)?.try_into().ok()?);
+    let next = address + at as u64 + 6;
+    Some(next.wrapping_add_signed(i64::from(disp)))
 }
 
 /// How good a name is among the aliases of one address, packed so that lower is better:

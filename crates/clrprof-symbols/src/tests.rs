@@ -338,6 +338,36 @@ fn libcoreclr_table() -> Option<(PathBuf, SymbolTable, std::time::Duration)> {
 }
 
 #[test]
+fn names_the_stubs_of_the_procedure_linkage_table() {
+    let Some((_, table, _)) = libcoreclr_table() else {
+        return;
+    };
+    let stubs: Vec<(u64, u64, String)> = table
+        .iter()
+        .filter(|(_, _, name)| name.ends_with(b"@plt"))
+        .map(|(start, len, name)| (start, len, String::from_utf8_lossy(name).into_owned()))
+        .collect();
+    // libcoreclr calls hundreds of functions of other libraries (libc, libstdc++, ...).
+    assert!(stubs.len() >= 100, "{} stubs", stubs.len());
+    assert!(
+        stubs.iter().any(|(_, _, n)| n == "__tls_get_addr@plt"),
+        "{stubs:?}"
+    );
+    for (start, len, name) in &stubs {
+        assert_eq!(*len, 16, "{name}");
+        // Anywhere in the stub is the stub (a sample stops at any of its instructions).
+        let (found, offset) = table.lookup(start + 6).expect("the stub is named");
+        assert_eq!(String::from_utf8_lossy(found), *name);
+        assert_eq!(offset, 6);
+    }
+    // One stub per function: no name twice.
+    let mut names: Vec<&String> = stubs.iter().map(|(_, _, n)| n).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), stubs.len());
+}
+
+#[test]
 fn names_the_garbage_collector_in_libcoreclr() {
     let Some((path, table, took)) = libcoreclr_table() else {
         return;

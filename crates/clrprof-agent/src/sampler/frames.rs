@@ -86,6 +86,8 @@ pub struct StackBuilder {
     modules_checked_ns: u64,
     /// When an unknown address last made the memory map be re-read.
     anonymous_refreshed_ns: u64,
+    /// Addresses found in a library's data where a return address was expected.
+    library_data: FxHashSet<usize>,
 }
 
 impl StackBuilder {
@@ -107,6 +109,7 @@ impl StackBuilder {
             modules_generation: u64::MAX,
             modules_checked_ns: 0,
             anonymous_refreshed_ns: 0,
+            library_data: FxHashSet::default(),
         };
         builder.refresh_modules(sys::monotonic_ns());
         builder
@@ -125,6 +128,8 @@ impl StackBuilder {
         let generation = self.unwinder.modules().generation();
         if generation != self.modules_generation {
             self.modules_generation = generation;
+            // A library loaded or unloaded since: its addresses may be code now.
+            self.library_data.clear();
             let here = StackBuilder::new as fn(&'static Session) -> StackBuilder as usize;
             self.agent_code = self
                 .unwinder
@@ -240,9 +245,15 @@ impl StackBuilder {
 
     /// Turns code addresses (innermost first) into an interned stack id, with a cut marker
     /// at the root when the stack ends early.
-    fn intern(&mut self, ips: &[usize], cut: Option<StackCut>, ts: u64) -> u32 {
+    fn intern(&mut self, ips: &[usize], mut cut: Option<StackCut>, ts: u64) -> u32 {
         self.path.clear();
         for (k, &ip) in ips.iter().enumerate() {
+            if k > 0 && self.in_library_data(ip) {
+                // Not a return address: the walk took a word that was no frame's for one.
+                // What it found beyond is not the thread's stack either.
+                cut = Some(StackCut::BadFramePointer);
+                break;
+            }
             // Return addresses point after the call; look up the call instruction itself.
             let lookup = if k == 0 { ip } else { ip.saturating_sub(1) };
             let frame = self.resolve(lookup, ts);
@@ -422,6 +433,32 @@ impl StackBuilder {
                 }));
                 next
             })
+    }
+
+    /// Whether `ip`, found by the unwinder as a return address, lies in a library's data (its
+    /// read-only or writable segments) rather than in any code: no call returns there. The
+    /// memory map is re-read first (at most every [`ANONYMOUS_REFRESH_NS`]) in case the
+    /// library was loaded since.
+    fn in_library_data(&mut self, ip: usize) -> bool {
+        if self.unwinder.modules().contains_code(ip) {
+            return false;
+        }
+        if self.library_data.contains(&ip) {
+            return true;
+        }
+        if sys::native_symbol(ip).is_none_or(|s| s.library.is_empty()) {
+            return false;
+        }
+        let now = sys::monotonic_ns();
+        if now.saturating_sub(self.anonymous_refreshed_ns) >= ANONYMOUS_REFRESH_NS {
+            self.anonymous_refreshed_ns = now;
+            self.unwinder.refresh_modules();
+        }
+        let data = !self.unwinder.modules().contains_code(ip);
+        if data {
+            self.library_data.insert(ip);
+        }
+        data
     }
 
     /// Whether `ip` lies in executable memory that no file backs. In a .NET process that is
