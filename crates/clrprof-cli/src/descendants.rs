@@ -52,10 +52,14 @@ impl Reaper {
 /// it has ended and waits to be reaped; `None` if `/proc` does not tell.
 fn children() -> Option<Vec<(u32, bool)>> {
     let mut found = Vec::new();
+    let mut read_any = false;
     for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        // A thread that ended meanwhile has no file any more (its children are the
+        // process's other threads' now); a kernel without the file has it for none.
         let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
-            return None;
+            continue;
         };
+        read_any = true;
         for pid in text
             .split_whitespace()
             .filter_map(|p| p.parse::<u32>().ok())
@@ -63,7 +67,7 @@ fn children() -> Option<Vec<(u32, bool)>> {
             found.push((pid, is_zombie(pid)));
         }
     }
-    Some(found)
+    read_any.then_some(found)
 }
 
 /// Whether process `pid` has ended and waits to be reaped (or is gone already).
