@@ -2,6 +2,7 @@
 //! tree, and their streams copied into the trace.
 
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clrprof_trace::{Record, StreamDecoder, protocol};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use super::options::ProcessFilter;
 use super::progress::{Progress, note, note_from, set_problem};
@@ -394,8 +396,10 @@ impl AgentSocket {
     }
 }
 
-/// Waits for the agent's connection on the non-blocking `listener`, polling while `waiting()`
-/// says to go on; `None` once it says to stop.
+/// Waits for the agent's connection on the non-blocking `listener` while `waiting()` says to
+/// go on (asked every 2 ms, so that a recording ends soon after its last stream); `None`
+/// once it says to stop. A connection is taken as soon as
+/// it comes: the agent waits for its verdict inside the runtime's startup.
 pub(crate) fn accept_agent(
     listener: &UnixListener,
     mut waiting: impl FnMut() -> bool,
@@ -407,7 +411,11 @@ pub(crate) fn accept_agent(
                 if !waiting() {
                     return Ok(None);
                 }
-                std::thread::sleep(Duration::from_millis(10));
+                let mut ready = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+                match poll(&mut ready, PollTimeout::from(2u8)) {
+                    Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
             }
             Err(e) => return Err(e),
         }

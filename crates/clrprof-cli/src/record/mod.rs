@@ -209,7 +209,8 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
         } else {
             // The program is gone; processes it started may still be recording (or about to
             // connect): wait for them, then, while one of them lives, for a moment of quiet.
-            std::thread::sleep(Duration::from_millis(50));
+            // Looked at often (a few reads of /proc), so that a recording ends when its last
+            // stream does, not up to a poll later.
             if tree.running() > 0 {
                 quiet_since = None;
             } else if !reaper.descendants_alive() {
@@ -220,6 +221,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
                     break;
                 }
             }
+            std::thread::sleep(Duration::from_millis(5));
         }
         print_messages(&progress, &bar);
         bar.set_message(status_text_tree(&progress, &tree, started.elapsed()));
