@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
@@ -172,6 +172,28 @@ impl Interactive {
         assert!(status.success());
     }
 
+    /// Waits for clrprof, which must exit with `code`, as the program did alone after
+    /// `signal` (it ended as `end` says).
+    fn ends_as_alone(&mut self, signal: &str, code: i32, end: &str) -> Output {
+        let out = self.guard.wait_with_output(default_timeout());
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{signal}: clrprof exits as the program did alone ({end})\n{}",
+            out.describe()
+        );
+        out
+    }
+
+    /// The trace's JSON report, which holds the 5 exceptions of `round 5` and the program's
+    /// end (`end`).
+    fn holds_the_round(&self, signal: &str, end: &str) -> serde_json::Value {
+        let json = report_json(&self.trace);
+        assert_eq!(json["events"]["ExceptionThrown"], 5, "{signal}");
+        assert_eq!(json["session"]["program_end"], end, "{signal}");
+        json
+    }
+
     fn partial(&self) -> PathBuf {
         self.trace.with_file_name("t.clrprof.partial")
     }
@@ -265,13 +287,7 @@ fn a_terminated_record_passes_the_signal_on_and_finishes_the_trace() {
         rec.send("round 5");
         rec.expect("rounds 5: total 5, caught 5");
         rec.signal_clrprof(signal);
-        let out = rec.guard.wait_with_output(default_timeout());
-        assert_eq!(
-            out.status.code(),
-            Some(code),
-            "{signal}: clrprof exits as the program did alone ({end})\n{}",
-            out.describe()
-        );
+        let out = rec.ends_as_alone(signal, code, &end);
         let err = out.stderr_str();
         let name = clrprof_analysis::ending::program_end(-1, code_of(signal));
         let name = name.trim_start_matches("killed by ");
@@ -287,9 +303,7 @@ fn a_terminated_record_passes_the_signal_on_and_finishes_the_trace() {
             "{signal}: {err}"
         );
         assert!(!rec.partial().exists(), "{signal}: the trace is complete");
-        let json = report_json(&rec.trace);
-        assert_eq!(json["events"]["ExceptionThrown"], 5, "{signal}");
-        assert_eq!(json["session"]["program_end"], end.as_str(), "{signal}");
+        let json = rec.holds_the_round(signal, &end);
         assert_eq!(json["session"]["integrity_notes"], serde_json::json!([]));
         assert_eq!(
             private_dirs(tmp.path()),
@@ -310,16 +324,8 @@ fn a_program_interrupted_right_after_it_acted_keeps_the_record_of_it() {
         rec.send("round 5");
         rec.expect("rounds 5: total 5, caught 5");
         rec.signal_program(signal);
-        let out = rec.guard.wait_with_output(default_timeout());
-        assert_eq!(
-            out.status.code(),
-            Some(code),
-            "{signal}: clrprof exits as the program did alone ({end})\n{}",
-            out.describe()
-        );
-        let json = report_json(&rec.trace);
-        assert_eq!(json["events"]["ExceptionThrown"], 5, "{signal}");
-        assert_eq!(json["session"]["program_end"], end.as_str(), "{signal}");
+        rec.ends_as_alone(signal, code, &end);
+        rec.holds_the_round(signal, &end);
     }
 }
 
@@ -363,7 +369,7 @@ fn a_killed_clrprof_leaves_a_private_directory_the_next_one_removes() {
 
 /// Runs `script` (sh) with `$CLRPROF`, `$DOTNET` and `$DLL` set, for faults that need a
 /// shell: a file-size limit, a small file system.
-fn shell(script: &str, program: &Program) -> std::process::Output {
+fn shell(script: &str, program: &Program) -> Output {
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg(script)
