@@ -70,6 +70,9 @@ pub struct Book {
     wall_mark: u64,
     /// The stack of the latest capture (0: none yet).
     stack: u32,
+    /// The profiler's CPU on this thread so far: its signal handlers, and the agent's own code
+    /// that CPU samples found running (callbacks); never the program's.
+    pub profiler_ns: u64,
     /// The stack and time of the latest CPU sample of the program's code: what carries the
     /// CPU of samples missed after it (see [`split_missed`]).
     pub last_cpu: Option<(u32, u64)>,

@@ -53,6 +53,8 @@ use trace::TraceTicker;
 pub use gone_code::GoneCode;
 use gone_code::GoneSeen;
 
+/// The name of the counter of the profiler's CPU on one thread, before its OS thread id.
+pub const THREAD_PROFILER_CPU: &str = "profiler_cpu_ns:";
 /// How often the sampler looks for threads the runtime did not announce.
 const THREAD_SCAN_NS: u64 = 1_000_000_000;
 /// A thread's name is read when it is first seen and again after this many wall ticks (the
@@ -395,10 +397,12 @@ impl SampleLoop {
                     .stacks
                     .resolve_capture(slot, capture, &mut self.books[i].tail);
                 slot.ring.pop();
+                let handler = clock.1.saturating_sub(clock.0);
+                self.books[i].profiler_ns = self.books[i].profiler_ns.saturating_add(handler);
                 self.session
                     .sampler_stats
                     .handler_cpu_ns
-                    .fetch_add(clock.1.saturating_sub(clock.0), Ordering::Relaxed);
+                    .fetch_add(handler, Ordering::Relaxed);
                 self.on_capture(i, slot, flags, ts, clock, regs, resolved);
             }
         }
@@ -456,6 +460,7 @@ impl SampleLoop {
                 Resolved::Agent => {
                     stats.agent_samples.fetch_add(1, Ordering::Relaxed);
                     stats.agent_cpu_ns.fetch_add(cpu, Ordering::Relaxed);
+                    self.books[i].profiler_ns = self.books[i].profiler_ns.saturating_add(cpu);
                 }
             }
         } else {
@@ -631,6 +636,19 @@ impl SampleLoop {
         self.emit_missed(i, tid, missed, sys::monotonic_ns(), None);
         let session = self.session;
         self.books[i].flush(end, &mut |w| emit_wall(session, tid, end, w));
+        // What the profiler cost this thread, beside what its samples stand for: together
+        // they are the thread's CPU (but for its start before its clock was armed, and the
+        // last period no capture ended).
+        let profiler_ns = std::mem::take(&mut self.books[i].profiler_ns);
+        if profiler_ns > 0 {
+            session
+                .out
+                .push_record(&Record::Counter(clrprof_trace::Counter {
+                    ts: session.since_start(sys::monotonic_ns()),
+                    name: format!("{THREAD_PROFILER_CPU}{tid}"),
+                    value: profiler_ns,
+                }));
+        }
     }
 
     /// Frees the slots of threads that ended, after their last captures were read.
