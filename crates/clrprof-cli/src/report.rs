@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use clrprof_analysis::output::{Format, Html, Json, Text};
+use clrprof_analysis::output::{Format, Html, Json, Text, write_json};
 use clrprof_analysis::runtime::View;
 use clrprof_analysis::{Query, memory, report, trace};
 use clrprof_symbols::SymbolFiles;
@@ -437,13 +437,7 @@ fn report_file(
             Format::Json => {
                 let list: Vec<_> = all.iter().map(process_json).collect();
                 let v = serde_json::json!({ "processes": list });
-                if opts.pretty {
-                    serde_json::to_writer_pretty(&mut *out, &v)?;
-                } else {
-                    serde_json::to_writer(&mut *out, &v)?;
-                }
-                writeln!(out)?;
-                Ok(())
+                Ok(write_json(&v, opts.pretty, out)?)
             }
             Format::Text => write_process_table(&all, out),
             other => bail!("--processes writes text or json, not {other:?}"),
@@ -564,13 +558,7 @@ fn report_tree(
                 v["report"] = serde_json::from_slice(&buf).context("a process's JSON report")?;
                 list.push(v);
             }
-            let v = serde_json::json!({ "processes": list });
-            if opts.pretty {
-                serde_json::to_writer_pretty(&mut *out, &v)?;
-            } else {
-                serde_json::to_writer(&mut *out, &v)?;
-            }
-            writeln!(out)?;
+            write_json(&serde_json::json!({ "processes": list }), opts.pretty, out)?;
         }
         Format::Text => {
             write_process_table(&all, out)?;

@@ -413,13 +413,7 @@ pub fn write_diff_json(
             types: rows,
         },
     };
-    if pretty {
-        serde_json::to_writer_pretty(&mut *out, &doc)?;
-    } else {
-        serde_json::to_writer(&mut *out, &doc)?;
-    }
-    writeln!(out)?;
-    Ok(())
+    crate::output::write_json(&doc, pretty, out)
 }
 
 /// A line at the end of the plain text report pointing at the memory reports the trace has.

@@ -48,7 +48,7 @@ pub(crate) fn exporter() -> String {
 pub use speedscope::Speedscope;
 
 /// Writes a value as JSON, indented for people when `pretty`, and a final newline.
-pub(crate) fn write_json<T: serde::Serialize + ?Sized>(
+pub fn write_json<T: serde::Serialize + ?Sized>(
     value: &T,
     pretty: bool,
     out: &mut dyn Write,
