@@ -114,6 +114,7 @@ impl Agent {
             );
         }
         crate::coverage::start(&config);
+        crate::async_chains::start(&config, from_cli.is_some());
         if let Err(e) = crate::count::start(&config) {
             config.mode = Mode::Sample;
             config.warnings.push(e);
@@ -385,6 +386,9 @@ impl Session {
         if let Some(count) = crate::count::get() {
             low |= count.event_mask();
         }
+        if let Some(chains) = crate::async_chains::get() {
+            low |= chains.event_mask();
+        }
         if self.attached {
             // Cache searches come with `jit` but are not allowed after attach: JIT events are.
             low.remove(EventMask::MONITOR_CACHE_SEARCHES);
@@ -482,6 +486,9 @@ impl Profiler for Agent {
         if let (Some(s), Some(count)) = (self.session(), crate::count::get()) {
             count.module_loaded(&s.info, m);
         }
+        if let (Some(s), Some(chains)) = (self.session(), crate::async_chains::get()) {
+            chains.module_loaded(s, m);
+        }
         self.ev(K::MODULE_LOAD_FINISHED, &[self.mid(m), hr(status)])
     }
     fn module_unload_started(&self, m: ModuleId) -> Result<()> {
@@ -545,6 +552,9 @@ impl Profiler for Agent {
         if let Some(count) = count {
             count.compilation_started(f);
         }
+        if let Some(chains) = crate::async_chains::get() {
+            chains.compilation_started(s, f);
+        }
         if !wanted && coverage.is_none() && count.is_none() {
             return Ok(());
         }
@@ -588,10 +598,12 @@ impl Profiler for Agent {
     }
     fn jit_cached_function_search_started(&self, f: FunctionId) -> Result<bool> {
         self.ev(K::JIT_CACHED_FUNCTION_SEARCH_STARTED, &[self.fid(f)])?;
-        Ok(match (self.session(), crate::count::get()) {
-            (Some(s), Some(count)) => count.may_use_precompiled(&s.info, f),
-            _ => true,
-        })
+        let Some(s) = self.session() else {
+            return Ok(true);
+        };
+        let count = crate::count::get().is_none_or(|c| c.may_use_precompiled(&s.info, f));
+        let chains = crate::async_chains::get().is_none_or(|c| c.may_use_precompiled(&s.info, f));
+        Ok(count && chains)
     }
     fn jit_cached_function_search_finished(
         &self,

@@ -24,6 +24,7 @@
 pub mod agent;
 pub mod alloc;
 pub mod alloc_ticks;
+pub mod async_chains;
 pub mod config;
 pub mod contention;
 pub mod count;

@@ -167,6 +167,7 @@ impl Session {
             ("panics_caught", clrprof_sdk::panics_caught()),
         ];
         let count = crate::count::get().map(|c| c.counters());
+        let chains = crate::async_chains::get().map(|c| c.counters());
         for (name, value) in counters
             .into_iter()
             .chain(crate::alloc::counters())
@@ -174,6 +175,7 @@ impl Session {
             .chain(crate::alloc_ticks::counters(self))
             .chain(crate::contention::counters(self))
             .chain(count.into_iter().flatten())
+            .chain(chains.into_iter().flatten())
         {
             self.out.push_record(&Record::Counter(Counter {
                 ts,

@@ -55,7 +55,7 @@ impl StackInterner {
         let mut node = parent;
         for (kind, frame) in frames {
             let (id, created) = Self::node(&mut nodes, out, node, kind, frame);
-            if created && kind == FrameKind::Managed {
+            if created && matches!(kind, FrameKind::Managed | FrameKind::AsyncCaller) {
                 if new_len < NAME_AFTER_UNLOCK {
                     new[new_len] = frame;
                     new_len += 1;

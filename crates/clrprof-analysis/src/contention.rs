@@ -195,7 +195,7 @@ impl LoadedTrace {
             (a.0.0, a.1.1, a.0.1, &a.0.2).cmp(&(b.0.0, b.1.1, b.0.1, &b.0.2))
         });
         let mut b = ProfileBuilder::new(Mode::Sample);
-        let mut model = ModelStacks::new(&self.names, &self.stacks);
+        let mut model = ModelStacks::new(&self.names, &self.stacks, self.stack_view);
         let mut types: HashMap<String, FrameIndex> = HashMap::new();
         for ((tid, stack, lock_type), (wait_ns, first_ns, n)) in sites {
             let leaf = *types.entry(lock_type.clone()).or_insert_with(|| {

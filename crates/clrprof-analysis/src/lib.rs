@@ -68,6 +68,7 @@ pub use model::{
 };
 pub use output::{Format, Render};
 pub use query::{Metric, Query, Selection};
+pub use stack_frames::{AWAIT_FRAME, StackView};
 pub use top::{FunctionRow, TopTable};
 pub use tree::{Label, MergedTree, TreeNode, Values};
 

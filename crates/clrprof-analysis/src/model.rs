@@ -98,6 +98,9 @@ pub enum FrameKind {
     Truncated,
     /// The type allocated, at the leaf of an allocation stack (`[byte[]]`).
     Type,
+    /// `[await]`: between an async method and the continuation of what it awaits (async call
+    /// chains: the frame above it is a logical caller, not a frame of the thread's stack).
+    Await,
 }
 
 /// How a frame is coloured in flame graphs: what kind of code it is, with the runtime's own
@@ -209,7 +212,7 @@ impl Frame {
             }
             FrameKind::Native => FrameCategory::Native,
             FrameKind::Type => FrameCategory::Type,
-            FrameKind::Truncated => FrameCategory::Marker,
+            FrameKind::Truncated | FrameKind::Await => FrameCategory::Marker,
         }
     }
 }

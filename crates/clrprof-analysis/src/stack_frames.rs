@@ -1,6 +1,7 @@
 //! A trace's stacks as the profile model's frames and stacks: one naming of trace frames
-//! (managed and generated code, native functions, where a stack ends early) for every profile
-//! built from Stack records: samples, call counts, allocations, lock waits.
+//! (managed and generated code, native functions, where a stack ends early, async callers and
+//! their `[await]` markers) for every profile built from Stack records: samples, call counts,
+//! allocations, lock waits; as logical or physical stacks ([`StackView`]).
 
 use std::collections::HashMap;
 
@@ -10,20 +11,42 @@ use crate::builder::ProfileBuilder;
 use crate::model::{FrameIndex, FrameKind, StackIndex};
 use crate::names::Names;
 
+/// The name of the marker between an async caller and what it awaits.
+pub const AWAIT_FRAME: &str = "[await]";
+
+/// Which stack a sample taken in an async continuation shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StackView {
+    /// The logical stack: the async methods that await the continuation, each followed by an
+    /// `[await]` frame, then the continuation's frames; the thread pool's frames that called
+    /// the continuation are left out.
+    #[default]
+    Logical,
+    /// The thread's own frames only (`--no-async`).
+    Physical,
+}
+
 /// Interns a trace's frames and stacks into one [`ProfileBuilder`], each once.
 pub(crate) struct ModelStacks<'t> {
     names: &'t Names,
     defs: &'t HashMap<u32, StackDef>,
+    view: StackView,
     frames: HashMap<(u8, u64), FrameIndex>,
-    stacks: HashMap<u32, Option<StackIndex>>,
+    /// Each trace stack's model stack, and whether it holds an async caller.
+    stacks: HashMap<u32, (Option<StackIndex>, bool)>,
 }
 
 impl<'t> ModelStacks<'t> {
-    /// For a trace's definitions and Stack records.
-    pub(crate) fn new(names: &'t Names, defs: &'t HashMap<u32, StackDef>) -> ModelStacks<'t> {
+    /// For a trace's definitions and Stack records, shown as `view` says.
+    pub(crate) fn new(
+        names: &'t Names,
+        defs: &'t HashMap<u32, StackDef>,
+        view: StackView,
+    ) -> ModelStacks<'t> {
         ModelStacks {
             names,
             defs,
+            view,
             frames: HashMap::new(),
             stacks: HashMap::new(),
         }
@@ -42,7 +65,7 @@ impl<'t> ModelStacks<'t> {
             .frames
             .entry((kind.to_u8(), id))
             .or_insert_with(|| match kind {
-                TraceFrameKind::Managed => b.intern_frame(
+                TraceFrameKind::Managed | TraceFrameKind::AsyncCaller => b.intern_frame(
                     &names.function(id),
                     &names.function_module(id),
                     if names.is_generated(id) {
@@ -55,6 +78,7 @@ impl<'t> ModelStacks<'t> {
                     let (name, module) = names.native_frame(id);
                     b.intern_frame(&name, &module, FrameKind::Native)
                 }
+                TraceFrameKind::Await => b.intern_frame(AWAIT_FRAME, "", FrameKind::Await),
                 _ => b.intern_frame(
                     &crate::threads::stack_cut_name(StackCut::from_u64(id)),
                     "",
@@ -68,7 +92,7 @@ impl<'t> ModelStacks<'t> {
         if id == 0 {
             return None;
         }
-        if let Some(&s) = self.stacks.get(&id) {
+        if let Some(&(s, _)) = self.stacks.get(&id) {
             return s;
         }
         // Collect the chain up to a resolved ancestor, then intern it root first.
@@ -76,9 +100,11 @@ impl<'t> ModelStacks<'t> {
         let mut chain = Vec::new();
         let mut cur = id;
         let mut parent: Option<StackIndex> = None;
+        let mut in_chain = false;
         while cur != 0 {
-            if let Some(&s) = self.stacks.get(&cur) {
+            if let Some(&(s, async_above)) = self.stacks.get(&cur) {
                 parent = s;
+                in_chain = async_above;
                 break;
             }
             let Some(def) = stacks.get(&cur) else {
@@ -92,11 +118,27 @@ impl<'t> ModelStacks<'t> {
         }
         for sid in chain.into_iter().rev() {
             let def = &stacks[&sid];
-            let frame = self.frame(b, def.frame_kind, def.frame);
-            parent = Some(b.intern_stack(parent, frame));
-            self.stacks.insert(sid, parent);
+            let kind = def.frame_kind;
+            let is_async = matches!(kind, TraceFrameKind::AsyncCaller | TraceFrameKind::Await);
+            match self.view {
+                StackView::Physical if is_async => {}
+                view => {
+                    // The logical stack starts at the first async caller: the frames above it
+                    // are the thread pool's, which called the continuation.
+                    if view == StackView::Logical
+                        && kind == TraceFrameKind::AsyncCaller
+                        && !in_chain
+                    {
+                        parent = None;
+                    }
+                    let frame = self.frame(b, kind, def.frame);
+                    parent = Some(b.intern_stack(parent, frame));
+                }
+            }
+            in_chain |= is_async;
+            self.stacks.insert(sid, (parent, in_chain));
         }
-        self.stacks.get(&id).copied().flatten()
+        self.stacks.get(&id).and_then(|&(s, _)| s)
     }
 
     /// The model's stack for trace stack `id` with `leaf` called from its innermost frame
@@ -129,7 +171,8 @@ pub(crate) fn stack_path(defs: &HashMap<u32, StackDef>, id: u32) -> Vec<(TraceFr
 /// A trace frame's name, as the model's frames name it.
 pub(crate) fn frame_name(names: &Names, (kind, id): (TraceFrameKind, u64)) -> String {
     match kind {
-        TraceFrameKind::Managed => names.function(id),
+        TraceFrameKind::Managed | TraceFrameKind::AsyncCaller => names.function(id),
+        TraceFrameKind::Await => AWAIT_FRAME.into(),
         TraceFrameKind::Native => names.native_frame(id).0,
         TraceFrameKind::Truncated => crate::threads::stack_cut_name(StackCut::from_u64(id)),
         TraceFrameKind::Other(_) => "[unknown frame]".into(),

@@ -91,6 +91,9 @@ pub struct LoadedTrace {
     pub native_naming: Option<crate::native::NativeNaming>,
     /// What reading found cut, damaged or unreadable, and left out.
     pub integrity: Integrity,
+    /// How stacks of async continuations are shown in every profile built from this trace
+    /// (logical unless asked otherwise).
+    pub stack_view: crate::stack_frames::StackView,
     pub(crate) stacks: HashMap<u32, StackDef>,
     pub(crate) samples: Vec<TraceSample>,
     /// Samples summed per thread, stack and state ([`SampleDetail::Summed`]).
@@ -378,6 +381,7 @@ impl Loader {
                 counts: crate::counts::CountRecords::default(),
                 native_naming: None,
                 integrity: Integrity::new(header.blocked()),
+                stack_view: crate::stack_frames::StackView::default(),
                 stacks: HashMap::new(),
                 samples: Vec::new(),
                 summed: HashMap::new(),
@@ -587,7 +591,7 @@ impl LoadedTrace {
         };
         let mut b = ProfileBuilder::new(mode);
         let names = &self.names;
-        let mut model = ModelStacks::new(names, &self.stacks);
+        let mut model = ModelStacks::new(names, &self.stacks, self.stack_view);
 
         // Names the program gave its threads; the others are named at the end.
         let thread_name = |tid: u32| -> String { names.name_of_tid(tid) };

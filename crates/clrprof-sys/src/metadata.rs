@@ -506,8 +506,8 @@ com_vtable! {
 pub const IID_IMetaDataEmit: GUID = GUID::from_u128(0xBA3FEE4C_ECB9_4E41_83B7_183FA41CD859);
 
 com_vtable! {
-    /// IMetaDataEmit, the first 21 methods (through `GetTokenFromSig`, what IL rewriting needs
-    /// to add local variable signatures); the slots after them are not declared, so a pointer
+    /// IMetaDataEmit, the first 37 methods (through `DefineField`: what IL rewriting needs to
+    /// add local variable signatures and fields); the slots after them are not declared, so a pointer
     /// to the runtime's vtable may be read through this prefix. Obtained with
     /// `GetModuleMetaData(ofWrite, IID_IMetaDataEmit)`.
     pub struct IMetaDataEmitVtbl("IMetaDataEmit"): IUnknownVtbl {
@@ -607,6 +607,59 @@ com_vtable! {
         /// A StandAloneSig token for the signature (a local variable signature, or a method
         /// signature for `calli`), new or existing.
         fn GetTokenFromSig(pvSig: PCCOR_SIGNATURE, cbSig: ULONG, pmsig: *mut mdSignature) -> HRESULT;
+        fn DefineModuleRef(szName: LPCWSTR, pmur: *mut mdModuleRef) -> HRESULT;
+        fn SetParent(mr: mdMemberRef, tk: mdToken) -> HRESULT;
+        /// A TypeSpec token for the signature (e.g. a generic instantiation), new or existing.
+        fn GetTokenFromTypeSpec(pvSig: PCCOR_SIGNATURE, cbSig: ULONG, ptypespec: *mut mdTypeSpec) -> HRESULT;
+        fn SaveToMemory(pbData: *mut c_void, cbData: ULONG) -> HRESULT;
+        fn DefineUserString(szString: LPCWSTR, cchString: ULONG, pstk: *mut mdString) -> HRESULT;
+        fn DeleteToken(tkObj: mdToken) -> HRESULT;
+        fn SetMethodProps(md: mdMethodDef, dwMethodFlags: DWORD, ulCodeRVA: ULONG, dwImplFlags: DWORD) -> HRESULT;
+        fn SetTypeDefProps(
+            td: mdTypeDef,
+            dwTypeDefFlags: DWORD,
+            tkExtends: mdToken,
+            rtkImplements: *mut mdToken,
+        ) -> HRESULT;
+        fn SetEventProps(
+            ev: mdEvent,
+            dwEventFlags: DWORD,
+            tkEventType: mdToken,
+            mdAddOn: mdMethodDef,
+            mdRemoveOn: mdMethodDef,
+            mdFire: mdMethodDef,
+            rmdOtherMethods: *mut mdMethodDef,
+        ) -> HRESULT;
+        fn SetPermissionSetProps(
+            tk: mdToken,
+            dwAction: DWORD,
+            pvPermission: *const c_void,
+            cbPermission: ULONG,
+            ppm: *mut mdPermission,
+        ) -> HRESULT;
+        fn DefinePinvokeMap(tk: mdToken, dwMappingFlags: DWORD, szImportName: LPCWSTR, mrImportDLL: mdModuleRef) -> HRESULT;
+        fn SetPinvokeMap(tk: mdToken, dwMappingFlags: DWORD, szImportName: LPCWSTR, mrImportDLL: mdModuleRef) -> HRESULT;
+        fn DeletePinvokeMap(tk: mdToken) -> HRESULT;
+        fn DefineCustomAttribute(
+            tkOwner: mdToken,
+            tkCtor: mdToken,
+            pCustomAttribute: *const c_void,
+            cbCustomAttribute: ULONG,
+            pcv: *mut mdCustomAttribute,
+        ) -> HRESULT;
+        fn SetCustomAttributeValue(pcv: mdCustomAttribute, pCustomAttribute: *const c_void, cbCustomAttribute: ULONG) -> HRESULT;
+        /// A new field of `td` (added to a type that is not loaded yet: in `ModuleLoadFinished`).
+        fn DefineField(
+            td: mdTypeDef,
+            szName: LPCWSTR,
+            dwFieldFlags: DWORD,
+            pvSigBlob: PCCOR_SIGNATURE,
+            cbSigBlob: ULONG,
+            dwCPlusTypeFlag: DWORD,
+            pValue: *const c_void,
+            cchValue: ULONG,
+            pmd: *mut mdFieldDef,
+        ) -> HRESULT;
     }
 }
 

@@ -10,7 +10,7 @@
 //!
 //! `mode=sample|trace|count|none`, `events=jit,gc,...|all`, `rate=HZ`, `wall_rate=HZ`,
 //! `cpu_clock=perf|timer`, `inline=1|0`, `max_nodes=N`, `buffer_kb=N`,
-//! `alloc=off|sampled|all|ticks`, `alloc_interval=BYTES`, `contention=1`,
+//! `alloc=off|sampled|all|ticks`, `alloc_interval=BYTES`, `contention=1`, `async=0`,
 //! `heap_snapshot=off|at-exit|every-gc|N|on-signal`, `coverage=1`, `cover_include=A,B`,
 //! `cover_exclude=A,B`, `count_include=A,B`, `count_exclude=A,B`, and for benchmarks only
 //! `handler_floor=1` (sample mode's signals with an empty handler and no sampler work) and
@@ -214,6 +214,9 @@ pub struct AgentConfig {
     pub heap_snapshots: HeapSnapshots,
     /// Lock contention: every contended `Monitor.Enter` from the runtime's contention events.
     pub contention: bool,
+    /// Sample mode: async call chains (probes in the program's async state machines, see
+    /// docs/cpu-profiling.md); on unless turned off (`async=0`).
+    pub async_chains: bool,
     /// Count basic-block hits of JIT-compiled methods (`clrprof coverage`).
     pub coverage: bool,
     /// Sample mode: the per-thread CPU clock to use (`None`: the best available).
@@ -247,6 +250,7 @@ impl Default for AgentConfig {
             alloc_interval: DEFAULT_ALLOC_INTERVAL,
             heap_snapshots: HeapSnapshots::Off,
             contention: false,
+            async_chains: true,
             coverage: false,
             cpu_clock: None,
             handler_floor: false,
@@ -322,6 +326,9 @@ impl AgentConfig {
         }
         if self.contention {
             kv.push(("contention", "1".into()));
+        }
+        if !self.async_chains {
+            kv.push(("async", "0".into()));
         }
         if self.coverage {
             kv.push(("coverage", "1".into()));
@@ -423,6 +430,7 @@ impl AgentConfig {
                 },
                 "coverage" => c.coverage = value != "0",
                 "contention" => c.contention = value != "0",
+                "async" => c.async_chains = value != "0",
                 "cpu_clock" => match value {
                     "perf" => c.cpu_clock = Some(CpuClockChoice::Perf),
                     "timer" => c.cpu_clock = Some(CpuClockChoice::Timer),
@@ -493,6 +501,7 @@ mod tests {
             alloc_interval: 4096,
             heap_snapshots: HeapSnapshots::EveryGc(3),
             contention: true,
+            async_chains: false,
             coverage: true,
             cpu_clock: Some(CpuClockChoice::Timer),
             handler_floor: true,

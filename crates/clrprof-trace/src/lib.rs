@@ -86,7 +86,7 @@ pub const SECTIONED_MAJOR: u16 = 3;
 /// The minor format version this crate writes: the set of record kinds and fields, shared by
 /// every major (a 3.6 file holds the records of 1.6 streams). Traces of any minor version of
 /// a known major are readable.
-pub const FORMAT_MINOR: u16 = 6;
+pub const FORMAT_MINOR: u16 = 7;
 /// Size of the file header in bytes.
 pub const HEADER_LEN: usize = 16;
 /// Size of a record's header (kind, flags, payload length) in bytes.

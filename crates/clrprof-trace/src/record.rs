@@ -150,6 +150,16 @@ pub enum FrameKind {
     /// The stack ends early here: the unwinder could not go further. `frame` is a
     /// [`StackCut`] code saying why (0, too deep, is the only one before format 1.2).
     Truncated,
+    /// Format 1.7: an async method that awaits the code below it (a logical caller, not a
+    /// frame of the thread's stack): `frame` is the `FunctionID` of its state machine's
+    /// `MoveNext`. A stack with async callers holds the thread's own frames from the root to
+    /// where the continuation was called (the thread pool's), then the async callers, each
+    /// followed by an [`FrameKind::Await`] marker, then the continuation's frames: readers
+    /// show either the logical stack (without the frames above the first async caller) or
+    /// the physical one (without async callers and markers).
+    AsyncCaller,
+    /// Format 1.7: the `[await]` marker after an [`FrameKind::AsyncCaller`]; `frame` is 0.
+    Await,
     /// A frame kind from a newer minor version of the format.
     Other(u8),
 }
@@ -161,6 +171,8 @@ impl FrameKind {
             FrameKind::Managed => 0,
             FrameKind::Native => 1,
             FrameKind::Truncated => 2,
+            FrameKind::AsyncCaller => 3,
+            FrameKind::Await => 4,
             FrameKind::Other(v) => v,
         }
     }
@@ -171,6 +183,8 @@ impl FrameKind {
             0 => FrameKind::Managed,
             1 => FrameKind::Native,
             2 => FrameKind::Truncated,
+            3 => FrameKind::AsyncCaller,
+            4 => FrameKind::Await,
             v => FrameKind::Other(v),
         }
     }

@@ -295,6 +295,7 @@ fn fill(slot: &ThreadSlot, entry: &mut Capture, regs: [usize; 3]) {
         depth = walk_records(anchor, hi, records, depth);
     }
     entry.depth = depth as u32;
+    entry.async_chain = super::chains::resumed_chain(super::tls::async_state());
 }
 
 /// The address (in `[rsp, rsp + copy.len())`) of the highest frame record in the copy whose

@@ -10,6 +10,7 @@
 
 pub mod capture;
 pub mod cct;
+pub mod chains;
 pub mod counters;
 pub mod cpu_clock;
 pub mod exit;

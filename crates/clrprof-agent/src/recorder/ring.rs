@@ -50,6 +50,8 @@ pub struct Capture {
     pub dropped_at: u64,
     /// rip, rsp and rbp at the interruption.
     pub regs: [usize; 3],
+    /// The async chain the thread had resumed (`async_chains`; 0: none).
+    pub async_chain: u32,
 
     /// Bytes of `copy` holding the stack from rsp up (0: the walk alone describes it).
     pub copy_len: usize,

@@ -1,4 +1,5 @@
-//! Two initial-exec TLS slots, readable from the hook stubs and the signal handler.
+//! Three initial-exec TLS slots, readable from the hook stubs and the signal handler: the
+//! trace-mode state, the registry slot, and the async chain the thread runs (`async_chains`).
 //!
 //! Stable Rust's `thread_local!` in a shared library uses the general-dynamic model: the first
 //! access on a thread may call `__tls_get_addr`, which can allocate. Neither the enter/leave
@@ -27,6 +28,12 @@ mod imp {
         ".type clrprof_tls_thread_slot,@object",
         ".size clrprof_tls_thread_slot, 8",
         "clrprof_tls_thread_slot:",
+        ".zero 8",
+        ".globl clrprof_tls_async",
+        ".hidden clrprof_tls_async",
+        ".type clrprof_tls_async,@object",
+        ".size clrprof_tls_async, 8",
+        "clrprof_tls_async:",
         ".zero 8",
         ".text",
     );
@@ -93,11 +100,47 @@ mod imp {
             )
         };
     }
+
+    /// The calling thread's async state (see `async_chains`: the chain running and the chain
+    /// resumed, 32 bits each).
+    #[inline(always)]
+    pub fn async_state() -> u64 {
+        let value: u64;
+        // SAFETY: as for `thread_state`.
+        unsafe {
+            asm!(
+                "mov {v}, qword ptr [rip + clrprof_tls_async@GOTTPOFF]",
+                "mov {v}, qword ptr fs:[{v}]",
+                v = out(reg) value,
+                options(nostack, readonly, preserves_flags),
+            )
+        };
+        value
+    }
+
+    /// Sets the calling thread's async state.
+    #[inline(always)]
+    pub fn set_async_state(value: u64) {
+        // SAFETY: as for `set_thread_state`.
+        unsafe {
+            asm!(
+                "mov {t}, qword ptr [rip + clrprof_tls_async@GOTTPOFF]",
+                "mov qword ptr fs:[{t}], {v}",
+                t = out(reg) _,
+                v = in(reg) value,
+                options(nostack, preserves_flags),
+            )
+        };
+    }
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 mod imp {
     //! Hooks and signal sampling are x86-64 Linux only; elsewhere the slots stay empty.
+    pub fn async_state() -> u64 {
+        0
+    }
+    pub fn set_async_state(_value: u64) {}
     pub fn thread_state() -> usize {
         0
     }
@@ -118,16 +161,18 @@ mod tests {
     fn slots_are_per_thread() {
         set_thread_state(11);
         set_thread_slot(22);
+        set_async_state(44);
         let other = std::thread::spawn(|| {
-            let before = (thread_state(), thread_slot());
+            let before = (thread_state(), thread_slot(), async_state());
             set_thread_state(33);
             (before, thread_state())
         })
         .join()
         .unwrap();
-        assert_eq!(other, ((0, 0), 33));
-        assert_eq!((thread_state(), thread_slot()), (11, 22));
+        assert_eq!(other, ((0, 0, 0), 33));
+        assert_eq!((thread_state(), thread_slot(), async_state()), (11, 22, 44));
         set_thread_state(0);
         set_thread_slot(0);
+        set_async_state(0);
     }
 }

@@ -20,6 +20,8 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 
 use clrprof_trace::{FrameKind, NativeFrameDef, NativeModuleDef, Record, StackCut};
 
+use clrprof_sdk::FunctionId;
+
 use crate::defs::runtime_id;
 use crate::recorder::ring::Capture;
 use crate::recorder::sys;
@@ -88,6 +90,8 @@ pub struct StackBuilder {
     anonymous_refreshed_ns: u64,
     /// Addresses found in a library's data where a return address was expected.
     library_data: FxHashSet<usize>,
+    /// Scratch: a sample's async callers.
+    callers: Vec<usize>,
 }
 
 impl StackBuilder {
@@ -110,6 +114,7 @@ impl StackBuilder {
             modules_checked_ns: 0,
             anonymous_refreshed_ns: 0,
             library_data: FxHashSet::default(),
+            callers: Vec::with_capacity(crate::async_chains::MAX_CALLERS),
         };
         builder.refresh_modules(sys::monotonic_ns());
         builder
@@ -237,15 +242,22 @@ impl StackBuilder {
         {
             Resolved::Agent
         } else {
-            Resolved::Program(self.intern(&frames, cut, capture.ts))
+            Resolved::Program(self.intern(&frames, cut, capture.ts, capture.async_chain))
         };
         self.frames = frames;
         resolved
     }
 
     /// Turns code addresses (innermost first) into an interned stack id, with a cut marker
-    /// at the root when the stack ends early.
-    fn intern(&mut self, ips: &[usize], mut cut: Option<StackCut>, ts: u64) -> u32 {
+    /// at the root when the stack ends early, and the async callers of `async_chain` (the
+    /// chain the thread resumed, 0 for none) above its `MoveNext` (see `crate::async_chains`).
+    fn intern(
+        &mut self,
+        ips: &[usize],
+        mut cut: Option<StackCut>,
+        ts: u64,
+        async_chain: u32,
+    ) -> u32 {
         self.path.clear();
         for (k, &ip) in ips.iter().enumerate() {
             if k > 0 && self.in_library_data(ip) {
@@ -271,15 +283,58 @@ impl StackBuilder {
                 .fetch_add(1, Ordering::Relaxed);
         }
         let s = self.session;
+        let (continuation, callers) = self.async_callers(async_chain);
+        let frame = |f: &FrameRef| match *f {
+            FrameRef::Managed(f) | FrameRef::Generated(f) => (FrameKind::Managed, f),
+            FrameRef::Native(id) => (FrameKind::Native, id),
+        };
         let marker = cut.map(|c| (FrameKind::Truncated, c.to_u64()));
+        let (inner, outer) = self
+            .path
+            .split_at(continuation.map_or(self.path.len(), |k| k + 1));
         let path = marker
             .into_iter()
-            .chain(self.path.iter().rev().map(|f| match *f {
-                FrameRef::Managed(f) | FrameRef::Generated(f) => (FrameKind::Managed, f),
-                FrameRef::Native(id) => (FrameKind::Native, id),
-            }));
-        s.stacks
-            .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f))
+            .chain(outer.iter().rev().map(frame))
+            .chain(callers.iter().rev().flat_map(|&f| {
+                [
+                    (FrameKind::AsyncCaller, s.defs.function_id(FunctionId(f))),
+                    (FrameKind::Await, 0),
+                ]
+            }))
+            .chain(inner.iter().rev().map(frame));
+        let id = s
+            .stacks
+            .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f));
+        self.callers = callers;
+        id
+    }
+
+    /// Where the stack in `self.path` holds the `MoveNext` of `chain` (the index of its frame),
+    /// and the async methods that await it, the nearest first (the `FunctionID`s of their
+    /// `MoveNext`s): none when the thread resumed no chain or its `MoveNext` is not on the
+    /// stack (the sample was taken in the probe around it).
+    fn async_callers(&mut self, chain: u32) -> (Option<usize>, Vec<usize>) {
+        let mut callers = std::mem::take(&mut self.callers);
+        callers.clear();
+        let Some(chains) = crate::async_chains::get().filter(|_| chain != 0) else {
+            return (None, callers);
+        };
+        let Some(method) = chains.chain(chain, &mut callers) else {
+            return (None, callers);
+        };
+        let at = self.path.iter().position(|f| match *f {
+            FrameRef::Managed(id) => chains.method_of(runtime_id(id)) == Some(method),
+            _ => false,
+        });
+        let stats = &chains.stats;
+        match at {
+            Some(_) => stats.samples_spliced.fetch_add(1, Ordering::Relaxed),
+            None => {
+                callers.clear();
+                stats.samples_unmatched.fetch_add(1, Ordering::Relaxed)
+            }
+        };
+        (at, callers)
     }
 
     /// The `NativeFrame` id of the native function containing `ip`, defined on first use.

@@ -275,7 +275,7 @@ impl LoadedTrace {
         sites.sort_unstable_by_key(|&((tid, stack, class), (_, first))| (tid, first, stack, class));
 
         let mut b = ProfileBuilder::new(Mode::Alloc);
-        let mut model = ModelStacks::new(&self.names, &self.stacks);
+        let mut model = ModelStacks::new(&self.names, &self.stacks, self.stack_view);
         let mut types: HashMap<u64, FrameIndex> = HashMap::new();
         for ((tid, stack, class), (sum, first_ns)) in sites {
             let leaf = *types.entry(class).or_insert_with(|| {

@@ -121,6 +121,8 @@ pub enum NodeKind {
     Truncated,
     /// The type allocated (allocation profiles).
     Type,
+    /// `[await]`: the frame above is an async method that awaits what follows.
+    Await,
     /// Samples taken while the thread had no managed frames.
     NoStack,
 }
@@ -137,6 +139,7 @@ impl NodeKind {
                 FrameKind::Native => NodeKind::Native,
                 FrameKind::Truncated => NodeKind::Truncated,
                 FrameKind::Type => NodeKind::Type,
+                FrameKind::Await => NodeKind::Await,
             },
         }
     }

@@ -1,5 +1,6 @@
 //! Writing to a module's metadata (`IMetaDataEmit`): what IL rewriting needs to add local
-//! variables (a StandAloneSig token for a new local signature).
+//! variables (a StandAloneSig token for a new local signature), fields to types not loaded yet,
+//! and references to members of generic instantiations.
 
 use core::ffi::c_void;
 
@@ -9,6 +10,7 @@ use crate::com::ComPtr;
 use crate::error::{Error, Result, check};
 use crate::ids::{ModuleId, Token};
 use crate::info::ProfilerInfo;
+use crate::wide::to_wide;
 
 /// A module's metadata writer (`IMetaDataEmit`), from [`ProfilerInfo::get_module_metadata_emit`].
 #[derive(Clone, Debug)]
@@ -22,10 +24,7 @@ impl MetaDataEmit {
     /// `calli`), added to the module's metadata if it is not there yet.
     pub fn get_token_from_sig(&self, signature: &[u8]) -> Result<Token> {
         const M: &str = "IMetaDataEmit::GetTokenFromSig";
-        let len = u32::try_from(signature.len()).map_err(|_| Error::InvalidData {
-            context: M,
-            reason: "signature larger than 4 GB".into(),
-        })?;
+        let len = sig_len(M, signature)?;
         let mut token: sys::mdSignature = 0;
         // SAFETY: `ptr` is a live IMetaDataEmit; the signature is `len` readable bytes and
         // `token` a valid out-param, for the duration of the call.
@@ -40,10 +39,94 @@ impl MetaDataEmit {
         Ok(Token(token))
     }
 
+    /// `IMetaDataEmit::GetTokenFromTypeSpec`: the TypeSpec token of `signature` (a type
+    /// signature, e.g. a generic instantiation), added to the module's metadata if needed.
+    pub fn get_token_from_type_spec(&self, signature: &[u8]) -> Result<Token> {
+        const M: &str = "IMetaDataEmit::GetTokenFromTypeSpec";
+        let len = sig_len(M, signature)?;
+        let mut token: sys::mdTypeSpec = 0;
+        // SAFETY: `ptr` is a live IMetaDataEmit; the signature is `len` readable bytes and
+        // `token` a valid out-param, for the duration of the call.
+        check(M, unsafe {
+            (self.ptr.vtbl().GetTokenFromTypeSpec)(
+                self.ptr.as_raw(),
+                signature.as_ptr(),
+                len,
+                &mut token,
+            )
+        })?;
+        Ok(Token(token))
+    }
+
+    /// `IMetaDataEmit::DefineMemberRef`: a MemberRef token for the member `name` with
+    /// `signature` of `parent` (a TypeRef, TypeSpec, ModuleRef or MethodDef).
+    pub fn define_member_ref(&self, parent: Token, name: &str, signature: &[u8]) -> Result<Token> {
+        const M: &str = "IMetaDataEmit::DefineMemberRef";
+        let len = sig_len(M, signature)?;
+        let name = to_wide(name);
+        let mut token: sys::mdMemberRef = 0;
+        // SAFETY: `ptr` is a live IMetaDataEmit; `name` is NUL-terminated UTF-16, the signature
+        // `len` readable bytes and `token` a valid out-param, for the duration of the call.
+        check(M, unsafe {
+            (self.ptr.vtbl().DefineMemberRef)(
+                self.ptr.as_raw(),
+                parent.0,
+                name.as_ptr(),
+                signature.as_ptr(),
+                len,
+                &mut token,
+            )
+        })?;
+        Ok(Token(token))
+    }
+
+    /// `IMetaDataEmit::DefineField`: a new field `name` of the TypeDef `type_def`, with the
+    /// field attributes `flags` (`CorFieldAttr`) and field `signature`. Safe to do only before
+    /// the runtime loads the type: in `ModuleLoadFinished`, for a module without precompiled
+    /// code that uses the type's layout.
+    pub fn define_field(
+        &self,
+        type_def: Token,
+        name: &str,
+        flags: u32,
+        signature: &[u8],
+    ) -> Result<Token> {
+        const M: &str = "IMetaDataEmit::DefineField";
+        let len = sig_len(M, signature)?;
+        let name = to_wide(name);
+        let mut token: sys::mdFieldDef = 0;
+        // SAFETY: `ptr` is a live IMetaDataEmit; `name` is NUL-terminated UTF-16, the signature
+        // `len` readable bytes (no constant value: null and 0) and `token` a valid out-param,
+        // for the duration of the call.
+        check(M, unsafe {
+            (self.ptr.vtbl().DefineField)(
+                self.ptr.as_raw(),
+                type_def.0,
+                name.as_ptr(),
+                flags,
+                signature.as_ptr(),
+                len,
+                0,
+                core::ptr::null(),
+                0,
+                &mut token,
+            )
+        })?;
+        Ok(Token(token))
+    }
+
     /// The raw `IMetaDataEmit*`.
     pub fn as_raw(&self) -> *mut c_void {
         self.ptr.as_raw()
     }
+}
+
+/// A signature's length as the metadata API takes it.
+fn sig_len(context: &'static str, signature: &[u8]) -> Result<u32> {
+    u32::try_from(signature.len()).map_err(|_| Error::InvalidData {
+        context,
+        reason: "signature larger than 4 GB".into(),
+    })
 }
 
 impl ProfilerInfo {
