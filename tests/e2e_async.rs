@@ -1,23 +1,135 @@
 //! Async call chains on a real runtime: `tests/programs/AsyncChain.cs` (its facts are
-//! documented at its top).
+//! documented at its top): `Outer` awaits `Middle`, which awaits `Inner`, whose continuation
+//! after `Task.Delay` runs `Work` on a thread-pool thread.
 
-use clrprof_e2e::{OutputExt, compile, record};
+use clrprof_e2e::{OutputExt, Program, Recording, compile, record};
+
+/// `Work`'s frame, the leaf of every stack of the work.
+const WORK: &str = "AsyncChain.Program.Work(int)";
+
+/// The folded stacks of `rec` (CPU), with extra report options.
+fn folded(rec: &Recording, extra: &[&str]) -> Vec<(Vec<String>, u64)> {
+    let mut args = vec!["--format", "folded", "--metric", "cpu"];
+    args.extend_from_slice(extra);
+    rec.report(&args)
+        .assert_success()
+        .stdout_str()
+        .lines()
+        .map(|l| {
+            let (stack, weight) = l.rsplit_once(' ').expect("a folded line");
+            let frames = stack.split(';').map(str::to_string).collect();
+            (frames, weight.parse::<u64>().expect("a weight"))
+        })
+        .collect()
+}
+
+/// Whether `frame` is the `MoveNext` of async method `name`'s state machine
+/// (`AsyncChain.Program.<Outer>c__async0.MoveNext()` as mcs names it).
+fn move_next_of(frame: &str, name: &str) -> bool {
+    frame.starts_with(&format!("AsyncChain.Program.<{name}>")) && frame.ends_with(".MoveNext()")
+}
+
+/// Whether `frames` (outermost first) is the whole logical chain of the work:
+/// `Outer → [await] → Middle → [await] → Inner → Work`, with `Outer` at the root.
+fn full_chain(frames: &[String]) -> bool {
+    let [outer, a1, middle, a2, inner, work] = frames else {
+        return false;
+    };
+    move_next_of(outer, "Outer")
+        && a1 == "[await]"
+        && move_next_of(middle, "Middle")
+        && a2 == "[await]"
+        && move_next_of(inner, "Inner")
+        && work == WORK
+}
+
+/// The CPU of `Work` in all, and in the stacks `keep` picks.
+fn work_cpu(stacks: &[(Vec<String>, u64)], keep: impl Fn(&[String]) -> bool) -> (u64, u64) {
+    let work: Vec<_> = stacks
+        .iter()
+        .filter(|(f, _)| f.last().is_some_and(|l| l == WORK))
+        .collect();
+    let all = work.iter().map(|(_, w)| w).sum();
+    let kept = work.iter().filter(|(f, _)| keep(f)).map(|(_, w)| w).sum();
+    (all, kept)
+}
+
+fn counter(rec: &Recording, name: &str) -> u64 {
+    rec.report_json()["counters"][name].as_u64().unwrap_or(0)
+}
+
+fn recorded(program: &Program, args: &[&str], clrprof_args: &[&str]) -> Recording {
+    let plain = program.run(args);
+    plain.assert_success();
+    let rec = record(program, args, clrprof_args);
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+    rec
+}
 
 #[test]
-fn async_chain_draft() {
+fn continuations_carry_the_chain_of_the_async_methods_that_await_them() {
     let program = compile("AsyncChain");
-    let plain = program.run(&[]);
-    plain.assert_success();
-    let rec = record(&program, &[], &[]);
-    rec.output.assert_success();
-    eprintln!("{}", rec.output.stderr_str());
-    let folded = rec
-        .report(&["--format", "folded"])
-        .assert_success()
-        .stdout_str();
-    for l in folded.lines().filter(|l| l.contains("Work")) {
-        eprintln!("{l}");
-    }
-    eprintln!("{}", rec.report_json()["counters"]);
-    panic!("draft");
+    let rec = recorded(&program, &[], &[]);
+    // The three state machines, each with its probes.
+    assert_eq!(counter(&rec, "async_types"), 3);
+    assert_eq!(counter(&rec, "async_methods"), 3);
+    assert_eq!(counter(&rec, "async_failed"), 0);
+    assert_eq!(counter(&rec, "async_chains_dropped"), 0);
+
+    let logical = folded(&rec, &[]);
+    let (all, chained) = work_cpu(&logical, full_chain);
+    assert!(all > 0, "no samples of Work");
+    assert!(
+        chained * 10 >= all * 9,
+        "{chained} of {all} ns of Work's CPU carry the whole chain\n{logical:#?}"
+    );
+
+    // `--no-async`: the same samples, on the thread's own stacks.
+    let physical = folded(&rec, &["--no-async"]);
+    assert!(
+        physical
+            .iter()
+            .all(|(f, _)| !f.iter().any(|x| x == "[await]")),
+        "{physical:#?}"
+    );
+    let (physical_all, on_pool) = work_cpu(&physical, |f| {
+        !f.iter().any(|x| move_next_of(x, "Outer")) && f.iter().any(|x| move_next_of(x, "Inner"))
+    });
+    assert_eq!(physical_all, all);
+    assert!(on_pool * 10 >= all * 9, "{physical:#?}");
+}
+
+#[test]
+fn work_before_the_first_await_keeps_its_physical_stack() {
+    let program = compile("AsyncChain");
+    let rec = recorded(&program, &["sync"], &[]);
+    let logical = folded(&rec, &[]);
+    let (all, on_main) = work_cpu(&logical, |f| {
+        f.iter().all(|x| x != "[await]")
+            && f.iter().any(|x| x == "AsyncChain.Program.Main(string[])")
+            && f.iter().any(|x| move_next_of(x, "Outer"))
+    });
+    assert!(all > 0, "no samples of Work");
+    assert!(on_main * 10 >= all * 9, "{logical:#?}");
+}
+
+#[test]
+fn no_async_leaves_the_program_without_probes() {
+    let program = compile("AsyncChain");
+    let rec = recorded(&program, &[], &["--no-async"]);
+    assert_eq!(counter(&rec, "async_types"), 0);
+    assert_eq!(counter(&rec, "async_methods"), 0);
+    let logical = folded(&rec, &[]);
+    let (all, _) = work_cpu(&logical, |_| true);
+    assert!(all > 0, "no samples of Work");
+    assert!(
+        logical
+            .iter()
+            .all(|(f, _)| !f.iter().any(|x| x == "[await]")),
+        "{logical:#?}"
+    );
 }

@@ -125,6 +125,11 @@ pub struct RecordArgs {
     /// type and holder, from the runtime's contention events (see docs/cpu-profiling.md).
     #[arg(long)]
     pub contention: bool,
+    /// No async call chains: leave the program's async state machines without the probes
+    /// that tell which async methods await a continuation (samples then show the thread's
+    /// own stack only; see docs/cpu-profiling.md).
+    #[arg(long)]
+    pub no_async: bool,
     /// Heap snapshots (object graph, retained sizes): `at-exit` (one, in a collection forced
     /// when the program ends), `on-signal` (none but those asked for), a number N (the first
     /// collection at or after every N-th) or `every-gc`. With any of them, `kill -USR2
@@ -375,6 +380,11 @@ pub struct ReportArgs {
     /// the time waited for locks by stack.
     #[arg(long, conflicts_with = "alloc")]
     pub contention: bool,
+    /// Physical stacks: a sample taken after an `await` shows the thread's own frames (the
+    /// thread pool's, then the continuation) instead of the async methods that await it, each
+    /// followed by an `[await]` frame.
+    #[arg(long)]
+    pub no_async: bool,
     /// Garbage collections: text shows the table of GCs, pause percentiles and time in GC.
     #[arg(long)]
     pub gc: bool,

@@ -111,6 +111,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let base = clrprof_trace::config::AgentConfig {
                 count_include: coverage::assembly_names(&a.include)?,
                 count_exclude: coverage::assembly_names(&a.exclude)?,
+                async_chains: !a.no_async,
                 ..Default::default()
             };
             let opts = record::RecordOptions {
@@ -188,6 +189,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 pretty: a.pretty,
                 alloc: a.alloc,
                 contention: a.contention || a.view.contention(),
+                no_async: a.no_async,
                 gc: a.gc,
                 heap: a.heap,
                 snapshot: a.snapshot,

@@ -30,6 +30,8 @@ pub struct ReportOptions {
     pub alloc: bool,
     /// Lock contention: the view (text, JSON), or wait time in the profile formats.
     pub contention: bool,
+    /// Physical stacks instead of async call chains.
+    pub no_async: bool,
     /// The GC section of the text report.
     pub gc: bool,
     /// The heap section of the text report.
@@ -431,6 +433,9 @@ fn report_file(
     let being_written = crate::safe_file::being_written(file);
     for p in &mut all {
         p.trace.integrity.being_written = being_written;
+        if opts.no_async {
+            p.trace.stack_view = clrprof_analysis::StackView::Physical;
+        }
     }
     if opts.processes {
         return match opts.format {

@@ -112,9 +112,10 @@ fn entered(state: u64, chain: u32, first: bool) -> u64 {
 /// state at `saved` (the probe's local, restored by [`async_leave`]), makes the state
 /// machine's chain the thread's, and returns it for the field.
 ///
-/// `saved` must be the address of a writable `u64` (a local of the calling method): the
-/// function is only ever called by the probe, which passes its own local.
-pub extern "C" fn async_enter(chain: u32, method: u32, saved: *mut u64) -> u32 {
+/// # Safety
+/// `saved` must be the address of a writable `u64`: the function is only ever called by the
+/// probe, which passes the address of its own local.
+pub unsafe extern "C" fn async_enter(chain: u32, method: u32, saved: *mut u64) -> u32 {
     std::panic::catch_unwind(|| {
         let state = tls::async_state();
         // SAFETY: the only caller, the probe, passes the address of its own `uint64` local.
