@@ -1,8 +1,9 @@
 // Async call chains with known facts (tests/e2e_async.rs):
 //
-// - `Main` calls `Outer(i)` 20 times and waits for each. `Outer` awaits `Middle`, which awaits
-//   `Inner`, which awaits `Task.Delay(5)` and then does CPU work in `Work` (about 20 ms each
-//   round, a fixed number of iterations).
+// - `Main` calls `Outer(i)` 20 times and waits for each. `Outer` awaits `Middle<string>` (a
+//   generic method: its state machine is a generic type), which awaits `Inner`, which awaits
+//   `Task.Delay(5)` and then does CPU work in `Work` (about 20 ms each round, a fixed number of
+//   iterations).
 // - After the delay, `Inner`'s continuation runs on a thread-pool thread: its physical stack
 //   is the pool's (`... → MoveNext → Work`), its logical one
 //   `Outer → [await] → Middle → [await] → Inner → Work`. All of `Work`'s CPU is spent there.
@@ -34,14 +35,14 @@ namespace AsyncChain
 
         static async Task<long> Outer(int i)
         {
-            long r = await Middle(i);
+            long r = await Middle("m", i);
             return r + 1;
         }
 
-        static async Task<long> Middle(int i)
+        static async Task<long> Middle<T>(T tag, int i)
         {
             long r = await Inner(i);
-            return r * 2;
+            return r * 2 + tag.ToString().Length;
         }
 
         static async Task<long> Inner(int i)
