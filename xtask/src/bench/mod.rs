@@ -20,7 +20,9 @@
 //! `--heap`) and the coverage benchmark
 //! ([`coverage`], alone with `--coverage`) follow the main matrix.
 //!
-//! The results are printed and, for a full run, written to `BENCHMARKS.md` ([`report`]).
+//! The results are printed and, for a full run (every workload of every part, on every
+//! runtime), written to `BENCHMARKS.md` ([`report`]); a partial run writes nothing unless
+//! `--output` names a file, so that it never replaces the full tables.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -95,7 +97,10 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
         .max(1);
     let workloads = workloads::select(&opts.workloads)?;
     let runtimes = select_runtimes(&opts.runtimes)?;
+    // The main matrix unless only the memory or coverage benchmarks were asked for.
+    let matrix = !opts.memory && !opts.heap && !opts.coverage;
     let full_run = !opts.quick
+        && matrix
         && workloads.len() == workloads::WORKLOADS.len()
         && runtimes.len() == RUNTIMES.len();
     let output = match &opts.output {
@@ -107,8 +112,6 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
     crate::setup::run()?;
     let binaries = build()?;
 
-    // The main matrix unless only the memory or coverage benchmarks were asked for.
-    let matrix = !opts.memory && !opts.heap && !opts.coverage;
     let mut measured = Vec::new();
     let mut sections = String::new();
     for dotnet in &runtimes {
