@@ -2,11 +2,11 @@
 // each, with a short update of shared state inside (a few dozen arithmetic steps) and a little
 // more work outside, so that the lock is contended all the time; most acquisitions succeed
 // while spinning. Once in 2048 acquisitions the holder stays inside longer (50,000 steps, some
-// tens of microseconds), longer than a waiter spins: the threads that want the lock meanwhile
-// block. About a thousand contended waits per second (the waits the runtime's contention
-// events report, `record --contention`), their number varying from run to run. The shared
-// state is only ever added to, so the checksum does not depend on the order in which the
-// threads got the lock.
+// tens of microseconds), longer than a waiter spins, so that the threads wanting the lock
+// meanwhile block: some hundreds to a few thousand contended waits per second (the waits the
+// runtime's contention events report, `record --contention`), their number varying from run
+// to run with the scheduling of the threads. The shared state is only ever added to, so the
+// checksum does not depend on the order in which the threads got the lock.
 //
 // Protocol: see Fib.cs (ready / go line / work_ms, cpu_ms, checksum / final line). stderr
 // says how many times the lock was contended during the work (`contentions=N`, from
