@@ -69,7 +69,8 @@ enum Command {
         targets: Vec<String>,
     },
     /// Measure clrprof's overhead against no profiler and the runtime's EventPipe sampler,
-    /// then write BENCHMARKS.md (full runs only).
+    /// and what contention tracking and async chains cost, then write BENCHMARKS.md (full runs
+    /// only: every workload and configuration on every runtime).
     Bench(BenchArgs),
 }
 
@@ -106,6 +107,20 @@ pub struct BenchArgs {
     /// coverage`, of their own assembly and with System.Private.CoreLib.
     #[arg(long)]
     pub coverage: bool,
+    /// Only the lock contention benchmark: the Contention workload under sample-100, without
+    /// and with `record --contention`.
+    #[arg(long)]
+    pub contention: bool,
+    /// Only the async chains benchmark: the Async workload under sample-100, with the agent's
+    /// async-chain probes (the default) and without them (`record --no-async`).
+    #[arg(long = "async")]
+    pub async_chains: bool,
+    /// Configurations to run, comma-separated (e.g. none,sample-100): the main matrix's
+    /// workloads run under these only, and the workloads of --contention and --async under
+    /// these instead of their pair (the first is the baseline of their ratios). BENCHMARKS.md is
+    /// not written.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub configs: Vec<String>,
     /// Write the report here (default: BENCHMARKS.md, for a full run only).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -1,5 +1,8 @@
-//! How a benchmark program is run: the configurations of the main matrix and of the memory
-//! and coverage benchmarks, and those of the startup measurement.
+//! How a benchmark program is run: the configurations of the main matrix, of the feature
+//! benchmarks (contention, async chains) and of the memory and coverage benchmarks, and those
+//! of the startup measurement.
+
+use anyhow::{Result, bail};
 
 /// How a workload is run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,6 +18,10 @@ pub enum Config {
     Count,
     HooksFloor,
     EventPipe1000,
+    /// Feature benchmarks only (not in [`Config::ALL`]): `sample-100` with lock contention
+    /// recorded, and `sample-100` with the agent's async-chain probes turned off.
+    SampleContention100,
+    SampleNoAsync100,
     /// Memory benchmarks only (not in [`Config::ALL`]).
     AllocSampled,
     AllocAll,
@@ -42,6 +49,46 @@ impl Config {
         Config::EventPipe1000,
     ];
 
+    /// Every configuration, to find one by name.
+    const EVERY: [Config; 18] = [
+        Config::None,
+        Config::Sample100,
+        Config::Sample1000,
+        Config::SampleFloor1000,
+        Config::Trace,
+        Config::Count,
+        Config::HooksFloor,
+        Config::EventPipe1000,
+        Config::SampleContention100,
+        Config::SampleNoAsync100,
+        Config::AllocSampled,
+        Config::AllocAll,
+        Config::AllocTicks,
+        Config::AllocDefault,
+        Config::HeapOnSignal,
+        Config::HeapAtExit,
+        Config::Coverage,
+        Config::CoverageCoreLib,
+    ];
+
+    /// The configurations named (as [`Config::name`] spells them), in the order given.
+    pub fn parse_list(names: &[String]) -> Result<Vec<Config>> {
+        let mut chosen = Vec::new();
+        for name in names {
+            let Some(config) = Config::EVERY.iter().find(|c| c.name() == name.trim()) else {
+                let all: Vec<&str> = Config::EVERY.iter().map(|c| c.name()).collect();
+                bail!(
+                    "unknown configuration `{name}`; choose from {}",
+                    all.join(", ")
+                );
+            };
+            if !chosen.contains(config) {
+                chosen.push(*config);
+            }
+        }
+        Ok(chosen)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Config::None => "none",
@@ -52,6 +99,8 @@ impl Config {
             Config::Count => "count",
             Config::HooksFloor => "hooks-floor",
             Config::EventPipe1000 => "eventpipe-1000",
+            Config::SampleContention100 => "sample-100-contention",
+            Config::SampleNoAsync100 => "sample-100-no-async",
             Config::AllocSampled => "alloc-sampled",
             Config::AllocAll => "alloc-all",
             Config::AllocTicks => "alloc-ticks",
@@ -89,6 +138,14 @@ impl Config {
                  with `Microsoft-Windows-DotNETRuntime` 0x4c14fccbd level 5: dotnet-trace's CPU \
                  profile), streamed over the diagnostics socket and discarded"
             }
+            Config::SampleContention100 => {
+                "`clrprof record --mode sample --rate 100 --contention`: `sample-100` and every \
+                 contended lock's wait, stack, type and holder"
+            }
+            Config::SampleNoAsync100 => {
+                "`clrprof record --mode sample --rate 100 --no-async`: `sample-100` without the \
+                 agent's async-chain probes"
+            }
             Config::AllocSampled => "`clrprof record --mode none --alloc sampled`",
             Config::AllocAll => "`clrprof record --mode none --alloc all`",
             Config::AllocTicks => "`clrprof record --mode none --alloc ticks`",
@@ -115,6 +172,10 @@ impl Config {
             Config::Sample1000 => Some(&["--mode", "sample", "--rate", "1000"]),
             Config::Trace => Some(&["--mode", "trace"]),
             Config::Count => Some(&["--mode", "count"]),
+            Config::SampleContention100 => {
+                Some(&["--mode", "sample", "--rate", "100", "--contention"])
+            }
+            Config::SampleNoAsync100 => Some(&["--mode", "sample", "--rate", "100", "--no-async"]),
             Config::AllocSampled => Some(&["--mode", "none", "--alloc", "sampled"]),
             Config::AllocAll => Some(&["--mode", "none", "--alloc", "all"]),
             Config::AllocTicks => Some(&["--mode", "none", "--alloc", "ticks"]),
@@ -151,7 +212,12 @@ impl Config {
     pub fn samples_cpu(self) -> bool {
         matches!(
             self,
-            Config::Sample100 | Config::Sample1000 | Config::Trace | Config::Count
+            Config::Sample100
+                | Config::Sample1000
+                | Config::Trace
+                | Config::Count
+                | Config::SampleContention100
+                | Config::SampleNoAsync100
         )
     }
 }
@@ -177,5 +243,27 @@ impl Startup {
             Startup::ClrprofNone => "clrprof record --mode none",
             Startup::AgentOnly => "agent only (no CLI), mode=none",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_configuration_has_its_own_name() {
+        for c in Config::EVERY {
+            assert_eq!(Config::parse_list(&[c.name().into()]).unwrap(), [c]);
+        }
+        let names = [
+            "sample-100".to_string(),
+            " none".into(),
+            "sample-100".into(),
+        ];
+        assert_eq!(
+            Config::parse_list(&names).unwrap(),
+            [Config::Sample100, Config::None]
+        );
+        assert!(Config::parse_list(&["sample-42".into()]).is_err());
     }
 }

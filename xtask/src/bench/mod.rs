@@ -16,11 +16,15 @@
 //! SDK's test profiler `probe-elt`), the floor under trace mode, and the agent's per-thread CPU
 //! clocks with an empty signal handler, the floor under sample mode.
 //!
-//! The memory benchmarks ([`memory`], alone with `--memory`, their heap snapshot part alone with
-//! `--heap`) and the coverage benchmark
-//! ([`coverage`], alone with `--coverage`) follow the main matrix.
+//! The feature benchmarks ([`features`]: lock contention, alone with `--contention`, and async
+//! call chains, alone with `--async`, each on a workload of its own with and without the
+//! feature), the memory benchmarks ([`memory`], alone with `--memory`, their heap snapshot part
+//! alone with `--heap`) and the coverage benchmark ([`coverage`], alone with `--coverage`)
+//! follow the main matrix. `--configs` runs only the configurations it names.
 //!
-//! The results are printed and, for a full run, written to `BENCHMARKS.md` ([`report`]).
+//! The results are printed and, for a full run (every workload and configuration of every
+//! part, on every runtime), written to `BENCHMARKS.md` ([`report`]); a partial run writes
+//! nothing unless `--output` names a file, so that it never replaces the full tables.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -30,6 +34,7 @@ use clrprof_e2e::{Dotnet, Program, RUNTIMES};
 
 mod configs;
 mod coverage;
+mod features;
 mod memory;
 mod report;
 mod results;
@@ -40,8 +45,9 @@ mod workloads;
 use crate::BenchArgs;
 use crate::util::{build_release, catch_panic, workspace_root};
 use configs::{Config, Startup};
+use features::FEATURES;
 use report::RunInfo;
-use results::{RuntimeResults, WorkloadResults};
+use results::{RuntimeFeatures, RuntimeResults, WorkloadResults};
 use runner::{Detail, Run, Tools, measure_startup, rotated, run_startup, run_workload};
 use workloads::EMPTY;
 
@@ -95,7 +101,34 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
         .max(1);
     let workloads = workloads::select(&opts.workloads)?;
     let runtimes = select_runtimes(&opts.runtimes)?;
+    let configs = Config::parse_list(&opts.configs)?;
+    // The main matrix unless only some parts were asked for.
+    let only_parts =
+        opts.memory || opts.heap || opts.coverage || opts.contention || opts.async_chains;
+    let matrix = !only_parts;
+    let matrix_configs = if configs.is_empty() {
+        Config::ALL.to_vec()
+    } else {
+        if matrix && let Some(c) = configs.iter().find(|c| !Config::ALL.contains(c)) {
+            bail!(
+                "`{}` is not a configuration of the main matrix (with --contention or --async, \
+                 --configs applies to their workloads alone)",
+                c.name()
+            );
+        }
+        configs.clone()
+    };
+    let features: Vec<_> = FEATURES
+        .into_iter()
+        .filter(|f| {
+            matrix
+                || (opts.contention && f.workload == features::CONTENTION.workload)
+                || (opts.async_chains && f.workload == features::ASYNC_CHAINS.workload)
+        })
+        .collect();
     let full_run = !opts.quick
+        && !only_parts
+        && configs.is_empty()
         && workloads.len() == workloads::WORKLOADS.len()
         && runtimes.len() == RUNTIMES.len();
     let output = match &opts.output {
@@ -107,9 +140,8 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
     crate::setup::run()?;
     let binaries = build()?;
 
-    // The main matrix unless only the memory or coverage benchmarks were asked for.
-    let matrix = !opts.memory && !opts.heap && !opts.coverage;
     let mut measured = Vec::new();
+    let mut measured_features = Vec::new();
     let mut sections = String::new();
     for dotnet in &runtimes {
         let tools = binaries.tools(dotnet);
@@ -133,9 +165,25 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
                 &tools,
                 &programs,
                 &compile(EMPTY)?,
+                &matrix_configs,
                 rounds,
                 startup_runs,
             )?);
+        }
+        if !features.is_empty() {
+            println!("bench: {heading}: contention and async chains benchmarks");
+            let mut results = Vec::new();
+            for feature in &features {
+                let program = compile(feature.workload)?;
+                results.push(features::measure(
+                    &tools, feature, &program, &configs, rounds,
+                )?);
+            }
+            sections.push_str(&features::section(&heading, &results));
+            measured_features.push(RuntimeFeatures {
+                version: dotnet.version.clone(),
+                measured: results,
+            });
         }
         if matrix || opts.memory {
             println!("bench: {heading}: memory benchmarks");
@@ -170,7 +218,7 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
             startup_runs,
             elapsed: started.elapsed(),
         };
-        let mut text = report::render(&info, &measured);
+        let mut text = report::render(&info, &measured, &measured_features);
         text.push('\n');
         text
     };
@@ -183,7 +231,8 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
             println!("bench: wrote {}", path.display());
         }
         None => println!(
-            "bench: BENCHMARKS.md not written (only a full run writes it; use --output FILE)"
+            "bench: BENCHMARKS.md not written (only a full run writes it: every workload, \
+             configuration and part on every runtime; use --output FILE)"
         ),
     }
     Ok(())
@@ -243,11 +292,13 @@ fn build() -> Result<Binaries> {
     })
 }
 
-/// The main matrix and the startup measurement on one runtime.
+/// The main matrix (under `configs`, of [`Config::ALL`]) and the startup measurement on one
+/// runtime.
 fn measure(
     tools: &Tools,
     programs: &[Program],
     empty: &Program,
+    configs: &[Config],
     rounds: usize,
     startup_runs: usize,
 ) -> Result<RuntimeResults> {
@@ -268,7 +319,7 @@ fn measure(
     println!(
         "bench: CoreCLR {version}: {rounds} rounds of {} workloads x {} configurations",
         programs.len(),
-        Config::ALL.len()
+        configs.len()
     );
     let mut results: Vec<WorkloadResults> = programs
         .iter()
@@ -276,7 +327,7 @@ fn measure(
         .collect();
     for round in 0..rounds {
         for (program, result) in programs.iter().zip(results.iter_mut()) {
-            for (_, config) in rotated(&Config::ALL, round) {
+            for (_, config) in rotated(configs, round) {
                 let (run, warnings) = run_workload(tools, program, config).with_context(|| {
                     format!(
                         "CoreCLR {version}, round {} of {}: {} under {}",

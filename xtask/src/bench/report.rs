@@ -6,7 +6,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::configs::{Config, Startup};
-use super::results::{RuntimeResults, StartupResults, WorkloadResults};
+use super::features;
+use super::results::{RuntimeFeatures, RuntimeResults, StartupResults, WorkloadResults};
 use super::runner::{Detail, Run};
 use super::stats::{median, min_max};
 use super::workloads::WORKLOADS;
@@ -170,8 +171,13 @@ fn targets<'a>(names: &'a [String]) -> Vec<Target<'a>> {
     t
 }
 
-/// The whole report (the memory and coverage sections are appended by the caller).
-pub fn render(info: &RunInfo, runtimes: &[RuntimeResults]) -> String {
+/// The whole report (the feature, memory and coverage sections are appended by the caller;
+/// the feature benchmarks' targets are in its Targets table).
+pub fn render(
+    info: &RunInfo,
+    runtimes: &[RuntimeResults],
+    measured_features: &[RuntimeFeatures],
+) -> String {
     let mut out = String::new();
     let mut push = |line: &str| {
         out.push_str(line);
@@ -249,9 +255,10 @@ pub fn render(info: &RunInfo, runtimes: &[RuntimeResults]) -> String {
          signals with an empty handler, `signal-floor-1000`); trace mode at most \
          {TRACE_FIB_MAX}x on `Fib` and {TRACE_REALISTIC_MAX}x on `Realistic`; startup \
          (`clrprof record --mode none` on an empty program, median of the paired differences \
-         of whole-process wall time) under {STARTUP_MAX_MS:.0} ms.",
+         of whole-process wall time) under {STARTUP_MAX_MS:.0} ms; {}.",
         (SAMPLE_100_MAX - 1.0) * 100.0,
         PROFILER_SHARE_100_MAX * 100.0,
+        features::targets_text(),
     ));
     push("");
 
@@ -304,6 +311,10 @@ pub fn render(info: &RunInfo, runtimes: &[RuntimeResults]) -> String {
                 None => row.push_str(" - | - |"),
             }
         }
+        push(&row);
+    }
+    let versions: Vec<&str> = runtimes.iter().map(|rt| rt.version.as_str()).collect();
+    for row in features::target_rows(&versions, measured_features) {
         push(&row);
     }
     push("");

@@ -2,6 +2,7 @@
 //! from it (per-round ratios, the profiler's own CPU).
 
 use super::configs::{Config, Startup};
+use super::features::Measured;
 use super::runner::Run;
 use super::stats::{median, per_round_deltas, per_round_ratios};
 
@@ -11,6 +12,13 @@ pub struct RuntimeResults {
     pub version: String,
     pub workloads: Vec<WorkloadResults>,
     pub startup: StartupResults,
+}
+
+/// The feature benchmarks measured on one runtime.
+pub struct RuntimeFeatures {
+    /// The runtime's version, e.g. `8.0.4`.
+    pub version: String,
+    pub measured: Vec<Measured>,
 }
 
 /// All runs of one workload, by configuration, in round order.

@@ -58,6 +58,9 @@ pub struct Run {
     /// What the clrprof agent says it used itself (signal handlers and sampler thread), for the
     /// whole run.
     pub profiler_cpu_ms: Option<f64>,
+    /// The contended lock acquisitions in the clrprof trace, for a configuration that records
+    /// them (the whole run: the program's warm-up too).
+    pub contended_waits: Option<u64>,
     /// The whole process, start to exit.
     pub wall_ms: f64,
     pub checksum: String,
@@ -382,10 +385,15 @@ fn run_workload_into(
         }
     }
     let mut profiler_cpu_ms = None;
+    let mut contended_waits = None;
     if config.agent_only_config().is_some() {
-        profiler_cpu_ms = Some(profiler_cpu(&trace).with_context(|| {
-            format!("the agent's trace of {}\n{}", config.name(), exited.stderr)
-        })?);
+        profiler_cpu_ms = Some(
+            trace_counts(&trace)
+                .with_context(|| {
+                    format!("the agent's trace of {}\n{}", config.name(), exited.stderr)
+                })?
+                .profiler_cpu_ms,
+        );
         let _ = std::fs::remove_file(&trace);
     }
     if config.clrprof_args().is_some() {
@@ -397,8 +405,17 @@ fn run_workload_into(
                 exited.stderr
             );
         }
-        if config.samples_cpu() {
-            profiler_cpu_ms = Some(profiler_cpu(&trace)?);
+        let records_contention = config
+            .clrprof_args()
+            .is_some_and(|args| args.contains(&"--contention"));
+        if config.samples_cpu() || records_contention {
+            let counts = trace_counts(&trace)?;
+            if config.samples_cpu() {
+                profiler_cpu_ms = Some(counts.profiler_cpu_ms);
+            }
+            if records_contention {
+                contended_waits = Some(counts.contended_waits);
+            }
         }
         match keep {
             Some(path) => std::fs::rename(&trace, path)
@@ -425,6 +442,7 @@ fn run_workload_into(
             work_ms,
             cpu_ms: Some(cpu_ms),
             profiler_cpu_ms,
+            contended_waits,
             wall_ms: exited.wall_ms,
             checksum,
             detail,
@@ -469,9 +487,28 @@ pub fn alternate_cpu(
     rounds: usize,
     label: &str,
 ) -> Result<(Times, Times, Times)> {
-    let mut work: Times = vec![Vec::new(); configs.len()];
-    let mut wall: Times = vec![Vec::new(); configs.len()];
-    let mut cpu: Times = vec![Vec::new(); configs.len()];
+    let runs = alternate_runs(tools, program, configs, rounds, label)?;
+    let times = |f: fn(&Run) -> f64| -> Times {
+        runs.iter()
+            .map(|runs| runs.iter().map(f).collect())
+            .collect()
+    };
+    Ok((
+        times(|r| r.work_ms),
+        times(|r| r.wall_ms),
+        times(|r| r.cpu_ms.unwrap_or(0.0)),
+    ))
+}
+
+/// The runs of [`alternate`], per configuration (in the order of `configs`), in round order.
+pub fn alternate_runs(
+    tools: &Tools,
+    program: &Program,
+    configs: &[Config],
+    rounds: usize,
+    label: &str,
+) -> Result<Vec<Vec<Run>>> {
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); configs.len()];
     let mut checksum: Option<(Config, String)> = None;
     for round in 0..rounds {
         for (i, config) in rotated(configs, round) {
@@ -493,38 +530,52 @@ pub fn alternate_cpu(
                 None => checksum = Some((config, run.checksum.clone())),
             }
             println!(
-                "bench: {label} round {}/{rounds} {:<10} {:<16} work {:>8.1} ms",
+                "bench: {label} round {}/{rounds} {:<10} {:<21} work {:>8.1} ms  cpu {:>8.1} \
+                 ms{}",
                 round + 1,
                 program.name,
                 config.name(),
-                run.work_ms
+                run.work_ms,
+                run.cpu_ms.unwrap_or(f64::NAN),
+                run.contended_waits
+                    .map_or(String::new(), |n| format!("  ({n} contended waits)"))
             );
-            work[i].push(run.work_ms);
-            wall[i].push(run.wall_ms);
-            cpu[i].push(run.cpu_ms.unwrap_or(0.0));
+            runs[i].push(run);
         }
     }
-    Ok((work, wall, cpu))
+    Ok(runs)
 }
 
-/// The CPU the agent used itself during a run (ms), from its trace's counters: its signal
-/// handlers' time on the program's threads and its sampler thread's.
-fn profiler_cpu(trace: &Path) -> Result<f64> {
+/// What the bench reads in a clrprof trace.
+struct TraceCounts {
+    /// The CPU the agent used itself during the run (ms), from its trace's counters: its
+    /// signal handlers' time on the program's threads and its sampler thread's.
+    profiler_cpu_ms: f64,
+    /// Contended lock acquisitions recorded.
+    contended_waits: u64,
+}
+
+fn trace_counts(trace: &Path) -> Result<TraceCounts> {
     let file = std::fs::File::open(trace)
         .with_context(|| format!("cannot open the trace {}", trace.display()))?;
     let reader = Reader::new(BufReader::new(file))
         .with_context(|| format!("cannot read the trace {}", trace.display()))?;
-    let (mut handlers, mut sampler) = (0u64, 0u64);
+    let (mut handlers, mut sampler, mut contended_waits) = (0u64, 0u64, 0u64);
     for record in reader {
-        if let Record::Counter(c) = record? {
-            match c.name.as_str() {
+        match record? {
+            Record::Counter(c) => match c.name.as_str() {
                 "handler_cpu_ns" => handlers = c.value,
                 "sampler_cpu_ns" => sampler = c.value,
                 _ => {}
-            }
+            },
+            Record::Contention(_) => contended_waits += 1,
+            _ => {}
         }
     }
-    Ok((handlers + sampler) as f64 / 1e6)
+    Ok(TraceCounts {
+        profiler_cpu_ms: (handlers + sampler) as f64 / 1e6,
+        contended_waits,
+    })
 }
 
 /// The sample count from clrprof's closing line (`... N events, M samples, ...`).

@@ -1,6 +1,9 @@
-//! The benchmark programs (`bench/programs/`), in report order, and what each stands for.
+//! The benchmark programs of the main matrix (`bench/programs/`), in report order, and what
+//! each stands for (the feature benchmarks' workloads are in [`super::features`]).
 
 use anyhow::{Result, bail};
+
+use super::features::FEATURES;
 
 /// One workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +65,19 @@ pub fn select(names: &[String]) -> Result<Vec<Workload>> {
             .find(|w| w.name.eq_ignore_ascii_case(name.trim()))
         else {
             let all: Vec<&str> = WORKLOADS.iter().map(|w| w.name).collect();
+            if let Some(f) = FEATURES
+                .iter()
+                .find(|f| f.workload.eq_ignore_ascii_case(name.trim()))
+            {
+                bail!(
+                    "`{}` is the workload of the {} benchmark (`cargo xtask bench {}`), not of \
+                     the main matrix; choose from {}",
+                    f.workload,
+                    f.name,
+                    f.flag,
+                    all.join(", ")
+                );
+            }
             bail!("unknown workload `{name}`; choose from {}", all.join(", "));
         };
         if !chosen.contains(w) {
@@ -85,6 +101,7 @@ mod tests {
             .collect();
         assert_eq!(names, vec!["Fib", "Threads"]);
         assert!(select(&["nope".into()]).is_err());
+        assert!(select(&["async".into()]).is_err());
         assert_eq!(select(&[]).unwrap().len(), WORKLOADS.len());
     }
 }
