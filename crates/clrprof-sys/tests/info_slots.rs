@@ -61,6 +61,8 @@ fn metadata_import_matches_listing() {
 fn metadata_emit_prefix_matches_listing() {
     common::check_listing::<IMetaDataEmitVtbl>(EMIT_LISTING);
     common::assert_slot::<IMetaDataEmitVtbl>("GetTokenFromSig", 23);
+    common::assert_slot::<IMetaDataEmitVtbl>("GetTokenFromTypeSpec", 26);
+    common::assert_slot::<IMetaDataEmitVtbl>("DefineField", 39);
 }
 
 /// Slots measured with hand-made vtables against CoreCLR 3.1.23 on Linux x86_64.
