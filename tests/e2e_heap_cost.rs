@@ -271,8 +271,18 @@ fn every_nth_collection_walks_the_heap_only_for_its_snapshots() {
         LIVE
     );
     // The walk was turned on once per snapshot, and no other collection walked the heap
-    // (at most one that started in the instant the walk was being turned on).
-    assert_eq!(counter(&json, "heap_walk_enables"), gcs.len() as u64);
+    // (at most one that started in the instant the walk was being turned on). After the
+    // collection before a 25th, the walk is turned on for the next one: when that was the
+    // program's last collection, no snapshot follows (the program ended first), and the walk
+    // is turned on once more than there are snapshots if the agent got to it before the end.
+    let enables = counter(&json, "heap_walk_enables");
+    let snapshots_taken = gcs.len() as u64;
+    let due_at_exit = collections % 25 == 24;
+    assert!(
+        enables == snapshots_taken || (due_at_exit && enables == snapshots_taken + 1),
+        "the walk was turned on {enables} times for {snapshots_taken} snapshots, \
+         {collections} collections"
+    );
     assert!(
         counter(&json, "heap_walks_unused") <= 1,
         "{:#}",

@@ -6,7 +6,7 @@
 //! fast paths (which may touch only a few registers) nor a signal handler can afford that. So
 //! the slots are declared in assembly in `.tbss` and read with an `@GOTTPOFF` load: the
 //! initial-exec model, one load from the GOT and one `fs:`-relative load, never a call. The
-//! dynamic linker reserves the 16 bytes for every thread when the agent is loaded (glibc keeps
+//! dynamic linker reserves the 24 bytes for every thread when the agent is loaded (glibc keeps
 //! about 1.6 KiB of static TLS for libraries loaded later; CoreCLR itself uses none of it on
 //! x86-64).
 
@@ -14,124 +14,81 @@
 mod imp {
     use core::arch::{asm, global_asm};
 
-    global_asm!(
-        ".section .tbss,\"awT\",@nobits",
-        ".p2align 3",
-        ".globl clrprof_tls_thread_state",
-        ".hidden clrprof_tls_thread_state",
-        ".type clrprof_tls_thread_state,@object",
-        ".size clrprof_tls_thread_state, 8",
-        "clrprof_tls_thread_state:",
-        ".zero 8",
-        ".globl clrprof_tls_thread_slot",
-        ".hidden clrprof_tls_thread_slot",
-        ".type clrprof_tls_thread_slot,@object",
-        ".size clrprof_tls_thread_slot, 8",
-        "clrprof_tls_thread_slot:",
-        ".zero 8",
-        ".globl clrprof_tls_async",
-        ".hidden clrprof_tls_async",
-        ".type clrprof_tls_async,@object",
-        ".size clrprof_tls_async, 8",
-        "clrprof_tls_async:",
-        ".zero 8",
-        ".text",
+    /// One 8-byte slot: its `.tbss` symbol, and a getter and a setter that read and write it
+    /// with an `@GOTTPOFF` load.
+    macro_rules! tls_slot {
+        ($symbol:literal, $(#[$get_doc:meta])* $get:ident, $(#[$set_doc:meta])* $set:ident, $ty:ty) => {
+            global_asm!(
+                ".section .tbss,\"awT\",@nobits",
+                ".p2align 3",
+                concat!(".globl ", $symbol),
+                concat!(".hidden ", $symbol),
+                concat!(".type ", $symbol, ",@object"),
+                concat!(".size ", $symbol, ", 8"),
+                concat!($symbol, ":"),
+                ".zero 8",
+                ".text",
+            );
+
+            $(#[$get_doc])*
+            #[inline(always)]
+            pub fn $get() -> $ty {
+                let value: $ty;
+                // SAFETY: reads this thread's 8-byte slot in the static TLS block; touches no
+                // memory but the GOT entry and the slot.
+                unsafe {
+                    asm!(
+                        concat!("mov {v}, qword ptr [rip + ", $symbol, "@GOTTPOFF]"),
+                        "mov {v}, qword ptr fs:[{v}]",
+                        v = out(reg) value,
+                        options(nostack, readonly, preserves_flags),
+                    )
+                };
+                value
+            }
+
+            $(#[$set_doc])*
+            #[inline(always)]
+            pub fn $set(value: $ty) {
+                // SAFETY: writes this thread's own 8-byte slot in the static TLS block.
+                unsafe {
+                    asm!(
+                        concat!("mov {t}, qword ptr [rip + ", $symbol, "@GOTTPOFF]"),
+                        "mov qword ptr fs:[{t}], {v}",
+                        t = out(reg) _,
+                        v = in(reg) value,
+                        options(nostack, preserves_flags),
+                    )
+                };
+            }
+        };
+    }
+
+    tls_slot!(
+        "clrprof_tls_thread_state",
+        /// The calling thread's trace-mode state pointer (null until its first hooked call).
+        thread_state,
+        /// Sets the calling thread's trace-mode state pointer.
+        set_thread_state,
+        usize
     );
-
-    /// The calling thread's trace-mode state pointer (null until its first hooked call).
-    #[inline(always)]
-    pub fn thread_state() -> usize {
-        let value: usize;
-        // SAFETY: reads this thread's 8-byte slot in the static TLS block; touches no memory
-        // but the GOT entry and the slot.
-        unsafe {
-            asm!(
-                "mov {v}, qword ptr [rip + clrprof_tls_thread_state@GOTTPOFF]",
-                "mov {v}, qword ptr fs:[{v}]",
-                v = out(reg) value,
-                options(nostack, readonly, preserves_flags),
-            )
-        };
-        value
-    }
-
-    /// Sets the calling thread's trace-mode state pointer.
-    #[inline(always)]
-    pub fn set_thread_state(value: usize) {
-        // SAFETY: writes this thread's own 8-byte slot in the static TLS block.
-        unsafe {
-            asm!(
-                "mov {t}, qword ptr [rip + clrprof_tls_thread_state@GOTTPOFF]",
-                "mov qword ptr fs:[{t}], {v}",
-                t = out(reg) _,
-                v = in(reg) value,
-                options(nostack, preserves_flags),
-            )
-        };
-    }
-
-    /// The calling thread's registry slot pointer (null until registered).
-    #[inline(always)]
-    pub fn thread_slot() -> usize {
-        let value: usize;
-        // SAFETY: as for `thread_state`.
-        unsafe {
-            asm!(
-                "mov {v}, qword ptr [rip + clrprof_tls_thread_slot@GOTTPOFF]",
-                "mov {v}, qword ptr fs:[{v}]",
-                v = out(reg) value,
-                options(nostack, readonly, preserves_flags),
-            )
-        };
-        value
-    }
-
-    /// Sets the calling thread's registry slot pointer.
-    #[inline(always)]
-    pub fn set_thread_slot(value: usize) {
-        // SAFETY: as for `set_thread_state`.
-        unsafe {
-            asm!(
-                "mov {t}, qword ptr [rip + clrprof_tls_thread_slot@GOTTPOFF]",
-                "mov qword ptr fs:[{t}], {v}",
-                t = out(reg) _,
-                v = in(reg) value,
-                options(nostack, preserves_flags),
-            )
-        };
-    }
-
-    /// The calling thread's async state (see `async_chains`: the chain running and the chain
-    /// resumed, 32 bits each).
-    #[inline(always)]
-    pub fn async_state() -> u64 {
-        let value: u64;
-        // SAFETY: as for `thread_state`.
-        unsafe {
-            asm!(
-                "mov {v}, qword ptr [rip + clrprof_tls_async@GOTTPOFF]",
-                "mov {v}, qword ptr fs:[{v}]",
-                v = out(reg) value,
-                options(nostack, readonly, preserves_flags),
-            )
-        };
-        value
-    }
-
-    /// Sets the calling thread's async state.
-    #[inline(always)]
-    pub fn set_async_state(value: u64) {
-        // SAFETY: as for `set_thread_state`.
-        unsafe {
-            asm!(
-                "mov {t}, qword ptr [rip + clrprof_tls_async@GOTTPOFF]",
-                "mov qword ptr fs:[{t}], {v}",
-                t = out(reg) _,
-                v = in(reg) value,
-                options(nostack, preserves_flags),
-            )
-        };
-    }
+    tls_slot!(
+        "clrprof_tls_thread_slot",
+        /// The calling thread's registry slot pointer (null until registered).
+        thread_slot,
+        /// Sets the calling thread's registry slot pointer.
+        set_thread_slot,
+        usize
+    );
+    tls_slot!(
+        "clrprof_tls_async",
+        /// The calling thread's async state (see `recorder::chains`: the chain running and the
+        /// chain resumed, 32 bits each).
+        async_state,
+        /// Sets the calling thread's async state.
+        set_async_state,
+        u64
+    );
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]

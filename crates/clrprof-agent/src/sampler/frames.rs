@@ -88,10 +88,13 @@ pub struct StackBuilder {
     modules_checked_ns: u64,
     /// When an unknown address last made the memory map be re-read.
     anonymous_refreshed_ns: u64,
-    /// Addresses found in a library's data where a return address was expected.
+    /// Addresses found where a return address was expected that hold no code (a library's
+    /// data, a stack, the heap).
     library_data: FxHashSet<usize>,
     /// Scratch: a sample's async callers.
     callers: Vec<usize>,
+    /// The stack of the thread whose capture is being resolved, `[lo, hi)`.
+    stack: (usize, usize),
 }
 
 impl StackBuilder {
@@ -115,6 +118,7 @@ impl StackBuilder {
             anonymous_refreshed_ns: 0,
             library_data: FxHashSet::default(),
             callers: Vec::with_capacity(crate::async_chains::MAX_CALLERS),
+            stack: (0, 0),
         };
         builder.refresh_modules(sys::monotonic_ns());
         builder
@@ -202,6 +206,7 @@ impl StackBuilder {
             stack_hi = hi;
             unknown = capture.depth <= 1;
         }
+        self.stack = (slot.stack_lo.load(Ordering::Relaxed), stack_hi);
         let depth = (capture.depth as usize).min(MAX_FRAMES);
         let chain = Chain {
             frames: &capture.frames[..depth],
@@ -260,7 +265,7 @@ impl StackBuilder {
     ) -> u32 {
         self.path.clear();
         for (k, &ip) in ips.iter().enumerate() {
-            if k > 0 && self.in_library_data(ip) {
+            if k > 0 && self.not_code(ip) {
                 // Not a return address: the walk took a word that was no frame's for one.
                 // What it found beyond is not the thread's stack either.
                 cut = Some(StackCut::BadFramePointer);
@@ -363,8 +368,8 @@ impl StackBuilder {
     }
 
     /// Whether `ip` is better named later: its module is still being read, or it lies in a
-    /// library loaded since the memory map was last read (which is re-read for it now and
-    /// then: see [`Unwinder::refresh_modules_for`]).
+    /// library loaded, or code the runtime made, since the memory map was last read (which is
+    /// re-read for it now and then: see [`Unwinder::refresh_modules_for`]).
     fn must_wait_to_name(&mut self, ip: usize) -> bool {
         self.unwinder.refresh_modules_for(ip);
         if self.unwinder.modules().generation() != self.read_generation {
@@ -374,7 +379,9 @@ impl StackBuilder {
         if modules.contains_code(ip) {
             !modules.names_ready(ip)
         } else {
-            sys::native_symbol(ip).is_some_and(|s| !s.library.is_empty())
+            // In a library the map does not show yet, or in no file: code the runtime made
+            // since the map was read (a stub, a helper), named once the map shows it.
+            sys::native_symbol(ip).is_none_or(|s| !s.library.is_empty())
         }
     }
 
@@ -383,6 +390,11 @@ impl StackBuilder {
     /// map to show it, or (`wait`) all of them, reading what is left.
     pub fn name_unnamed(&mut self, wait: bool) {
         let now = sys::monotonic_ns();
+        if wait && !self.unnamed.is_empty() {
+            // The last look: with the memory map as it is now.
+            self.anonymous_refreshed_ns = now;
+            self.unwinder.refresh_modules();
+        }
         let mut i = 0;
         while i < self.unnamed.len() {
             let (id, ip, since) = self.unnamed[i];
@@ -490,6 +502,44 @@ impl StackBuilder {
             })
     }
 
+    /// Whether `ip`, found by the unwinder as a return address, cannot be one: it is no user
+    /// space address (a word of other data: `0xf6fad761d26e75ff` was seen), it lies in the
+    /// thread's own stack (a saved frame pointer or a local), in a library's data
+    /// ([`Self::in_library_data`]), or in memory that holds no code (the heap, nothing mapped):
+    /// what the memory map says of it now. Code the map did not show yet (what the runtime
+    /// made since it was read) makes it be read again, at most every [`ANONYMOUS_REFRESH_NS`].
+    fn not_code(&mut self, ip: usize) -> bool {
+        const USER_SPACE_END: usize = 1 << 47;
+        if !(0x1000..USER_SPACE_END).contains(&ip) {
+            return true;
+        }
+        let (lo, hi) = self.stack;
+        if lo <= ip && ip < hi {
+            return true;
+        }
+        if self.in_library_data(ip) {
+            return true;
+        }
+        if self.unwinder.modules().contains_code(ip) || self.ips.contains_key(&ip.saturating_sub(1))
+        {
+            return false;
+        }
+        if self.library_data.contains(&ip) {
+            return true;
+        }
+        let data = !mapping_of(ip).is_some_and(|m| m.executable);
+        if data {
+            self.library_data.insert(ip);
+        } else {
+            let now = sys::monotonic_ns();
+            if now.saturating_sub(self.anonymous_refreshed_ns) >= ANONYMOUS_REFRESH_NS {
+                self.anonymous_refreshed_ns = now;
+                self.unwinder.refresh_modules();
+            }
+        }
+        data
+    }
+
     /// Whether `ip`, found by the unwinder as a return address, lies in a library's data (its
     /// read-only or writable segments) rather than in any code: no call returns there. The
     /// memory map is re-read first (at most every [`ANONYMOUS_REFRESH_NS`]) in case the
@@ -572,16 +622,33 @@ impl StackBuilder {
     }
 }
 
-/// The `[start, end)` of the mapping of this process that holds `addr` (`/proc/self/maps`).
-pub fn mapping_containing(addr: usize) -> Option<(usize, usize)> {
+/// A mapping of this process (a line of `/proc/self/maps`).
+struct Mapping {
+    start: usize,
+    end: usize,
+    executable: bool,
+}
+
+/// The mapping of this process that holds `addr`.
+fn mapping_of(addr: usize) -> Option<Mapping> {
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     maps.lines().find_map(|line| {
-        let range = line.split_whitespace().next()?;
-        let (start, end) = range.split_once('-')?;
+        let mut fields = line.split_whitespace();
+        let (start, end) = fields.next()?.split_once('-')?;
         let start = usize::from_str_radix(start, 16).ok()?;
         let end = usize::from_str_radix(end, 16).ok()?;
-        (start <= addr && addr < end).then_some((start, end))
+        let executable = fields.next()?.contains('x');
+        (start <= addr && addr < end).then_some(Mapping {
+            start,
+            end,
+            executable,
+        })
     })
+}
+
+/// The `[start, end)` of the mapping of this process that holds `addr` (`/proc/self/maps`).
+pub fn mapping_containing(addr: usize) -> Option<(usize, usize)> {
+    mapping_of(addr).map(|m| (m.start, m.end))
 }
 
 #[cfg(test)]
@@ -595,5 +662,8 @@ mod tests {
         let (lo, hi) = mapping_containing(addr).expect("the stack is mapped");
         assert!(lo <= addr && addr < hi);
         assert!(mapping_containing(0).is_none());
+        assert!(!mapping_of(addr).unwrap().executable);
+        let code = finds_the_mapping_of_a_stack_address as fn() as *const () as usize;
+        assert!(mapping_of(code).unwrap().executable);
     }
 }

@@ -23,37 +23,30 @@ impl MetaDataEmit {
     /// variable signature, e.g. from [`crate::il::append_local`], or a method signature for
     /// `calli`), added to the module's metadata if it is not there yet.
     pub fn get_token_from_sig(&self, signature: &[u8]) -> Result<Token> {
-        const M: &str = "IMetaDataEmit::GetTokenFromSig";
-        let len = sig_len(M, signature)?;
-        let mut token: sys::mdSignature = 0;
-        // SAFETY: `ptr` is a live IMetaDataEmit; the signature is `len` readable bytes and
-        // `token` a valid out-param, for the duration of the call.
-        check(M, unsafe {
-            (self.ptr.vtbl().GetTokenFromSig)(
-                self.ptr.as_raw(),
-                signature.as_ptr(),
-                len,
-                &mut token,
-            )
-        })?;
-        Ok(Token(token))
+        let call = self.ptr.vtbl().GetTokenFromSig;
+        self.signature_token("IMetaDataEmit::GetTokenFromSig", call, signature)
     }
 
     /// `IMetaDataEmit::GetTokenFromTypeSpec`: the TypeSpec token of `signature` (a type
     /// signature, e.g. a generic instantiation), added to the module's metadata if needed.
     pub fn get_token_from_type_spec(&self, signature: &[u8]) -> Result<Token> {
-        const M: &str = "IMetaDataEmit::GetTokenFromTypeSpec";
-        let len = sig_len(M, signature)?;
-        let mut token: sys::mdTypeSpec = 0;
-        // SAFETY: `ptr` is a live IMetaDataEmit; the signature is `len` readable bytes and
-        // `token` a valid out-param, for the duration of the call.
-        check(M, unsafe {
-            (self.ptr.vtbl().GetTokenFromTypeSpec)(
-                self.ptr.as_raw(),
-                signature.as_ptr(),
-                len,
-                &mut token,
-            )
+        let call = self.ptr.vtbl().GetTokenFromTypeSpec;
+        self.signature_token("IMetaDataEmit::GetTokenFromTypeSpec", call, signature)
+    }
+
+    /// The token `call` (`GetTokenFromSig` or `GetTokenFromTypeSpec`) gives for `signature`.
+    fn signature_token(
+        &self,
+        context: &'static str,
+        call: SignatureToken,
+        signature: &[u8],
+    ) -> Result<Token> {
+        let len = sig_len(context, signature)?;
+        let mut token: sys::mdToken = 0;
+        // SAFETY: `call` is a method of the live IMetaDataEmit `ptr`; the signature is `len`
+        // readable bytes and `token` a valid out-param, for the duration of the call.
+        check(context, unsafe {
+            call(self.ptr.as_raw(), signature.as_ptr(), len, &mut token)
         })?;
         Ok(Token(token))
     }
@@ -120,6 +113,14 @@ impl MetaDataEmit {
         self.ptr.as_raw()
     }
 }
+
+/// `IMetaDataEmit::GetTokenFromSig` and `GetTokenFromTypeSpec`: a signature to its token.
+type SignatureToken = unsafe extern "system" fn(
+    *mut c_void,
+    sys::PCCOR_SIGNATURE,
+    sys::ULONG,
+    *mut sys::mdToken,
+) -> sys::HRESULT;
 
 /// A signature's length as the metadata API takes it.
 fn sig_len(context: &'static str, signature: &[u8]) -> Result<u32> {
