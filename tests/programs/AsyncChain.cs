@@ -10,6 +10,9 @@
 // - With the argument `sync`, `Inner` does its work before awaiting anything: `Work` then runs
 //   on the main thread, within the three methods' first runs, where the physical stack is
 //   already `Main → Outer → Middle → Inner → Work` (no `[await]`).
+// - With the argument `class`, `Middle` awaits `InnerByHand` instead: the same work after the
+//   same delay, in a state machine written by hand as a class (`AsyncChain.InnerMachine`, as
+//   C# compilers generate them in debug builds) rather than a struct.
 // - stdout is the same on every run: `total N`.
 using System;
 using System.Runtime.CompilerServices;
@@ -17,13 +20,54 @@ using System.Threading.Tasks;
 
 namespace AsyncChain
 {
+    sealed class InnerMachine : IAsyncStateMachine
+    {
+        public AsyncTaskMethodBuilder<long> Builder;
+        public int State;
+        public int Seed;
+        TaskAwaiter awaiter;
+
+        public void MoveNext()
+        {
+            try
+            {
+                if (State == 0)
+                {
+                    awaiter = Task.Delay(5).GetAwaiter();
+                    if (!awaiter.IsCompleted)
+                    {
+                        State = 1;
+                        InnerMachine self = this;
+                        Builder.AwaitUnsafeOnCompleted(ref awaiter, ref self);
+                        return;
+                    }
+                }
+                awaiter.GetResult();
+            }
+            catch (Exception e)
+            {
+                State = -2;
+                Builder.SetException(e);
+                return;
+            }
+            State = -2;
+            Builder.SetResult(Program.Work(Seed));
+        }
+
+        public void SetStateMachine(IAsyncStateMachine machine)
+        {
+        }
+    }
+
     static class Program
     {
         static bool sync;
+        static bool byHand;
 
         static int Main(string[] args)
         {
             sync = args.Length > 0 && args[0] == "sync";
+            byHand = args.Length > 0 && args[0] == "class";
             long total = 0;
             for (int i = 0; i < 20; i++)
             {
@@ -41,7 +85,7 @@ namespace AsyncChain
 
         static async Task<long> Middle<T>(T tag, int i)
         {
-            long r = await Inner(i);
+            long r = byHand ? await InnerByHand(i) : await Inner(i);
             return r * 2 + tag.ToString().Length;
         }
 
@@ -57,8 +101,17 @@ namespace AsyncChain
             return Work(i);
         }
 
+        static Task<long> InnerByHand(int i)
+        {
+            InnerMachine machine = new InnerMachine();
+            machine.Builder = AsyncTaskMethodBuilder<long>.Create();
+            machine.Seed = i;
+            machine.Builder.Start(ref machine);
+            return machine.Builder.Task;
+        }
+
         [MethodImpl(MethodImplOptions.NoInlining)]
-        static long Work(int seed)
+        internal static long Work(int seed)
         {
             ulong h = (ulong)seed + 1469598103934665603UL;
             for (int k = 0; k < 6000000; k++)
