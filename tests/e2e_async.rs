@@ -85,6 +85,8 @@ fn continuations_carry_the_chain_of_the_async_methods_that_await_them() {
     assert_eq!(counter(&rec, "async_methods"), 3);
     assert_eq!(counter(&rec, "async_failed"), 0);
     assert_eq!(counter(&rec, "async_chains_dropped"), 0);
+    // The program has no precompiled code to refuse.
+    assert_eq!(counter(&rec, "async_precompiled_refused"), 0);
 
     let logical = folded(&rec, &[]);
     let (all, chained) = work_cpu(&logical, full_chain);

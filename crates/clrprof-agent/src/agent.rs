@@ -256,6 +256,7 @@ impl Session {
         if let Err(e) = mask_ok {
             self.message(2, format!("the runtime refused the event mask: {e}"));
         }
+        crate::event_mask::configured(low, high, toggles);
         crate::heap::configured(self, low, high, toggles);
 
         if self.config.mode == Mode::Trace {

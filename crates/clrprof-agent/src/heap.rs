@@ -409,20 +409,24 @@ pub fn counters() -> impl Iterator<Item = (&'static str, u64)> {
 /// Turns the runtime's heap walk on (with suspension callbacks, for the pause) or off.
 /// Returns false if the runtime refused.
 fn set_walk(s: &Session, on: bool) -> bool {
-    let Some(&(low, high)) = BASE_MASK.get() else {
+    let Some(&(base, _)) = BASE_MASK.get() else {
         return false;
     };
-    let low = if on {
-        low | EventMask::MONITOR_GC | EventMask::MONITOR_SUSPENDS
-    } else {
-        low
+    let walk = EventMask::MONITOR_GC | EventMask::MONITOR_SUSPENDS;
+    // Off: the suspension callbacks stay only if the session needs them without the walk.
+    let mask = |low: EventMask, high| {
+        if on {
+            (low | walk, high)
+        } else {
+            ((low - walk) | (base & EventMask::MONITOR_SUSPENDS), high)
+        }
     };
     if on {
         // Announced before the flag is set: a collection that starts in between is chosen
         // only once the runtime walks it.
         let mut last = Ok(());
         for _ in 0..50 {
-            last = s.info.set_event_mask2(low, high);
+            last = crate::event_mask::change(&s.info, mask);
             if last.is_ok() {
                 break;
             }
@@ -447,7 +451,7 @@ fn set_walk(s: &Session, on: bool) -> bool {
         {
             return false;
         }
-        if let Err(e) = s.info.set_event_mask2(low, high) {
+        if let Err(e) = crate::event_mask::change(&s.info, mask) {
             // Still on: say so once, and keep it on for good.
             STATE.walk.store(WALK_ON, Ordering::Release);
             STATE.walk_always.store(true, Ordering::Release);

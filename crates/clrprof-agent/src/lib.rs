@@ -31,6 +31,7 @@ pub mod count;
 pub mod coverage;
 pub mod defs;
 pub mod detach;
+pub mod event_mask;
 pub mod exceptions;
 pub mod gc;
 pub mod heap;

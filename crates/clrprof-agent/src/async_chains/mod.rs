@@ -31,7 +31,7 @@
 mod probes;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use clrprof_sdk::flags::EventMask;
@@ -71,6 +71,8 @@ pub fn start(config: &Config, attached: bool) {
         table,
         fields: Mutex::new(HashMap::new()),
         modules: Mutex::new(HashSet::new()),
+        any_module: AtomicBool::new(false),
+        monitored: Mutex::new(EventMask::empty()),
         methods: Methods::default(),
         functions: Mutex::new(Vec::new()),
         by_function: Mutex::new(HashMap::new()),
@@ -118,6 +120,10 @@ pub struct AsyncChains {
     fields: Mutex<HashMap<(ModuleId, Token), Token>>,
     /// Modules with state machine types that got the field.
     modules: Mutex<HashSet<ModuleId>>,
+    /// Whether `modules` holds any: until then the JIT callbacks return at once.
+    any_module: AtomicBool,
+    /// The callbacks turned on for the modules loaded so far.
+    monitored: Mutex<EventMask>,
     /// `MoveNext` methods seen at JIT time, with their async method index.
     methods: Methods<u32>,
     /// The first `FunctionID` of each async method (index - 1).
@@ -130,11 +136,13 @@ pub struct AsyncChains {
 }
 
 impl AsyncChains {
-    /// The callbacks async chains need.
+    /// The callbacks async chains need from the start: module loads. The JIT's callbacks
+    /// (every compilation and inlining decision) and the searches for precompiled code (one
+    /// per precompiled method the program calls, the framework's included), which cost
+    /// startup time even when the agent answers them at once, are turned on only when a
+    /// module that needs them loads ([`Self::module_loaded`]).
     pub fn event_mask(&self) -> EventMask {
         EventMask::MONITOR_MODULE_LOADS
-            | EventMask::MONITOR_JIT_COMPILATION
-            | EventMask::MONITOR_CACHE_SEARCHES
     }
 
     /// `ModuleLoadFinished`: gives every state machine type of a program module the chain
@@ -167,6 +175,21 @@ impl AsyncChains {
         if machines.is_empty() {
             return Ok(());
         }
+        // The JIT's callbacks, to add the probes to `MoveNext`; and for a precompiled module,
+        // whose code knows the types' old layout, the searches for precompiled code, to refuse
+        // it method by method.
+        let path = info.get_module_info(module)?.name;
+        let mut needed = EventMask::MONITOR_JIT_COMPILATION;
+        if precompiled(std::path::Path::new(&path)) {
+            needed |= EventMask::MONITOR_CACHE_SEARCHES;
+        }
+        let mut monitored = lock(&self.monitored);
+        if !monitored.contains(needed) {
+            crate::event_mask::change(info, |low, high| (low | needed, high))
+                .map_err(|e| invalid(&format!("the runtime's callbacks it needs: {e}")))?;
+            *monitored |= needed;
+        }
+        drop(monitored);
         let emit = info
             .get_module_metadata_emit(module)?
             .ok_or_else(|| invalid("no metadata writer"))?;
@@ -177,6 +200,7 @@ impl AsyncChains {
         };
         lock(&self.module_tokens).insert(module, tokens);
         lock(&self.modules).insert(module);
+        self.any_module.store(true, Ordering::Release);
         for td in machines {
             match field_for(&import, &emit, td) {
                 Ok(field) => {
@@ -198,6 +222,9 @@ impl AsyncChains {
     /// `JITCachedFunctionSearchStarted`: whether `function` may use its precompiled code: not
     /// in a module whose types got the field.
     pub fn may_use_precompiled(&self, info: &ProfilerInfo, function: FunctionId) -> bool {
+        if !self.any_module.load(Ordering::Acquire) {
+            return true;
+        }
         let Ok(fi) = info.get_function_info(function) else {
             return true;
         };
@@ -214,6 +241,9 @@ impl AsyncChains {
     /// method: its instantiations share the body), and notes which async method `function`
     /// is.
     pub fn compilation_started(&self, session: &Session, function: FunctionId) {
+        if !self.any_module.load(Ordering::Acquire) {
+            return;
+        }
         let info = &session.info;
         let Ok(fi) = info.get_function_info(function) else {
             return;
@@ -339,6 +369,35 @@ impl AsyncChains {
             ("async_samples_unmatched", load(&s.samples_unmatched)),
         ]
     }
+}
+
+/// Whether the assembly file at `path` holds precompiled (ReadyToRun) code: its CLI header
+/// names a managed native header. A file that cannot be read is taken to.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn precompiled(path: &std::path::Path) -> bool {
+    use object::LittleEndian as LE;
+    use object::pe::{IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR, ImageCor20Header};
+    use object::read::pe::{ImageNtHeaders, PeFile};
+
+    fn native_header<H: ImageNtHeaders>(bytes: &[u8]) -> Option<bool> {
+        let file = PeFile::<H>::parse(bytes).ok()?;
+        let dir = file.data_directory(IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR)?;
+        let data = dir.data(bytes, &file.section_table()).ok()?;
+        let (header, _) = object::pod::from_bytes::<ImageCor20Header>(data).ok()?;
+        Some(header.managed_native_header.virtual_address.get(LE) != 0)
+    }
+    let Ok(bytes) = std::fs::read(path) else {
+        return true;
+    };
+    native_header::<object::pe::ImageNtHeaders32>(&bytes)
+        .or_else(|| native_header::<object::pe::ImageNtHeaders64>(&bytes))
+        .unwrap_or(true)
+}
+
+/// Elsewhere (no sampling, so no async chains in practice): taken to.
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn precompiled(_path: &std::path::Path) -> bool {
+    true
 }
 
 /// Whether the TypeDef `td` implements `IAsyncStateMachine`.
