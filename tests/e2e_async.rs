@@ -132,6 +132,27 @@ fn a_state_machine_that_is_a_class_carries_the_chain_too() {
 }
 
 #[test]
+fn a_second_copy_of_the_assembly_in_another_load_context_carries_the_chain_too() {
+    let program = compile("AsyncChain");
+    let rec = recorded(&program, &["twice"], &[]);
+    let out = rec.output.stdout_str();
+    let totals: Vec<&str> = out.lines().map(|l| l.rsplit(' ').next().unwrap()).collect();
+    assert_eq!(totals.len(), 2, "{out}");
+    assert_eq!(totals[0], totals[1], "{out}");
+    // Each of the two modules: its four state machines, the three that run with probes.
+    assert_eq!(counter(&rec, "async_types"), 8);
+    assert_eq!(counter(&rec, "async_methods"), 6);
+    assert_eq!(counter(&rec, "async_failed"), 0);
+    let logical = folded(&rec, &[]);
+    let (all, chained) = work_cpu(&logical, full_chain);
+    assert!(all > 0, "no samples of Work");
+    assert!(
+        chained * 10 >= all * 9,
+        "{chained} of {all} ns of Work's CPU carry the whole chain\n{logical:#?}"
+    );
+}
+
+#[test]
 fn work_before_the_first_await_keeps_its_physical_stack() {
     let program = compile("AsyncChain");
     let rec = recorded(&program, &["sync"], &[]);

@@ -13,9 +13,15 @@
 // - With the argument `class`, `Middle` awaits `InnerByHand` instead: the same work after the
 //   same delay, in a state machine written by hand as a class (`AsyncChain.InnerMachine`, as
 //   C# compilers generate them in debug builds) rather than a struct.
-// - stdout is the same on every run: `total N`.
+// - With the argument `twice`, the rounds run once here and once more in a second copy of this
+//   assembly, loaded from the same file into a second load context (`second`): two modules
+//   of one file, each with its own state machines.
+// - stdout is the same on every run: `total N` (and with `twice`, `second total N`).
+// @reference System.Runtime.Loader
 using System;
+using System.Reflection;
 using System.Runtime.CompilerServices;
+using System.Runtime.Loader;
 using System.Threading.Tasks;
 
 namespace AsyncChain
@@ -68,13 +74,26 @@ namespace AsyncChain
         {
             sync = args.Length > 0 && args[0] == "sync";
             byHand = args.Length > 0 && args[0] == "class";
+            Console.WriteLine("total " + Rounds());
+            if (args.Length > 0 && args[0] == "twice")
+            {
+                AssemblyLoadContext second = new AssemblyLoadContext("second");
+                Assembly copy = second.LoadFromAssemblyPath(typeof(Program).Assembly.Location);
+                MethodInfo rounds = copy.GetType("AsyncChain.Program")
+                    .GetMethod("Rounds", BindingFlags.NonPublic | BindingFlags.Static);
+                Console.WriteLine("second total " + (long)rounds.Invoke(null, null));
+            }
+            return 0;
+        }
+
+        static long Rounds()
+        {
             long total = 0;
             for (int i = 0; i < 20; i++)
             {
                 total += Outer(i).Result;
             }
-            Console.WriteLine("total " + total);
-            return 0;
+            return total;
         }
 
         static async Task<long> Outer(int i)

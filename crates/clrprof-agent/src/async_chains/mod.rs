@@ -422,9 +422,19 @@ fn type_name(import: &MetaDataImport, t: Token) -> Option<String> {
     }
 }
 
-/// Adds the chain field to `td`; the token its own methods' IL names it by.
+/// Adds the chain field to `td`, unless its metadata has it already (a module whose metadata
+/// the runtime shares with an earlier load of the same file would); the token its own
+/// methods' IL names it by.
 fn field_for(import: &MetaDataImport, emit: &MetaDataEmit, td: Token) -> Result<Token> {
-    let field = emit.define_field(td, CHAIN_FIELD, FIELD_PRIVATE, &CHAIN_FIELD_SIG)?;
+    let existing = import.enum_fields(td)?.into_iter().find(|&f| {
+        import
+            .get_field_props(f)
+            .is_ok_and(|p| p.name == CHAIN_FIELD)
+    });
+    let field = match existing {
+        Some(f) => f,
+        None => emit.define_field(td, CHAIN_FIELD, FIELD_PRIVATE, &CHAIN_FIELD_SIG)?,
+    };
     let generic = import.enum_generic_params(td)?.len();
     if generic == 0 {
         return Ok(field);
