@@ -59,6 +59,22 @@ fn work_cpu(stacks: &[(Vec<String>, u64)], keep: impl Fn(&[String]) -> bool) -> 
     (all, kept)
 }
 
+/// Checks that at least 90% of `Work`'s CPU in `stacks` is in the stacks `keep` picks; the
+/// CPU of `Work` in all.
+fn assert_mostly(
+    stacks: &[(Vec<String>, u64)],
+    what: &str,
+    keep: impl Fn(&[String]) -> bool,
+) -> u64 {
+    let (all, kept) = work_cpu(stacks, keep);
+    assert!(all > 0, "no samples of Work");
+    assert!(
+        kept * 10 >= all * 9,
+        "{kept} of {all} ns of Work's CPU {what}\n{stacks:#?}"
+    );
+    all
+}
+
 fn counter(rec: &Recording, name: &str) -> u64 {
     rec.report_json()["counters"][name].as_u64().unwrap_or(0)
 }
@@ -89,12 +105,7 @@ fn continuations_carry_the_chain_of_the_async_methods_that_await_them() {
     assert_eq!(counter(&rec, "async_precompiled_refused"), 0);
 
     let logical = folded(&rec, &[]);
-    let (all, chained) = work_cpu(&logical, full_chain);
-    assert!(all > 0, "no samples of Work");
-    assert!(
-        chained * 10 >= all * 9,
-        "{chained} of {all} ns of Work's CPU carry the whole chain\n{logical:#?}"
-    );
+    let all = assert_mostly(&logical, "carry the whole chain", full_chain);
 
     // `--no-async`: the same samples, on the thread's own stacks.
     let physical = folded(&rec, &["--no-async"]);
@@ -104,11 +115,10 @@ fn continuations_carry_the_chain_of_the_async_methods_that_await_them() {
             .all(|(f, _)| !f.iter().any(|x| x == "[await]")),
         "{physical:#?}"
     );
-    let (physical_all, on_pool) = work_cpu(&physical, |f| {
+    let physical_all = assert_mostly(&physical, "are on the pool's stacks", |f| {
         !f.iter().any(|x| move_next_of(x, "Outer")) && f.iter().any(|x| move_next_of(x, "Inner"))
     });
     assert_eq!(physical_all, all);
-    assert!(on_pool * 10 >= all * 9, "{physical:#?}");
 }
 
 #[test]
@@ -121,14 +131,9 @@ fn a_state_machine_that_is_a_class_carries_the_chain_too() {
     assert_eq!(counter(&rec, "async_methods"), 3);
     assert_eq!(counter(&rec, "async_failed"), 0);
     let logical = folded(&rec, &[]);
-    let (all, chained) = work_cpu(&logical, |f| {
+    assert_mostly(&logical, "carry the whole chain", |f| {
         chain_through(f, |inner| inner == "AsyncChain.InnerMachine.MoveNext()")
     });
-    assert!(all > 0, "no samples of Work");
-    assert!(
-        chained * 10 >= all * 9,
-        "{chained} of {all} ns of Work's CPU carry the whole chain\n{logical:#?}"
-    );
 }
 
 #[test]
@@ -144,12 +149,7 @@ fn a_second_copy_of_the_assembly_in_another_load_context_carries_the_chain_too()
     assert_eq!(counter(&rec, "async_methods"), 6);
     assert_eq!(counter(&rec, "async_failed"), 0);
     let logical = folded(&rec, &[]);
-    let (all, chained) = work_cpu(&logical, full_chain);
-    assert!(all > 0, "no samples of Work");
-    assert!(
-        chained * 10 >= all * 9,
-        "{chained} of {all} ns of Work's CPU carry the whole chain\n{logical:#?}"
-    );
+    assert_mostly(&logical, "carry the whole chain", full_chain);
 }
 
 #[test]
@@ -157,13 +157,11 @@ fn work_before_the_first_await_keeps_its_physical_stack() {
     let program = compile("AsyncChain");
     let rec = recorded(&program, &["sync"], &[]);
     let logical = folded(&rec, &[]);
-    let (all, on_main) = work_cpu(&logical, |f| {
+    assert_mostly(&logical, "are on main's own stack", |f| {
         f.iter().all(|x| x != "[await]")
             && f.iter().any(|x| x == "AsyncChain.Program.Main(string[])")
             && f.iter().any(|x| move_next_of(x, "Outer"))
     });
-    assert!(all > 0, "no samples of Work");
-    assert!(on_main * 10 >= all * 9, "{logical:#?}");
 }
 
 #[test]
