@@ -456,22 +456,25 @@ pub(crate) fn finish_trace(
     }
 }
 
+/// The events the CLI's EventPipe session read, to append to the trace: `None` when the agent
+/// read them itself (they are among its records), or when there is no trace (without the
+/// agent: that error is said instead), or the session failed (`lost` says what is missing).
+fn session_events(session: TickSession, trace: &TraceFile, lost: &str) -> Option<Vec<u8>> {
+    match session.finish() {
+        Ok(bytes) => bytes.filter(|_| trace.started()),
+        Err(_) if !trace.started() => None,
+        Err(e) => {
+            say!("clrprof: warning: {lost}: {e}");
+            None
+        }
+    }
+}
+
 /// Appends the allocation samples of the program's EventPipe session to the trace.
 fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
-    let bytes = match ticks.finish() {
-        // The agent read the ticks itself; they are among its records.
-        Ok(None) => return,
-        Ok(Some(bytes)) => bytes,
-        // Without the agent there is no trace: that error is said instead.
-        Err(_) if !trace.started() => return,
-        Err(e) => {
-            say!("clrprof: warning: no allocation samples: {e}");
-            return;
-        }
-    };
-    if !trace.started() {
+    let Some(bytes) = session_events(ticks, trace, "no allocation samples") else {
         return;
-    }
+    };
     let mut ids = progress.agent_ids.lock().unwrap_or_else(|e| e.into_inner());
     let (records, summary) = tick_records(&bytes, &ids);
     for r in &records {
@@ -491,19 +494,9 @@ fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
 
 /// Appends the contended lock acquisitions of the program's EventPipe session to the trace.
 fn write_contention(session: TickSession, trace: &mut TraceFile, progress: &Progress) {
-    let bytes = match session.finish() {
-        // The agent read the events itself; its records are in the trace.
-        Ok(None) => return,
-        Ok(Some(bytes)) => bytes,
-        Err(_) if !trace.started() => return,
-        Err(e) => {
-            say!("clrprof: warning: no lock contention: {e}");
-            return;
-        }
-    };
-    if !trace.started() {
+    let Some(bytes) = session_events(session, trace, "no lock contention") else {
         return;
-    }
+    };
     let mut ids = progress.agent_ids.lock().unwrap_or_else(|e| e.into_inner());
     let (records, summary) = crate::contention::contention_records(&bytes, &ids);
     for r in &records {
