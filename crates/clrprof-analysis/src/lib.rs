@@ -42,6 +42,7 @@ pub mod coverage;
 pub mod ending;
 mod error;
 pub mod events;
+mod induced;
 pub mod integrity;
 pub mod memory;
 pub mod model;

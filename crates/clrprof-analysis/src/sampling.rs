@@ -66,6 +66,10 @@ pub struct SamplingInfo {
     /// CPU the profiler's callbacks used on the program's threads, as sampled (not in
     /// `program_cpu_ns`).
     pub agent_cpu_ns: u64,
+    /// CPU the runtime spent on the program's threads on work it did only because the
+    /// profiler asked it for events (its event source's set-up for the agent's event
+    /// session, on .NET 5 and later), as sampled (not in `program_cpu_ns`).
+    pub induced_cpu_ns: u64,
     /// Samples (CPU and wall-clock) whose stack ended before the thread's start.
     pub ended_early: u64,
     /// Every sample record: CPU and wall-clock samples, and those that carry the CPU of
@@ -76,9 +80,10 @@ pub struct SamplingInfo {
 }
 
 impl SamplingInfo {
-    /// The profiler's CPU (handlers, sampler, callbacks) as a share of the program's.
+    /// The profiler's CPU (handlers, sampler, callbacks, work the runtime did for it) as a share of the program's.
     pub fn overhead_share(&self) -> f64 {
-        let own = self.handler_cpu_ns + self.sampler_cpu_ns + self.agent_cpu_ns;
+        let own =
+            self.handler_cpu_ns + self.sampler_cpu_ns + self.agent_cpu_ns + self.induced_cpu_ns;
         if self.program_cpu_ns == 0 {
             0.0
         } else {

@@ -95,6 +95,9 @@ pub struct LoadedTrace {
     /// (logical unless asked otherwise).
     pub stack_view: crate::stack_frames::StackView,
     pub(crate) stacks: HashMap<u32, StackDef>,
+    /// The stacks of work the runtime did only for the profiler (see [`crate::induced`]):
+    /// the profiler's cost, left out of the program's figures.
+    pub(crate) induced: HashSet<u32>,
     pub(crate) samples: Vec<TraceSample>,
     /// Samples summed per thread, stack and state ([`SampleDetail::Summed`]).
     summed: HashMap<(u32, u32, u8), SummedSamples>,
@@ -383,6 +386,7 @@ impl Loader {
                 integrity: Integrity::new(header.blocked()),
                 stack_view: crate::stack_frames::StackView::default(),
                 stacks: HashMap::new(),
+                induced: HashSet::new(),
                 samples: Vec::new(),
                 summed: HashMap::new(),
                 last_sample_ts: 0,
@@ -525,6 +529,7 @@ impl Loader {
             && t.session_end.as_ref().is_none_or(|e| e.reason != "detach");
         t.integrity.header_only = t.records == 0 && t.integrity.cut.is_none();
         t.names.number_bodies();
+        t.induced = crate::induced::induced_stacks(&t.names, &t.stacks);
         t.events = events.finish(&t.names, &t.memory.gcs, &t.counters);
         t.runtime = runtime.finish(&t.names, &t.memory.gcs);
         t.runtime.events_lost = t.events.lost.clone();
@@ -612,7 +617,13 @@ impl LoadedTrace {
             ((s.tid, s.stack, s.state.to_u8()), one)
         });
         let all = each.chain(summed.into_iter().map(|(k, s)| (*k, *s)));
+        // CPU the runtime spent on work it did only for the profiler: the profiler's.
+        let mut induced_cpu_ns = 0u64;
         for ((tid, stack_id, state), s) in all {
+            if state == ThreadState::Cpu.to_u8() && self.induced.contains(&stack_id) {
+                induced_cpu_ns = induced_cpu_ns.saturating_add(s.cpu_ns);
+                continue;
+            }
             let stack = model.stack(&mut b, stack_id);
             let thread = b.thread(tid, &thread_name(tid));
             let kind = match ThreadState::from_u8(state) {
@@ -778,11 +789,13 @@ impl LoadedTrace {
         let pid = self.session.as_ref().map_or(0, |s| s.pid);
         crate::threads::name_threads(&mut p, |tid| names.thread_os_names.get(&tid).cloned(), pid);
         if let Some(info) = self.sampler.as_ref().filter(|_| mode == Mode::Sample) {
-            p.sampling = Some(summarize_sampling(
+            let mut sampling = summarize_sampling(
                 &p,
                 (&info.cpu_clock, info.cpu_rate_hz, info.wall_rate_hz),
                 |name| self.counter(name),
-            ));
+            );
+            sampling.induced_cpu_ns = induced_cpu_ns;
+            p.sampling = Some(sampling);
         }
         p
     }
@@ -924,6 +937,7 @@ fn summarize_sampling(
         handler_cpu_ns: counter("handler_cpu_ns"),
         sampler_cpu_ns: counter("sampler_cpu_ns"),
         agent_cpu_ns: counter("agent_cpu_ns"),
+        induced_cpu_ns: 0,
         ended_early: ended.values().sum(),
         samples,
         ended_early_by_reason,

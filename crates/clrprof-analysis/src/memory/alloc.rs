@@ -93,6 +93,13 @@ pub struct AllocReport {
     /// Stacks, most bytes first (at most `top` of them).
     #[serde(rename = "allocation_stacks")]
     pub stacks: Vec<AllocationStackRow>,
+    /// Allocation records of work the runtime did only for the profiler (its event source's
+    /// set-up for the agent's event session): left out of every figure above.
+    #[serde(rename = "profiler_allocation_records")]
+    pub profiler_records: u64,
+    /// The bytes they stand for.
+    #[serde(rename = "profiler_allocated_bytes")]
+    pub profiler_bytes: u64,
 }
 
 /// Weight of one record: (objects, bytes) it stands for.
@@ -141,6 +148,9 @@ impl Sum {
 /// Allocations summed by (stack, class): what every view is made from.
 struct Aggregate {
     by_site: HashMap<(u32, u64), Sum>,
+    /// The work the runtime did for the profiler: not the program's.
+    induced: Sum,
+    induced_records: u64,
     arrays: HashMap<u64, bool>,
     sampled: bool,
     ticks: bool,
@@ -150,13 +160,20 @@ struct Aggregate {
 fn aggregate(t: &LoadedTrace) -> Aggregate {
     let mut agg = Aggregate {
         by_site: HashMap::new(),
+        induced: Sum::default(),
+        induced_records: 0,
         arrays: HashMap::new(),
         sampled: false,
         ticks: false,
         interval: 0,
     };
     for a in &t.memory.allocations {
-        agg.by_site.entry((a.stack, a.class)).or_default().add(a);
+        if t.induced.contains(&a.stack) {
+            agg.induced.add(a);
+            agg.induced_records += 1;
+        } else {
+            agg.by_site.entry((a.stack, a.class)).or_default().add(a);
+        }
         *agg.arrays.entry(a.class).or_default() |= a.flags & Allocation::ARRAY != 0;
         agg.ticks |= a.flags & Allocation::TICK != 0;
         if a.interval > 0 {
@@ -255,6 +272,8 @@ impl LoadedTrace {
             total_bytes: round(total.bytes),
             types: type_rows,
             stacks: stack_rows,
+            profiler_records: agg.induced_records,
+            profiler_bytes: round(agg.induced.bytes),
         }
     }
 
@@ -264,7 +283,12 @@ impl LoadedTrace {
     /// renders it as it renders a CPU profile, with the metric `bytes` (default) or `objects`.
     pub fn alloc_profile(&self) -> Profile {
         let mut sites: HashMap<(u32, u32, u64), (Sum, u64)> = HashMap::new();
+        let mut induced = Sum::default();
         for a in &self.memory.allocations {
+            if self.induced.contains(&a.stack) {
+                induced.add(a);
+                continue;
+            }
             let (sum, first_ns) = sites
                 .entry((a.tid, a.stack, a.class))
                 .or_insert((Sum::default(), a.ts));
@@ -295,6 +319,12 @@ impl LoadedTrace {
                     ..Sample::default()
                 },
             );
+        }
+        if induced.bytes > 0.0 {
+            b.note(format!(
+                "{} allocated by the runtime's event source set-up for the profiler's event session are the profiler's, not shown",
+                super::text::bytes(round(induced.bytes))
+            ));
         }
         let dropped = self.counter("allocations_dropped");
         if dropped > 0 {

@@ -71,6 +71,15 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
             count(r.dropped)
         )?;
     }
+    if r.profiler_records > 0 {
+        writeln!(
+            out,
+            "  Not counted: {} in {} records allocated by the runtime's event source set-up \
+             for the profiler's event session (the profiler's cost, not the program's).",
+            bytes(r.profiler_bytes),
+            count(r.profiler_records)
+        )?;
+    }
     writeln!(
         out,
         "\n  {:>12}  {:>12}  {:>6}  type / allocated by",

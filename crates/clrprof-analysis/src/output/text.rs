@@ -368,9 +368,17 @@ fn write_sampling(s: &crate::sampling::SamplingInfo, out: &mut dyn Write) -> Res
     } else {
         format!("{} CPU samples missed", units::count(s.samples_missed))
     };
+    let induced = if s.induced_cpu_ns > 0 {
+        format!(
+            ", the runtime's event source set-up for its event session {}",
+            units::duration(s.induced_cpu_ns)
+        )
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "Profiler CPU: {:.2}% of the program's (signal handlers {}, sampler and symbol threads {}, callbacks {}), not counted as the program's; {missed}",
+        "Profiler CPU: {:.2}% of the program's (signal handlers {}, sampler and symbol threads {}, callbacks {}{induced}), not counted as the program's; {missed}",
         100.0 * s.overhead_share(),
         units::duration(s.handler_cpu_ns),
         units::duration(s.sampler_cpu_ns),
