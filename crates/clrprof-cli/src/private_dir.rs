@@ -13,18 +13,54 @@ use anyhow::{Context, Result};
 /// The name prefixes of the directories, before the process id.
 const PREFIXES: [&str; 2] = ["clrprof-coverage-", "clrprof-"];
 
+/// The name of the socket the agent connects to, in the private directory.
+pub(crate) const SOCKET_NAME: &str = "agent.sock";
+
+/// The longest path of a Unix socket: `sun_path` holds 108 bytes, its NUL included.
+const SOCKET_PATH_MAX: usize = 107;
+
+/// The random part of a directory's name.
+const RANDOM_LEN: usize = 6;
+
 /// Creates a private directory `PREFIX-PID-XXXXXX` in the temporary directory, after
-/// removing the ones earlier `clrprof`s that are gone left there.
+/// removing the ones earlier `clrprof`s that are gone left there. Its [`SOCKET_NAME`] must
+/// make a socket path short enough: with a long `TMPDIR` the directory goes to the user's
+/// runtime directory (`XDG_RUNTIME_DIR`) or `/tmp` instead.
 pub(crate) fn create(prefix: &str) -> Result<tempfile::TempDir> {
-    let base = std::env::temp_dir();
+    let prefix = format!("{prefix}{}-", std::process::id());
+    let temp = std::env::temp_dir();
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
+    let base = base_for_socket(&prefix, &temp, runtime.as_deref())?;
     remove_stale(&base);
     tempfile::Builder::new()
-        .prefix(&format!("{prefix}{}-", std::process::id()))
+        .prefix(&prefix)
+        .rand_bytes(RANDOM_LEN)
         .tempdir_in(&base)
         .with_context(|| {
             format!(
                 "cannot create a private temporary directory in {}",
                 base.display()
+            )
+        })
+}
+
+/// The first of the temporary directory `temp`, the user's runtime directory and `/tmp` in
+/// which a directory named `prefix` and the random part can hold the agent's socket.
+fn base_for_socket(prefix: &str, temp: &Path, runtime: Option<&Path>) -> Result<PathBuf> {
+    let inside = prefix.len() + RANDOM_LEN + 1 + SOCKET_NAME.len();
+    let fits = |base: &Path| base.as_os_str().len() + 1 + inside <= SOCKET_PATH_MAX;
+    let candidates = [Some(temp), runtime, Some(Path::new("/tmp"))];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|base| fits(base) && base.is_dir())
+        .map(Path::to_path_buf)
+        .with_context(|| {
+            format!(
+                "the temporary directory {} is too long a path for the socket the agent \
+                 connects to (at most {SOCKET_PATH_MAX} bytes), and neither XDG_RUNTIME_DIR nor \
+                 /tmp can be used instead: set TMPDIR to a shorter directory",
+                temp.display()
             )
         })
 }
@@ -82,6 +118,29 @@ pub(crate) fn remove_stale(base: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_temporary_directory_too_long_for_the_socket_is_passed_over() {
+        let short = tempfile::tempdir().unwrap();
+        let long = short.path().join("d".repeat(120));
+        std::fs::create_dir(&long).unwrap();
+        let prefix = "clrprof-4242-";
+        assert_eq!(
+            base_for_socket(prefix, short.path(), None).unwrap(),
+            short.path()
+        );
+        assert_eq!(
+            base_for_socket(prefix, &long, Some(short.path())).unwrap(),
+            short.path()
+        );
+        assert_eq!(
+            base_for_socket(prefix, &long, None).unwrap(),
+            Path::new("/tmp")
+        );
+        let dir = create("clrprof-").unwrap();
+        let socket = dir.path().join(SOCKET_NAME);
+        assert!(socket.as_os_str().len() <= SOCKET_PATH_MAX, "{socket:?}");
+    }
 
     #[test]
     fn only_directories_of_processes_that_are_gone_are_removed() {

@@ -382,7 +382,7 @@ impl AgentSocket {
     /// its partial name).
     pub(crate) fn open(output: &Path) -> Result<Self> {
         let dir = crate::private_dir::create("clrprof-")?;
-        let socket = dir.path().join("agent.sock");
+        let socket = dir.path().join(crate::private_dir::SOCKET_NAME);
         let listener = UnixListener::bind(&socket)
             .with_context(|| format!("cannot listen on {}", socket.display()))?;
         listener.set_nonblocking(true)?;
