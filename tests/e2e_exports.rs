@@ -66,7 +66,8 @@ fn pprof_output_decodes_as_a_profile_protobuf() {
         (
             hot_sampled(),
             "Hot.Spin(long)",
-            vec!["samples", "cpu", "wall"],
+            // The system time of the samples that tell it (perf events', format 1.8).
+            vec!["samples", "cpu", "wall", "sys"],
         ),
         (
             fib_traced(),

@@ -120,6 +120,11 @@ impl Session {
         }));
     }
 
+    /// Sends a note for the user.
+    pub fn info(&self, text: impl Into<String>) {
+        self.message(0, text);
+    }
+
     /// Sends a warning for the user.
     pub fn warn(&self, text: impl Into<String>) {
         self.message(1, text);
@@ -150,10 +155,13 @@ impl Session {
             ("samples_missed", load(&s.missed)),
             ("cpu_missed_ns", load(&s.cpu_missed_ns)),
             ("missed_carriers", load(&s.missed_carriers)),
+            ("cpu_unsampled_ns", load(&s.cpu_unsampled_ns)),
             ("sampler_questions", load(&s.questions)),
             ("agent_samples", load(&s.agent_samples)),
             ("agent_cpu_ns", load(&s.agent_cpu_ns)),
             ("clocks_rearmed", load(&s.rearmed)),
+            ("clock_upgrades", load(&s.clock_upgrades)),
+            ("clock_downgrades", load(&s.clock_downgrades)),
             ("stacks_truncated", load(&s.truncated)),
             ("call_tree_nodes", load(&c.nodes)),
             ("call_tree_nodes_dropped", load(&c.nodes_dropped)),

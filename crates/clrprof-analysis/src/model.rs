@@ -262,6 +262,11 @@ pub struct Sample {
     pub stack: Option<StackIndex>,
     /// CPU time this sample stands for.
     pub cpu_ns: u64,
+    /// The part of `cpu_ns` the thread spent in the kernel, as far as the samples tell.
+    pub sys_ns: u64,
+    /// The part of `cpu_ns` whose samples tell whether the thread was in the kernel (a perf
+    /// event's; a CPU-time timer's do not): what `sys_ns` is a part of.
+    pub mode_known_cpu_ns: u64,
     /// Wall time this sample stands for (it covers `[time_ns - wall_ns, time_ns]`).
     pub wall_ns: u64,
     /// Bytes allocated this sample stands for (allocation samples).
@@ -284,6 +289,8 @@ impl Default for Sample {
             time_ns: 0,
             stack: None,
             cpu_ns: 0,
+            sys_ns: 0,
+            mode_known_cpu_ns: 0,
             wall_ns: 0,
             bytes: 0,
             objects: 0,

@@ -14,6 +14,9 @@ use crate::model::{CallTree, FrameIndex, Mode, Profile, StackIndex};
 pub enum Metric {
     /// CPU time in nanoseconds; samples in which the thread used no CPU weigh nothing.
     Cpu,
+    /// The part of the CPU time spent in the kernel (system time), in nanoseconds: page
+    /// faults, system calls (sample mode, format 1.8).
+    Sys,
     /// Wall time in nanoseconds, running or not.
     Wall,
     /// Number of samples.
@@ -42,6 +45,7 @@ impl Metric {
             Metric::Cpu | Metric::Wall | Metric::Samples => {
                 "is not available for allocation profiles (use bytes or objects)"
             }
+            Metric::Sys => "is only available for profiles recorded in sample or count mode",
             Metric::Calls => "is only available for profiles recorded in trace or count mode",
             Metric::Bytes | Metric::Objects => {
                 "is only available for allocation profiles (record with --alloc)"
@@ -53,6 +57,7 @@ impl Metric {
     pub fn available_in(self, mode: Mode) -> bool {
         match self {
             Metric::Cpu | Metric::Wall | Metric::Samples => mode != Mode::Alloc,
+            Metric::Sys => matches!(mode, Mode::Sample | Mode::Count),
             Metric::Calls => matches!(mode, Mode::Trace | Mode::Count),
             Metric::Bytes | Metric::Objects => mode == Mode::Alloc,
         }
@@ -62,6 +67,7 @@ impl Metric {
     pub fn as_str(self) -> &'static str {
         match self {
             Metric::Cpu => "cpu",
+            Metric::Sys => "sys",
             Metric::Wall => "wall",
             Metric::Samples => "samples",
             Metric::Calls => "calls",
@@ -73,7 +79,7 @@ impl Metric {
     /// The unit of the metric's values: `ns`, `samples`, `calls`, `bytes` or `objects`.
     pub fn unit(self) -> &'static str {
         match self {
-            Metric::Cpu | Metric::Wall => "ns",
+            Metric::Cpu | Metric::Sys | Metric::Wall => "ns",
             Metric::Samples => "samples",
             Metric::Calls => "calls",
             Metric::Bytes => "bytes",
@@ -85,6 +91,7 @@ impl Metric {
     pub fn column(self) -> &'static str {
         match self {
             Metric::Cpu => "CPU",
+            Metric::Sys => "sys",
             Metric::Wall => "wall",
             Metric::Samples => "samples",
             Metric::Calls => "calls",
@@ -95,13 +102,14 @@ impl Metric {
 
     /// Whether values are nanoseconds (and shown as durations).
     pub fn is_time(self) -> bool {
-        matches!(self, Metric::Cpu | Metric::Wall)
+        matches!(self, Metric::Cpu | Metric::Sys | Metric::Wall)
     }
 
     /// A phrase for titles: `CPU time`, `wall time`, `samples`, `calls`.
     pub fn description(self) -> &'static str {
         match self {
             Metric::Cpu => "CPU time",
+            Metric::Sys => "system time",
             Metric::Wall => "wall time",
             Metric::Samples => "samples",
             Metric::Calls => "calls",
@@ -123,6 +131,7 @@ impl FromStr for Metric {
     fn from_str(s: &str) -> Result<Metric, Error> {
         match s.to_ascii_lowercase().as_str() {
             "cpu" => Ok(Metric::Cpu),
+            "sys" => Ok(Metric::Sys),
             "wall" => Ok(Metric::Wall),
             "samples" => Ok(Metric::Samples),
             "calls" => Ok(Metric::Calls),

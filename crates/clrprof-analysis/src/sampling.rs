@@ -5,6 +5,48 @@
 
 use serde::Serialize;
 
+/// CPU samples by the clock that took them (format 1.8; all 0 before).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ClockTally {
+    /// Samples a perf task-clock event took.
+    pub perf_samples: u64,
+    /// The CPU time they stand for.
+    pub perf_cpu_ns: u64,
+    /// Samples a CPU-time timer took.
+    pub timer_samples: u64,
+    /// The CPU time they stand for.
+    pub timer_cpu_ns: u64,
+}
+
+impl ClockTally {
+    /// Counts a CPU sample of `cpu_ns` that `clock` took.
+    pub fn add(&mut self, clock: clrprof_trace::SampleClock, cpu_ns: u64) {
+        let (samples, cpu) = match clock {
+            clrprof_trace::SampleClock::Perf => (&mut self.perf_samples, &mut self.perf_cpu_ns),
+            clrprof_trace::SampleClock::Timer => (&mut self.timer_samples, &mut self.timer_cpu_ns),
+            _ => return,
+        };
+        *samples += 1;
+        *cpu = cpu.saturating_add(cpu_ns);
+    }
+
+    /// Both tallies together.
+    pub fn merged(self, other: &ClockTally) -> ClockTally {
+        ClockTally {
+            perf_samples: self.perf_samples + other.perf_samples,
+            perf_cpu_ns: self.perf_cpu_ns.saturating_add(other.perf_cpu_ns),
+            timer_samples: self.timer_samples + other.timer_samples,
+            timer_cpu_ns: self.timer_cpu_ns.saturating_add(other.timer_cpu_ns),
+        }
+    }
+
+    /// The share of the CPU that perf events sampled (`None` when no clock is known).
+    pub fn perf_cpu_share(&self) -> Option<f64> {
+        let all = self.perf_cpu_ns.saturating_add(self.timer_cpu_ns);
+        (all > 0).then(|| self.perf_cpu_ns as f64 / all as f64)
+    }
+}
+
 /// CPU samples per second of a thread's CPU time on one of the busiest threads.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ThreadRate {
@@ -18,6 +60,9 @@ pub struct ThreadRate {
     pub samples: u64,
     /// Samples per second of its CPU time.
     pub rate_hz: f64,
+    /// The share of its CPU a perf event sampled (the rest: its CPU-time timer, at most one
+    /// sample per scheduler tick); `None` before format 1.8.
+    pub perf_cpu_share: Option<f64>,
 }
 
 /// Why some stacks ended before the thread's start, and how many samples have such a stack.
@@ -34,6 +79,12 @@ pub struct EndedEarly {
 pub struct SamplingInfo {
     /// The per-thread CPU clock that triggered CPU samples; empty when there was none.
     pub cpu_clock: String,
+    /// CPU samples by clock.
+    pub by_clock: ClockTally,
+    /// Threads the adaptive clock moved onto a perf event (busy), and back to the timer.
+    pub clock_upgrades: u64,
+    /// See `clock_upgrades`.
+    pub clock_downgrades: u64,
     /// CPU samples asked per second of a thread's CPU time.
     pub cpu_rate_hz: u32,
     /// CPU samples per second of sampled CPU time, all threads together.
@@ -55,6 +106,9 @@ pub struct SamplingInfo {
     pub cpu_missed_ns: u64,
     /// Sample records that carry it on a thread's stacks (0: it is under the marker).
     pub missed_carriers: u64,
+    /// CPU the threads used after their last sample (up to their end or the end of
+    /// sampling), which no sample saw: under a marker of its own, and in `program_cpu_ns`.
+    pub cpu_unsampled_ns: u64,
     /// Signals sent to blocked threads to learn where they wait (once per new wait).
     pub questions: u64,
     /// CPU the program's threads used, as the CPU samples add it up.

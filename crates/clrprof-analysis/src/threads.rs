@@ -91,6 +91,7 @@ fn role(profile: &Profile, t: usize) -> Option<&'static str> {
 pub fn stack_cut_name(cut: StackCut) -> String {
     match cut {
         StackCut::Missed => "[CPU of missed samples: the sampler fell behind]".to_string(),
+        StackCut::Unsampled => "[CPU after the last sample: no sample saw it]".to_string(),
         _ => format!("[stack ended early: {}]", cut.describe()),
     }
 }

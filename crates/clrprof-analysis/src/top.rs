@@ -20,6 +20,14 @@ pub struct FunctionRow {
     /// Exact calls of the function: the sum over its call-tree nodes (trace mode), its
     /// counted entries (count mode). `None` unless the table was made with call counts.
     pub calls: Option<u64>,
+    /// The part of the function's self CPU time spent in the kernel (0 unless the samples
+    /// say).
+    pub self_sys_ns: u64,
+    /// The part of its total CPU time spent in the kernel.
+    pub total_sys_ns: u64,
+    /// The part of its self CPU time whose samples tell whether it was in the kernel: what
+    /// `self_sys_ns` is a part of.
+    pub self_mode_known_ns: u64,
 }
 
 /// Functions sorted by self weight, heaviest first.
@@ -71,12 +79,20 @@ impl TopTable {
                 self_weight: 0,
                 total_weight: 0,
                 calls: with_calls.then_some(0),
+                self_sys_ns: 0,
+                total_sys_ns: 0,
+                self_mode_known_ns: 0,
             });
             row.self_weight = row.self_weight.saturating_add(node.self_values.get(metric));
+            row.self_sys_ns = row.self_sys_ns.saturating_add(node.self_values.sys_ns);
+            row.self_mode_known_ns = row
+                .self_mode_known_ns
+                .saturating_add(node.self_values.mode_known_cpu_ns);
             if outermost {
                 row.total_weight = row
                     .total_weight
                     .saturating_add(node.total_values.get(metric));
+                row.total_sys_ns = row.total_sys_ns.saturating_add(node.total_values.sys_ns);
             }
             if let Some(c) = row.calls.as_mut() {
                 *c = c.saturating_add(node.calls);
@@ -126,6 +142,9 @@ impl TopTable {
                 self_weight: 0,
                 total_weight: 0,
                 calls: Some(0),
+                self_sys_ns: 0,
+                total_sys_ns: 0,
+                self_mode_known_ns: 0,
             });
             row.calls = Some(calls);
         }

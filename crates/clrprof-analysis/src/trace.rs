@@ -101,6 +101,8 @@ pub struct LoadedTrace {
     pub(crate) samples: Vec<TraceSample>,
     /// Samples summed per thread, stack and state ([`SampleDetail::Summed`]).
     summed: HashMap<(u32, u32, u8), SummedSamples>,
+    /// Each thread's CPU samples by the clock that took them (format 1.8).
+    clocks: HashMap<u32, crate::sampling::ClockTally>,
     last_sample_ts: u64,
     call_tree: Vec<CallTreeNode>,
 }
@@ -123,9 +125,21 @@ pub enum SampleDetail {
 struct SummedSamples {
     count: u64,
     cpu_ns: u64,
+    sys_ns: u64,
+    mode_known_cpu_ns: u64,
     wall_ns: u64,
     first_ts: u64,
     last_ts: u64,
+}
+
+/// The CPU of a sample that tells whether the thread was in the kernel: a CPU sample of a perf
+/// event that counts kernel time (format 1.8).
+fn mode_known_cpu_ns(s: &TraceSample) -> u64 {
+    if s.state == ThreadState::Cpu && s.clock == clrprof_trace::SampleClock::Perf {
+        s.cpu_ns
+    } else {
+        0
+    }
 }
 
 /// Loads the trace at `path`.
@@ -389,6 +403,7 @@ impl Loader {
                 induced: HashSet::new(),
                 samples: Vec::new(),
                 summed: HashMap::new(),
+                clocks: HashMap::new(),
                 last_sample_ts: 0,
                 call_tree: Vec::new(),
             },
@@ -478,6 +493,9 @@ impl Loader {
             Record::AllocatedByClass(a) => t.memory.allocated_by_class(&a),
             Record::Sample(s) => {
                 t.last_sample_ts = t.last_sample_ts.max(s.ts);
+                if s.state == ThreadState::Cpu {
+                    t.clocks.entry(s.tid).or_default().add(s.clock, s.cpu_ns);
+                }
                 match self.detail {
                     SampleDetail::Each => t.samples.push(s),
                     SampleDetail::Summed => {
@@ -485,6 +503,8 @@ impl Loader {
                             SummedSamples {
                                 count: 0,
                                 cpu_ns: 0,
+                                sys_ns: 0,
+                                mode_known_cpu_ns: 0,
                                 wall_ns: 0,
                                 first_ts: s.ts,
                                 last_ts: s.ts,
@@ -492,6 +512,9 @@ impl Loader {
                         );
                         e.count += 1;
                         e.cpu_ns = e.cpu_ns.saturating_add(s.cpu_ns);
+                        e.sys_ns = e.sys_ns.saturating_add(s.sys_ns);
+                        e.mode_known_cpu_ns =
+                            e.mode_known_cpu_ns.saturating_add(mode_known_cpu_ns(&s));
                         e.wall_ns = e.wall_ns.saturating_add(s.wall_ns);
                         e.first_ts = e.first_ts.min(s.ts);
                         e.last_ts = e.last_ts.max(s.ts);
@@ -610,6 +633,8 @@ impl LoadedTrace {
             let one = SummedSamples {
                 count: 1,
                 cpu_ns: s.cpu_ns,
+                sys_ns: s.sys_ns,
+                mode_known_cpu_ns: mode_known_cpu_ns(s),
                 wall_ns: s.wall_ns,
                 first_ts: s.ts,
                 last_ts: s.ts,
@@ -637,6 +662,8 @@ impl LoadedTrace {
                     time_ns: s.last_ts,
                     stack,
                     cpu_ns: s.cpu_ns,
+                    sys_ns: s.sys_ns.min(s.cpu_ns),
+                    mode_known_cpu_ns: s.mode_known_cpu_ns,
                     wall_ns: s.wall_ns,
                     kind,
                     count: s.count,
@@ -793,6 +820,7 @@ impl LoadedTrace {
                 &p,
                 (&info.cpu_clock, info.cpu_rate_hz, info.wall_rate_hz),
                 |name| self.counter(name),
+                &self.clocks,
             );
             sampling.induced_cpu_ns = induced_cpu_ns;
             p.sampling = Some(sampling);
@@ -847,6 +875,7 @@ fn summarize_sampling(
     profile: &Profile,
     (cpu_clock, cpu_rate_hz, wall_rate_hz): (&str, u32, u32),
     counter: impl Fn(&str) -> u64,
+    clocks: &HashMap<u32, crate::sampling::ClockTally>,
 ) -> SamplingInfo {
     let mut cpu_samples = 0u64;
     let mut wall_samples = 0u64;
@@ -855,13 +884,13 @@ fn summarize_sampling(
     let mut cut_of: HashMap<StackIndex, Option<usize>> = HashMap::new();
     let mut ended: BTreeMap<usize, u64> = BTreeMap::new();
     let mut samples = 0u64;
-    // The CPU of missed samples stands under a marker of its own: CPU, but neither a sample
-    // taken nor a stack that ended early.
-    let missed_name = crate::threads::stack_cut_name(StackCut::Missed);
+    // The CPU of missed samples, and the CPU after a thread's last sample, stand under
+    // markers of their own: CPU, but neither a sample taken nor a stack that ended early.
+    let markers = [StackCut::Missed, StackCut::Unsampled].map(crate::threads::stack_cut_name);
     let is_missed = |stack: Option<StackIndex>| {
         stack.is_some_and(|s| {
             let frames = profile.stack_frames(s);
-            frames.len() == 1 && profile.frame(frames[0]).name == missed_name
+            frames.len() == 1 && markers.contains(&profile.frame(frames[0]).name)
         })
     };
     for t in &profile.threads {
@@ -895,12 +924,14 @@ fn summarize_sampling(
         }
         program_cpu_ns = program_cpu_ns.saturating_add(cpu);
         if n > 0 {
+            let by_clock = clocks.get(&t.tid).copied().unwrap_or_default();
             rates.push(ThreadRate {
                 tid: t.tid,
                 name: t.name.clone(),
                 cpu_ns: cpu,
                 samples: n,
                 rate_hz: n as f64 / (cpu as f64 / 1e9).max(1e-9),
+                perf_cpu_share: by_clock.perf_cpu_share(),
             });
         }
     }
@@ -917,8 +948,14 @@ fn summarize_sampling(
         })
         .collect();
     ended_early_by_reason.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.reason.cmp(&b.reason)));
+    let all_clocks = clocks
+        .values()
+        .fold(crate::sampling::ClockTally::default(), |a, b| a.merged(b));
     SamplingInfo {
         cpu_clock: cpu_clock.to_owned(),
+        by_clock: all_clocks,
+        clock_upgrades: counter("clock_upgrades"),
+        clock_downgrades: counter("clock_downgrades"),
         cpu_rate_hz,
         cpu_rate_reached_hz: if program_cpu_ns == 0 {
             0.0
@@ -931,6 +968,7 @@ fn summarize_sampling(
         wall_samples,
         samples_missed: counter("samples_missed"),
         cpu_missed_ns: counter("cpu_missed_ns"),
+        cpu_unsampled_ns: counter("cpu_unsampled_ns"),
         missed_carriers: counter("missed_carriers"),
         questions: counter("sampler_questions"),
         program_cpu_ns,

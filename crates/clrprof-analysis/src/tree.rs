@@ -23,6 +23,11 @@ pub struct Values {
     pub samples: u64,
     /// CPU time in nanoseconds.
     pub cpu_ns: u64,
+    /// The part of it spent in the kernel, among the samples that tell.
+    pub sys_ns: u64,
+    /// The CPU time of the samples that tell whether they were in the kernel (perf events'):
+    /// what `sys_ns` is a part of.
+    pub mode_known_cpu_ns: u64,
     /// Wall time in nanoseconds.
     pub wall_ns: u64,
     /// Calls counted as weight (trace mode; see [`TreeNode::calls`] for the exact count).
@@ -38,6 +43,7 @@ impl Values {
     pub fn get(&self, metric: Metric) -> u64 {
         match metric {
             Metric::Cpu => self.cpu_ns,
+            Metric::Sys => self.sys_ns,
             Metric::Wall => self.wall_ns,
             Metric::Samples => self.samples,
             Metric::Calls => self.calls,
@@ -51,6 +57,8 @@ impl Values {
         Values {
             samples: s.kind.count().saturating_mul(s.count),
             cpu_ns: s.cpu_ns,
+            sys_ns: s.sys_ns,
+            mode_known_cpu_ns: s.mode_known_cpu_ns,
             wall_ns: s.wall_ns,
             calls: 0,
             bytes: s.bytes,
@@ -80,6 +88,8 @@ impl AddAssign for Values {
         // Saturating: a corrupt recording must not make the report panic or wrap.
         self.samples = self.samples.saturating_add(rhs.samples);
         self.cpu_ns = self.cpu_ns.saturating_add(rhs.cpu_ns);
+        self.sys_ns = self.sys_ns.saturating_add(rhs.sys_ns);
+        self.mode_known_cpu_ns = self.mode_known_cpu_ns.saturating_add(rhs.mode_known_cpu_ns);
         self.wall_ns = self.wall_ns.saturating_add(rhs.wall_ns);
         self.calls = self.calls.saturating_add(rhs.calls);
         self.bytes = self.bytes.saturating_add(rhs.bytes);

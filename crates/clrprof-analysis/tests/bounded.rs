@@ -94,6 +94,7 @@ fn summed_samples_change_no_figure_and_keep_memory_bounded() {
             cpu_ns: 1000,
             wall_ns: 1000,
             state: ThreadState::Cpu,
+            ..Default::default()
         }))
         .unwrap();
     }

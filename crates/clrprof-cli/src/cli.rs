@@ -322,6 +322,8 @@ pub enum FormatArg {
 pub enum MetricArg {
     /// CPU time (threads that were not running weigh nothing).
     Cpu,
+    /// The part of the CPU time spent in the kernel: page faults, system calls (sample mode).
+    Sys,
     /// Elapsed time, running or blocked.
     Wall,
     /// Sample counts.

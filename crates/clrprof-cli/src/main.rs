@@ -200,6 +200,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 query: Query {
                     metric: a.metric.map(|m| match m {
                         MetricArg::Cpu => Metric::Cpu,
+                        MetricArg::Sys => Metric::Sys,
                         MetricArg::Wall => Metric::Wall,
                         MetricArg::Samples => Metric::Samples,
                         MetricArg::Calls => Metric::Calls,

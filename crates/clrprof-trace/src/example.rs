@@ -3,8 +3,8 @@
 
 use crate::{
     Allocation, BlockWriter, ClassDef, Counter, Event, EventKind, ExceptionInfo, FrameKind,
-    FunctionDef, GcGenerations, Message, ModuleDef, Record, RecordingEnd, Sample, SamplerInfo,
-    SessionEnd, SessionStart, StackDef, ThreadDef, ThreadOsName, ThreadState, Writer,
+    FunctionDef, GcGenerations, Message, ModuleDef, Record, RecordingEnd, Sample, SampleClock,
+    SamplerInfo, SessionEnd, SessionStart, StackDef, ThreadDef, ThreadOsName, ThreadState, Writer,
 };
 
 /// The records of a short sample-mode session: definitions, two threads with samples of
@@ -81,6 +81,12 @@ pub fn records() -> Vec<Record> {
                 ThreadState::Blocked
             } else {
                 ThreadState::Cpu
+            },
+            sys_ns: if n % 5 == 0 { 0 } else { 250_000 },
+            clock: if n % 5 == 0 {
+                SampleClock::Unknown
+            } else {
+                SampleClock::Timer
             },
         }));
         if n == 10 {

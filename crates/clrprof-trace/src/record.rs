@@ -223,6 +223,10 @@ pub enum StackCut {
     /// ring of captures was full because the sampler fell behind), so that the thread's CPU
     /// adds up; the marker is the whole stack.
     Missed,
+    /// (1.8) Not a stack: the CPU a thread used after its last sample, up to its end or the
+    /// end of sampling, which no sample saw (a CPU-time timer fires at the scheduler's tick
+    /// only, so this is up to a few ticks of CPU); the marker is the whole stack.
+    Unsampled,
     /// A code from a newer minor version of the format.
     Other(u64),
 }
@@ -238,6 +242,7 @@ impl StackCut {
             StackCut::BadUnwindInfo => 4,
             StackCut::UnknownStack => 5,
             StackCut::Missed => 6,
+            StackCut::Unsampled => 7,
             StackCut::Other(v) => v,
         }
     }
@@ -252,6 +257,7 @@ impl StackCut {
             4 => StackCut::BadUnwindInfo,
             5 => StackCut::UnknownStack,
             6 => StackCut::Missed,
+            7 => StackCut::Unsampled,
             v => StackCut::Other(v),
         }
     }
@@ -266,6 +272,7 @@ impl StackCut {
             StackCut::BadUnwindInfo => "unusable unwind information",
             StackCut::UnknownStack => "the thread's stack was not known yet",
             StackCut::Missed => "samples missed (the sampler fell behind)",
+            StackCut::Unsampled => "CPU after the thread's last sample",
             StackCut::Other(_) => "a reason from a newer clrprof",
         }
     }
@@ -317,6 +324,61 @@ impl Field for ThreadState {
     }
     fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
         f.u8(name).map(ThreadState::from_u8)
+    }
+}
+
+/// Which per-thread CPU clock took a CPU [`Sample`] (format 1.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SampleClock {
+    /// Not a CPU sample, or a trace before format 1.8.
+    #[default]
+    Unknown,
+    /// The thread's perf task-clock event, counting kernel time too: the rate asked, and
+    /// `sys_ns` tells whether its period ended in the kernel.
+    Perf,
+    /// The thread's CPU-time timer: at most one per scheduler tick of the thread's CPU;
+    /// user or kernel mode not known.
+    Timer,
+    /// A perf task-clock event that counts user time only (where the system refuses kernel
+    /// time): user or kernel mode not known.
+    PerfUserOnly,
+    /// A clock from a newer minor version of the format.
+    Other(u8),
+}
+
+impl SampleClock {
+    /// The byte that encodes this clock.
+    pub fn to_u8(self) -> u8 {
+        match self {
+            SampleClock::Unknown => 0,
+            SampleClock::Perf => 1,
+            SampleClock::Timer => 2,
+            SampleClock::PerfUserOnly => 3,
+            SampleClock::Other(v) => v,
+        }
+    }
+
+    /// The clock a byte encodes.
+    pub fn from_u8(v: u8) -> SampleClock {
+        match v {
+            0 => SampleClock::Unknown,
+            1 => SampleClock::Perf,
+            2 => SampleClock::Timer,
+            3 => SampleClock::PerfUserOnly,
+            v => SampleClock::Other(v),
+        }
+    }
+}
+
+impl Field for SampleClock {
+    fn len(&self) -> usize {
+        1
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        s.put(&[self.to_u8()]);
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        f.u8(name).map(SampleClock::from_u8)
     }
 }
 
@@ -693,6 +755,14 @@ records! {
         wall_ns: u64,
         /// What kind of sample it is.
         state: ThreadState,
+    } + (added in 1.8) {
+        /// CPU samples taken by a [`SampleClock::Perf`] event: `cpu_ns` if the event's period
+        /// ended while the thread ran in the kernel (a page fault, a system call: the sample's
+        /// stack is the user code that entered it), else 0, as `perf` counts a sample user or
+        /// kernel. 0 for every other sample (whether they ended in the kernel is not known).
+        sys_ns: u64,
+        /// CPU samples: which clock took it.
+        clock: SampleClock,
     }
 
     /// Kind 34: one node of a thread's calling context tree (`--mode trace`).
@@ -1070,7 +1140,7 @@ impl From<Event> for Record {
 
 impl Sample {
     /// The encoded size of a sample, record header included.
-    pub const ENCODED_LEN: usize = RECORD_HEADER_LEN + 8 + 4 + 4 + 8 + 8 + 1;
+    pub const ENCODED_LEN: usize = RECORD_HEADER_LEN + 8 + 4 + 4 + 8 + 8 + 1 + 8 + 1;
 
     /// Encodes the record (header and payload) at the start of `buf` without allocating.
     /// Returns the bytes written ([`ENCODED_LEN`](Self::ENCODED_LEN)), or `None` if `buf` is
@@ -1491,6 +1561,18 @@ pub(crate) mod tests {
                 cpu_ns: 900_000,
                 wall_ns: 1_000_000,
                 state: ThreadState::Running,
+                sys_ns: 0,
+                clock: SampleClock::Unknown,
+            }),
+            Record::Sample(Sample {
+                ts: 2_500_000,
+                tid: 4243,
+                stack: 2,
+                cpu_ns: 1_100_000,
+                wall_ns: 0,
+                state: ThreadState::Cpu,
+                sys_ns: 400_000,
+                clock: SampleClock::Timer,
             }),
             Record::CallTreeNode(CallTreeNode {
                 tid: 4243,
@@ -1774,6 +1856,8 @@ pub(crate) mod tests {
             cpu_ns: 4,
             wall_ns: 5,
             state: ThreadState::Blocked,
+            sys_ns: 3,
+            clock: SampleClock::Perf,
         };
         let mut buf = [0u8; 64];
         assert_eq!(s.encode_into(&mut buf), Some(Sample::ENCODED_LEN));

@@ -19,6 +19,7 @@ fn records(n: u64) -> Vec<Record> {
             cpu_ns: i,
             wall_ns: 2 * i,
             state: ThreadState::Cpu,
+            ..Default::default()
         }));
         if i % 7 == 0 {
             out.push(Record::Event(Event::new(

@@ -6,8 +6,8 @@ mod common;
 use clrprof_trace::{
     AppDomainDef, AssemblyDef, CallTreeNode, ClassDef, Counter, Event, EventKind, FrameKind,
     FunctionDef, HEADER_LEN, Header, ModuleDef, NativeFrameDef, NativeModuleDef, ReadError, Reader,
-    Record, RecordKind, RecordingEnd, Sample, SessionEnd, SessionStart, StackDef, ThreadDef,
-    ThreadState,
+    Record, RecordKind, RecordingEnd, Sample, SampleClock, SessionEnd, SessionStart, StackDef,
+    ThreadDef, ThreadState,
 };
 use common::{decode_stream, encode, small_records};
 use proptest::prelude::*;
@@ -197,16 +197,20 @@ fn record() -> impl Strategy<Value = Record> {
                 EventKind(ev),
                 &args
             ))),
-        any::<(u64, u32, u32, u64, u64, u8)>().prop_map(|(ts, tid, stack, cpu, wall, st)| {
-            Record::Sample(Sample {
-                ts,
-                tid,
-                stack,
-                cpu_ns: cpu,
-                wall_ns: wall,
-                state: ThreadState::from_u8(st),
-            })
-        }),
+        any::<(u64, u32, u32, u64, u64, u8, u64, u8)>().prop_map(
+            |(ts, tid, stack, cpu, wall, st, sys, clock)| {
+                Record::Sample(Sample {
+                    ts,
+                    tid,
+                    stack,
+                    cpu_ns: cpu,
+                    wall_ns: wall,
+                    state: ThreadState::from_u8(st),
+                    sys_ns: sys,
+                    clock: SampleClock::from_u8(clock),
+                })
+            }
+        ),
         any::<(u32, u32, u32, u64, u64, u64, u64, u64)>().prop_map(
             |(tid, node, parent, function, calls, s, c, w)| {
                 Record::CallTreeNode(CallTreeNode {

@@ -30,7 +30,9 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use super::cpu_clock::{self, Origin};
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-use super::ring::{ASKED, CPU, Capture, STACK_COPY_BYTES, WAKE_AT};
+use super::ring::{
+    ASKED, BY_PERF, BY_TIMER, CPU, Capture, IN_KERNEL, MODE_KNOWN, STACK_COPY_BYTES, WAKE_AT,
+};
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use super::threads::{self, ThreadSlot};
 
@@ -180,7 +182,11 @@ extern "C" fn on_sample_signal(
             gregs[libc::REG_RSP as usize] as usize,
             gregs[libc::REG_RBP as usize] as usize,
         ];
+        // While this is set, the sampler frees none of the slot's clock's resources (see
+        // `cpu_clock::retire`): set before the clock is read, cleared after its last use.
+        slot.in_handler.store(1, Ordering::SeqCst);
         on_signal(slot, cpu_clock::origin(si_code), regs);
+        slot.in_handler.store(0, Ordering::SeqCst);
     }
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
@@ -194,16 +200,19 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
     let cpu_enter = super::sys::own_cpu_ns();
     let ts = super::sys::monotonic_ns();
     let armed = cpu_clock::Armed::of(slot);
-    if let Some(armed) = armed {
-        let ours = match armed.kind {
-            cpu_clock::ClockKind::PerfTaskClock => origin == Origin::Perf,
-            cpu_clock::ClockKind::ThreadCpuTimer => origin == Origin::Timer,
-        };
-        if ours {
-            cpu_clock::rearm(armed, cpu_clock::schedule_next(slot, cpu_enter));
-        }
-    }
+    // The signal of the clock the slot holds is re-armed once the stack is captured: a perf
+    // event does not count the handler's work, so that a period never ends inside it (its
+    // end would be taken for the kernel time of the code the handler interrupted). The
+    // handler's CPU is read after it, so that the re-arming is the profiler's cost too.
+    let mut ours = armed.filter(|armed| match armed.kind {
+        cpu_clock::ClockKind::PerfTaskClock => origin == Origin::Perf,
+        cpu_clock::ClockKind::ThreadCpuTimer => origin == Origin::Timer,
+    });
+    let rearm = |armed| cpu_clock::rearm(armed, cpu_clock::schedule_next(slot, cpu_enter));
     if FLOOR.load(Ordering::Relaxed) {
+        if let Some(armed) = ours {
+            rearm(armed);
+        }
         return;
     }
     let asked = slot.asked.load(Ordering::Acquire);
@@ -214,7 +223,19 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
         // The kernel could not queue the details: a clock's signal unless a question waits.
         Origin::Unknown => !was_asked && armed.is_some(),
     };
-    let flags = if cpu { CPU } else { 0 } | if was_asked { ASKED } else { 0 };
+    let by = match origin {
+        Origin::Perf => {
+            BY_PERF
+                | match ours.and_then(|_| cpu_clock::perf_mode(slot)) {
+                    Some(true) => MODE_KNOWN | IN_KERNEL,
+                    Some(false) => MODE_KNOWN,
+                    None => 0,
+                }
+        }
+        Origin::Timer => BY_TIMER,
+        Origin::Sent | Origin::Unknown => 0,
+    };
+    let flags = if cpu { CPU | by } else { 0 } | if was_asked { ASKED } else { 0 };
     if flags != 0 {
         // SAFETY: this is the slot's own thread (checked by the caller), in its sampling
         // signal handler, which the kernel never runs twice at once on one thread.
@@ -227,6 +248,9 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
                 entry.ts = ts;
                 entry.cpu_enter = cpu_enter;
                 entry.dropped_at = slot.ring.dropped_at.load(Ordering::Relaxed);
+                if let Some(armed) = ours.take() {
+                    rearm(armed);
+                }
                 entry.cpu_exit = super::sys::own_cpu_ns();
                 if slot.ring.publish() == WAKE_AT {
                     WAKE.fetch_add(1, Ordering::AcqRel);
@@ -243,6 +267,9 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
     }
     if was_asked {
         slot.answered.store(asked, Ordering::Release);
+    }
+    if let Some(armed) = ours {
+        rearm(armed);
     }
 }
 

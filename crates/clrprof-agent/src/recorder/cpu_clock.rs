@@ -1,29 +1,45 @@
 //! Per-thread CPU clocks that interrupt a thread after each period of CPU time it uses: what
 //! triggers sample mode's CPU samples. A thread that does not run is never interrupted.
 //!
-//! Two clocks, chosen once per session by [`choose`]:
+//! Two clocks:
 //!
-//! - **perf task-clock** (preferred): a `perf_event_open` software event counting the thread's
-//!   own CPU time (`PERF_COUNT_SW_TASK_CLOCK`, user mode only, which is what an unprivileged
-//!   process may ask for its own threads), with an overflow every period. The overflow signal
-//!   goes to the thread itself (`F_SETSIG` = `SIGPROF`, `F_SETOWN_EX` with `F_OWNER_TID`),
-//!   and the event stops after each overflow (`event_limit` 1) until the handler re-arms it
-//!   with `PERF_EVENT_IOC_REFRESH`. The kernel's high-resolution timer behind it keeps the
-//!   period asked: 1 kHz gives 1,000 samples per CPU second.
-//! - **thread CPU-time timer** (fallback, for kernels or containers that refuse perf events): a
-//!   POSIX timer on the thread's CPU clock (`timer_create` on its `CLOCK_THREAD_CPUTIME_ID`,
-//!   `SIGEV_THREAD_ID`), as async-profiler's `ctimer` and Datadog's .NET profiler do. Such
-//!   timers are checked at the scheduler tick only: a kernel built with `HZ=250` delivers at
-//!   most 250 signals per CPU second whatever the period. Each sample's weight is the CPU the
-//!   thread really used since its previous one, so the figures stay right; only the resolution
-//!   drops, and the report says which clock was used and the rate reached.
+//! - **thread CPU-time timer**: a POSIX timer on the thread's CPU clock (`timer_create` on its
+//!   `CLOCK_THREAD_CPUTIME_ID`, `SIGEV_THREAD_ID`), as async-profiler's `ctimer`, Go's
+//!   runtime/pprof and Datadog's .NET profiler do. It counts user and system time, costs
+//!   nothing when its thread is switched in or out, and its signal is delivered on the return
+//!   to user space, so time in the kernel (page faults, system calls) is charged to the user
+//!   frame that entered it. The kernel checks such timers at its scheduler tick only: a kernel
+//!   built with `HZ=250` delivers at most 250 signals per CPU second whatever the period.
+//! - **perf task-clock**: a `perf_event_open` software event counting the thread's CPU time
+//!   (`PERF_COUNT_SW_TASK_CLOCK`) with an overflow every period: the period asked, 1 kHz and
+//!   more. It counts kernel time too where the system allows it (`perf_event_paranoid` <= 1,
+//!   or `CAP_PERFMON`); elsewhere only user time (the kernel drops a period that ends in kernel
+//!   mode). The overflow signal goes to the thread itself (`F_SETSIG` = `SIGPROF`,
+//!   `F_SETOWN_EX` with `F_OWNER_TID`), and the event stops after each overflow (an event
+//!   limit of one) until the handler re-arms it with `PERF_EVENT_IOC_REFRESH`. Its price is paid on every
+//!   switch of its thread: the kernel schedules the event out and in and cancels and starts
+//!   its high-resolution timer (measured here: 4-5 us per switch, and 40 us more per thread
+//!   created), which made a server whose threads switch thousands of times a second pay 1.5x
+//!   its CPU per request.
+//!
+//! The default ([`Policy::Adaptive`]) takes the best of both, since a perf event's cost is
+//! per switch: every thread starts on a perf event (kernel time included), which costs a
+//! thread that is rarely switched in (one that computes on and on, or one blocked for long)
+//! next to nothing; the sampler moves a thread that is switched in often (a server's pool
+//! thread, waking for every request) to the timer, and back when it calms down
+//! ([`crate::sampler`]). Where perf events that count kernel time are refused, every thread
+//! is on the timer. `--cpu-clock perf` and
+//! `--cpu-clock timer` fix one clock for every thread. Each sample's weight is the CPU its
+//! thread really used since its previous one, whichever clock took it, so the figures stay
+//! right; only the resolution differs, and the report says which clocks ran and the rate
+//! reached.
 //!
 //! Each armed thread holds one file descriptor (perf) or one POSIX timer. The runtime raises
 //! its soft descriptor limit to the hard limit at startup, and the descriptors are
 //! close-on-exec, so children never see them. Everything here except [`on_signal`] runs on the
 //! sampler thread or on the thread being armed; [`on_signal`] is async-signal-safe.
 
-use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 use super::threads::ThreadSlot;
 
@@ -37,14 +53,6 @@ pub enum ClockKind {
 }
 
 impl ClockKind {
-    /// The name written in the trace (`SamplerInfo.cpu_clock`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ClockKind::PerfTaskClock => "perf task-clock",
-            ClockKind::ThreadCpuTimer => "thread CPU-time timer",
-        }
-    }
-
     fn to_u8(self) -> u8 {
         match self {
             ClockKind::PerfTaskClock => 1,
@@ -61,8 +69,65 @@ impl ClockKind {
     }
 }
 
-/// The session's clock (0: none chosen, CPU samples off).
-static CLOCK: AtomicU8 = AtomicU8::new(0);
+/// Which clocks a session's threads get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Every thread on this clock.
+    Fixed(ClockKind),
+    /// Threads on a perf event, those switched in often on the CPU-time timer (see the
+    /// module's documentation).
+    Adaptive,
+}
+
+impl Policy {
+    fn to_u8(self) -> u8 {
+        match self {
+            Policy::Fixed(kind) => kind.to_u8(),
+            Policy::Adaptive => 3,
+        }
+    }
+
+    fn from_u8(v: u8) -> Option<Policy> {
+        match v {
+            3 => Some(Policy::Adaptive),
+            v => ClockKind::from_u8(v).map(Policy::Fixed),
+        }
+    }
+
+    /// The clock a thread gets when it is armed.
+    pub fn first_clock(self) -> ClockKind {
+        match self {
+            Policy::Fixed(kind) => kind,
+            Policy::Adaptive => ClockKind::PerfTaskClock,
+        }
+    }
+}
+
+/// The clocks a session chose (see [`choose`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chosen {
+    /// Which clocks the threads get.
+    pub policy: Policy,
+    /// Whether perf events count the time threads spend in the kernel.
+    pub perf_kernel: bool,
+}
+
+impl Chosen {
+    /// What the trace says ran (`SamplerInfo.cpu_clock`).
+    pub fn name(self) -> &'static str {
+        match (self.policy, self.perf_kernel) {
+            (Policy::Adaptive, _) => "perf task-clock, CPU-time timers on threads that wait often",
+            (Policy::Fixed(ClockKind::ThreadCpuTimer), _) => "thread CPU-time timer",
+            (Policy::Fixed(ClockKind::PerfTaskClock), true) => "perf task-clock",
+            (Policy::Fixed(ClockKind::PerfTaskClock), false) => "perf task-clock (user time only)",
+        }
+    }
+}
+
+/// The session's policy (0: none chosen, CPU samples off).
+static POLICY: AtomicU8 = AtomicU8::new(0);
+/// Whether the session's perf events count kernel time.
+static PERF_KERNEL: AtomicBool = AtomicBool::new(false);
 /// The session's sampling period, in nanoseconds of a thread's CPU time.
 static PERIOD_NS: AtomicU64 = AtomicU64::new(1_000_000);
 
@@ -107,14 +172,14 @@ pub fn schedule_next(slot: &ThreadSlot, cpu_now: u64) -> u64 {
     target - cpu_now
 }
 
-/// The clock [`choose`] picked, if CPU sampling is on.
-pub fn current() -> Option<ClockKind> {
-    ClockKind::from_u8(CLOCK.load(Ordering::Acquire))
+/// The policy [`choose`] picked, if CPU sampling is on.
+pub fn current() -> Option<Policy> {
+    Policy::from_u8(POLICY.load(Ordering::Acquire))
 }
 
 /// Turns CPU sampling off: threads registered from now on are not armed.
 pub fn clear() {
-    CLOCK.store(0, Ordering::Release);
+    POLICY.store(0, Ordering::Release);
 }
 
 /// An armed clock: a perf event's file descriptor or a POSIX timer's kernel id.
@@ -149,8 +214,8 @@ impl Armed {
 /// Arms the session's clock on `slot`'s thread, unless it was armed (or tried) already or
 /// CPU sampling is off. Not async-signal-safe; called by the thread itself when it registers
 /// and by the sampler for threads it adopted.
-pub fn arm_slot(slot: &ThreadSlot, signal: i32) {
-    let Some(kind) = current() else {
+pub fn arm_slot(slot: &'static ThreadSlot, signal: i32) {
+    let Some(kind) = current().map(Policy::first_clock) else {
         return;
     };
     if !slot.begin_arming() {
@@ -170,14 +235,14 @@ pub fn arm_slot(slot: &ThreadSlot, signal: i32) {
     // its first signal can come one period after it starts (sooner than a preempted sampler
     // thread gets to publish it), and a handler that finds no clock in the slot does not
     // re-arm it, which would leave it stopped until the sampler notices.
-    let opened = open(kind, tid, first, signal);
+    let opened = open_for(slot, kind, tid, first, signal);
     slot.finish_arming(opened.map(Armed::encode));
     if let Some(armed) = opened
         && !rearm(armed, first)
     {
         // It could not be started: the slot is given up like one whose clock failed to open.
         if let Some(armed) = slot.take_clock().and_then(Armed::decode) {
-            disarm(armed);
+            retire(slot, armed);
         }
         if slot.begin_arming() {
             slot.finish_arming(None);
@@ -190,11 +255,133 @@ pub fn arm_slot(slot: &ThreadSlot, signal: i32) {
     }
 }
 
-/// Stops `slot`'s clock, if it has one.
-pub fn disarm_slot(slot: &ThreadSlot) {
-    if let Some(armed) = slot.take_clock().and_then(Armed::decode) {
-        disarm(armed);
+/// Moves `slot`'s thread from its armed clock to a `to` clock, its next period counted from
+/// the thread's CPU time `cpu_now`. Called by the sampler only (the thread's handler only
+/// re-arms the clock it finds in the slot; a signal of the old clock still on its way is a
+/// CPU sample all the same). Returns false, leaving the old clock, if the new one could not
+/// be opened.
+pub fn switch_slot(slot: &'static ThreadSlot, to: ClockKind, cpu_now: u64, signal: i32) -> bool {
+    let Some(old) = Armed::of(slot) else {
+        return false;
+    };
+    if old.kind == to {
+        return true;
     }
+    let tid = slot.tid.load(Ordering::Acquire);
+    let period = next_period(&slot.rng);
+    let Some(new) = open_for(slot, to, tid, period, signal) else {
+        return false;
+    };
+    if !slot.replace_clock(old.encode(), new.encode()) {
+        // Disarmed meanwhile (the thread ended, or sampling stopped).
+        retire(slot, new);
+        return false;
+    }
+    slot.due_cpu.store(cpu_now + period, Ordering::Relaxed);
+    let started = rearm(new, period);
+    retire(slot, old);
+    if !started {
+        disarm_slot(slot);
+    }
+    started
+}
+
+/// Stops `slot`'s clock, if it has one.
+pub fn disarm_slot(slot: &'static ThreadSlot) {
+    if let Some(armed) = slot.take_clock().and_then(Armed::decode) {
+        retire(slot, armed);
+    }
+}
+
+/// Opens a stopped `kind` clock for `slot`'s thread `tid`; a perf event's ring is published
+/// in the slot (before the caller publishes the clock).
+fn open_for(
+    slot: &'static ThreadSlot,
+    kind: ClockKind,
+    tid: u32,
+    period_ns: u64,
+    signal: i32,
+) -> Option<Armed> {
+    let (armed, ring) = open(kind, tid, period_ns, signal)?;
+    if ring != 0 {
+        slot.perf_ring.store(ring, Ordering::SeqCst);
+    }
+    Some(armed)
+}
+
+/// How long [`retire`] waits for a thread to leave its signal handler before it leaves the
+/// freeing of a perf event to [`reap_retired`].
+const HANDLER_WAIT_NS: u64 = 2_000_000;
+
+/// Perf events taken out of a slot while its thread was in its handler (preempted there, on a
+/// busy machine): stopped, their descriptor and ring to be freed once the thread is out.
+static RETIRED: std::sync::Mutex<Vec<(&'static ThreadSlot, Armed, usize)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Whether `slot`'s thread is out of its signal handler, waiting up to `wait_ns` for it: a
+/// handler that started before the slot's clock changed may still use the old clock's
+/// resources; one that started after sees the new clock (both sides order these steps
+/// sequentially consistently).
+fn out_of_handler(slot: &ThreadSlot, wait_ns: u64) -> bool {
+    if slot.tid.load(Ordering::Acquire) == super::sys::gettid() {
+        return true;
+    }
+    let deadline = super::sys::monotonic_ns() + wait_ns;
+    loop {
+        if slot.in_handler.load(Ordering::SeqCst) == 0 {
+            return true;
+        }
+        if super::sys::monotonic_ns() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(20));
+    }
+}
+
+/// Stops and frees `armed`, a clock `slot` no longer holds (taken out or replaced). A timer
+/// goes at once (a handler re-arming a deleted timer only fails). A perf event is stopped at
+/// once, and its descriptor and ring are freed once no handler of the thread can be using
+/// them: now, or later by [`reap_retired`].
+fn retire(slot: &'static ThreadSlot, armed: Armed) {
+    if armed.kind == ClockKind::ThreadCpuTimer {
+        disarm(armed);
+        return;
+    }
+    let ring = slot.perf_ring.swap(0, Ordering::SeqCst);
+    if out_of_handler(slot, HANDLER_WAIT_NS) {
+        unmap_ring(ring);
+        disarm(armed);
+    } else {
+        stop_perf(armed.handle);
+        RETIRED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((slot, armed, ring));
+    }
+}
+
+/// Frees the perf events [`retire`] had to leave, whose threads are out of their handlers now
+/// (the sampler calls it at every tick; what is left when sampling ends stays until the
+/// process does).
+pub fn reap_retired() {
+    let mut retired = RETIRED.lock().unwrap_or_else(|e| e.into_inner());
+    retired.retain(|&(slot, armed, ring)| {
+        if slot.in_handler.load(Ordering::SeqCst) == 0 {
+            unmap_ring(ring);
+            disarm(armed);
+            false
+        } else {
+            true
+        }
+    });
+}
+
+/// Whether the period of `slot`'s perf event that just ended (its overflow sent this signal)
+/// ended in the kernel: `Some(true)` in kernel mode, `Some(false)` in user mode, `None` if
+/// the event has no ring or wrote no record. Consumes the ring's records. Async-signal-safe
+/// (memory reads and writes only).
+pub fn perf_mode(slot: &ThreadSlot) -> Option<bool> {
+    ring_mode(slot.perf_ring.load(Ordering::SeqCst))
 }
 
 /// What made the sampling signal arrive, as its `siginfo` tells.
@@ -230,7 +417,7 @@ pub fn origin(si_code: i32) -> Origin {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use super::{Armed, CLOCK, ClockKind, MIN_PERIOD_NS, Ordering};
+    use super::{Armed, Chosen, ClockKind, MIN_PERIOD_NS, Ordering, PERF_KERNEL, POLICY, Policy};
     use perf_event_open_sys as perf;
 
     // fcntl commands of Linux's <fcntl.h> (glibc's `_GNU_SOURCE` part) that the libc crate
@@ -254,8 +441,9 @@ mod imp {
     }
 
     /// Opens a stopped perf task-clock event on thread `tid` whose overflow every `period_ns`
-    /// of its CPU time sends `signal` to that thread. Returns the descriptor.
-    fn open_perf(tid: u32, period_ns: u64, signal: i32) -> Option<i32> {
+    /// of its CPU time sends `signal` to that thread, counting its time in the kernel too if
+    /// `kernel`. Returns the descriptor.
+    fn open_perf(tid: u32, period_ns: u64, signal: i32, kernel: bool) -> Option<i32> {
         let mut attr = perf::bindings::perf_event_attr {
             type_: perf::bindings::PERF_TYPE_SOFTWARE,
             size: core::mem::size_of::<perf::bindings::perf_event_attr>() as u32,
@@ -263,8 +451,14 @@ mod imp {
             ..Default::default()
         };
         attr.__bindgen_anon_1.sample_period = period_ns.max(MIN_PERIOD_NS);
+        // Each overflow writes a record of nothing but its header into the event's ring (see
+        // `ring_mode`); the ring never asks for a wake-up of its own (the handler empties it
+        // at every overflow, long before a page of records is pending), so the overflow's
+        // signal stays the only one.
+        attr.set_watermark(1);
+        attr.__bindgen_anon_2.wakeup_watermark = RING_DATA_BYTES as u32;
         attr.set_disabled(1);
-        attr.set_exclude_kernel(1);
+        attr.set_exclude_kernel(u64::from(!kernel));
         attr.set_exclude_hv(1);
         // SAFETY: `attr` is a valid, initialized perf_event_attr whose `size` matches its
         // type; the call reads it and returns a new descriptor or -1.
@@ -297,6 +491,12 @@ mod imp {
             return None;
         }
         Some(fd)
+    }
+
+    /// Stops a perf event (it counts and signals no more until refreshed).
+    pub fn stop_perf(fd: i32) {
+        // SAFETY: an ioctl with an integer argument on a perf descriptor.
+        unsafe { perf::ioctls::DISABLE(fd, 0) };
     }
 
     /// Starts (or restarts) a perf event for one more overflow. Async-signal-safe.
@@ -373,32 +573,151 @@ mod imp {
         unsafe { libc::syscall(libc::SYS_timer_delete, id) };
     }
 
-    /// Picks the clock for this session: the first of `allowed` that works on the calling
-    /// thread (perf task-clock where the kernel allows it, else the CPU-time timer), with
-    /// `period_ns` of CPU time between samples. `None` if none works.
-    pub fn choose(allowed: &[ClockKind], period_ns: u64, signal: i32) -> Option<ClockKind> {
+    /// Picks the clocks for this session as `wanted` asks, with `period_ns` of CPU time
+    /// between samples, trying each on the calling thread: the adaptive policy needs the
+    /// timer, and perf events that count kernel time for its busy threads (without them every
+    /// thread stays on the timer; without the timer, perf events for all); a fixed clock is
+    /// that clock or nothing (perf events count kernel time where the system allows it).
+    /// `None` if no clock works.
+    pub fn choose(wanted: Policy, period_ns: u64, signal: i32) -> Option<Chosen> {
         let tid = crate::recorder::sys::gettid();
-        let works = |kind: ClockKind| match kind {
-            ClockKind::PerfTaskClock => open_perf(tid, 1_000_000_000, signal).map(|fd| {
+        let perf_works = |kernel: bool| {
+            open_perf(tid, 1_000_000_000, signal, kernel).map(|fd| {
                 // SAFETY: closing the probe's descriptor; it was never enabled.
                 unsafe { libc::close(fd) };
-            }),
-            ClockKind::ThreadCpuTimer => create_timer(tid, signal).map(delete_timer),
+            })
         };
-        let kind = allowed.iter().copied().find(|&k| works(k).is_some())?;
+        let perf = || match (perf_works(true), perf_works(false)) {
+            (Some(()), _) => Some(true),
+            (None, Some(())) => Some(false),
+            (None, None) => None,
+        };
+        let timer = create_timer(tid, signal).map(delete_timer).is_some();
+        let chosen = match wanted {
+            Policy::Adaptive if timer => Chosen {
+                policy: if perf_works(true).is_some() {
+                    Policy::Adaptive
+                } else {
+                    Policy::Fixed(ClockKind::ThreadCpuTimer)
+                },
+                perf_kernel: true,
+            },
+            Policy::Adaptive | Policy::Fixed(ClockKind::PerfTaskClock) => Chosen {
+                policy: Policy::Fixed(ClockKind::PerfTaskClock),
+                perf_kernel: perf()?,
+            },
+            Policy::Fixed(ClockKind::ThreadCpuTimer) if timer => Chosen {
+                policy: wanted,
+                perf_kernel: false,
+            },
+            Policy::Fixed(ClockKind::ThreadCpuTimer) => return None,
+        };
         super::PERIOD_NS.store(period_ns, Ordering::Relaxed);
-        CLOCK.store(kind.to_u8(), Ordering::Release);
-        Some(kind)
+        PERF_KERNEL.store(chosen.perf_kernel, Ordering::Relaxed);
+        POLICY.store(chosen.policy.to_u8(), Ordering::Release);
+        Some(chosen)
     }
 
     /// Opens a stopped `kind` clock on thread `tid` whose signal, once started with
-    /// [`rearm`], comes after `period_ns` of its CPU time.
-    pub fn open(kind: ClockKind, tid: u32, period_ns: u64, signal: i32) -> Option<Armed> {
-        let handle = match kind {
-            ClockKind::PerfTaskClock => open_perf(tid, period_ns, signal)?,
-            ClockKind::ThreadCpuTimer => create_timer(tid, signal)?,
+    /// [`rearm`], comes after `period_ns` of its CPU time. A perf event comes with its ring
+    /// (0 if it could not be mapped: the mode of its periods is then not known).
+    pub fn open(kind: ClockKind, tid: u32, period_ns: u64, signal: i32) -> Option<(Armed, usize)> {
+        match kind {
+            ClockKind::PerfTaskClock => {
+                let kernel = PERF_KERNEL.load(Ordering::Relaxed);
+                let fd = open_perf(tid, period_ns, signal, kernel)?;
+                let ring = if kernel { map_ring(fd) } else { 0 };
+                Some((Armed { kind, handle: fd }, ring))
+            }
+            ClockKind::ThreadCpuTimer => Some((
+                Armed {
+                    kind,
+                    handle: create_timer(tid, signal)?,
+                },
+                0,
+            )),
+        }
+    }
+
+    /// Bytes of a perf event's ring's data area: one page, 512 records of 8 bytes.
+    const RING_DATA_BYTES: usize = 4096;
+    /// Bytes of a ring's mapping: the control page and the data.
+    const RING_MAP_BYTES: usize = 4096 + RING_DATA_BYTES;
+
+    /// Maps perf event `fd`'s ring; 0 if it cannot be mapped (the system's page size is not
+    /// 4 KiB, or the kernel refused).
+    fn map_ring(fd: i32) -> usize {
+        // SAFETY: sysconf has no memory effects.
+        if unsafe { libc::sysconf(libc::_SC_PAGESIZE) } != 4096 {
+            return 0;
+        }
+        // SAFETY: maps a perf descriptor we own, shared, read-write (so that the reader can
+        // move `data_tail`); the kernel checks the size (1 + 2^n pages).
+        let p = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                RING_MAP_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
         };
-        Some(Armed { kind, handle })
+        if p == libc::MAP_FAILED { 0 } else { p as usize }
+    }
+
+    /// Unmaps a ring [`map_ring`] mapped (0: nothing).
+    pub fn unmap_ring(ring: usize) {
+        if ring != 0 {
+            // SAFETY: `ring` is a mapping of RING_MAP_BYTES this module made, which no one
+            // reads any more (see `retire`).
+            unsafe { libc::munmap(ring as *mut libc::c_void, RING_MAP_BYTES) };
+        }
+    }
+
+    /// The mode the newest sample record in `ring` was taken in (see `perf_mode`), consuming
+    /// every record. Async-signal-safe.
+    pub fn ring_mode(ring: usize) -> Option<bool> {
+        use core::sync::atomic::AtomicU64;
+        if ring == 0 {
+            return None;
+        }
+        let page = ring as *mut perf::bindings::perf_event_mmap_page;
+        // SAFETY: `ring` is a live mapping of RING_MAP_BYTES (its owner unmaps it only once
+        // this thread is out of its handler); `data_head` and `data_tail` are naturally
+        // aligned u64s in its control page, which the kernel and this reader share as the
+        // perf ABI says: head read with acquire, tail written with release.
+        let (head, tail) = unsafe {
+            (
+                AtomicU64::from_ptr(core::ptr::addr_of_mut!((*page).data_head)),
+                AtomicU64::from_ptr(core::ptr::addr_of_mut!((*page).data_tail)),
+            )
+        };
+        let end = head.load(Ordering::Acquire);
+        let mut at = tail.load(Ordering::Relaxed);
+        let mut mode = None;
+        while end.saturating_sub(at) >= 8 {
+            let offset = (at % RING_DATA_BYTES as u64) as usize;
+            // SAFETY: records are 8-byte aligned and at least 8 bytes long, so the header at
+            // `offset` (< RING_DATA_BYTES, a multiple of 8) lies within the data area, which
+            // starts one page into the mapping.
+            let header = unsafe {
+                core::ptr::read_volatile(
+                    (ring + 4096 + offset) as *const perf::bindings::perf_event_header,
+                )
+            };
+            if header.size < 8 {
+                break;
+            }
+            if header.type_ == perf::bindings::PERF_RECORD_SAMPLE {
+                let cpumode =
+                    u32::from(header.misc) & perf::bindings::PERF_RECORD_MISC_CPUMODE_MASK;
+                mode = Some(cpumode == perf::bindings::PERF_RECORD_MISC_KERNEL);
+            }
+            at += u64::from(header.size);
+        }
+        tail.store(end, Ordering::Release);
+        mode
     }
 
     /// Stops and frees an armed clock. Signals it already sent may still be pending.
@@ -425,20 +744,36 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    use super::{Armed, ClockKind};
+    use super::{Armed, Chosen, ClockKind, Policy};
 
     /// No per-thread CPU clocks on this platform.
-    pub fn choose(_allowed: &[ClockKind], _period_ns: u64, _signal: i32) -> Option<ClockKind> {
+    pub fn choose(_wanted: Policy, _period_ns: u64, _signal: i32) -> Option<Chosen> {
         None
     }
 
     /// Nothing to open.
-    pub fn open(_kind: ClockKind, _tid: u32, _period_ns: u64, _signal: i32) -> Option<Armed> {
+    pub fn open(
+        _kind: ClockKind,
+        _tid: u32,
+        _period_ns: u64,
+        _signal: i32,
+    ) -> Option<(Armed, usize)> {
+        None
+    }
+
+    /// No rings.
+    pub fn unmap_ring(_ring: usize) {}
+
+    /// No rings.
+    pub fn ring_mode(_ring: usize) -> Option<bool> {
         None
     }
 
     /// Nothing to disarm.
     pub fn disarm(_armed: Armed) {}
+
+    /// Nothing to stop.
+    pub fn stop_perf(_fd: i32) {}
 
     /// Nothing to re-arm.
     pub fn refresh_perf(_fd: i32) -> bool {
@@ -457,3 +792,4 @@ mod imp {
 }
 
 pub use imp::{choose, disarm, open, perf_count, rearm, refresh_perf};
+use imp::{ring_mode, stop_perf, unmap_ring};

@@ -31,6 +31,15 @@ pub const STACK_COPY_BYTES: usize = 16 << 10;
 pub const CPU: u32 = 1;
 /// `Capture::flags`: the sampler asked where the thread is (a wall-clock stack).
 pub const ASKED: u32 = 2;
+/// `Capture::flags`: the CPU sample came from the thread's perf event.
+pub const BY_PERF: u32 = 4;
+/// `Capture::flags`: the CPU sample came from the thread's CPU-time timer.
+pub const BY_TIMER: u32 = 8;
+/// `Capture::flags`: the perf event's period ended while the thread ran in the kernel (the
+/// signal came on its return to user space); known only with [`MODE_KNOWN`].
+pub const IN_KERNEL: u32 = 16;
+/// `Capture::flags`: the perf event told whether its period ended in user or kernel mode.
+pub const MODE_KNOWN: u32 = 32;
 
 /// One stack capture, as the handler left it.
 #[repr(C)]

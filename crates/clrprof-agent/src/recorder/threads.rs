@@ -43,6 +43,12 @@ pub struct ThreadSlot {
     pub trace: AtomicPtr<ThreadState>,
     /// The thread's CPU clock (sample mode), as `cpu_clock` encodes it.
     clock: AtomicU64,
+    /// The ring buffer of the thread's perf event, where the kernel says in which mode each
+    /// period ended (`cpu_clock::perf_mode`); 0 without one. Published before the clock,
+    /// unmapped only once no handler of the thread can be reading it.
+    pub perf_ring: AtomicUsize,
+    /// 1 while the thread runs its sampling signal handler.
+    pub in_handler: AtomicU32,
     /// The thread's CPU time when its clock was armed: where its first CPU sample counts from.
     pub cpu_at_arm: AtomicU64,
     /// The thread's random generator for its sampling periods (see `cpu_clock::next_period`).
@@ -62,6 +68,8 @@ pub struct ThreadSlot {
     pub born_at: AtomicU64,
     /// `CLOCK_MONOTONIC` when the thread was marked as ended (0 while it lives).
     pub died_at: AtomicU64,
+    /// The thread's CPU time when it was marked as ended on itself (0: not known).
+    pub cpu_at_death: AtomicU64,
 }
 
 impl ThreadSlot {
@@ -74,6 +82,8 @@ impl ThreadSlot {
             stack_hi: AtomicUsize::new(0),
             trace: AtomicPtr::new(core::ptr::null_mut()),
             clock: AtomicU64::new(CLOCK_NONE),
+            perf_ring: AtomicUsize::new(0),
+            in_handler: AtomicU32::new(0),
             cpu_at_arm: AtomicU64::new(0),
             rng: AtomicU64::new(1),
             due_cpu: AtomicU64::new(0),
@@ -82,6 +92,7 @@ impl ThreadSlot {
             ring: CaptureRing::new(),
             born_at: AtomicU64::new(0),
             died_at: AtomicU64::new(0),
+            cpu_at_death: AtomicU64::new(0),
         }
     }
 
@@ -106,6 +117,14 @@ impl ThreadSlot {
             .filter(|v| ![CLOCK_NONE, CLOCK_BUSY, CLOCK_FAILED].contains(v))
             .unwrap_or(CLOCK_FAILED);
         self.clock.store(value, Ordering::Release);
+    }
+
+    /// Replaces the armed clock `old` with `new` (both encoded): false if the slot no longer
+    /// holds `old`.
+    pub fn replace_clock(&self, old: u64, new: u64) -> bool {
+        self.clock
+            .compare_exchange(old, new, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
     }
 
     /// Takes the armed clock away (to disarm it): `None` if there was none.
@@ -142,6 +161,10 @@ impl ThreadSlot {
 
     /// Marks the thread as ended (now); the sampler releases the slot on its next tick.
     pub fn mark_dead(&self) {
+        if self.tid.load(Ordering::Acquire) == sys::gettid() {
+            self.cpu_at_death
+                .store(sys::own_cpu_ns(), Ordering::Release);
+        }
         self.died_at.store(sys::monotonic_ns(), Ordering::Release);
         self.state.store(DEAD, Ordering::Release);
     }
@@ -279,6 +302,7 @@ fn take_slot(
     slot.ring.clear();
     slot.ring.reserve();
     slot.died_at.store(0, Ordering::Relaxed);
+    slot.cpu_at_death.store(0, Ordering::Relaxed);
     slot.born_at.store(sys::monotonic_ns(), Ordering::Relaxed);
     slot.state.store(LIVE, Ordering::Release);
     Some(slot)

@@ -96,6 +96,8 @@ pub struct Book {
     pub clock_count: Option<u64>,
     /// The outer frames of its stack, unwound once.
     pub tail: Tail,
+    /// How often it waits (adaptive clocks).
+    pub wait_rate: super::waits::WaitWatch,
 }
 
 impl Book {
@@ -284,6 +286,20 @@ impl Book {
         }
         self.cpu_mark = Some(dropped_at);
         dropped_at - from
+    }
+
+    /// The CPU the thread used after its latest CPU sample (or since its clock was armed at
+    /// `armed_at`, 0 if it was not), up to its CPU time `end_cpu` (when it ended, or sampling
+    /// stopped), less what handlers answering questions used meanwhile: what no sample saw.
+    /// Counted once.
+    pub fn take_unsampled(&mut self, end_cpu: u64, armed_at: u64) -> u64 {
+        let Some(from) = self.cpu_mark.or((armed_at != 0).then_some(armed_at)) else {
+            return 0;
+        };
+        let tail = end_cpu.saturating_sub(from).saturating_sub(self.overhead);
+        self.cpu_mark = Some(end_cpu.max(from));
+        self.overhead = 0;
+        tail
     }
 
     /// CPU the thread used since its latest CPU sample (or since its clock was armed at

@@ -149,11 +149,11 @@ impl StackBuilder {
         }
     }
 
-    /// The stack that stands for the CPU of missed samples (a lone [`StackCut::Missed`]
-    /// marker).
-    pub fn missed_marker(&mut self) -> u32 {
+    /// The stack that stands for CPU no sample saw: a lone marker ([`StackCut::Missed`] for
+    /// dropped samples, [`StackCut::Unsampled`] after a thread's last sample).
+    pub fn marker(&mut self, cut: StackCut) -> u32 {
         let s = self.session;
-        let path = std::iter::once((FrameKind::Truncated, StackCut::Missed.to_u64()));
+        let path = std::iter::once((FrameKind::Truncated, cut.to_u64()));
         s.stacks
             .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f))
     }

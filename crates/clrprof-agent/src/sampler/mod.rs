@@ -32,17 +32,20 @@ mod gone_code;
 mod method_shapes;
 mod procfs;
 mod trace;
+mod waits;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use clrprof_trace::{Record, Sample, SamplerInfo, ThreadOsName, ThreadState};
+use clrprof_trace::{
+    Record, Sample, SampleClock, SamplerInfo, StackCut, ThreadOsName, ThreadState,
+};
 
 use crate::config::{CpuClockChoice, Mode};
-use crate::recorder::cpu_clock::{self, Armed, ClockKind};
-use crate::recorder::ring::{ASKED, CPU};
+use crate::recorder::cpu_clock::{self, Armed, Chosen, ClockKind, Policy};
+use crate::recorder::ring::{ASKED, BY_PERF, BY_TIMER, CPU, IN_KERNEL, MODE_KNOWN};
 use crate::recorder::threads::{self, MAX_THREADS, ThreadSlot};
 use crate::recorder::{capture, sys};
 use crate::session::Session;
@@ -55,6 +58,9 @@ use gone_code::GoneSeen;
 
 /// The name of the counter of the profiler's CPU on one thread, before its OS thread id.
 pub const THREAD_PROFILER_CPU: &str = "profiler_cpu_ns:";
+/// CPU a thread on a CPU-time timer uses without a sample before the sampler suspects that its
+/// timer was not re-armed: a few ticks at the slowest usual tick rate (100 Hz).
+const TIMER_LATE_NS: u64 = 40_000_000;
 /// How often the sampler looks for threads the runtime did not announce.
 const THREAD_SCAN_NS: u64 = 1_000_000_000;
 /// A thread's name is read when it is first seen and again after this many wall ticks (the
@@ -85,6 +91,8 @@ pub struct SamplerStats {
     /// Sample records written to carry that CPU (CPU samples in the trace that the sampler
     /// did not take).
     pub missed_carriers: AtomicU64,
+    /// CPU threads used after their last sample (see `StackCut::Unsampled`).
+    pub cpu_unsampled_ns: AtomicU64,
     /// CPU samples written.
     pub cpu_samples: AtomicU64,
     /// Wall-clock samples written.
@@ -97,6 +105,10 @@ pub struct SamplerStats {
     pub agent_cpu_ns: AtomicU64,
     /// Perf events the sampler re-armed because their signal's details were lost.
     pub rearmed: AtomicU64,
+    /// Threads moved from the CPU-time timer back to a perf event (adaptive policy).
+    pub clock_upgrades: AtomicU64,
+    /// Threads moved from a perf event to the timer (they wait often).
+    pub clock_downgrades: AtomicU64,
 }
 
 /// A running sampler thread.
@@ -225,12 +237,23 @@ fn record_own_cpu(session: &Session) {
         .store(sys::own_cpu_ns().saturating_add(readers), Ordering::Relaxed);
 }
 
+/// The clock readings a capture's handler took.
+#[derive(Debug, Clone, Copy)]
+struct CaptureClock {
+    /// The thread's CPU time when the handler started.
+    enter: u64,
+    /// ... and when it was done.
+    exit: u64,
+    /// The thread's CPU time at its latest dropped capture (0: none).
+    dropped_at: u64,
+}
+
 /// Sample mode's loop and what it keeps.
 struct SampleLoop {
     session: &'static Session,
     stacks: StackBuilder,
     books: Vec<Book>,
-    clock: Option<ClockKind>,
+    clock: Option<Chosen>,
     period_ns: u64,
     wall_period_ns: u64,
     /// Each slot's thread's `/proc` `syscall` file, once opened.
@@ -243,32 +266,46 @@ struct SampleLoop {
     gone_seen: GoneSeen,
 }
 
-/// Chooses the session's CPU clock (see [`cpu_clock::choose`]) and says which in the trace.
-fn choose_clock(session: &Session) -> Option<ClockKind> {
+/// Chooses the session's CPU clocks (see [`cpu_clock::choose`]) and says which in the trace.
+fn choose_clock(session: &Session) -> Option<Chosen> {
     let period_ns = 1_000_000_000 / u64::from(session.config.rate_hz.max(1));
-    let allowed: &[ClockKind] = match session.config.cpu_clock {
-        None => &[ClockKind::PerfTaskClock, ClockKind::ThreadCpuTimer],
-        Some(CpuClockChoice::Perf) => &[ClockKind::PerfTaskClock],
-        Some(CpuClockChoice::Timer) => &[ClockKind::ThreadCpuTimer],
+    let wanted = match session.config.cpu_clock {
+        None => Policy::Adaptive,
+        Some(CpuClockChoice::Perf) => Policy::Fixed(ClockKind::PerfTaskClock),
+        Some(CpuClockChoice::Timer) => Policy::Fixed(ClockKind::ThreadCpuTimer),
     };
-    let clock = cpu_clock::choose(allowed, period_ns, capture::SAMPLE_SIGNAL);
+    let chosen = cpu_clock::choose(wanted, period_ns, capture::SAMPLE_SIGNAL);
     capture::set_floor(session.config.handler_floor);
     session.out.push_record(&Record::SamplerInfo(SamplerInfo {
-        cpu_clock: clock.map_or(String::new(), |c| c.name().to_owned()),
+        cpu_clock: chosen.map_or(String::new(), |c| c.name().to_owned()),
         cpu_rate_hz: session.config.rate_hz,
         wall_rate_hz: session.config.wall_rate().max(1),
     }));
-    if clock.is_none() {
-        session.warn(
+    match chosen {
+        None => session.warn(
             "no per-thread CPU clock is available (perf events and CPU-time timers were \
              refused): only wall-clock samples are taken",
-        );
+        ),
+        Some(c) if c.policy == Policy::Fixed(ClockKind::PerfTaskClock) && !c.perf_kernel => session
+            .warn(
+                "perf events that count time in the kernel are refused here \
+                 (perf_event_paranoid above 1 and no CAP_PERFMON): the perf clock counts user \
+                 time only, and the time threads spend in the kernel is charged to the user \
+                 code they run next; the default clock counts it where it is spent",
+            ),
+        Some(c) if wanted == Policy::Adaptive && c.policy != Policy::Adaptive => session.info(
+            "perf events that count time in the kernel are refused here \
+             (perf_event_paranoid above 1 and no CAP_PERFMON): every thread is sampled by its \
+             CPU-time timer, at most at the kernel's tick rate, and no sample tells user from \
+             system time",
+        ),
+        Some(_) => {}
     }
-    clock
+    chosen
 }
 
 impl SampleLoop {
-    fn new(session: &'static Session, clock: Option<ClockKind>) -> SampleLoop {
+    fn new(session: &'static Session, clock: Option<Chosen>) -> SampleLoop {
         let period_ns = 1_000_000_000 / u64::from(session.config.rate_hz.max(1));
         let wall_rate = session.config.wall_rate().max(1);
         SampleLoop {
@@ -309,6 +346,7 @@ impl SampleLoop {
                     .ticks
                     .fetch_add(1, Ordering::Relaxed);
                 self.arm_threads();
+                cpu_clock::reap_retired();
                 if !self.session.config.handler_floor {
                     self.wall_tick(now);
                 }
@@ -326,6 +364,7 @@ impl SampleLoop {
         for slot in threads::in_use().iter() {
             cpu_clock::disarm_slot(slot);
         }
+        cpu_clock::reap_retired();
         self.drain();
         for (i, slot) in threads::in_use().iter().enumerate() {
             if slot.is_live() || slot.is_dead() {
@@ -390,14 +429,18 @@ impl SampleLoop {
                 let flags = capture.flags;
                 let (ts, clock, regs) = (
                     capture.ts,
-                    (capture.cpu_enter, capture.cpu_exit, capture.dropped_at),
+                    CaptureClock {
+                        enter: capture.cpu_enter,
+                        exit: capture.cpu_exit,
+                        dropped_at: capture.dropped_at,
+                    },
                     capture.regs,
                 );
                 let resolved = self
                     .stacks
                     .resolve_capture(slot, capture, &mut self.books[i].tail);
                 slot.ring.pop();
-                let handler = clock.1.saturating_sub(clock.0);
+                let handler = clock.exit.saturating_sub(clock.enter);
                 self.books[i].profiler_ns = self.books[i].profiler_ns.saturating_add(handler);
                 self.session
                     .sampler_stats
@@ -425,7 +468,7 @@ impl SampleLoop {
         slot: &ThreadSlot,
         flags: u32,
         ts: u64,
-        (enter, exit, dropped_at): (u64, u64, u64),
+        clock: CaptureClock,
         regs: [usize; 3],
         resolved: Resolved,
     ) {
@@ -437,7 +480,20 @@ impl SampleLoop {
         };
         if flags & CPU != 0 {
             let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
-            let (cpu, missed) = self.books[i].on_cpu_capture(enter, exit, armed_at, dropped_at);
+            let (cpu, missed) =
+                self.books[i].on_cpu_capture(clock.enter, clock.exit, armed_at, clock.dropped_at);
+            // A perf event tells whether its period ended in the kernel: the whole sample is
+            // then the kernel's (as `perf` counts a sample), else the user code's.
+            let (by, sys) = if flags & BY_PERF != 0 && flags & MODE_KNOWN != 0 {
+                let sys = if flags & IN_KERNEL != 0 { cpu } else { 0 };
+                (SampleClock::Perf, sys)
+            } else if flags & BY_PERF != 0 {
+                (SampleClock::PerfUserOnly, 0)
+            } else if flags & BY_TIMER != 0 {
+                (SampleClock::Timer, 0)
+            } else {
+                (SampleClock::Unknown, 0)
+            };
             let after = match resolved {
                 Resolved::Program(stack) if stack != 0 => Some(stack),
                 _ => None,
@@ -447,15 +503,16 @@ impl SampleLoop {
                 Resolved::Program(stack) => {
                     stats.cpu_samples.fetch_add(1, Ordering::Relaxed);
                     self.books[i].last_cpu = Some((stack, ts));
-                    emit(
-                        self.session,
-                        self.session.since_start(ts),
+                    self.session.out.push_sample(&Sample {
+                        ts: self.session.since_start(ts),
                         tid,
                         stack,
-                        cpu,
-                        0,
-                        ThreadState::Cpu,
-                    );
+                        cpu_ns: cpu,
+                        wall_ns: 0,
+                        state: ThreadState::Cpu,
+                        sys_ns: sys,
+                        clock: by,
+                    });
                 }
                 Resolved::Agent => {
                     stats.agent_samples.fetch_add(1, Ordering::Relaxed);
@@ -464,7 +521,7 @@ impl SampleLoop {
                 }
             }
         } else {
-            self.books[i].on_asked_overhead(enter, exit);
+            self.books[i].on_asked_overhead(clock.enter, clock.exit);
         }
         if stack == 0 {
             return;
@@ -496,6 +553,7 @@ impl SampleLoop {
                 continue;
             };
             self.watch_clock(i, slot, cpu);
+            self.review_clock(i, slot, now, cpu);
             let session = self.session;
             let mut emit = |w: WallSample| emit_wall(session, tid, now, w);
             let book = &mut self.books[i];
@@ -526,7 +584,13 @@ impl SampleLoop {
         };
         let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
         let book = &mut self.books[i];
-        if book.cpu_since_sample(cpu, armed_at) < 4 * self.period_ns {
+        // A CPU-time timer fires at the scheduler's tick only (every 4 ms at 250 Hz, 10 ms at
+        // 100 Hz): a thread on one goes several periods without a sample by design.
+        let late = match armed.kind {
+            ClockKind::PerfTaskClock => 4 * self.period_ns,
+            ClockKind::ThreadCpuTimer => (4 * self.period_ns).max(TIMER_LATE_NS),
+        };
+        if book.cpu_since_sample(cpu, armed_at) < late {
             book.clock_count = None;
             return;
         }
@@ -556,6 +620,31 @@ impl SampleLoop {
                 .sampler_stats
                 .rearmed
                 .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The adaptive policy: moves slot `i`'s thread between a perf event and the CPU-time
+    /// timer as it waits often or rarely (see [`waits`]).
+    fn review_clock(&mut self, i: usize, slot: &'static ThreadSlot, now: u64, cpu: u64) {
+        if self.clock.is_none_or(|c| c.policy != Policy::Adaptive) {
+            return;
+        }
+        let Some(armed) = Armed::of(slot) else {
+            return;
+        };
+        let tid = self.books[i].tid;
+        let to = self.books[i]
+            .wait_rate
+            .on_tick(now, cpu, armed.kind, || procfs::voluntary_switches(tid));
+        if let Some(to) = to
+            && cpu_clock::switch_slot(slot, to, cpu, capture::SAMPLE_SIGNAL)
+        {
+            let stats = &self.session.sampler_stats;
+            match to {
+                ClockKind::PerfTaskClock => &stats.clock_upgrades,
+                ClockKind::ThreadCpuTimer => &stats.clock_downgrades,
+            }
+            .fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -598,7 +687,10 @@ impl SampleLoop {
         stats.cpu_missed_ns.fetch_add(missed, Ordering::Relaxed);
         let parts = split_missed(missed, self.books[i].last_cpu, after.map(|s| (s, ts)));
         let parts = match parts {
-            [None, _] => [Some((self.stacks.missed_marker(), ts, missed)), None],
+            [None, _] => [
+                Some((self.stacks.marker(StackCut::Missed), ts, missed)),
+                None,
+            ],
             parts => {
                 let carriers = parts.iter().flatten().count() as u64;
                 stats.missed_carriers.fetch_add(carriers, Ordering::Relaxed);
@@ -634,6 +726,28 @@ impl SampleLoop {
         let dropped_at = slot.ring.dropped_at.load(Ordering::Acquire);
         let missed = self.books[i].take_missed_tail(armed_at, dropped_at);
         self.emit_missed(i, tid, missed, sys::monotonic_ns(), None);
+        // The CPU after the thread's last sample, up to its end (as it read its clock then)
+        // or now: no sample saw it (a timer fires at the tick only), so it stands under a
+        // marker of its own, and the thread's CPU adds up.
+        let end_cpu = match slot.cpu_at_death.load(Ordering::Acquire) {
+            0 if slot.is_dead() => None,
+            0 => sys::thread_cpu_ns(tid),
+            cpu => Some(cpu),
+        };
+        if self.clock.is_some()
+            && let Some(end_cpu) = end_cpu
+        {
+            let tail = self.books[i].take_unsampled(end_cpu, armed_at);
+            if tail > 0 {
+                self.session
+                    .sampler_stats
+                    .cpu_unsampled_ns
+                    .fetch_add(tail, Ordering::Relaxed);
+                let stack = self.stacks.marker(StackCut::Unsampled);
+                let ts = self.session.since_start(sys::monotonic_ns());
+                emit(self.session, ts, tid, stack, tail, 0, ThreadState::Cpu);
+            }
+        }
         let session = self.session;
         self.books[i].flush(end, &mut |w| emit_wall(session, tid, end, w));
         // What the profiler cost this thread, beside what its samples stand for: together
@@ -703,5 +817,6 @@ fn emit(
         cpu_ns,
         wall_ns,
         state,
+        ..Sample::default()
     });
 }

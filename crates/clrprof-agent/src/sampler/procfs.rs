@@ -59,6 +59,18 @@ fn read_task_file<'b>(tid: u32, name: &str, buf: &'b mut [u8]) -> Option<&'b [u8
     Some(&buf[..len])
 }
 
+/// How many times thread `tid` gave up its CPU to wait so far (`voluntary_ctxt_switches` of
+/// its `status`; preemptions not counted): `None` if that cannot be read.
+pub fn voluntary_switches(tid: u32) -> Option<u64> {
+    let mut buf = [0u8; 2048];
+    let text = std::str::from_utf8(read_task_file(tid, "status", &mut buf)?).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// Where thread `tid` is: `None` if that cannot be read (the thread is gone, or `/proc` is not
 /// mounted). `file` keeps the thread's `syscall` file open between calls.
 pub fn whereabouts(tid: u32, file: &mut Option<File>) -> Option<Whereabouts> {

@@ -89,6 +89,7 @@ impl TraceTicker {
                 } else {
                     ThreadState::Blocked
                 },
+                ..Default::default()
             });
         }
     }

@@ -161,6 +161,10 @@ pub struct FunctionJson {
     pub total: u64,
     /// Exact calls (trace mode; count mode: its counted entries); `null` in sample mode.
     pub calls: Option<u64>,
+    /// The part of its self CPU time spent in the kernel (system time), in nanoseconds.
+    pub self_sys_ns: u64,
+    /// The part of its total CPU time spent in the kernel.
+    pub total_sys_ns: u64,
 }
 
 /// One row of [`CpuReport::call_sites`].
@@ -249,6 +253,8 @@ pub fn report(profile: &Profile, query: &Query, options: &Json) -> Result<CpuRep
             self_weight: r.self_weight,
             total: r.total_weight,
             calls: r.calls,
+            self_sys_ns: r.self_sys_ns,
+            total_sys_ns: r.total_sys_ns,
         })
         .collect();
 

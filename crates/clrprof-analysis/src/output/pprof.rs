@@ -186,6 +186,9 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
     if with_calls {
         types.push(("calls", "count", Metric::Calls));
     }
+    if a.tree.total().mode_known_cpu_ns > 0 {
+        types.push(("sys", "nanoseconds", Metric::Sys));
+    }
     let sample_type: Vec<pb::ValueType> = types
         .iter()
         .map(|(ty, unit, _)| pb::ValueType {

@@ -109,7 +109,7 @@ impl Render for Speedscope {
         let a = Analysis::new(profile, query, false)?;
         let metric = a.metric;
         let unit = match metric {
-            Metric::Cpu | Metric::Wall => "nanoseconds",
+            Metric::Cpu | Metric::Sys | Metric::Wall => "nanoseconds",
             Metric::Bytes => "bytes",
             _ => "none",
         };

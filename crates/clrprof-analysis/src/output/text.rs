@@ -147,11 +147,17 @@ fn write_top(
         format!("Total {}", a.metric.column()),
     );
     let w = total_head.len().max(10);
+    // Where the samples tell the kernel's share of the CPU, the share of each function's own
+    // CPU spent there (page faults, system calls), as `top` splits user and system time.
+    let sys = a.metric == Metric::Cpu && a.tree.total().mode_known_cpu_ns > 0;
     write!(
         out,
         "{:>7}  {:>w$}  {:>7}  {:>w$}  ",
         "Self%", self_head, "Total%", total_head
     )?;
+    if sys {
+        write!(out, "{:>5}  ", "Sys%")?;
+    }
     if calls {
         write!(out, "{:>10}  ", "Calls")?;
     }
@@ -165,6 +171,12 @@ fn write_top(
             table.percent(row.total_weight),
             units::value(a.metric, row.total_weight),
         )?;
+        if sys && row.self_mode_known_ns > 0 {
+            let share = percent(row.self_sys_ns, row.self_mode_known_ns);
+            write!(out, "{share:>4.0}%  ")?;
+        } else if sys {
+            write!(out, "{:>5}  ", "-")?;
+        }
         if let Some(c) = row.calls {
             write!(out, "{c:>10}  ")?;
         }
@@ -330,14 +342,21 @@ fn write_sampling(s: &crate::sampling::SamplingInfo, out: &mut dyn Write) -> Res
                 } else {
                     t.name.clone()
                 };
-                format!("{name} {}", rate(t.rate_hz))
+                match t.perf_cpu_share {
+                    // Adaptive clocks: how much of the thread's CPU the precise clock saw.
+                    Some(share) if share > 0.0 && s.by_clock.timer_samples > 0 => format!(
+                        "{name} {} ({:.0}% of its CPU by perf)",
+                        rate(t.rate_hz),
+                        share * 100.0
+                    ),
+                    _ => format!("{name} {}", rate(t.rate_hz)),
+                }
             })
             .collect();
         writeln!(
             out,
-            "CPU samples: {} from the {}, {}/s of CPU time asked, {} reached{}",
+            "CPU samples: {}, {}/s of CPU time asked, {} reached{}",
             units::count(s.cpu_samples),
-            s.cpu_clock,
             s.cpu_rate_hz,
             rate(s.cpu_rate_reached_hz),
             if busiest.is_empty() {
@@ -346,6 +365,22 @@ fn write_sampling(s: &crate::sampling::SamplingInfo, out: &mut dyn Write) -> Res
                 format!(" (busiest threads: {})", busiest.join(", "))
             }
         )?;
+        let c = &s.by_clock;
+        let by = if c.perf_samples > 0 && c.timer_samples > 0 {
+            format!(
+                ": {} samples by perf events, {} by timers",
+                units::count(c.perf_samples),
+                units::count(c.timer_samples)
+            )
+        } else {
+            String::new()
+        };
+        let tick = if c.timer_samples > 0 {
+            "; a CPU-time timer fires at most once per scheduler tick"
+        } else {
+            ""
+        };
+        writeln!(out, "  clock: {}{by}{tick}", s.cpu_clock)?;
     }
     writeln!(
         out,
@@ -367,6 +402,14 @@ fn write_sampling(s: &crate::sampling::SamplingInfo, out: &mut dyn Write) -> Res
         )
     } else {
         format!("{} CPU samples missed", units::count(s.samples_missed))
+    };
+    let missed = if s.cpu_unsampled_ns > 0 {
+        format!(
+            "{missed}; {} of CPU after threads' last samples is shown as [CPU after the last sample]",
+            units::duration(s.cpu_unsampled_ns)
+        )
+    } else {
+        missed
     };
     let induced = if s.induced_cpu_ns > 0 {
         format!(

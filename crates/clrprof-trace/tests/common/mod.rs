@@ -49,6 +49,7 @@ pub fn small_records() -> Vec<Record> {
             cpu_ns: 10,
             wall_ns: 11,
             state: ThreadState::Blocked,
+            ..Default::default()
         }),
     ]
 }
