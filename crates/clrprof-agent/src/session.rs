@@ -149,6 +149,7 @@ impl Session {
             ("bytes_lost", load(&t.bytes_lost)),
             ("sampler_ticks", load(&s.ticks)),
             ("sampler_cpu_ns", load(&s.cpu_ns)),
+            ("symbols_cpu_ns", load(&s.symbols_cpu_ns)),
             ("handler_cpu_ns", load(&s.handler_cpu_ns)),
             ("cpu_samples", load(&s.cpu_samples)),
             ("wall_samples", load(&s.wall_samples)),

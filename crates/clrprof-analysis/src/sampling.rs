@@ -115,8 +115,10 @@ pub struct SamplingInfo {
     pub program_cpu_ns: u64,
     /// CPU the profiler's signal handlers used on the program's threads (not in the above).
     pub handler_cpu_ns: u64,
-    /// CPU the profiler's sampler thread used.
+    /// CPU the profiler's sampler thread used, with its symbol-reading threads'.
     pub sampler_cpu_ns: u64,
+    /// The part of it the threads that read native modules' symbols used (once per module).
+    pub symbols_cpu_ns: u64,
     /// CPU the profiler's callbacks used on the program's threads, as sampled (not in
     /// `program_cpu_ns`).
     pub agent_cpu_ns: u64,
@@ -134,6 +136,13 @@ pub struct SamplingInfo {
 }
 
 impl SamplingInfo {
+    /// The sampler thread's own CPU per sample written (CPU and wall-clock samples), its
+    /// symbol reading left out: what each sample costs it (`None` without samples).
+    pub fn sampler_ns_per_sample(&self) -> Option<u64> {
+        let samples = self.cpu_samples + self.wall_samples;
+        (samples > 0).then(|| self.sampler_cpu_ns.saturating_sub(self.symbols_cpu_ns) / samples)
+    }
+
     /// The profiler's CPU (handlers, sampler, callbacks, work the runtime did for it) as a share of the program's.
     pub fn overhead_share(&self) -> f64 {
         let own =

@@ -974,6 +974,7 @@ fn summarize_sampling(
         program_cpu_ns,
         handler_cpu_ns: counter("handler_cpu_ns"),
         sampler_cpu_ns: counter("sampler_cpu_ns"),
+        symbols_cpu_ns: counter("symbols_cpu_ns"),
         agent_cpu_ns: counter("agent_cpu_ns"),
         induced_cpu_ns: 0,
         ended_early: ended.values().sum(),

@@ -27,7 +27,7 @@ use crate::recorder::ring::Capture;
 use crate::recorder::sys;
 use crate::recorder::threads::{self, MAX_FRAMES, ThreadSlot};
 use crate::session::Session;
-use crate::unwind::{Chain, Regs, Stop, Tail, Unwinder};
+use crate::unwind::{Chain, MethodShapes, Regs, Stop, Tail, Unwinder};
 
 use super::gone_code::Forget;
 use super::method_shapes::{RuntimeShapes, code_owner};
@@ -53,6 +53,16 @@ enum FrameRef {
     /// A method without metadata (dynamic method, IL stub), by trace id.
     Generated(u64),
     Native(u64),
+}
+
+/// How many stacks [`StackBuilder::intern`] remembers before it starts again.
+const KNOWN_STACKS: usize = 1 << 16;
+
+/// A stack interned before: its code addresses (innermost first), how it ended, its id.
+struct KnownStack {
+    ips: Box<[usize]>,
+    cut: Option<StackCut>,
+    id: u32,
 }
 
 /// What a capture turned into.
@@ -93,6 +103,9 @@ pub struct StackBuilder {
     library_data: FxHashSet<usize>,
     /// Scratch: a sample's async callers.
     callers: Vec<usize>,
+    /// Stacks interned before, by a hash of their code addresses and end: a stack seen again
+    /// costs a lookup and a comparison, not a name lookup per frame (see [`Self::intern`]).
+    known_stacks: HashMap<u64, KnownStack>,
     /// The stack of the thread whose capture is being resolved, `[lo, hi)`.
     stack: (usize, usize),
 }
@@ -118,6 +131,7 @@ impl StackBuilder {
             anonymous_refreshed_ns: 0,
             library_data: FxHashSet::default(),
             callers: Vec::with_capacity(crate::async_chains::MAX_CALLERS),
+            known_stacks: HashMap::default(),
             stack: (0, 0),
         };
         builder.refresh_modules(sys::monotonic_ns());
@@ -139,6 +153,7 @@ impl StackBuilder {
             self.modules_generation = generation;
             // A library loaded or unloaded since: its addresses may be code now.
             self.library_data.clear();
+            self.known_stacks.clear();
             let here = StackBuilder::new as fn(&'static Session) -> StackBuilder as usize;
             self.agent_code = self
                 .unwinder
@@ -161,6 +176,8 @@ impl StackBuilder {
     /// Drops what is cached about code the runtime unloaded (its addresses may hold other
     /// code from now on).
     pub fn forget(&mut self, forget: Forget) {
+        self.unwinder.forget_walks();
+        self.known_stacks.clear();
         match forget {
             Forget::All => {
                 self.ips.clear();
@@ -256,7 +273,49 @@ impl StackBuilder {
     /// Turns code addresses (innermost first) into an interned stack id, with a cut marker
     /// at the root when the stack ends early, and the async callers of `async_chain` (the
     /// chain the thread resumed, 0 for none) above its `MoveNext` (see `crate::async_chains`).
-    fn intern(
+    fn intern(&mut self, ips: &[usize], cut: Option<StackCut>, ts: u64, async_chain: u32) -> u32 {
+        if cut == Some(StackCut::TooDeep) {
+            self.session
+                .sampler_stats
+                .truncated
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        // A stack without async callers is the same stack whenever its addresses and end are
+        // (names and their lives are looked up by address; what the runtime unloaded is
+        // forgotten, these stacks with it).
+        if async_chain != 0 {
+            return self.intern_new(ips, cut, ts, async_chain);
+        }
+        let key = {
+            use std::hash::{Hash, Hasher};
+            let mut h = rustc_hash::FxHasher::default();
+            ips.hash(&mut h);
+            cut.map(StackCut::to_u64).hash(&mut h);
+            h.finish()
+        };
+        if let Some(known) = self.known_stacks.get(&key)
+            && known.cut == cut
+            && *known.ips == *ips
+        {
+            return known.id;
+        }
+        let id = self.intern_new(ips, cut, ts, 0);
+        if self.known_stacks.len() >= KNOWN_STACKS {
+            self.known_stacks.clear();
+        }
+        self.known_stacks.insert(
+            key,
+            KnownStack {
+                ips: ips.into(),
+                cut,
+                id,
+            },
+        );
+        id
+    }
+
+    /// [`Self::intern`] for a stack not known yet: each address named, the path interned.
+    fn intern_new(
         &mut self,
         ips: &[usize],
         mut cut: Option<StackCut>,
@@ -280,12 +339,6 @@ impl StackBuilder {
                 continue;
             }
             self.path.push(frame);
-        }
-        if cut == Some(StackCut::TooDeep) {
-            self.session
-                .sampler_stats
-                .truncated
-                .fetch_add(1, Ordering::Relaxed);
         }
         let s = self.session;
         let (continuation, callers) = self.async_callers(async_chain);
@@ -517,11 +570,17 @@ impl StackBuilder {
         if lo <= ip && ip < hi {
             return true;
         }
+        // A return address named before is code (the cache forgets code the runtime
+        // unloaded), and so is one in managed code the unwinder has met: most frames of most
+        // samples stop here.
+        let lookup = ip.saturating_sub(1);
+        if self.ips.contains_key(&lookup) || self.shapes.is_managed(lookup) {
+            return false;
+        }
         if self.in_library_data(ip) {
             return true;
         }
-        if self.unwinder.modules().contains_code(ip) || self.ips.contains_key(&ip.saturating_sub(1))
-        {
+        if self.unwinder.modules().contains_code(ip) {
             return false;
         }
         if self.library_data.contains(&ip) {

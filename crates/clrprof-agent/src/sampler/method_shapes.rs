@@ -142,6 +142,10 @@ impl RuntimeShapes {
 }
 
 impl MethodShapes for RuntimeShapes {
+    fn is_managed(&self, pc: usize) -> bool {
+        self.known(pc).is_some()
+    }
+
     fn code_at(&mut self, addr: usize) -> Option<[u8; CODE_WINDOW]> {
         if let Some(known) = self.code.get(&addr) {
             return *known;

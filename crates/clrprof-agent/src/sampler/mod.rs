@@ -256,8 +256,8 @@ struct SampleLoop {
     clock: Option<Chosen>,
     period_ns: u64,
     wall_period_ns: u64,
-    /// Each slot's thread's `/proc` `syscall` file, once opened.
-    syscall_files: Vec<Option<std::fs::File>>,
+    /// Each slot's thread's `/proc` files, once opened.
+    task_files: Vec<procfs::TaskFiles>,
     /// The process's own name: a thread called the same has no name of its own.
     process_name: String,
     /// Scratch list of thread ids.
@@ -312,7 +312,9 @@ impl SampleLoop {
             session,
             stacks: StackBuilder::new(session),
             books: (0..MAX_THREADS).map(|_| Book::default()).collect(),
-            syscall_files: (0..MAX_THREADS).map(|_| None).collect(),
+            task_files: (0..MAX_THREADS)
+                .map(|_| procfs::TaskFiles::default())
+                .collect(),
             clock,
             period_ns,
             wall_period_ns: 1_000_000_000 / u64::from(wall_rate),
@@ -449,7 +451,7 @@ impl SampleLoop {
                 self.on_capture(i, slot, flags, ts, clock, regs, resolved);
             }
         }
-        let dropped: u64 = threads::SLOTS
+        let dropped: u64 = threads::in_use()
             .iter()
             .map(|s| s.ring.dropped.swap(0, Ordering::Relaxed))
             .sum();
@@ -557,7 +559,7 @@ impl SampleLoop {
             let session = self.session;
             let mut emit = |w: WallSample| emit_wall(session, tid, now, w);
             let book = &mut self.books[i];
-            let file = &mut self.syscall_files[i];
+            let file = &mut self.task_files[i];
             if book.on_tick(now, cpu, || procfs::whereabouts(tid, file), &mut emit) {
                 if capture::ask(slot) {
                     session
@@ -633,9 +635,10 @@ impl SampleLoop {
             return;
         };
         let tid = self.books[i].tid;
-        let to = self.books[i]
-            .wait_rate
-            .on_tick(now, cpu, armed.kind, || procfs::voluntary_switches(tid));
+        let files = &mut self.task_files[i];
+        let to = self.books[i].wait_rate.on_tick(now, cpu, armed.kind, || {
+            procfs::voluntary_switches(tid, files)
+        });
         if let Some(to) = to
             && cpu_clock::switch_slot(slot, to, cpu, capture::SAMPLE_SIGNAL)
         {
@@ -656,7 +659,7 @@ impl SampleLoop {
         }
         let born = slot.born_at.load(Ordering::Acquire);
         self.books[i] = Book::new(tid, if born == 0 { now } else { born.min(now) });
-        self.syscall_files[i] = None;
+        self.task_files[i] = procfs::TaskFiles::default();
         self.name_thread(tid);
     }
 
@@ -773,7 +776,7 @@ impl SampleLoop {
                 cpu_clock::disarm_slot(slot);
                 self.flush_book(i, slot, now);
                 self.books[i] = Book::default();
-                self.syscall_files[i] = None;
+                self.task_files[i] = procfs::TaskFiles::default();
                 while slot.ring.oldest().is_some() {
                     slot.ring.pop();
                 }

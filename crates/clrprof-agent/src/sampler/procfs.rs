@@ -59,11 +59,24 @@ fn read_task_file<'b>(tid: u32, name: &str, buf: &'b mut [u8]) -> Option<&'b [u8
     Some(&buf[..len])
 }
 
+/// The `/proc` files of one thread the sampler reads again and again, kept open (opening one
+/// costs more than reading it).
+#[derive(Debug, Default)]
+pub struct TaskFiles {
+    syscall: Option<File>,
+    status: Option<File>,
+}
+
 /// How many times thread `tid` gave up its CPU to wait so far (`voluntary_ctxt_switches` of
-/// its `status`; preemptions not counted): `None` if that cannot be read.
-pub fn voluntary_switches(tid: u32) -> Option<u64> {
+/// its `status`; preemptions not counted): `None` if that cannot be read. `files` keeps the
+/// thread's `status` file open between calls.
+pub fn voluntary_switches(tid: u32, files: &mut TaskFiles) -> Option<u64> {
+    if files.status.is_none() {
+        files.status = File::open(format!("/proc/self/task/{tid}/status")).ok();
+    }
     let mut buf = [0u8; 2048];
-    let text = std::str::from_utf8(read_task_file(tid, "status", &mut buf)?).ok()?;
+    let n = read_from_start(files.status.as_ref()?, &mut buf)?;
+    let text = std::str::from_utf8(&buf[..n]).ok()?;
     text.lines()
         .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))?
         .trim()
@@ -72,13 +85,13 @@ pub fn voluntary_switches(tid: u32) -> Option<u64> {
 }
 
 /// Where thread `tid` is: `None` if that cannot be read (the thread is gone, or `/proc` is not
-/// mounted). `file` keeps the thread's `syscall` file open between calls.
-pub fn whereabouts(tid: u32, file: &mut Option<File>) -> Option<Whereabouts> {
-    if file.is_none() {
-        *file = File::open(format!("/proc/self/task/{tid}/syscall")).ok();
+/// mounted). `files` keeps the thread's `syscall` file open between calls.
+pub fn whereabouts(tid: u32, files: &mut TaskFiles) -> Option<Whereabouts> {
+    if files.syscall.is_none() {
+        files.syscall = File::open(format!("/proc/self/task/{tid}/syscall")).ok();
     }
     let mut buf = [0u8; 256];
-    let n = read_from_start(file.as_ref()?, &mut buf)?;
+    let n = read_from_start(files.syscall.as_ref()?, &mut buf)?;
     parse_syscall(&buf[..n])
 }
 
@@ -179,7 +192,7 @@ mod tests {
         let tid = tid_rx.recv().unwrap();
         // Wait until it blocks in its receive.
         let mut seen = None;
-        let mut file = None;
+        let mut file = TaskFiles::default();
         for _ in 0..1000 {
             if let Some(Whereabouts::Blocked(key)) = whereabouts(tid, &mut file) {
                 seen = Some(key);

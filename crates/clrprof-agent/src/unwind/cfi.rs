@@ -18,6 +18,8 @@ pub struct Unwinder {
     cache: CacheX86_64,
     window: Vec<u8>,
     stats: UnwindStats,
+    /// Counts the changes that can make a remembered walk wrong (see [`Self::forget_walks`]).
+    epoch: u64,
 }
 
 impl Default for Unwinder {
@@ -35,6 +37,7 @@ impl Unwinder {
             cache: CacheX86_64::new(),
             window: Vec::with_capacity(super::LIVE_CHUNK),
             stats: UnwindStats::default(),
+            epoch: 0,
         }
     }
 
@@ -50,8 +53,15 @@ impl Unwinder {
         if changed {
             self.framehop = UnwinderX86_64::new();
             self.modules.unregister_all();
+            self.forget_walks();
         }
         changed
+    }
+
+    /// Makes the walks remembered so far unusable: the modules changed, or the runtime unloaded
+    /// code (the same addresses may hold other code, with other frames).
+    pub fn forget_walks(&mut self) {
+        self.epoch += 1;
     }
 
     /// What the last [`Self::unwind`] did.
@@ -98,11 +108,13 @@ impl Unwinder {
         out: &mut Vec<usize>,
         shapes: &mut dyn MethodShapes,
     ) -> UnwindStats {
+        let mut modules_changed = false;
         let mut rules = Rules {
             modules: &mut self.modules,
             framehop: &mut self.framehop,
             cache: &mut self.cache,
             refreshed: false,
+            modules_changed: &mut modules_changed,
             shapes,
         };
         self.stats = walk(
@@ -114,7 +126,11 @@ impl Unwinder {
             out,
             &mut self.window,
             &mut rules,
+            self.epoch,
         );
+        if modules_changed {
+            self.forget_walks();
+        }
         self.stats
     }
 }
@@ -126,6 +142,8 @@ struct Rules<'a> {
     cache: &'a mut CacheX86_64,
     /// The memory map was re-read during this walk already.
     refreshed: bool,
+    /// ... and it changed.
+    modules_changed: &'a mut bool,
     shapes: &'a mut dyn MethodShapes,
 }
 
@@ -136,8 +154,9 @@ impl FrameRules for Rules<'_> {
             Some(i) => i,
             None => {
                 // Perhaps a library loaded since the last look: re-read the maps, at most once
-                // per unwind and once per interval.
-                let plausible = (0x10000..=USER_MAX).contains(&lookup);
+                // per unwind and once per interval (not for managed code, which is in none).
+                let plausible =
+                    (0x10000..=USER_MAX).contains(&lookup) && !self.shapes.is_managed(lookup);
                 if self.refreshed || !plausible || !self.modules.refresh_due() {
                     return None;
                 }
@@ -145,6 +164,9 @@ impl FrameRules for Rules<'_> {
                 if self.modules.refresh() {
                     *self.framehop = UnwinderX86_64::new();
                     self.modules.unregister_all();
+                    // Walks remembered before are not checked against the new modules: the
+                    // unwinder's epoch moves on at its next call.
+                    *self.modules_changed = true;
                 }
                 self.modules.find(lookup)?
             }

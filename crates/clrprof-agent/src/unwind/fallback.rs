@@ -112,6 +112,10 @@ impl Unwinder {
         self.stats
     }
 
+    /// Nothing is remembered across calls here but what the walk keeps per thread, which
+    /// no module change can make wrong.
+    pub fn forget_walks(&mut self) {}
+
     /// Applies the managed shapes and the frame-pointer rule; see the Linux version.
     #[allow(clippy::too_many_arguments)]
     pub fn unwind(
@@ -133,6 +137,7 @@ impl Unwinder {
             out,
             &mut self.window,
             &mut Rules(shapes),
+            0,
         );
         self.stats
     }

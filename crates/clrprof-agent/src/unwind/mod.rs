@@ -123,14 +123,40 @@ pub struct Chain<'a> {
     pub saved: &'a [usize],
 }
 
-/// The outer part of one thread's stack, from where the handler's chain ended to the thread's
-/// start: it stays the same while the thread runs inside those frames (a caller's frame
-/// cannot change while its callee's is live), so it is unwound once and reused while the
-/// chain keeps ending at the same frame.
+/// What the walks of one thread's stack keep for the next one.
+///
+/// - The outer part of the stack, from where the handler's chain ended to the thread's
+///   start: it stays the same while the thread runs inside those frames (a caller's frame
+///   cannot change while its callee's is live), so it is unwound once and reused while the
+///   chain keeps ending at the same frame.
+/// - The last few walks beyond the first frame ([`CallerMemo`]): a thread sampled again and
+///   again in the same call path (a loop) has the same callers, whose unwinding is most of a
+///   sample's cost. A walk whose first caller is one of them, and whose stack holds the same
+///   words wherever that walk read one, would find the same frames: they are taken as they
+///   are.
 #[derive(Debug, Clone, Default)]
 pub struct Tail {
     /// pc, sp and bp where the chain ended.
     key: Option<(usize, usize, usize)>,
+    frames: Vec<usize>,
+    stop: Stop,
+    /// Walks beyond the first frame, most recent first.
+    callers: Vec<CallerMemo>,
+    /// Scratch: the words read in the walk at hand.
+    reads: Vec<(usize, Option<usize>)>,
+}
+
+/// How many walks beyond the first frame a thread keeps.
+const CALLER_MEMOS: usize = 4;
+
+/// One walk beyond the first frame: where it started (the first caller's pc, sp and bp), every
+/// stack word it read (and what it held, or that it could not be read), and what it found.
+#[derive(Debug, Clone, Default)]
+struct CallerMemo {
+    key: (usize, usize, usize),
+    /// The unwinder's state it was made in (see [`Unwinder::forget_walks`]).
+    epoch: u64,
+    reads: Vec<(usize, Option<usize>)>,
     frames: Vec<usize>,
     stop: Stop,
 }
@@ -211,6 +237,8 @@ pub struct UnwindStats {
     pub managed_frames: u32,
     /// Frames taken from the thread's remembered tail.
     pub tail_frames: u32,
+    /// Frames taken from a remembered walk beyond the first frame.
+    pub memo_frames: u32,
     /// Reads of live memory (each fetches up to [`LIVE_CHUNK`] bytes) because a word was not
     /// in the copy.
     pub live_reads: u32,
@@ -292,6 +320,8 @@ pub(crate) struct StackReader<'a> {
     window_at: usize,
     live_reads: u32,
     highest: usize,
+    /// Where every read goes, while a walk is to be remembered.
+    log: Option<Vec<(usize, Option<usize>)>>,
 }
 
 impl<'a> StackReader<'a> {
@@ -313,10 +343,19 @@ impl<'a> StackReader<'a> {
             window_at: 0,
             live_reads: 0,
             highest: lo,
+            log: None,
         }
     }
 
     pub(crate) fn read(&mut self, addr: usize) -> Option<usize> {
+        let value = self.read_word(addr);
+        if let Some(log) = self.log.as_mut() {
+            log.push((addr, value));
+        }
+        value
+    }
+
+    fn read_word(&mut self, addr: usize) -> Option<usize> {
         let end = addr.checked_add(8)?;
         if addr < self.lo || end > self.hi {
             return None;
@@ -388,6 +427,11 @@ pub trait MethodShapes {
     /// decoder knows.
     fn shape_at(&mut self, pc: usize) -> Option<(usize, managed::Shape)>;
 
+    /// Whether `pc` is known to be managed code already (without asking the runtime).
+    fn is_managed(&self, _pc: usize) -> bool {
+        false
+    }
+
     /// The code bytes at `addr` (`None` if they cannot be read). Code does not change while
     /// it is loaded, so an implementation may keep them.
     fn code_at(&mut self, addr: usize) -> Option<[u8; managed::CODE_WINDOW]> {
@@ -440,7 +484,9 @@ pub(crate) trait FrameRules {
 /// The walk shared by every platform: for each frame, `rules` first (CFI, managed shapes), then
 /// the frame-pointer rule, with the frame records the handler read at the sample when it read
 /// the one at hand (`chain`) and memory otherwise. Where the chain ends, the rest of the stack
-/// is `tail`'s if it ended there last time too.
+/// is `tail`'s if it ended there last time too; beyond the first frame, it is one of `tail`'s
+/// remembered walks if that walk started from the same caller and every word it read is the
+/// same now (`epoch` is the unwinder's state: walks remembered in another are not used).
 #[allow(clippy::too_many_arguments)]
 fn walk(
     regs: Regs,
@@ -451,6 +497,7 @@ fn walk(
     out: &mut Vec<usize>,
     window: &mut Vec<u8>,
     rules: &mut dyn FrameRules,
+    epoch: u64,
 ) -> UnwindStats {
     let mut stats = UnwindStats::default();
     if out.len() >= MAX_FRAMES {
@@ -472,6 +519,9 @@ fn walk(
     let chain_len = chain.len();
     // Where the tail being unwound starts in `out`, when it is to be remembered.
     let mut tail_from = None;
+    // Where the walk beyond the first frame starts in `out`, and its first caller's pc, sp
+    // and bp, when it is to be remembered.
+    let mut memo_from = None;
     stats.stop = loop {
         if out.len() >= MAX_FRAMES {
             break Stop::Limit;
@@ -510,6 +560,7 @@ fn walk(
         if sp > stack_hi {
             break Stop::LeftStack;
         }
+        let first = at.first;
         out.push(ra);
         at = FrameAt {
             pc: ra,
@@ -517,6 +568,34 @@ fn walk(
             sp,
             bp,
         };
+        if first && let Some(t) = tail.as_deref_mut() {
+            let key = (ra, sp, bp);
+            let known = t.callers.iter().position(|m| {
+                m.key == key
+                    && m.epoch == epoch
+                    && m.reads
+                        .iter()
+                        .all(|&(addr, value)| reader.read_word(addr) == value)
+            });
+            if let Some(i) = known {
+                let memo = t.callers.remove(i);
+                let room = MAX_FRAMES - out.len();
+                out.extend(memo.frames.iter().take(room));
+                stats.memo_frames += memo.frames.len().min(room) as u32;
+                let stop = if memo.frames.len() > room {
+                    Stop::Limit
+                } else {
+                    memo.stop
+                };
+                t.callers.insert(0, memo);
+                break stop;
+            }
+            // Remember this walk from here on: the words it reads, what it finds.
+            let mut reads = std::mem::take(&mut t.reads);
+            reads.clear();
+            reader.log = Some(reads);
+            memo_from = Some((out.len(), key));
+        }
         if chain_ended && let Some(t) = tail.as_deref_mut() {
             let key = (ra, sp, bp);
             if t.key == Some(key) {
@@ -535,9 +614,27 @@ fn walk(
             tail_from = Some(out.len());
         }
     };
-    if let (Some(from), Some(t)) = (tail_from, tail) {
-        t.frames.extend_from_slice(&out[from..]);
-        t.stop = stats.stop;
+    if let Some(t) = tail {
+        if let Some(from) = tail_from {
+            t.frames.extend_from_slice(&out[from..]);
+            t.stop = stats.stop;
+        }
+        if let (Some((from, key)), Some(reads)) = (memo_from, reader.log.take()) {
+            // The oldest memo's buffers are reused: no allocation once a thread has its
+            // memos.
+            let mut memo = if t.callers.len() >= CALLER_MEMOS {
+                t.callers.pop().unwrap_or_default()
+            } else {
+                CallerMemo::default()
+            };
+            memo.key = key;
+            t.reads = std::mem::replace(&mut memo.reads, reads);
+            memo.frames.clear();
+            memo.frames.extend_from_slice(&out[from..]);
+            memo.stop = stats.stop;
+            memo.epoch = epoch;
+            t.callers.insert(0, memo);
+        }
     }
     stats.live_reads = reader.live_reads;
     stats.stack_bytes = reader.highest - regs.rsp;

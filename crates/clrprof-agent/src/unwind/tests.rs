@@ -129,6 +129,47 @@ fn frame_pointer_rule_for_pcs_in_no_module() {
     assert_eq!(out.len(), MAX_FRAMES);
 }
 
+/// A walk beyond the first frame is remembered: the same callers with the same words give the
+/// same frames without walking them again, and a word that changed walks them again.
+#[test]
+fn a_remembered_walk_is_used_only_where_every_word_it_read_is_the_same() {
+    let (mut words, regs, hi) = synthetic_stack();
+    let mut window = Vec::new();
+    let mut tail = Tail::default();
+    let mut walk_once = |words: &[usize], regs: Regs, tail: &mut Tail| {
+        let mut out = Vec::new();
+        let copy = bytes_of(words);
+        let stats = walk(
+            regs,
+            &copy,
+            Chain::default(),
+            Some(tail),
+            hi,
+            &mut out,
+            &mut window,
+            &mut NoRules,
+            7,
+        );
+        (out, stats)
+    };
+    let (first, stats) = walk_once(&words, regs, &mut tail);
+    assert_eq!(first, [0x10_0500, 0x10_1000, 0x10_2000]);
+    assert_eq!(stats.memo_frames, 0);
+    // Another instruction of the same function, the same callers: remembered.
+    let moved = Regs {
+        rip: 0x10_0510,
+        ..regs
+    };
+    let (again, stats) = walk_once(&words, moved, &mut tail);
+    assert_eq!(again, [0x10_0510, 0x10_1000, 0x10_2000]);
+    assert_eq!((stats.memo_frames, stats.stop), (1, Stop::BadFramePointer));
+    // The caller's caller changed (another call site): walked again.
+    words[11] = 0x10_3000;
+    let (changed, stats) = walk_once(&words, moved, &mut tail);
+    assert_eq!(changed, [0x10_0510, 0x10_1000, 0x10_3000]);
+    assert_eq!(stats.memo_frames, 0);
+}
+
 #[test]
 fn frame_pointer_chain_stops_at_max_frames() {
     let n = MAX_FRAMES + 50;
@@ -368,6 +409,7 @@ mod linux {
                     &mut fp_only,
                     &mut window,
                     &mut crate::unwind::tests::NoRules,
+                    0,
                 );
                 *sink.borrow_mut() = Some(Walks {
                     full,

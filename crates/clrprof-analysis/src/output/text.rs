@@ -419,12 +419,17 @@ fn write_sampling(s: &crate::sampling::SamplingInfo, out: &mut dyn Write) -> Res
     } else {
         String::new()
     };
+    let per_sample = s
+        .sampler_ns_per_sample()
+        .map(|ns| format!(" ({} a sample)", units::duration(ns)))
+        .unwrap_or_default();
     writeln!(
         out,
-        "Profiler CPU: {:.2}% of the program's (signal handlers {}, sampler and symbol threads {}, callbacks {}{induced}), not counted as the program's; {missed}",
+        "Profiler CPU: {:.2}% of the program's (signal handlers {}, sampler {}{per_sample}, symbol reading {}, callbacks {}{induced}), not counted as the program's; {missed}",
         100.0 * s.overhead_share(),
         units::duration(s.handler_cpu_ns),
-        units::duration(s.sampler_cpu_ns),
+        units::duration(s.sampler_cpu_ns.saturating_sub(s.symbols_cpu_ns)),
+        units::duration(s.symbols_cpu_ns),
         units::duration(s.agent_cpu_ns),
     )?;
     if s.ended_early == 0 {
