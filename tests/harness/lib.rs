@@ -30,6 +30,7 @@ mod dotnet;
 mod facts;
 mod paths;
 mod pdb;
+pub mod peer_perf;
 pub mod probes;
 mod process;
 mod profile;

@@ -4,8 +4,9 @@
 // KernelTime.Touch maps 8 MiB of fresh memory (mmap), writes one byte to each of its pages
 // (each write a page fault: the kernel finds and zeroes a page) and unmaps it (munmap):
 // system time. KernelTime.Arith is integer arithmetic: user time only. Both are
-// [MethodImpl(NoInlining)]. The main thread runs them in turn for 1.5 s of its CPU time,
-// keeping Touch at about 40% of it (measured on the thread's CPU clock, user + system).
+// [MethodImpl(NoInlining)]. The main thread runs them in turn for 1.5 s of its CPU time (or
+// the milliseconds given as the first argument), keeping Touch at about 40% of it (measured on
+// the thread's CPU clock, user + system).
 //
 // Output:
 //   kernel: done
@@ -82,11 +83,12 @@ static class KernelTime
         return x;
     }
 
-    static void Main()
+    static void Main(string[] args)
     {
+        long cpuNs = (args.Length > 0 ? long.Parse(args[0]) : 1500) * 1000000L;
         long start = ThreadCpu.Ns();
         long touchNs = 0, arithNs = 0, touchSys = 0, arithSys = 0;
-        while (ThreadCpu.Ns() - start < 1500000000L)
+        while (ThreadCpu.Ns() - start < cpuNs)
         {
             long t0 = ThreadCpu.Ns();
             long s0 = SystemNs();

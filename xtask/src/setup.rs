@@ -10,6 +10,8 @@
 //!   `libxml2-utils`), which check `clrprof coverage`'s lcov and Cobertura outputs.
 //! - GNU binutils' `strip` (Debian package `binutils`), which makes the stripped copy of a
 //!   runtime the tests of native names record.
+//! - Linux `perf` (Debian package `linux-perf`), whose CPU profiles the peer test compares
+//!   clrprof's with.
 //! - speedscope's file format JSON schema, from the pinned `speedscope` npm package (fetched
 //!   with `npm pack`, npm from Debian's `npm` package if it is not on PATH), into
 //!   `.deps/speedscope-<version>/`: the end-to-end tests validate clrprof's speedscope output
@@ -43,6 +45,11 @@ pub fn run() -> Result<()> {
     ensure_debian_tool("xmllint", "libxml2-utils", "libxml2's validator")?;
     ensure_debian_tool("strip", "binutils", "GNU binutils' strip")?;
     ensure_debian_tool("tmux", "tmux", "the terminal the status line test runs in")?;
+    ensure_debian_tool(
+        "perf",
+        "linux-perf",
+        "Linux perf, the peer CPU profiles are checked against",
+    )?;
     // The coverage tests' portable PDBs are written by Mono.Cecil from Mono's symbols.
     ensure_debian_file(
         "/usr/lib/mono/gac/Mono.Cecil/0.11.*/Mono.Cecil.dll",
