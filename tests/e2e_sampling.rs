@@ -424,3 +424,40 @@ fn kernel_time_is_charged_to_the_code_that_entered_the_kernel() {
         .map(|f| f["total_sys_ns"].as_u64().unwrap());
     assert_eq!(row, Some(touch_sys), "{json:#}");
 }
+
+/// The runtime's stubs are named by kind, as its perf map names them: a program that spends
+/// most of its time in interface calls on three classes spends it in their resolve stub.
+#[test]
+fn runtime_stubs_are_named_by_kind() {
+    let program = compile("Dispatch");
+    let rec = record(&program, &[], &["--rate", "1000"]);
+    rec.output.assert_success();
+    assert_eq!(rec.output.stdout_str(), "dispatch: 29943200000\n");
+    let (trace, p) = profile_of(&rec);
+    let main = thread(&p, "main");
+    let all: u64 = main.samples.iter().map(|s| s.cpu_ns).sum();
+    let leaf_cpu = |name: &str| -> u64 {
+        main.samples
+            .iter()
+            .filter(|s| frame_names(&p, s.stack).last().is_some_and(|f| f == name))
+            .map(|s| s.cpu_ns)
+            .sum()
+    };
+    let resolve = leaf_cpu("[stub: interface resolve]");
+    let unnamed = leaf_cpu("[runtime stub]");
+    assert!(
+        resolve * 5 > all,
+        "{resolve} of {all} ns in the interface resolve stub"
+    );
+    assert!(
+        unnamed * 100 < all,
+        "{unnamed} of {all} ns in stubs not named by kind"
+    );
+    // `record` asked for the runtime's perf map, and left no file of it behind.
+    let pid = trace.session.as_ref().expect("a session").pid;
+    for dir in [std::env::temp_dir(), std::path::PathBuf::from("/tmp")] {
+        for name in [format!("perf-{pid}.map"), format!("perfinfo-{pid}.map")] {
+            assert!(!dir.join(&name).exists(), "{} left behind", name);
+        }
+    }
+}

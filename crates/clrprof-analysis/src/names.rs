@@ -66,8 +66,12 @@ impl Names {
         }
     }
 
-    /// `Type.Method(args)` as the definition spells it.
+    /// `Type.Method(args)` as the definition spells it; the runtime's IL stubs by what they
+    /// do: `[IL stub: P/Invoke marshalling](int, ref Timespec)`.
     fn defined_name(f: &FunctionDef) -> String {
+        if let Some(kind) = il_stub_kind(f) {
+            return format!("[IL stub: {kind}]{}", f.signature);
+        }
         if f.type_name.is_empty() {
             format!("{}{}", f.method_name, f.signature)
         } else {
@@ -213,5 +217,60 @@ impl Names {
             Some(t) => self.name_of_managed(t.managed_id),
             None => String::new(),
         }
+    }
+}
+
+/// What an IL stub of the runtime does, from the name the runtime gives it (`IL_STUB_PInvoke`,
+/// a method of `ILStubClass`, the names of CoreCLR 3.1 to .NET 8): `None` for other methods.
+fn il_stub_kind(f: &FunctionDef) -> Option<&'static str> {
+    if f.type_name != "ILStubClass" {
+        return None;
+    }
+    let kind = f.method_name.strip_prefix("IL_STUB_")?;
+    Some(match kind {
+        "PInvoke" => "P/Invoke marshalling",
+        "ReversePInvoke" => "reverse P/Invoke marshalling",
+        "CLRtoCOM" | "COMtoCLR" => "COM interop",
+        "MulticastDelegate_Invoke" => "multicast delegate invoke",
+        "SecureDelegate_Invoke" | "WrapperDelegate_Invoke" => "delegate invoke",
+        "UnboxingStub" => "unboxing",
+        "InstantiatingStub" => "instantiating",
+        "Array_Get" | "Array_Set" | "Array_Address" => "array access",
+        "StructMarshal" => "struct marshalling",
+        "StoreTailCallArgs" | "CallTailCallTarget" => "tail call",
+        _ => "other",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtimes_il_stubs_are_named_by_what_they_do() {
+        let mut names = Names::default();
+        let stub = |id: u64, method: &str, signature: &str| FunctionDef {
+            id,
+            type_name: "ILStubClass".into(),
+            method_name: method.into(),
+            signature: signature.into(),
+            ..Default::default()
+        };
+        names
+            .functions
+            .insert(1, stub(1, "IL_STUB_PInvoke", "(int, ref Timespec)"));
+        names
+            .functions
+            .insert(2, stub(2, "IL_STUB_ReversePInvoke", "(long)"));
+        names.functions.insert(3, stub(3, "Helper", "()"));
+        assert_eq!(
+            names.function(1),
+            "[IL stub: P/Invoke marshalling](int, ref Timespec)"
+        );
+        assert_eq!(
+            names.function(2),
+            "[IL stub: reverse P/Invoke marshalling](long)"
+        );
+        assert_eq!(names.function(3), "ILStubClass.Helper()");
     }
 }

@@ -38,7 +38,8 @@ const MODULE_REFRESH_NS: u64 = 1_000_000_000;
 const ANONYMOUS_REFRESH_NS: u64 = 50_000_000;
 /// How long a frame in a library the memory map does not show yet waits to be named.
 const UNNAMED_WAIT_NS: u64 = 2_000_000_000;
-/// The name of a native frame in the runtime's stubs (see `StackBuilder::in_anonymous_code`).
+/// The name of a native frame in the runtime's stubs (see `StackBuilder::in_anonymous_code`)
+/// whose kind its perf map does not tell (see [`super::stubs`]).
 pub const RUNTIME_STUB: &str = "[runtime stub]";
 
 /// What tells native frames apart: library and name for a named function, library and start
@@ -106,6 +107,8 @@ pub struct StackBuilder {
     /// Stacks interned before, by a hash of their code addresses and end: a stack seen again
     /// costs a lookup and a comparison, not a name lookup per frame (see [`Self::intern`]).
     known_stacks: HashMap<u64, KnownStack>,
+    /// The runtime's stubs, by kind, from its perf map.
+    stubs: super::stubs::StubMap,
     /// The stack of the thread whose capture is being resolved, `[lo, hi)`.
     stack: (usize, usize),
 }
@@ -132,6 +135,7 @@ impl StackBuilder {
             library_data: FxHashSet::default(),
             callers: Vec::with_capacity(crate::async_chains::MAX_CALLERS),
             known_stacks: HashMap::default(),
+            stubs: super::stubs::StubMap::default(),
             stack: (0, 0),
         };
         builder.refresh_modules(sys::monotonic_ns());
@@ -512,7 +516,8 @@ impl StackBuilder {
             located => match sys::native_symbol(ip) {
                 Some(sym) => (sym.library, sym.symbol, 0),
                 None if located.is_none() && self.in_anonymous_code(ip) => {
-                    (String::new(), RUNTIME_STUB.to_string(), 0)
+                    let kind = self.stubs.kind_at(ip).unwrap_or(RUNTIME_STUB);
+                    (String::new(), kind.to_string(), 0)
                 }
                 None => (
                     located.map(|f| f.library).unwrap_or_default(),

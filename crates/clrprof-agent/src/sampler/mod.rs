@@ -31,6 +31,7 @@ mod frames;
 mod gone_code;
 mod method_shapes;
 mod procfs;
+mod stubs;
 mod trace;
 mod waits;
 

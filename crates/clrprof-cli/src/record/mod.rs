@@ -21,6 +21,7 @@
 
 mod connections;
 mod options;
+mod perf_map;
 mod progress;
 
 pub(crate) use connections::{AgentSocket, accept_agent, copy_stream};
@@ -105,7 +106,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
     crate::overlap::refuse(&[crate::overlap::Named::new("-o", &opts.output)], &inputs)?;
     let (program, args) = resolve_program(&opts.command)?;
     let AgentSocket {
-        dir: _dir,
+        dir,
         socket,
         listener,
         trace,
@@ -120,6 +121,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
         .env(protocol::ENV_SESSION, &socket)
         .env(protocol::ENV_CONFIG, opts.agent_config().encode())
         .env_remove(protocol::ENV_OUTPUT);
+    let perf_maps = perf_map::PerfMaps::ask(&mut cmd, dir.path());
 
     // Ctrl-C goes to the whole terminal process group: the program decides what to do with
     // it, and clrprof keeps receiving until the program is gone, then finishes the trace. A
@@ -239,6 +241,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
     let (exit_code, signal) = exit_of(status);
     let ended = program_end(exit_code, signal);
     let (mut trace, processes) = tree.into_parts()?;
+    perf_maps.remove(processes.iter().map(|p| p.hello.pid));
     let root_section = processes
         .iter()
         .find(|p| p.hello.pid == root && !p.left_out)

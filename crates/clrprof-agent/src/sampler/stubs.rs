@@ -1,0 +1,163 @@
+//! What kind of runtime stub an address of the runtime's anonymous code is, from the
+//! runtime's own perf map.
+//!
+//! The runtime generates small pieces of code it names nowhere the profiling API reaches:
+//! precode (the entry point of a method before and between its compilations), virtual stub
+//! dispatch (interface calls: dispatch, resolve and lookup stubs), vtable call stubs, jump
+//! stubs. With `DOTNET_PerfMapEnabled` (`COMPlus_` on CoreCLR 3.1) it lists each of them in its
+//! perf map as it makes it, a line `ADDRESS SIZE stub<N> KIND<OWNER>` (the address `0x`-prefixed
+//! since .NET 5, 16 hexadecimal digits before); `clrprof record` asks for the map, in its own
+//! directory where the runtime allows (`PerfMapJitDumpPath`, .NET 5 and later), and removes it
+//! at the end. The sampler names each address once (see `frames.rs`), so it reads the lines
+//! added since its last look whenever it meets an address of anonymous code it cannot name
+//! yet: the runtime lists a stub as it makes it, before anything can run in it. A stub made
+//! before the map was asked for (after an `attach`) stays a nameless `[runtime stub]`.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::PathBuf;
+
+/// How far past its start an address may lie and still be a listed stub's (see
+/// [`StubMap::known`]).
+const STUB_REACH: usize = 512;
+/// How much of the map one read takes, at most.
+const READ_CHUNK: usize = 1 << 20;
+
+/// The stubs the runtime's perf map lists, by start address.
+#[derive(Default)]
+pub struct StubMap {
+    /// The map file, once found.
+    file: Option<File>,
+    /// Where the next read starts, and the bytes of a line cut by the last read.
+    offset: u64,
+    partial: Vec<u8>,
+    /// Start to (end, kind).
+    stubs: BTreeMap<usize, (usize, &'static str)>,
+}
+
+impl StubMap {
+    /// The kind of stub that contains `ip`, reading the map's new lines first if it is not
+    /// known yet.
+    pub fn kind_at(&mut self, ip: usize) -> Option<&'static str> {
+        if let Some(kind) = self.known(ip) {
+            return Some(kind);
+        }
+        self.read_new_lines();
+        self.known(ip)
+    }
+
+    fn known(&self, ip: usize) -> Option<&'static str> {
+        let (&start, &(end, kind)) = self.stubs.range(..=ip).next_back()?;
+        // The size some runtimes write is too short for some stubs (.NET 8.0.4 gives its
+        // interface resolve stubs 0x18 bytes; their code runs on to 0xb3 and more): an address
+        // a little past a stub's listed end, with no other stub listed before it, is that
+        // stub's.
+        (ip < end.max(start.saturating_add(STUB_REACH))).then_some(kind)
+    }
+
+    fn read_new_lines(&mut self) {
+        use std::os::unix::fs::FileExt;
+        if self.file.is_none() {
+            self.file = map_path().and_then(|p| File::open(p).ok());
+        }
+        let Some(file) = &self.file else {
+            return;
+        };
+        let mut buf = vec![0u8; READ_CHUNK];
+        let Ok(n) = file.read_at(&mut buf, self.offset) else {
+            return;
+        };
+        self.offset += n as u64;
+        let mut text = std::mem::take(&mut self.partial);
+        text.extend_from_slice(&buf[..n]);
+        // .NET 8.0.4 ends some lines with a NUL instead of a newline.
+        let complete = text
+            .iter()
+            .rposition(|&b| b == b'\n' || b == 0)
+            .map_or(0, |i| i + 1);
+        for line in text[..complete].split(|&b| b == b'\n' || b == 0) {
+            if let Some((start, size, kind)) = std::str::from_utf8(line).ok().and_then(parse) {
+                self.stubs.insert(start, (start.saturating_add(size), kind));
+            }
+        }
+        self.partial = text[complete..].to_vec();
+    }
+}
+
+/// Where the runtime writes this process's perf map: the directory `PerfMapJitDumpPath`
+/// names (.NET 5 and later), else `TMPDIR` or `/tmp` (CoreCLR 3.1 writes into `TMPDIR`, later
+/// runtimes into `/tmp`): the first that holds `perf-PID.map`.
+fn map_path() -> Option<PathBuf> {
+    let name = format!("perf-{}.map", std::process::id());
+    let dirs = [
+        "DOTNET_PerfMapJitDumpPath",
+        "COMPlus_PerfMapJitDumpPath",
+        "TMPDIR",
+    ]
+    .into_iter()
+    .filter_map(std::env::var_os)
+    .map(PathBuf::from)
+    .chain(std::iter::once(PathBuf::from("/tmp")));
+    dirs.map(|d| d.join(&name)).find(|p| p.is_file())
+}
+
+/// A stub line of the perf map: its start, size and kind; `None` for any other line.
+fn parse(line: &str) -> Option<(usize, usize, &'static str)> {
+    let mut fields = line.split(' ');
+    let address = fields.next()?;
+    let size = fields.next()?;
+    if !fields.next()?.starts_with("stub<") {
+        return None;
+    }
+    let kind = fields.next()?;
+    let address = address.strip_prefix("0x").unwrap_or(address);
+    let start = usize::from_str_radix(address, 16).ok()?;
+    let size = usize::from_str_radix(size, 16).ok()?;
+    Some((start, size, kind_name(kind)))
+}
+
+/// A readable name for the kind the runtime writes (`GenerateDispatchStub<...>`, ...).
+fn kind_name(kind: &str) -> &'static str {
+    let (what, owner) = kind.split_once('<').unwrap_or((kind, ""));
+    match what {
+        "AllocateTemporaryEntryPoints" if owner.starts_with("PRECODE_FIXUP") => {
+            "[stub: precode fixup]"
+        }
+        "AllocateTemporaryEntryPoints" => "[stub: precode]",
+        "GenerateDispatchStub" | "GenerateDispatchStubLong" => "[stub: interface dispatch]",
+        "GenerateResolveStub" => "[stub: interface resolve]",
+        "GenerateLookupStub" => "[stub: interface lookup]",
+        "GenerateVTableCallStub" => "[stub: vtable call]",
+        "getNextJumpStub" => "[stub: jump]",
+        "LoadHelperTable" => "[stub: JIT helper]",
+        _ => "[stub: other]",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_stub_lines_of_both_runtimes_maps() {
+        assert_eq!(
+            parse("0x7f5e1ebf2250 60 stub<905> AllocateTemporaryEntryPoints<PRECODE_STUB>"),
+            Some((0x7f5e_1ebf_2250, 0x60, "[stub: precode]"))
+        );
+        assert_eq!(
+            parse("00007F4A12340000 18 stub<3> GenerateResolveStub<GenerateResolveStub>"),
+            Some((0x7f4a_1234_0000, 0x18, "[stub: interface resolve]"))
+        );
+        assert_eq!(
+            parse("0x7f5e1ea48ae0 a3 int64 [KernelTime] KernelTime::Arith(int64)[QuickJitted]"),
+            None
+        );
+        let mut map = StubMap::default();
+        map.stubs.insert(0x1000, (0x1060, "[stub: precode]"));
+        assert_eq!(map.known(0x1000), Some("[stub: precode]"));
+        assert_eq!(map.known(0x105f), Some("[stub: precode]"));
+        assert_eq!(map.known(0x1060 + 0x100), Some("[stub: precode]"));
+        assert_eq!(map.known(0x1000 + STUB_REACH), None);
+        assert_eq!(map.known(0xfff), None);
+    }
+}
