@@ -80,8 +80,8 @@ pub struct BenchArgs {
     /// Rounds: each workload runs once per configuration per round (default 5).
     #[arg(long, value_name = "N")]
     pub rounds: Option<usize>,
-    /// Workloads to run, comma-separated (Fib, Realistic, Alloc, Threads, Idle, Regex, Server; default
-    /// all).
+    /// Workloads to run, comma-separated (Fib, Realistic, Alloc, Threads, Idle, Regex,
+    /// HttpServer, Server; default all).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub workloads: Vec<String>,
     /// Runtimes to run on, comma-separated versions (3.1.23, 8.0.4; default all pinned ones).

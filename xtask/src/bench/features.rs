@@ -377,6 +377,8 @@ mod tests {
             cpu_ms: Some(cpu_ms),
             profiler_cpu_ms: None,
             contended_waits,
+            requests: None,
+            sampler_us_per_sample: None,
             wall_ms: work_ms + 100.0,
             checksum: "1".into(),
             detail: Detail::Nothing,

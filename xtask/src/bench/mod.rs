@@ -138,6 +138,11 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
     };
 
     crate::setup::run()?;
+    crate::setup::ensure_debian_tool(
+        "wrk",
+        "wrk",
+        "the HTTP client the server workload is loaded with",
+    )?;
     let binaries = build()?;
 
     let mut measured = Vec::new();

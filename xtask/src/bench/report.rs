@@ -10,7 +10,7 @@ use super::features;
 use super::results::{RuntimeFeatures, RuntimeResults, StartupResults, WorkloadResults};
 use super::runner::{Detail, Run};
 use super::stats::{median, min_max};
-use super::workloads::WORKLOADS;
+use super::workloads::{Load, WORKLOADS, load_of};
 use crate::util::workspace_root;
 
 /// Targets (see the Method section this renders).
@@ -25,6 +25,10 @@ const TRACE_REALISTIC_MAX: f64 = 1.5;
 const COUNT_FIB_MAX: f64 = 1.5;
 const COUNT_OTHER_MAX: f64 = 1.10;
 const STARTUP_MAX_MS: f64 = 15.0;
+/// The server workload's CPU per request at the default (1 kHz).
+const SERVER_CPU_PER_REQUEST_MAX: f64 = 1.05;
+/// The sampler thread's own CPU per sample at 1 kHz (us).
+const SAMPLER_US_PER_SAMPLE_MAX: f64 = 10.0;
 
 /// Facts about the whole bench run.
 pub struct RunInfo {
@@ -56,9 +60,42 @@ fn workload<'r>(rt: &'r RuntimeResults, name: &str) -> Option<&'r WorkloadResult
     rt.workloads.iter().find(|w| w.name == name)
 }
 
-fn targets<'a>(names: &'a [String]) -> Vec<Target<'a>> {
+fn targets<'a>(all_names: &'a [String]) -> Vec<Target<'a>> {
     let mut t: Vec<Target<'a>> = Vec::new();
-    for name in names {
+    // A workload a client drives takes the client's time whatever the server pays: its cost
+    // is its CPU per request.
+    let names: Vec<&'a String> = all_names
+        .iter()
+        .filter(|n| load_of(n) == Load::Own)
+        .collect();
+    if all_names.iter().any(|n| n == "HttpServer") {
+        t.push(Target {
+            name: format!(
+                "`HttpServer`: sample-1000 (the default) CPU per request <=                  {SERVER_CPU_PER_REQUEST_MAX:.2}x, and below eventpipe-1000's"
+            ),
+            measure: Box::new(|rt| {
+                let w = workload(rt, "HttpServer")?;
+                let ours = w.median_cpu_per_request_ratio(Config::Sample1000)?;
+                let theirs = w.median_cpu_per_request_ratio(Config::EventPipe1000)?;
+                Some((
+                    format!("{ours:.3}x (eventpipe-1000: {theirs:.3}x)"),
+                    ours <= SERVER_CPU_PER_REQUEST_MAX && ours < theirs,
+                ))
+            }),
+        });
+    }
+    for name in all_names {
+        t.push(Target {
+            name: format!(
+                "`{name}`: sample-1000 sampler CPU per sample < {SAMPLER_US_PER_SAMPLE_MAX:.0} us"
+            ),
+            measure: Box::new(move |rt| {
+                let us = workload(rt, name)?.sampler_us_per_sample(Config::Sample1000)?;
+                Some((format!("{us:.1} us"), us < SAMPLER_US_PER_SAMPLE_MAX))
+            }),
+        });
+    }
+    for name in names.iter().copied() {
         t.push(Target {
             name: format!("`{name}`: sample-100 work time <= {SAMPLE_100_MAX:.2}x"),
             measure: Box::new(move |rt| {
@@ -67,7 +104,7 @@ fn targets<'a>(names: &'a [String]) -> Vec<Target<'a>> {
             }),
         });
     }
-    for name in names {
+    for name in names.iter().copied() {
         t.push(Target {
             name: format!("`{name}`: sample-1000 work time < eventpipe-1000"),
             measure: Box::new(move |rt| {
@@ -97,7 +134,7 @@ fn targets<'a>(names: &'a [String]) -> Vec<Target<'a>> {
             }),
         });
     }
-    for name in names {
+    for name in all_names {
         t.push(Target {
             name: format!(
                 "`{name}`: sample-100 profiler CPU (handlers + sampler) < {:.0}% of the program's",
@@ -109,7 +146,7 @@ fn targets<'a>(names: &'a [String]) -> Vec<Target<'a>> {
             }),
         });
     }
-    for name in names {
+    for name in all_names {
         t.push(Target {
             name: format!(
                 "`{name}`: sample-1000 extra process CPU <= {FLOOR_FACTOR_MAX}x signal-floor-1000's"
@@ -125,7 +162,7 @@ fn targets<'a>(names: &'a [String]) -> Vec<Target<'a>> {
         });
     }
     for (name, limit) in [("Fib", TRACE_FIB_MAX), ("Realistic", TRACE_REALISTIC_MAX)] {
-        if !names.iter().any(|n| n == name) {
+        if !names.iter().any(|n| *n == name) {
             continue;
         }
         t.push(Target {
@@ -140,7 +177,7 @@ fn targets<'a>(names: &'a [String]) -> Vec<Target<'a>> {
             }),
         });
     }
-    for name in names {
+    for name in names.iter().copied() {
         let limit = if name == "Fib" {
             COUNT_FIB_MAX
         } else {
@@ -230,7 +267,13 @@ pub fn render(
          checksums of every run of a workload must be identical (the bench aborts otherwise). \
          `wall` is the whole process, from start to exit (runtime startup and shutdown, trace \
          writing, and for EventPipe the session's start, stop and rundown). Every runtime runs \
-         the whole matrix.",
+         the whole matrix. The server workload (`HttpServer`) is driven by a real HTTP client \
+         instead: after the go line the bench runs `wrk -t2 -c16` against it on loopback for a \
+         few seconds, then sends a stop line; the server reports the requests it answered \
+         meanwhile, and its cost is the process CPU per request (`cpu_ms` over the requests), \
+         compared round by round with the unprofiled server's; its work time is the client's. \
+         The sampler's CPU per sample is its trace's `sampler_cpu_ns` less `symbols_cpu_ns` (its \
+         one-time reading of native modules' symbols) over the samples it wrote.",
     );
     push("");
     push("Configurations:");
@@ -255,7 +298,10 @@ pub fn render(
          signals with an empty handler, `signal-floor-1000`); trace mode at most \
          {TRACE_FIB_MAX}x on `Fib` and {TRACE_REALISTIC_MAX}x on `Realistic`; startup \
          (`clrprof record --mode none` on an empty program, median of the paired differences \
-         of whole-process wall time) under {STARTUP_MAX_MS:.0} ms; {}.",
+         of whole-process wall time) under {STARTUP_MAX_MS:.0} ms; the server workload's CPU \
+         per request at the default rate at most {SERVER_CPU_PER_REQUEST_MAX:.2}x, and below \
+         the EventPipe sampler's; the sampler's own CPU under {SAMPLER_US_PER_SAMPLE_MAX:.0} us \
+         per sample at 1 kHz; {}.",
         (SAMPLE_100_MAX - 1.0) * 100.0,
         PROFILER_SHARE_100_MAX * 100.0,
         features::targets_text(),
@@ -551,12 +597,31 @@ fn per_run(runs: &[Run]) -> String {
             _ => None,
         })
         .collect();
+    let per_sample = median(
+        &runs
+            .iter()
+            .filter_map(|r| r.sampler_us_per_sample)
+            .collect::<Vec<_>>(),
+    )
+    .map_or(String::new(), |us| format!(", sampler {us:.1} us/sample"));
+    let served: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| Some(r.requests? as f64 * 1e3 / r.work_ms.max(1e-9)))
+        .collect();
+    let per_request: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| Some(r.cpu_ms? * 1e3 / (r.requests? as f64).max(1.0)))
+        .collect();
+    let server = match (median(&served), median(&per_request)) {
+        (Some(rps), Some(us)) => format!("{rps:.0} req/s, {us:.1} us CPU/request; "),
+        _ => String::new(),
+    };
     if let Some(m) = median(&samples) {
-        format!("{m:.0} samples")
+        format!("{server}{m:.0} samples{per_sample}")
     } else if let Some(m) = median(&bytes) {
-        format!("{:.1} MB nettrace", m / 1e6)
+        format!("{server}{:.1} MB nettrace", m / 1e6)
     } else {
-        String::new()
+        server.trim_end_matches("; ").to_string()
     }
 }
 

@@ -86,6 +86,32 @@ impl WorkloadResults {
         ))
     }
 
+    /// The process CPU per request served (us) of each run of a server workload.
+    pub fn cpu_per_request(&self, config: Config) -> Vec<f64> {
+        self.runs(config)
+            .iter()
+            .filter_map(|r| Some(r.cpu_ms? * 1e3 / (r.requests? as f64).max(1.0)))
+            .collect()
+    }
+
+    /// Per-round ratios of `config`'s CPU per request to the unprofiled run's, median.
+    pub fn median_cpu_per_request_ratio(&self, config: Config) -> Option<f64> {
+        median(&per_round_ratios(
+            &self.cpu_per_request(config),
+            &self.cpu_per_request(Config::None),
+        ))
+    }
+
+    /// The sampler thread's CPU per sample (us), median over the runs.
+    pub fn sampler_us_per_sample(&self, config: Config) -> Option<f64> {
+        let per: Vec<f64> = self
+            .runs(config)
+            .iter()
+            .filter_map(|r| r.sampler_us_per_sample)
+            .collect();
+        median(&per)
+    }
+
     /// The profiler's own CPU as its trace reports it (signal handlers and sampler thread), as
     /// a share of the process's CPU time in the same run, median over the rounds.
     pub fn profiler_share(&self, config: Config) -> Option<f64> {

@@ -17,6 +17,7 @@ use clrprof_trace::{Reader, Record, protocol};
 use super::configs::{Config, Startup};
 use super::results::StartupResults;
 use super::stats::median;
+use super::workloads::Load;
 use crate::eventpipe;
 use crate::util::catch_panic;
 
@@ -61,6 +62,11 @@ pub struct Run {
     /// The contended lock acquisitions in the clrprof trace, for a configuration that records
     /// them (the whole run: the program's warm-up too).
     pub contended_waits: Option<u64>,
+    /// The requests a server workload answered during its timed part.
+    pub requests: Option<u64>,
+    /// The sampler thread's own CPU per sample it wrote (its symbol reading left out), in
+    /// microseconds, as the clrprof trace says (sample mode).
+    pub sampler_us_per_sample: Option<f64>,
     /// The whole process, start to exit.
     pub wall_ms: f64,
     pub checksum: String,
@@ -331,6 +337,14 @@ fn run_workload_into(
     };
     let mut cmd = cmd;
     cmd.envs(env.iter().copied());
+    let load = super::workloads::load_of(&program.name);
+    let port = match load {
+        Load::Own => None,
+        Load::Http { .. } => Some(free_port()?),
+    };
+    if let Some(port) = port {
+        cmd.arg(port.to_string());
+    }
     let mut proc = Proc::spawn(cmd, true)?;
     proc.expect_line("`ready`", READY_TIMEOUT, |l| l.trim() == "ready")?;
     let session = if config == Config::EventPipe1000 {
@@ -345,8 +359,27 @@ fn run_workload_into(
         None
     };
     proc.send_line("go")?;
+    if let (Load::Http { seconds }, Some(port)) = (load, port) {
+        if let Err(e) = http_load(port, seconds) {
+            return Err(proc.failure(&format!("the HTTP client failed: {e:#}")));
+        }
+        proc.send_line("stop")?;
+    }
     let (work, _) = proc.expect_line("`work_ms=`", WORK_TIMEOUT, |l| l.starts_with("work_ms="))?;
     let (cpu, _) = proc.expect_line("`cpu_ms=`", WORK_TIMEOUT, |l| l.starts_with("cpu_ms="))?;
+    let requests = match load {
+        Load::Own => None,
+        Load::Http { .. } => {
+            let (line, _) =
+                proc.expect_line("`requests=`", WORK_TIMEOUT, |l| l.starts_with("requests="))?;
+            Some(
+                line["requests=".len()..]
+                    .trim()
+                    .parse::<u64>()
+                    .with_context(|| format!("bad line `{line}`"))?,
+            )
+        }
+    };
     let (checksum, _) =
         proc.expect_line("`checksum=`", WORK_TIMEOUT, |l| l.starts_with("checksum="))?;
     let number = |line: &str, key: &str| -> Result<f64> {
@@ -386,6 +419,7 @@ fn run_workload_into(
     }
     let mut profiler_cpu_ms = None;
     let mut contended_waits = None;
+    let mut sampler_us_per_sample = None;
     if config.agent_only_config().is_some() {
         profiler_cpu_ms = Some(
             trace_counts(&trace)
@@ -412,6 +446,7 @@ fn run_workload_into(
             let counts = trace_counts(&trace)?;
             if config.samples_cpu() {
                 profiler_cpu_ms = Some(counts.profiler_cpu_ms);
+                sampler_us_per_sample = counts.sampler_us_per_sample;
             }
             if records_contention {
                 contended_waits = Some(counts.contended_waits);
@@ -443,6 +478,8 @@ fn run_workload_into(
             cpu_ms: Some(cpu_ms),
             profiler_cpu_ms,
             contended_waits,
+            requests,
+            sampler_us_per_sample,
             wall_ms: exited.wall_ms,
             checksum,
             detail,
@@ -553,6 +590,9 @@ struct TraceCounts {
     profiler_cpu_ms: f64,
     /// Contended lock acquisitions recorded.
     contended_waits: u64,
+    /// The sampler thread's own CPU per sample written (its symbol reading left out), in
+    /// microseconds.
+    sampler_us_per_sample: Option<f64>,
 }
 
 fn trace_counts(trace: &Path) -> Result<TraceCounts> {
@@ -561,11 +601,14 @@ fn trace_counts(trace: &Path) -> Result<TraceCounts> {
     let reader = Reader::new(BufReader::new(file))
         .with_context(|| format!("cannot read the trace {}", trace.display()))?;
     let (mut handlers, mut sampler, mut contended_waits) = (0u64, 0u64, 0u64);
+    let (mut symbols, mut samples) = (0u64, 0u64);
     for record in reader {
         match record? {
             Record::Counter(c) => match c.name.as_str() {
                 "handler_cpu_ns" => handlers = c.value,
                 "sampler_cpu_ns" => sampler = c.value,
+                "symbols_cpu_ns" => symbols = c.value,
+                "cpu_samples" | "wall_samples" => samples += c.value,
                 _ => {}
             },
             Record::Contention(_) => contended_waits += 1,
@@ -575,7 +618,43 @@ fn trace_counts(trace: &Path) -> Result<TraceCounts> {
     Ok(TraceCounts {
         profiler_cpu_ms: (handlers + sampler) as f64 / 1e6,
         contended_waits,
+        sampler_us_per_sample: (samples > 0)
+            .then(|| sampler.saturating_sub(symbols) as f64 / 1e3 / samples as f64),
     })
+}
+
+/// A TCP port of loopback no one listens on now.
+fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .context("cannot find a free port on loopback")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Runs the HTTP client against `port` for `seconds` (`wrk -t2 -c16`, a query of three short
+/// words per request), bounded in time.
+fn http_load(port: u16, seconds: u32) -> Result<()> {
+    let mut cmd = Command::new("wrk");
+    cmd.args(["-t2", "-c16", "--timeout", "5s"])
+        .arg(format!("-d{seconds}s"))
+        .arg(format!("http://127.0.0.1:{port}/?a=1&b=22&c=333"));
+    let out =
+        clrprof_e2e::run_command_timeout(&mut cmd, Duration::from_secs(u64::from(seconds) + 60));
+    if !out.status.success() {
+        bail!(
+            "`{}` failed ({}): {}",
+            describe_command(&cmd),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    if let Some(errors) = text
+        .lines()
+        .find(|l| l.contains("Non-2xx") || l.contains("Socket errors"))
+    {
+        bail!("the server did not answer every request: {errors}\n{text}");
+    }
+    Ok(())
 }
 
 /// The sample count from clrprof's closing line (`... N events, M samples, ...`).

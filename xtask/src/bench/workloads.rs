@@ -12,6 +12,30 @@ pub struct Workload {
     pub name: &'static str,
     /// What it does, for the report.
     pub what: &'static str,
+    /// What drives it.
+    pub load: Load,
+}
+
+/// What drives a workload's timed part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Load {
+    /// The program does its own work between the go line and its report.
+    Own,
+    /// A real HTTP client (`wrk`, 2 threads, 16 connections, on loopback) sends requests for
+    /// this many seconds to the port the program is given; then the bench sends the stop
+    /// line.
+    Http { seconds: u32 },
+}
+
+/// How many seconds the HTTP client runs, in a full run.
+pub const HTTP_SECONDS: u32 = 4;
+
+/// What drives the workload called `name` (its own work for one of no main matrix).
+pub fn load_of(name: &str) -> Load {
+    WORKLOADS
+        .iter()
+        .find(|w| w.name == name)
+        .map_or(Load::Own, |w| w.load)
 }
 
 /// The workloads, in report order.
@@ -19,34 +43,50 @@ pub const WORKLOADS: &[Workload] = &[
     Workload {
         name: "Fib",
         what: "recursive Fibonacci: almost nothing but calls",
+        load: Load::Own,
     },
     Workload {
         name: "Realistic",
         what: "CSV-like parsing, Dictionary/List, LINQ GroupBy/OrderBy/Select, string \
                formatting, small recursive expression trees",
+        load: Load::Own,
     },
     Workload {
         name: "Alloc",
         what: "small objects, arrays, strings and lists: dozens of gen0 collections",
+        load: Load::Own,
     },
     Workload {
         name: "Threads",
         what: "4 threads of mixed calls and loops on the machine's cores",
+        load: Load::Own,
     },
     Workload {
         name: "Idle",
         what: "a CPU-bound main thread beside 50 threads blocked on an event for the whole \
                work, as a server keeps idle thread-pool threads",
+        load: Load::Own,
     },
     Workload {
         name: "Regex",
         what: "a compiled regular expression scanning 200 KB of log lines: time in code \
                generated at run time (a DynamicMethod)",
+        load: Load::Own,
+    },
+    Workload {
+        name: "HttpServer",
+        what: "a real HTTP server (System.Net.HttpListener) on loopback, 16 accepts outstanding, \
+               each request parsed and hashed (about 50 us), under load from a real HTTP \
+               client (`wrk -t2 -c16`, from Debian's `wrk`): CPU per request served",
+        load: Load::Http {
+            seconds: HTTP_SECONDS,
+        },
     },
     Workload {
         name: "Server",
         what: "bursts of 16 short work items (about 0.2 ms each) on the thread pool every 4 ms: \
                pool threads that keep waking, working briefly and waiting",
+        load: Load::Own,
     },
 ];
 
