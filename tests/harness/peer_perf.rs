@@ -52,11 +52,9 @@ pub fn perf_usable() -> Result<(), String> {
     }
 }
 
-/// Records `program` (with `args` and [`PEER_ENV`]) under `perf record -e task-clock -g`, one
-/// sample per millisecond of a thread's CPU, and returns its flat profile.
-#[track_caller]
-pub fn perf_flat(program: &Program, args: &[&str], dir: &Path) -> Flat {
-    let data = dir.join(format!("perf-{}.data", std::process::id()));
+/// `perf record` sampling one thread's CPU time every millisecond with call chains, writing
+/// `data`: the program to run follows (`-- dotnet program.dll ...`).
+pub fn perf_record_command(data: &Path) -> Command {
     let mut cmd = Command::new("perf");
     cmd.args([
         "record",
@@ -68,35 +66,52 @@ pub fn perf_flat(program: &Program, args: &[&str], dir: &Path) -> Flat {
         "-g",
         "-o",
     ])
-    .arg(&data)
-    .arg("--")
-    .arg(&program.dotnet.muxer)
-    .arg(&program.dll)
-    .args(args);
+    .arg(data)
+    .arg("--");
+    cmd
+}
+
+/// Records `program` (with `args` and [`PEER_ENV`]) under `perf record -e task-clock -g`, one
+/// sample per millisecond of a thread's CPU, and returns its flat profile.
+#[track_caller]
+pub fn perf_flat(program: &Program, args: &[&str], dir: &Path) -> Flat {
+    let data = dir.join(format!("perf-{}.data", std::process::id()));
+    let mut cmd = perf_record_command(&data);
+    cmd.arg(&program.dotnet.muxer).arg(&program.dll).args(args);
     crate::apply_env(&mut cmd);
     for (k, v) in PEER_ENV {
         cmd.env(k, v);
     }
     let out = run_command(&mut cmd);
     assert!(out.status.success(), "perf record failed: {out:?}");
+    let flat = flat_of_perf_data(&data).unwrap_or_else(|e| panic!("{e}"));
+    let _ = std::fs::remove_file(&data);
+    flat
+}
+
+/// The flat profile of what `perf record` wrote to `data` (the perf map of the process is
+/// mended first, and removed after).
+pub fn flat_of_perf_data(data: &Path) -> Result<Flat, String> {
     let script = |fields: &str| {
         let out = run_command(
             Command::new("perf")
                 .args(["script", "-F", fields, "-i"])
-                .arg(&data),
+                .arg(data),
         );
-        assert!(out.status.success(), "perf script failed: {out:?}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!("perf script failed: {out:?}"))
+        }
     };
-    let pid = script("pid")
+    let pid = script("pid")?
         .split_whitespace()
         .next()
         .and_then(|p| p.parse::<u32>().ok());
     if let Some(pid) = pid {
         mend_perf_map(pid);
     }
-    let flat = flat_of_perf_script(&script("tid,period,ip,sym,dso"));
-    let _ = std::fs::remove_file(&data);
+    let flat = script("tid,period,ip,sym,dso").map(|text| flat_of_perf_script(&text));
     if let Some(pid) = pid {
         remove_perf_maps(pid);
     }
@@ -169,6 +184,11 @@ pub fn clrprof_flat(p: &Profile) -> Flat {
                 continue;
             };
             let f = p.frame(leaf);
+            if f.kind == FrameKind::Truncated && f.name.starts_with("[CPU ") {
+                // CPU after a thread's last sample, or of samples missed: no place is known
+                // for it, and perf drops what its last period did not reach, without saying.
+                continue;
+            }
             let name = match f.kind {
                 FrameKind::Managed | FrameKind::Generated => managed_name(&f.name),
                 FrameKind::Native => native_name(&f.name, &f.module),
@@ -179,6 +199,17 @@ pub fn clrprof_flat(p: &Profile) -> Flat {
     }
     normalize(weights)
 }
+
+/// The flat profile of the clrprof trace at `trace`, and the id of the process it recorded.
+pub fn flat_of_trace(trace: &Path) -> Result<(Flat, Option<u32>), String> {
+    let loaded = clrprof_analysis::trace::load(trace)
+        .map_err(|e| format!("cannot read {}: {e}", trace.display()))?;
+    let pid = loaded.session.as_ref().map(|s| s.pid);
+    Ok((clrprof_flat(&loaded.profile()), pid))
+}
+
+/// The name of every runtime stub in a flat profile.
+const STUBS: &str = "[runtime stubs]";
 
 /// The histogram intersection of two flat profiles: how much they agree, from 0 to 1.
 pub fn agreement(a: &Flat, b: &Flat) -> f64 {
@@ -223,6 +254,10 @@ fn perf_name(sym: &str, dso: &str) -> String {
         return format!("[{file}]");
     }
     if file.starts_with("perf-") && file.ends_with(".map") {
+        // The runtime's stubs: `stub<12> GenerateResolveStub<GenerateResolveStub>`.
+        if sym.starts_with("stub<") {
+            return STUBS.to_string();
+        }
         return managed_name(sym);
     }
     native_name(sym, file)
@@ -234,6 +269,11 @@ fn perf_name(sym: &str, dso: &str) -> String {
 /// only (a stripped library) by its module, as perf does.
 fn native_name(name: &str, module: &str) -> String {
     let file = module.rsplit('/').next().unwrap_or(module);
+    // clrprof names stubs by kind (`[stub: interface resolve]`), perf by the function that
+    // made them: one name for all.
+    if name.starts_with("[stub") || name.starts_with("[runtime stub") {
+        return STUBS.to_string();
+    }
     if name.contains("!+0x") || name.starts_with("[") {
         return format!("[{file}]");
     }
@@ -242,6 +282,11 @@ fn native_name(name: &str, module: &str) -> String {
     let name = name.strip_prefix("__GI_").unwrap_or(name);
     let name = name.trim_start_matches('_');
     let name = name.strip_prefix("libc_").unwrap_or(name);
+    // glibc's large-file aliases (`mmap64` of `__mmap`, `pread64`): one name.
+    let name = match name.strip_suffix("64") {
+        Some(base) if file.starts_with("libc.") => base,
+        _ => name,
+    };
     name.to_string()
 }
 
@@ -368,6 +413,17 @@ mod tests {
             native_name("munmap", "libc.so.6")
         );
         assert_eq!(perf_name("__GI___libc_read", "/lib/libc.so.6"), "read");
+        assert_eq!(
+            perf_name("__mmap", "/lib/libc.so.6"),
+            native_name("mmap64", "libc.so.6")
+        );
+        assert_eq!(
+            perf_name(
+                "stub<12> GenerateResolveStub<GenerateResolveStub>",
+                "/tmp/perf-42.map"
+            ),
+            native_name("[stub: interface resolve]", "")
+        );
     }
 
     #[test]

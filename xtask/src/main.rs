@@ -107,6 +107,10 @@ pub struct BenchArgs {
     /// coverage`, of their own assembly and with System.Private.CoreLib.
     #[arg(long)]
     pub coverage: bool,
+    /// Only the agreement check: each workload's (or those of --workloads) flat CPU profile
+    /// under sample-1000 against Linux perf's (two perf runs, one clrprof run).
+    #[arg(long)]
+    pub peer: bool,
     /// Only the lock contention benchmark: the Contention workload under sample-100, without
     /// and with `record --contention`.
     #[arg(long)]

@@ -163,6 +163,10 @@ impl Session {
             ("clocks_rearmed", load(&s.rearmed)),
             ("clock_upgrades", load(&s.clock_upgrades)),
             ("clock_downgrades", load(&s.clock_downgrades)),
+            (
+                "perf_signals_late",
+                crate::recorder::capture::PERF_SIGNALS_LATE.load(Ordering::Relaxed),
+            ),
             ("stacks_truncated", load(&s.truncated)),
             ("call_tree_nodes", load(&c.nodes)),
             ("call_tree_nodes_dropped", load(&c.nodes_dropped)),

@@ -92,8 +92,11 @@ pub struct RecordArgs {
     #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub wall_rate: Option<u32>,
     /// Sample mode: the per-thread CPU clock that triggers CPU samples: `perf` (a perf
-    /// task-clock event, exact rate) or `timer` (a CPU-time timer, at most the kernel's tick
-    /// rate); default: perf where the kernel allows it, else timer.
+    /// task-clock event on every thread: the exact rate, but each switch of a thread costs it
+    /// some microseconds) or `timer` (a CPU-time timer: free per switch, at most the kernel's
+    /// tick rate); default: a perf event on each thread but those that wait often (more than
+    /// 200 times a second), which get the timer; the timer everywhere where the kernel refuses
+    /// perf events that count kernel time.
     #[arg(long, value_enum, value_name = "CLOCK")]
     pub cpu_clock: Option<CpuClockArg>,
     /// Trace mode: disable JIT inlining so that every call is counted (slower program).

@@ -411,7 +411,9 @@ fn jump_slot(stub: &[u8], address: u64) -> Option<u64> {
 
 /// How good a name is among the aliases of one address, packed so that lower is better:
 /// a symbol with a size, then fewer leading underscores (`getpid` over `__getpid`), then
-/// global before weak before local, then the shorter name.
+/// global before weak before local, then the longer name, as `perf` chooses among aliases
+/// (`__memmove_avx512_unaligned_erms` over `__memcpy_avx512_unaligned_erms`, the same code:
+/// a profile names what `perf` names).
 fn rank(size: u64, binding: u8, name: &[u8]) -> u32 {
     let unsized_ = u32::from(size == 0);
     let underscores = name.iter().take_while(|&&b| b == b'_').count().min(15) as u32;
@@ -420,6 +422,6 @@ fn rank(size: u64, binding: u8, name: &[u8]) -> u32 {
         elf::STB_WEAK => 1,
         _ => 2,
     };
-    let len = name.len().min(0xff_ffff) as u32;
-    (unsized_ << 30) | (underscores << 26) | (binding << 24) | len
+    let shorter = 0xff_ffff - name.len().min(0xff_ffff) as u32;
+    (unsized_ << 30) | (underscores << 26) | (binding << 24) | shorter
 }

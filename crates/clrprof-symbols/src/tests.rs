@@ -11,6 +11,23 @@ use crate::*;
 // ---- Tables from synthetic files ----
 
 #[test]
+fn among_equal_aliases_the_longer_name_is_kept_as_perf_keeps_it() {
+    let local = |name, address| TestSym {
+        bind: elf::STB_LOCAL,
+        ..func(name, address, 0x40)
+    };
+    let symbols = [
+        local("__memcpy_avx_unaligned_erms", 0x1100),
+        local("__memmove_avx_unaligned_erms", 0x1100),
+    ];
+    let table = read(&build_elf(Some(&symbols), None, Vec::new())).expect("a table");
+    assert_eq!(
+        name_at(&table, 0x1104),
+        Some(("__memmove_avx_unaligned_erms".into(), 4))
+    );
+}
+
+#[test]
 fn lookup_by_address_and_size() {
     let hidden = TestSym {
         bind: elf::STB_LOCAL,

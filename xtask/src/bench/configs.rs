@@ -34,6 +34,9 @@ pub enum Config {
     /// Coverage benchmarks only (not in [`Config::ALL`]).
     Coverage,
     CoverageCoreLib,
+    /// The agreement check only (not in [`Config::ALL`]): Linux `perf record`, to compare
+    /// `sample-1000`'s flat profile with.
+    Perf1000,
 }
 
 impl Config {
@@ -51,7 +54,7 @@ impl Config {
 
     /// The configurations of the feature, memory and coverage benchmarks (not in
     /// [`Config::ALL`]).
-    const OTHERS: [Config; 10] = [
+    const OTHERS: [Config; 11] = [
         Config::SampleContention100,
         Config::SampleNoAsync100,
         Config::AllocSampled,
@@ -62,6 +65,7 @@ impl Config {
         Config::HeapAtExit,
         Config::Coverage,
         Config::CoverageCoreLib,
+        Config::Perf1000,
     ];
 
     /// Every configuration, to find one by name.
@@ -107,6 +111,7 @@ impl Config {
             Config::HeapAtExit => "heap-at-exit",
             Config::Coverage => "coverage",
             Config::CoverageCoreLib => "coverage-corelib",
+            Config::Perf1000 => "perf-1000",
         }
     }
 
@@ -157,15 +162,22 @@ impl Config {
                 "`clrprof coverage --include WORKLOAD --include System.Private.CoreLib` (the \
                  workload and the framework's core library, precompiled code off)"
             }
+            Config::Perf1000 => {
+                "not a profiler of ours: Linux `perf record -e task-clock -c 1000000 -g` (one \
+                 sample per millisecond of a thread's CPU, in the kernel too), from Debian's \
+                 `linux-perf`"
+            }
         }
     }
 
     /// `clrprof record` arguments before `-o`, or `None` when clrprof is not used.
     pub fn clrprof_args(self) -> Option<&'static [&'static str]> {
         match self {
-            Config::None | Config::SampleFloor1000 | Config::HooksFloor | Config::EventPipe1000 => {
-                None
-            }
+            Config::None
+            | Config::SampleFloor1000
+            | Config::HooksFloor
+            | Config::EventPipe1000
+            | Config::Perf1000 => None,
             Config::Sample100 => Some(&["--mode", "sample", "--rate", "100"]),
             Config::Sample1000 => Some(&["--mode", "sample", "--rate", "1000"]),
             Config::Trace => Some(&["--mode", "trace"]),

@@ -19,7 +19,8 @@
 //! The feature benchmarks ([`features`]: lock contention, alone with `--contention`, and async
 //! call chains, alone with `--async`, each on a workload of its own with and without the
 //! feature), the memory benchmarks ([`memory`], alone with `--memory`, their heap snapshot part
-//! alone with `--heap`) and the coverage benchmark ([`coverage`], alone with `--coverage`)
+//! alone with `--heap`), the coverage benchmark ([`coverage`], alone with `--coverage`) and the
+//! agreement of sample mode's profiles with Linux perf's ([`peer`], alone with `--peer`)
 //! follow the main matrix. `--configs` runs only the configurations it names.
 //!
 //! The results are printed and, for a full run (every workload and configuration of every
@@ -36,6 +37,7 @@ mod configs;
 mod coverage;
 mod features;
 mod memory;
+mod peer;
 mod report;
 mod results;
 mod runner;
@@ -103,8 +105,12 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
     let runtimes = select_runtimes(&opts.runtimes)?;
     let configs = Config::parse_list(&opts.configs)?;
     // The main matrix unless only some parts were asked for.
-    let only_parts =
-        opts.memory || opts.heap || opts.coverage || opts.contention || opts.async_chains;
+    let only_parts = opts.memory
+        || opts.heap
+        || opts.coverage
+        || opts.contention
+        || opts.async_chains
+        || opts.peer;
     let matrix = !only_parts;
     let matrix_configs = if configs.is_empty() {
         Config::ALL.to_vec()
@@ -205,6 +211,10 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
         if matrix || opts.coverage {
             println!("bench: {heading}: coverage benchmarks");
             sections.push_str(&coverage::run(&tools, &programs, rounds, &heading)?);
+        }
+        if matrix || opts.peer {
+            println!("bench: {heading}: agreement with perf");
+            sections.push_str(&peer::run(&tools, &programs, &heading)?);
         }
     }
     if (matrix || opts.memory || opts.heap)

@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use clrprof_e2e::peer_perf;
 use clrprof_e2e::probes::{self, set_profiler};
 use clrprof_e2e::{ChildGuard, Dotnet, Program, apply_env, describe_command};
 use clrprof_trace::{Reader, Record, protocol};
@@ -309,6 +310,7 @@ fn run_workload_into(
 ) -> Result<(Run, Vec<String>)> {
     let trace = tools.scratch.join(format!("{}.clrprof", program.name));
     let probe_output = tools.scratch.join("probe.txt");
+    let perf_data = tools.scratch.join(format!("{}.perf.data", program.name));
     let cmd = match config.clrprof_args() {
         Some(args) => {
             let mut args = args.to_vec();
@@ -331,6 +333,12 @@ fn run_workload_into(
             set_profiler(&mut cmd, probes::ELT, &tools.probe);
             cmd.env("PROBE_SCENARIO", "fast_ret")
                 .env("PROBE_OUTPUT", &probe_output);
+            cmd
+        }
+        None if config == Config::Perf1000 => {
+            let mut cmd = peer_perf::perf_record_command(&perf_data);
+            cmd.arg(&tools.dotnet.muxer).arg(&program.dll);
+            dotnet_env(&mut cmd);
             cmd
         }
         None => plain_command(program),
@@ -429,6 +437,15 @@ fn run_workload_into(
                 .profiler_cpu_ms,
         );
         let _ = std::fs::remove_file(&trace);
+    }
+    if config == Config::Perf1000 {
+        match keep {
+            Some(path) => std::fs::rename(&perf_data, path)
+                .with_context(|| format!("cannot move perf's data to {}", path.display()))?,
+            None => {
+                let _ = std::fs::remove_file(&perf_data);
+            }
+        }
     }
     if config.clrprof_args().is_some() {
         let size = std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);

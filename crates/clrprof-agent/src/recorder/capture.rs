@@ -46,6 +46,10 @@ pub const SAMPLE_SIGNAL: i32 = 0;
 /// `handler_floor` in the agent's configuration).
 static FLOOR: AtomicBool = AtomicBool::new(false);
 
+/// Perf events' signals that reached their thread after it had left the user instruction
+/// where the period ended.
+pub static PERF_SIGNALS_LATE: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
 /// Makes the handler an empty one that only re-arms the thread's clock (or a real one again).
 pub fn set_floor(on: bool) {
     FLOOR.store(on, Ordering::Release);
@@ -226,9 +230,14 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
     let by = match origin {
         Origin::Perf => {
             BY_PERF
-                | match ours.and_then(|_| cpu_clock::perf_mode(slot)) {
-                    Some(true) => MODE_KNOWN | IN_KERNEL,
-                    Some(false) => MODE_KNOWN,
+                | match ours.and_then(|_| cpu_clock::perf_period_end(slot)) {
+                    Some(end) if end.in_kernel => MODE_KNOWN | IN_KERNEL,
+                    Some(end) => {
+                        if end.ip != regs[0] {
+                            PERF_SIGNALS_LATE.fetch_add(1, Ordering::Relaxed);
+                        }
+                        MODE_KNOWN
+                    }
                     None => 0,
                 }
         }

@@ -23,12 +23,12 @@
 //!   its CPU per request.
 //!
 //! The default ([`Policy::Adaptive`]) takes the best of both, since a perf event's cost is
-//! per switch: every thread starts on a perf event (kernel time included), which costs a
-//! thread that is rarely switched in (one that computes on and on, or one blocked for long)
-//! next to nothing; the sampler moves a thread that is switched in often (a server's pool
-//! thread, waking for every request) to the timer, and back when it calms down
-//! ([`crate::sampler`]). Where perf events that count kernel time are refused, every thread
-//! is on the timer. `--cpu-clock perf` and
+//! per switch: every thread starts on the timer, which costs nothing; the sampler moves a
+//! thread that runs long between switches (one that computes on and on) to a perf event
+//! (kernel time included), which costs it next to nothing, and a thread that is switched
+//! often for its CPU (a server's pool thread, waking for every request; a thread spinning on
+//! `sched_yield`) back to the timer ([`crate::sampler`]). Where perf events that count
+//! kernel time are refused, every thread is on the timer. `--cpu-clock perf` and
 //! `--cpu-clock timer` fix one clock for every thread. Each sample's weight is the CPU its
 //! thread really used since its previous one, whichever clock took it, so the figures stay
 //! right; only the resolution differs, and the report says which clocks ran and the rate
@@ -74,8 +74,8 @@ impl ClockKind {
 pub enum Policy {
     /// Every thread on this clock.
     Fixed(ClockKind),
-    /// Threads on a perf event, those switched in often on the CPU-time timer (see the
-    /// module's documentation).
+    /// Threads on the CPU-time timer, those that run long between switches on a perf event
+    /// (see the module's documentation).
     Adaptive,
 }
 
@@ -98,7 +98,9 @@ impl Policy {
     pub fn first_clock(self) -> ClockKind {
         match self {
             Policy::Fixed(kind) => kind,
-            Policy::Adaptive => ClockKind::PerfTaskClock,
+            // A perf event costs a thread at every switch; until the thread is seen to run
+            // long between switches, the timer, which costs it nothing.
+            Policy::Adaptive => ClockKind::ThreadCpuTimer,
         }
     }
 }
@@ -116,7 +118,9 @@ impl Chosen {
     /// What the trace says ran (`SamplerInfo.cpu_clock`).
     pub fn name(self) -> &'static str {
         match (self.policy, self.perf_kernel) {
-            (Policy::Adaptive, _) => "perf task-clock, CPU-time timers on threads that wait often",
+            (Policy::Adaptive, _) => {
+                "CPU-time timers, perf task-clock on threads that run long between switches"
+            }
             (Policy::Fixed(ClockKind::ThreadCpuTimer), _) => "thread CPU-time timer",
             (Policy::Fixed(ClockKind::PerfTaskClock), true) => "perf task-clock",
             (Policy::Fixed(ClockKind::PerfTaskClock), false) => "perf task-clock (user time only)",
@@ -376,12 +380,21 @@ pub fn reap_retired() {
     });
 }
 
-/// Whether the period of `slot`'s perf event that just ended (its overflow sent this signal)
-/// ended in the kernel: `Some(true)` in kernel mode, `Some(false)` in user mode, `None` if
-/// the event has no ring or wrote no record. Consumes the ring's records. Async-signal-safe
-/// (memory reads and writes only).
-pub fn perf_mode(slot: &ThreadSlot) -> Option<bool> {
-    ring_mode(slot.perf_ring.load(Ordering::SeqCst))
+/// Where the period of a perf event ended (its overflow sent the signal), as the kernel
+/// recorded it then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeriodEnd {
+    /// In kernel mode (a system call, a page fault).
+    pub in_kernel: bool,
+    /// The instruction pointer then (a kernel address if `in_kernel`).
+    pub ip: usize,
+}
+
+/// Where the period of `slot`'s perf event that just ended ended: `None` if the event has no
+/// ring or wrote no record. Consumes the ring's records. Async-signal-safe (memory reads and
+/// writes only).
+pub fn perf_period_end(slot: &ThreadSlot) -> Option<PeriodEnd> {
+    ring_period_end(slot.perf_ring.load(Ordering::SeqCst))
 }
 
 /// What made the sampling signal arrive, as its `siginfo` tells.
@@ -417,7 +430,9 @@ pub fn origin(si_code: i32) -> Origin {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use super::{Armed, Chosen, ClockKind, MIN_PERIOD_NS, Ordering, PERF_KERNEL, POLICY, Policy};
+    use super::{
+        Armed, Chosen, ClockKind, MIN_PERIOD_NS, Ordering, PERF_KERNEL, POLICY, PeriodEnd, Policy,
+    };
     use perf_event_open_sys as perf;
 
     // fcntl commands of Linux's <fcntl.h> (glibc's `_GNU_SOURCE` part) that the libc crate
@@ -451,10 +466,11 @@ mod imp {
             ..Default::default()
         };
         attr.__bindgen_anon_1.sample_period = period_ns.max(MIN_PERIOD_NS);
-        // Each overflow writes a record of nothing but its header into the event's ring (see
-        // `ring_mode`); the ring never asks for a wake-up of its own (the handler empties it
+        // Each overflow writes a record of its header and instruction pointer into the
+        // event's ring (see `ring_period_end`); the ring never asks for a wake-up of its own (the handler empties it
         // at every overflow, long before a page of records is pending), so the overflow's
         // signal stays the only one.
+        attr.sample_type = u64::from(perf::bindings::PERF_SAMPLE_IP);
         attr.set_watermark(1);
         attr.__bindgen_anon_2.wakeup_watermark = RING_DATA_BYTES as u32;
         attr.set_disabled(1);
@@ -675,9 +691,9 @@ mod imp {
         }
     }
 
-    /// The mode the newest sample record in `ring` was taken in (see `perf_mode`), consuming
+    /// Where the newest sample record in `ring` was taken (see `perf_period_end`), consuming
     /// every record. Async-signal-safe.
-    pub fn ring_mode(ring: usize) -> Option<bool> {
+    pub fn ring_period_end(ring: usize) -> Option<PeriodEnd> {
         use core::sync::atomic::AtomicU64;
         if ring == 0 {
             return None;
@@ -693,31 +709,35 @@ mod imp {
                 AtomicU64::from_ptr(core::ptr::addr_of_mut!((*page).data_tail)),
             )
         };
+        // The u64 at byte `at` of the record stream (records are 8-byte aligned, and one may
+        // wrap around the end of the data area).
+        let word = |at: u64| {
+            let offset = (at % RING_DATA_BYTES as u64) as usize;
+            // SAFETY: `offset` is a multiple of 8 below RING_DATA_BYTES, so the word lies
+            // within the data area, which starts one page into the mapping.
+            unsafe { core::ptr::read_volatile((ring + 4096 + offset) as *const u64) }
+        };
         let end = head.load(Ordering::Acquire);
         let mut at = tail.load(Ordering::Relaxed);
-        let mut mode = None;
+        let mut newest = None;
         while end.saturating_sub(at) >= 8 {
-            let offset = (at % RING_DATA_BYTES as u64) as usize;
-            // SAFETY: records are 8-byte aligned and at least 8 bytes long, so the header at
-            // `offset` (< RING_DATA_BYTES, a multiple of 8) lies within the data area, which
-            // starts one page into the mapping.
-            let header = unsafe {
-                core::ptr::read_volatile(
-                    (ring + 4096 + offset) as *const perf::bindings::perf_event_header,
-                )
-            };
-            if header.size < 8 {
+            // perf_event_header: type (u32), misc (u16), size (u16), little-endian.
+            let header = word(at);
+            let (kind, misc, size) = (header as u32, (header >> 32) as u16, (header >> 48) as u16);
+            if size < 8 || u64::from(size) > end - at {
                 break;
             }
-            if header.type_ == perf::bindings::PERF_RECORD_SAMPLE {
-                let cpumode =
-                    u32::from(header.misc) & perf::bindings::PERF_RECORD_MISC_CPUMODE_MASK;
-                mode = Some(cpumode == perf::bindings::PERF_RECORD_MISC_KERNEL);
+            if kind == perf::bindings::PERF_RECORD_SAMPLE && size >= 16 {
+                let cpumode = u32::from(misc) & perf::bindings::PERF_RECORD_MISC_CPUMODE_MASK;
+                newest = Some(PeriodEnd {
+                    in_kernel: cpumode == perf::bindings::PERF_RECORD_MISC_KERNEL,
+                    ip: word(at + 8) as usize,
+                });
             }
-            at += u64::from(header.size);
+            at += u64::from(size);
         }
         tail.store(end, Ordering::Release);
-        mode
+        newest
     }
 
     /// Stops and frees an armed clock. Signals it already sent may still be pending.
@@ -739,6 +759,57 @@ mod imp {
         // SAFETY: reads 8 bytes into a local u64 from a perf descriptor.
         let n = unsafe { libc::read(fd, (&mut value as *mut u64).cast(), 8) };
         (n == 8).then_some(value)
+    }
+
+    /// Whether a POSIX timer is set (still counting down); `None` if it cannot be read. A
+    /// one-shot timer that expired is no longer set, whether its signal reached the handler
+    /// or not (a signal already pending absorbs it: SIGPROF is not queued).
+    pub fn timer_set(id: i32) -> Option<bool> {
+        let mut value = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+        };
+        // SAFETY: reads a timer of this process into a local itimerspec. A stale id only makes
+        // it fail.
+        let ok = unsafe {
+            libc::syscall(
+                libc::SYS_timer_gettime,
+                id,
+                &mut value as *mut libc::itimerspec,
+            ) == 0
+        };
+        ok.then_some(value.it_value.tv_sec != 0 || value.it_value.tv_nsec != 0)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn a_one_shot_timer_is_set_until_it_expires() {
+            let tid = crate::recorder::sys::gettid();
+            // SIGURG is ignored by default: the expiry has no effect on the test.
+            let id = create_timer(tid, libc::SIGURG).expect("a CPU-time timer");
+            assert_eq!(timer_set(id), Some(false), "created stopped");
+            assert!(set_timer(id, 20_000_000));
+            assert_eq!(timer_set(id), Some(true), "counting down");
+            let start = crate::recorder::sys::thread_cpu_ns(tid).unwrap();
+            let mut x = 0u64;
+            // 40 ms of this thread's CPU, then a tick for the kernel to see the expiry.
+            while crate::recorder::sys::thread_cpu_ns(tid).unwrap() < start + 40_000_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert_eq!(timer_set(id), Some(false), "expired");
+            delete_timer(id);
+            assert_eq!(timer_set(id), None, "deleted");
+        }
     }
 }
 
@@ -765,7 +836,7 @@ mod imp {
     pub fn unmap_ring(_ring: usize) {}
 
     /// No rings.
-    pub fn ring_mode(_ring: usize) -> Option<bool> {
+    pub fn ring_period_end(_ring: usize) -> Option<super::PeriodEnd> {
         None
     }
 
@@ -789,7 +860,12 @@ mod imp {
     pub fn perf_count(_fd: i32) -> Option<u64> {
         None
     }
+
+    /// No timers.
+    pub fn timer_set(_id: i32) -> Option<bool> {
+        None
+    }
 }
 
-pub use imp::{choose, disarm, open, perf_count, rearm, refresh_perf};
-use imp::{ring_mode, stop_perf, unmap_ring};
+pub use imp::{choose, disarm, open, perf_count, rearm, refresh_perf, timer_set};
+use imp::{ring_period_end, stop_perf, unmap_ring};

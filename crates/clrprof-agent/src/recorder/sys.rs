@@ -245,6 +245,29 @@ pub struct NativeSymbol {
     pub base: usize,
 }
 
+/// How many libraries the dynamic loader has loaded and unloaded so far (glibc's and musl's
+/// `dlpi_adds`, `dlpi_subs`): a change says the native modules changed, without reading the
+/// memory map. Takes the loader's lock briefly; not async-signal-safe.
+#[cfg(target_os = "linux")]
+pub fn library_loads() -> Option<(u64, u64)> {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: the loader passes a valid entry for this call; `data` is the `Option` below,
+        // which outlives `dl_iterate_phdr`.
+        unsafe {
+            *(data as *mut Option<(u64, u64)>) = Some(((*info).dlpi_adds, (*info).dlpi_subs));
+        }
+        1 // the first entry is enough: every entry carries the same counters
+    }
+    let mut loads: Option<(u64, u64)> = None;
+    // SAFETY: `first` only writes through `data`, which points at `loads`.
+    unsafe { libc::dl_iterate_phdr(Some(first), (&raw mut loads).cast()) };
+    loads
+}
+
 /// Names a native code address with `dladdr`. Not async-signal-safe.
 #[cfg(unix)]
 pub fn native_symbol(address: usize) -> Option<NativeSymbol> {

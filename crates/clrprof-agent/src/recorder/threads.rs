@@ -43,8 +43,8 @@ pub struct ThreadSlot {
     pub trace: AtomicPtr<ThreadState>,
     /// The thread's CPU clock (sample mode), as `cpu_clock` encodes it.
     clock: AtomicU64,
-    /// The ring buffer of the thread's perf event, where the kernel says in which mode each
-    /// period ended (`cpu_clock::perf_mode`); 0 without one. Published before the clock,
+    /// The ring buffer of the thread's perf event, where the kernel says where each period
+    /// ended (`cpu_clock::perf_period_end`); 0 without one. Published before the clock,
     /// unmapped only once no handler of the thread can be reading it.
     pub perf_ring: AtomicUsize,
     /// 1 while the thread runs its sampling signal handler.

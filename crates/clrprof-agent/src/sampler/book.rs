@@ -96,8 +96,8 @@ pub struct Book {
     pub clock_count: Option<u64>,
     /// The outer frames of its stack, unwound once.
     pub tail: Tail,
-    /// How often it waits (adaptive clocks).
-    pub wait_rate: super::waits::WaitWatch,
+    /// How often it is switched for its CPU (adaptive clocks).
+    pub switch_rate: super::switches::SwitchWatch,
 }
 
 impl Book {

@@ -32,8 +32,8 @@ mod gone_code;
 mod method_shapes;
 mod procfs;
 mod stubs;
+mod switches;
 mod trace;
-mod waits;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -610,8 +610,11 @@ impl SampleLoop {
                     || (slot.ring.is_empty()
                         && book.cpu_since_sample(cpu, armed_at) >= 16 * self.period_ns)
             }
-            // A one-shot timer that did not fire for four periods of CPU was not re-armed.
-            ClockKind::ThreadCpuTimer => true,
+            // A one-shot timer that is no longer set expired without being re-armed (its
+            // signal was absorbed by one already pending). One still set is counting: setting
+            // it again would push its expiry back, and a thread that uses less than a period
+            // between two looks would never get a sample.
+            ClockKind::ThreadCpuTimer => cpu_clock::timer_set(armed.handle) != Some(true),
         };
         if stuck {
             // Not re-armed on schedule: the next period counts from now.
@@ -627,7 +630,7 @@ impl SampleLoop {
     }
 
     /// The adaptive policy: moves slot `i`'s thread between a perf event and the CPU-time
-    /// timer as it waits often or rarely (see [`waits`]).
+    /// timer as it is switched often or rarely for its CPU (see [`switches`]).
     fn review_clock(&mut self, i: usize, slot: &'static ThreadSlot, now: u64, cpu: u64) {
         if self.clock.is_none_or(|c| c.policy != Policy::Adaptive) {
             return;
@@ -637,9 +640,9 @@ impl SampleLoop {
         };
         let tid = self.books[i].tid;
         let files = &mut self.task_files[i];
-        let to = self.books[i].wait_rate.on_tick(now, cpu, armed.kind, || {
-            procfs::voluntary_switches(tid, files)
-        });
+        let to = self.books[i]
+            .switch_rate
+            .on_tick(now, cpu, armed.kind, || procfs::switches_in(tid, files));
         if let Some(to) = to
             && cpu_clock::switch_slot(slot, to, cpu, capture::SAMPLE_SIGNAL)
         {

@@ -64,22 +64,22 @@ fn read_task_file<'b>(tid: u32, name: &str, buf: &'b mut [u8]) -> Option<&'b [u8
 #[derive(Debug, Default)]
 pub struct TaskFiles {
     syscall: Option<File>,
-    status: Option<File>,
+    schedstat: Option<File>,
 }
 
-/// How many times thread `tid` gave up its CPU to wait so far (`voluntary_ctxt_switches` of
-/// its `status`; preemptions not counted): `None` if that cannot be read. `files` keeps the
-/// thread's `status` file open between calls.
-pub fn voluntary_switches(tid: u32, files: &mut TaskFiles) -> Option<u64> {
-    if files.status.is_none() {
-        files.status = File::open(format!("/proc/self/task/{tid}/status")).ok();
+/// How many times thread `tid` was switched in so far (the third field of its `schedstat`:
+/// after every wait, preemption or yield): `None` if that cannot be read. `files` keeps the
+/// thread's `schedstat` file open between calls.
+pub fn switches_in(tid: u32, files: &mut TaskFiles) -> Option<u64> {
+    if files.schedstat.is_none() {
+        files.schedstat = File::open(format!("/proc/self/task/{tid}/schedstat")).ok();
     }
-    let mut buf = [0u8; 2048];
-    let n = read_from_start(files.status.as_ref()?, &mut buf)?;
-    let text = std::str::from_utf8(&buf[..n]).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))?
-        .trim()
+    let mut buf = [0u8; 96];
+    let n = read_from_start(files.schedstat.as_ref()?, &mut buf)?;
+    std::str::from_utf8(&buf[..n])
+        .ok()?
+        .split_ascii_whitespace()
+        .nth(2)?
         .parse()
         .ok()
 }
@@ -124,10 +124,15 @@ fn parse_syscall(text: &[u8]) -> Option<Whereabouts> {
     }
     let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
     let nr: u64 = nr.parse().ok()?;
-    let rest: Vec<u64> = fields.map(hex).collect::<Option<_>>()?;
-    let [arg0, _, _, _, _, _, sp, pc] = rest[..] else {
+    // Six arguments, the stack pointer and the instruction pointer, and nothing after.
+    let mut rest = [0u64; 8];
+    for value in &mut rest {
+        *value = hex(fields.next()?)?;
+    }
+    if fields.next().is_some() {
         return None;
-    };
+    }
+    let [arg0, _, _, _, _, _, sp, pc] = rest;
     Some(Whereabouts::Blocked(WaitKey {
         nr,
         arg0,
@@ -179,6 +184,19 @@ mod tests {
         );
         assert_eq!(parse_syscall(b"202 0x1 0x2\n"), None);
         assert_eq!(parse_syscall(b"garbage"), None);
+    }
+
+    #[test]
+    fn a_thread_is_switched_in_after_each_wait() {
+        let tid = crate::recorder::sys::gettid();
+        let mut files = TaskFiles::default();
+        let before = switches_in(tid, &mut files).expect("schedstat");
+        for _ in 0..5 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let after = switches_in(tid, &mut files).expect("schedstat");
+        assert!(after >= before + 5, "{before} then {after}");
+        assert_eq!(switches_in(0x7fff_fff0, &mut TaskFiles::default()), None);
     }
 
     #[test]

@@ -154,10 +154,11 @@ impl FrameRules for Rules<'_> {
             Some(i) => i,
             None => {
                 // Perhaps a library loaded since the last look: re-read the maps, at most once
-                // per unwind and once per interval (not for managed code, which is in none).
+                // per unwind, and only if the loader says one did (not for managed code, which
+                // is in none).
                 let plausible =
                     (0x10000..=USER_MAX).contains(&lookup) && !self.shapes.is_managed(lookup);
-                if self.refreshed || !plausible || !self.modules.refresh_due() {
+                if self.refreshed || !plausible || !self.modules.libraries_may_have_changed() {
                     return None;
                 }
                 self.refreshed = true;

@@ -132,6 +132,8 @@ pub struct ModuleMap {
     files: HashMap<FileKey, Option<Arc<Image>>>,
     generation: u64,
     last_refresh: Option<Instant>,
+    /// The loader's library counters when the map was last read (see [`sys::library_loads`]).
+    loads_seen: Option<(u64, u64)>,
 }
 
 impl Default for ModuleMap {
@@ -148,6 +150,7 @@ impl ModuleMap {
             files: HashMap::new(),
             generation: 0,
             last_refresh: None,
+            loads_seen: None,
         };
         map.refresh();
         map
@@ -158,6 +161,8 @@ impl ModuleMap {
     /// other code mappings (JIT code heaps) are tracked without counting as a change.
     pub fn refresh(&mut self) -> bool {
         self.last_refresh = Some(Instant::now());
+        // Read before the map: a library the loader counts later is looked for again.
+        self.loads_seen = sys::library_loads();
         let Ok(text) = std::fs::read_to_string("/proc/self/maps") else {
             return false;
         };
@@ -390,6 +395,17 @@ impl ModuleMap {
     pub(super) fn refresh_due(&self) -> bool {
         self.last_refresh
             .is_none_or(|t| t.elapsed() >= REFRESH_INTERVAL)
+    }
+
+    /// Whether a native library may have been loaded or unloaded since the map was last read:
+    /// the loader's counters moved (where they cannot be read, once the refresh interval has
+    /// passed). Code the runtime maps itself has no unwind tables, so only the loader's
+    /// libraries can give an unknown address frames to unwind.
+    pub(super) fn libraries_may_have_changed(&self) -> bool {
+        match (sys::library_loads(), self.loads_seen) {
+            (Some(now), Some(seen)) => now != seen,
+            _ => self.refresh_due(),
+        }
     }
 
     /// Makes sure mapping `i`'s CFI is registered with `framehop`; false if it has none.

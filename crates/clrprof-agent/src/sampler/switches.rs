@@ -1,0 +1,165 @@
+//! The adaptive clock policy's rule (see [`crate::recorder::cpu_clock`]): which threads a perf
+//! event costs next to nothing. A perf event gives the full rate but costs its thread some
+//! microseconds every time the thread is switched in and out (4-5 us measured here); the
+//! CPU-time timer costs nothing per switch and gives at most the kernel's tick rate. What a
+//! perf event costs a thread is its switches per second of its CPU times that: a thread that
+//! computes and is preempted some hundreds of times a second pays under 0.2%, and it is the
+//! thread that most needs the precise clock; a server's pool thread that blocks and wakes for
+//! every request, or a thread that spins on `sched_yield` while others wait for the CPU, is
+//! switched thousands of times per second of its CPU and would pay 1% to 50% more (measured:
+//! 2.5x the CPU of a workload of short work items on the thread pool, whose idle workers spin
+//! on `sched_yield`). So a thread starts on the timer, goes to a perf event once it is seen to
+//! be switched at most [`MAX_SWITCHES_TO_UPGRADE`] times per second of its CPU (a busy thread,
+//! within 200 ms), and back to the timer when its switches would cost it more than
+//! [`MAX_SWITCHES_PER_CPU_S`] allows. Every switch counts, blocking or preempted or yielding alike:
+//! each costs the event the same.
+//! The sampler feeds in what it read at each wall tick; no system calls here, so the rule can
+//! be tested on its own.
+
+use crate::recorder::cpu_clock::ClockKind;
+
+/// The stretch of time a decision looks at.
+pub const WINDOW_NS: u64 = 100_000_000;
+/// A thread on a perf event switched more often than this per second of its own CPU goes to
+/// the timer (about 1% of its CPU at 5 us a switch)...
+const MAX_SWITCHES_PER_CPU_S: f64 = 2_000.0;
+/// ... and one on the timer switched at most this often goes back to a perf event.
+const MAX_SWITCHES_TO_UPGRADE: f64 = 500.0;
+/// Less CPU than this in a window tells too little to move a thread on (a thread that ran for
+/// a few microseconds after a long wait).
+const MIN_CPU_NS: u64 = 2_000_000;
+
+/// One thread's recent switches.
+#[derive(Debug, Default, Clone)]
+pub struct SwitchWatch {
+    /// When the current window started.
+    window: Option<u64>,
+    /// The thread's CPU time and count of switches when last read.
+    seen: Option<(u64, u64)>,
+}
+
+impl SwitchWatch {
+    /// A wall tick at `now` read the thread's CPU time `cpu`; the thread is on `clock`.
+    /// `switches` reads how many times it was switched in so far (a `/proc` read, done at most
+    /// once per window and only for a thread that ran in it). Returns the clock to move the
+    /// thread to, if any.
+    pub fn on_tick(
+        &mut self,
+        now: u64,
+        cpu: u64,
+        clock: ClockKind,
+        switches: impl FnOnce() -> Option<u64>,
+    ) -> Option<ClockKind> {
+        let Some(start) = self.window else {
+            self.window = Some(now);
+            return None;
+        };
+        if now.saturating_sub(start) < WINDOW_NS {
+            return None;
+        }
+        self.window = Some(now);
+        if self.seen.is_some_and(|(seen_cpu, _)| seen_cpu == cpu) {
+            return None; // did not run: nothing new to learn
+        }
+        let count = switches()?;
+        let Some((before_cpu, before_count)) = self.seen else {
+            self.seen = Some((cpu, count));
+            return None;
+        };
+        let ran = cpu.saturating_sub(before_cpu);
+        if ran < MIN_CPU_NS {
+            // Too little to tell; keep counting from where the window started.
+            return None;
+        }
+        self.seen = Some((cpu, count));
+        let rate = count.saturating_sub(before_count) as f64 * 1e9 / ran as f64;
+        match clock {
+            ClockKind::PerfTaskClock if rate > MAX_SWITCHES_PER_CPU_S => {
+                Some(ClockKind::ThreadCpuTimer)
+            }
+            ClockKind::ThreadCpuTimer if rate <= MAX_SWITCHES_TO_UPGRADE => {
+                Some(ClockKind::PerfTaskClock)
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn stat(switches: u64) -> Option<u64> {
+        Some(switches)
+    }
+
+    #[test]
+    fn a_thread_switched_often_for_its_cpu_goes_to_the_timer_and_back_when_it_calms_down() {
+        let mut w = SwitchWatch::default();
+        let timer = ClockKind::ThreadCpuTimer;
+        let perf = ClockKind::PerfTaskClock;
+        assert_eq!(w.on_tick(0, 0, perf, || panic!("first look")), None);
+        // Its statistics are read, nothing known to compare with yet.
+        assert_eq!(w.on_tick(300 * MS, 5 * MS, perf, || stat(1_000)), None);
+        // 100 switches in 20 ms of CPU: 5,000 per CPU second.
+        assert_eq!(
+            w.on_tick(600 * MS, 25 * MS, perf, || stat(1_100)),
+            Some(timer)
+        );
+        // A short tick decides nothing.
+        assert_eq!(
+            w.on_tick(610 * MS, 26 * MS, timer, || panic!("too soon")),
+            None
+        );
+        // Still switched often: kept on the timer.
+        assert_eq!(w.on_tick(900 * MS, 45 * MS, timer, || stat(1_200)), None);
+        // Running on with 10 switches in 250 ms of CPU: back to a perf event.
+        assert_eq!(
+            w.on_tick(1_200 * MS, 295 * MS, timer, || stat(1_210)),
+            Some(perf)
+        );
+    }
+
+    #[test]
+    fn a_busy_thread_preempted_hundreds_of_times_a_second_keeps_its_perf_event() {
+        let mut w = SwitchWatch::default();
+        let perf = ClockKind::PerfTaskClock;
+        w.on_tick(0, 0, perf, || panic!("first look"));
+        w.on_tick(250 * MS, 250 * MS, perf, || stat(0));
+        // 75 preemptions in 250 ms of CPU: 300 a second.
+        assert_eq!(w.on_tick(500 * MS, 500 * MS, perf, || stat(75)), None);
+    }
+
+    #[test]
+    fn a_thread_that_did_not_run_is_not_looked_at() {
+        let mut w = SwitchWatch::default();
+        let timer = ClockKind::ThreadCpuTimer;
+        w.on_tick(0, 7, timer, || panic!("first look"));
+        w.on_tick(300 * MS, 9 * MS, timer, || stat(3));
+        assert_eq!(
+            w.on_tick(600 * MS, 9 * MS, timer, || panic!("blocked")),
+            None
+        );
+        assert_eq!(
+            w.on_tick(900 * MS, 9 * MS, timer, || panic!("blocked")),
+            None
+        );
+    }
+
+    #[test]
+    fn too_little_cpu_decides_nothing() {
+        let mut w = SwitchWatch::default();
+        let perf = ClockKind::PerfTaskClock;
+        w.on_tick(0, 0, perf, || panic!("first look"));
+        w.on_tick(300 * MS, 1_000, perf, || stat(10));
+        // 40 switches in 1 ms of CPU would be 40,000 a CPU second: not enough CPU to tell.
+        assert_eq!(w.on_tick(600 * MS, MS, perf, || stat(50)), None);
+        // Counted on from the last reading: 60 switches in 3 ms of CPU.
+        assert_eq!(
+            w.on_tick(900 * MS, 3 * MS, perf, || stat(70)),
+            Some(ClockKind::ThreadCpuTimer)
+        );
+    }
+}

@@ -1,0 +1,123 @@
+//! The agreement check of `cargo xtask bench`: on every workload, sample mode's flat CPU
+//! profile against Linux `perf`'s (Debian's `linux-perf`, which samples in the kernel), as the
+//! test `e2e_peer_perf` does on one program (see `tests/harness/peer_perf.rs` for how two flat
+//! profiles are compared). Each workload runs twice under `perf record` (how much two samplings
+//! of the same program agree by chance) and once under `sample-1000`, every method
+//! JIT-compiled and the runtime's perf map written for both (`PEER_ENV`), driven as in the
+//! main matrix (the server workload under its HTTP client). The target: clrprof agrees with
+//! perf at least as well as perf with itself, less 0.03.
+
+use anyhow::{Context, Result, anyhow};
+use clrprof_e2e::Program;
+use clrprof_e2e::peer_perf::{
+    self, Flat, PEER_ENV, agreement, flat_of_perf_data, flat_of_trace, largest_differences,
+};
+
+use super::configs::Config;
+use super::runner::{Tools, record_once};
+
+/// How much less clrprof may agree with perf than perf with itself.
+pub const SLACK: f64 = 0.03;
+
+/// One workload's agreement.
+struct Agreement {
+    workload: String,
+    between_perfs: f64,
+    with_perf: f64,
+    /// The functions whose shares differ most (function, clrprof, perf).
+    largest: Vec<(String, f64, f64)>,
+}
+
+impl Agreement {
+    fn met(&self) -> bool {
+        self.with_perf >= self.between_perfs - SLACK
+    }
+}
+
+/// The agreement check on one runtime (`runtime` names it), as a Markdown section; a section
+/// that says why where perf cannot sample here.
+pub(super) fn run(tools: &Tools, programs: &[Program], runtime: &str) -> Result<String> {
+    let mut out = format!("## Agreement with perf on {runtime}\n\n");
+    if let Err(why) = peer_perf::perf_usable() {
+        println!("bench: agreement with perf skipped: {why}");
+        out.push_str(&format!("Not measured: {why}.\n\n"));
+        return Ok(out);
+    }
+    out.push_str(
+        "Each workload's flat CPU profile (each function's share of the self CPU time, names \
+         normalized, kernel time charged to the user frame that entered the kernel) under \
+         `sample-1000` and under Linux `perf record -e task-clock -c 1000000 -g`, every method \
+         JIT-compiled and the runtime's perf map written for both; agreement is the histogram \
+         intersection of two flat profiles (1: the same). Two perf runs tell how much two \
+         samplings of one program agree by chance; the target is clrprof at most 0.03 below \
+         that, on every workload. Whole runs (start-up included), one run each.\n\n\
+         | workload | perf with perf | clrprof with perf | target | largest differences (clrprof, perf) |\n\
+         |---|--:|--:|---|---|\n",
+    );
+    let mut all_met = true;
+    for program in programs {
+        let a = measure(tools, program)
+            .with_context(|| format!("the agreement of {} with perf", program.name))?;
+        println!(
+            "bench: agreement {:<10} perf with perf {:.3}, clrprof with perf {:.3}",
+            a.workload, a.between_perfs, a.with_perf
+        );
+        all_met &= a.met();
+        let largest: Vec<String> = a
+            .largest
+            .iter()
+            .map(|(f, ours, theirs)| {
+                format!(
+                    "`{}` {:.1}% / {:.1}%",
+                    f.replace('|', "\\|"),
+                    ours * 100.0,
+                    theirs * 100.0
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "| `{}` | {:.3} | {:.3} | {} | {} |\n",
+            a.workload,
+            a.between_perfs,
+            a.with_perf,
+            if a.met() { "**met**" } else { "**missed**" },
+            largest.join("; ")
+        ));
+    }
+    out.push_str(&format!(
+        "\nTarget (every workload within {SLACK} of perf with perf): {}\n\n",
+        if all_met { "**met**" } else { "**missed**" }
+    ));
+    Ok(out)
+}
+
+/// Two perf runs and one clrprof run of `program`.
+fn measure(tools: &Tools, program: &Program) -> Result<Agreement> {
+    let perf_run = |n: usize| -> Result<Flat> {
+        let data = tools
+            .scratch
+            .join(format!("{}-{n}.perf.data", program.name));
+        record_once(tools, program, Config::Perf1000, &data, PEER_ENV)?;
+        let flat = flat_of_perf_data(&data).map_err(|e| anyhow!(e));
+        let _ = std::fs::remove_file(&data);
+        flat
+    };
+    let perf_a = perf_run(1)?;
+    let perf_b = perf_run(2)?;
+    let trace = tools.scratch.join(format!("{}-peer.clrprof", program.name));
+    record_once(tools, program, Config::Sample1000, &trace, PEER_ENV)?;
+    let read = flat_of_trace(&trace).map_err(|e| anyhow!(e));
+    let _ = std::fs::remove_file(&trace);
+    let (ours, pid) = read?;
+    if let Some(pid) = pid {
+        peer_perf::remove_perf_maps(pid);
+    }
+    let (with_a, with_b) = (agreement(&ours, &perf_a), agreement(&ours, &perf_b));
+    let closer = if with_a >= with_b { &perf_a } else { &perf_b };
+    Ok(Agreement {
+        workload: program.name.clone(),
+        between_perfs: agreement(&perf_a, &perf_b),
+        with_perf: with_a.max(with_b),
+        largest: largest_differences(&ours, closer, 3),
+    })
+}
