@@ -107,6 +107,10 @@ pub struct BenchArgs {
     /// coverage`, of their own assembly and with System.Private.CoreLib.
     #[arg(long)]
     pub coverage: bool,
+    /// Only the main matrix (workloads x configurations, and startup): no feature, memory,
+    /// coverage or agreement benchmarks.
+    #[arg(long)]
+    pub matrix: bool,
     /// Only the agreement check: each workload's (or those of --workloads) flat CPU profile
     /// under sample-1000 against Linux perf's (two perf runs, one clrprof run).
     #[arg(long)]

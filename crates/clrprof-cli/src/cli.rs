@@ -88,7 +88,8 @@ pub struct RecordArgs {
     /// mode's time samples per second.
     #[arg(long, default_value_t = 1000, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub rate: u32,
-    /// Sample mode: wall-clock samples per second and thread (default: 100, or --rate if lower).
+    /// Sample mode: wall-clock samples per second and thread (default: a fifth of --rate, at
+    /// most 100).
     #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub wall_rate: Option<u32>,
     /// Sample mode: the per-thread CPU clock that triggers CPU samples: `perf` (a perf
@@ -214,7 +215,8 @@ pub struct AttachArgs {
     /// Sample mode's CPU samples per second of a thread's CPU time.
     #[arg(long, default_value_t = 1000, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub rate: u32,
-    /// Sample mode: wall-clock samples per second and thread (default: 100, or --rate if lower).
+    /// Sample mode: wall-clock samples per second and thread (default: a fifth of --rate, at
+    /// most 100).
     #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub wall_rate: Option<u32>,
     /// Refused: the runtime gives no allocation callbacks to an attached profiler (record the

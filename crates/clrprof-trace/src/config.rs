@@ -174,9 +174,17 @@ impl HeapSnapshots {
     }
 }
 
-/// Sample mode's wall-clock rate unless asked otherwise: every 10 ms is as fine as blocked
-/// time needs, and keeps the sampler's cost independent of the CPU rate.
+/// Sample mode's highest wall-clock rate unless asked otherwise: every 10 ms is as fine as
+/// blocked time needs, and keeps the sampler's cost independent of the CPU rate.
 pub const DEFAULT_WALL_RATE_HZ: u32 = 100;
+
+/// Sample mode's wall-clock rate unless asked otherwise, for a CPU rate of `rate_hz`: a fifth
+/// of it (as async-profiler's defaults, 100 Hz of CPU and 20 Hz of wall clock), at most
+/// [`DEFAULT_WALL_RATE_HZ`]. A wall-clock tick costs the sampler a look at every thread (a
+/// `/proc` read for each that ran since the last one): a low CPU rate asks for a low cost.
+pub fn default_wall_rate(rate_hz: u32) -> u32 {
+    (rate_hz / 5).clamp(1, DEFAULT_WALL_RATE_HZ)
+}
 
 /// The default mean sampling interval of `alloc=sampled`, in bytes.
 pub const DEFAULT_ALLOC_INTERVAL: u64 = 128 << 10;
@@ -197,8 +205,8 @@ pub struct AgentConfig {
     /// Sampling rate in Hz: sample mode's CPU samples per second of a thread's CPU time,
     /// trace mode's ticks.
     pub rate_hz: u32,
-    /// Sample mode's wall-clock samples per second and thread; `None`: the lower of `rate_hz`
-    /// and [`DEFAULT_WALL_RATE_HZ`].
+    /// Sample mode's wall-clock samples per second and thread; `None`:
+    /// [`default_wall_rate`] of `rate_hz`.
     pub wall_rate_hz: Option<u32>,
     /// Let the JIT inline (trace mode reports inlined calls under their caller).
     pub inline: bool,
@@ -277,8 +285,7 @@ pub struct Decoded {
 impl AgentConfig {
     /// Sample mode's wall-clock samples per second and thread.
     pub fn wall_rate(&self) -> u32 {
-        self.wall_rate_hz
-            .unwrap_or(self.rate_hz.min(DEFAULT_WALL_RATE_HZ))
+        self.wall_rate_hz.unwrap_or(default_wall_rate(self.rate_hz))
     }
 
     /// True if the category was asked for.

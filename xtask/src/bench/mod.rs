@@ -111,7 +111,9 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
         || opts.contention
         || opts.async_chains
         || opts.peer;
-    let matrix = !only_parts;
+    let matrix = opts.matrix || !only_parts;
+    // Every part unless some were named.
+    let all_parts = !opts.matrix && !only_parts;
     let matrix_configs = if configs.is_empty() {
         Config::ALL.to_vec()
     } else {
@@ -127,13 +129,13 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
     let features: Vec<_> = FEATURES
         .into_iter()
         .filter(|f| {
-            matrix
+            all_parts
                 || (opts.contention && f.workload == features::CONTENTION.workload)
                 || (opts.async_chains && f.workload == features::ASYNC_CHAINS.workload)
         })
         .collect();
     let full_run = !opts.quick
-        && !only_parts
+        && all_parts
         && configs.is_empty()
         && workloads.len() == workloads::WORKLOADS.len()
         && runtimes.len() == RUNTIMES.len();
@@ -196,28 +198,28 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
                 measured: results,
             });
         }
-        if matrix || opts.memory {
+        if all_parts || opts.memory {
             println!("bench: {heading}: memory benchmarks");
             let alloc = compile("Alloc")?;
             sections.push_str(&memory::alloc_modes(&tools, &alloc, rounds, &heading)?);
             let server = compile("AllocServer")?;
             sections.push_str(&memory::alloc_server(&tools, &server, rounds, &heading)?);
         }
-        if matrix || opts.memory || opts.heap {
+        if all_parts || opts.memory || opts.heap {
             println!("bench: {heading}: heap snapshot benchmarks");
             let live = compile("LiveHeap")?;
             sections.push_str(&memory::heap_cost(&tools, &live, rounds, &heading)?);
         }
-        if matrix || opts.coverage {
+        if all_parts || opts.coverage {
             println!("bench: {heading}: coverage benchmarks");
             sections.push_str(&coverage::run(&tools, &programs, rounds, &heading)?);
         }
-        if matrix || opts.peer {
+        if all_parts || opts.peer {
             println!("bench: {heading}: agreement with perf");
             sections.push_str(&peer::run(&tools, &programs, &heading)?);
         }
     }
-    if (matrix || opts.memory || opts.heap)
+    if (all_parts || opts.memory || opts.heap)
         && let Some(first) = runtimes.first()
     {
         // The CLI analysing synthetic heap snapshots: the same on every runtime.

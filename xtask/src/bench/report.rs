@@ -268,8 +268,10 @@ pub fn render(
          `wall` is the whole process, from start to exit (runtime startup and shutdown, trace \
          writing, and for EventPipe the session's start, stop and rundown). Every runtime runs \
          the whole matrix. The server workload (`HttpServer`) is driven by a real HTTP client \
-         instead: after the go line the bench runs `wrk -t2 -c16` against it on loopback for a \
-         few seconds, then sends a stop line; the server reports the requests it answered \
+         instead: after the go line the bench runs `wrk` against it on loopback for a few seconds \
+         (16 connections, each sending its next request 4 ms after an answer: about 3,500 \
+         requests a second, a third of what the server answers flat out, as a server in \
+         production is not saturated), then sends a stop line; the server reports the requests it answered \
          meanwhile, and its cost is the process CPU per request (`cpu_ms` over the requests), \
          compared round by round with the unprofiled server's; its work time is the client's. \
          The sampler's CPU per sample is its trace's `sampler_cpu_ns` less `symbols_cpu_ns` (its \

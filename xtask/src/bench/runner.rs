@@ -368,7 +368,7 @@ fn run_workload_into(
     };
     proc.send_line("go")?;
     if let (Load::Http { seconds }, Some(port)) = (load, port) {
-        if let Err(e) = http_load(port, seconds) {
+        if let Err(e) = http_load(port, seconds, &tools.scratch) {
             return Err(proc.failure(&format!("the HTTP client failed: {e:#}")));
         }
         proc.send_line("stop")?;
@@ -647,11 +647,23 @@ fn free_port() -> Result<u16> {
     Ok(listener.local_addr()?.port())
 }
 
-/// Runs the HTTP client against `port` for `seconds` (`wrk -t2 -c16`, a query of three short
-/// words per request), bounded in time.
-fn http_load(port: u16, seconds: u32) -> Result<()> {
+/// Runs the HTTP client against `port` for `seconds` (`wrk -t1 -c16`, each connection pacing
+/// its requests, see [`super::workloads::HTTP_PACE_MS`]; a query of three short words per
+/// request), bounded in time.
+fn http_load(port: u16, seconds: u32, scratch: &Path) -> Result<()> {
+    // wrk asks a script's `delay()` how long to wait before each request.
+    let pace = scratch.join("pace.lua");
+    std::fs::write(
+        &pace,
+        format!(
+            "function delay()\n  return {}\nend\n",
+            super::workloads::HTTP_PACE_MS
+        ),
+    )
+    .with_context(|| format!("cannot write {}", pace.display()))?;
     let mut cmd = Command::new("wrk");
-    cmd.args(["-t2", "-c16", "--timeout", "5s"])
+    cmd.args(["-t1", "-c16", "--timeout", "5s", "-s"])
+        .arg(&pace)
         .arg(format!("-d{seconds}s"))
         .arg(format!("http://127.0.0.1:{port}/?a=1&b=22&c=333"));
     let out =
