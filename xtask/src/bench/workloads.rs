@@ -83,10 +83,11 @@ pub const WORKLOADS: &[Workload] = &[
     },
     Workload {
         name: "HttpServer",
-        what: "a real HTTP server (System.Net.HttpListener) on loopback, 16 accepts outstanding, \
-               each request parsed and hashed (about 50 us), under load from a real HTTP \
-               client (Debian's `wrk`, 16 connections each sending a request 4 ms after its \
-               previous answer: about 3,500 requests a second): CPU per request served",
+        what: "a real HTTP/1.1 server on loopback (a listening socket, an asynchronous loop \
+               per kept-alive connection on the thread pool, as Kestrel's core), each request \
+               parsed and hashed (about 50 us), under load from a real HTTP client (Debian's \
+               `wrk`, 16 connections each sending a request 4 ms after its previous answer: \
+               about 3,500 requests a second): CPU per request served",
         load: Load::Http {
             seconds: HTTP_SECONDS,
         },
