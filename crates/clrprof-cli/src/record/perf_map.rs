@@ -9,7 +9,10 @@
 //! `record` removes the files of the processes it saw once they have ended. A program whose
 //! environment already says something of the perf map is left as it is, and its files too.
 //! Writing the map costs the runtime a line per compiled method and per block of stubs: not
-//! measurable on the tests' programs.
+//! measurable on the tests' programs. Under a file-size limit (`ulimit -f`) the map is not
+//! asked for: a runtime whose map grows past the limit dies of `SIGXFSZ` (it does not handle
+//! it), and the program must run as it would unprofiled; the runtime's stubs are then one nameless
+//! `[runtime stub]`.
 
 use std::path::Path;
 use std::process::Command;
@@ -24,9 +27,9 @@ pub(super) struct PerfMaps {
 
 impl PerfMaps {
     /// Asks the runtime of `cmd` (and of every process it starts) for its perf map in `dir`,
-    /// unless the environment already says something of it.
+    /// unless the environment already says something of it or files may not grow freely.
     pub(super) fn ask(cmd: &mut Command, dir: &Path) -> PerfMaps {
-        if ENABLED.iter().any(|v| std::env::var_os(v).is_some()) {
+        if ENABLED.iter().any(|v| std::env::var_os(v).is_some()) || file_size_limited() {
             return PerfMaps { ours: false };
         }
         cmd.env("DOTNET_PerfMapEnabled", "3")
@@ -50,4 +53,16 @@ impl PerfMaps {
             }
         }
     }
+}
+
+/// Whether this process (and so the program it starts) has a file-size limit.
+#[cfg(unix)]
+fn file_size_limited() -> bool {
+    use nix::sys::resource::{RLIM_INFINITY, Resource, getrlimit};
+    getrlimit(Resource::RLIMIT_FSIZE).is_ok_and(|(soft, _)| soft != RLIM_INFINITY)
+}
+
+#[cfg(not(unix))]
+fn file_size_limited() -> bool {
+    false
 }
