@@ -33,7 +33,7 @@ use clrprof_trace::{Allocation, FrameKind};
 use crate::config::AllocMode;
 use crate::recorder::sys;
 use crate::session::Session;
-use crate::stacks;
+use crate::stacks::{self, Frame};
 
 /// Deepest allocation stack kept (deeper stacks are cut at the root end, marked truncated).
 const MAX_ALLOC_FRAMES: usize = 256;
@@ -129,12 +129,12 @@ pub fn current_stack(s: &Session) -> u32 {
 /// Interns a stack of managed functions given innermost first (`truncated`: cut at the root
 /// end), naming the functions seen for the first time.
 pub fn intern_managed(s: &Session, frames: &[usize], truncated: bool) -> u32 {
-    let root = truncated.then_some((FrameKind::Truncated, 0));
+    let root = truncated.then_some(Frame::of(FrameKind::Truncated, 0));
     let path = root.into_iter().chain(
         frames
             .iter()
             .rev()
-            .map(|&f| (FrameKind::Managed, s.defs.function_id(FunctionId(f)))),
+            .map(|&f| Frame::of(FrameKind::Managed, s.defs.function_id(FunctionId(f)))),
     );
     s.stacks
         .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f))

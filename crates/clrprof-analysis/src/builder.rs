@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 use crate::model::{
-    CallNode, CallTree, Frame, FrameIndex, FrameKind, Mode, Profile, Sample, SampleKind,
-    StackIndex, StackNode, ThreadProfile,
+    CallNode, CallTree, Frame, FrameIndex, FrameKind, LineIndex, Mode, Profile, Sample, SampleKind,
+    SourceLine, StackIndex, StackNode, ThreadProfile,
 };
 
 /// Builds a [`Profile`] whose frames and stacks are each stored once.
@@ -28,7 +28,8 @@ use crate::model::{
 pub struct ProfileBuilder {
     profile: Profile,
     frame_ids: HashMap<Frame, FrameIndex>,
-    stack_ids: HashMap<(Option<StackIndex>, FrameIndex), StackIndex>,
+    stack_ids: HashMap<(Option<StackIndex>, FrameIndex, Option<LineIndex>), StackIndex>,
+    line_ids: HashMap<SourceLine, LineIndex>,
     thread_ids: HashMap<u32, usize>,
     /// Per thread: (parent node, frame) -> node, for [`ProfileBuilder::add_call_path`].
     call_ids: Vec<HashMap<(Option<usize>, FrameIndex), usize>>,
@@ -54,6 +55,7 @@ impl ProfileBuilder {
             profile: Profile::new(mode),
             frame_ids: HashMap::new(),
             stack_ids: HashMap::new(),
+            line_ids: HashMap::new(),
             thread_ids: HashMap::new(),
             call_ids: Vec::new(),
         }
@@ -77,11 +79,44 @@ impl ProfileBuilder {
 
     /// The stack made of `parent` with `frame` called from it, adding it if new.
     pub fn intern_stack(&mut self, parent: Option<StackIndex>, frame: FrameIndex) -> StackIndex {
-        *self.stack_ids.entry((parent, frame)).or_insert_with(|| {
-            let id = StackIndex(self.profile.stacks.len() as u32);
-            self.profile.stacks.push(StackNode { parent, frame });
-            id
-        })
+        self.intern_stack_at(parent, frame, None)
+    }
+
+    /// The stack made of `parent` with `frame` called from it, at source line `line`, adding
+    /// it if new.
+    pub fn intern_stack_at(
+        &mut self,
+        parent: Option<StackIndex>,
+        frame: FrameIndex,
+        line: Option<LineIndex>,
+    ) -> StackIndex {
+        *self
+            .stack_ids
+            .entry((parent, frame, line))
+            .or_insert_with(|| {
+                let id = StackIndex(self.profile.stacks.len() as u32);
+                self.profile.stacks.push(StackNode {
+                    parent,
+                    frame,
+                    line,
+                });
+                id
+            })
+    }
+
+    /// The index of line `line` of `file`, adding it if new.
+    pub fn intern_line(&mut self, file: &str, line: u32) -> LineIndex {
+        let key = SourceLine {
+            file: file.to_owned(),
+            line,
+        };
+        if let Some(&id) = self.line_ids.get(&key) {
+            return id;
+        }
+        let id = LineIndex(self.profile.source_lines.len() as u32);
+        self.profile.source_lines.push(key.clone());
+        self.line_ids.insert(key, id);
+        id
     }
 
     /// The stack of `frames` (root first); `None` for an empty slice.

@@ -44,6 +44,7 @@ mod error;
 pub mod events;
 mod induced;
 pub mod integrity;
+pub mod lines;
 pub mod memory;
 pub mod model;
 mod names;
@@ -64,8 +65,8 @@ mod units;
 pub use builder::{CallValues, ProfileBuilder};
 pub use error::Error;
 pub use model::{
-    CallNode, CallNodeRecord, CallTree, Frame, FrameIndex, FrameKind, Mode, Profile, Sample,
-    SampleKind, StackIndex, StackNode, ThreadProfile,
+    CallNode, CallNodeRecord, CallTree, Frame, FrameIndex, FrameKind, LineIndex, Mode, Profile,
+    Sample, SampleKind, SourceLine, StackIndex, StackNode, ThreadProfile,
 };
 pub use output::{Format, Render};
 pub use query::{Metric, Query, Selection};

@@ -224,6 +224,30 @@ pub struct StackNode {
     pub parent: Option<StackIndex>,
     /// The function at this depth.
     pub frame: FrameIndex,
+    /// The source line the function was at (the sampled instruction's for the innermost
+    /// frame, the call's for a caller), where the profile was built with lines and the
+    /// module's symbols tell it.
+    pub line: Option<LineIndex>,
+}
+
+/// Index into [`Profile::source_lines`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LineIndex(pub u32);
+
+impl LineIndex {
+    /// As a `usize` index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A line of a source file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SourceLine {
+    /// The file, as the symbols name it (after any `--source-root` remapping).
+    pub file: String,
+    /// 1-based.
+    pub line: u32,
 }
 
 /// What a [`Sample`] stands for.
@@ -469,6 +493,8 @@ pub struct Profile {
     pub frames: Vec<Frame>,
     /// The stack prefix tree.
     pub stacks: Vec<StackNode>,
+    /// The source lines stack nodes name (empty unless the profile was built with lines).
+    pub source_lines: Vec<SourceLine>,
     /// One entry per thread.
     pub threads: Vec<ThreadProfile>,
     /// Remarks for the reader (dropped samples, truncated stacks, ...), shown in reports.
@@ -504,13 +530,17 @@ impl Profile {
             merged.stacks.push(StackNode {
                 parent: None,
                 frame: process_frame,
+                line: None,
             });
             // Every stack of the part, one index further for each node before it.
             let stack_base = merged.stacks.len() as u32;
+            let line_base = merged.source_lines.len() as u32;
+            merged.source_lines.extend(p.source_lines.iter().cloned());
             for node in &p.stacks {
                 merged.stacks.push(StackNode {
                     parent: Some(node.parent.map_or(root, |s| StackIndex(s.0 + stack_base))),
                     frame: FrameIndex(node.frame.0 + frame_base),
+                    line: node.line.map(|l| LineIndex(l.0 + line_base)),
                 });
             }
             let frame = |f: FrameIndex| FrameIndex(f.0 + frame_base);
@@ -592,6 +622,7 @@ impl Profile {
             duration_ns: 0,
             frames: Vec::new(),
             stacks: Vec::new(),
+            source_lines: Vec::new(),
             threads: Vec::new(),
             notes: Vec::new(),
             sampling: None,
@@ -618,6 +649,24 @@ impl Profile {
         frames
     }
 
+    /// The frames of a stack from root to leaf, each with the line it was at (if known).
+    pub fn stack_places(&self, stack: StackIndex) -> Vec<(FrameIndex, Option<LineIndex>)> {
+        let mut places = Vec::new();
+        let mut cur = Some(stack);
+        while let Some(s) = cur {
+            let node = &self.stacks[s.index()];
+            places.push((node.frame, node.line));
+            cur = node.parent;
+        }
+        places.reverse();
+        places
+    }
+
+    /// The source line at `index`. Panics if it is out of range (see [`Profile::validate`]).
+    pub fn source_line(&self, index: LineIndex) -> &SourceLine {
+        &self.source_lines[index.index()]
+    }
+
     /// The frames of the path to call-tree node `node`, root first.
     pub fn call_path(&self, tree: &CallTree, node: usize) -> Vec<FrameIndex> {
         let mut frames = Vec::new();
@@ -640,6 +689,11 @@ impl Profile {
         for (i, s) in self.stacks.iter().enumerate() {
             if s.frame.index() >= frames {
                 return bad(format!("stack {i} names frame {} of {frames}", s.frame.0));
+            }
+            if let Some(l) = s.line
+                && l.index() >= self.source_lines.len()
+            {
+                return bad(format!("stack {i} names source line {}", l.0));
             }
             if let Some(p) = s.parent
                 && p.index() >= i

@@ -272,6 +272,14 @@ pub enum NodeMark {
     Dropped,
 }
 
+/// The OS ids of the threads `selector` (`--thread`: an id or a name) picks in `profile`.
+pub fn thread_ids(profile: &Profile, selector: &str) -> Result<Vec<u32>, Error> {
+    Ok(select_threads(profile, selector)?
+        .into_iter()
+        .map(|i| profile.threads[i].tid)
+        .collect())
+}
+
 fn select_threads(profile: &Profile, selector: &str) -> Result<Vec<usize>, Error> {
     let tid: Option<u32> = selector.parse().ok();
     let found: Vec<usize> = profile

@@ -94,6 +94,9 @@ pub struct LoadedTrace {
     /// How stacks of async continuations are shown in every profile built from this trace
     /// (logical unless asked otherwise).
     pub stack_view: crate::stack_frames::StackView,
+    /// Whether profiles built from this trace give managed frames their source lines, and
+    /// where source files are (`None`: no lines, the default).
+    pub source_lines: Option<crate::lines::SourceRoots>,
     pub(crate) stacks: HashMap<u32, StackDef>,
     /// The stacks of work the runtime did only for the profiler (see [`crate::induced`]):
     /// the profiler's cost, left out of the program's figures.
@@ -399,6 +402,7 @@ impl Loader {
                 native_naming: None,
                 integrity: Integrity::new(header.blocked()),
                 stack_view: crate::stack_frames::StackView::default(),
+                source_lines: None,
                 stacks: HashMap::new(),
                 induced: HashSet::new(),
                 samples: Vec::new(),
@@ -601,6 +605,22 @@ impl LoadedTrace {
         from_end.max(from_samples).max(from_cli)
     }
 
+    /// Every sample's thread, trace stack, state and CPU, whether kept one by one or summed
+    /// (a summed entry once, with its sum), the runtime's work for the profiler left out.
+    pub(crate) fn sample_weights(&self) -> impl Iterator<Item = (u32, u32, ThreadState, u64)> + '_ {
+        let each = self
+            .samples
+            .iter()
+            .map(|s| (s.tid, s.stack, s.state, s.cpu_ns));
+        let summed = self
+            .summed
+            .iter()
+            .map(|(&(tid, stack, state), s)| (tid, stack, ThreadState::from_u8(state), s.cpu_ns));
+        each.chain(summed).filter(|&(_, stack, state, _)| {
+            !(state == ThreadState::Cpu && self.induced.contains(&stack))
+        })
+    }
+
     /// The wall-clock samples kept summed ([`SampleDetail::Summed`]): thread, stack, state
     /// and wall time, CPU samples left out.
     pub(crate) fn summed_wall(&self) -> impl Iterator<Item = (u32, u32, ThreadState, u64)> + '_ {
@@ -620,6 +640,9 @@ impl LoadedTrace {
         let mut b = ProfileBuilder::new(mode);
         let names = &self.names;
         let mut model = ModelStacks::new(names, &self.stacks, self.stack_view);
+        if let Some(roots) = &self.source_lines {
+            model = model.with_lines(roots.clone());
+        }
 
         // Names the program gave its threads; the others are named at the end.
         let thread_name = |tid: u32| -> String { names.name_of_tid(tid) };

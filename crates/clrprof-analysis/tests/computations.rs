@@ -316,6 +316,7 @@ fn trace_thread_without_call_tree_falls_back_to_samples() {
     p.stacks.extend(sampled.stacks.iter().map(|s| StackNode {
         parent: s.parent.map(|x| StackIndex(x.0 + base_stack)),
         frame: FrameIndex(s.frame.0 + base_frame),
+        line: None,
     }));
     let mut worker = sampled.threads[1].clone();
     worker.tid = 99;
@@ -375,6 +376,7 @@ fn invalid_profiles_are_errors_not_panics() {
     p.stacks.push(StackNode {
         parent: Some(StackIndex(10_000)),
         frame: FrameIndex(0),
+        line: None,
     });
     assert!(matches!(
         Analysis::new(&p, &Query::default(), false),

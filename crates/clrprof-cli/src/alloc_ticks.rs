@@ -434,6 +434,7 @@ impl StackInterner {
                         parent,
                         frame_kind: FrameKind::Managed,
                         frame,
+                        il: Default::default(),
                     }));
                     id
                 }

@@ -387,6 +387,20 @@ pub struct ReportArgs {
     /// the time waited for locks by stack.
     #[arg(long, conflicts_with = "alloc")]
     pub contention: bool,
+    /// Source lines: the hottest lines of managed code by CPU (text or json), each with its
+    /// file and line, its text, its method, self and total CPU; from the IL positions the trace
+    /// records and the assemblies' symbols (portable PDB beside or embedded, Mono's .mdb).
+    #[arg(long, conflicts_with_all = ["alloc", "contention"])]
+    pub lines: bool,
+    /// The source of the method whose name contains METHOD, each line with its CPU share, as
+    /// `perf annotate` and `pprof -list` show it (the method with the most CPU if several
+    /// match).
+    #[arg(long, value_name = "METHOD", conflicts_with_all = ["alloc", "contention"])]
+    pub source: Option<String>,
+    /// Where the source files the symbols name are on this machine: FROM=TO replaces the start
+    /// FROM of a path by TO (e.g. /build/src=/home/me/app). Repeatable.
+    #[arg(long, value_name = "FROM=TO")]
+    pub source_root: Vec<String>,
     /// Physical stacks: a sample taken after an `await` shows the thread's own frames (the
     /// thread pool's, then the continuation) instead of the async methods that await it, each
     /// followed by an `[await]` frame.

@@ -30,6 +30,12 @@ pub struct ReportOptions {
     pub alloc: bool,
     /// Lock contention: the view (text, JSON), or wait time in the profile formats.
     pub contention: bool,
+    /// The hottest source lines (text, JSON).
+    pub lines: bool,
+    /// The annotated source of the method whose name contains this.
+    pub source: Option<String>,
+    /// `FROM=TO` rules for where source files are.
+    pub source_roots: Vec<String>,
     /// Physical stacks instead of async call chains.
     pub no_async: bool,
     /// The GC section of the text report.
@@ -410,6 +416,40 @@ fn contention(
     Ok(())
 }
 
+/// `report --lines` and `report --source METHOD`.
+fn source_lines(
+    opts: &ReportOptions,
+    loaded: &trace::LoadedTrace,
+    out: &mut dyn Write,
+) -> Result<()> {
+    use clrprof_analysis::lines::{self, SourceLines, SourceRoots};
+    let roots = SourceRoots::parse(&opts.source_roots).map_err(anyhow::Error::msg)?;
+    let mut source = SourceLines::new(roots);
+    let tids = match &opts.query.thread {
+        Some(selector) => Some(clrprof_analysis::query::thread_ids(
+            &loaded.profile(),
+            selector,
+        )?),
+        None => None,
+    };
+    let profile = lines::cpu_lines(loaded, tids.as_deref(), &mut source);
+    match (opts.format, &opts.source) {
+        (Format::Text, Some(method)) => {
+            lines::write_source_text(loaded, &profile, method, &mut source, out)?
+        }
+        (Format::Text, None) => {
+            let top = table_rows(opts.query.top, memory::TEXT_ROWS);
+            lines::write_lines_text(&profile, top, out)?
+        }
+        (Format::Json, _) => lines::write_lines_json(&profile, opts.pretty, out)?,
+        (other, _) => bail!(
+            "--lines and --source write text or json, not {other:?}; the pprof output carries \
+             lines (`go tool pprof -lines`, `-list`)"
+        ),
+    }
+    Ok(())
+}
+
 fn report_file(
     opts: &ReportOptions,
     file: &std::path::Path,
@@ -435,6 +475,13 @@ fn report_file(
         p.trace.integrity.being_written = being_written;
         if opts.no_async {
             p.trace.stack_view = clrprof_analysis::StackView::Physical;
+        }
+        // pprof carries source lines (`go tool pprof -lines`, `-list`).
+        if opts.format == Format::Pprof {
+            p.trace.source_lines = Some(
+                clrprof_analysis::lines::SourceRoots::parse(&opts.source_roots)
+                    .map_err(anyhow::Error::msg)?,
+            );
         }
     }
     if opts.processes {
@@ -655,6 +702,9 @@ fn report_one(
     let q = &opts.query;
     if opts.contention {
         return contention(opts, &loaded, file, out);
+    }
+    if opts.lines || opts.source.is_some() {
+        return source_lines(opts, &loaded, out);
     }
     if let Some(view) = opts.view {
         match opts.format {

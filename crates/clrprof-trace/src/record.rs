@@ -382,6 +382,54 @@ impl Field for SampleClock {
     }
 }
 
+/// Where in its method's IL a managed frame of a [`StackDef`] was (format 1.9): the
+/// instruction the thread was at, for the innermost frame, or the call, for a caller (the
+/// runtime's native-to-IL map of the code version that ran, looked up at the return address
+/// less one). What a source line is found from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum IlPosition {
+    /// Not known: not a managed frame, no map for the code, an address the map does not
+    /// cover, or a trace before format 1.9.
+    #[default]
+    Unknown,
+    /// At this IL offset (the method's prologue counts as offset 0).
+    At(u32),
+    /// In the method's epilogue (its return).
+    Epilogue,
+}
+
+impl IlPosition {
+    /// The `u32` that encodes it: 0 unknown, `u32::MAX` the epilogue, else the offset plus one.
+    pub fn to_u32(self) -> u32 {
+        match self {
+            IlPosition::Unknown => 0,
+            IlPosition::At(offset) => offset.saturating_add(1).min(u32::MAX - 1),
+            IlPosition::Epilogue => u32::MAX,
+        }
+    }
+
+    /// The position a `u32` encodes.
+    pub fn from_u32(v: u32) -> IlPosition {
+        match v {
+            0 => IlPosition::Unknown,
+            u32::MAX => IlPosition::Epilogue,
+            v => IlPosition::At(v - 1),
+        }
+    }
+}
+
+impl Field for IlPosition {
+    fn len(&self) -> usize {
+        4
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        s.put(&self.to_u32().to_le_bytes());
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        f.u32(name).map(IlPosition::from_u32)
+    }
+}
+
 /// A record type: its kind and how its payload is laid out.
 trait Payload: Sized {
     const KIND: RecordKind;
@@ -442,6 +490,7 @@ macro_rules! records {
                 })
             }
             #[cfg(test)]
+            #[allow(unused_assignments)]
             fn optional_ends(&self) -> Vec<usize> {
                 #[allow(unused_mut)]
                 let mut ends = Vec::new();
@@ -737,6 +786,10 @@ records! {
         frame_kind: FrameKind,
         /// `FunctionID`, [`NativeFrameDef`] id, or 0.
         frame: u64,
+    } + (added in 1.9) {
+        /// A managed frame's place in its method's IL ([`IlPosition::Unknown`] for other
+        /// frames): two calls of one function from two places of its caller are two nodes.
+        il: IlPosition,
     }
 
     /// Kind 33: one sample of one thread: a CPU sample (`state` [`ThreadState::Cpu`]) or a
@@ -1547,6 +1600,7 @@ pub(crate) mod tests {
                 parent: 1,
                 frame_kind: FrameKind::Native,
                 frame: 7,
+                il: IlPosition::Unknown,
             }),
             Record::Event(Event::new(
                 1_234_567,
@@ -1890,6 +1944,7 @@ pub(crate) mod tests {
             parent: 0,
             frame_kind: FrameKind::Other(9),
             frame: 0,
+            il: IlPosition::At(0x2a),
         };
         let mut out = Vec::new();
         Record::StackDef(s).encode(&mut out);
@@ -1898,6 +1953,10 @@ pub(crate) mod tests {
             assert_eq!(FrameKind::from_u8(v).to_u8(), v);
             assert_eq!(ThreadState::from_u8(v).to_u8(), v);
         }
+        for v in [0, 1, 2, 0x1000, u32::MAX - 1, u32::MAX] {
+            assert_eq!(IlPosition::from_u32(v).to_u32(), v);
+        }
+        assert_eq!(IlPosition::At(0).to_u32(), 1, "offset 0 is not unknown");
     }
 
     /// The golden fixture: a whole trace (header and one record of each kind, as [`samples`]

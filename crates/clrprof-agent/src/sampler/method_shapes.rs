@@ -9,8 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use clrprof_sdk::info::{CodeInfo, JitedFunction};
+use clrprof_sdk::info::{CodeInfo, IlOffset, IlToNativeMap, JitedFunction};
 use clrprof_sdk::{FunctionId, ProfilerInfo};
+use clrprof_trace::IlPosition;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -22,6 +23,12 @@ use crate::unwind::managed::{CODE_WINDOW, PROLOGUE_BYTES, Shape, decode_prologue
 const NOT_MANAGED_KEPT: usize = 1 << 16;
 /// Code windows kept (the bytes at interrupted instructions and before return addresses).
 const CODE_KEPT: usize = 1 << 16;
+/// Native-to-IL maps kept (one per code version seen in a stack), at most.
+const IL_MAPS_KEPT: usize = 1 << 16;
+
+/// A code version's native-to-IL map: `(first native offset, one past the last, position)`,
+/// by first native offset.
+type IlMap = Box<[(u32, u32, IlPosition)]>;
 
 /// The managed code that contains an address.
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +69,8 @@ pub struct RuntimeShapes {
     ranges: BTreeMap<usize, Range>,
     not_managed: FxHashSet<usize>,
     code: FxHashMap<usize, Option<[u8; CODE_WINDOW]>>,
+    /// Native-to-IL maps by code version start.
+    il_maps: FxHashMap<usize, IlMap>,
 }
 
 impl RuntimeShapes {
@@ -72,6 +81,7 @@ impl RuntimeShapes {
             ranges: BTreeMap::new(),
             not_managed: FxHashSet::default(),
             code: FxHashMap::default(),
+            il_maps: FxHashMap::default(),
         }
     }
 
@@ -80,11 +90,53 @@ impl RuntimeShapes {
     /// code bytes are all forgotten (they may be the new code's).
     pub fn forget(&mut self, functions: Option<&FxHashSet<usize>>) {
         match functions {
-            Some(gone) => self.ranges.retain(|_, r| !gone.contains(&r.function.0)),
-            None => self.ranges.clear(),
+            Some(gone) => {
+                let starts: FxHashSet<usize> = self
+                    .ranges
+                    .values()
+                    .filter(|r| gone.contains(&r.function.0))
+                    .map(|r| r.start)
+                    .collect();
+                self.il_maps.retain(|start, _| !starts.contains(start));
+                self.ranges.retain(|_, r| !gone.contains(&r.function.0));
+            }
+            None => {
+                self.ranges.clear();
+                self.il_maps.clear();
+            }
         }
         self.not_managed.clear();
         self.code.clear();
+    }
+
+    /// Where in its method's IL the managed code at `pc` is (for a caller, `pc` is its return
+    /// address less one: the call), from the native-to-IL map of the code version (tier, OSR
+    /// variant, ReJIT version) that contains it, which the runtime is asked for once per
+    /// version (`GetILToNativeMapping3`; where the runtime lacks it, `GetILToNativeMapping2`,
+    /// which knows one version of a method). Unknown where the runtime has no map (code
+    /// without IL) or the map does not cover `pc`.
+    pub fn il_position(&mut self, pc: usize, jited: JitedFunction) -> IlPosition {
+        let start = match self.known(pc).or_else(|| self.learn(pc)) {
+            Some((start, _)) => start,
+            None => return IlPosition::Unknown,
+        };
+        if !self.il_maps.contains_key(&start) {
+            if self.il_maps.len() >= IL_MAPS_KEPT {
+                self.il_maps.clear();
+            }
+            let map = self
+                .info
+                .get_il_to_native_mapping3(start)
+                .or_else(|_| {
+                    self.info
+                        .get_il_to_native_mapping2(jited.function, jited.rejit)
+                })
+                .map(|entries| il_map(&entries))
+                .unwrap_or_default();
+            self.il_maps.insert(start, map);
+        }
+        let offset = u32::try_from(pc - start).unwrap_or(u32::MAX);
+        position_in(&self.il_maps[&start], offset)
     }
 
     fn known(&self, pc: usize) -> Option<(usize, Option<Shape>)> {
@@ -141,6 +193,38 @@ impl RuntimeShapes {
     }
 }
 
+/// A runtime's native-to-IL map as the sampler keeps it: entries that say an IL position,
+/// sorted by native offset (the prologue as IL offset 0, code of no IL left out).
+fn il_map(entries: &[IlToNativeMap]) -> IlMap {
+    let mut map: Vec<(u32, u32, IlPosition)> = entries
+        .iter()
+        .filter(|e| e.native_end > e.native_start)
+        .filter_map(|e| {
+            let position = match e.il_offset {
+                IlOffset::Offset(offset) => IlPosition::At(offset),
+                IlOffset::Prolog => IlPosition::At(0),
+                IlOffset::Epilog => IlPosition::Epilogue,
+                IlOffset::NoMapping => return None,
+            };
+            Some((e.native_start, e.native_end, position))
+        })
+        .collect();
+    map.sort_unstable_by_key(|&(start, end, _)| (start, end));
+    map.into_boxed_slice()
+}
+
+/// The IL position of native offset `offset` in `map`: the entry that covers it (the
+/// narrowest, where entries nest).
+fn position_in(map: &[(u32, u32, IlPosition)], offset: u32) -> IlPosition {
+    let upto = map.partition_point(|&(start, _, _)| start <= offset);
+    map[..upto]
+        .iter()
+        .rev()
+        .filter(|&&(_, end, _)| offset < end)
+        .min_by_key(|&&(start, end, _)| end - start)
+        .map_or(IlPosition::Unknown, |&(_, _, position)| position)
+}
+
 impl MethodShapes for RuntimeShapes {
     fn is_managed(&self, pc: usize) -> bool {
         self.known(pc).is_some()
@@ -179,5 +263,56 @@ impl MethodShapes for RuntimeShapes {
             }
         };
         Some((start, shape?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(il_offset: IlOffset, native_start: u32, native_end: u32) -> IlToNativeMap {
+        IlToNativeMap {
+            il_offset,
+            native_start,
+            native_end,
+        }
+    }
+
+    #[test]
+    fn native_offsets_find_their_il_positions() {
+        let map = il_map(&[
+            entry(IlOffset::Offset(0x10), 0x30, 0x48),
+            entry(IlOffset::Prolog, 0, 0x12),
+            entry(IlOffset::Offset(0), 0x12, 0x30),
+            entry(IlOffset::NoMapping, 0x48, 0x50),
+            entry(IlOffset::Epilog, 0x50, 0x58),
+            entry(IlOffset::Offset(0x20), 0x58, 0x58),
+        ]);
+        assert_eq!(position_in(&map, 0), IlPosition::At(0), "the prologue");
+        assert_eq!(position_in(&map, 0x2f), IlPosition::At(0));
+        assert_eq!(position_in(&map, 0x30), IlPosition::At(0x10));
+        assert_eq!(position_in(&map, 0x47), IlPosition::At(0x10));
+        assert_eq!(
+            position_in(&map, 0x48),
+            IlPosition::Unknown,
+            "code of no IL"
+        );
+        assert_eq!(position_in(&map, 0x57), IlPosition::Epilogue);
+        assert_eq!(
+            position_in(&map, 0x58),
+            IlPosition::Unknown,
+            "past the code"
+        );
+        assert_eq!(position_in(&[], 7), IlPosition::Unknown);
+    }
+
+    #[test]
+    fn the_narrowest_entry_wins_where_entries_nest() {
+        let map = il_map(&[
+            entry(IlOffset::Offset(4), 0x10, 0x40),
+            entry(IlOffset::Offset(9), 0x20, 0x28),
+        ]);
+        assert_eq!(position_in(&map, 0x24), IlPosition::At(9));
+        assert_eq!(position_in(&map, 0x30), IlPosition::At(4));
     }
 }

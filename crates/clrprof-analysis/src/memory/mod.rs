@@ -369,6 +369,7 @@ mod tests {
             parent,
             frame_kind: clrprof_trace::FrameKind::Managed,
             frame,
+            il: Default::default(),
         })
     }
 
