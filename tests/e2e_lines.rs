@@ -15,7 +15,12 @@ use serde_json::Value;
 
 /// The lines of `Lines.cs` marked `// @name`, by name.
 fn markers() -> BTreeMap<String, u32> {
-    let source = std::fs::read_to_string(programs_dir().join("Lines.cs")).unwrap();
+    markers_of("Lines.cs")
+}
+
+/// The lines of program `file` marked `// @name`, by name.
+fn markers_of(file: &str) -> BTreeMap<String, u32> {
+    let source = std::fs::read_to_string(programs_dir().join(file)).unwrap();
     source
         .lines()
         .enumerate()
@@ -64,7 +69,7 @@ fn reported(rec: &Recording) -> [f64; 3] {
                     .unwrap_or("")
                     .ends_with("Lines.cs")
             })
-            .map(|r| r["self_ns"].as_u64().unwrap() as f64)
+            .map(|r| r["self"].as_u64().unwrap() as f64)
             .sum()
     };
     let cpu = LOOPS.map(|m| self_at(markers[m]));
@@ -278,4 +283,72 @@ fn a_module_without_symbols_shows_il_offsets_and_says_why() {
             .any(|n| n.starts_with("Lines.dll: no symbols") && n.contains("IL offsets")),
         "{notes:?}"
     );
+}
+
+/// The rows of `report --lines <view>` in method `method`, as (line, self, total); rows with
+/// no line are `(0, ..)`.
+fn rows_of(rec: &Recording, view: &[&str], method: &str) -> Vec<(u32, u64, u64)> {
+    let mut args = vec!["--lines"];
+    args.extend_from_slice(view);
+    let json = rec.report_json_with(&args);
+    json["lines"]["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|r| r["method"].as_str().unwrap_or("").starts_with(method))
+        .map(|r| {
+            let line = match r["place"]["kind"].as_str() {
+                Some("line") => r["place"]["line"].as_u64().unwrap() as u32,
+                _ => 0,
+            };
+            (
+                line,
+                r["self"].as_u64().unwrap(),
+                r["total"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn allocations_lock_waits_and_throws_are_on_their_lines() {
+    let program = compile("LineSites");
+    let rec = record_with_env(
+        &program,
+        &[],
+        &["--alloc", "--contention", "--events", "exception"],
+        &[],
+    );
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout_str(),
+        "allocated 20971520\ncaught 7\ncontended 5\n",
+        "the program ran unharmed"
+    );
+    let m = markers_of("LineSites.cs");
+
+    // Every allocation of `Allocate()` is on its line: 20 large arrays of 1 MiB, each a tick
+    // that stands for the bytes allocated on the large object heap since the previous one.
+    let alloc = rows_of(&rec, &["--alloc"], "LineSites.Allocate(");
+    assert!(!alloc.is_empty(), "no allocation in Allocate()");
+    assert!(alloc.iter().all(|r| r.0 == m["alloc"]), "{alloc:?}");
+    let bytes: u64 = alloc.iter().map(|r| r.1).sum();
+    assert!(
+        (20 << 20..=(20 << 20) + 20 * 64).contains(&bytes),
+        "{bytes} bytes on the line: {alloc:?}"
+    );
+
+    // The 7 throws: on the throw's line in `Throw`, through the call's line in `Catch`.
+    let thrown = rows_of(&rec, &["--exceptions"], "LineSites.Throw(");
+    assert_eq!(thrown, vec![(m["throw"], 7, 7)]);
+    let calls = rows_of(&rec, &["--exceptions"], "LineSites.Catch(");
+    assert_eq!(calls, vec![(m["call-throw"], 0, 7)]);
+
+    // The 5 waits: all on the `lock` line of `Enter()`, the whole wait.
+    let waits = rows_of(&rec, &["--contention"], "LineSites.Enter(");
+    assert_eq!(waits.len(), 1, "{waits:?}");
+    assert_eq!(waits[0].0, m["lock"], "{waits:?}");
+    let json = rec.report_json_with(&["--contention"]);
+    let text = serde_json::to_string(&json).unwrap();
+    assert!(waits[0].1 >= 5 * 20_000_000, "{waits:?}: {text}");
 }

@@ -10,7 +10,8 @@ use clrprof_sdk::sys::GUID;
 use clrprof_sdk::types::*;
 use clrprof_sdk::*;
 use clrprof_trace::{
-    EventCategory, EventKind as K, ExceptionInfo, Record, SessionStart, ThreadDef, protocol,
+    EventCategory, EventKind as K, ExceptionInfo, IlPosition, Record, SessionStart, ThreadDef,
+    protocol,
 };
 
 use crate::config::{AllocMode, Config, Mode};
@@ -804,7 +805,15 @@ impl Profiler for Agent {
         s.defs.class(&s.info, &s.out, class);
         let stack_ids: Vec<u64> = stack
             .iter()
-            .map(|&f| s.defs.function(&s.info, &s.out, f))
+            .map(|f| s.defs.function(&s.info, &s.out, FunctionId(f.function)))
+            .collect();
+        // Each frame at its call: the throw helper's for the thrower, the call for callers.
+        let stack_il: Vec<IlPosition> = stack
+            .iter()
+            .map(|f| match f.ip {
+                0 => IlPosition::Unknown,
+                ip => s.il_positions.position(&s.info, &s.gone_code, ip - 1),
+            })
             .collect();
         let message = s
             .exceptions
@@ -816,6 +825,7 @@ impl Profiler for Agent {
             message,
             stack: stack_ids.clone(),
             stack_truncated,
+            stack_il,
         }));
         s.event(
             K::EXCEPTION_THROWN,

@@ -36,6 +36,7 @@ use crate::config::AllocMode;
 use crate::recorder::sys;
 use crate::runtime_events::{RuntimeSession, is_runtime_provider};
 use crate::session::Session;
+use crate::stacks::ManagedFrame;
 
 /// `GCKeyword`: garbage collections and, at verbose level, the allocation ticks.
 const GC_KEYWORD: u64 = 0x1;
@@ -168,7 +169,7 @@ pub fn event_delivered(s: &Session, event: &EventPipeEvent<'_>) {
 /// The stack EventPipe attached to an event (return addresses, innermost first), as managed
 /// functions; addresses in no managed function are left out and counted.
 fn event_stack(s: &Session, ips: &[usize]) -> u32 {
-    let mut frames = [0usize; MAX_EVENT_FRAMES];
+    let mut frames = [ManagedFrame::default(); MAX_EVENT_FRAMES];
     let mut depth = 0;
     for &ip in ips {
         if depth == frames.len() {
@@ -177,7 +178,7 @@ fn event_stack(s: &Session, ips: &[usize]) -> u32 {
         // A return address: the byte before it is inside the calling method.
         match s.info.get_function_from_ip(ip.saturating_sub(1)) {
             Ok(f) if f != FunctionId::NULL => {
-                frames[depth] = f.0;
+                frames[depth] = ManagedFrame { function: f.0, ip };
                 depth += 1;
             }
             _ => {

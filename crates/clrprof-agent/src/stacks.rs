@@ -118,10 +118,20 @@ impl StackInterner {
     }
 }
 
+/// A managed frame of a stack the runtime walked: its function, and the return address it was
+/// at (the instruction after its call).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ManagedFrame {
+    /// The FunctionID.
+    pub function: usize,
+    /// The return address (0: unknown).
+    pub ip: usize,
+}
+
 /// Walks the calling thread's managed stack (`DoStackSnapshot` on the current thread) into
 /// `frames`, innermost first, skipping native chains between managed frames. Returns how many
 /// frames were written and whether there were more than `frames` holds. Does not allocate.
-pub fn managed_stack(info: &ProfilerInfo, frames: &mut [usize]) -> (usize, bool) {
+pub fn managed_stack(info: &ProfilerInfo, frames: &mut [ManagedFrame]) -> (usize, bool) {
     let mut depth = 0;
     let mut truncated = false;
     let _ = info.do_stack_snapshot(ThreadId::NULL, SnapshotFlags::DEFAULT, &mut |frame| {
@@ -132,7 +142,10 @@ pub fn managed_stack(info: &ProfilerInfo, frames: &mut [usize]) -> (usize, bool)
             truncated = true;
             return false;
         }
-        frames[depth] = frame.function.0;
+        frames[depth] = ManagedFrame {
+            function: frame.function.0,
+            ip: frame.ip,
+        };
         depth += 1;
         true
     });

@@ -101,6 +101,9 @@ pub struct LoadedTrace {
     /// The stacks of work the runtime did only for the profiler (see [`crate::induced`]):
     /// the profiler's cost, left out of the program's figures.
     pub(crate) induced: HashSet<u32>,
+    /// Exceptions thrown, counted per throw-site stack: its managed frames innermost first,
+    /// each with its IL position (format 1.9; unknown before).
+    pub throw_sites: HashMap<Vec<(u64, clrprof_trace::IlPosition)>, u64>,
     pub(crate) samples: Vec<TraceSample>,
     /// Samples summed per thread, stack and state ([`SampleDetail::Summed`]).
     summed: HashMap<(u32, u32, u8), SummedSamples>,
@@ -405,6 +408,7 @@ impl Loader {
                 source_lines: None,
                 stacks: HashMap::new(),
                 induced: HashSet::new(),
+                throw_sites: HashMap::new(),
                 samples: Vec::new(),
                 summed: HashMap::new(),
                 clocks: HashMap::new(),
@@ -479,7 +483,19 @@ impl Loader {
                 self.events.add(&e);
                 self.runtime.event(&e);
             }
-            Record::ExceptionInfo(i) => self.runtime.exception_info(i),
+            Record::ExceptionInfo(i) => {
+                let path = i
+                    .stack
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &f)| {
+                        let il = i.stack_il.get(k).copied().unwrap_or_default();
+                        (f, il)
+                    })
+                    .collect();
+                *t.throw_sites.entry(path).or_default() += 1;
+                self.runtime.exception_info(i);
+            }
             Record::NativeTargetDef(n) => {
                 t.names.native_targets.insert(n.function, n);
             }

@@ -390,12 +390,13 @@ pub struct ReportArgs {
     /// Source lines: the hottest lines of managed code by CPU (text or json), each with its
     /// file and line, its text, its method, self and total CPU; from the IL positions the trace
     /// records and the assemblies' symbols (portable PDB beside or embedded, Mono's .mdb).
-    #[arg(long, conflicts_with_all = ["alloc", "contention"])]
+    /// With --alloc: by bytes allocated; --contention: by lock wait; --exceptions: by throws.
+    #[arg(long)]
     pub lines: bool,
-    /// The source of the method whose name contains METHOD, each line with its CPU share, as
-    /// `perf annotate` and `pprof -list` show it (the method with the most CPU if several
-    /// match).
-    #[arg(long, value_name = "METHOD", conflicts_with_all = ["alloc", "contention"])]
+    /// The source of the method whose name contains METHOD, each line with its CPU share (or
+    /// bytes with --alloc, wait with --contention, throws with --exceptions), as `perf
+    /// annotate` and `pprof -list` show it (the method with the most if several match).
+    #[arg(long, value_name = "METHOD")]
     pub source: Option<String>,
     /// Where the source files the symbols name are on this machine: FROM=TO replaces the start
     /// FROM of a path by TO (e.g. /build/src=/home/me/app). Repeatable.

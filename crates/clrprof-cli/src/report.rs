@@ -432,7 +432,21 @@ fn source_lines(
         )?),
         None => None,
     };
-    let profile = lines::cpu_lines(loaded, tids.as_deref(), &mut source);
+    let profile = if opts.alloc {
+        if !loaded.has_allocations() {
+            bail!("the trace has no allocations; record with --alloc");
+        }
+        lines::alloc_lines(loaded, tids.as_deref(), &mut source)
+    } else if opts.contention {
+        if !loaded.has_contention() {
+            bail!("the trace has no lock contention; record with --contention");
+        }
+        lines::contention_lines(loaded, tids.as_deref(), &mut source)
+    } else if opts.view == Some(View::Exceptions) {
+        lines::throw_lines(loaded, &mut source)
+    } else {
+        lines::cpu_lines(loaded, tids.as_deref(), &mut source)
+    };
     match (opts.format, &opts.source) {
         (Format::Text, Some(method)) => {
             lines::write_source_text(loaded, &profile, method, &mut source, out)?
@@ -700,11 +714,11 @@ fn report_one(
     }
     let loaded = loaded;
     let q = &opts.query;
-    if opts.contention {
-        return contention(opts, &loaded, file, out);
-    }
     if opts.lines || opts.source.is_some() {
         return source_lines(opts, &loaded, out);
+    }
+    if opts.contention {
+        return contention(opts, &loaded, file, out);
     }
     if let Some(view) = opts.view {
         match opts.format {

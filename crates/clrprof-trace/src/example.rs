@@ -99,6 +99,7 @@ pub fn records() -> Vec<Record> {
                 message: "boom".into(),
                 stack: vec![0x101, 0x100],
                 stack_truncated: false,
+                stack_il: vec![IlPosition::At(0x0c), IlPosition::At(0x21)],
             }));
             out.push(Record::Event(Event::new(
                 ts,

@@ -430,6 +430,24 @@ impl Field for IlPosition {
     }
 }
 
+/// `[IlPosition]`: `u32` count and the positions as `u32` (at most [`MAX_U64_LIST`]).
+impl Field for Vec<IlPosition> {
+    fn len(&self) -> usize {
+        4 + 4 * self.len().min(MAX_U64_LIST)
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        let n = self.len().min(MAX_U64_LIST);
+        s.put(&(n as u32).to_le_bytes());
+        for v in &self[..n] {
+            v.put(s);
+        }
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        let n = f.count(name, 4, MAX_U64_LIST)?;
+        (0..n).map(|_| IlPosition::take(f, name)).collect()
+    }
+}
+
 /// A record type: its kind and how its payload is laid out.
 trait Payload: Sized {
     const KIND: RecordKind;
@@ -1047,6 +1065,10 @@ records! {
         stack: Vec<u64>,
         /// Whether `stack` was cut short.
         stack_truncated: bool,
+    } + (added in 1.9) {
+        /// Where each frame of `stack` was in its method's IL (the throw, then each caller's
+        /// call), in the same order; empty when not known.
+        stack_il: Vec<IlPosition>,
     }
 
     /// Kind 36 (format 1.1): definition of where a P/Invoke method goes, written with its
@@ -1645,6 +1667,7 @@ pub(crate) mod tests {
                 message: "bad input".into(),
                 stack: vec![0x7f00_0000_5000, 0x7f00_0000_4000],
                 stack_truncated: false,
+                stack_il: vec![IlPosition::At(7), IlPosition::Epilogue],
             }),
             Record::NativeTargetDef(NativeTargetDef {
                 function: 0x7f00_0000_6000,

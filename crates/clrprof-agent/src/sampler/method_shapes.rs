@@ -9,12 +9,13 @@
 
 use std::collections::BTreeMap;
 
-use clrprof_sdk::info::{CodeInfo, IlOffset, IlToNativeMap, JitedFunction};
+use clrprof_sdk::info::{CodeInfo, JitedFunction};
 use clrprof_sdk::{FunctionId, ProfilerInfo};
 use clrprof_trace::IlPosition;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::il_positions::{IlMap, code_version_map, position_in};
 use crate::recorder::sys;
 use crate::unwind::MethodShapes;
 use crate::unwind::managed::{CODE_WINDOW, PROLOGUE_BYTES, Shape, decode_prologue};
@@ -25,10 +26,6 @@ const NOT_MANAGED_KEPT: usize = 1 << 16;
 const CODE_KEPT: usize = 1 << 16;
 /// Native-to-IL maps kept (one per code version seen in a stack), at most.
 const IL_MAPS_KEPT: usize = 1 << 16;
-
-/// A code version's native-to-IL map: `(first native offset, one past the last, position)`,
-/// by first native offset.
-type IlMap = Box<[(u32, u32, IlPosition)]>;
 
 /// The managed code that contains an address.
 #[derive(Debug, Clone, Copy)]
@@ -124,15 +121,7 @@ impl RuntimeShapes {
             if self.il_maps.len() >= IL_MAPS_KEPT {
                 self.il_maps.clear();
             }
-            let map = self
-                .info
-                .get_il_to_native_mapping3(start)
-                .or_else(|_| {
-                    self.info
-                        .get_il_to_native_mapping2(jited.function, jited.rejit)
-                })
-                .map(|entries| il_map(&entries))
-                .unwrap_or_default();
+            let map = code_version_map(&self.info, start, jited);
             self.il_maps.insert(start, map);
         }
         let offset = u32::try_from(pc - start).unwrap_or(u32::MAX);
@@ -193,38 +182,6 @@ impl RuntimeShapes {
     }
 }
 
-/// A runtime's native-to-IL map as the sampler keeps it: entries that say an IL position,
-/// sorted by native offset (the prologue as IL offset 0, code of no IL left out).
-fn il_map(entries: &[IlToNativeMap]) -> IlMap {
-    let mut map: Vec<(u32, u32, IlPosition)> = entries
-        .iter()
-        .filter(|e| e.native_end > e.native_start)
-        .filter_map(|e| {
-            let position = match e.il_offset {
-                IlOffset::Offset(offset) => IlPosition::At(offset),
-                IlOffset::Prolog => IlPosition::At(0),
-                IlOffset::Epilog => IlPosition::Epilogue,
-                IlOffset::NoMapping => return None,
-            };
-            Some((e.native_start, e.native_end, position))
-        })
-        .collect();
-    map.sort_unstable_by_key(|&(start, end, _)| (start, end));
-    map.into_boxed_slice()
-}
-
-/// The IL position of native offset `offset` in `map`: the entry that covers it (the
-/// narrowest, where entries nest).
-fn position_in(map: &[(u32, u32, IlPosition)], offset: u32) -> IlPosition {
-    let upto = map.partition_point(|&(start, _, _)| start <= offset);
-    map[..upto]
-        .iter()
-        .rev()
-        .filter(|&&(_, end, _)| offset < end)
-        .min_by_key(|&&(start, end, _)| end - start)
-        .map_or(IlPosition::Unknown, |&(_, _, position)| position)
-}
-
 impl MethodShapes for RuntimeShapes {
     fn is_managed(&self, pc: usize) -> bool {
         self.known(pc).is_some()
@@ -263,56 +220,5 @@ impl MethodShapes for RuntimeShapes {
             }
         };
         Some((start, shape?))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(il_offset: IlOffset, native_start: u32, native_end: u32) -> IlToNativeMap {
-        IlToNativeMap {
-            il_offset,
-            native_start,
-            native_end,
-        }
-    }
-
-    #[test]
-    fn native_offsets_find_their_il_positions() {
-        let map = il_map(&[
-            entry(IlOffset::Offset(0x10), 0x30, 0x48),
-            entry(IlOffset::Prolog, 0, 0x12),
-            entry(IlOffset::Offset(0), 0x12, 0x30),
-            entry(IlOffset::NoMapping, 0x48, 0x50),
-            entry(IlOffset::Epilog, 0x50, 0x58),
-            entry(IlOffset::Offset(0x20), 0x58, 0x58),
-        ]);
-        assert_eq!(position_in(&map, 0), IlPosition::At(0), "the prologue");
-        assert_eq!(position_in(&map, 0x2f), IlPosition::At(0));
-        assert_eq!(position_in(&map, 0x30), IlPosition::At(0x10));
-        assert_eq!(position_in(&map, 0x47), IlPosition::At(0x10));
-        assert_eq!(
-            position_in(&map, 0x48),
-            IlPosition::Unknown,
-            "code of no IL"
-        );
-        assert_eq!(position_in(&map, 0x57), IlPosition::Epilogue);
-        assert_eq!(
-            position_in(&map, 0x58),
-            IlPosition::Unknown,
-            "past the code"
-        );
-        assert_eq!(position_in(&[], 7), IlPosition::Unknown);
-    }
-
-    #[test]
-    fn the_narrowest_entry_wins_where_entries_nest() {
-        let map = il_map(&[
-            entry(IlOffset::Offset(4), 0x10, 0x40),
-            entry(IlOffset::Offset(9), 0x20, 0x28),
-        ]);
-        assert_eq!(position_in(&map, 0x24), IlPosition::At(9));
-        assert_eq!(position_in(&map, 0x30), IlPosition::At(4));
     }
 }

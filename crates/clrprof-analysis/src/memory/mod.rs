@@ -8,7 +8,7 @@ pub mod alloc;
 pub mod gc;
 pub mod heap;
 mod snapshot;
-mod text;
+pub(crate) mod text;
 
 use clrprof_trace::{
     AllocatedByClass, Allocation, Event, EventKind, GcGenerations, HeapGenerations, HeapObject,
