@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
 
+use clrprof_trace::config::{AgentConfig, Mode};
 use clrprof_trace::{
     CallTreeNode, FrameKind as TraceFrameKind, Header, Message, ProcessDef, ProcessExit, ReadError,
     Reader, Record, RecordKind, RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd,
@@ -20,7 +21,8 @@ use crate::events::{EventSummary, EventSummaryBuilder, file_name};
 use crate::integrity::Integrity;
 use crate::memory::{HeapKeep, MemoryRecords};
 use crate::model::{
-    CallNodeRecord, CallTree, FrameIndex, FrameKind, Mode, Profile, Sample, SampleKind, StackIndex,
+    CallNodeRecord, CallTree, FrameIndex, FrameKind, Profile, ProfileKind, Sample, SampleKind,
+    StackIndex,
 };
 pub use crate::names::Names;
 use crate::runtime::{RuntimeBuilder, RuntimeViews};
@@ -56,6 +58,9 @@ pub struct LoadedTrace {
     pub header: Header,
     /// What the agent said when it started.
     pub session: Option<SessionStart>,
+    /// What the agent was asked to record: the session's configuration, decoded once
+    /// (`None` without a `SessionStart`, or with an empty configuration).
+    pub config: Option<AgentConfig>,
     /// What the agent said when it stopped (missing if the program crashed).
     pub session_end: Option<SessionEnd>,
     /// What the CLI said when the recording ended (for a process of a process tree: when
@@ -381,6 +386,7 @@ impl Loader {
             t: LoadedTrace {
                 header,
                 session: None,
+                config: None,
                 session_end: None,
                 recording_end: None,
                 process_exit: None,
@@ -418,7 +424,10 @@ impl Loader {
         let t = &mut self.t;
         t.records += 1;
         match record {
-            Record::SessionStart(s) => t.session = Some(s),
+            Record::SessionStart(s) => {
+                t.config = (!s.config.is_empty()).then(|| AgentConfig::decode(&s.config).config);
+                t.session = Some(s);
+            }
             Record::SessionEnd(s) => t.session_end = Some(s),
             Record::RecordingEnd(r) => t.recording_end = Some(r),
             Record::Counter(c) => {
@@ -566,21 +575,14 @@ impl LoadedTrace {
         self.session_end.is_some()
     }
 
-    /// The CPU mode the session was recorded in (`sample`, `trace` or `none`).
-    pub fn mode_name(&self) -> &str {
-        let config = self
-            .session
-            .as_ref()
-            .map(|s| s.config.as_str())
-            .unwrap_or("");
-        config
-            .split(';')
-            .find_map(|kv| kv.trim().strip_prefix("mode="))
-            .unwrap_or(if self.call_tree.is_empty() {
-                "sample"
-            } else {
-                "trace"
-            })
+    /// The CPU mode the session was recorded in: its configuration's; without one (a trace
+    /// written without the CLI), trace mode if there are call trees, else sample mode.
+    pub fn mode(&self) -> Mode {
+        match &self.config {
+            Some(config) => config.mode,
+            None if self.call_tree.is_empty() => Mode::Sample,
+            None => Mode::Trace,
+        }
     }
 
     /// A counter's last value (0 if never written).
@@ -612,10 +614,10 @@ impl LoadedTrace {
 
     /// The CPU profile: samples (both modes) and exact call trees (trace mode).
     pub fn profile(&self) -> Profile {
-        let mode = match self.mode_name() {
-            "trace" => Mode::Trace,
-            "count" => Mode::Count,
-            _ => Mode::Sample,
+        let mode = match self.mode() {
+            Mode::Trace => ProfileKind::Trace,
+            Mode::Count => ProfileKind::Count,
+            Mode::Sample | Mode::None => ProfileKind::Sample,
         };
         let mut b = ProfileBuilder::new(mode);
         let names = &self.names;
@@ -625,7 +627,8 @@ impl LoadedTrace {
         let thread_name = |tid: u32| -> String { names.name_of_tid(tid) };
 
         // Sample mode since format 1.2 takes CPU and wall-clock samples apart.
-        let split = matches!(mode, Mode::Sample | Mode::Count) && self.sampler.is_some();
+        let split =
+            matches!(mode, ProfileKind::Sample | ProfileKind::Count) && self.sampler.is_some();
         // Summed samples in the order they were first seen, as each sample would come.
         let mut summed: Vec<(&(u32, u32, u8), &SummedSamples)> = self.summed.iter().collect();
         summed.sort_unstable_by_key(|(key, s)| (s.first_ts, **key));
@@ -696,7 +699,7 @@ impl LoadedTrace {
             }
         }
 
-        if mode == Mode::Count {
+        if mode == ProfileKind::Count {
             struct Namer<'n, 't> {
                 model: &'n mut ModelStacks<'t>,
                 names: &'n Names,
@@ -775,13 +778,13 @@ impl LoadedTrace {
                 b.note(format!("{n} {what}"));
             }
         }
-        if mode == Mode::Trace && !self.events.inlined.is_empty() {
+        if mode == ProfileKind::Trace && !self.events.inlined.is_empty() {
             b.note(format!(
                 "{} methods were inlined by the JIT and are counted as part of their callers; record with --no-inline to count every call",
                 self.events.inlined.iter().map(|i| &i.callee).collect::<std::collections::BTreeSet<_>>().len()
             ));
         }
-        if mode == Mode::Trace
+        if mode == ProfileKind::Trace
             && let Some(note) = self.unhooked_generated_note()
         {
             b.note(note);
@@ -800,11 +803,8 @@ impl LoadedTrace {
                 .find(|w| w.ends_with(".dll"))
                 .map(file_name)
                 .unwrap_or_default();
-            if !s.config.is_empty() {
-                let rate = clrprof_trace::config::AgentConfig::decode(&s.config)
-                    .config
-                    .rate_hz;
-                p.sample_interval_ns = 1_000_000_000 / u64::from(rate.max(1));
+            if let Some(config) = &self.config {
+                p.sample_interval_ns = 1_000_000_000 / u64::from(config.rate_hz.max(1));
             }
         }
         p.duration_ns = self.duration_ns();
@@ -815,7 +815,11 @@ impl LoadedTrace {
             .map(|r| crate::ending::program_end(r.exit_code, r.signal));
         let pid = self.session.as_ref().map_or(0, |s| s.pid);
         crate::threads::name_threads(&mut p, |tid| names.thread_os_names.get(&tid).cloned(), pid);
-        if let Some(info) = self.sampler.as_ref().filter(|_| mode == Mode::Sample) {
+        if let Some(info) = self
+            .sampler
+            .as_ref()
+            .filter(|_| mode == ProfileKind::Sample)
+        {
             let mut sampling = summarize_sampling(
                 &p,
                 (&info.cpu_clock, info.cpu_rate_hz, info.wall_rate_hz),
@@ -1032,6 +1036,53 @@ pub(crate) mod tests {
             w.write(&node(i as u32 + 2, 1, f, n)).unwrap();
         }
         read(w.get_ref().as_slice()).unwrap()
+    }
+
+    /// A recording whose `SessionStart` carries `config`, then `records`.
+    fn with_config(config: &str, records: &[Record]) -> LoadedTrace {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        w.write(&Record::SessionStart(SessionStart {
+            config: config.into(),
+            ..SessionStart::default()
+        }))
+        .unwrap();
+        for r in records {
+            w.write(r).unwrap();
+        }
+        read(w.get_ref().as_slice()).unwrap()
+    }
+
+    #[test]
+    fn the_session_configuration_is_read_once_into_its_types() {
+        let t = with_config(
+            "version=1;mode=count;rate=250;alloc=ticks;contention=1",
+            &[],
+        );
+        let config = t.config.as_ref().unwrap();
+        assert_eq!(
+            (config.mode, config.rate_hz, config.alloc, config.contention),
+            (
+                Mode::Count,
+                250,
+                clrprof_trace::config::AllocMode::Ticks,
+                true
+            )
+        );
+        assert_eq!(t.mode(), Mode::Count);
+        let p = t.profile();
+        assert_eq!(p.kind, ProfileKind::Count);
+        assert_eq!(p.sample_interval_ns, 4_000_000);
+        // No CPU profiling: a profile of samples, if any.
+        let t = with_config("version=1;mode=none;rate=1000", &[]);
+        assert_eq!(t.mode(), Mode::None);
+        assert_eq!(t.profile().kind, ProfileKind::Sample);
+        // Without a configuration (written without the CLI), the records say.
+        let t = with_config("", &[]);
+        assert_eq!((t.config.as_ref(), t.mode()), (None, Mode::Sample));
+        let t = with_config("", &[node(1, 0, 0x100, 1)]);
+        assert_eq!(t.mode(), Mode::Trace);
+        assert_eq!(t.profile().kind, ProfileKind::Trace);
+        assert_eq!(trace(Vec::new(), &[]).mode(), Mode::Trace);
     }
 
     #[test]
