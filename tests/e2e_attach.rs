@@ -830,9 +830,10 @@ fn attach_contention_records_the_contended_locks_of_the_window() {
     assert_eq!(waited.len(), 2, "{waited:?}");
     let truth = waited[1] * 1000;
 
+    let whole = report_json(&trace);
+    assert_eq!(whole["session"]["ended_cleanly"], true);
+    let counters = &whole["counters"];
     let json = report_json_with(&trace, &["--contention"]);
-    assert_eq!(json["session"]["ended_cleanly"], true);
-    let counters = &json["counters"];
     let in_process = Dotnet::get().has_in_process_eventpipe();
     assert_eq!(
         counters["contention_reader"],

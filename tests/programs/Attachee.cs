@@ -137,9 +137,9 @@ static class Attachee
     static Thread waiter;
     static long waitedTicks;
 
-    static void Hold(object rounds)
+    static void Hold(object times)
     {
-        for (int i = 0; i < (int)rounds; i++)
+        for (int i = 0; i < (int)times; i++)
         {
             lock (ledger)
             {
@@ -156,9 +156,9 @@ static class Attachee
         }
     }
 
-    static void Wait(object rounds)
+    static void Wait(object times)
     {
-        for (int i = 0; i < (int)rounds; i++)
+        for (int i = 0; i < (int)times; i++)
         {
             ready.WaitOne();
             Take();
@@ -178,13 +178,13 @@ static class Attachee
         }
     }
 
-    static void Contend(int rounds)
+    static void Contend(int times)
     {
         waitedTicks = 0;
         Thread holder = new Thread(Hold) { Name = "holder" };
         waiter = new Thread(Wait) { Name = "waiter" };
-        holder.Start(rounds);
-        waiter.Start(rounds);
+        holder.Start(times);
+        waiter.Start(times);
         holder.Join();
         waiter.Join();
         Console.Error.WriteLine("waited_us " + waitedTicks * 1000000 / Stopwatch.Frequency);
@@ -226,9 +226,9 @@ static class Attachee
                     Console.WriteLine($"allocated {count}");
                     break;
                 case "contend":
-                    int rounds = int.Parse(words[1]);
-                    Contend(rounds);
-                    Console.WriteLine($"contended {rounds}");
+                    int contended = int.Parse(words[1]);
+                    Contend(contended);
+                    Console.WriteLine($"contended {contended}");
                     break;
                 case "stop":
                     StopSpinning();
