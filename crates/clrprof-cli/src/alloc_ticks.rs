@@ -30,10 +30,8 @@ use clrprof_ipc::nettrace::{self, EventMetadata, utf16z_at};
 use clrprof_trace::protocol::{ALLOCATION_TICK_BYTES, TickReader};
 use clrprof_trace::{Allocation, ClassDef, Counter, FrameKind, FunctionDef, Record, StackDef};
 
-use crate::event_session::EventSession;
+use crate::event_session::{EventSession, RUNTIME};
 
-/// The runtime's event provider.
-pub(crate) const RUNTIME: &str = "Microsoft-Windows-DotNETRuntime";
 /// The provider of the rundown the runtime writes when a session ends.
 pub(crate) const RUNDOWN: &str = "Microsoft-Windows-DotNETRuntimeRundown";
 /// `GCKeyword`.

@@ -21,10 +21,10 @@ use clrprof_ipc::nettrace::{self, EventMetadata};
 use clrprof_trace::{Contention, Counter, FunctionDef, Record};
 
 use crate::alloc_ticks::{
-    AgentIds, METHOD_DC_END_VERBOSE, Method, RUNDOWN, RUNTIME, StackInterner, csharp_signature,
+    AgentIds, METHOD_DC_END_VERBOSE, Method, RUNDOWN, StackInterner, csharp_signature,
     csharp_type_name, method_at, parse_method,
 };
-use crate::event_session::EventSession;
+use crate::event_session::{EventSession, RUNTIME};
 
 /// `ContentionKeyword`.
 const CONTENTION_KEYWORD: u64 = 0x4000;

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use clrprof_ipc::{Provider, client, discovery};
 
-use crate::alloc_ticks::RUNTIME;
-
+/// The runtime's event provider, the one the sessions read.
+pub(crate) const RUNTIME: &str = "Microsoft-Windows-DotNETRuntime";
 /// EventPipe's buffer in the program, in megabytes (the CLI drains it continuously).
 const BUFFER_MB: u32 = 64;
 /// How long the program may take to open its diagnostics socket, and the agent to say who
