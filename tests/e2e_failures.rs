@@ -240,3 +240,67 @@ fn report_rejects_foreign_files_clearly_and_reads_cut_ones() {
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stderr_str().contains("newer"), "{}", out.describe());
 }
+
+#[test]
+fn a_misspelled_option_before_the_program_is_refused_and_nothing_runs() {
+    let dir = temp_dir();
+    let trace = dir.path().join("t.clrprof");
+    let ran = dir.path().join("ran");
+    let o = trace.to_str().unwrap();
+    let program = ["/bin/sh", "-c", "touch \"$0\"", ran.to_str().unwrap()];
+    let with = |before: &[&str]| -> Vec<String> {
+        before
+            .iter()
+            .chain(["--"].iter())
+            .chain(program.iter())
+            .map(|a| a.to_string())
+            .collect()
+    };
+    for (args, similar) in [
+        (with(&["record", "--allocs", "-o", o]), Some("--alloc")),
+        (
+            with(&["record", "-o", o, "--contentoin"]),
+            Some("--contention"),
+        ),
+        (with(&["coverage", "--formatt", "json"]), Some("--format")),
+        (
+            vec!["attach".into(), "4194305".into(), "--allocs".into()],
+            Some("--alloc"),
+        ),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = clrprof(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", out.describe());
+        let err = out.stderr_str();
+        let wrong = args
+            .iter()
+            .find(|a| a.starts_with("--") && a.len() > 2)
+            .unwrap();
+        assert!(
+            err.contains(&format!("unexpected argument '{wrong}' found")),
+            "{args:?}: {err}"
+        );
+        if let Some(similar) = similar {
+            assert!(
+                err.contains(&format!("a similar argument exists: '{similar}'")),
+                "{args:?}: {err}"
+            );
+        }
+        assert!(!err.contains("cannot start"), "{args:?}: {err}");
+        assert!(!ran.exists(), "{args:?}: the program was started");
+        assert!(!trace.exists(), "{args:?}");
+    }
+    // The program's own options, with or without `--`, are the program's.
+    for args in [
+        &["record", "-o", o, "--", "/bin/echo", "--alloc", "-o", "x"][..],
+        &["record", "-o", o, "/bin/echo", "--alloc", "-o", "x"],
+    ] {
+        let out = clrprof(args);
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {}", out.describe());
+        assert_eq!(out.stdout_str(), "--alloc -o x\n", "{args:?}");
+        assert!(
+            out.stderr_str().contains("the agent never started"),
+            "{args:?}"
+        );
+    }
+}

@@ -107,6 +107,15 @@ pub fn start(s: &Session) -> Option<TickReader> {
     if s.config.alloc != AllocMode::Ticks {
         return None;
     }
+    // An attach after a detach counts its own ticks.
+    for counter in [
+        &STATS.delivered,
+        &STATS.unreadable,
+        &STATS.other_thread,
+        &STATS.unresolved_frames,
+    ] {
+        counter.store(0, Ordering::Relaxed);
+    }
     SESSION.start(s, GC_KEYWORD, EventPipeLevel::VERBOSE);
     reader(s)
 }

@@ -63,10 +63,15 @@ static STATS: Stats = Stats {
     unreadable: AtomicU64::new(0),
 };
 
+/// The contention session's number in this process: a wait kept by an earlier session (one
+/// that was detached while a thread waited) is not this one's.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
 /// A wait that started on this thread and has not stopped yet.
 #[derive(Clone, Copy)]
 struct Pending {
     active: bool,
+    generation: u64,
     ts: u64,
     stack: u32,
     class: u64,
@@ -77,6 +82,7 @@ struct Pending {
 
 const IDLE: Pending = Pending {
     active: false,
+    generation: 0,
     ts: 0,
     stack: 0,
     class: 0,
@@ -84,6 +90,13 @@ const IDLE: Pending = Pending {
     owner_tid: 0,
     flags: 0,
 };
+
+impl Pending {
+    /// Whether this is a wait of session `generation` that has not stopped.
+    fn is_pending(&self, generation: u64) -> bool {
+        self.active && self.generation == generation
+    }
+}
 
 thread_local! {
     /// This thread's current wait (a thread waits for one lock at a time).
@@ -97,6 +110,18 @@ pub fn start(s: &Session) -> Option<u64> {
     if !s.config.contention {
         return None;
     }
+    // An attach after a detach counts its own events, and forgets the waits the previous
+    // session saw start but not stop.
+    for counter in [
+        &STATS.starts,
+        &STATS.written,
+        &STATS.dropped,
+        &STATS.unpaired,
+        &STATS.unreadable,
+    ] {
+        counter.store(0, Ordering::Relaxed);
+    }
+    GENERATION.fetch_add(1, Ordering::Relaxed);
     SESSION.start(s, CONTENTION_KEYWORD, EventPipeLevel::INFORMATIONAL);
     Some(reader())
 }
@@ -158,7 +183,8 @@ fn started(s: &Session, event: &EventPipeEvent<'_>) {
         STATS.unreadable.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    if WAIT.with(Cell::get).active {
+    let generation = GENERATION.load(Ordering::Relaxed);
+    if WAIT.with(Cell::get).is_pending(generation) {
         // The previous wait never stopped.
         STATS.unpaired.fetch_add(1, Ordering::Relaxed);
     }
@@ -178,6 +204,7 @@ fn started(s: &Session, event: &EventPipeEvent<'_>) {
     WAIT.with(|w| {
         w.set(Pending {
             active: true,
+            generation,
             ts,
             stack,
             class,
@@ -194,7 +221,7 @@ fn started(s: &Session, event: &EventPipeEvent<'_>) {
 fn stopped(s: &Session, event: &EventPipeEvent<'_>) {
     let now = s.now();
     let wait = WAIT.with(|w| w.replace(IDLE));
-    if !wait.active {
+    if !wait.is_pending(GENERATION.load(Ordering::Relaxed)) {
         STATS.unpaired.fetch_add(1, Ordering::Relaxed);
         return;
     }

@@ -55,8 +55,10 @@ impl RuntimeSession {
 
     /// Starts the session on the runtime provider's `keywords` at `level`. A runtime without
     /// in-process sessions leaves the events to the CLI; one that refuses the session too,
-    /// with a warning.
+    /// with a warning. (After a detach, a new attach starts it again: what the last session
+    /// did is forgotten.)
     pub fn start(&self, s: &Session, keywords: u64, level: EventPipeLevel) {
+        self.started.store(false, Ordering::Release);
         let runtime = EventPipeProviderConfig {
             name: RUNTIME_PROVIDER,
             keywords,

@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use crate::model::{Mode, SampleKind};
+use crate::model::{ProfileKind, SampleKind};
 use crate::{Analysis, Metric};
 
 /// Where the samples of a profile went, for one analysis of it.
@@ -64,7 +64,7 @@ impl SampleAccounting {
     /// whose samples are allocations.
     pub fn of(a: &Analysis<'_>) -> Option<SampleAccounting> {
         let p = a.profile;
-        if p.mode == Mode::Alloc {
+        if p.kind == ProfileKind::Alloc {
             return None;
         }
         let mut recorded = 0u64;
@@ -79,7 +79,11 @@ impl SampleAccounting {
                 .samples
                 .iter()
                 .fold(recorded, |n, s| n.saturating_add(s.count));
-            if let Some(tree) = thread.call_tree.as_ref().filter(|_| p.mode == Mode::Trace) {
+            if let Some(tree) = thread
+                .call_tree
+                .as_ref()
+                .filter(|_| p.kind == ProfileKind::Trace)
+            {
                 // Trace mode: the call tree counts every tick inside a method, even one whose
                 // sample record was not written; a sample without a stack is one outside.
                 let in_tree: u64 = tree
@@ -120,7 +124,7 @@ impl SampleAccounting {
                 }
             }
         }
-        let shown = if p.mode == Mode::Trace {
+        let shown = if p.kind == ProfileKind::Trace {
             let shown = a.tree.total().samples;
             left[FILTERED] = left[FILTERED].saturating_add(
                 selected_in_trees

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 use crate::model::{
-    CallNode, CallTree, Frame, FrameIndex, FrameKind, LineIndex, Mode, Profile, Sample, SampleKind,
-    SourceLine, StackIndex, StackNode, ThreadProfile,
+    CallNode, CallTree, Frame, FrameIndex, FrameKind, LineIndex, Profile, ProfileKind, Sample,
+    SampleKind, SourceLine, StackIndex, StackNode, ThreadProfile,
 };
 
 /// Builds a [`Profile`] whose frames and stacks are each stored once.
@@ -13,9 +13,9 @@ use crate::model::{
 /// public.
 ///
 /// ```
-/// use clrprof_analysis::{FrameKind, Mode, ProfileBuilder, Sample, SampleKind};
+/// use clrprof_analysis::{FrameKind, ProfileKind, ProfileBuilder, Sample, SampleKind};
 ///
-/// let mut b = ProfileBuilder::new(Mode::Sample);
+/// let mut b = ProfileBuilder::new(ProfileKind::Sample);
 /// let main = b.intern_frame("App.Main()", "App.dll", FrameKind::Managed);
 /// let work = b.intern_frame("App.Work()", "App.dll", FrameKind::Managed);
 /// let stack = b.intern_stack_path(&[main, work]);
@@ -49,10 +49,10 @@ pub struct CallValues {
 }
 
 impl ProfileBuilder {
-    /// Starts an empty profile of the given mode.
-    pub fn new(mode: Mode) -> ProfileBuilder {
+    /// Starts an empty profile of the given kind.
+    pub fn new(kind: ProfileKind) -> ProfileBuilder {
         ProfileBuilder {
-            profile: Profile::new(mode),
+            profile: Profile::new(kind),
             frame_ids: HashMap::new(),
             stack_ids: HashMap::new(),
             line_ids: HashMap::new(),
@@ -223,7 +223,7 @@ impl Profile {
     /// sample interval is 1 ms and the duration is the longest thread's time. An empty frame
     /// list makes a sample without a managed stack.
     pub fn from_stacks(rows: &[(&str, Vec<&str>, u64, u64)]) -> Profile {
-        let mut b = ProfileBuilder::new(Mode::Sample);
+        let mut b = ProfileBuilder::new(ProfileKind::Sample);
         let mut clock: Vec<u64> = Vec::new();
         for (thread, frames, cpu_ns, wall_ns) in rows {
             let t = thread_by_name(&mut b, thread);
@@ -261,7 +261,7 @@ impl Profile {
     /// Frames and threads are named as in [`Profile::from_stacks`]; the duration is the
     /// largest per-thread sum of self wall time.
     pub fn from_call_paths(rows: &[(&str, Vec<&str>, CallValues)]) -> Profile {
-        let mut b = ProfileBuilder::new(Mode::Trace);
+        let mut b = ProfileBuilder::new(ProfileKind::Trace);
         let mut wall: Vec<u64> = Vec::new();
         for (thread, frames, values) in rows {
             let t = thread_by_name(&mut b, thread);

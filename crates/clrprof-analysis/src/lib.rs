@@ -65,8 +65,8 @@ mod units;
 pub use builder::{CallValues, ProfileBuilder};
 pub use error::Error;
 pub use model::{
-    CallNode, CallNodeRecord, CallTree, Frame, FrameIndex, FrameKind, LineIndex, Mode, Profile,
-    Sample, SampleKind, SourceLine, StackIndex, StackNode, ThreadProfile,
+    CallNode, CallNodeRecord, CallTree, Frame, FrameIndex, FrameKind, LineIndex, Profile,
+    ProfileKind, Sample, SampleKind, SourceLine, StackIndex, StackNode, ThreadProfile,
 };
 pub use output::{Format, Render};
 pub use query::{Metric, Query, Selection};
@@ -107,7 +107,7 @@ impl<'p> Analysis<'p> {
 
     /// Whether call counts are shown: the profile was recorded in trace or count mode.
     pub fn has_calls(&self) -> bool {
-        matches!(self.profile.mode, Mode::Trace | Mode::Count)
+        matches!(self.profile.kind, ProfileKind::Trace | ProfileKind::Count)
     }
 
     /// Count mode's exact counts of the selected threads (`None` in the other modes).
@@ -118,7 +118,7 @@ impl<'p> Analysis<'p> {
     /// The top table, at most `top` rows.
     pub fn top(&self, top: Option<usize>) -> TopTable {
         match self.call_counts() {
-            Some(c) if self.profile.mode == Mode::Count => TopTable::from_tree_and_counts(
+            Some(c) if self.profile.kind == ProfileKind::Count => TopTable::from_tree_and_counts(
                 self.profile,
                 &self.tree,
                 &c,
@@ -142,7 +142,7 @@ impl<'p> Analysis<'p> {
     /// Notes for the reader: the profile's own, then remarks about this analysis.
     pub fn notes(&self) -> Vec<String> {
         let mut notes = self.profile.notes.clone();
-        if self.profile.mode == Mode::Trace {
+        if self.profile.kind == ProfileKind::Trace {
             for t in self.tree.threads.iter().filter(|t| !t.from_call_tree) {
                 if self.profile.threads[t.thread].samples.is_empty() {
                     continue;

@@ -7,7 +7,7 @@
 //!
 //! The model is the same for every kind of profile: a sample is a stack with weights (CPU
 //! time, wall time, a sample count, allocated bytes and objects), and a [`Metric`] picks the
-//! weight a view shows. An allocation profile ([`Mode::Alloc`]) has one sample per
+//! weight a view shows. An allocation profile ([`ProfileKind::Alloc`]) has one sample per
 //! allocating stack and type, the type being a [`FrameKind::Type`] frame at the leaf.
 //!
 //! [`Metric`]: crate::Metric
@@ -25,10 +25,12 @@ use serde::Serialize;
 use crate::Error;
 use crate::sampling::SamplingInfo;
 
-/// How the agent recorded the profile.
+/// What a profile holds: CPU samples, exact call trees, calls counted in the IL, or
+/// allocations (the recording's mode, `clrprof_trace::config::Mode`, is another concept: a
+/// recording in sample mode also gives an allocation profile). Named `mode` in every output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Mode {
+pub enum ProfileKind {
     /// Periodic stack samples; all numbers are estimates from sampling.
     Sample,
     /// An exact calling context tree per thread (exact call counts, sampled time).
@@ -41,19 +43,19 @@ pub enum Mode {
     Alloc,
 }
 
-impl Mode {
+impl ProfileKind {
     /// The lowercase name used in reports (`sample`, `trace`, `count`).
     pub fn as_str(self) -> &'static str {
         match self {
-            Mode::Sample => "sample",
-            Mode::Trace => "trace",
-            Mode::Count => "count",
-            Mode::Alloc => "alloc",
+            ProfileKind::Sample => "sample",
+            ProfileKind::Trace => "trace",
+            ProfileKind::Count => "count",
+            ProfileKind::Alloc => "alloc",
         }
     }
 }
 
-impl fmt::Display for Mode {
+impl fmt::Display for ProfileKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -477,8 +479,8 @@ impl ThreadProfile {
 /// A whole profile: frames, stacks and threads, plus facts about the recording.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
-    /// How the profile was recorded.
-    pub mode: Mode,
+    /// What the profile holds.
+    pub kind: ProfileKind,
     /// A name for viewers' title bars (typically the profiled program); may be empty.
     pub name: String,
     /// Process id of the profiled program; 0 when unknown.
@@ -512,10 +514,10 @@ impl Profile {
     /// The profiles of several processes as one, each process a frame at the root of its
     /// stacks and call trees (`label`, e.g. `[process 4242: dotnet app.dll]`), so that a
     /// flame graph of a process tree shows each process as a tower of its own. Threads stay
-    /// apart (each keeps its process's label in its name); the mode is the first profile's.
+    /// apart (each keeps its process's label in its name); the kind is the first profile's.
     pub fn merge_processes(parts: Vec<(String, Profile)>) -> Profile {
-        let mode = parts.first().map_or(Mode::Sample, |(_, p)| p.mode);
-        let mut merged = Profile::new(mode);
+        let kind = parts.first().map_or(ProfileKind::Sample, |(_, p)| p.kind);
+        let mut merged = Profile::new(kind);
         merged.name = "process tree".into();
         for (label, p) in parts {
             let frame_base = merged.frames.len() as u32;
@@ -611,10 +613,10 @@ impl Profile {
 }
 
 impl Profile {
-    /// An empty profile of the given mode with a 1 ms sample interval.
-    pub fn new(mode: Mode) -> Profile {
+    /// An empty profile of the given kind with a 1 ms sample interval.
+    pub fn new(kind: ProfileKind) -> Profile {
         Profile {
-            mode,
+            kind,
             name: String::new(),
             pid: 0,
             sample_interval_ns: 1_000_000,

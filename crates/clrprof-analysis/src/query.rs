@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::Error;
-use crate::model::{CallTree, FrameIndex, Mode, Profile, StackIndex};
+use crate::model::{CallTree, FrameIndex, Profile, ProfileKind, StackIndex};
 
 /// What a stack's weight is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -32,10 +32,10 @@ pub enum Metric {
 impl Metric {
     /// The metric used when the user names none: CPU time in both CPU modes, bytes for
     /// allocations.
-    pub fn default_for(mode: Mode) -> Metric {
-        match mode {
-            Mode::Sample | Mode::Trace | Mode::Count => Metric::Cpu,
-            Mode::Alloc => Metric::Bytes,
+    pub fn default_for(kind: ProfileKind) -> Metric {
+        match kind {
+            ProfileKind::Sample | ProfileKind::Trace | ProfileKind::Count => Metric::Cpu,
+            ProfileKind::Alloc => Metric::Bytes,
         }
     }
 
@@ -53,13 +53,13 @@ impl Metric {
         }
     }
 
-    /// Whether profiles of `mode` have this metric.
-    pub fn available_in(self, mode: Mode) -> bool {
+    /// Whether profiles of `kind` have this metric.
+    pub fn available_in(self, kind: ProfileKind) -> bool {
         match self {
-            Metric::Cpu | Metric::Wall | Metric::Samples => mode != Mode::Alloc,
-            Metric::Sys => matches!(mode, Mode::Sample | Mode::Count),
-            Metric::Calls => matches!(mode, Mode::Trace | Mode::Count),
-            Metric::Bytes | Metric::Objects => mode == Mode::Alloc,
+            Metric::Cpu | Metric::Wall | Metric::Samples => kind != ProfileKind::Alloc,
+            Metric::Sys => matches!(kind, ProfileKind::Sample | ProfileKind::Count),
+            Metric::Calls => matches!(kind, ProfileKind::Trace | ProfileKind::Count),
+            Metric::Bytes | Metric::Objects => kind == ProfileKind::Alloc,
         }
     }
 
@@ -162,8 +162,8 @@ pub struct Query {
 impl Query {
     /// The metric to use for `profile`, checking that the profile has it.
     pub fn resolve_metric(&self, profile: &Profile) -> Result<Metric, Error> {
-        let metric = self.metric.unwrap_or(Metric::default_for(profile.mode));
-        if !metric.available_in(profile.mode) {
+        let metric = self.metric.unwrap_or(Metric::default_for(profile.kind));
+        if !metric.available_in(profile.kind) {
             return Err(Error::MetricUnavailable { metric });
         }
         Ok(metric)

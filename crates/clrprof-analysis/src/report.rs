@@ -106,7 +106,7 @@ pub(crate) fn session_json(t: &LoadedTrace) -> SessionJson {
         runtime: s.map(|s| s.runtime.clone()).unwrap_or_default(),
         agent_version: s.map(|s| s.agent_version.clone()).unwrap_or_default(),
         command_line: s.map(|s| s.command_line.clone()).unwrap_or_default(),
-        mode: t.mode_name().to_string(),
+        mode: t.mode().name().to_string(),
         config: s.map(|s| s.config.clone()).unwrap_or_default(),
         duration_ns: t.duration_ns(),
         exit_code: t.recording_end.as_ref().map(|r| r.exit_code),
@@ -369,7 +369,7 @@ pub fn write_text(
             };
             crate::blocked::write_wall_by_reason(t, top, out)?;
         }
-    } else if t.mode_name() != "none" {
+    } else if t.mode() != clrprof_trace::config::Mode::None {
         writeln!(out, "\nCPU: no samples were recorded")?;
     }
     Ok(())

@@ -99,11 +99,11 @@ pub fn stack_cut_name(cut: StackCut) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Mode, ProfileBuilder, Sample, SampleKind};
+    use crate::{ProfileBuilder, ProfileKind, Sample, SampleKind};
 
     #[test]
     fn names_threads_by_program_kernel_role_and_pid() {
-        let mut b = ProfileBuilder::new(Mode::Sample);
+        let mut b = ProfileBuilder::new(ProfileKind::Sample);
         let start = b.intern_frame(
             "ThreadpoolMgr::WorkerThreadStart",
             "libcoreclr.so",

@@ -3,8 +3,8 @@
 mod common;
 
 use clrprof_analysis::{
-    Analysis, CallNodeRecord, CallTree, Error, FrameIndex, FunctionRow, Label, Metric, Mode,
-    Profile, Query, StackIndex, StackNode, TopTable,
+    Analysis, CallNodeRecord, CallTree, Error, FrameIndex, FunctionRow, Label, Metric, Profile,
+    ProfileKind, Query, StackIndex, StackNode, TopTable,
 };
 use common::{sample_profile, trace_profile};
 
@@ -389,7 +389,7 @@ fn invalid_profiles_are_errors_not_panics() {
 
 #[test]
 fn empty_profile_has_an_empty_table() {
-    let p = Profile::new(Mode::Sample);
+    let p = Profile::new(ProfileKind::Sample);
     let (table, rows) = top(&p, &Query::default());
     assert_eq!(table.grand_total, 0);
     assert!(rows.is_empty());

@@ -1,4 +1,4 @@
-//! `record --alloc ticks`: allocation samples from the runtime's own `GCAllocationTick`
+//! `record --alloc ticks` and `attach --alloc`: allocation samples from the runtime's own `GCAllocationTick`
 //! events instead of the profiling API's `ObjectAllocated` callback (which sends every
 //! allocation through the runtime's slow path).
 //!
@@ -10,10 +10,11 @@
 //! Otherwise (CoreCLR 3.1) the CLI reads them over the diagnostics socket:
 //!
 //! A thread waits for the program's diagnostics socket and starts an EventPipe session with
-//! the runtime provider's GC keyword at verbose level: the runtime then writes a
-//! `GCAllocationTick` (with the allocating thread's managed stack) each time about 100 KB
-//! have been allocated on a heap. When the program exits, the runtime writes the method
-//! rundown (every method's code range and name) and closes the stream. The CLI then turns each
+//! the runtime provider's GC keyword at verbose level (`event_session.rs`): the runtime then
+//! writes a `GCAllocationTick` (with the allocating thread's managed stack) each time about
+//! 100 KB have been allocated on a heap. When the program exits (or `attach` stops the
+//! session at the detach), the runtime writes the method rundown (every method's code range
+//! and name) and closes the stream. The CLI then turns each
 //! tick into an `Allocation` record flagged [`Allocation::TICK`]: the tick's type stands for
 //! the bytes allocated since the previous tick. Instruction pointers are mapped to the
 //! rundown's methods, whose ids are the profiling API's `FunctionID`s, so frames the agent
@@ -21,20 +22,16 @@
 //! from the events' own names.
 
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
 
 use clrprof_ipc::message::{u32_at, u64_at};
 use clrprof_ipc::nettrace::{self, EventMetadata, utf16z_at};
-use clrprof_ipc::{Provider, client, discovery};
 use clrprof_trace::protocol::{ALLOCATION_TICK_BYTES, TickReader};
 use clrprof_trace::{Allocation, ClassDef, Counter, FrameKind, FunctionDef, Record, StackDef};
 
-/// The runtime's event provider.
-pub(crate) const RUNTIME: &str = "Microsoft-Windows-DotNETRuntime";
+use crate::event_session::{EventSession, RUNTIME};
+
 /// The provider of the rundown the runtime writes when a session ends.
 pub(crate) const RUNDOWN: &str = "Microsoft-Windows-DotNETRuntimeRundown";
 /// `GCKeyword`.
@@ -45,11 +42,6 @@ const VERBOSE: u32 = 5;
 const ALLOCATION_TICK: u32 = 10;
 /// `MethodDCEndVerbose`: a method's code range and names, in the rundown.
 pub(crate) const METHOD_DC_END_VERBOSE: u32 = 144;
-/// EventPipe's buffer in the program, in megabytes (the CLI drains it continuously).
-const BUFFER_MB: u32 = 64;
-/// How long the program may take to open its diagnostics socket, and the agent to say who
-/// reads the ticks.
-const STARTUP_WAIT: Duration = Duration::from_secs(30);
 
 /// What the agent defined, so the tick records reuse its names and avoid its stack ids.
 #[derive(Debug, Default)]
@@ -88,122 +80,16 @@ pub(crate) fn is_definition(record: &Record) -> bool {
     )
 }
 
-/// The allocation ticks of one recording: a thread that learns who reads them and, if that
-/// is the CLI, reads the EventPipe session.
-pub(crate) struct TickSession {
-    reader: JoinHandle<Result<Option<Vec<u8>>, String>>,
-}
-
-impl TickSession {
-    /// Starts a thread that waits for the agent's [`TickReader`] (`reader` says it once the
-    /// agent sent it) and, if the CLI is to read the ticks, for `pid`'s diagnostics socket,
-    /// starting the session as soon as it appears. `exited` tells the thread to give up
-    /// waiting.
-    pub(crate) fn start(
-        pid: u32,
-        exited: Arc<AtomicBool>,
-        reader: impl Fn() -> Option<TickReader> + Send + 'static,
-    ) -> std::io::Result<TickSession> {
-        let cli_reads = move || reader().map(|r| r == TickReader::Cli);
-        TickSession::start_with(pid, exited, cli_reads, GC_KEYWORD, VERBOSE)
-    }
-
-    /// Starts a thread that waits until `cli_reads` says whether the CLI is to read the
-    /// runtime provider's events of `keywords` at `level` and, if so, starts a session with
-    /// them on `pid`'s diagnostics socket as soon as it appears (the ticks above; the
-    /// contention events of `contention.rs`).
-    pub(crate) fn start_with(
-        pid: u32,
-        exited: Arc<AtomicBool>,
-        cli_reads: impl Fn() -> Option<bool> + Send + 'static,
-        keywords: u64,
-        level: u32,
-    ) -> std::io::Result<TickSession> {
-        let reader = std::thread::Builder::new()
-            .name("clrprof-eventpipe".into())
-            .spawn(move || {
-                if wait_for_reader(&exited, cli_reads)? {
-                    collect(pid, &exited, keywords, level).map(Some)
-                } else {
-                    Ok(None)
-                }
-            })?;
-        Ok(TickSession { reader })
-    }
-
-    /// Waits for the end of the stream (the program exited) and returns its bytes, or `None`
-    /// if the agent read the ticks.
-    pub(crate) fn finish(self) -> Result<Option<Vec<u8>>, String> {
-        self.reader
-            .join()
-            .map_err(|_| "the EventPipe reader thread panicked".to_string())?
-    }
-}
-
-/// Who reads the ticks, once the agent said so (it does while the runtime initializes it,
-/// before any of the program's code runs).
-fn wait_for_reader(exited: &AtomicBool, reader: impl Fn() -> Option<bool>) -> Result<bool, String> {
-    let started = Instant::now();
-    loop {
-        if let Some(reader) = reader() {
-            return Ok(reader);
-        }
-        if exited.load(Ordering::Acquire) {
-            return Err("the program exited before the agent started".into());
-        }
-        if started.elapsed() > STARTUP_WAIT {
-            return Err(format!(
-                "the agent did not start in {} s",
-                STARTUP_WAIT.as_secs()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-fn collect(pid: u32, exited: &AtomicBool, keywords: u64, level: u32) -> Result<Vec<u8>, String> {
-    let started = Instant::now();
-    // The runtime opens the socket early in its startup.
-    while discovery::socket_path(pid).is_err() {
-        if exited.load(Ordering::Acquire) {
-            return Err("the program exited before its diagnostics socket appeared".into());
-        }
-        if started.elapsed() > STARTUP_WAIT {
-            return Err(format!(
-                "the program opened no diagnostics socket in {} s (is it a .NET Core 3.0 or later program, with DOTNET_EnableDiagnostics not 0?)",
-                STARTUP_WAIT.as_secs()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let providers = [Provider {
-        name: RUNTIME,
-        keywords,
-        level,
-    }];
-    // The socket file appears when the runtime binds it, a moment before it listens: a
-    // connection refused then is early, not final.
-    let (mut stream, _session) = loop {
-        match client::start_tracing(pid, BUFFER_MB, &providers, client::REPLY_TIMEOUT) {
-            Ok(session) => break session,
-            Err(clrprof_ipc::Error::Io { source, .. })
-                if source.kind() == std::io::ErrorKind::ConnectionRefused
-                    && !exited.load(Ordering::Acquire)
-                    && started.elapsed() <= STARTUP_WAIT =>
-            {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => return Err(format!("cannot start the EventPipe session: {e}")),
-        }
-    };
-    let mut bytes = Vec::new();
-    // The runtime ends the stream when the program exits, after the method rundown.
-    match stream.read_to_end(&mut bytes) {
-        Ok(_) => Ok(bytes),
-        // Keep what arrived: the nettrace reader says where the stream was cut.
-        Err(_) if !bytes.is_empty() => Ok(bytes),
-        Err(e) => Err(format!("reading the EventPipe stream failed: {e}")),
-    }
+/// Starts the thread that reads the allocation ticks if the agent leaves them to the CLI:
+/// `reader` says who reads them once the agent sent it ([`TickReader`]). `exited` tells the
+/// thread to give up waiting.
+pub(crate) fn start(
+    pid: u32,
+    exited: Arc<AtomicBool>,
+    reader: impl Fn() -> Option<TickReader> + Send + 'static,
+) -> std::io::Result<EventSession> {
+    let cli_reads = move || reader().map(|r| r == TickReader::Cli);
+    EventSession::start(pid, exited, cli_reads, GC_KEYWORD, VERBOSE)
 }
 
 /// Which events the conversion needs.

@@ -1,11 +1,12 @@
-//! `record --contention` on runtimes without in-process EventPipe sessions (CoreCLR 3.1):
-//! the runtime's contention events read over the program's diagnostics socket.
+//! `record --contention` and `attach --contention` on runtimes without in-process EventPipe
+//! sessions (CoreCLR 3.1): the runtime's contention events read over the program's
+//! diagnostics socket.
 //!
 //! The agent says who reads them right after its `SessionStart` (the counter
 //! [`CONTENTION_READER_COUNTER`]): on .NET 5 and later it reads them itself and nothing is
 //! left to do here. Otherwise a session on the runtime provider's contention keyword runs for
-//! the whole program (the same reader thread as the allocation ticks', `alloc_ticks.rs`), and
-//! when the program has exited each `ContentionStart` is paired with the next
+//! the whole program, or `attach`'s window (`event_session.rs`, as for the allocation ticks),
+//! and when it has ended each `ContentionStart` is paired with the next
 //! `ContentionStop` of its thread into one `Contention` record: the wait is the time between
 //! the two events (CoreCLR 3.1's stop event carries no duration: flag
 //! [`Contention::MEASURED`]), the waiting stack the one EventPipe attached to the start event,
@@ -20,9 +21,10 @@ use clrprof_ipc::nettrace::{self, EventMetadata};
 use clrprof_trace::{Contention, Counter, FunctionDef, Record};
 
 use crate::alloc_ticks::{
-    AgentIds, METHOD_DC_END_VERBOSE, Method, RUNDOWN, RUNTIME, StackInterner, TickSession,
-    csharp_signature, csharp_type_name, method_at, parse_method,
+    AgentIds, METHOD_DC_END_VERBOSE, Method, RUNDOWN, StackInterner, csharp_signature,
+    csharp_type_name, method_at, parse_method,
 };
+use crate::event_session::{EventSession, RUNTIME};
 
 /// `ContentionKeyword`.
 const CONTENTION_KEYWORD: u64 = 0x4000;
@@ -39,8 +41,8 @@ pub(crate) fn start(
     pid: u32,
     exited: Arc<AtomicBool>,
     cli_reads: impl Fn() -> Option<bool> + Send + 'static,
-) -> std::io::Result<TickSession> {
-    TickSession::start_with(pid, exited, cli_reads, CONTENTION_KEYWORD, INFORMATIONAL)
+) -> std::io::Result<EventSession> {
+    EventSession::start(pid, exited, cli_reads, CONTENTION_KEYWORD, INFORMATIONAL)
 }
 
 fn wanted(m: &EventMetadata) -> bool {

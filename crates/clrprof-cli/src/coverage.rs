@@ -40,12 +40,7 @@ pub struct CoverageArgs {
     #[arg(long, value_name = "PATH", env = "CLRPROF_AGENT")]
     pub agent: Option<PathBuf>,
     /// The program and its arguments. A `.dll` is run with `dotnet`.
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "PROGRAM"
-    )]
+    #[arg(required = true, trailing_var_arg = true, value_name = "PROGRAM")]
     pub command: Vec<String>,
 }
 
@@ -96,7 +91,12 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
         inline: false,
         base,
         summary: false,
-        ..crate::record::RecordOptions::new("none", trace.clone(), agent, a.command)
+        ..crate::record::RecordOptions::new(
+            clrprof_trace::config::Mode::None,
+            trace.clone(),
+            agent,
+            a.command,
+        )
     };
     let outcome = crate::record::run(&opts)?;
     let code = outcome.code;

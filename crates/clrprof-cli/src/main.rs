@@ -27,6 +27,8 @@ mod contention;
 mod coverage;
 #[cfg(unix)]
 mod descendants;
+#[cfg(unix)]
+mod event_session;
 mod overlap;
 #[cfg(unix)]
 mod private_dir;
@@ -48,8 +50,6 @@ use std::process::ExitCode;
 use clap::Parser;
 use clrprof_analysis::{Format, Metric, Query};
 
-#[cfg(unix)]
-use cli::{AllocArg, CpuClockArg, ModeArg};
 use cli::{Cli, Command, FormatArg, MetricArg};
 
 fn main() -> ExitCode {
@@ -103,7 +103,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         #[cfg(unix)]
         Command::Record(a) => {
             let agent = agent_lib::locate(a.agent.as_deref())?;
-            if a.mode != ModeArg::Count && !(a.include.is_empty() && a.exclude.is_empty()) {
+            if a.mode != clrprof_trace::config::Mode::Count
+                && !(a.include.is_empty() && a.exclude.is_empty())
+            {
                 anyhow::bail!(
                     "--include and --exclude choose the assemblies count mode counts: use them with --mode count"
                 );
@@ -115,14 +117,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 ..Default::default()
             };
             let opts = record::RecordOptions {
-                events: a.events,
+                events: record::EventChoice::parse(&a.events)?,
                 base,
                 rate: a.rate,
                 wall_rate: a.wall_rate,
-                cpu_clock: a.cpu_clock.map(CpuClockArg::name),
+                cpu_clock: a.cpu_clock,
                 inline: !a.no_inline,
                 max_nodes: a.max_nodes,
-                alloc: a.alloc.map(AllocArg::name),
+                alloc: a.alloc,
                 alloc_interval: a.alloc_interval,
                 contention: a.contention,
                 heap_snapshot: a.heap_snapshot,
@@ -132,7 +134,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     pids: a.pid_filter,
                     names: a.name_filter,
                 },
-                ..record::RecordOptions::new(a.mode.name(), a.output, agent, a.command)
+                ..record::RecordOptions::new(a.mode, a.output, agent, a.command)
             };
             record::record(&opts)
         }
@@ -152,12 +154,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 pid: a.pid,
                 duration: a.duration,
                 record: record::RecordOptions {
-                    events: a.events,
+                    events: record::EventChoice::parse(&a.events)?,
                     rate: a.rate,
                     wall_rate: a.wall_rate,
-                    // Refused by `attach` (the runtime has no allocation callbacks after attach).
-                    alloc: a.alloc.map(AllocArg::name),
-                    ..record::RecordOptions::new(a.mode.name(), a.output, agent, Vec::new())
+                    // `attach` refuses what needs the allocation callback.
+                    alloc: a.alloc,
+                    contention: a.contention,
+                    ..record::RecordOptions::new(a.mode, a.output, agent, Vec::new())
                 },
             };
             attach::attach(&opts)

@@ -12,10 +12,13 @@
 use std::collections::HashMap;
 
 use clrprof_trace::Allocation;
+use clrprof_trace::config::AllocMode;
 use serde::Serialize;
 
 use crate::builder::ProfileBuilder;
-use crate::model::{FrameIndex, FrameKind as ModelFrameKind, Mode, Profile, Sample, SampleKind};
+use crate::model::{
+    FrameIndex, FrameKind as ModelFrameKind, Profile, ProfileKind, Sample, SampleKind,
+};
 use crate::stack_frames::ModelStacks;
 use crate::trace::LoadedTrace;
 
@@ -65,13 +68,18 @@ pub struct AllocationStackRow {
     pub bytes: u64,
 }
 
+/// An allocation method as the configuration names it (`ticks`, `sampled`, `all`).
+fn alloc_mode_name<S: serde::Serializer>(mode: &AllocMode, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(mode.name())
+}
+
 /// The allocation report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AllocReport {
-    /// `all` (exact), `sampled` or `ticks` (the runtime's allocation ticks: bytes estimated,
+    /// `All` (exact), `Sampled` or `Ticks` (the runtime's allocation ticks: bytes estimated,
     /// objects not counted).
-    #[serde(rename = "allocation_mode")]
-    pub mode: String,
+    #[serde(rename = "allocation_mode", serialize_with = "alloc_mode_name")]
+    pub mode: AllocMode,
     /// The mean sampling interval in bytes (0 when every allocation was recorded).
     #[serde(rename = "allocation_interval_bytes")]
     pub interval_bytes: u64,
@@ -258,13 +266,12 @@ impl LoadedTrace {
         stack_rows.truncate(top);
         AllocReport {
             mode: if agg.ticks {
-                "ticks"
+                AllocMode::Ticks
             } else if agg.sampled {
-                "sampled"
+                AllocMode::Sampled
             } else {
-                "all"
-            }
-            .into(),
+                AllocMode::All
+            },
             interval_bytes: agg.interval,
             records: self.memory.allocations.len() as u64,
             dropped: self.counter("allocations_dropped"),
@@ -277,7 +284,7 @@ impl LoadedTrace {
         }
     }
 
-    /// The allocations as a weighted-stack profile ([`Mode::Alloc`]): per thread, one sample
+    /// The allocations as a weighted-stack profile ([`ProfileKind::Alloc`]): per thread, one sample
     /// per allocating stack and type, weighed by the bytes and objects allocated there
     /// (estimated when sampled), the type as a `[type]` frame at the leaf. Every output format
     /// renders it as it renders a CPU profile, with the metric `bytes` (default) or `objects`.
@@ -298,7 +305,7 @@ impl LoadedTrace {
         let mut sites: Vec<_> = sites.into_iter().collect();
         sites.sort_unstable_by_key(|&((tid, stack, class), (_, first))| (tid, first, stack, class));
 
-        let mut b = ProfileBuilder::new(Mode::Alloc);
+        let mut b = ProfileBuilder::new(ProfileKind::Alloc);
         let mut model = ModelStacks::new(&self.names, &self.stacks, self.stack_view);
         let mut types: HashMap<u64, FrameIndex> = HashMap::new();
         for ((tid, stack, class), (sum, first_ns)) in sites {

@@ -408,7 +408,7 @@ mod tests {
         records.extend((0..2).map(|_| allocation(11, 124, 3, 0)));
         let t = trace(records);
         let r = t.alloc_report(10);
-        assert_eq!(r.mode, "all");
+        assert_eq!(r.mode, clrprof_trace::config::AllocMode::All);
         assert_eq!((r.total_count, r.total_bytes), (5, 3 * 40 + 2 * 124));
         assert_eq!(r.types[0].type_name, "byte[]");
         assert_eq!((r.types[0].count, r.types[0].bytes), (2, 248));
@@ -472,7 +472,7 @@ mod tests {
         // One sampled 24-byte object with a 1 MiB interval stands for about 1 MiB.
         let t = trace(vec![class(10, "Small"), allocation(10, 24, 0, 1 << 20)]);
         let r = t.alloc_report(10);
-        assert_eq!(r.mode, "sampled");
+        assert_eq!(r.mode, clrprof_trace::config::AllocMode::Sampled);
         assert!(r.types[0].estimated);
         let bytes = r.types[0].bytes as f64;
         assert!((bytes - (1u64 << 20) as f64).abs() < 100.0, "{bytes}");

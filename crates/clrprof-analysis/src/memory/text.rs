@@ -3,6 +3,8 @@
 
 use std::io::Write;
 
+use clrprof_trace::config::AllocMode;
+
 use crate::Error;
 use crate::trace::LoadedTrace;
 
@@ -33,7 +35,7 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
         return Ok(());
     }
     let r = t.alloc_report(top);
-    let ticks = r.mode == "ticks";
+    let ticks = r.mode == AllocMode::Ticks;
     // Ticks say how many bytes, not how many objects.
     let objects = |n: u64| if ticks { "-".to_string() } else { count(n) };
     if ticks {
@@ -54,7 +56,7 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
              with --alloc sampled; exact: --alloc all (both slow allocation down)."
         )?;
     } else {
-        let how = if r.mode == "sampled" {
+        let how = if r.mode == AllocMode::Sampled {
             format!(
                 "sampled every {} on average, totals estimated",
                 bytes(r.interval_bytes)

@@ -18,7 +18,7 @@ use crate::model::{FrameKind, LineIndex, Profile};
 use crate::output::pprof_proto as pb;
 use crate::query::{Metric, NodeMark, Query};
 use crate::tree::{Label, Values};
-use crate::{Analysis, Error, Mode, Render};
+use crate::{Analysis, Error, ProfileKind, Render};
 
 /// pprof output (gzip-compressed protobuf).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -199,7 +199,7 @@ fn type_name(frame: &str) -> &str {
 /// Builds the pprof message (uncompressed) for `profile` under `query`.
 pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
     let a = Analysis::new(profile, query, false)?;
-    let with_calls = matches!(profile.mode, Mode::Trace | Mode::Count);
+    let with_calls = matches!(profile.kind, ProfileKind::Trace | ProfileKind::Count);
     let mut t = Tables {
         profile,
         strings: StringTable::new(),
@@ -211,12 +211,12 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
     };
 
     // The sample types: (pprof's name, unit, the metric whose values they are).
-    let mut types = match profile.mode {
-        Mode::Alloc => vec![
+    let mut types = match profile.kind {
+        ProfileKind::Alloc => vec![
             ("alloc_objects", "count", Metric::Objects),
             ("alloc_space", "bytes", Metric::Bytes),
         ],
-        Mode::Sample | Mode::Trace | Mode::Count => vec![
+        ProfileKind::Sample | ProfileKind::Trace | ProfileKind::Count => vec![
             ("samples", "count", Metric::Samples),
             ("cpu", "nanoseconds", Metric::Cpu),
             ("wall", "nanoseconds", Metric::Wall),
@@ -342,8 +342,8 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
         }
     }
 
-    let (period_type, period) = match profile.mode {
-        Mode::Alloc => (("alloc_space", "bytes"), 0),
+    let (period_type, period) = match profile.kind {
+        ProfileKind::Alloc => (("alloc_space", "bytes"), 0),
         _ => (("cpu", "nanoseconds"), to_i64(profile.sample_interval_ns)),
     };
     let period_type = pb::ValueType {
@@ -354,8 +354,8 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
         .iter()
         .find(|(_, _, m)| *m == a.metric)
         .map_or(0, |(name, _, _)| t.string(name));
-    let what = match profile.mode {
-        Mode::Alloc => "allocation".to_string(),
+    let what = match profile.kind {
+        ProfileKind::Alloc => "allocation".to_string(),
         mode => mode.to_string(),
     };
     let mut comment = vec![t.string(&format!("clrprof {what} profile"))];

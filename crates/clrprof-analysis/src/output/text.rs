@@ -74,7 +74,7 @@ fn write_header(a: &Analysis<'_>, out: &mut dyn Write) -> Result<(), Error> {
     writeln!(
         out,
         "{} mode, metric {} ({}), {} samples, {} of {} threads, duration {}",
-        p.mode,
+        p.kind,
         a.metric,
         a.metric.unit(),
         samples,
