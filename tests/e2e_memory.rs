@@ -318,6 +318,71 @@ fn alloc_ticks_give_bytes_per_type_and_allocating_stack_from_the_runtime_events(
     );
 }
 
+/// One type, one name, one frame name, whichever runtime delivered them: CoreCLR 3.1's ticks
+/// are read by the CLI, which names their types from the runtime's own type names
+/// (``System.Collections.Generic.Dictionary`2[System.IntPtr,System.String]``) and their
+/// frames from the rundown's method names and signatures (`int64  (int32,int,...)`); .NET
+/// 8's are read by the agent, which names both from metadata through the profiling API. Both
+/// spell them as C# does (facts of the mode `names` at the top of `tests/programs/Memory.cs`).
+#[test]
+fn alloc_ticks_name_types_and_frames_alike_on_every_runtime() {
+    let program = compile("Memory");
+    let plain = program.run(&["names"]);
+    plain.assert_success();
+    let rec = record(
+        &program,
+        &["names"],
+        &["--mode", "none", "--alloc", "ticks"],
+    );
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+    let json = rec.report_json();
+    assert_eq!(json["allocation_mode"], "ticks");
+    let counters = &json["counters"];
+    let in_process = Dotnet::get().has_in_process_eventpipe();
+    assert_eq!(
+        counters["allocation_ticks_reader"],
+        u64::from(in_process),
+        "{counters:#}"
+    );
+    assert_eq!(counters["allocation_ticks_unreadable"], 0, "{counters:#}");
+    // A generic type nested in a generic type: CoreCLR 3.1's tick names it by its own name
+    // only (``Inner`1[System.Int32,System.String]``, no enclosing type, no namespace), so its
+    // type arguments all go at the end, as for any name whose arity does not say where they
+    // belong.
+    let nested = if in_process {
+        "Memory.Outer<int>.Inner<string>"
+    } else {
+        "Inner<int, string>"
+    };
+    let named = "Memory.Program.Named(int, nint, Memory.Pair, \
+                 System.Collections.Generic.List<string>)";
+    let folded = rec.report(&["--alloc", "--format", "folded"]);
+    folded.assert_success();
+    let folded = folded.stdout_str();
+    for type_name in [
+        "Memory.Box<int, string>",
+        nested,
+        "System.Collections.Generic.Dictionary<nint, string>",
+        "char[][,]",
+        "nint[]",
+    ] {
+        let row = type_row(&json, type_name);
+        let by = allocated_by(row, "");
+        assert_eq!(by.len(), 1, "{type_name}: {row:#}");
+        assert_eq!(by[0]["function"], named, "{type_name}: {row:#}");
+        let leaf =
+            format!("Memory.Program.Main(string[]);Memory.Program.Names();{named};[{type_name}] ");
+        assert!(
+            folded.lines().any(|l| l.starts_with(&leaf)),
+            "{leaf}\n{folded}"
+        );
+    }
+}
+
 /// The event mask the agent set, from its `SessionStart`.
 fn event_mask(trace: &Path) -> EventMask {
     let file = std::fs::File::open(trace).expect("the trace");

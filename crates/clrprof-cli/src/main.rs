@@ -27,6 +27,10 @@ mod contention;
 mod coverage;
 #[cfg(unix)]
 mod descendants;
+#[cfg(unix)]
+mod event_session;
+#[cfg(unix)]
+mod managed_stacks;
 mod overlap;
 #[cfg(unix)]
 mod private_dir;

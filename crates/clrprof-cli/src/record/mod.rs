@@ -42,7 +42,8 @@ use clrprof_trace::{Record, RecordingEnd, protocol};
 use self::connections::{ProcessState, Tree, accept_all};
 use self::options::expand_events;
 use self::progress::print_wrote;
-use crate::alloc_ticks::{TickSession, tick_records};
+use crate::alloc_ticks::tick_records;
+use crate::event_session::EventSession;
 use crate::status::StatusLine;
 use crate::trace_file::TraceFile;
 
@@ -160,7 +161,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
                 .unwrap_or_else(|e| e.into_inner())
         };
         Some(
-            TickSession::start(root, Arc::clone(&stop), reader)
+            crate::alloc_ticks::start(root, Arc::clone(&stop), reader)
                 .context("cannot start the EventPipe reader thread")?,
         )
     } else {
@@ -462,7 +463,7 @@ pub(crate) fn finish_trace(
 /// The events the CLI's EventPipe session read, to append to the trace: `None` when the agent
 /// read them itself (they are among its records), or when there is no trace (without the
 /// agent: that error is said instead), or the session failed (`lost` says what is missing).
-fn session_events(session: TickSession, trace: &TraceFile, lost: &str) -> Option<Vec<u8>> {
+fn session_events(session: EventSession, trace: &TraceFile, lost: &str) -> Option<Vec<u8>> {
     match session.finish() {
         Ok(bytes) => bytes.filter(|_| trace.started()),
         Err(_) if !trace.started() => None,
@@ -474,7 +475,7 @@ fn session_events(session: TickSession, trace: &TraceFile, lost: &str) -> Option
 }
 
 /// Appends the allocation samples of the program's EventPipe session to the trace.
-fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
+fn write_ticks(ticks: EventSession, trace: &mut TraceFile, progress: &Progress) {
     let Some(bytes) = session_events(ticks, trace, "no allocation samples") else {
         return;
     };
@@ -496,7 +497,7 @@ fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
 }
 
 /// Appends the contended lock acquisitions of the program's EventPipe session to the trace.
-fn write_contention(session: TickSession, trace: &mut TraceFile, progress: &Progress) {
+fn write_contention(session: EventSession, trace: &mut TraceFile, progress: &Progress) {
     let Some(bytes) = session_events(session, trace, "no lock contention") else {
         return;
     };
