@@ -8,12 +8,27 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use clrprof_e2e::{
-    ChildGuard, Dotnet, OutputExt, compile, default_timeout, record, record_command, report_json,
-    signal_snapshot_when_ready, speedscope_schema, temp_dir,
+    ChildGuard, Dotnet, OutputExt, Recording, compile, default_timeout, record, record_command,
+    report_json, signal_snapshot_when_ready, speedscope_schema, temp_dir,
 };
 use clrprof_sdk::flags::EventMask;
 use clrprof_trace::Record;
 use serde_json::Value;
+
+/// Records `Memory.cs` in `mode` with `clrprof_args`, checking that it succeeded and printed
+/// what it prints unprofiled.
+fn record_unchanged(mode: &str, clrprof_args: &[&str]) -> Recording {
+    let program = compile("Memory");
+    let plain = program.run(&[mode]);
+    plain.assert_success();
+    let rec = record(&program, &[mode], clrprof_args);
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+    rec
+}
 
 /// The row of `allocations[]` for a type.
 fn type_row<'a>(json: &'a Value, type_name: &str) -> &'a Value {
@@ -37,15 +52,7 @@ fn allocated_by<'a>(row: &'a Value, method: &str) -> Vec<&'a Value> {
 
 #[test]
 fn alloc_all_counts_every_allocation_with_its_method() {
-    let program = compile("Memory");
-    let plain = program.run(&["exact"]);
-    plain.assert_success();
-    let rec = record(&program, &["exact"], &["--mode", "none", "--alloc", "all"]);
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
-    );
+    let rec = record_unchanged("exact", &["--mode", "none", "--alloc", "all"]);
 
     let json = rec.report_json();
     assert_eq!(json["allocation_mode"], "all");
@@ -159,18 +166,9 @@ fn read_pprof(path: &std::path::Path) -> clrprof_analysis::output::pprof_proto::
 
 #[test]
 fn alloc_sampled_estimates_are_within_15_percent() {
-    let program = compile("Memory");
-    let plain = program.run(&["big"]);
-    plain.assert_success();
-    let rec = record(
-        &program,
-        &["big"],
+    let rec = record_unchanged(
+        "big",
         &["--mode", "none", "--alloc", "sampled", "--events", "gc"],
-    );
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
     );
 
     let json = rec.report_json();
@@ -326,19 +324,7 @@ fn alloc_ticks_give_bytes_per_type_and_allocating_stack_from_the_runtime_events(
 /// spell them as C# does (facts of the mode `names` at the top of `tests/programs/Memory.cs`).
 #[test]
 fn alloc_ticks_name_types_and_frames_alike_on_every_runtime() {
-    let program = compile("Memory");
-    let plain = program.run(&["names"]);
-    plain.assert_success();
-    let rec = record(
-        &program,
-        &["names"],
-        &["--mode", "none", "--alloc", "ticks"],
-    );
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
-    );
+    let rec = record_unchanged("names", &["--mode", "none", "--alloc", "ticks"]);
     let json = rec.report_json();
     assert_eq!(json["allocation_mode"], "ticks");
     let counters = &json["counters"];
@@ -516,19 +502,7 @@ fn alloc_ticks_need_no_diagnostics_socket_where_the_agent_reads_them() {
 
 #[test]
 fn gc_report_shows_induced_gen2_collections_with_pauses() {
-    let program = compile("Memory");
-    let plain = program.run(&["gc"]);
-    plain.assert_success();
-    let rec = record(
-        &program,
-        &["gc"],
-        &["--mode", "none", "--events", "gc,suspension"],
-    );
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
-    );
+    let rec = record_unchanged("gc", &["--mode", "none", "--events", "gc,suspension"]);
 
     let json = rec.report_json();
     let gcs = json["gc"]["gcs"].as_array().expect("gc.gcs[]");
@@ -568,12 +542,8 @@ fn heap_type<'a>(types: &'a Value, type_name: &str) -> &'a Value {
 
 #[test]
 fn heap_snapshots_show_retained_sizes_root_paths_and_growth() {
-    let program = compile("Memory");
-    let plain = program.run(&["heap"]);
-    plain.assert_success();
-    let rec = record(
-        &program,
-        &["heap"],
+    let rec = record_unchanged(
+        "heap",
         &[
             "--mode",
             "none",
@@ -582,11 +552,6 @@ fn heap_snapshots_show_retained_sizes_root_paths_and_growth() {
             "--heap-snapshot",
             "every-gc",
         ],
-    );
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
     );
 
     // The program's two induced collections, and the snapshots taken in them.
