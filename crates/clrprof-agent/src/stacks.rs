@@ -7,11 +7,11 @@
 
 use std::sync::Mutex;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxBuildHasher;
 
 use clrprof_sdk::stack::SnapshotFlags;
 use clrprof_sdk::{ProfilerInfo, ThreadId};
-use clrprof_trace::{FrameKind, Record, StackDef};
+use clrprof_trace::{FrameKind, Record, StackNodes};
 
 use crate::transport::Transport;
 
@@ -19,10 +19,10 @@ use crate::transport::Transport;
 /// released, up to this many per call (any more are named under the lock).
 const NAME_AFTER_UNLOCK: usize = 256;
 
-/// Interned stack nodes: `(parent, frame kind, frame)` to node id.
+/// Interned stack nodes, numbered from 1.
 #[derive(Default)]
 pub struct StackInterner {
-    nodes: Mutex<HashMap<(u32, u8, u64), u32>>,
+    nodes: Mutex<StackNodes<FxBuildHasher>>,
 }
 
 impl StackInterner {
@@ -74,27 +74,17 @@ impl StackInterner {
     /// The node for `frame` called from `parent`, and whether it is new (its `StackDef` is
     /// written then).
     fn node(
-        nodes: &mut HashMap<(u32, u8, u64), u32>,
+        nodes: &mut StackNodes<FxBuildHasher>,
         out: &Transport,
         parent: u32,
         kind: FrameKind,
         frame: u64,
     ) -> (u32, bool) {
-        let next = nodes.len() as u32 + 1;
-        let mut created = false;
-        let id = *nodes
-            .entry((parent, kind.to_u8(), frame))
-            .or_insert_with(|| {
-                created = true;
-                out.push_record(&Record::StackDef(StackDef {
-                    id: next,
-                    parent,
-                    frame_kind: kind,
-                    frame,
-                }));
-                next
-            });
-        (id, created)
+        let (id, new) = nodes.node(parent, kind, frame);
+        if let Some(def) = new {
+            out.push_record(&Record::StackDef(def));
+        }
+        (id, new.is_some())
     }
 }
 

@@ -9,13 +9,13 @@
 //! named from the rundown, spelled as the agent spells names from metadata
 //! (`clrprof_events::csharp`). Stack nodes are numbered after the agent's.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use clrprof_events::csharp::{il_signature, runtime_type};
 use clrprof_events::rundown::MethodDcEndVerbose;
 use clrprof_events::{Payload, PointerSize};
 use clrprof_ipc::nettrace::{Event, EventMetadata, Nettrace};
-use clrprof_trace::{FrameKind, FunctionDef, Record, StackDef};
+use clrprof_trace::{FrameKind, FunctionDef, Record, StackNodes};
 
 use crate::event_session::AgentIds;
 
@@ -109,7 +109,7 @@ pub(crate) struct ManagedStacks<'a> {
     methods: Vec<Method>,
     agent: &'a AgentIds,
     defined: HashSet<u64>,
-    interner: StackInterner,
+    nodes: StackNodes,
     unresolved_frames: u64,
 }
 
@@ -120,7 +120,7 @@ impl<'a> ManagedStacks<'a> {
             methods: rundown_methods(trace),
             agent,
             defined: HashSet::new(),
-            interner: StackInterner::new(agent.max_stack),
+            nodes: StackNodes::after(agent.max_stack),
             unresolved_frames: 0,
         }
     }
@@ -142,50 +142,14 @@ impl<'a> ManagedStacks<'a> {
                 None => self.unresolved_frames += 1,
             }
         }
-        self.interner.intern(&frames, out)
+        self.nodes.path(FrameKind::Managed, &frames, |def| {
+            out.push(Record::StackDef(def))
+        })
     }
 
     /// Frames in no method of the rundown so far.
     pub(crate) fn unresolved_frames(&self) -> u64 {
         self.unresolved_frames
-    }
-}
-
-/// Stack tree nodes, numbered after the agent's.
-pub(crate) struct StackInterner {
-    nodes: HashMap<(u32, u64), u32>,
-    next: u32,
-}
-
-impl StackInterner {
-    pub(crate) fn new(after: u32) -> StackInterner {
-        StackInterner {
-            nodes: HashMap::new(),
-            next: after.saturating_add(1),
-        }
-    }
-
-    /// The node of `frames` (innermost first), defining the nodes that are new.
-    pub(crate) fn intern(&mut self, frames: &[u64], out: &mut Vec<Record>) -> u32 {
-        let mut parent = 0;
-        for &frame in frames.iter().rev() {
-            parent = match self.nodes.get(&(parent, frame)) {
-                Some(&id) => id,
-                None => {
-                    let id = self.next;
-                    self.next = self.next.saturating_add(1);
-                    self.nodes.insert((parent, frame), id);
-                    out.push(Record::StackDef(StackDef {
-                        id,
-                        parent,
-                        frame_kind: FrameKind::Managed,
-                        frame,
-                    }));
-                    id
-                }
-            };
-        }
-        parent
     }
 }
 
@@ -291,25 +255,6 @@ mod tests {
     }
 
     #[test]
-    fn stacks_are_numbered_after_the_agents_and_shared() {
-        let mut out = Vec::new();
-        let mut s = StackInterner::new(41);
-        let a = s.intern(&[3, 2, 1], &mut out);
-        let b = s.intern(&[4, 2, 1], &mut out);
-        assert_eq!(s.intern(&[3, 2, 1], &mut out), a);
-        assert_eq!((a, b), (44, 45));
-        let defs: Vec<(u32, u32, u64)> = out
-            .iter()
-            .map(|r| match r {
-                Record::StackDef(d) => (d.id, d.parent, d.frame),
-                _ => unreachable!(),
-            })
-            .collect();
-        assert_eq!(defs, [(42, 0, 1), (43, 42, 2), (44, 43, 3), (45, 43, 4)]);
-        assert_eq!(s.intern(&[], &mut out), 0);
-    }
-
-    #[test]
     fn frames_the_agent_named_are_not_named_again() {
         let agent = AgentIds {
             functions: [0x11].into(),
@@ -327,7 +272,7 @@ mod tests {
             ],
             agent: &agent,
             defined: HashSet::new(),
-            interner: StackInterner::new(agent.max_stack),
+            nodes: StackNodes::after(agent.max_stack),
             unresolved_frames: 0,
         };
         let mut out = Vec::new();
