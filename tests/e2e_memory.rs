@@ -30,6 +30,21 @@ fn record_unchanged(mode: &str, clrprof_args: &[&str]) -> Recording {
     rec
 }
 
+/// Checks that the ticks were read by the agent where the runtime offers in-process EventPipe
+/// sessions, else by the CLI, and that every payload was readable; says whether the agent
+/// read them.
+fn assert_tick_reader(json: &Value) -> bool {
+    let counters = &json["counters"];
+    let in_process = Dotnet::get().has_in_process_eventpipe();
+    assert_eq!(
+        counters["allocation_ticks_reader"],
+        u64::from(in_process),
+        "{counters:#}"
+    );
+    assert_eq!(counters["allocation_ticks_unreadable"], 0, "{counters:#}");
+    in_process
+}
+
 /// The row of `allocations[]` for a type.
 fn type_row<'a>(json: &'a Value, type_name: &str) -> &'a Value {
     json["allocations"]
@@ -229,14 +244,8 @@ fn alloc_ticks_give_bytes_per_type_and_allocating_stack_from_the_runtime_events(
     // Who read them: the agent, through an in-process EventPipe session, on a runtime that
     // offers one (it walks the allocating thread's stack, so it needs stack snapshots); the
     // CLI over the diagnostics socket on one that does not.
+    let in_process = assert_tick_reader(&json);
     let counters = &json["counters"];
-    let in_process = Dotnet::get().has_in_process_eventpipe();
-    assert_eq!(
-        counters["allocation_ticks_reader"],
-        u64::from(in_process),
-        "{counters:#}"
-    );
-    assert_eq!(counters["allocation_ticks_unreadable"], 0, "{counters:#}");
     if in_process {
         assert!(mask.contains(EventMask::ENABLE_STACK_SNAPSHOT), "{mask:?}");
         // Every tick was delivered on the allocating thread and became a record.
@@ -327,14 +336,7 @@ fn alloc_ticks_name_types_and_frames_alike_on_every_runtime() {
     let rec = record_unchanged("names", &["--mode", "none", "--alloc", "ticks"]);
     let json = rec.report_json();
     assert_eq!(json["allocation_mode"], "ticks");
-    let counters = &json["counters"];
-    let in_process = Dotnet::get().has_in_process_eventpipe();
-    assert_eq!(
-        counters["allocation_ticks_reader"],
-        u64::from(in_process),
-        "{counters:#}"
-    );
-    assert_eq!(counters["allocation_ticks_unreadable"], 0, "{counters:#}");
+    let in_process = assert_tick_reader(&json);
     // A generic type nested in a generic type: CoreCLR 3.1's tick names it by its own name
     // only (``Inner`1[System.Int32,System.String]``, no enclosing type, no namespace), so its
     // type arguments all go at the end, as for any name whose arity does not say where they
