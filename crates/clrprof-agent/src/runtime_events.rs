@@ -5,13 +5,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
+use clrprof_events::RUNTIME_PROVIDER;
 use clrprof_sdk::EventPipeProviderId;
 use clrprof_sdk::info::{EventPipeLevel, EventPipeProviderConfig, EventPipeSessionId};
 
 use crate::session::Session;
-
-/// The runtime's event provider.
-pub const RUNTIME_PROVIDER: &str = "Microsoft-Windows-DotNETRuntime";
 
 /// The runtime provider's id once an event showed it (0: not known yet).
 static RUNTIME: AtomicUsize = AtomicUsize::new(0);

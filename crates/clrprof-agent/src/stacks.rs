@@ -7,11 +7,11 @@
 
 use std::sync::Mutex;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxBuildHasher;
 
 use clrprof_sdk::stack::SnapshotFlags;
 use clrprof_sdk::{ProfilerInfo, ThreadId};
-use clrprof_trace::{FrameKind, IlPosition, Record, StackDef};
+use clrprof_trace::{FrameKind, IlPosition, Record, StackNodes};
 
 use crate::transport::Transport;
 
@@ -39,10 +39,10 @@ impl Frame {
     }
 }
 
-/// Interned stack nodes: `(parent, frame kind, frame, IL position)` to node id.
+/// Interned stack nodes, numbered from 1.
 #[derive(Default)]
 pub struct StackInterner {
-    nodes: Mutex<HashMap<(u32, u8, u64, u32), u32>>,
+    nodes: Mutex<StackNodes<FxBuildHasher>>,
 }
 
 impl StackInterner {
@@ -94,27 +94,16 @@ impl StackInterner {
     /// The node for `frame` called from `parent`, and whether it is new (its `StackDef` is
     /// written then).
     fn node(
-        nodes: &mut HashMap<(u32, u8, u64, u32), u32>,
+        nodes: &mut StackNodes<FxBuildHasher>,
         out: &Transport,
         parent: u32,
         frame: Frame,
     ) -> (u32, bool) {
-        let next = nodes.len() as u32 + 1;
-        let mut created = false;
-        let id = *nodes
-            .entry((parent, frame.kind.to_u8(), frame.id, frame.il.to_u32()))
-            .or_insert_with(|| {
-                created = true;
-                out.push_record(&Record::StackDef(StackDef {
-                    id: next,
-                    parent,
-                    frame_kind: frame.kind,
-                    frame: frame.id,
-                    il: frame.il,
-                }));
-                next
-            });
-        (id, created)
+        let (id, new) = nodes.node(parent, frame.kind, frame.id, frame.il);
+        if let Some(def) = new {
+            out.push_record(&Record::StackDef(def));
+        }
+        (id, new.is_some())
     }
 }
 

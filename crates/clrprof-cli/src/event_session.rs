@@ -8,6 +8,7 @@
 //! rundown (every method's code range and name, which the conversion maps the events'
 //! stacks to) when the program exits, or when `attach` stops the session at the detach.
 
+use std::collections::HashSet;
 use std::io::Read;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,15 +16,51 @@ use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use clrprof_events::RUNTIME_PROVIDER;
 use clrprof_ipc::{Provider, client, discovery};
-
-/// The runtime's event provider, the one the sessions read.
-pub(crate) const RUNTIME: &str = "Microsoft-Windows-DotNETRuntime";
+use clrprof_trace::Record;
 /// EventPipe's buffer in the program, in megabytes (the CLI drains it continuously).
 const BUFFER_MB: u32 = 64;
 /// How long the program may take to open its diagnostics socket, and the agent to say who
 /// reads the events.
 const STARTUP_WAIT: Duration = Duration::from_secs(30);
+
+/// What the agent defined, so the CLI's records reuse its names and avoid its stack ids.
+#[derive(Debug, Default)]
+pub(crate) struct AgentIds {
+    pub(crate) classes: HashSet<u64>,
+    pub(crate) functions: HashSet<u64>,
+    pub(crate) max_stack: u32,
+    pub(crate) start_unix_ns: u64,
+}
+
+impl AgentIds {
+    /// Notes a record of the agent's stream.
+    pub(crate) fn observe(&mut self, record: &Record) {
+        match record {
+            Record::ClassDef(c) => {
+                self.classes.insert(c.id);
+            }
+            Record::FunctionDef(f) => {
+                self.functions.insert(f.id);
+            }
+            Record::StackDef(s) => self.max_stack = self.max_stack.max(s.id),
+            Record::SessionStart(s) => self.start_unix_ns = s.start_unix_ns,
+            _ => {}
+        }
+    }
+}
+
+/// Whether `record` is one [`AgentIds`] needs.
+pub(crate) fn is_definition(record: &Record) -> bool {
+    matches!(
+        record,
+        Record::ClassDef(_)
+            | Record::FunctionDef(_)
+            | Record::StackDef(_)
+            | Record::SessionStart(_)
+    )
+}
 
 /// One kind of the runtime's events in one recording: a thread that learns who reads them
 /// and, if that is the CLI, reads them from an EventPipe session.
@@ -172,7 +209,7 @@ fn collect(
         std::thread::sleep(Duration::from_millis(1));
     }
     let providers = [Provider {
-        name: RUNTIME,
+        name: RUNTIME_PROVIDER,
         keywords,
         level,
     }];

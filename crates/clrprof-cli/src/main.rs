@@ -29,6 +29,8 @@ mod coverage;
 mod descendants;
 #[cfg(unix)]
 mod event_session;
+#[cfg(unix)]
+mod managed_stacks;
 mod overlap;
 #[cfg(unix)]
 mod private_dir;

@@ -34,6 +34,8 @@
 
 use std::collections::HashMap;
 
+use clrprof_events::bytes::{PointerSize, Reader, utf16_lossy};
+
 /// What the `Trace` object says about the session.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TraceInfo {
@@ -116,9 +118,9 @@ const TAG_END: u8 = 6;
 /// [`incomplete`](Nettrace::incomplete) saying why.
 pub fn parse(bytes: &[u8], keep: impl Fn(&EventMetadata) -> bool) -> Nettrace {
     let mut out = Nettrace::default();
-    let mut cur = Cursor { bytes, pos: 0 };
+    let mut cur = Cursor::new(bytes);
     if let Err(e) = read_stream(&mut cur, &mut out, &keep) {
-        out.incomplete = Some(format!("{e} (at byte {} of {})", cur.pos, bytes.len()));
+        out.incomplete = Some(format!("{e} (at byte {} of {})", cur.pos(), bytes.len()));
     }
     out
 }
@@ -238,10 +240,7 @@ fn read_event_block<K: Fn(&EventMetadata) -> bool>(
     out: &mut Nettrace,
     keep: Option<&K>,
 ) -> Result<(), &'static str> {
-    let mut cur = Cursor {
-        bytes: content,
-        pos: 0,
-    };
+    let mut cur = Cursor::new(content);
     let header_size = usize::from(cur.u16()?);
     let flags = cur.u16()?;
     if header_size < 4 {
@@ -250,7 +249,7 @@ fn read_event_block<K: Fn(&EventMetadata) -> bool>(
     cur.take(header_size - 4)?;
     let compressed = flags & 1 != 0;
     let mut h = Header::default();
-    while cur.pos < content.len() {
+    while cur.pos() < content.len() {
         let payload = if compressed {
             read_compressed_header(&mut cur, &mut h)?;
             cur.take(h.payload_size)?
@@ -311,7 +310,7 @@ fn read_uncompressed_event<'a>(
     cur: &mut Cursor<'a>,
     h: &mut Header,
 ) -> Result<&'a [u8], &'static str> {
-    let start = cur.pos;
+    let start = cur.pos();
     let size = cur.u32()? as usize;
     h.metadata_id = cur.u32()? & 0x7fff_ffff;
     let _sequence = cur.u32()?;
@@ -327,19 +326,16 @@ fn read_uncompressed_event<'a>(
         .checked_add(4)
         .and_then(|e| e.checked_add(size))
         .ok_or("event size out of range")?;
-    if end < cur.pos {
+    if end < cur.pos() {
         return Err("event size smaller than its contents");
     }
-    cur.pos = end;
+    cur.seek(end);
     cur.align4()?;
     Ok(payload)
 }
 
 fn read_metadata(payload: &[u8]) -> Result<(u32, EventMetadata), &'static str> {
-    let mut cur = Cursor {
-        bytes: payload,
-        pos: 0,
-    };
+    let mut cur = Cursor::new(payload);
     let id = cur.u32()?;
     let provider = cur.utf16z()?;
     let event_id = cur.u32()?;
@@ -357,82 +353,64 @@ fn read_metadata(payload: &[u8]) -> Result<(u32, EventMetadata), &'static str> {
 }
 
 fn read_stack_block(content: &[u8], out: &mut Nettrace) -> Result<(), &'static str> {
-    let pointer = match out.trace.map_or(8, |t| t.pointer_size) {
-        4 => 4,
-        _ => 8,
-    };
-    let mut cur = Cursor {
-        bytes: content,
-        pos: 0,
-    };
+    let pointer = PointerSize::from_bytes(out.trace.map_or(8, |t| t.pointer_size));
+    let mut cur = Cursor::new(content);
     let first = cur.u32()?;
     let count = cur.u32()?;
     for i in 0..count {
         let len = cur.u32()? as usize;
-        let ips = cur.take(len)?;
-        let stack = ips
-            .chunks_exact(pointer)
-            .map(|c| {
-                let mut b = [0u8; 8];
-                b[..pointer].copy_from_slice(c);
-                u64::from_le_bytes(b)
-            })
-            .collect();
+        let mut ips = Reader::new(cur.take(len)?);
+        // Whole pointers only: a last partial one is left out.
+        let stack = std::iter::from_fn(|| ips.pointer(pointer)).collect();
         out.stacks.insert(first.wrapping_add(i), stack);
     }
     Ok(())
 }
 
-/// Reads a NUL-terminated UTF-16 string at `*offset` of `payload`, moving past it.
-pub fn utf16z_at(payload: &[u8], offset: &mut usize) -> Option<String> {
-    let mut cur = Cursor {
-        bytes: payload,
-        pos: *offset,
-    };
-    let s = cur.utf16z().ok()?;
-    *offset = cur.pos;
-    Some(s)
-}
-
+/// The stream's little-endian reader, a value cut short being an error.
 struct Cursor<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+    r: Reader<'a>,
 }
 
 const TRUNCATED: &str = "the stream ends in the middle of an object";
 
 impl<'a> Cursor<'a> {
+    fn new(bytes: &'a [u8]) -> Cursor<'a> {
+        Cursor {
+            r: Reader::new(bytes),
+        }
+    }
+
+    fn pos(&self) -> usize {
+        self.r.position()
+    }
+
+    fn seek(&mut self, pos: usize) {
+        self.r.seek(pos);
+    }
+
     fn take(&mut self, n: usize) -> Result<&'a [u8], &'static str> {
-        let end = self.pos.checked_add(n).ok_or(TRUNCATED)?;
-        let s = self.bytes.get(self.pos..end).ok_or(TRUNCATED)?;
-        self.pos = end;
-        Ok(s)
+        self.r.bytes(n).ok_or(TRUNCATED)
     }
 
     fn u8(&mut self) -> Result<u8, &'static str> {
-        Ok(self.take(1)?[0])
+        self.r.u8().ok_or(TRUNCATED)
     }
 
     fn u16(&mut self) -> Result<u16, &'static str> {
-        let b = self.take(2)?;
-        Ok(u16::from_le_bytes([b[0], b[1]]))
+        self.r.u16().ok_or(TRUNCATED)
     }
 
     fn u32(&mut self) -> Result<u32, &'static str> {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(self.take(4)?);
-        Ok(u32::from_le_bytes(b))
+        self.r.u32().ok_or(TRUNCATED)
     }
 
     fn u64(&mut self) -> Result<u64, &'static str> {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(self.take(8)?);
-        Ok(u64::from_le_bytes(b))
+        self.r.u64().ok_or(TRUNCATED)
     }
 
     fn align4(&mut self) -> Result<(), &'static str> {
-        let pad = (4 - self.pos % 4) % 4;
-        self.take(pad).map(|_| ())
+        self.r.align(4).ok_or(TRUNCATED)
     }
 
     fn varint64(&mut self) -> Result<u64, &'static str> {
@@ -452,14 +430,7 @@ impl<'a> Cursor<'a> {
     }
 
     fn utf16z(&mut self) -> Result<String, &'static str> {
-        let mut units = Vec::new();
-        loop {
-            let u = self.u16()?;
-            if u == 0 {
-                return Ok(String::from_utf16_lossy(&units));
-            }
-            units.push(u);
-        }
+        self.r.utf16z().map(utf16_lossy).ok_or(TRUNCATED)
     }
 }
 

@@ -43,6 +43,7 @@ mod header;
 mod kind;
 mod read;
 mod record;
+mod stack_nodes;
 mod stream;
 mod wire;
 mod write;
@@ -68,6 +69,7 @@ pub use record::{
     ProcessExit, Record, RecordingEnd, Sample, SampleClock, SamplerInfo, Section, SessionEnd,
     SessionStart, StackCut, StackDef, ThreadDef, ThreadOsName, ThreadState,
 };
+pub use stack_nodes::StackNodes;
 pub use stream::{RawRecord, StreamDecoder};
 pub use write::{Writer, write_header};
 
