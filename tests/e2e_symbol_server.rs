@@ -302,6 +302,7 @@ fn a_server_that_cannot_be_reached_costs_one_line_and_a_bad_one_is_an_error() {
     assert_eq!(names, unnamed, "{stderr}");
     let lines = server_lines(&stderr);
     assert_eq!(lines.len(), 1, "{stderr}");
+    eprintln!("{}", lines[0]);
     let prefix = format!("clrprof: symbol server {url}: ");
     assert!(
         lines[0].starts_with(&prefix)
