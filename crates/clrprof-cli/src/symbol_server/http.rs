@@ -11,7 +11,7 @@ use tempfile::NamedTempFile;
 pub(super) const MAX_DOWNLOAD: u64 = 1 << 30;
 
 /// A client for symbol servers: plain HTTP/1.1 or HTTPS (rustls, with the Mozilla root
-/// certificates built in), the proxy of `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY` unless
+/// certificates built in; the system's TLS on Windows), the proxy of `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY` unless
 /// `NO_PROXY` says otherwise, redirects followed (a server may send the download elsewhere).
 pub(super) struct Client {
     agent: ureq::Agent,
@@ -49,9 +49,16 @@ impl Client {
             .timeout_recv_response(Some(timeout))
             .timeout_per_read(Some(timeout))
             .http_status_as_error(false)
-            .user_agent(concat!("clrprof/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .new_agent();
+            .user_agent(concat!("clrprof/", env!("CARGO_PKG_VERSION")));
+        // Windows has native-tls instead of rustls (see Cargo.toml), which ureq uses only
+        // when told.
+        #[cfg(windows)]
+        let agent = agent.tls_config(
+            ureq::tls::TlsConfig::builder()
+                .provider(ureq::tls::TlsProvider::NativeTls)
+                .build(),
+        );
+        let agent = agent.build().new_agent();
         Client { agent, timeout }
     }
 
