@@ -28,6 +28,7 @@ mod clrprof;
 mod compile;
 mod dotnet;
 mod facts;
+mod native_lib;
 mod paths;
 mod pdb;
 pub mod peer_perf;
@@ -36,13 +37,14 @@ mod process;
 mod profile;
 mod programs;
 mod stripped;
+mod symbol_server;
 
 pub use browser::{
     CHROMIUM, PLAYWRIGHT_VERSION, artifacts_dir, browser_deps_dir, check_in_browser,
 };
 pub use clrprof::{
     Recording, agent_lib, clrprof, clrprof_bin, coverage, example_lib, record, record_command,
-    record_with_env, report, report_json, report_json_with,
+    record_with_env, report, report_json, report_json_with, report_with_env,
 };
 pub use compile::{Program, apply_env, compile, compile_file, compile_source, programs_dir};
 pub use dotnet::{
@@ -50,6 +52,7 @@ pub use dotnet::{
     pinned,
 };
 pub use facts::ProfilingApi;
+pub use native_lib::{NativeLib, native_lib};
 pub use paths::{target_dir, workspace_root};
 pub use pdb::{PdbKind, with_portable_pdb};
 pub use probes::{ProbeRun, run_probe};
@@ -59,6 +62,7 @@ pub use process::{
 };
 pub use profile::{frame_names, profile_of, thread};
 pub use programs::TRACED_CALLS;
+pub use symbol_server::{SymbolServer, refusing_url};
 
 /// A fresh temporary directory for one test, deleted when dropped.
 pub fn temp_dir() -> tempfile::TempDir {

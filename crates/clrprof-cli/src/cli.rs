@@ -389,6 +389,34 @@ pub struct ReportArgs {
     /// names a module's frames only if its GNU build id is the module's. Repeatable.
     #[arg(long, value_name = "PATH")]
     pub symbols: Vec<PathBuf>,
+    /// A symbol server to download symbol files from, by GNU build id, for the native code
+    /// `--symbols` does not name: its URL, as `dotnet-symbol --server-path` takes it (the
+    /// layout of the .NET tools' symbol servers). Repeatable, asked in order; replaces the
+    /// space-separated list of CLRPROF_SYMBOL_SERVER. No server is asked unless one is given.
+    #[arg(
+        long = "symbol-server",
+        value_name = "URL",
+        env = "CLRPROF_SYMBOL_SERVER",
+        value_delimiter = ' '
+    )]
+    pub symbol_servers: Vec<String>,
+    /// Where files downloaded from symbol servers are kept, and looked for first (default:
+    /// $XDG_CACHE_HOME/clrprof/symbols, else ~/.cache/clrprof/symbols).
+    #[arg(long, value_name = "DIR", env = "CLRPROF_SYMBOL_CACHE")]
+    pub symbol_cache: Option<PathBuf>,
+    /// Never use the network: symbol files from the cache of symbol servers only (with or
+    /// without --symbol-server).
+    #[arg(long)]
+    pub offline: bool,
+    /// How long to wait for a symbol server: to connect, to answer, and between two reads of
+    /// a download.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 20,
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub symbol_timeout: u64,
 }
 
 /// Runtime views of `report`: at most one; text or JSON.

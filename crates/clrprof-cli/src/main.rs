@@ -44,6 +44,7 @@ mod safe_file;
 mod signals;
 #[cfg(unix)]
 mod status;
+mod symbol_server;
 #[cfg(unix)]
 mod trace_file;
 
@@ -203,6 +204,12 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 snapshot: a.snapshot,
                 diff: a.diff,
                 symbols: a.symbols,
+                servers: symbol_server::ServerOptions {
+                    servers: symbol_server::check_servers(&a.symbol_servers)?,
+                    cache: a.symbol_cache.or_else(symbol_server::default_dir),
+                    offline: a.offline,
+                    timeout: std::time::Duration::from_secs(a.symbol_timeout),
+                },
                 pid: a.pid,
                 processes: a.processes,
                 query: Query {

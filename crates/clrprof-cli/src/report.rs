@@ -10,6 +10,7 @@ use clrprof_analysis::{Query, memory, report, trace};
 use clrprof_symbols::SymbolFiles;
 
 use crate::safe_file::SafeFile;
+use crate::symbol_server::{ServerOptions, SymbolServers};
 
 /// What to report, independent of the command-line syntax.
 #[derive(Debug, Clone)]
@@ -48,6 +49,8 @@ pub struct ReportOptions {
     pub diff: Vec<String>,
     /// Symbol files (or directories of them) for the native frames recorded without names.
     pub symbols: Vec<PathBuf>,
+    /// Symbol servers and their cache, for the native frames the symbol files do not name.
+    pub servers: ServerOptions,
     /// Only this process of a process tree's trace.
     pub pid: Option<u32>,
     /// List the processes and stop.
@@ -65,10 +68,14 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
         );
     }
     // Checked before anything is read or written: a bad path is the user's typo.
-    let mut symbols = if opts.symbols.is_empty() {
+    let mut symbols = if opts.symbols.is_empty() && !opts.servers.used() {
         None
     } else {
-        Some(SymbolFiles::open(&opts.symbols).context("--symbols")?)
+        let mut files = SymbolFiles::open(&opts.symbols).context("--symbols")?;
+        if opts.servers.used() {
+            files.set_source(Box::new(SymbolServers::new(&opts.servers)));
+        }
+        Some(files)
     };
     if let Some(output) = &opts.output {
         use crate::overlap::Named;
@@ -163,20 +170,21 @@ fn open_output(opts: &ReportOptions) -> Result<Output> {
     })
 }
 
-/// A line showing what the heap analysis is doing on a terminal (it can take a while on big
-/// heaps); cleared when dropped.
-struct Status {
+/// A line showing on a terminal what the heap analysis (it can take a while on big heaps) or a
+/// symbol server's download is doing; cleared when dropped.
+pub(crate) struct Status {
     tty: bool,
 }
 
 impl Status {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             tty: std::io::stderr().is_terminal(),
         }
     }
 
-    fn show(&mut self, what: &str) {
+    /// Shows `clrprof: WHAT...` (nothing for an empty `what`) on a terminal.
+    pub(crate) fn show(&mut self, what: &str) {
         if self.tty && what.is_empty() {
             let _ = write!(std::io::stderr(), "\r\x1b[2K");
         } else if self.tty {
@@ -554,6 +562,7 @@ fn report_tree(
             let naming = p.trace.name_native_frames(files);
             say!("clrprof: {label}: {}", naming.summary());
         }
+        say_source_notes(files);
     }
     if let Some(first) = all.first()
         && !first.trace.integrity.is_whole()
@@ -684,6 +693,17 @@ fn report_tree(
     Ok(())
 }
 
+/// What the symbol servers did (one line per server), on stderr.
+fn say_source_notes(files: &mut SymbolFiles) {
+    for note in files
+        .source_mut()
+        .map(|s| s.take_notes())
+        .unwrap_or_default()
+    {
+        say!("clrprof: {note}");
+    }
+}
+
 /// The report of one process's trace.
 fn report_one(
     opts: &ReportOptions,
@@ -701,6 +721,7 @@ fn report_one(
     }
     if let Some(files) = symbols {
         let naming = loaded.name_native_frames(files);
+        say_source_notes(files);
         // The whole text and JSON reports say it in their header; other outputs have none.
         let header = opts.view.is_none()
             && match opts.format {
