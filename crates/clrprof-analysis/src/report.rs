@@ -5,6 +5,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use crate::blocked::WallRows;
 use crate::ending::program_end;
 use crate::events::EventSummary;
 use crate::integrity::Integrity;
@@ -160,11 +161,18 @@ pub fn json_with(
     snapshot: Option<u32>,
     progress: &mut dyn FnMut(&str),
 ) -> Result<ReportJson, Error> {
-    let cpu = if t.has_cpu_data() {
-        Some(json_report(&t.profile(), query, options)?)
-    } else {
-        None
+    let profile = t.has_cpu_data().then(|| t.profile());
+    let cpu = match &profile {
+        Some(p) => Some(json_report(p, query, options)?),
+        None => None,
     };
+    let wall_by_reason = t.has_wall_samples().then(|| {
+        let mut rows = t.wall_by_reason();
+        if let Some(p) = &profile {
+            crate::blocked::mark_services(&mut rows, p);
+        }
+        rows
+    });
     Ok(ReportJson {
         session: session_json(t),
         events: t.events.clone(),
@@ -181,7 +189,7 @@ pub fn json_with(
         heap: (snapshot.is_some() || t.memory.snapshots.iter().any(|s| s.complete))
             .then(|| t.heap_json(snapshot, HEAP_RETAINERS, progress))
             .transpose()?,
-        wall_by_reason: t.has_wall_samples().then(|| t.wall_by_reason()),
+        wall_by_reason,
         contention: t.recorded_contention().then(|| t.contention_report()),
         messages: messages(t),
         counters: t.counters.clone(),
@@ -367,7 +375,21 @@ pub fn write_text(
                 Some(0) => usize::MAX,
                 top => top.unwrap_or(TEXT_ROWS),
             };
-            crate::blocked::write_wall_by_reason(t, top, out)?;
+            let mut rows = t.wall_by_reason();
+            crate::blocked::mark_services(&mut rows, &profile);
+            // The threads asked for, each in its row whatever `--top` says; else the
+            // program's threads and the runtime's service threads in one row.
+            let which = match &query.thread {
+                None => WallRows::Program(top),
+                Some(_) => WallRows::Threads(
+                    crate::query::Selection::new(&profile, query)?
+                        .threads
+                        .iter()
+                        .map(|&i| profile.threads[i].tid)
+                        .collect(),
+                ),
+            };
+            crate::blocked::write_wall_by_reason(&rows, &which, options.width, out)?;
         }
     } else if t.mode_name() != "none" {
         writeln!(out, "\nCPU: no samples were recorded")?;

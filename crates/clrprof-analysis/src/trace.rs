@@ -94,6 +94,9 @@ pub struct LoadedTrace {
     /// How stacks of async continuations are shown in every profile built from this trace
     /// (logical unless asked otherwise).
     pub stack_view: crate::stack_frames::StackView,
+    /// Where the stacks of every profile built from this trace start (every frame unless
+    /// asked otherwise; `report` starts them at the managed entry).
+    pub stack_start: crate::stack_start::StackStart,
     pub(crate) stacks: HashMap<u32, StackDef>,
     /// The stacks of work the runtime did only for the profiler (see [`crate::induced`]):
     /// the profiler's cost, left out of the program's figures.
@@ -399,6 +402,7 @@ impl Loader {
                 native_naming: None,
                 integrity: Integrity::new(header.blocked()),
                 stack_view: crate::stack_frames::StackView::default(),
+                stack_start: crate::stack_start::StackStart::default(),
                 stacks: HashMap::new(),
                 induced: HashSet::new(),
                 samples: Vec::new(),
@@ -427,7 +431,9 @@ impl Loader {
             Record::Message(m) => t.messages.push(m),
             Record::SamplerInfo(i) => t.sampler = Some(i),
             Record::ThreadOsName(n) => {
-                t.names.thread_os_names.insert(n.tid, n.name);
+                t.names
+                    .thread_os_names
+                    .insert(n.tid, crate::threads::whole_os_name(&n.name));
             }
             Record::AppDomainDef(d) => {
                 t.names.app_domains.insert(d.id, d.name);
@@ -556,6 +562,18 @@ impl Loader {
         t.events = events.finish(&t.names, &t.memory.gcs, &t.counters);
         t.runtime = runtime.finish(&t.names, &t.memory.gcs);
         t.runtime.events_lost = t.events.lost.clone();
+        // A thread the program did not name goes by the kernel's name (the runtime names its
+        // threads there since .NET 6), else `main` for the process's first thread.
+        let pid = t.session.as_ref().map_or(0, |s| s.pid);
+        for life in &mut t.runtime.threads {
+            if life.name.is_empty() {
+                life.name = match t.names.thread_os_names.get(&life.tid) {
+                    Some(os) if !os.is_empty() => os.clone(),
+                    _ if life.tid == pid && pid != 0 => "main".into(),
+                    _ => String::new(),
+                };
+            }
+        }
         t
     }
 }
@@ -794,12 +812,7 @@ impl LoadedTrace {
         if let Some(s) = &self.session {
             p.pid = s.pid;
             p.start_unix_ns = s.start_unix_ns;
-            p.name = s
-                .command_line
-                .split_whitespace()
-                .find(|w| w.ends_with(".dll"))
-                .map(file_name)
-                .unwrap_or_default();
+            p.name = crate::events::program_name(&s.command_line);
             if !s.config.is_empty() {
                 let rate = clrprof_trace::config::AgentConfig::decode(&s.config)
                     .config
@@ -815,6 +828,7 @@ impl LoadedTrace {
             .map(|r| crate::ending::program_end(r.exit_code, r.signal));
         let pid = self.session.as_ref().map_or(0, |s| s.pid);
         crate::threads::name_threads(&mut p, |tid| names.thread_os_names.get(&tid).cloned(), pid);
+        crate::threads::mark_service_threads(&mut p, pid);
         if let Some(info) = self.sampler.as_ref().filter(|_| mode == Mode::Sample) {
             let mut sampling = summarize_sampling(
                 &p,
@@ -825,7 +839,15 @@ impl LoadedTrace {
             sampling.induced_cpu_ns = induced_cpu_ns;
             p.sampling = Some(sampling);
         }
+        self.start_stacks(&mut p);
         p
+    }
+
+    /// Starts the stacks of `p` where [`LoadedTrace::stack_start`] says.
+    pub(crate) fn start_stacks(&self, p: &mut Profile) {
+        if self.stack_start == crate::stack_start::StackStart::ManagedEntry {
+            crate::stack_start::start_at_managed_entry(p);
+        }
     }
 
     /// The frames of a stack, innermost first, with their kinds and ids.

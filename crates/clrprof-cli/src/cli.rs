@@ -361,9 +361,19 @@ pub struct ReportArgs {
     /// List the processes of the trace (pid, parent, command line, how each ended) and stop.
     #[arg(long)]
     pub processes: bool,
-    /// Only this thread (OS thread id or name).
-    #[arg(long, value_name = "TID|NAME")]
+    /// Only this thread (OS thread id or name); `all`: every thread, also the runtime's
+    /// service threads that `--metric wall` leaves out by default.
+    #[arg(long, value_name = "TID|NAME|all")]
     pub thread: Option<String>,
+    /// Every frame of every stack, from the thread's start (`_start`, the .NET host, the
+    /// runtime's call into `Main`); by default a managed thread's stacks start at its
+    /// managed entry (`Main`, the thread's start delegate).
+    #[arg(long)]
+    pub all_frames: bool,
+    /// Text: fit every line in this many columns (`0`: never cut). Default: the terminal's
+    /// width (`COLUMNS` if set) when standard output is a terminal, else no limit.
+    #[arg(long, value_name = "COLUMNS")]
+    pub width: Option<usize>,
     /// Only stacks that contain a function whose name contains this text.
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,

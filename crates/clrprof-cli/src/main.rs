@@ -197,6 +197,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 symbols: a.symbols,
                 pid: a.pid,
                 processes: a.processes,
+                all_frames: a.all_frames,
+                width: a.width,
                 query: Query {
                     metric: a.metric.map(|m| match m {
                         MetricArg::Cpu => Metric::Cpu,
