@@ -225,6 +225,12 @@ pub fn write_text(
     options: &Text,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
+    // A metric or thread the profile does not have is refused before anything is written.
+    let profile = t.has_cpu_data().then(|| t.profile());
+    if let Some(p) = &profile {
+        query.resolve_metric(p)?;
+        crate::query::Selection::new(p, query)?;
+    }
     let s = session_json(t);
     writeln!(out, "Session")?;
     if t.integrity.header_only {
@@ -272,31 +278,35 @@ pub fn write_text(
 
     let e = &t.events;
     if !e.events.is_empty() || !e.lost.is_empty() {
+        // One line: the count of each kind of callback is for programs (JSON); the views
+        // below say what the events mean. Kinds the agent lost some of are listed.
         let total: u64 = e.events.values().sum();
         let lost: u64 = e.lost.values().sum();
+        let kinds = e.events.len();
+        let s = if kinds == 1 { "" } else { "s" };
         if lost > 0 {
             writeln!(
                 out,
-                "\nEvents ({} recorded, {} lost: the agent's buffer was full)",
+                "\nEvents: {} recorded of {kinds} kind{s}, {} lost (the agent's buffer was full); \
+                 --format json counts each kind",
                 count(total),
                 count(lost)
             )?;
         } else {
-            writeln!(out, "\nEvents ({})", count(total))?;
+            writeln!(
+                out,
+                "\nEvents: {} recorded of {kinds} kind{s} (--format json counts each kind)",
+                count(total)
+            )?;
         }
-        let mut rows: Vec<(&String, u64)> = e.events.iter().map(|(k, &n)| (k, n)).collect();
-        rows.extend(
-            e.lost
-                .keys()
-                .filter(|k| !e.events.contains_key(*k))
-                .map(|k| (k, 0)),
-        );
-        rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-        for (name, n) in rows {
-            match e.lost.get(name) {
-                Some(l) => writeln!(out, "  {:>10}  {name} (and {} lost)", count(n), count(*l))?,
-                None => writeln!(out, "  {:>10}  {name}", count(n))?,
-            }
+        let mut rows: Vec<(&String, u64, u64)> = e
+            .lost
+            .iter()
+            .map(|(k, &l)| (k, e.events.get(k).copied().unwrap_or(0), l))
+            .collect();
+        rows.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
+        for (name, n, l) in rows {
+            writeln!(out, "  {:>10}  {name} (and {} lost)", count(n), count(l))?;
         }
     }
     let r = &t.runtime;
@@ -315,6 +325,7 @@ pub fn write_text(
             )?,
             None => writeln!(out, "\nGarbage collections ({})", e.gcs.len())?,
         }
+        crate::memory::write_unpaired_gc_ends(t, out)?;
         writeln!(
             out,
             "  {:>4}  {:>3}  {:<8} {:>12}  start",
@@ -365,8 +376,7 @@ pub fn write_text(
             write_view(r, view, Some(SUMMARY_ROWS), out)?;
         }
     }
-    if t.has_cpu_data() {
-        let profile = t.profile();
+    if let Some(profile) = profile {
         let metric = query.resolve_metric(&profile)?;
         writeln!(out, "\nProfile by {}", metric.description())?;
         options.render(&profile, query, out)?;

@@ -310,7 +310,8 @@ pub enum FormatArg {
     Json,
     /// Folded stacks (`a;b;c weight`), for flame graph tools.
     Folded,
-    /// A flame graph as SVG.
+    /// A flame graph as SVG (`svg` is another name for it).
+    #[value(alias = "svg")]
     Flamegraph,
     /// speedscope's JSON format (https://www.speedscope.app).
     Speedscope,

@@ -111,10 +111,14 @@ fn write_header(a: &Analysis<'_>, width: Option<usize>, out: &mut dyn Write) -> 
         let mut line = names.join(", ");
         let services = a.selection.services_left_out.len();
         if services > 0 {
-            let s = if services == 1 { "" } else { "s" };
+            let (s, are) = if services == 1 {
+                ("", "is")
+            } else {
+                ("s", "are")
+            };
             line.push_str(&format!(
-                "; the runtime's {services} service thread{s} are left out, which wait all along \
-                 (--thread all shows them)"
+                "; the runtime's {services} service thread{s} {are} left out, as they wait all \
+                 along (--thread all shows them)"
             ));
         }
         write_wrapped(out, width, "Threads: ", "  ", &line)?;
