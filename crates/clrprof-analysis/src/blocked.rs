@@ -310,7 +310,8 @@ pub enum WallRows {
 }
 
 /// Writes the split as text: one row per thread (the runtime's service threads in one row
-/// unless asked for), milliseconds per reason; reasons no row has are left out.
+/// unless asked for), milliseconds per reason; within a width, reasons no row has are left
+/// out.
 pub fn write_wall_by_reason(
     rows: &[ThreadWall],
     which: &WallRows,
@@ -362,18 +363,25 @@ pub fn write_wall_by_reason(
     if shown.is_empty() {
         return Ok(());
     }
+    // Within a width (a terminal), the reasons no row has are left out; otherwise every
+    // reason has its column, as programs reading the table expect.
     let reasons: Vec<Reason> = Reason::ALL
         .into_iter()
         .filter(|r| {
-            shown
-                .iter()
-                .any(|(_, _, by)| by.get(r.as_str()).is_some_and(|&n| n > 0))
+            width.is_none()
+                || shown
+                    .iter()
+                    .any(|(_, _, by)| by.get(r.as_str()).is_some_and(|&n| n > 0))
         })
         .collect();
-    writeln!(
+    writeln!(out)?;
+    crate::output::fit::write_wrapped(
         out,
-        "\nWall time by thread, running and blocked by reason (ms; each thread's own time: \
-         docs/cpu-profiling.md)"
+        width,
+        "",
+        "  ",
+        "Wall time by thread, running and blocked by reason (ms; each thread's own time: \
+         docs/cpu-profiling.md)",
     )?;
     let label_w = shown
         .iter()

@@ -277,7 +277,13 @@ pub fn write_text(
     }
 
     let e = &t.events;
-    if !e.events.is_empty() || !e.lost.is_empty() {
+    if e.events.is_empty() && e.lost.is_empty() {
+        writeln!(
+            out,
+            "\nEvents: none recorded (record --events gc,exception,jit,thread adds collections, \
+             exceptions, compilations and threads; --events all every cheap category)"
+        )?;
+    } else {
         // One line: the count of each kind of callback is for programs (JSON); the views
         // below say what the events mean. Kinds the agent lost some of are listed.
         let total: u64 = e.events.values().sum();

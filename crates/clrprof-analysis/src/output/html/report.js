@@ -160,7 +160,13 @@
     const cards = el("div", { class: "cards" });
     const card = (v, label) => cards.append(el("div", { class: "card" }, el("b", { text: v }), el("span", { text: label })));
     if (S) card(dur(S.duration_ns), "recorded");
-    for (const f of D.flames) card(fmt(f.unit, f.v.reduce((a, b) => a + b, 0)), f.label);
+    for (const f of D.flames) {
+      // Wall time is each thread's own: the card says how many threads it sums (the
+      // runtime's service threads, which wait all along, are not in it).
+      const threads = f.p.filter((p) => p === -1).length;
+      const label = f.metric === "wall" ? `${f.label}, ${num(threads)} thread${threads === 1 ? "" : "s"} summed (the runtime's service threads left out)` : f.label;
+      card(fmt(f.unit, f.v.reduce((a, b) => a + b, 0)), label);
+    }
     if (D.gc) card(num(D.gc.gcs.length), "garbage collections");
     if (D.exceptions.length) card(num(D.exceptions.reduce((a, g) => a + g.count, 0)), "exceptions");
     if (D.jit_methods) card(num(D.jit_methods), "methods compiled");
