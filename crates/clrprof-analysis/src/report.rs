@@ -337,7 +337,18 @@ pub fn write_text(
             "  {:>4}  {:>3}  {:<8} {:>12}  start",
             "#", "gen", "reason", "duration"
         )?;
-        for g in &e.gcs {
+        // The longest collections, in the order they ran: `--gc` lists every one.
+        let mut shown: Vec<&crate::events::GcSummary> = e.gcs.iter().collect();
+        if shown.len() > SUMMARY_ROWS {
+            shown.sort_by(|a, b| {
+                b.duration_ns
+                    .cmp(&a.duration_ns)
+                    .then(a.index.cmp(&b.index))
+            });
+            shown.truncate(SUMMARY_ROWS);
+            shown.sort_by_key(|g| g.index);
+        }
+        for g in &shown {
             let d = match g.duration_ns {
                 Some(d) => ms(d),
                 None if g.end_lost => "end lost".to_string(),
@@ -351,6 +362,14 @@ pub fn write_text(
                 g.reason,
                 d,
                 ms(g.start_ns)
+            )?;
+        }
+        if shown.len() < e.gcs.len() {
+            writeln!(
+                out,
+                "  ... the {} longest of {} shown (--gc lists every collection)",
+                shown.len(),
+                e.gcs.len()
             )?;
         }
     }

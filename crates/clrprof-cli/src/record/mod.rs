@@ -320,7 +320,8 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
         trace.discard();
         let how = clrprof_analysis::ending::program_end(exit_code, signal);
         say!(
-            "clrprof: error: nothing was recorded: `{}` ended ({how}) before a .NET runtime              loaded the agent (its own message above says why); the file at -o was not touched.",
+            "clrprof: error: nothing was recorded: `{}` ended ({how}) before a .NET runtime \
+             loaded the agent (its own message above says why); the file at -o was not touched.",
             opts.command.join(" ")
         );
         return Ok(Outcome::failed(code));
