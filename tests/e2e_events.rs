@@ -221,3 +221,41 @@ fn only_the_chosen_categories_are_recorded() {
     assert_eq!(count(&json, "JITCompilationFinished"), 0);
     assert_eq!(count(&json, "ThreadCreated"), 0);
 }
+
+/// A plain `record` takes the cheap events that a reader of a CPU profile wants beside it
+/// (collections and threads, as dotnet-trace's CPU profile does); exceptions, whose callbacks
+/// cost tens of microseconds per exception, only when asked; `--events none` takes none.
+#[test]
+fn a_plain_record_takes_collections_and_threads() {
+    let program = compile("Events");
+    let plain = record(&program, &[], &[]);
+    plain.output.assert_success();
+    let json = plain.report_json();
+    assert!(
+        count(&json, "GarbageCollectionStarted") >= 4,
+        "{}",
+        json["events"]
+    );
+    assert!(count(&json, "ThreadCreated") >= 3, "{}", json["events"]);
+    assert_eq!(count(&json, "ExceptionThrown"), 0);
+    let text = plain.report(&[]);
+    text.assert_success();
+    let text = text.stdout_str();
+    assert!(text.contains("\nGarbage collections ("), "{text}");
+    for name in ["worker-1", "worker-2", "worker-3"] {
+        assert!(text.contains(&format!("  {name}\n")), "{text}");
+    }
+
+    let none = record(&program, &[], &["--events", "none"]);
+    none.output.assert_success();
+    let json = none.report_json();
+    assert_eq!(json["events"], serde_json::json!({}), "{}", json["events"]);
+    let text = none.report(&[]);
+    text.assert_success();
+    assert!(
+        text.stdout_str()
+            .contains("\nEvents: none recorded (record --events"),
+        "{}",
+        text.stdout_str()
+    );
+}

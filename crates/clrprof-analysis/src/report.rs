@@ -280,8 +280,9 @@ pub fn write_text(
     if e.events.is_empty() && e.lost.is_empty() {
         writeln!(
             out,
-            "\nEvents: none recorded (record --events gc,exception,jit,thread adds collections, \
-             exceptions, compilations and threads; --events all every cheap category)"
+            "\nEvents: none recorded (record --events gc,thread,exception,jit records \
+             collections, threads, exceptions and compilations; --events all every cheap \
+             category)"
         )?;
     } else {
         // One line: the count of each kind of callback is for programs (JSON); the views

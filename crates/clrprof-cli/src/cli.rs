@@ -81,8 +81,9 @@ pub struct RecordArgs {
     #[arg(long, value_enum, default_value = "sample")]
     pub mode: ModeArg,
     /// Runtime events to record, comma-separated: runtime, appdomain, assembly, module,
-    /// class, jit, thread, transition, suspension, gc, heap-refs, exception, or all.
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    /// class, jit, thread, transition, suspension, gc, heap-refs, exception, all, or none.
+    /// Default: gc,thread (collections and threads, which cost nothing measurable).
+    #[arg(long, value_delimiter = ',', value_name = "LIST", default_values = ["gc", "thread"])]
     pub events: Vec<String>,
     /// Sampling rate in Hz: sample mode's CPU samples per second of a thread's CPU time, trace
     /// mode's time samples per second.

@@ -217,15 +217,18 @@ pub(crate) fn costly_choices(opts: &RecordOptions) -> Vec<String> {
     out
 }
 
+/// The `--events` that records no runtime event (`record` records `gc,thread` unless told).
+pub(crate) const NO_EVENTS: &str = "none";
+
 pub(crate) fn validate_events(events: &[String]) -> Result<()> {
     for e in events {
-        if e != "all" && clrprof_trace::EventCategory::parse(e).is_none() {
+        if e != "all" && e != NO_EVENTS && clrprof_trace::EventCategory::parse(e).is_none() {
             let known: Vec<&str> = clrprof_trace::EventCategory::all()
                 .iter()
                 .map(|c| c.name())
                 .collect();
             bail!(
-                "unknown event category `{e}`; choose from {}, or all",
+                "unknown event category `{e}`; choose from {}, all, or none",
                 known.join(", ")
             );
         }
