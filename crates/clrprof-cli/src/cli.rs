@@ -82,7 +82,7 @@ pub struct RecordArgs {
     pub mode: ModeArg,
     /// Runtime events to record, comma-separated: runtime, appdomain, assembly, module,
     /// class, jit, thread, transition, suspension, gc, heap-refs, exception, all, or none.
-    /// Default: gc,thread (collections and threads, which cost nothing measurable).
+    /// Default: gc,thread (collections and threads: about 15 us per collection).
     #[arg(long, value_delimiter = ',', value_name = "LIST", default_values = ["gc", "thread"])]
     pub events: Vec<String>,
     /// Sampling rate in Hz: sample mode's CPU samples per second of a thread's CPU time, trace
