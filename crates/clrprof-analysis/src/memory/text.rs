@@ -144,11 +144,11 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
 pub fn write_unpaired_gc_ends(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
     let n = t.memory.unpaired_gc_ends;
     if n > 0 {
-        let (s, end) = if n == 1 { ("", "s") } else { ("s", "") };
+        let s = if n == 1 { "" } else { "s" };
         writeln!(
             out,
-            "  (the runtime sent {n} more GarbageCollectionFinished callback{s} that end{end} no \
-             started collection, as it does after background collections: not collections)"
+            "  (and {n} GarbageCollectionFinished without a start, as after a background GC: \
+             not collection{s})"
         )?;
     }
     Ok(())
