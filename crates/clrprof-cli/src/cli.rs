@@ -82,8 +82,8 @@ pub struct RecordArgs {
     pub mode: ModeArg,
     /// Runtime events to record, comma-separated: runtime, appdomain, assembly, module,
     /// class, jit, thread, transition, suspension, gc, heap-refs, exception, all, or none.
-    /// Default: gc,thread (collections and threads: about 15 us per collection).
-    #[arg(long, value_delimiter = ',', value_name = "LIST", default_values = ["gc", "thread"])]
+    /// Default: gc (collections: about 15 us per collection).
+    #[arg(long, value_delimiter = ',', value_name = "LIST", default_values = ["gc"])]
     pub events: Vec<String>,
     /// Sampling rate in Hz: sample mode's CPU samples per second of a thread's CPU time, trace
     /// mode's time samples per second.

@@ -217,7 +217,7 @@ pub(crate) fn costly_choices(opts: &RecordOptions) -> Vec<String> {
     out
 }
 
-/// The `--events` that records no runtime event (`record` records `gc,thread` unless told).
+/// The `--events` that records no runtime event (`record` records `gc` unless told).
 pub(crate) const NO_EVENTS: &str = "none";
 
 pub(crate) fn validate_events(events: &[String]) -> Result<()> {
