@@ -532,6 +532,62 @@ fn gc_report_shows_induced_gen2_collections_with_pauses() {
     assert!(text.contains("p50"), "{text}");
 }
 
+/// Without suspension events the pause of a collection is unknown (`-`), and `--gc` shows
+/// each collection's duration, as the full report does; the collections and the events agree
+/// (a finish callback that ends no started collection is said, not counted).
+#[test]
+fn gc_report_without_suspensions_shows_durations_and_counts_agree() {
+    let program = compile("Memory");
+    let rec = record(&program, &["gc"], &["--mode", "none", "--events", "gc"]);
+    rec.output.assert_success();
+    let json = rec.report_json();
+    let gcs = json["gc"]["gcs"].as_array().expect("gc.gcs[]");
+    assert!(gcs.len() >= 3, "{gcs:#?}");
+    let started = json["events"]["GarbageCollectionStarted"].as_u64().unwrap();
+    let finished = json["events"]["GarbageCollectionFinished"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(gcs.len() as u64, started);
+    assert!(
+        gcs.iter().all(|g| g["duration_ns"].as_u64().is_some()),
+        "{gcs:#?}"
+    );
+
+    let out = rec.report(&["--gc"]);
+    out.assert_success();
+    let text = out.stdout_str();
+    let header = text
+        .lines()
+        .find(|l| l.contains("reason") && l.contains("pause"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(header.contains("duration"), "{text}");
+    assert!(!text.contains('?'), "{text}");
+    assert!(text.contains("pauses unknown (-)"), "{text}");
+    let full = rec.report(&[]);
+    full.assert_success();
+    let full = full.stdout_str();
+    assert!(
+        full.contains(&format!("\nGarbage collections ({started})")),
+        "{full}"
+    );
+    for t in [&text, &full] {
+        if finished > started {
+            assert!(
+                t.contains(&format!(
+                    "(and {} GarbageCollectionFinished without a start",
+                    finished - started
+                )),
+                "{t}"
+            );
+        } else {
+            assert!(
+                !t.contains("GarbageCollectionFinished without a start"),
+                "{t}"
+            );
+        }
+    }
+}
+
 /// The row of `heap.types[]` (or of a diff's `types[]`) for a type.
 fn heap_type<'a>(types: &'a Value, type_name: &str) -> &'a Value {
     types

@@ -463,6 +463,10 @@ pub struct ThreadProfile {
     pub call_tree: Option<CallTree>,
     /// Exact calls per function and call site (count mode), when the thread counted any.
     pub counts: Option<crate::counts::ThreadCounts>,
+    /// One of the runtime's service threads (finalizer, tiered compilation, GC, debugger,
+    /// signal handler, diagnostics, ...), rather than a thread of the program: see
+    /// [`crate::threads::mark_service_threads`].
+    pub service: bool,
 }
 
 impl ThreadProfile {
@@ -594,6 +598,7 @@ impl Profile {
                     samples,
                     call_tree,
                     counts,
+                    service: t.service,
                 });
             }
             merged

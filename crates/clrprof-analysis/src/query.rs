@@ -147,7 +147,10 @@ impl FromStr for Metric {
 pub struct Query {
     /// The metric; `None` for [`Metric::default_for`] the profile's mode.
     pub metric: Option<Metric>,
-    /// Only this thread: a decimal tid or a thread name (every thread of that name).
+    /// Only this thread: a decimal tid or a thread name (every thread of that name); `all`
+    /// for every thread. Without it every thread is selected, but for the `wall` metric,
+    /// where the runtime's service threads are left out (they wait all along: their wall time
+    /// would swamp the program's).
     pub thread: Option<String>,
     /// Only stacks with a frame whose name contains this text (case-sensitive). In a call
     /// tree, a node counts when it or a caller matches; its callers are kept as context with
@@ -170,11 +173,17 @@ impl Query {
     }
 }
 
+/// The `--thread` that selects every thread.
+pub const ALL_THREADS: &str = "all";
+
 /// The threads and stacks a [`Query`] keeps, resolved against one profile.
 #[derive(Debug, Clone)]
 pub struct Selection {
     /// Indices into [`Profile::threads`] of the selected threads, in profile order.
     pub threads: Vec<usize>,
+    /// The runtime's service threads left out because no thread was asked for (the `wall`
+    /// metric's default), in profile order.
+    pub services_left_out: Vec<usize>,
     filter: Option<String>,
     /// With a filter: whether each stack (by index) contains a matching frame.
     stack_matches: Vec<bool>,
@@ -185,9 +194,15 @@ pub struct Selection {
 impl Selection {
     /// Resolves `query`'s thread and filter against `profile` (which must be valid).
     pub fn new(profile: &Profile, query: &Query) -> Result<Selection, Error> {
-        let threads = match &query.thread {
-            None => (0..profile.threads.len()).collect(),
-            Some(sel) => select_threads(profile, sel)?,
+        let all: Vec<usize> = (0..profile.threads.len()).collect();
+        let wall = query.metric == Some(Metric::Wall);
+        let (threads, services_left_out) = match &query.thread {
+            None if wall && profile.threads.iter().any(|t| !t.service) => {
+                all.into_iter().partition(|&t| !profile.threads[t].service)
+            }
+            None => (all, Vec::new()),
+            Some(sel) if sel == ALL_THREADS => (all, Vec::new()),
+            Some(sel) => (select_threads(profile, sel)?, Vec::new()),
         };
         let filter = query.filter.clone().filter(|f| !f.is_empty());
         let (frame_matches, stack_matches) = match &filter {
@@ -208,6 +223,7 @@ impl Selection {
         };
         Ok(Selection {
             threads,
+            services_left_out,
             filter,
             stack_matches,
             frame_matches,

@@ -75,6 +75,8 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
             .collect();
         let mut outputs = Vec::new();
         if let Some(o) = &a.output {
+            // Refused before the program runs, not after.
+            crate::safe_file::check_target(o)?;
             outputs.push(Named::new("-o", o));
         }
         if let Some(t) = &a.trace {

@@ -63,13 +63,30 @@ fn main() -> ExitCode {
         // ends quietly, as other Unix tools do.
         Err(e) if is_broken_pipe(&e) => closed_pipe(),
         Err(e) => {
-            say!("clrprof: error: {e}");
-            for cause in e.chain().skip(1) {
-                say!("clrprof:   because: {cause}");
+            for line in error_lines(&e) {
+                say!("{line}");
             }
             ExitCode::from(1)
         }
     }
+}
+
+/// The lines that tell an error: `clrprof: error: ...`, then each cause that says something
+/// not said yet (`because: ...`); a cause whose message an outer one already holds (as
+/// `"{path}: {cause}"` does) is not said twice.
+fn error_lines(e: &anyhow::Error) -> Vec<String> {
+    let mut said = e.to_string();
+    let mut lines = vec![format!("clrprof: error: {said}")];
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if text.is_empty() || said.contains(&text) {
+            continue;
+        }
+        lines.push(format!("clrprof:   because: {text}"));
+        said.push('\n');
+        said.push_str(&text);
+    }
+    lines
 }
 
 /// Ends the process as a Unix tool whose output pipe closed ends: killed by SIGPIPE (the
@@ -212,6 +229,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 },
                 pid: a.pid,
                 processes: a.processes,
+                all_frames: a.all_frames,
+                width: a.width,
                 query: Query {
                     metric: a.metric.map(|m| match m {
                         MetricArg::Cpu => Metric::Cpu,
@@ -230,5 +249,31 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             report::report(&opts)?;
             Ok(0)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_says_each_cause_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::IsADirectory, "Is a directory");
+        let e = anyhow::Error::new(io)
+            .context("t.clrprof: Is a directory")
+            .context("reading t.clrprof: Is a directory");
+        assert_eq!(
+            error_lines(&e),
+            ["clrprof: error: reading t.clrprof: Is a directory"]
+        );
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        let e = anyhow::Error::new(io).context("--symbols");
+        assert_eq!(
+            error_lines(&e),
+            [
+                "clrprof: error: --symbols",
+                "clrprof:   because: No such file"
+            ]
+        );
     }
 }

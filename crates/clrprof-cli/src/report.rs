@@ -55,6 +55,12 @@ pub struct ReportOptions {
     pub pid: Option<u32>,
     /// List the processes and stop.
     pub processes: bool,
+    /// Every frame of every stack, from the thread's start (else stacks start at the
+    /// thread's managed entry).
+    pub all_frames: bool,
+    /// Text: the columns every line fits in (`Some(0)`: no limit); `None`: the terminal's
+    /// width when standard output is one (see [`text_width`]).
+    pub width: Option<usize>,
     /// Thread, filter, top, metric.
     pub query: Query,
 }
@@ -168,6 +174,28 @@ fn open_output(opts: &ReportOptions) -> Result<Output> {
         }
         None => Output::Stdout(std::io::BufWriter::new(std::io::stdout().lock())),
     })
+}
+
+/// Narrowest width the text report is fitted in: below it, lines are not cut.
+const NARROWEST: usize = 40;
+
+/// The columns the text report fits in: `--width N` (`0`: no limit); else, when it goes to a
+/// terminal, `COLUMNS` if set, else the terminal's width; else (a file, a pipe) no limit, as
+/// `perf report` and `ps` keep whole lines for other programs.
+fn text_width(opts: &ReportOptions) -> Option<usize> {
+    let width = match opts.width {
+        Some(0) => return None,
+        Some(n) => n,
+        None if opts.output.is_some() || !std::io::stdout().is_terminal() => return None,
+        None => match std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse::<usize>().ok())
+        {
+            Some(n) if n > 0 => n,
+            _ => usize::from(console::Term::stdout().size_checked()?.1),
+        },
+    };
+    Some(width.max(NARROWEST))
 }
 
 /// A line showing on a terminal what the heap analysis (it can take a while on big heaps) or a
@@ -505,6 +533,9 @@ fn report_file(
                     .map_err(anyhow::Error::msg)?,
             );
         }
+        if !opts.all_frames {
+            p.trace.stack_start = clrprof_analysis::StackStart::ManagedEntry;
+        }
     }
     if opts.processes {
         return match opts.format {
@@ -735,6 +766,16 @@ fn report_one(
     }
     let loaded = loaded;
     let q = &opts.query;
+    // Every line of the text report within the width: the tables shorten their names
+    // themselves, other long lines (paths, command lines) are cut at the end.
+    let mut fitted;
+    let out: &mut dyn Write = match text_width(opts).filter(|_| opts.format == Format::Text) {
+        Some(w) => {
+            fitted = clrprof_analysis::output::fit::FitLines::new(out, w);
+            &mut fitted
+        }
+        None => out,
+    };
     if opts.lines || opts.source.is_some() {
         return source_lines(opts, &loaded, out);
     }
@@ -774,6 +815,7 @@ fn report_one(
         Format::Text => {
             let text = Text {
                 tree: opts.tree,
+                width: text_width(opts),
                 ..Text::default()
             };
             report::write_text(&loaded, q, &text, out)?;

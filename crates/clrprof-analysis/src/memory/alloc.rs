@@ -348,12 +348,7 @@ impl LoadedTrace {
         if let Some(s) = &self.session {
             p.pid = s.pid;
             p.start_unix_ns = s.start_unix_ns;
-            p.name = s
-                .command_line
-                .split_whitespace()
-                .find(|w| w.ends_with(".dll"))
-                .map(crate::events::file_name)
-                .unwrap_or_default();
+            p.name = crate::events::program_name(&s.command_line);
         }
         p.duration_ns = self.duration_ns();
         let pid = p.pid;
@@ -362,6 +357,7 @@ impl LoadedTrace {
             |tid| self.names.thread_os_names.get(&tid).cloned(),
             pid,
         );
+        self.start_stacks(&mut p);
         p
     }
 }

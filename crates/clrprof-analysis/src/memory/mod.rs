@@ -20,7 +20,7 @@ pub use gc::{ClassCountRow, GcReport, GcRow};
 pub use heap::{GenerationRow, HeapDiffRow, HeapReport, HeapTypeRow, Retainer, SnapshotData};
 pub use text::{
     DiffSide, TEXT_ROWS, bytes, write_alloc_text, write_diff_json, write_diff_text, write_gc_text,
-    write_heap_text, write_hints,
+    write_heap_text, write_hints, write_unpaired_gc_ends,
 };
 
 /// Which heap snapshots' objects the loader keeps (the others are only counted).
@@ -52,6 +52,10 @@ pub struct MemoryRecords {
     pub suspensions: Vec<(u64, u64)>,
     /// Heap snapshots, in order.
     pub snapshots: Vec<SnapshotData>,
+    /// `GarbageCollectionFinished` callbacks that ended no started collection: the runtime
+    /// sends some (after a background collection, a second one for one collection), and they
+    /// are not collections of their own.
+    pub unpaired_gc_ends: u64,
     open_gcs: Vec<usize>,
     open_suspension: Option<u64>,
     handles_created: u64,
@@ -172,6 +176,8 @@ impl MemoryRecords {
                     let g = &mut self.gcs[i];
                     g.end_ns = Some(e.ts);
                     g.after = self.sizes_after.take();
+                } else {
+                    self.unpaired_gc_ends += 1;
                 }
             }
             EventKind::MOVED_REFERENCES | EventKind::SURVIVING_REFERENCES => {
@@ -502,7 +508,10 @@ mod tests {
             // A second collection without a recorded suspension.
             ev(500, EventKind::GARBAGE_COLLECTION_STARTED, &[0b1, 0]),
             ev(520, EventKind::GARBAGE_COLLECTION_FINISHED, &[]),
+            // A finish that ends no started collection is not a collection.
+            ev(530, EventKind::GARBAGE_COLLECTION_FINISHED, &[]),
         ]);
+        assert_eq!(t.memory.unpaired_gc_ends, 1);
         let r = t.gc_report();
         assert_eq!(r.gcs.len(), 2);
         let g = &r.gcs[0];

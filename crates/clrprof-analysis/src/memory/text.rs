@@ -141,6 +141,21 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
     Ok(())
 }
 
+/// Says how many `GarbageCollectionFinished` callbacks ended no started collection, which the
+/// events count but the collections do not.
+pub fn write_unpaired_gc_ends(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
+    let n = t.memory.unpaired_gc_ends;
+    if n > 0 {
+        let s = if n == 1 { "" } else { "s" };
+        writeln!(
+            out,
+            "  (and {n} GarbageCollectionFinished without a start, as after a background GC: \
+             not collection{s})"
+        )?;
+    }
+    Ok(())
+}
+
 /// The text GC section: one line per collection, pause percentiles and time in GC.
 pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
     let r = t.gc_report();
@@ -159,14 +174,16 @@ pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> 
         r.count_by_generation[1],
         r.count_by_generation[2]
     )?;
+    write_unpaired_gc_ends(t, out)?;
     writeln!(
         out,
-        "  {:>4}  {:>3}  {:<9} {:>11}  {:>11}  {:>21}  {:>21}  {:>21}",
+        "  {:>4}  {:>3}  {:<9} {:>11}  {:>11}  {:>11}  {:>21}  {:>21}  {:>21}",
         "#",
         "gen",
         "reason",
         "start",
         "pause",
+        "duration",
         "gen0 before/after",
         "gen1 before/after",
         "gen2+LOH before/after"
@@ -184,7 +201,10 @@ pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> 
         )
     };
     for g in &r.gcs {
-        let pause = g.pause_ns.map_or_else(|| "?".to_string(), duration);
+        // The pause needs suspension events; the collection's own duration (start to
+        // finish callback, as the full report shows) is known without them.
+        let pause = g.pause_ns.map_or_else(|| "-".to_string(), duration);
+        let took = g.duration_ns.map_or_else(|| "-".to_string(), duration);
         let cols: Vec<String> = (0..3)
             .map(|i| {
                 format!(
@@ -196,12 +216,13 @@ pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> 
             .collect();
         writeln!(
             out,
-            "  {:>4}  {:>3}  {:<9} {:>11}  {:>11}  {:>21}  {:>21}  {:>21}",
+            "  {:>4}  {:>3}  {:<9} {:>11}  {:>11}  {:>11}  {:>21}  {:>21}  {:>21}",
             g.index,
             g.generation,
             g.reason,
             duration(g.start_ns),
             pause,
+            took,
             cols[0],
             cols[1],
             cols[2]
@@ -221,7 +242,8 @@ pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> 
     } else {
         writeln!(
             out,
-            "\n  pauses unknown: record with --events gc,suspension to measure them"
+            "\n  pauses unknown (-): record with --events gc,suspension to measure them; \
+             duration is from the runtime's start to finish callbacks of each collection"
         )?;
     }
     if !r.allocated_by_class.is_empty() {

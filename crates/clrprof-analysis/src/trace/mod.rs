@@ -97,6 +97,9 @@ pub struct LoadedTrace {
     /// Whether profiles built from this trace give managed frames their source lines, and
     /// where source files are (`None`: no lines, the default).
     pub source_lines: Option<crate::lines::SourceRoots>,
+    /// Where the stacks of every profile built from this trace start (every frame unless
+    /// asked otherwise; `report` starts them at the managed entry).
+    pub stack_start: crate::stack_start::StackStart,
     pub(crate) stacks: HashMap<u32, StackDef>,
     /// The stacks of work the runtime did only for the profiler (see [`crate::induced`]):
     /// the profiler's cost, left out of the program's figures.
@@ -407,6 +410,7 @@ impl Loader {
                 integrity: Integrity::new(header.blocked()),
                 stack_view: crate::stack_frames::StackView::default(),
                 source_lines: None,
+                stack_start: crate::stack_start::StackStart::default(),
                 stacks: HashMap::new(),
                 induced: HashSet::new(),
                 throw_sites: HashMap::new(),
@@ -439,7 +443,9 @@ impl Loader {
             Record::Message(m) => t.messages.push(m),
             Record::SamplerInfo(i) => t.sampler = Some(i),
             Record::ThreadOsName(n) => {
-                t.names.thread_os_names.insert(n.tid, n.name);
+                t.names
+                    .thread_os_names
+                    .insert(n.tid, crate::threads::whole_os_name(&n.name));
             }
             Record::AppDomainDef(d) => {
                 t.names.app_domains.insert(d.id, d.name);
@@ -580,6 +586,18 @@ impl Loader {
         t.events = events.finish(&t.names, &t.memory.gcs, &t.counters);
         t.runtime = runtime.finish(&t.names, &t.memory.gcs);
         t.runtime.events_lost = t.events.lost.clone();
+        // A thread the program did not name goes by the kernel's name (the runtime names its
+        // threads there since .NET 6), else `main` for the process's first thread.
+        let pid = t.session.as_ref().map_or(0, |s| s.pid);
+        for life in &mut t.runtime.threads {
+            if life.name.is_empty() {
+                life.name = match t.names.thread_os_names.get(&life.tid) {
+                    Some(os) if !os.is_empty() => os.clone(),
+                    _ if life.tid == pid && pid != 0 => "main".into(),
+                    _ => String::new(),
+                };
+            }
+        }
         t
     }
 }
@@ -641,6 +659,13 @@ impl LoadedTrace {
             .iter()
             .map(|(&(tid, stack, state), s)| (tid, stack, ThreadState::from_u8(state), s.wall_ns))
             .filter(|&(_, _, state, wall_ns)| state != ThreadState::Cpu && wall_ns > 0)
+    }
+
+    /// Starts the stacks of `p` where [`LoadedTrace::stack_start`] says.
+    pub(crate) fn start_stacks(&self, p: &mut crate::Profile) {
+        if self.stack_start == crate::stack_start::StackStart::ManagedEntry {
+            crate::stack_start::start_at_managed_entry(p);
+        }
     }
 
     /// The frames of a stack, innermost first, with their kinds and ids.

@@ -205,12 +205,7 @@ impl LoadedTrace {
         if let Some(s) = &self.session {
             p.pid = s.pid;
             p.start_unix_ns = s.start_unix_ns;
-            p.name = s
-                .command_line
-                .split_whitespace()
-                .find(|w| w.ends_with(".dll"))
-                .map(file_name)
-                .unwrap_or_default();
+            p.name = crate::events::program_name(&s.command_line);
             if let Some(config) = &self.config {
                 p.sample_interval_ns = 1_000_000_000 / u64::from(config.rate_hz.max(1));
             }
@@ -223,6 +218,7 @@ impl LoadedTrace {
             .map(|r| crate::ending::program_end(r.exit_code, r.signal));
         let pid = self.session.as_ref().map_or(0, |s| s.pid);
         crate::threads::name_threads(&mut p, |tid| names.thread_os_names.get(&tid).cloned(), pid);
+        crate::threads::mark_service_threads(&mut p, pid);
         if let Some(info) = self
             .sampler
             .as_ref()
@@ -237,6 +233,7 @@ impl LoadedTrace {
             sampling.induced_cpu_ns = induced_cpu_ns;
             p.sampling = Some(sampling);
         }
+        self.start_stacks(&mut p);
         p
     }
 }

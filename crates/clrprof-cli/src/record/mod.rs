@@ -298,6 +298,18 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
         }
         return Ok(Outcome::failed(code));
     }
+    if !connected && (signal != 0 || exit_code != 0) {
+        // The program failed before a runtime loaded the agent (`dotnet Nope.dll`, a file
+        // that is no assembly): its own message says why, and its status is the answer.
+        trace.discard();
+        let how = clrprof_analysis::ending::program_end(exit_code, signal);
+        say!(
+            "clrprof: error: nothing was recorded: `{}` ended ({how}) before a .NET runtime \
+             loaded the agent (its own message above says why); the file at -o was not touched.",
+            opts.command.join(" ")
+        );
+        return Ok(Outcome::failed(code));
+    }
     if !connected {
         trace.discard();
         say!("clrprof: error: the agent never started, so nothing was recorded.");

@@ -162,12 +162,14 @@ pub struct EventChoice {
 }
 
 impl EventChoice {
-    /// Reads `--events`' names: categories and `all`. An unknown name is an error that lists
-    /// the known ones.
+    /// Reads `--events`' names: categories, `all`, and `none` (`record` records `gc` unless
+    /// told). An unknown name is an error that lists the known ones.
     pub(crate) fn parse(names: &[String]) -> Result<EventChoice> {
         let mut choice = EventChoice::default();
         for name in names {
-            if name == "all" {
+            if name == "none" {
+                continue;
+            } else if name == "all" {
                 choice.all = true;
             } else if let Some(category) = EventCategory::parse(name) {
                 if !choice.named.contains(&category) {
@@ -176,7 +178,7 @@ impl EventChoice {
             } else {
                 let known: Vec<&str> = EventCategory::all().iter().map(|c| c.name()).collect();
                 bail!(
-                    "unknown event category `{name}`; choose from {}, or all",
+                    "unknown event category `{name}`; choose from {}, all, or none",
                     known.join(", ")
                 );
             }

@@ -170,12 +170,7 @@ impl Html {
         let program = t
             .session
             .as_ref()
-            .and_then(|s| {
-                s.command_line
-                    .split_whitespace()
-                    .find(|w| w.ends_with(".dll"))
-            })
-            .map(crate::events::file_name)
+            .map(|s| crate::events::program_name(&s.command_line))
             .unwrap_or_default();
         let mut doc = Document {
             title: title(&program),
