@@ -186,7 +186,7 @@ impl LoadedTrace {
         let mut sites: HashMap<(u32, u32, String), (u64, u64, u64)> = HashMap::new();
         for c in &self.contention {
             let e = sites
-                .entry((c.tid, c.stack, self.lock_type(c)))
+                .entry((c.tid, self.functions_stack(c.stack), self.lock_type(c)))
                 .or_insert((0, c.ts, 0));
             e.0 = e.0.saturating_add(c.duration_ns);
             e.1 = e.1.min(c.ts);

@@ -208,3 +208,29 @@ pub(crate) fn frame_name(names: &Names, (kind, id): (TraceFrameKind, u64)) -> St
         TraceFrameKind::Other(_) => "[unknown frame]".into(),
     }
 }
+
+/// For each stack of `defs` whose frames (kinds and ids, root to leaf) are those of a stack
+/// with a smaller id at other IL positions, that stack's id; stacks that are the first of
+/// their frames are left out.
+pub(crate) fn same_functions(defs: &HashMap<u32, StackDef>) -> HashMap<u32, u32> {
+    let mut ids: Vec<u32> = defs.keys().copied().collect();
+    ids.sort_unstable();
+    // Each stack's canonical id, by (canonical parent, kind, frame).
+    let mut canonical: HashMap<u32, u32> = HashMap::new();
+    let mut first: HashMap<(u32, u8, u64), u32> = HashMap::new();
+    let mut out = HashMap::new();
+    for id in ids {
+        let def = &defs[&id];
+        // Parents come before their children (the writers define a node's parent first); a
+        // parent not seen yet stands for itself.
+        let parent = canonical.get(&def.parent).copied().unwrap_or(def.parent);
+        let c = *first
+            .entry((parent, def.frame_kind.to_u8(), def.frame))
+            .or_insert(id);
+        canonical.insert(id, c);
+        if c != id {
+            out.insert(id, c);
+        }
+    }
+    out
+}

@@ -133,7 +133,12 @@ pub fn write_source_text(
     else {
         return Err(Error::NoSuchMethod(format!(
             "--source {method}: no method with {} has `{method}` in its name",
-            p.measure.describe()
+            match p.measure {
+                LineMeasure::Cpu => "CPU samples",
+                LineMeasure::AllocatedBytes => "allocations",
+                LineMeasure::LockWait => "lock waits",
+                LineMeasure::Throws => "throws",
+            }
         )));
     };
     let others = candidates.len() - 1;

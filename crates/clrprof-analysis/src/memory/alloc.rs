@@ -180,7 +180,10 @@ fn aggregate(t: &LoadedTrace) -> Aggregate {
             agg.induced.add(a);
             agg.induced_records += 1;
         } else {
-            agg.by_site.entry((a.stack, a.class)).or_default().add(a);
+            agg.by_site
+                .entry((t.functions_stack(a.stack), a.class))
+                .or_default()
+                .add(a);
         }
         *agg.arrays.entry(a.class).or_default() |= a.flags & Allocation::ARRAY != 0;
         agg.ticks |= a.flags & Allocation::TICK != 0;
@@ -297,7 +300,7 @@ impl LoadedTrace {
                 continue;
             }
             let (sum, first_ns) = sites
-                .entry((a.tid, a.stack, a.class))
+                .entry((a.tid, self.functions_stack(a.stack), a.class))
                 .or_insert((Sum::default(), a.ts));
             sum.add(a);
             *first_ns = (*first_ns).min(a.ts);

@@ -107,6 +107,10 @@ pub struct LoadedTrace {
     /// Exceptions thrown, counted per throw-site stack: its managed frames innermost first,
     /// each with its IL position (format 1.9; unknown before).
     pub throw_sites: HashMap<Vec<(u64, clrprof_trace::IlPosition)>, u64>,
+    /// Each stack whose frames are those of an earlier stack at other IL positions, to that
+    /// stack (format 1.9: a function called from two places of its caller is two nodes):
+    /// views by stack of functions count them as one ([`LoadedTrace::functions_stack`]).
+    pub(crate) same_functions: HashMap<u32, u32>,
     pub(crate) samples: Vec<TraceSample>,
     /// Samples summed per thread, stack and state ([`SampleDetail::Summed`]).
     summed: HashMap<(u32, u32, u8), SummedSamples>,
@@ -414,6 +418,7 @@ impl Loader {
                 stacks: HashMap::new(),
                 induced: HashSet::new(),
                 throw_sites: HashMap::new(),
+                same_functions: HashMap::new(),
                 samples: Vec::new(),
                 summed: HashMap::new(),
                 clocks: HashMap::new(),
@@ -583,6 +588,7 @@ impl Loader {
         t.integrity.header_only = t.records == 0 && t.integrity.cut.is_none();
         t.names.number_bodies();
         t.induced = crate::induced::induced_stacks(&t.names, &t.stacks);
+        t.same_functions = crate::stack_frames::same_functions(&t.stacks);
         t.events = events.finish(&t.names, &t.memory.gcs, &t.counters);
         t.runtime = runtime.finish(&t.names, &t.memory.gcs);
         t.runtime.events_lost = t.events.lost.clone();
@@ -659,6 +665,11 @@ impl LoadedTrace {
             .iter()
             .map(|(&(tid, stack, state), s)| (tid, stack, ThreadState::from_u8(state), s.wall_ns))
             .filter(|&(_, _, state, wall_ns)| state != ThreadState::Cpu && wall_ns > 0)
+    }
+
+    /// The first stack with the same frames as trace stack `id`, whatever their IL positions.
+    pub fn functions_stack(&self, id: u32) -> u32 {
+        self.same_functions.get(&id).copied().unwrap_or(id)
     }
 
     /// Starts the stacks of `p` where [`LoadedTrace::stack_start`] says.
