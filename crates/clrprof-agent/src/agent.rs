@@ -524,6 +524,7 @@ impl Profiler for Agent {
             if status.is_ok() {
                 // A class the namer cannot look at is only a class it cannot name code after.
                 let _ = s.defs.namer().class_loaded(&s.info, c);
+                crate::statics::class_loaded(s, c);
             }
             if s.wants(K::CLASS_LOAD_FINISHED) {
                 s.defs.class(&s.info, &s.out, c);
@@ -535,6 +536,7 @@ impl Profiler for Agent {
         if let Some(s) = self.session() {
             // The ClassID can be reused: drop what is kept under it.
             s.defs.forget_class(c);
+            crate::statics::class_unloaded(c);
         }
         self.ev(K::CLASS_UNLOAD_STARTED, &[c.as_u64()])
     }
@@ -651,6 +653,7 @@ impl Profiler for Agent {
         }
         crate::heap::runtime_started();
         if let Some(s) = self.session() {
+            crate::statics::thread_created(s, t);
             s.out.push_record(&Record::ThreadDef(ThreadDef {
                 tid: sys::gettid(),
                 managed_id: t.as_u64(),
@@ -661,6 +664,7 @@ impl Profiler for Agent {
     }
     fn thread_destroyed(&self, t: ThreadId) -> Result<()> {
         self.ev(K::THREAD_DESTROYED, &[t.as_u64()])?;
+        crate::statics::thread_destroyed(t);
         if let (Some(s), Some(count)) = (self.session(), crate::count::get()) {
             count.thread_ended(s, t.0);
         }

@@ -189,6 +189,7 @@ impl Session {
             .into_iter()
             .chain(crate::alloc::counters())
             .chain(crate::heap::counters())
+            .chain(crate::statics::counters(self))
             .chain(crate::alloc_ticks::counters(self))
             .chain(crate::contention::counters(self))
             .chain(count.into_iter().flatten())

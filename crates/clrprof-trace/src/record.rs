@@ -973,6 +973,25 @@ records! {
         /// Pairs `class, count`.
         counts: Vec<u64>,
     }
+
+    /// Kind 48 (format 1.10): a static field of a reference type and the object it held when
+    /// a snapshot's heap was walked, so that reports name the object's root by the field
+    /// (`static Cache.Entries`) rather than by the runtime's array of statics that holds it.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    HeapStatic = HEAP_STATIC {
+        /// The snapshot.
+        snapshot: u32,
+        /// The object the field references (its address after the collection; never 0).
+        object: u64,
+        /// The `ClassID` of the class that declares the field (an instantiation for a field
+        /// of a generic class).
+        class: u64,
+        /// The field's name.
+        field: String,
+        /// 0 for an ordinary static; for a `[ThreadStatic]`, the managed `ThreadID` of the
+        /// thread whose value this is.
+        thread: u64,
+    }
 }
 
 records! {
@@ -1299,6 +1318,8 @@ pub enum Record {
     HeapGenerations(HeapGenerations),
     /// Kind 47 (1.1).
     AllocatedByClass(AllocatedByClass),
+    /// Kind 48 (1.10).
+    HeapStatic(HeapStatic),
     /// Kind 60.
     CoverageMethod(CoverageMethod),
     /// Kind 61 (1.4).
@@ -1352,6 +1373,7 @@ macro_rules! with_record {
             Record::HeapSnapshotEnd($r) => $body,
             Record::HeapGenerations($r) => $body,
             Record::AllocatedByClass($r) => $body,
+            Record::HeapStatic($r) => $body,
             Record::CoverageMethod($r) => $body,
             Record::CountedMethod($r) => $body,
             Record::CallCounts($r) => $body,
@@ -1486,6 +1508,7 @@ impl Record {
             RecordKind::HEAP_SNAPSHOT_END => read::<HeapSnapshotEnd>(payload).map(Record::from),
             RecordKind::HEAP_GENERATIONS => read::<HeapGenerations>(payload).map(Record::from),
             RecordKind::ALLOCATED_BY_CLASS => read::<AllocatedByClass>(payload).map(Record::from),
+            RecordKind::HEAP_STATIC => read::<HeapStatic>(payload).map(Record::from),
             RecordKind::COVERAGE_METHOD => read::<CoverageMethod>(payload).map(Record::from),
             RecordKind::COUNTED_METHOD => read::<CountedMethod>(payload).map(Record::from),
             RecordKind::CALL_COUNTS => read::<CallCounts>(payload).map(Record::from),
@@ -1717,6 +1740,13 @@ pub(crate) mod tests {
                 kind: 2,
                 flags: 1,
                 id: 0x7f00_0000_9000,
+            }),
+            Record::HeapStatic(HeapStatic {
+                snapshot: 1,
+                object: 0x7f55_0000_1000,
+                class: 0x7f00_0000_4000,
+                field: "Entries".into(),
+                thread: 0,
             }),
             Record::HeapGenerations(HeapGenerations {
                 snapshot: 1,

@@ -12,12 +12,14 @@ pub(crate) mod text;
 
 use clrprof_trace::{
     AllocatedByClass, Allocation, Event, EventKind, GcGenerations, HeapGenerations, HeapObject,
-    HeapRoot, HeapSnapshot, HeapSnapshotEnd,
+    HeapRoot, HeapSnapshot, HeapSnapshotEnd, HeapStatic,
 };
 
 pub use alloc::{AllocReport, AllocatingMethod, AllocationRow, AllocationStackRow};
 pub use gc::{ClassCountRow, GcReport, GcRow};
-pub use heap::{GenerationRow, HeapDiffRow, HeapReport, HeapTypeRow, Retainer, SnapshotData};
+pub use heap::{
+    GenerationRow, HeapDiffRow, HeapReport, HeapTypeRow, Retainer, SnapshotData, StaticRoot,
+};
 pub use text::{
     DiffSide, TEXT_ROWS, bytes, write_alloc_text, write_diff_json, write_diff_text, write_gc_text,
     write_heap_text, write_hints, write_unpaired_gc_ends,
@@ -120,6 +122,13 @@ impl MemoryRecords {
     pub fn heap_root(&mut self, r: &HeapRoot) {
         if let Some(s) = self.snapshot_mut(r.snapshot) {
             s.root(r);
+        }
+    }
+
+    /// Takes a static field's value in a heap snapshot.
+    pub fn heap_static(&mut self, r: &HeapStatic) {
+        if let Some(s) = self.snapshot_mut(r.snapshot) {
+            s.static_root(r);
         }
     }
 

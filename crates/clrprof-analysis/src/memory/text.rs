@@ -353,11 +353,15 @@ pub fn write_heap_text(h: &HeapJson, top: usize, out: &mut dyn Write) -> Result<
     }
     writeln!(out, "\nTop retainers")?;
     for (i, x) in r.top_retainers.iter().enumerate() {
+        let name = match &x.static_field {
+            Some(field) => format!("{field}: {}", x.type_name),
+            None => x.type_name.clone(),
+        };
         writeln!(
             out,
             "  #{:<3} {} retains {} (itself {}) at {:#x}",
             i + 1,
-            x.type_name,
+            name,
             bytes(x.retained_bytes),
             bytes(x.shallow_bytes),
             x.address

@@ -525,6 +525,7 @@ impl Loader {
             Record::HeapRoot(r) => t.memory.heap_root(&r),
             Record::HeapSnapshotEnd(e) => t.memory.heap_snapshot_end(&e),
             Record::HeapGenerations(g) => t.memory.heap_generations(&g),
+            Record::HeapStatic(r) => t.memory.heap_static(&r),
             Record::AllocatedByClass(a) => t.memory.allocated_by_class(&a),
             Record::Sample(s) => {
                 t.last_sample_ts = t.last_sample_ts.max(s.ts);

@@ -563,7 +563,7 @@
       ], { sort: "retained_bytes" }));
       box.append(el("h3", { text: "Top retainers, with a path from a root" }));
       const ul = el("div");
-      for (const r of h.top_retainers) ul.append(el("details", {}, el("summary", { text: `${r.type} retains ${bytes(r.retained_bytes)} (itself ${bytes(r.shallow_bytes)})` }), el("pre", { text: r.path.join("\n  \u2192 ") })));
+      for (const r of h.top_retainers) ul.append(el("details", {}, el("summary", { text: `${r.static ? r.static + ": " : ""}${r.type} retains ${bytes(r.retained_bytes)} (itself ${bytes(r.shallow_bytes)})` }), el("pre", { text: r.path.join("\n  \u2192 ") })));
       box.append(ul);
     }
   }
