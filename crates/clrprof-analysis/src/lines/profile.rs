@@ -92,8 +92,11 @@ pub struct LineProfile {
     pub unattributed: u64,
     /// Modules with a value whose frames have no lines, and why (`no symbols: ...`).
     pub without_lines: Vec<(String, String)>,
-    /// Whether the trace records IL positions (format 1.9 and later).
+    /// Whether the stacks weighed carry IL positions.
     pub positions_recorded: bool,
+    /// Why they do not, when they do not.
+    #[serde(skip)]
+    pub unpositioned: Option<String>,
 }
 
 /// A stack's managed frames, innermost first: function and IL position.
@@ -280,5 +283,38 @@ fn line_profile(
         unattributed,
         without_lines,
         positions_recorded,
+        unpositioned: (!positions_recorded && total > 0).then(|| why_unpositioned(trace, measure)),
+    }
+}
+
+/// Why no stack of `measure` carries an IL position.
+fn why_unpositioned(trace: &LoadedTrace, measure: LineMeasure) -> String {
+    let read_by_cli = |reader: &str, what: &str| {
+        format!(
+            "the {what} were read over the program's diagnostics socket (CoreCLR 3.1 has no \
+             in-process event sessions): their stacks come from the runtime's events, which \
+             carry no IL positions, so every frame's place is unknown"
+        ) + if reader == "allocation_ticks_reader" {
+            "; `record --alloc sampled` takes allocation stacks in the agent, with lines"
+        } else {
+            ""
+        }
+    };
+    if trace.header.minor < 9 {
+        return "this trace records no IL positions (a trace before format 1.9): every frame's \
+                place is unknown; record it again with this clrprof"
+            .to_string();
+    }
+    match measure {
+        LineMeasure::AllocatedBytes
+            if trace.counters.get("allocation_ticks_reader") == Some(&0) =>
+        {
+            read_by_cli("allocation_ticks_reader", "allocation ticks")
+        }
+        LineMeasure::LockWait if trace.counters.get("contention_reader") == Some(&0) => {
+            read_by_cli("contention_reader", "contention events")
+        }
+        _ => "no frame of these stacks has an IL position: every frame's place is unknown"
+            .to_string(),
     }
 }

@@ -30,12 +30,8 @@ fn fit(text: &str, width: usize) -> String {
 /// What the profile cannot show, for both writers.
 fn notes(p: &LineProfile) -> Vec<String> {
     let mut out = Vec::new();
-    if !p.positions_recorded && p.total > 0 {
-        out.push(
-            "this trace records no IL positions (a trace before format 1.9): every frame's \
-             place is unknown; record it again with this clrprof"
-                .to_string(),
-        );
+    if let Some(why) = &p.unpositioned {
+        out.push(why.clone());
     }
     for (module, why) in &p.without_lines {
         out.push(format!(
