@@ -857,21 +857,7 @@ fn attach_contention_records_the_contended_locks_of_the_window() {
     assert_eq!(row["lock_type"], lock_type, "{row:#}");
     assert_eq!(row["count"], 20, "{row:#}");
     assert_eq!(row["site"], "Attachee.Take()", "{row:#}");
-    let names = |key: &str| -> Vec<String> {
-        row[key]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| {
-                n.as_str()
-                    .unwrap()
-                    .split(" (tid")
-                    .next()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
-    };
+    let names = |key: &str| thread_names(&row[key]);
     assert_eq!(names("waiters"), ["waiter"], "{row:#}");
     if in_process {
         assert_eq!(names("holders"), ["holder"], "{row:#}");

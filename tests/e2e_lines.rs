@@ -372,15 +372,14 @@ fn allocations_lock_waits_and_throws_are_on_their_lines() {
     // The 5 waits: all on the `lock` line of `Enter()`, the whole wait.
     let waits = rows_of(&rec, &["--contention"], "LineSites.Enter(");
     assert_eq!(waits.len(), 1, "{waits:?}");
-    assert_eq!(waits[0].0, want_lock(in_process, m["lock"]), "{waits:?}");
+    assert_eq!(
+        waits[0].0,
+        if in_process { m["lock"] } else { 0 },
+        "{waits:?}"
+    );
     let json = rec.report_json_with(&["--contention"]);
     let text = serde_json::to_string(&json).unwrap();
     // The whole wait is under the line (below it, on CoreCLR 3.1's event stacks, the
     // framework's `Monitor.Enter`).
     assert!(waits[0].2 >= 5 * 20_000_000, "{waits:?}: {text}");
-}
-
-/// The line a lock wait of `Enter()` is on: its `lock` line where the agent takes the stacks.
-fn want_lock(in_process: bool, line: u32) -> u32 {
-    if in_process { line } else { 0 }
 }

@@ -35,3 +35,20 @@ pub fn frame_names(p: &Profile, stack: Option<StackIndex>) -> Vec<String> {
             .collect()
     })
 }
+
+/// The thread names of a JSON list of `name (tid N)` entries (a contention view's waiters or
+/// holders), without their thread ids.
+pub fn thread_names(list: &serde_json::Value) -> Vec<String> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            n.as_str()
+                .unwrap()
+                .split(" (tid")
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
