@@ -8,8 +8,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use clrprof_e2e::{
-    ChildGuard, Dotnet, OutputExt, Recording, compile, default_timeout, record, record_command,
-    report_json, signal_snapshot_when_ready, speedscope_schema, temp_dir,
+    ChildGuard, Dotnet, OutputExt, Recording, assert_tick_reader, compile, default_timeout, record,
+    record_command, report_json, signal_snapshot_when_ready, speedscope_schema, temp_dir,
 };
 use clrprof_sdk::flags::EventMask;
 use clrprof_trace::Record;
@@ -28,21 +28,6 @@ fn record_unchanged(mode: &str, clrprof_args: &[&str]) -> Recording {
         "profiling changed the output"
     );
     rec
-}
-
-/// Checks that the ticks were read by the agent where the runtime offers in-process EventPipe
-/// sessions, else by the CLI, and that every payload was readable; says whether the agent
-/// read them.
-fn assert_tick_reader(json: &Value) -> bool {
-    let counters = &json["counters"];
-    let in_process = Dotnet::get().has_in_process_eventpipe();
-    assert_eq!(
-        counters["allocation_ticks_reader"],
-        u64::from(in_process),
-        "{counters:#}"
-    );
-    assert_eq!(counters["allocation_ticks_unreadable"], 0, "{counters:#}");
-    in_process
 }
 
 /// The row of `allocations[]` for a type.

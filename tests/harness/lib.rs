@@ -60,7 +60,7 @@ pub use process::{
     ChildGuard, OutputExt, default_timeout, describe_command, run_command, run_command_timeout,
     signal_snapshot_when_ready,
 };
-pub use profile::{frame_names, profile_of, thread, thread_names};
+pub use profile::{assert_tick_reader, frame_names, profile_of, thread, thread_names};
 pub use programs::TRACED_CALLS;
 pub use symbol_server::{SymbolServer, refusing_url};
 

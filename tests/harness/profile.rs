@@ -52,3 +52,19 @@ pub fn thread_names(list: &serde_json::Value) -> Vec<String> {
         })
         .collect()
 }
+
+/// Checks that the ticks were read by the agent where the runtime offers in-process EventPipe
+/// sessions, else by the CLI, and that every payload was readable; says whether the agent
+/// read them.
+#[track_caller]
+pub fn assert_tick_reader(json: &serde_json::Value) -> bool {
+    let counters = &json["counters"];
+    let in_process = crate::Dotnet::get().has_in_process_eventpipe();
+    assert_eq!(
+        counters["allocation_ticks_reader"],
+        u64::from(in_process),
+        "{counters:#}"
+    );
+    assert_eq!(counters["allocation_ticks_unreadable"], 0, "{counters:#}");
+    in_process
+}
