@@ -122,11 +122,33 @@ fn is_ident(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '`'
 }
 
+/// An open group of [`parse`]: its opening and closing characters and its pieces so far.
+type OpenGroup = (char, char, Vec<Piece>);
+
+/// Ends the innermost open group (with the text before its end) and adds it to the one
+/// around it; `closed`: its closing character was found.
+fn close_group(stack: &mut Vec<OpenGroup>, text: &mut String, closed: bool) {
+    let (open, close, mut pieces) = stack.pop().expect("not empty");
+    if !text.is_empty() {
+        pieces.push(Piece::Text(std::mem::take(text)));
+    }
+    stack
+        .last_mut()
+        .expect("the stack keeps its root")
+        .2
+        .push(Piece::Group {
+            open,
+            close,
+            closed,
+            pieces,
+        });
+}
+
 /// Splits a name into text and bracketed groups. `<` opens generic arguments only right
 /// after an identifier (`List<int>`), so that compiler-generated names (`<Main>b__0_0`,
 /// `<>c`) stay text.
 fn parse(name: &str) -> Vec<Piece> {
-    let mut stack: Vec<(char, char, Vec<Piece>)> = vec![(' ', ' ', Vec::new())];
+    let mut stack: Vec<OpenGroup> = vec![(' ', ' ', Vec::new())];
     let mut text = String::new();
     let mut prev = ' ';
     let flush = |text: &mut String, pieces: &mut Vec<Piece>| {
@@ -146,36 +168,14 @@ fn parse(name: &str) -> Vec<Piece> {
             flush(&mut text, &mut top.2);
             stack.push((c, close, Vec::new()));
         } else if stack.len() > 1 && c == stack.last().expect("not empty").1 {
-            let (open, close, mut pieces) = stack.pop().expect("not empty");
-            flush(&mut text, &mut pieces);
-            stack
-                .last_mut()
-                .expect("the stack keeps its root")
-                .2
-                .push(Piece::Group {
-                    open,
-                    close,
-                    closed: true,
-                    pieces,
-                });
+            close_group(&mut stack, &mut text, true);
         } else {
             text.push(c);
         }
         prev = c;
     }
     while stack.len() > 1 {
-        let (open, close, mut pieces) = stack.pop().expect("not empty");
-        flush(&mut text, &mut pieces);
-        stack
-            .last_mut()
-            .expect("the stack keeps its root")
-            .2
-            .push(Piece::Group {
-                open,
-                close,
-                closed: false,
-                pieces,
-            });
+        close_group(&mut stack, &mut text, false);
     }
     let mut root = stack.pop().expect("the root").2;
     flush(&mut text, &mut root);
