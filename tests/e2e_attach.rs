@@ -732,6 +732,11 @@ fn attach_alloc_records_the_allocation_ticks_of_the_window() {
     // Before, during and after the attach: only the middle batch is in the trace.
     assert_eq!(program.send(&alloc), format!("allocated {n}"));
     let attach = Attach::start(program.pid(), &trace, &["--mode", "none", "--alloc"]);
+    // On Linux the GC turns its events on only when it collects: where clrprof's session on
+    // the diagnostics socket reads the ticks (CoreCLR 3.1), they begin at the first collection
+    // after the attach, and the report says when. A collection before the batch makes the
+    // whole batch the window on every runtime.
+    assert_eq!(program.send("collect"), "collected");
     assert_eq!(program.send(&alloc), format!("allocated {n}"));
     attach.stop();
     assert_eq!(program.send(&alloc), format!("allocated {n}"));
@@ -748,6 +753,15 @@ fn attach_alloc_records_the_allocation_ticks_of_the_window() {
         assert_eq!(counters["allocation_ticks"], ticks, "{counters:#}");
         assert_eq!(counters["allocation_ticks_other_thread"], 0, "{counters:#}");
         assert_eq!(json["allocations_dropped"], 0);
+        // The agent's session turns the GC's events on at once.
+        assert_eq!(json["allocation_ticks_from_ns"], serde_json::Value::Null);
+    } else {
+        // The runtime numbered every event it wrote: none were dropped.
+        assert_eq!(counters["allocation_ticks_lost"], 0, "{counters:#}");
+        // The ticks began at the induced collection, inside the recording.
+        let from = json["allocation_ticks_from_ns"].as_u64().unwrap();
+        let duration = json["session"]["duration_ns"].as_u64().unwrap();
+        assert!(from > 0 && from < duration, "{from} of {duration}");
     }
     assert_eq!(json["allocated_objects"], 0, "ticks count no objects");
     // One batch: 200,000,000 bytes, every tick of the type in the one method that allocates
@@ -784,10 +798,16 @@ fn attach_alloc_records_the_allocation_ticks_of_the_window() {
         "{text}"
     );
     assert_eq!(
+        text.contains("The ticks began at the runtime's first garbage collection"),
+        !in_process,
+        "{text}"
+    );
+    assert_eq!(
         program.exit(),
         [
             "ready",
             "allocated 2500000",
+            "collected",
             "allocated 2500000",
             "allocated 2500000",
             "bye: total 0, caught 0"

@@ -12,6 +12,7 @@
 //   alloc N   allocates N objects of type AttachAllocProbe (80 bytes each on 64-bit: header,
 //             method table pointer and eight longs) in Attachee.Allocate(int), keeping none;
 //             prints `allocated N`.
+//   collect   one induced GC (GC.Collect()); prints `collected`.
 //   contend N two threads, `holder` and `waiter`, fight for one AttachLedger in exactly N
 //             rounds (as tests/programs/Contention.cs does): in each, `holder` takes the lock
 //             and sleeps 20 ms in it, `waiter` enters `lock (ledger)` in Attachee.Take() and
@@ -224,6 +225,10 @@ static class Attachee
                     int count = int.Parse(words[1]);
                     Allocate(count);
                     Console.WriteLine($"allocated {count}");
+                    break;
+                case "collect":
+                    GC.Collect();
+                    Console.WriteLine("collected");
                     break;
                 case "contend":
                     int contended = int.Parse(words[1]);

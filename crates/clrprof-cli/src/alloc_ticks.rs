@@ -27,10 +27,10 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use clrprof_events::csharp::runtime_type_name;
-use clrprof_events::gc::{AllocationKind, AllocationTick};
+use clrprof_events::gc::{AllocationKind, AllocationTick, GcEnd};
 use clrprof_events::{Payload, keyword, level};
 use clrprof_ipc::nettrace::{self, EventMetadata};
-use clrprof_trace::protocol::{ALLOCATION_TICK_BYTES, TickReader};
+use clrprof_trace::protocol::{ALLOCATION_TICK_BYTES, ALLOCATION_TICKS_FROM_COUNTER, TickReader};
 use clrprof_trace::{Allocation, ClassDef, Counter, Record};
 
 use crate::event_session::{AgentIds, EventSession};
@@ -48,7 +48,9 @@ pub(crate) fn start(
 
 /// Which events the conversion needs.
 fn wanted(m: &EventMetadata) -> bool {
-    AllocationTick::is(&m.provider, m.event_id) || is_rundown_method(m)
+    AllocationTick::is(&m.provider, m.event_id)
+        || GcEnd::is(&m.provider, m.event_id)
+        || is_rundown_method(m)
 }
 
 /// What the conversion found, for the user.
@@ -60,6 +62,12 @@ pub(crate) struct TickSummary {
     pub unreadable: u64,
     /// Stack frames no rundown method contained (left out of the stacks).
     pub unresolved_frames: u64,
+    /// Events of the session the runtime dropped (its buffers were full).
+    pub lost: u64,
+    /// When the ticks began, in the agent's session clock, if a collection came before the
+    /// first of them: the GC turns its events on only when it collects (on Linux), so what
+    /// was allocated before is not in the ticks.
+    pub from_ns: Option<u64>,
     /// Why the stream was incomplete, if it was.
     pub incomplete: Option<String>,
 }
@@ -69,6 +77,7 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
     let trace = nettrace::parse(bytes, wanted);
     let mut summary = TickSummary {
         incomplete: trace.incomplete.clone(),
+        lost: trace.events_lost,
         ..TickSummary::default()
     };
     let clock = StreamClock::new(&trace, agent);
@@ -76,7 +85,13 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
     let mut out = Vec::new();
     let mut defined_classes = HashSet::new();
     let mut allocations = Vec::new();
+    let mut first_tick = None;
+    let mut first_gc_end = None;
     for e in &trace.events {
+        if read_event::<GcEnd>(&trace, e).is_some() {
+            first_gc_end = Some(first_gc_end.map_or(e.timestamp, |t: u64| t.min(e.timestamp)));
+            continue;
+        }
         let tick = match read_event::<AllocationTick<'_>>(&trace, e) {
             None => continue,
             Some(Ok(tick)) => tick,
@@ -86,6 +101,7 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
             }
         };
         summary.ticks += 1;
+        first_tick = Some(first_tick.map_or(e.timestamp, |t: u64| t.min(e.timestamp)));
         let type_name = runtime_type_name(&tick.type_name().to_string_lossy());
         let mut flags = Allocation::TICK;
         if tick.allocation_kind() == AllocationKind::LARGE {
@@ -121,6 +137,9 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
         }));
     }
     summary.unresolved_frames = stacks.unresolved_frames();
+    summary.from_ns = ticks_from(first_gc_end, first_tick)
+        .filter(|_| trace.trace.is_some())
+        .map(|ts| clock.session_ts(ts));
     out.extend(allocations);
     for (name, value) in [
         ("allocation_ticks_unreadable", summary.unreadable),
@@ -128,6 +147,7 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
             "allocation_ticks_unresolved_frames",
             summary.unresolved_frames,
         ),
+        ("allocation_ticks_lost", summary.lost),
     ] {
         out.push(Record::Counter(Counter {
             ts: 0,
@@ -135,12 +155,39 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
             value,
         }));
     }
+    if let Some(value) = summary.from_ns {
+        out.push(Record::Counter(Counter {
+            ts: 0,
+            name: ALLOCATION_TICKS_FROM_COUNTER.into(),
+            value,
+        }));
+    }
     (out, summary)
+}
+
+/// When the ticks began (stream timestamps), if a collection ended before the first tick (or
+/// there was none): the GC reads which events are on when it collects, not when a session
+/// starts.
+fn ticks_from(first_gc_end: Option<u64>, first_tick: Option<u64>) -> Option<u64> {
+    match (first_gc_end, first_tick) {
+        (Some(gc), Some(tick)) if gc < tick => Some(gc),
+        (Some(gc), None) => Some(gc),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_begin_at_the_first_collection_only_when_it_came_first() {
+        assert_eq!(ticks_from(Some(50), Some(60)), Some(50));
+        assert_eq!(ticks_from(Some(70), Some(60)), None);
+        assert_eq!(ticks_from(None, Some(60)), None);
+        assert_eq!(ticks_from(Some(50), None), Some(50));
+        assert_eq!(ticks_from(None, None), None);
+    }
 
     #[test]
     fn a_stream_that_is_not_nettrace_gives_no_records_and_says_why() {

@@ -56,6 +56,8 @@ pub(crate) struct ContentionSummary {
     pub unpaired: u64,
     /// Events whose payload could not be read.
     pub unreadable: u64,
+    /// Events of the session the runtime dropped (its buffers were full).
+    pub lost: u64,
     /// Why the stream was incomplete, if it was.
     pub incomplete: Option<String>,
 }
@@ -68,6 +70,7 @@ pub(crate) fn contention_records(
     let trace = nettrace::parse(bytes, wanted);
     let mut summary = ContentionSummary {
         incomplete: trace.incomplete.clone(),
+        lost: trace.events_lost,
         ..ContentionSummary::default()
     };
     let clock = StreamClock::new(&trace, agent);
@@ -114,6 +117,7 @@ pub(crate) fn contention_records(
         ("contention_written", summary.written),
         ("contention_unpaired", summary.unpaired),
         ("contention_unreadable", summary.unreadable),
+        ("contention_events_lost", summary.lost),
     ] {
         out.push(Record::Counter(Counter {
             ts: 0,

@@ -1,6 +1,11 @@
-//! `GCAllocationTick` (event 10 of the runtime provider, `GCKeyword`, verbose): the runtime
-//! writes one each time it has handed out about 100 KiB on a heap since the previous one,
-//! naming the type of the object being allocated at that moment.
+//! Events of the runtime provider's `GCKeyword`:
+//!
+//! - `GCAllocationTick` (event 10, verbose): the runtime writes one each time it has handed
+//!   out about 100 KiB on a heap since the previous one, naming the type of the object being
+//!   allocated at that moment;
+//! - `GCEnd` (event 2, informational): a collection ended. On Linux the GC reads which of its
+//!   events are on only when it collects (CoreCLR 3.1 has no other way to tell it), so a
+//!   session's allocation ticks begin after its first `GCEnd`.
 
 use crate::{
     Fields, Payload, PayloadError, PayloadErrorKind, PointerSize, RUNTIME_PROVIDER, Utf16,
@@ -123,6 +128,43 @@ impl<'a> AllocationTick<'a> {
     }
 }
 
+/// A `GCEnd` payload: version 0 has `Count` u32 and `Depth` u16; version 1 (CoreCLR 3.1 and
+/// later) `Count` u32, `Depth` u32 and `ClrInstanceID` u16.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcEnd {
+    count: u32,
+    depth: u32,
+}
+
+impl<'a> Payload<'a> for GcEnd {
+    const PROVIDER: &'static str = RUNTIME_PROVIDER;
+    const EVENT_ID: u32 = 2;
+    const NAME: &'static str = "GCEnd";
+
+    fn read(version: u32, payload: &'a [u8], pointer: PointerSize) -> Result<Self, PayloadError> {
+        let mut f = Fields::new::<Self>(version, payload, pointer);
+        let count = f.u32("Count")?;
+        let depth = if version == 0 {
+            u32::from(f.u16("Depth")?)
+        } else {
+            f.u32("Depth")?
+        };
+        Ok(GcEnd { count, depth })
+    }
+}
+
+impl GcEnd {
+    /// `Count`: the collection's number (1 for the process's first).
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// `Depth`: the generation collected.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +231,18 @@ mod tests {
         let mut p = tick(4, 0, "A");
         p.extend([1, 2, 3]);
         assert_eq!(read(5, &p).unwrap().object_size(), Some(4_024));
+    }
+
+    #[test]
+    fn gc_end_of_both_versions() {
+        let p = Writer::default().u32(12).u32(2).u16(1).0;
+        let e = GcEnd::read(1, &p, PointerSize::Eight).unwrap();
+        assert_eq!((e.count(), e.depth()), (12, 2));
+        let p = Writer::default().u32(3).u16(1).0;
+        let e = GcEnd::read(0, &p, PointerSize::Eight).unwrap();
+        assert_eq!((e.count(), e.depth()), (3, 1));
+        assert!(GcEnd::read(1, &p[..3], PointerSize::Eight).is_err());
+        assert!(GcEnd::is(RUNTIME_PROVIDER, 2));
     }
 
     #[test]

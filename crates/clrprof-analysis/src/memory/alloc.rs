@@ -108,6 +108,12 @@ pub struct AllocReport {
     /// The bytes they stand for.
     #[serde(rename = "profiler_allocated_bytes")]
     pub profiler_bytes: u64,
+    /// When the runtime's allocation ticks began, nanoseconds into the recording, if that was
+    /// after its start: on Linux the GC turns its events on only when it collects, so ticks
+    /// read over the diagnostics socket (CoreCLR 3.1) begin at the first collection.
+    /// Allocations before it are in no figure.
+    #[serde(rename = "allocation_ticks_from_ns")]
+    pub ticks_from_ns: Option<u64>,
 }
 
 /// Weight of one record: (objects, bytes) it stands for.
@@ -284,6 +290,10 @@ impl LoadedTrace {
             stacks: stack_rows,
             profiler_records: agg.induced_records,
             profiler_bytes: round(agg.induced.bytes),
+            ticks_from_ns: self
+                .counters
+                .get(clrprof_trace::protocol::ALLOCATION_TICKS_FROM_COUNTER)
+                .copied(),
         }
     }
 

@@ -55,6 +55,24 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
              allocations in a fixed rhythm, and rare types may get no tick. Unbiased: record \
              with --alloc sampled; exact: --alloc all (both slow allocation down)."
         )?;
+        let lost = t.counter("allocation_ticks_lost");
+        if lost > 0 {
+            writeln!(
+                out,
+                "  WARNING: the runtime dropped {} events of its session (its buffers were \
+                 full): the ticks stand for less than was allocated.",
+                count(lost)
+            )?;
+        }
+        if let Some(from) = r.ticks_from_ns {
+            writeln!(
+                out,
+                "  The ticks began at the runtime's first garbage collection, {} into the \
+                 recording: the GC turns its events on only when it collects (CoreCLR 3.1 on \
+                 Linux), so what was allocated before is in no figure.",
+                crate::units::duration(from)
+            )?;
+        }
     } else {
         let how = if r.mode == AllocMode::Sampled {
             format!(
