@@ -29,6 +29,7 @@
 mod book;
 mod frames;
 mod gone_code;
+mod known_stacks;
 mod method_shapes;
 mod procfs;
 mod stubs;
