@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use clrprof_sdk::{FunctionId, ProfilerInfo};
-use clrprof_trace::{CallTreeNode, Counter, Event, EventKind, Message, Record};
+use clrprof_trace::{CallTreeNode, Counter, Event, EventKind, Message, MessageLevel, Record};
 
 use crate::config::{Config, Mode};
 use crate::defs::Definitions;
@@ -116,7 +116,7 @@ impl Session {
     }
 
     /// Sends a message for the user (shown by the CLI).
-    pub fn message(&self, level: u8, text: impl Into<String>) {
+    pub fn message(&self, level: MessageLevel, text: impl Into<String>) {
         self.out.push_record(&Record::Message(Message {
             ts: self.now(),
             level,
@@ -126,12 +126,12 @@ impl Session {
 
     /// Sends a note for the user.
     pub fn info(&self, text: impl Into<String>) {
-        self.message(0, text);
+        self.message(MessageLevel::Info, text);
     }
 
     /// Sends a warning for the user.
     pub fn warn(&self, text: impl Into<String>) {
-        self.message(1, text);
+        self.message(MessageLevel::Warning, text);
     }
 
     /// Writes the current value of every counter.

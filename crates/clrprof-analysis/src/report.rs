@@ -129,16 +129,8 @@ pub(crate) fn session_json(t: &LoadedTrace) -> SessionJson {
 fn messages(t: &LoadedTrace) -> Vec<String> {
     t.messages
         .iter()
-        .map(|m| format!("{}: {}", level_name(m.level), m.text))
+        .map(|m| format!("{}: {}", m.level.name(), m.text))
         .collect()
-}
-
-fn level_name(level: u8) -> &'static str {
-    match level {
-        0 => "info",
-        1 => "warning",
-        _ => "error",
-    }
 }
 
 /// Allocation stacks the JSON report lists unless `--top` says otherwise.

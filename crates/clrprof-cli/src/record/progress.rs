@@ -24,7 +24,7 @@ pub(crate) struct Progress {
     /// The latest value of the agent's cumulative `samples_dropped` counter.
     samples_dropped: AtomicU64,
     pub(super) bytes: AtomicU64,
-    messages: Mutex<Vec<(u8, String)>>,
+    messages: Mutex<Vec<(clrprof_trace::MessageLevel, String)>>,
     /// What clrprof itself has to say while recording (a write that failed).
     pub(super) notices: Mutex<Vec<String>>,
     pub(super) problem: Mutex<Option<String>>,
@@ -144,12 +144,7 @@ pub(crate) fn print_messages(p: &Progress, bar: &StatusLine) {
     }
     let messages = std::mem::take(&mut *p.messages.lock().unwrap_or_else(|e| e.into_inner()));
     for (level, text) in messages {
-        let kind = match level {
-            0 => "note",
-            1 => "warning",
-            _ => "error",
-        };
-        bar.suspend(|| say!("clrprof: agent {kind}: {text}"));
+        bar.suspend(|| say!("clrprof: agent {}: {text}", level.name()));
     }
 }
 

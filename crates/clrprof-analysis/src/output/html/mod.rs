@@ -178,14 +178,7 @@ impl Html {
             messages: t
                 .messages
                 .iter()
-                .map(|m| {
-                    let level = match m.level {
-                        0 => "info",
-                        1 => "warning",
-                        _ => "error",
-                    };
-                    format!("{level}: {}", m.text)
-                })
+                .map(|m| format!("{}: {}", m.level.name(), m.text))
                 .collect(),
             events: t.events.events.clone(),
             ..Document::default()
