@@ -300,11 +300,11 @@ impl Session {
         if let Some(value) = contention_reader {
             // Right after SessionStart: the CLI waits for it to know who reads the events.
             self.out
-                .push_record(&Record::Counter(clrprof_trace::Counter {
-                    ts: self.now(),
-                    name: clrprof_trace::protocol::CONTENTION_READER_COUNTER.into(),
+                .push_record(&Record::Counter(clrprof_trace::Counter::named(
+                    clrprof_trace::protocol::CONTENTION_READER_COUNTER,
+                    self.now(),
                     value,
-                }));
+                )));
         }
         for w in &self.config.warnings {
             self.warn(w.clone());

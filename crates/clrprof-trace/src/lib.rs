@@ -37,6 +37,7 @@
 #![deny(missing_docs)]
 
 mod block;
+pub mod counters;
 mod error;
 mod event;
 mod header;

@@ -1,5 +1,6 @@
 //! Live counts of a recording, the agents' and clrprof's own messages, and the status line.
 
+use clrprof_trace::counters::CounterName;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -87,19 +88,19 @@ pub(super) fn note_from(progress: &Progress, record: &Record, is_root: bool) {
             progress.samples.fetch_add(1, Ordering::Relaxed);
         }
         // Cumulative per counter: keep the latest values.
-        Record::Counter(c) if c.name == "events_dropped" => {
+        Record::Counter(c) if c.is(CounterName::EventsDropped) => {
             progress.events_dropped.store(c.value, Ordering::Relaxed);
         }
-        Record::Counter(c) if c.name == "samples_dropped" => {
+        Record::Counter(c) if c.is(CounterName::SamplesDropped) => {
             progress.samples_dropped.store(c.value, Ordering::Relaxed);
         }
-        Record::Counter(c) if c.name == protocol::CONTENTION_READER_COUNTER && is_root => {
+        Record::Counter(c) if c.is(protocol::CONTENTION_READER_COUNTER) && is_root => {
             *progress
                 .contention_cli
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()) = Some(c.value == 0);
         }
-        Record::Counter(c) if c.name == TickReader::COUNTER && is_root => {
+        Record::Counter(c) if c.is(TickReader::COUNTER) && is_root => {
             *progress
                 .tick_reader
                 .lock()
