@@ -295,8 +295,14 @@ impl Sender for Exporter {
     }
 }
 
+/// Whether an I/O error is rustls's (a failed handshake or certificate check surfaces as one).
+fn is_tls(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>())
+}
+
 fn unreachable_from_io(e: &std::io::Error) -> Outcome {
     let why = match e.kind() {
+        _ if is_tls(e) => Unreachable::Tls,
         std::io::ErrorKind::TimedOut => Unreachable::Timeout,
         _ => Unreachable::Io,
     };
@@ -313,6 +319,7 @@ fn unreachable_from(e: ureq::Error) -> Outcome {
         ureq::Error::Timeout(_) => Unreachable::Timeout,
         ureq::Error::Tls(_) | ureq::Error::Rustls(_) | ureq::Error::Pem(_) => Unreachable::Tls,
         ureq::Error::Io(io) => match io.kind() {
+            _ if is_tls(io) => Unreachable::Tls,
             std::io::ErrorKind::ConnectionRefused
             | std::io::ErrorKind::ConnectionReset
             | std::io::ErrorKind::ConnectionAborted
