@@ -2,7 +2,8 @@
 //! (`POST <endpoint>/v1development/profiles`, gzip) or Pyroscope's push API
 //! (`POST <endpoint>/push.v1.PusherService/Push`, `application/proto`), with an optional
 //! authentication header and one timeout for the whole exchange. TLS (`https://` endpoints)
-//! through rustls with the Mozilla roots. OTLP over gRPC is not implemented yet.
+//! through rustls with the Mozilla roots, on Unix (elsewhere the crate builds without TLS and
+//! an `https://` endpoint is unreachable). OTLP over gRPC is not implemented yet.
 
 use std::fmt;
 use std::io::Read;
@@ -296,8 +297,15 @@ impl Sender for Exporter {
 }
 
 /// Whether an I/O error is rustls's (a failed handshake or certificate check surfaces as one).
+#[cfg(unix)]
 fn is_tls(e: &std::io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>())
+}
+
+/// Without TLS (not Unix) no I/O error is a TLS one.
+#[cfg(not(unix))]
+fn is_tls(_: &std::io::Error) -> bool {
+    false
 }
 
 fn unreachable_from_io(e: &std::io::Error) -> Outcome {
@@ -317,7 +325,9 @@ fn unreachable_from(e: ureq::Error) -> Outcome {
         ureq::Error::HostNotFound => Unreachable::Dns,
         ureq::Error::ConnectionFailed => Unreachable::Connect,
         ureq::Error::Timeout(_) => Unreachable::Timeout,
-        ureq::Error::Tls(_) | ureq::Error::Rustls(_) | ureq::Error::Pem(_) => Unreachable::Tls,
+        ureq::Error::Tls(_) | ureq::Error::TlsRequired => Unreachable::Tls,
+        #[cfg(unix)]
+        ureq::Error::Rustls(_) | ureq::Error::Pem(_) => Unreachable::Tls,
         ureq::Error::Io(io) => match io.kind() {
             _ if is_tls(io) => Unreachable::Tls,
             std::io::ErrorKind::ConnectionRefused
