@@ -344,7 +344,13 @@ fn a_malformed_request_is_refused_for_good() {
     let exporter = exporter(collector.otlp_http_endpoint());
     let outcome = exporter.send(&[0x0a, 100, 1, 2, 3]);
     match &outcome {
-        Outcome::Refused { status, .. } => assert_eq!(*status, 400, "{outcome}"),
+        Outcome::Refused {
+            status, message, ..
+        } => {
+            assert_eq!(*status, 400, "{outcome}");
+            // The Collector's google.rpc.Status, read from its protobuf body.
+            assert_eq!(message, "unexpected EOF");
+        }
         other => panic!("expected a refusal, got {other}"),
     }
     assert!(!outcome.is_retryable());

@@ -285,10 +285,15 @@ impl Sender for Exporter {
                         Protocol::PyroscopePush => Outcome::Accepted,
                     };
                 }
+                let protobuf = response
+                    .headers()
+                    .get("Content-Type")
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|v| v.starts_with("application/x-protobuf"));
                 Outcome::Refused {
                     status,
                     retry_after,
-                    message: String::from_utf8_lossy(&answer).trim().to_string(),
+                    message: error_message(&answer, protobuf),
                 }
             }
             Err(e) => unreachable_from(e),
@@ -306,6 +311,24 @@ fn is_tls(e: &std::io::Error) -> bool {
 #[cfg(not(unix))]
 fn is_tls(_: &std::io::Error) -> bool {
     false
+}
+
+/// `google.rpc.Status`, the body of an OTLP/HTTP error in protobuf.
+#[derive(Clone, PartialEq, prost::Message)]
+struct Status {
+    #[prost(int32, tag = "1")]
+    code: i32,
+    #[prost(string, tag = "2")]
+    message: String,
+}
+
+/// The readable text of an error response: a protobuf `Status`'s message, else the body as
+/// text.
+fn error_message(body: &[u8], protobuf: bool) -> String {
+    if protobuf && let Ok(status) = <Status as prost::Message>::decode(body) {
+        return status.message;
+    }
+    String::from_utf8_lossy(body).trim().to_string()
 }
 
 fn unreachable_from_io(e: &std::io::Error) -> Outcome {
@@ -383,6 +406,18 @@ mod tests {
             }
             .is_retryable()
         );
+    }
+
+    #[test]
+    fn error_bodies_are_read_as_status_or_text() {
+        use prost::Message;
+        let status = Status {
+            code: 3,
+            message: "proto: illegal wireType".into(),
+        }
+        .encode_to_vec();
+        assert_eq!(error_message(&status, true), "proto: illegal wireType");
+        assert_eq!(error_message(b" busy \n", false), "busy");
     }
 
     #[test]
