@@ -43,8 +43,11 @@ pub fn ensure_collector() -> Result<()> {
     }
     let tools = staging.join("tools");
     let build = staging.join("build");
-    std::fs::create_dir_all(&tools)
-        .with_context(|| format!("cannot create {}", tools.display()))?;
+    // The builder leaves a temporary directory behind: it goes with the staging.
+    let tmp = staging.join("tmp");
+    for dir in [&tools, &tmp] {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
     let start = Instant::now();
 
     // The builder itself, by module path and version, as `go install` fetches it.
@@ -61,7 +64,9 @@ pub fn ensure_collector() -> Result<()> {
     std::fs::write(&config, builder_config(&build))
         .with_context(|| format!("cannot write {}", config.display()))?;
     let mut builder = Command::new(tools.join("builder"));
-    builder.arg(format!("--config={}", config.display()));
+    builder
+        .arg(format!("--config={}", config.display()))
+        .env("TMPDIR", &tmp);
     // The builder runs `go` from PATH.
     if let Some(go_dir) = go.parent() {
         let path = std::env::var_os("PATH").unwrap_or_default();
@@ -78,7 +83,7 @@ pub fn ensure_collector() -> Result<()> {
     std::fs::rename(&built, staging.join(COLLECTOR_BINARY))
         .with_context(|| format!("cannot move {}", built.display()))?;
     // The generated sources and the builder are not needed to run it.
-    for done in [&build, &tools] {
+    for done in [&build, &tools, &tmp] {
         std::fs::remove_dir_all(done)
             .with_context(|| format!("cannot remove {}", done.display()))?;
     }
