@@ -20,9 +20,21 @@ struct Attachee {
 
 impl Attachee {
     fn start() -> Attachee {
+        Attachee::start_with(Stdio::inherit())
+    }
+
+    /// [`Attachee::start`] with the program's standard error into `log` (where `contend` says
+    /// how long its waiter waited).
+    fn start_logging(log: &Path) -> Attachee {
+        Attachee::start_with(Stdio::from(std::fs::File::create(log).unwrap()))
+    }
+
+    fn start_with(stderr: Stdio) -> Attachee {
         let program = compile("Attachee");
         let mut cmd = program.command();
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr);
         let mut guard = ChildGuard::spawn(&mut cmd);
         let stdin = guard.child_mut().stdin.take().unwrap();
         let stdout = BufReader::new(guard.child_mut().stdout.take().unwrap());
@@ -451,6 +463,22 @@ fn what_the_runtime_refuses_after_attach_is_refused_with_the_reason() {
         "{err}"
     );
 
+    for method in ["sampled", "all"] {
+        let out = clrprof(&["attach", &pid, "--alloc", method, "--duration", "1"]);
+        assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+        let err = out.stderr_str();
+        assert!(
+            err.contains(&format!(
+                "--alloc {method} cannot be used with attach: it needs the runtime's allocation callback"
+            )),
+            "{err}"
+        );
+        assert!(
+            err.contains("`--alloc` alone (the runtime's allocation ticks) works after attach"),
+            "{err}"
+        );
+    }
+
     let out = clrprof(&[
         "attach",
         &pid,
@@ -687,4 +715,174 @@ fn attach_with_a_closed_stderr_detaches_and_exits_as_usual() {
     assert_eq!(report_json(&trace)["session"]["ended_cleanly"], true);
     assert_eq!(program.send("round 1"), "rounds 1: total 3, caught 3");
     assert_eq!(program.exit().last().unwrap(), "bye: total 3, caught 3");
+}
+
+/// What `Attachee`'s `alloc N` allocates: N objects of 80 bytes.
+const PROBE_BYTES: u64 = 80;
+/// The bytes one allocation tick stands for, at most (the runtime's tick threshold).
+const TICK_BYTES: u64 = 100 * 1024;
+
+#[test]
+fn attach_alloc_records_the_allocation_ticks_of_the_window() {
+    let mut program = Attachee::start();
+    let dir = temp_dir();
+    let trace = dir.path().join("alloc.clrprof");
+    let n: u64 = 2_500_000;
+    let alloc = format!("alloc {n}");
+    // Before, during and after the attach: only the middle batch is in the trace.
+    assert_eq!(program.send(&alloc), format!("allocated {n}"));
+    let attach = Attach::start(program.pid(), &trace, &["--mode", "none", "--alloc"]);
+    // On Linux the GC turns its events on only when it collects: where clrprof's session on
+    // the diagnostics socket reads the ticks (CoreCLR 3.1), they begin at the first collection
+    // after the attach, and the report says when. A collection before the batch makes the
+    // whole batch the window on every runtime.
+    assert_eq!(program.send("collect"), "collected");
+    assert_eq!(program.send(&alloc), format!("allocated {n}"));
+    attach.stop();
+    assert_eq!(program.send(&alloc), format!("allocated {n}"));
+
+    let json = report_json(&trace);
+    assert_eq!(json["session"]["ended_cleanly"], true);
+    assert_eq!(json["allocation_mode"], "ticks");
+    // Who read them: the agent through its own EventPipe session on .NET 5 and later, clrprof
+    // through one on the diagnostics socket on CoreCLR 3.1 (no in-process sessions there).
+    let in_process = assert_tick_reader(&json);
+    let counters = &json["counters"];
+    let ticks = json["allocation_records"].as_u64().unwrap();
+    if in_process {
+        assert_eq!(counters["allocation_ticks"], ticks, "{counters:#}");
+        assert_eq!(counters["allocation_ticks_other_thread"], 0, "{counters:#}");
+        assert_eq!(json["allocations_dropped"], 0);
+        // The agent's session turns the GC's events on at once.
+        assert_eq!(json["allocation_ticks_from_ns"], serde_json::Value::Null);
+    } else {
+        // The runtime numbered every event it wrote: none were dropped.
+        assert_eq!(counters["allocation_ticks_lost"], 0, "{counters:#}");
+        // The ticks began at the induced collection, inside the recording.
+        let from = json["allocation_ticks_from_ns"].as_u64().unwrap();
+        let duration = json["session"]["duration_ns"].as_u64().unwrap();
+        assert!(from > 0 && from < duration, "{from} of {duration}");
+    }
+    assert_eq!(json["allocated_objects"], 0, "ticks count no objects");
+    // One batch: 200,000,000 bytes, every tick of the type in the one method that allocates
+    // it. The ticks stand for the bytes since the previous tick: the batch's last bytes, less
+    // than a tick, have none, and the unused ends of allocation contexts add a little (as in
+    // e2e_memory).
+    let truth = n * PROBE_BYTES;
+    let row = json["allocations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["type"] == "AttachAllocProbe")
+        .unwrap_or_else(|| panic!("no AttachAllocProbe: {:#}", json["allocations"]));
+    let bytes = row["bytes"].as_u64().unwrap();
+    assert!(
+        (truth - TICK_BYTES..=truth + truth * 15 / 100).contains(&bytes),
+        "the ticks stand for {bytes} bytes of AttachAllocProbe, the program allocated {truth} while attached"
+    );
+    let by: Vec<&str> = row["allocated_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["function"].as_str().unwrap())
+        .collect();
+    assert_eq!(by, ["Attachee.Allocate(int)"], "{row:#}");
+    assert_eq!(
+        json["allocation_stacks"][0]["frames"],
+        serde_json::json!(["Attachee.Allocate(int)", "Attachee.Main()"])
+    );
+
+    let text = report(&trace, &["--alloc"]).assert_success().stdout_str();
+    assert!(
+        text.contains("the runtime's allocation ticks") && text.contains("AttachAllocProbe"),
+        "{text}"
+    );
+    assert_eq!(
+        text.contains("The ticks began at the runtime's first garbage collection"),
+        !in_process,
+        "{text}"
+    );
+    assert_eq!(
+        program.exit(),
+        [
+            "ready",
+            "allocated 2500000",
+            "collected",
+            "allocated 2500000",
+            "allocated 2500000",
+            "bye: total 0, caught 0"
+        ]
+    );
+}
+
+#[test]
+fn attach_contention_records_the_contended_locks_of_the_window() {
+    let dir = temp_dir();
+    let log = dir.path().join("attachee.stderr");
+    let mut program = Attachee::start_logging(&log);
+    let trace = dir.path().join("contention.clrprof");
+    // Five contended rounds before the attach, twenty while attached.
+    assert_eq!(program.send("contend 5"), "contended 5");
+    let attach = Attach::start(program.pid(), &trace, &["--mode", "none", "--contention"]);
+    assert_eq!(program.send("contend 20"), "contended 20");
+    attach.stop();
+    let printed = program.exit();
+    assert_eq!(
+        printed,
+        [
+            "ready",
+            "contended 5",
+            "contended 20",
+            "bye: total 0, caught 0"
+        ]
+    );
+    let waited: Vec<u64> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("waited_us ")?.parse::<u64>().ok())
+        .collect();
+    assert_eq!(waited.len(), 2, "{waited:?}");
+    let truth = waited[1] * 1000;
+
+    let whole = report_json(&trace);
+    assert_eq!(whole["session"]["ended_cleanly"], true);
+    let counters = &whole["counters"];
+    let json = report_json_with(&trace, &["--contention"]);
+    let in_process = Dotnet::get().has_in_process_eventpipe();
+    assert_eq!(
+        counters["contention_reader"],
+        u64::from(in_process),
+        "{counters:#}"
+    );
+    assert_eq!(counters["contention_unpaired"], 0, "{counters:#}");
+    assert_eq!(counters["contention_unreadable"], 0, "{counters:#}");
+    let c = &json["contention"];
+    assert_eq!(c["count"], 20, "{c:#}");
+    assert_eq!(counters["contention_written"], 20, "{counters:#}");
+    // .NET 8's events name the lock's type and its holder; CoreCLR 3.1's neither.
+    let lock_type = if in_process {
+        "AttachLedger"
+    } else {
+        "[unknown type]"
+    };
+    let rows = c["locks"].as_array().expect("locks[]");
+    assert_eq!(rows.len(), 1, "{c:#}");
+    let row = &rows[0];
+    assert_eq!(row["lock_type"], lock_type, "{row:#}");
+    assert_eq!(row["count"], 20, "{row:#}");
+    assert_eq!(row["site"], "Attachee.Take()", "{row:#}");
+    let names = |key: &str| thread_names(&row[key]);
+    assert_eq!(names("waiters"), ["waiter"], "{row:#}");
+    if in_process {
+        assert_eq!(names("holders"), ["holder"], "{row:#}");
+    } else {
+        assert!(names("holders").is_empty(), "{row:#}");
+    }
+    // The waits add up to what the waiter measured around its `lock` statements while
+    // attached, within 10% (as in e2e_contention).
+    let total = row["total_wait_ns"].as_u64().unwrap();
+    assert!(
+        total.abs_diff(truth) * 10 <= truth,
+        "reported {total} ns, the program waited {truth} ns"
+    );
 }

@@ -2,7 +2,7 @@
 //! at its top): 50 contended acquisitions of a `Contention.Ledger` by the thread `waiter` in
 //! `Program.Take()`, each while `holder` sleeps 20 ms inside the lock.
 
-use clrprof_e2e::{Dotnet, OutputExt, compile, record};
+use clrprof_e2e::{Dotnet, OutputExt, compile, record, thread_names};
 
 /// `NAME N` (microseconds) from the program's stderr, in nanoseconds: its own measures of the
 /// time spent entering the lock (`waited_us`), sleeping (`slept_us`) and joining (`joined_us`).
@@ -68,21 +68,7 @@ fn contended_locks_with_type_site_holder_and_wait() {
     let row = ledger[0];
     assert_eq!(row["count"], 50, "{c:#}");
     assert_eq!(row["site"], "Contention.Program.Take()", "{row:#}");
-    let names = |key: &str| -> Vec<String> {
-        row[key]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| {
-                n.as_str()
-                    .unwrap()
-                    .split(" (tid")
-                    .next()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
-    };
+    let names = |key: &str| thread_names(&row[key]);
     assert_eq!(names("waiters"), ["waiter"], "{row:#}");
     let notes = c["notes"].to_string();
     if in_process {

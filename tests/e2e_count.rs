@@ -192,3 +192,60 @@ fn count_mode_counts_inlined_tiered_shared_generic_and_interrupted_calls() {
         "{inlined:?}"
     );
 }
+
+/// Count mode's total is the calls it counted (not 0), and its table has one `Calls` column:
+/// the self and total of a function's calls are its calls.
+#[test]
+fn count_mode_total_is_the_counted_calls_and_its_table_has_one_calls_column() {
+    let program = compile("Calls");
+    let rec = record(&program, &[], &["--mode", "count"]);
+    rec.output.assert_success();
+    let json = rec.report_json_with(&["--metric", "calls", "--top", "0"]);
+    let functions = json["functions"].as_array().expect("functions[]");
+    let sum: u64 = functions.iter().filter_map(|f| f["calls"].as_u64()).sum();
+    let counted = functions
+        .iter()
+        .filter(|f| f["calls"].as_u64().is_some_and(|c| c > 0))
+        .count();
+    assert_eq!(json["total"].as_u64(), Some(sum), "{}", json["total"]);
+    // Fib, Leaf, TailCaller, TailCallee and Main at least.
+    let (fib, leaf, tail_caller, tail_callee, main) = (242_785, 1000, 1000, 1000, 1);
+    assert!(
+        sum >= fib + leaf + tail_caller + tail_callee + main,
+        "{sum}"
+    );
+
+    let out = rec.report(&["--metric", "calls", "--top", "0"]);
+    out.assert_success();
+    let text = out.stdout_str();
+    assert!(
+        text.contains(&format!(
+            "Total calls: {sum} (the entries of the {counted} counted functions)"
+        )),
+        "{text}"
+    );
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Calls%"))
+        .unwrap_or_else(|| panic!("no table in\n{text}"));
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["Calls%", "Calls", "Function", "Module"],
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("242785") && l.contains("Calls.Fib(int)")),
+        "{text}"
+    );
+    // The call tree is the samples': count mode has no calls per path, and says so.
+    let tree = rec.report(&["--metric", "calls", "--tree"]);
+    tree.assert_success();
+    assert!(
+        tree.stdout_str().contains(
+            "Call tree: count mode counts the calls of each function and of each call site"
+        ),
+        "{}",
+        tree.stdout_str()
+    );
+}

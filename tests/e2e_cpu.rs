@@ -332,3 +332,134 @@ fn no_inline_counts_calls_that_inlining_would_hide() {
     );
     assert_eq!(calls_of(&every, "Calls.Fib(int)"), 242_785);
 }
+
+/// What a newcomer reads first: the text report fits the width asked (and a pipe gets whole
+/// lines), stacks start at `Main` or the thread's start delegate unless `--all-frames`, and
+/// wall time leaves out the runtime's service threads, says what its total sums, and its
+/// per-thread table follows `--thread`.
+#[test]
+fn the_text_report_fits_its_width_starts_at_main_and_explains_wall_time() {
+    let program = compile("Hot");
+    let rec = record(&program, &[], &[]);
+    rec.output.assert_success();
+    for args in [
+        &["--width", "80"][..],
+        &["--width", "80", "--tree"],
+        &["--width", "80", "--metric", "wall", "--tree"],
+        &[
+            "--width",
+            "100",
+            "--tree",
+            "--all-frames",
+            "--thread",
+            "all",
+        ],
+    ] {
+        let out = rec.report(args);
+        out.assert_success();
+        let width: usize = args[1].parse().unwrap();
+        let text = out.stdout_str();
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= width,
+                "{args:?}: {} columns: {line:?}\n{text}",
+                line.chars().count()
+            );
+        }
+    }
+    let whole = rec.report(&["--tree", "--all-frames"]);
+    whole.assert_success();
+    assert!(
+        !whole.stdout_str().contains('…'),
+        "a report to a pipe is not cut:\n{}",
+        whole.stdout_str()
+    );
+
+    // Stacks start at the managed entry: Main, the sleeper's delegate.
+    let stacks = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["--format", "folded"];
+        all.extend_from_slice(args);
+        let out = rec.report(&all);
+        out.assert_success();
+        out.stdout_str()
+            .lines()
+            .map(|l| l.rsplit_once(' ').expect("stack weight").0.to_string())
+            .collect()
+    };
+    let entry = stacks(&[]);
+    let with_main: Vec<&String> = entry.iter().filter(|s| s.contains("Hot.Main(")).collect();
+    assert!(!with_main.is_empty(), "{entry:#?}");
+    for s in &with_main {
+        assert!(s.starts_with("Hot.Main(string[])"), "{s}");
+    }
+    let wall = stacks(&["--metric", "wall", "--thread", "sleeper"]);
+    assert!(
+        wall.iter()
+            .any(|s| s.starts_with("Sleeper.Run();Sleeper.Nap()")),
+        "{wall:#?}"
+    );
+    let all = stacks(&["--all-frames"]);
+    assert!(
+        all.iter()
+            .any(|s| s.contains(";Hot.Main(string[])") && !s.starts_with("Hot.Main(")),
+        "--all-frames keeps the frames above Main: {all:#?}"
+    );
+
+    // Wall time: the program's threads, each its own time, summed and said so.
+    let json = rec.report_json_with(&["--metric", "wall"]);
+    let threads: Vec<(String, u64)> = json["cpu_threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["wall_ns"].as_u64() > Some(0))
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["tid"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = threads.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        names.contains(&"main") && names.contains(&"sleeper"),
+        "{names:?}"
+    );
+    for name in &names {
+        assert!(
+            !name.starts_with(".NET ") && *name != "finalizer" && *name != "tiered compilation",
+            "a runtime service thread in the wall-time profile: {names:?}"
+        );
+    }
+    let all_threads = rec.report_json_with(&["--metric", "wall", "--thread", "all"]);
+    assert!(
+        all_threads["cpu_threads"].as_array().unwrap().len() > threads.len(),
+        "--thread all shows the runtime's threads too"
+    );
+    let out = rec.report(&["--metric", "wall"]);
+    out.assert_success();
+    let text = out.stdout_str();
+    assert!(
+        text.contains(&format!(
+            "the wall time of {} threads summed (",
+            threads.len()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("  runtime service threads ("), "{text}");
+    assert!(text.contains("service thread"), "{text}");
+    // The per-thread table shows the thread asked for, whatever --top says.
+    let sleeper_tid = threads.iter().find(|(n, _)| n == "sleeper").unwrap().1;
+    let out = rec.report(&["--metric", "wall", "--thread", "sleeper", "--top", "1"]);
+    out.assert_success();
+    let text = out.stdout_str();
+    let table = text
+        .split("\nWall time by thread")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no per-thread table in\n{text}"));
+    assert!(
+        table.contains(&format!("  sleeper ({sleeper_tid}) ")),
+        "{table}"
+    );
+    assert!(!table.contains("main ("), "{table}");
+    assert!(!table.contains("runtime service threads"), "{table}");
+}

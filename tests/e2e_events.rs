@@ -221,3 +221,39 @@ fn only_the_chosen_categories_are_recorded() {
     assert_eq!(count(&json, "JITCompilationFinished"), 0);
     assert_eq!(count(&json, "ThreadCreated"), 0);
 }
+
+/// A plain `record` takes the collections, which a reader of a CPU profile wants beside it
+/// (as dotnet-trace's CPU profile does) and which cost little; exceptions, whose callbacks
+/// cost tens of microseconds per exception, and threads only when asked; `--events none`
+/// takes none.
+#[test]
+fn a_plain_record_takes_the_collections() {
+    let program = compile("Events");
+    let plain = record(&program, &[], &[]);
+    plain.output.assert_success();
+    let json = plain.report_json();
+    assert!(
+        count(&json, "GarbageCollectionStarted") >= 4,
+        "{}",
+        json["events"]
+    );
+    assert_eq!(count(&json, "ThreadCreated"), 0);
+    assert_eq!(count(&json, "ExceptionThrown"), 0);
+    let text = plain.report(&[]);
+    text.assert_success();
+    let text = text.stdout_str();
+    assert!(text.contains("\nGarbage collections ("), "{text}");
+
+    let none = record(&program, &[], &["--events", "none"]);
+    none.output.assert_success();
+    let json = none.report_json();
+    assert_eq!(json["events"], serde_json::json!({}), "{}", json["events"]);
+    let text = none.report(&[]);
+    text.assert_success();
+    assert!(
+        text.stdout_str()
+            .contains("\nEvents: none recorded (record --events"),
+        "{}",
+        text.stdout_str()
+    );
+}

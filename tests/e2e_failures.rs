@@ -240,3 +240,174 @@ fn report_rejects_foreign_files_clearly_and_reads_cut_ones() {
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stderr_str().contains("newer"), "{}", out.describe());
 }
+
+#[test]
+fn a_misspelled_option_before_the_program_is_refused_and_nothing_runs() {
+    let dir = temp_dir();
+    let trace = dir.path().join("t.clrprof");
+    let ran = dir.path().join("ran");
+    let o = trace.to_str().unwrap();
+    let program = ["/bin/sh", "-c", "touch \"$0\"", ran.to_str().unwrap()];
+    let with = |before: &[&str]| -> Vec<String> {
+        before
+            .iter()
+            .chain(["--"].iter())
+            .chain(program.iter())
+            .map(|a| a.to_string())
+            .collect()
+    };
+    for (args, similar) in [
+        (with(&["record", "--allocs", "-o", o]), Some("--alloc")),
+        (
+            with(&["record", "-o", o, "--contentoin"]),
+            Some("--contention"),
+        ),
+        (with(&["coverage", "--formatt", "json"]), Some("--format")),
+        (
+            vec!["attach".into(), "4194305".into(), "--allocs".into()],
+            Some("--alloc"),
+        ),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = clrprof(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", out.describe());
+        let err = out.stderr_str();
+        let wrong = args
+            .iter()
+            .find(|a| a.starts_with("--") && a.len() > 2)
+            .unwrap();
+        assert!(
+            err.contains(&format!("unexpected argument '{wrong}' found")),
+            "{args:?}: {err}"
+        );
+        if let Some(similar) = similar {
+            assert!(
+                err.contains(&format!("a similar argument exists: '{similar}'")),
+                "{args:?}: {err}"
+            );
+        }
+        assert!(!err.contains("cannot start"), "{args:?}: {err}");
+        assert!(!ran.exists(), "{args:?}: the program was started");
+        assert!(!trace.exists(), "{args:?}");
+    }
+    // The program's own options, with or without `--`, are the program's.
+    for args in [
+        &["record", "-o", o, "--", "/bin/echo", "--alloc", "-o", "x"][..],
+        &["record", "-o", o, "/bin/echo", "--alloc", "-o", "x"],
+    ] {
+        let out = clrprof(args);
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {}", out.describe());
+        assert_eq!(out.stdout_str(), "--alloc -o x\n", "{args:?}");
+        assert!(
+            out.stderr_str().contains("the agent never started"),
+            "{args:?}"
+        );
+    }
+}
+
+/// No line of an error repeats another (`error: X` then `because: X`).
+#[track_caller]
+fn assert_said_once(stderr: &str) {
+    let said: Vec<&str> = stderr
+        .lines()
+        .map(|l| {
+            l.trim_start_matches("clrprof:")
+                .trim()
+                .trim_start_matches("error:")
+                .trim_start_matches("because:")
+                .trim()
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
+    for (i, a) in said.iter().enumerate() {
+        for (j, b) in said.iter().enumerate() {
+            assert!(i == j || !a.contains(b), "said twice:\n{stderr}");
+        }
+    }
+}
+
+/// Errors are said once, before any output, with a hint where one helps; a program that
+/// fails before a runtime loads the agent ends `record` with its own status.
+#[test]
+fn errors_are_said_once_before_any_output_with_the_program_s_own_status() {
+    let program = compile("Hello");
+    let rec = record(&program, &[], &[]);
+    rec.output.assert_success();
+    let dir = temp_dir();
+
+    // A directory as the trace.
+    let out = report(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert_said_once(&out.stderr_str());
+
+    // A metric the trace does not have: refused before the session block.
+    let out = rec.report(&["--metric", "calls"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(out.stdout.is_empty(), "{}", out.describe());
+    assert!(out.stderr_str().contains("calls"), "{}", out.describe());
+    let out = rec.report(&["--thread", "no-such-thread"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(out.stdout.is_empty(), "{}", out.describe());
+
+    // `svg` names the flame graph.
+    let svg = dir.path().join("f.svg");
+    let out = rec.report(&["--format", "svg", "-o", svg.to_str().unwrap()]);
+    out.assert_success();
+    assert!(
+        std::fs::read_to_string(&svg).unwrap().contains("<svg"),
+        "{}",
+        out.describe()
+    );
+
+    // A program the .NET host cannot run: its message, its status, and no hint about the agent.
+    let not_assembly = dir.path().join("fake.dll");
+    std::fs::copy("/bin/true", &not_assembly).unwrap();
+    let missing = dir.path().join("Nope.dll");
+    for dll in [&missing, &not_assembly] {
+        let muxer = program.dotnet.muxer.to_str().unwrap();
+        let own = run_command(std::process::Command::new(muxer).arg(dll));
+        let own_code = own.status.code().expect("dotnet exits");
+        assert_ne!(own_code, 0, "{}", own.describe());
+        let trace = dir.path().join("t.clrprof");
+        let out = clrprof(&[
+            "record",
+            "-o",
+            trace.to_str().unwrap(),
+            "--",
+            muxer,
+            dll.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(own_code), "{}", out.describe());
+        let err = out.stderr_str();
+        assert!(
+            err.contains("nothing was recorded") && err.contains(&format!("exit {own_code}")),
+            "{err}"
+        );
+        assert!(!err.contains("built for this platform"), "{err}");
+        assert!(!trace.exists());
+    }
+
+    // `coverage -o DIR` is refused before the program runs.
+    let started = std::time::Instant::now();
+    let out = clrprof(&[
+        "coverage",
+        "-o",
+        dir.path().to_str().unwrap(),
+        "--",
+        program.dotnet.muxer.to_str().unwrap(),
+        program.dll.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    assert!(
+        out.stdout.is_empty(),
+        "the program did not run: {}",
+        out.describe()
+    );
+    assert!(
+        out.stderr_str()
+            .contains("is a directory; -o takes a file name"),
+        "{}",
+        out.describe()
+    );
+    eprintln!("coverage -o DIR refused in {:?}", started.elapsed());
+}

@@ -38,6 +38,13 @@ fn the_html_report_of_a_cpu_profile_explores_in_a_browser() {
     let rec = record(&compile("Hot"), &[], &["--mode", "sample"]);
     rec.output.assert_success();
     let page = html(&rec, "report-hot");
+    // The page is named for the program the host ran.
+    let source = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        source.contains("<title>Hot.dll: clrprof report</title>"),
+        "{}",
+        &source[..source.len().min(400)]
+    );
     let hot = "Hot.Spin(long)";
     let shot = artifacts_dir().join("report-hot.png");
     let facts = check_in_browser("report", &page, &shot, hot);

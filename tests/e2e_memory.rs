@@ -8,12 +8,27 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use clrprof_e2e::{
-    ChildGuard, Dotnet, OutputExt, compile, default_timeout, record, record_command, report_json,
-    signal_snapshot_when_ready, speedscope_schema, temp_dir,
+    ChildGuard, Dotnet, OutputExt, Recording, assert_tick_reader, compile, default_timeout, record,
+    record_command, report_json, signal_snapshot_when_ready, speedscope_schema, temp_dir,
 };
 use clrprof_sdk::flags::EventMask;
 use clrprof_trace::Record;
 use serde_json::Value;
+
+/// Records `Memory.cs` in `mode` with `clrprof_args`, checking that it succeeded and printed
+/// what it prints unprofiled.
+fn record_unchanged(mode: &str, clrprof_args: &[&str]) -> Recording {
+    let program = compile("Memory");
+    let plain = program.run(&[mode]);
+    plain.assert_success();
+    let rec = record(&program, &[mode], clrprof_args);
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+    rec
+}
 
 /// The row of `allocations[]` for a type.
 fn type_row<'a>(json: &'a Value, type_name: &str) -> &'a Value {
@@ -37,15 +52,7 @@ fn allocated_by<'a>(row: &'a Value, method: &str) -> Vec<&'a Value> {
 
 #[test]
 fn alloc_all_counts_every_allocation_with_its_method() {
-    let program = compile("Memory");
-    let plain = program.run(&["exact"]);
-    plain.assert_success();
-    let rec = record(&program, &["exact"], &["--mode", "none", "--alloc", "all"]);
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
-    );
+    let rec = record_unchanged("exact", &["--mode", "none", "--alloc", "all"]);
 
     let json = rec.report_json();
     assert_eq!(json["allocation_mode"], "all");
@@ -159,18 +166,9 @@ fn read_pprof(path: &std::path::Path) -> clrprof_analysis::output::pprof_proto::
 
 #[test]
 fn alloc_sampled_estimates_are_within_15_percent() {
-    let program = compile("Memory");
-    let plain = program.run(&["big"]);
-    plain.assert_success();
-    let rec = record(
-        &program,
-        &["big"],
+    let rec = record_unchanged(
+        "big",
         &["--mode", "none", "--alloc", "sampled", "--events", "gc"],
-    );
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
     );
 
     let json = rec.report_json();
@@ -231,14 +229,8 @@ fn alloc_ticks_give_bytes_per_type_and_allocating_stack_from_the_runtime_events(
     // Who read them: the agent, through an in-process EventPipe session, on a runtime that
     // offers one (it walks the allocating thread's stack, so it needs stack snapshots); the
     // CLI over the diagnostics socket on one that does not.
+    let in_process = assert_tick_reader(&json);
     let counters = &json["counters"];
-    let in_process = Dotnet::get().has_in_process_eventpipe();
-    assert_eq!(
-        counters["allocation_ticks_reader"],
-        u64::from(in_process),
-        "{counters:#}"
-    );
-    assert_eq!(counters["allocation_ticks_unreadable"], 0, "{counters:#}");
     if in_process {
         assert!(mask.contains(EventMask::ENABLE_STACK_SNAPSHOT), "{mask:?}");
         // Every tick was delivered on the allocating thread and became a record.
@@ -316,6 +308,52 @@ fn alloc_ticks_give_bytes_per_type_and_allocating_stack_from_the_runtime_events(
         )),
         "{folded}"
     );
+}
+
+/// One type, one name, one frame name, whichever runtime delivered them: CoreCLR 3.1's ticks
+/// are read by the CLI, which names their types from the runtime's own type names
+/// (``System.Collections.Generic.Dictionary`2[System.IntPtr,System.String]``) and their
+/// frames from the rundown's method names and signatures (`int64  (int32,int,...)`); .NET
+/// 8's are read by the agent, which names both from metadata through the profiling API. Both
+/// spell them as C# does (facts of the mode `names` at the top of `tests/programs/Memory.cs`).
+#[test]
+fn alloc_ticks_name_types_and_frames_alike_on_every_runtime() {
+    let rec = record_unchanged("names", &["--mode", "none", "--alloc", "ticks"]);
+    let json = rec.report_json();
+    assert_eq!(json["allocation_mode"], "ticks");
+    let in_process = assert_tick_reader(&json);
+    // A generic type nested in a generic type: CoreCLR 3.1's tick names it by its own name
+    // only (``Inner`1[System.Int32,System.String]``, no enclosing type, no namespace), so its
+    // type arguments all go at the end, as for any name whose arity does not say where they
+    // belong.
+    let nested = if in_process {
+        "Memory.Outer<int>.Inner<string>"
+    } else {
+        "Inner<int, string>"
+    };
+    let named = "Memory.Program.Named(int, nint, Memory.Pair, \
+                 System.Collections.Generic.List<string>)";
+    let folded = rec.report(&["--alloc", "--format", "folded"]);
+    folded.assert_success();
+    let folded = folded.stdout_str();
+    for type_name in [
+        "Memory.Box<int, string>",
+        nested,
+        "System.Collections.Generic.Dictionary<nint, string>",
+        "char[][,]",
+        "nint[]",
+    ] {
+        let row = type_row(&json, type_name);
+        let by = allocated_by(row, "");
+        assert_eq!(by.len(), 1, "{type_name}: {row:#}");
+        assert_eq!(by[0]["function"], named, "{type_name}: {row:#}");
+        let leaf =
+            format!("Memory.Program.Main(string[]);Memory.Program.Names();{named};[{type_name}] ");
+        assert!(
+            folded.lines().any(|l| l.starts_with(&leaf)),
+            "{leaf}\n{folded}"
+        );
+    }
 }
 
 /// The event mask the agent set, from its `SessionStart`.
@@ -451,19 +489,7 @@ fn alloc_ticks_need_no_diagnostics_socket_where_the_agent_reads_them() {
 
 #[test]
 fn gc_report_shows_induced_gen2_collections_with_pauses() {
-    let program = compile("Memory");
-    let plain = program.run(&["gc"]);
-    plain.assert_success();
-    let rec = record(
-        &program,
-        &["gc"],
-        &["--mode", "none", "--events", "gc,suspension"],
-    );
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
-    );
+    let rec = record_unchanged("gc", &["--mode", "none", "--events", "gc,suspension"]);
 
     let json = rec.report_json();
     let gcs = json["gc"]["gcs"].as_array().expect("gc.gcs[]");
@@ -491,6 +517,62 @@ fn gc_report_shows_induced_gen2_collections_with_pauses() {
     assert!(text.contains("p50"), "{text}");
 }
 
+/// Without suspension events the pause of a collection is unknown (`-`), and `--gc` shows
+/// each collection's duration, as the full report does; the collections and the events agree
+/// (a finish callback that ends no started collection is said, not counted).
+#[test]
+fn gc_report_without_suspensions_shows_durations_and_counts_agree() {
+    let program = compile("Memory");
+    let rec = record(&program, &["gc"], &["--mode", "none", "--events", "gc"]);
+    rec.output.assert_success();
+    let json = rec.report_json();
+    let gcs = json["gc"]["gcs"].as_array().expect("gc.gcs[]");
+    assert!(gcs.len() >= 3, "{gcs:#?}");
+    let started = json["events"]["GarbageCollectionStarted"].as_u64().unwrap();
+    let finished = json["events"]["GarbageCollectionFinished"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(gcs.len() as u64, started);
+    assert!(
+        gcs.iter().all(|g| g["duration_ns"].as_u64().is_some()),
+        "{gcs:#?}"
+    );
+
+    let out = rec.report(&["--gc"]);
+    out.assert_success();
+    let text = out.stdout_str();
+    let header = text
+        .lines()
+        .find(|l| l.contains("reason") && l.contains("pause"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(header.contains("duration"), "{text}");
+    assert!(!text.contains('?'), "{text}");
+    assert!(text.contains("pauses unknown (-)"), "{text}");
+    let full = rec.report(&[]);
+    full.assert_success();
+    let full = full.stdout_str();
+    assert!(
+        full.contains(&format!("\nGarbage collections ({started})")),
+        "{full}"
+    );
+    for t in [&text, &full] {
+        if finished > started {
+            assert!(
+                t.contains(&format!(
+                    "(and {} GarbageCollectionFinished without a start",
+                    finished - started
+                )),
+                "{t}"
+            );
+        } else {
+            assert!(
+                !t.contains("GarbageCollectionFinished without a start"),
+                "{t}"
+            );
+        }
+    }
+}
+
 /// The row of `heap.types[]` (or of a diff's `types[]`) for a type.
 fn heap_type<'a>(types: &'a Value, type_name: &str) -> &'a Value {
     types
@@ -503,12 +585,8 @@ fn heap_type<'a>(types: &'a Value, type_name: &str) -> &'a Value {
 
 #[test]
 fn heap_snapshots_show_retained_sizes_root_paths_and_growth() {
-    let program = compile("Memory");
-    let plain = program.run(&["heap"]);
-    plain.assert_success();
-    let rec = record(
-        &program,
-        &["heap"],
+    let rec = record_unchanged(
+        "heap",
         &[
             "--mode",
             "none",
@@ -517,11 +595,6 @@ fn heap_snapshots_show_retained_sizes_root_paths_and_growth() {
             "--heap-snapshot",
             "every-gc",
         ],
-    );
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
     );
 
     // The program's two induced collections, and the snapshots taken in them.

@@ -173,13 +173,22 @@ fn folded_names(folded: &str) -> BTreeSet<String> {
 }
 
 /// The names of `clrprof report TRACE --format folded ARGS` with the CPU metric and with the
-/// wall-clock one (every sample is one or the other), and what it said on stderr.
+/// wall-clock one (every sample is one or the other), every frame of every thread, and what
+/// it said on stderr.
 #[track_caller]
 fn folded(rec: &Recording, args: &[&str]) -> (BTreeSet<String>, String) {
     let mut names = BTreeSet::new();
     let mut stderr = String::new();
     for metric in ["cpu", "wall"] {
-        let mut all = vec!["--format", "folded", "--metric", metric];
+        let mut all = vec![
+            "--format",
+            "folded",
+            "--metric",
+            metric,
+            "--all-frames",
+            "--thread",
+            "all",
+        ];
         all.extend_from_slice(args);
         let out = rec.report(&all);
         out.assert_success();

@@ -145,6 +145,48 @@ fn named_threads_have_their_names_and_lifetimes() {
     }
 }
 
+/// The threads view names every thread as a reader knows it: the main thread `main`, the
+/// runtime's threads by their whole names (not the kernel's 15 bytes, `.NET Tiered Com`),
+/// without the runtime's internal thread ids; the full report says its events in one line.
+#[test]
+fn threads_are_named_whole_and_the_report_opens_without_raw_event_counts() {
+    let (_, rec) = timeline();
+    let json = view("threads");
+    let session = rec.report_json();
+    let pid = session["session"]["pid"].as_u64().unwrap();
+    let all = json["threads"].as_array().unwrap();
+    let first = all
+        .iter()
+        .find(|t| t["tid"].as_u64() == Some(pid))
+        .unwrap_or_else(|| panic!("no thread {pid} in {all:#?}"));
+    assert_eq!(first["name"], "main", "{first}");
+    for t in all {
+        let name = t["name"].as_str().unwrap();
+        assert!(
+            !(name.len() == 15 && name.starts_with(".NET ")),
+            "a name cut by the kernel: {name:?}"
+        );
+    }
+    let out = rec.report(&["--threads"]);
+    out.assert_success();
+    let text = out.stdout_str();
+    assert!(!text.contains("managed id"), "{text}");
+    assert!(text.contains(" main\n"), "{text}");
+
+    let out = rec.report(&[]);
+    out.assert_success();
+    let text = out.stdout_str();
+    let events = text.lines().filter(|l| l.starts_with("Events: ")).count();
+    assert_eq!(events, 1, "{text}");
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())
+                && l.trim_end().ends_with("  JITCompilationStarted")),
+        "{text}"
+    );
+}
+
 #[test]
 fn jit_view_has_il_sizes_and_the_startup_view_lists_the_app() {
     let json = view("jit");

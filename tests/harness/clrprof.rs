@@ -235,8 +235,17 @@ pub fn clrprof(args: &[&str]) -> Output {
 /// `clrprof report <trace> <args>`. Does not check the exit status.
 #[track_caller]
 pub fn report(trace: &Path, args: &[&str]) -> Output {
+    report_with_env(trace, args, &[])
+}
+
+/// [`report`] with extra environment variables (set after the tests' environment, which
+/// removes the developer's own `CLRPROF_SYMBOL_*`). Does not check the exit status.
+#[track_caller]
+pub fn report_with_env(trace: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(clrprof_bin());
     cmd.arg("report").arg(trace).args(args);
+    apply_env(&mut cmd);
+    cmd.envs(env.iter().copied());
     run_command(&mut cmd)
 }
 

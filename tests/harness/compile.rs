@@ -92,7 +92,8 @@ impl Program {
     }
 }
 
-/// The environment every .NET process started by the tests gets.
+/// The environment every .NET process and clrprof command started by the tests gets: no
+/// profiler and no symbol server inherited from the developer's environment.
 pub fn apply_env(cmd: &mut Command) {
     cmd.env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
         .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1");
@@ -101,6 +102,8 @@ pub fn apply_env(cmd: &mut Command) {
         "CORECLR_PROFILER",
         "CORECLR_PROFILER_PATH",
         "CORECLR_PROFILER_PATH_64",
+        "CLRPROF_SYMBOL_SERVER",
+        "CLRPROF_SYMBOL_CACHE",
     ] {
         cmd.env_remove(var);
     }

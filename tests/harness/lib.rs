@@ -29,6 +29,7 @@ mod collector;
 mod compile;
 mod dotnet;
 mod facts;
+mod native_lib;
 mod paths;
 mod pdb;
 pub mod peer_perf;
@@ -37,13 +38,14 @@ mod process;
 mod profile;
 mod programs;
 mod stripped;
+mod symbol_server;
 
 pub use browser::{
     CHROMIUM, PLAYWRIGHT_VERSION, artifacts_dir, browser_deps_dir, check_in_browser,
 };
 pub use clrprof::{
     Recording, agent_lib, clrprof, clrprof_bin, coverage, example_lib, record, record_command,
-    record_with_env, report, report_json, report_json_with,
+    record_with_env, report, report_json, report_json_with, report_with_env,
 };
 pub use collector::{
     COLLECTOR_BINARY, COLLECTOR_MODULES, COLLECTOR_VERSION, CaptureServer, Collector,
@@ -55,6 +57,7 @@ pub use dotnet::{
     pinned,
 };
 pub use facts::ProfilingApi;
+pub use native_lib::{NativeLib, native_lib};
 pub use paths::{target_dir, workspace_root};
 pub use pdb::{PdbKind, with_portable_pdb};
 pub use probes::{ProbeRun, run_probe};
@@ -62,8 +65,9 @@ pub use process::{
     ChildGuard, OutputExt, default_timeout, describe_command, run_command, run_command_timeout,
     signal_snapshot_when_ready,
 };
-pub use profile::{frame_names, profile_of, thread};
+pub use profile::{assert_tick_reader, frame_names, profile_of, thread, thread_names};
 pub use programs::TRACED_CALLS;
+pub use symbol_server::{SymbolServer, refusing_url};
 
 /// A fresh temporary directory for one test, deleted when dropped.
 pub fn temp_dir() -> tempfile::TempDir {

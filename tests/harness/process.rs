@@ -32,7 +32,10 @@ pub struct ChildGuard {
 }
 
 impl ChildGuard {
-    /// Spawns `cmd` as the leader of a new process group (Unix). Stdio is left as configured.
+    /// Spawns `cmd` as the leader of a new process group (Unix), with the default action for
+    /// the signals tests send (a test run started in the background of a shell inherits
+    /// SIGINT and SIGQUIT ignored, and .NET keeps an inherited ignore, so `Ctrl-C` tests would
+    /// depend on how the tests were started). Stdio is left as configured.
     ///
     /// # Panics
     /// If the program cannot be started.
@@ -41,6 +44,18 @@ impl ChildGuard {
         {
             use std::os::unix::process::CommandExt;
             cmd.process_group(0);
+            // SAFETY: between fork and exec the closure only calls `signal`, which is
+            // async-signal-safe, and allocates nothing.
+            unsafe {
+                cmd.pre_exec(|| {
+                    for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
+                        if libc::signal(signal, libc::SIG_DFL) == libc::SIG_ERR {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    }
+                    Ok(())
+                });
+            }
         }
         let description = describe_command(cmd);
         let child = cmd

@@ -35,3 +35,36 @@ pub fn frame_names(p: &Profile, stack: Option<StackIndex>) -> Vec<String> {
             .collect()
     })
 }
+
+/// The thread names of a JSON list of `name (tid N)` entries (a contention view's waiters or
+/// holders), without their thread ids.
+pub fn thread_names(list: &serde_json::Value) -> Vec<String> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            n.as_str()
+                .unwrap()
+                .split(" (tid")
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Checks that the ticks were read by the agent where the runtime offers in-process EventPipe
+/// sessions, else by the CLI, and that every payload was readable; says whether the agent
+/// read them.
+#[track_caller]
+pub fn assert_tick_reader(json: &serde_json::Value) -> bool {
+    let counters = &json["counters"];
+    let in_process = crate::Dotnet::get().has_in_process_eventpipe();
+    assert_eq!(
+        counters["allocation_ticks_reader"],
+        u64::from(in_process),
+        "{counters:#}"
+    );
+    assert_eq!(counters["allocation_ticks_unreadable"], 0, "{counters:#}");
+    in_process
+}

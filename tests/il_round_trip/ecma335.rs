@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 
-use clrprof_analysis::pe::{PeImage, u16_at, u32_at};
+use clrprof_analysis::pe::PeImage;
+use clrprof_events::bytes::{u16_at, u32_at};
 use clrprof_sdk::metadata::signature::read_compressed;
 
 /// Table numbers (II.22).

@@ -20,6 +20,13 @@
 //     `GC.Collect()` again. No other `Memory.HeapNode` exists. A HeapNode is 32 bytes
 //     (header, method table, the reference and an int, padded).
 //     Output: "heap: 1000 nodes", "heap: 1500 nodes".
+// names: `Memory.Program.Named(int, nint, Memory.Pair, System.Collections.Generic.List<string>)`
+//     allocates, interleaved, 1,200,000 `Memory.Box<int, string>` (32 bytes each), 1,200,000
+//     `Memory.Outer<int>.Inner<string>` (a generic type nested in a generic type, 32 bytes
+//     each), 400,000 `System.Collections.Generic.Dictionary<nint, string>` (empty: no buckets),
+//     400,000 `char[][,]` (arrays of 8 two-dimensional arrays, 88 bytes each) and 40,000
+//     `nint[100]` (`IntPtr[]`, 824 bytes each): over 30 MB of each type, none kept alive.
+//     Output: "names: checksum=..." (deterministic).
 // signal DIR: builds the same list of 1,000 nodes, writes its process id to DIR/pid, then waits
 //     (at most 60 s) until a full collection has happened or the file DIR/go exists.
 //     Output: "heap: 1000 nodes".
@@ -47,6 +54,27 @@ namespace Memory
     {
         public byte[] Data;
         public int Id;
+    }
+
+    struct Pair
+    {
+        public int A;
+        public int B;
+    }
+
+    class Box<K, V>
+    {
+        public K Key;
+        public V Value;
+    }
+
+    class Outer<T>
+    {
+        public class Inner<U>
+        {
+            public T First;
+            public U Second;
+        }
     }
 
     class Program
@@ -99,6 +127,48 @@ namespace Memory
                 }
             }
             return sum;
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static long Named(int rounds, IntPtr seed, Pair pair, System.Collections.Generic.List<string> sink)
+        {
+            long sum = 0;
+            for (int i = 0; i < rounds; i++)
+            {
+                var box = new Box<int, string>();
+                box.Key = i;
+                box.Value = sink[i % sink.Count];
+                var inner = new Outer<int>.Inner<string>();
+                inner.First = box.Key;
+                inner.Second = box.Value;
+                sum += inner.First & 7;
+                if (i % 3 == 0)
+                {
+                    var map = new System.Collections.Generic.Dictionary<IntPtr, string>();
+                    sum += map.Count + pair.A;
+                    var grids = new char[8][,];
+                    sum += grids.Length + pair.B;
+                }
+                if (i % 30 == 0)
+                {
+                    var pointers = new IntPtr[100];
+                    pointers[i % 100] = seed;
+                    sum += (long)pointers[0];
+                }
+            }
+            return sum;
+        }
+
+        static void Names()
+        {
+            var pair = new Pair();
+            pair.A = 1;
+            pair.B = 2;
+            var sink = new System.Collections.Generic.List<string>();
+            sink.Add("a");
+            sink.Add("b");
+            long sum = Named(1200000, new IntPtr(3), pair, sink);
+            Console.WriteLine("names: checksum=" + sum);
         }
 
         static void Exact()
@@ -184,6 +254,7 @@ namespace Memory
             else if (mode == "big") Big();
             else if (mode == "gc") Gc();
             else if (mode == "heap") Heap();
+            else if (mode == "names") Names();
             else if (mode == "signal") WaitForSignal(args[1]);
             else
             {

@@ -53,6 +53,11 @@ pub fn run() -> Result<()> {
         "linux-perf",
         "Linux perf, the peer CPU profiles are checked against",
     )?;
+    ensure_debian_tool(
+        "go",
+        "golang-go",
+        "Go, whose `go tool pprof` reads the pprof exports",
+    )?;
     // The coverage tests' portable PDBs are written by Mono.Cecil from Mono's symbols.
     ensure_debian_file(
         "/usr/lib/mono/gac/Mono.Cecil/0.11.*/Mono.Cecil.dll",

@@ -10,7 +10,8 @@ use clrprof_sdk::sys::GUID;
 use clrprof_sdk::types::*;
 use clrprof_sdk::*;
 use clrprof_trace::{
-    EventCategory, EventKind as K, ExceptionInfo, Record, SessionStart, ThreadDef, protocol,
+    EventCategory, EventKind as K, ExceptionInfo, IlPosition, Record, SessionStart, ThreadDef,
+    protocol,
 };
 
 use crate::config::{AllocMode, Config, Mode};
@@ -523,6 +524,7 @@ impl Profiler for Agent {
             if status.is_ok() {
                 // A class the namer cannot look at is only a class it cannot name code after.
                 let _ = s.defs.namer().class_loaded(&s.info, c);
+                crate::statics::class_loaded(s, c);
             }
             if s.wants(K::CLASS_LOAD_FINISHED) {
                 s.defs.class(&s.info, &s.out, c);
@@ -534,6 +536,7 @@ impl Profiler for Agent {
         if let Some(s) = self.session() {
             // The ClassID can be reused: drop what is kept under it.
             s.defs.forget_class(c);
+            crate::statics::class_unloaded(c);
         }
         self.ev(K::CLASS_UNLOAD_STARTED, &[c.as_u64()])
     }
@@ -650,6 +653,7 @@ impl Profiler for Agent {
         }
         crate::heap::runtime_started();
         if let Some(s) = self.session() {
+            crate::statics::thread_created(s, t);
             s.out.push_record(&Record::ThreadDef(ThreadDef {
                 tid: sys::gettid(),
                 managed_id: t.as_u64(),
@@ -660,6 +664,7 @@ impl Profiler for Agent {
     }
     fn thread_destroyed(&self, t: ThreadId) -> Result<()> {
         self.ev(K::THREAD_DESTROYED, &[t.as_u64()])?;
+        crate::statics::thread_destroyed(t);
         if let (Some(s), Some(count)) = (self.session(), crate::count::get()) {
             count.thread_ended(s, t.0);
         }
@@ -804,7 +809,15 @@ impl Profiler for Agent {
         s.defs.class(&s.info, &s.out, class);
         let stack_ids: Vec<u64> = stack
             .iter()
-            .map(|&f| s.defs.function(&s.info, &s.out, f))
+            .map(|f| s.defs.function(&s.info, &s.out, FunctionId(f.function)))
+            .collect();
+        // Each frame at its call: the throw helper's for the thrower, the call for callers.
+        let stack_il: Vec<IlPosition> = stack
+            .iter()
+            .map(|f| match f.ip {
+                0 => IlPosition::Unknown,
+                ip => s.il_positions.position(&s.info, &s.gone_code, ip - 1),
+            })
             .collect();
         let message = s
             .exceptions
@@ -816,6 +829,7 @@ impl Profiler for Agent {
             message,
             stack: stack_ids.clone(),
             stack_truncated,
+            stack_il,
         }));
         s.event(
             K::EXCEPTION_THROWN,

@@ -28,12 +28,12 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use clrprof_sdk::{ClassId, FunctionId, ObjectId};
-use clrprof_trace::{Allocation, FrameKind};
+use clrprof_trace::{Allocation, FrameKind, IlPosition};
 
 use crate::config::AllocMode;
 use crate::recorder::sys;
 use crate::session::Session;
-use crate::stacks;
+use crate::stacks::{self, Frame, ManagedFrame};
 
 /// Deepest allocation stack kept (deeper stacks are cut at the root end, marked truncated).
 const MAX_ALLOC_FRAMES: usize = 256;
@@ -121,21 +121,24 @@ pub fn object_allocated(s: &Session, object: ObjectId, class: ClassId) {
 /// The calling thread's managed stack (`DoStackSnapshot` on the current thread), interned:
 /// the innermost frame is the allocating method. Functions are named when first seen.
 pub fn current_stack(s: &Session) -> u32 {
-    let mut frames = [0usize; MAX_ALLOC_FRAMES];
+    let mut frames = [ManagedFrame::default(); MAX_ALLOC_FRAMES];
     let (depth, truncated) = stacks::managed_stack(&s.info, &mut frames);
     intern_managed(s, &frames[..depth], truncated)
 }
 
 /// Interns a stack of managed functions given innermost first (`truncated`: cut at the root
-/// end), naming the functions seen for the first time.
-pub fn intern_managed(s: &Session, frames: &[usize], truncated: bool) -> u32 {
-    let root = truncated.then_some((FrameKind::Truncated, 0));
-    let path = root.into_iter().chain(
-        frames
-            .iter()
-            .rev()
-            .map(|&f| (FrameKind::Managed, s.defs.function_id(FunctionId(f)))),
-    );
+/// end), each at the IL position of its call (the instruction before its return address),
+/// naming the functions seen for the first time.
+pub fn intern_managed(s: &Session, frames: &[ManagedFrame], truncated: bool) -> u32 {
+    let root = truncated.then_some(Frame::of(FrameKind::Truncated, 0));
+    let path = root.into_iter().chain(frames.iter().rev().map(|f| Frame {
+        kind: FrameKind::Managed,
+        id: s.defs.function_id(FunctionId(f.function)),
+        il: match f.ip {
+            0 => IlPosition::Unknown,
+            ip => s.il_positions.position(&s.info, &s.gone_code, ip - 1),
+        },
+    }));
     s.stacks
         .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f))
 }

@@ -27,6 +27,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use clrprof_events::gc::{AllocationKind, AllocationTick};
+use clrprof_events::{Payload, PointerSize, keyword, level};
 use clrprof_sdk::info::EventPipeLevel;
 use clrprof_sdk::{ClassId, EventPipeEvent, FunctionId};
 use clrprof_trace::Allocation;
@@ -36,11 +38,8 @@ use crate::config::AllocMode;
 use crate::recorder::sys;
 use crate::runtime_events::{RuntimeSession, is_runtime_provider};
 use crate::session::Session;
+use crate::stacks::ManagedFrame;
 
-/// `GCKeyword`: garbage collections and, at verbose level, the allocation ticks.
-const GC_KEYWORD: u64 = 0x1;
-/// The event id of `GCAllocationTick` (every version).
-const ALLOCATION_TICK: u32 = 10;
 /// Deepest stack taken from an event's own frames.
 const MAX_EVENT_FRAMES: usize = 256;
 
@@ -106,7 +105,16 @@ pub fn start(s: &Session) -> Option<TickReader> {
     if s.config.alloc != AllocMode::Ticks {
         return None;
     }
-    SESSION.start(s, GC_KEYWORD, EventPipeLevel::VERBOSE);
+    // An attach after a detach counts its own ticks.
+    for counter in [
+        &STATS.delivered,
+        &STATS.unreadable,
+        &STATS.other_thread,
+        &STATS.unresolved_frames,
+    ] {
+        counter.store(0, Ordering::Relaxed);
+    }
+    SESSION.start(s, keyword::GC, EventPipeLevel(level::VERBOSE));
     reader(s)
 }
 
@@ -122,14 +130,16 @@ pub fn stop(s: &Session) {
 
 /// Handles one event of the agent's session: a `GCAllocationTick` becomes an `Allocation`.
 pub fn event_delivered(s: &Session, event: &EventPipeEvent<'_>) {
-    if event.event_id != ALLOCATION_TICK
+    if event.event_id != AllocationTick::EVENT_ID
         || s.config.alloc != AllocMode::Ticks
         || !is_runtime_provider(s, event.provider)
     {
         return;
     }
     STATS.delivered.fetch_add(1, Ordering::Relaxed);
-    let Some(tick) = AllocationTick::read(event.event_version, event.data) else {
+    // The payload is read where it lies: nothing allocated inside the allocation.
+    let Ok(tick) = AllocationTick::read(event.event_version, event.data, PointerSize::NATIVE)
+    else {
         STATS.unreadable.fetch_add(1, Ordering::Relaxed);
         return;
     };
@@ -141,10 +151,10 @@ pub fn event_delivered(s: &Session, event: &EventPipeEvent<'_>) {
         STATS.other_thread.fetch_add(1, Ordering::Relaxed);
         event_stack(s, event.stack)
     };
-    let class = ClassId(tick.type_id as usize);
+    let class = ClassId(tick.type_id() as usize);
     s.defs.class(&s.info, &s.out, class);
     let mut flags = Allocation::TICK;
-    if tick.allocation_kind == AllocationKind::LARGE {
+    if tick.allocation_kind() == AllocationKind::LARGE {
         flags |= Allocation::LARGE_OBJECT_HEAP;
     }
     if matches!(s.info.is_array_class(class), Ok(Some(_))) {
@@ -156,7 +166,7 @@ pub fn event_delivered(s: &Session, event: &EventPipeEvent<'_>) {
             ts: s.now(),
             tid: sys::gettid(),
             class: class.as_u64(),
-            size: tick.allocation_amount64,
+            size: tick.allocation_amount64(),
             stack,
             interval: ALLOCATION_TICK_BYTES,
             flags,
@@ -168,7 +178,7 @@ pub fn event_delivered(s: &Session, event: &EventPipeEvent<'_>) {
 /// The stack EventPipe attached to an event (return addresses, innermost first), as managed
 /// functions; addresses in no managed function are left out and counted.
 fn event_stack(s: &Session, ips: &[usize]) -> u32 {
-    let mut frames = [0usize; MAX_EVENT_FRAMES];
+    let mut frames = [ManagedFrame::default(); MAX_EVENT_FRAMES];
     let mut depth = 0;
     for &ip in ips {
         if depth == frames.len() {
@@ -177,7 +187,7 @@ fn event_stack(s: &Session, ips: &[usize]) -> u32 {
         // A return address: the byte before it is inside the calling method.
         match s.info.get_function_from_ip(ip.saturating_sub(1)) {
             Ok(f) if f != FunctionId::NULL => {
-                frames[depth] = f.0;
+                frames[depth] = ManagedFrame { function: f.0, ip };
                 depth += 1;
             }
             _ => {
@@ -187,192 +197,4 @@ fn event_stack(s: &Session, ips: &[usize]) -> u32 {
     }
     let truncated = depth == frames.len() && ips.len() > depth;
     crate::alloc::intern_managed(s, &frames[..depth], truncated)
-}
-
-/// `AllocationKind` of `GCAllocationTick` (the manifest's `GCAllocationKindMap`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AllocationKind(pub u32);
-
-impl AllocationKind {
-    /// The small object heap.
-    pub const SMALL: AllocationKind = AllocationKind(0);
-    /// The large object heap.
-    pub const LARGE: AllocationKind = AllocationKind(1);
-    /// The pinned object heap (.NET 5 and later).
-    pub const PINNED: AllocationKind = AllocationKind(2);
-}
-
-/// A `GCAllocationTick` payload, field by field as the runtime's manifest
-/// (`src/coreclr/vm/ClrEtwAll.man`) lays out its templates:
-///
-/// - version 2: `AllocationAmount` u32, `AllocationKind` u32, `ClrInstanceID` u16,
-///   `AllocationAmount64` u64, `TypeID` pointer, `TypeName` NUL-terminated UTF-16,
-///   `HeapIndex` u32;
-/// - version 3 (CoreCLR 3.1) adds `Address` (pointer);
-/// - version 4 (.NET 7 and later; .NET 8.0.4 sends it) adds `ObjectSize` (u64).
-///
-/// Pointers have the process's size: the agent reads events of its own process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AllocationTick<'a> {
-    /// Bytes since the previous tick, truncated to 32 bits.
-    pub allocation_amount: u32,
-    /// The heap of the allocation.
-    pub allocation_kind: AllocationKind,
-    /// The runtime instance.
-    pub clr_instance_id: u16,
-    /// Bytes handed out since the previous tick on this heap: what the tick stands for.
-    pub allocation_amount64: u64,
-    /// The allocated object's type: its `TypeHandle`, the profiling API's `ClassID`.
-    pub type_id: u64,
-    /// The type's name as the runtime formats it (`System.Int32[]`), UTF-16LE without its NUL.
-    pub type_name: &'a [u8],
-    /// The GC heap (0 with workstation GC).
-    pub heap_index: u32,
-    /// The object's address (version 3 and later).
-    pub address: Option<u64>,
-    /// The object's size in bytes (version 4 and later).
-    pub object_size: Option<u64>,
-}
-
-impl<'a> AllocationTick<'a> {
-    /// Reads a payload of `version`; `None` for versions before 2 (no type) or a payload too
-    /// short for its version.
-    pub fn read(version: u32, payload: &'a [u8]) -> Option<AllocationTick<'a>> {
-        if version < 2 {
-            return None;
-        }
-        let mut r = Fields { payload, at: 0 };
-        let allocation_amount = r.u32()?;
-        let allocation_kind = AllocationKind(r.u32()?);
-        let clr_instance_id = r.u16()?;
-        let allocation_amount64 = r.u64()?;
-        let type_id = r.pointer()?;
-        let type_name = r.utf16z()?;
-        let heap_index = r.u32()?;
-        let address = if version >= 3 {
-            Some(r.pointer()?)
-        } else {
-            None
-        };
-        let object_size = if version >= 4 { Some(r.u64()?) } else { None };
-        Some(AllocationTick {
-            allocation_amount,
-            allocation_kind,
-            clr_instance_id,
-            allocation_amount64,
-            type_id,
-            type_name,
-            heap_index,
-            address,
-            object_size,
-        })
-    }
-}
-
-/// Reads little-endian fields in order, without allocating.
-pub(crate) struct Fields<'a> {
-    payload: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Fields<'a> {
-    /// Fields from the start of `payload`.
-    pub(crate) fn new(payload: &'a [u8]) -> Fields<'a> {
-        Fields { payload, at: 0 }
-    }
-
-    pub(crate) fn u8(&mut self) -> Option<u8> {
-        self.take().map(u8::from_le_bytes)
-    }
-
-    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let bytes = self.payload.get(self.at..self.at.checked_add(N)?)?;
-        self.at += N;
-        bytes.try_into().ok()
-    }
-
-    pub(crate) fn u16(&mut self) -> Option<u16> {
-        self.take().map(u16::from_le_bytes)
-    }
-
-    pub(crate) fn u32(&mut self) -> Option<u32> {
-        self.take().map(u32::from_le_bytes)
-    }
-
-    pub(crate) fn u64(&mut self) -> Option<u64> {
-        self.take().map(u64::from_le_bytes)
-    }
-
-    pub(crate) fn pointer(&mut self) -> Option<u64> {
-        match size_of::<usize>() {
-            4 => self.u32().map(u64::from),
-            _ => self.u64(),
-        }
-    }
-
-    /// A NUL-terminated UTF-16 string: its bytes without the NUL.
-    pub(crate) fn utf16z(&mut self) -> Option<&'a [u8]> {
-        let rest = self.payload.get(self.at..)?;
-        let len = rest.chunks_exact(2).position(|c| c == [0, 0])? * 2;
-        self.at += len + 2;
-        Some(&rest[..len])
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    pub(crate) fn utf16z(s: &str) -> Vec<u8> {
-        let mut v: Vec<u8> = s.encode_utf16().flat_map(u16::to_le_bytes).collect();
-        v.extend_from_slice(&[0, 0]);
-        v
-    }
-
-    /// A version-4 payload as .NET 8 writes it.
-    fn v4(amount: u64, kind: u32, type_id: u64, name: &str, size: u64) -> Vec<u8> {
-        let mut p = (amount as u32).to_le_bytes().to_vec();
-        p.extend_from_slice(&kind.to_le_bytes());
-        p.extend_from_slice(&7u16.to_le_bytes());
-        p.extend_from_slice(&amount.to_le_bytes());
-        p.extend_from_slice(&type_id.to_le_bytes());
-        p.extend(utf16z(name));
-        p.extend_from_slice(&3u32.to_le_bytes());
-        p.extend_from_slice(&0x7f00_dead_0000u64.to_le_bytes());
-        p.extend_from_slice(&size.to_le_bytes());
-        p
-    }
-
-    #[test]
-    fn reads_every_field_of_a_version_4_tick() {
-        let p = v4(104_664, 1, 0x7f00_1234, "System.Byte[]", 4_024);
-        let tick = AllocationTick::read(4, &p).unwrap();
-        assert_eq!(tick.allocation_amount, 104_664);
-        assert_eq!(tick.allocation_kind, AllocationKind::LARGE);
-        assert_eq!(tick.clr_instance_id, 7);
-        assert_eq!(tick.allocation_amount64, 104_664);
-        assert_eq!(tick.type_id, 0x7f00_1234);
-        assert_eq!(tick.type_name, &utf16z("System.Byte[]")[..26]);
-        assert_eq!(tick.heap_index, 3);
-        assert_eq!(tick.address, Some(0x7f00_dead_0000));
-        assert_eq!(tick.object_size, Some(4_024));
-    }
-
-    #[test]
-    fn older_versions_have_fewer_fields_and_cut_payloads_are_refused() {
-        let p = v4(104_664, 0, 0x7f00_1234, "Memory.Small", 32);
-        let v3 = AllocationTick::read(3, &p[..p.len() - 8]).unwrap();
-        assert_eq!((v3.address, v3.object_size), (Some(0x7f00_dead_0000), None));
-        assert_eq!(v3.allocation_kind, AllocationKind::SMALL);
-        let v2 = AllocationTick::read(2, &p[..p.len() - 16]).unwrap();
-        assert_eq!((v2.address, v2.heap_index), (None, 3));
-        // Every shorter payload misses a field of its version.
-        for (version, full) in [(4, p.len()), (3, p.len() - 8), (2, p.len() - 16)] {
-            for len in 0..full {
-                assert_eq!(AllocationTick::read(version, &p[..len]), None, "{len}");
-            }
-        }
-        // Versions 0 and 1 name no type.
-        assert_eq!(AllocationTick::read(1, &p), None);
-    }
 }

@@ -4,10 +4,10 @@
 use std::sync::OnceLock;
 
 use clrprof_sdk::info::StringLayout2;
-use clrprof_sdk::{ClassId, FunctionId, Namer, ObjectId, ProfilerInfo};
+use clrprof_sdk::{ClassId, Namer, ObjectId, ProfilerInfo};
 
 use crate::recorder::objects;
-use crate::stacks;
+use crate::stacks::{self, ManagedFrame};
 
 /// The most frames of a throw-site stack that are kept.
 pub const MAX_THROW_FRAMES: usize = 256;
@@ -78,11 +78,8 @@ fn message_offset(info: &ProfilerInfo, namer: &Namer, class: ClassId) -> Option<
 
 /// The managed frames of the current thread, innermost first, and whether there were more
 /// than [`MAX_THROW_FRAMES`].
-pub fn throw_site_stack(info: &ProfilerInfo) -> (Vec<FunctionId>, bool) {
-    let mut frames = [0usize; MAX_THROW_FRAMES];
+pub fn throw_site_stack(info: &ProfilerInfo) -> (Vec<ManagedFrame>, bool) {
+    let mut frames = [ManagedFrame::default(); MAX_THROW_FRAMES];
     let (depth, truncated) = stacks::managed_stack(info, &mut frames);
-    (
-        frames[..depth].iter().map(|&f| FunctionId(f)).collect(),
-        truncated,
-    )
+    (frames[..depth].to_vec(), truncated)
 }

@@ -39,6 +39,10 @@
 //! to `RuntimeResumeFinished`. The agent writes those two events for each snapshot whatever
 //! `--events` asked for, so the report always has the pause the snapshot caused.
 //!
+//! **Static fields**: in `GarbageCollectionFinished` of a snapshot's collection the agent also
+//! writes which object each static field of a reference type holds (`statics.rs`), so that
+//! reports name those roots by their fields.
+//!
 //! **On demand**: whatever the mode, `SIGUSR2` sent to the program (`kill -USR2 <pid>`) asks
 //! for a snapshot now (`on-signal` takes only those): the signal handler wakes the heap
 //! thread, which forces a collection (`ForceGC`, accepted from a thread with no callback and no
@@ -249,6 +253,9 @@ pub fn gc_finished(s: &Session, bounds: &[GenerationRange]) {
             snapshot,
             ranges,
         }));
+    // The static fields' values, read while the program is suspended, after the collection
+    // moved the objects and before the walk reports them.
+    crate::statics::snapshot(s, snapshot);
 }
 
 /// True if `gc_finished` needs the generation bounds.

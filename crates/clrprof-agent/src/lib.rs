@@ -35,6 +35,7 @@ pub mod event_mask;
 pub mod exceptions;
 pub mod gc;
 pub mod heap;
+pub mod il_positions;
 pub mod instrument;
 #[allow(unsafe_code)]
 pub mod recorder;
@@ -43,6 +44,7 @@ pub mod runtime_version;
 pub mod sampler;
 pub mod session;
 pub mod stacks;
+pub mod statics;
 pub mod transport;
 pub mod unwind;
 

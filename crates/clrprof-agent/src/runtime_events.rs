@@ -5,13 +5,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
+use clrprof_events::RUNTIME_PROVIDER;
 use clrprof_sdk::EventPipeProviderId;
 use clrprof_sdk::info::{EventPipeLevel, EventPipeProviderConfig, EventPipeSessionId};
 
 use crate::session::Session;
-
-/// The runtime's event provider.
-pub const RUNTIME_PROVIDER: &str = "Microsoft-Windows-DotNETRuntime";
 
 /// The runtime provider's id once an event showed it (0: not known yet).
 static RUNTIME: AtomicUsize = AtomicUsize::new(0);
@@ -55,8 +53,10 @@ impl RuntimeSession {
 
     /// Starts the session on the runtime provider's `keywords` at `level`. A runtime without
     /// in-process sessions leaves the events to the CLI; one that refuses the session too,
-    /// with a warning.
+    /// with a warning. (After a detach, a new attach starts it again: what the last session
+    /// did is forgotten.)
     pub fn start(&self, s: &Session, keywords: u64, level: EventPipeLevel) {
+        self.started.store(false, Ordering::Release);
         let runtime = EventPipeProviderConfig {
             name: RUNTIME_PROVIDER,
             keywords,

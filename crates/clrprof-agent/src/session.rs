@@ -9,6 +9,7 @@ use clrprof_trace::{CallTreeNode, Counter, Event, EventKind, Message, Record};
 use crate::config::{Config, Mode};
 use crate::defs::Definitions;
 use crate::exceptions::ExceptionReader;
+use crate::il_positions::CallbackPositions;
 use crate::recorder::cct::{self, ThreadState};
 use crate::recorder::{sys, threads};
 use crate::sampler::{GoneCode, Sampler, SamplerStats};
@@ -35,6 +36,8 @@ pub struct Session {
     pub sampler: Mutex<Option<Sampler>>,
     /// Code the runtime unloaded, for the sampler to forget.
     pub gone_code: GoneCode,
+    /// Where the frames of stacks taken in callbacks and events were in their IL.
+    pub il_positions: CallbackPositions,
     /// True if the agent was attached to a running program (`clrprof attach`).
     pub attached: bool,
     /// The thread that waits for the CLI to ask for a detach (attach only).
@@ -75,6 +78,7 @@ impl Session {
             stacks: StackInterner::default(),
             sampler: Mutex::new(None),
             gone_code: GoneCode::default(),
+            il_positions: CallbackPositions::default(),
             attached,
             control: Mutex::new(None),
             wanted,
@@ -185,6 +189,7 @@ impl Session {
             .into_iter()
             .chain(crate::alloc::counters())
             .chain(crate::heap::counters())
+            .chain(crate::statics::counters(self))
             .chain(crate::alloc_ticks::counters(self))
             .chain(crate::contention::counters(self))
             .chain(count.into_iter().flatten())

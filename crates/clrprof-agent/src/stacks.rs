@@ -7,11 +7,11 @@
 
 use std::sync::Mutex;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxBuildHasher;
 
 use clrprof_sdk::stack::SnapshotFlags;
 use clrprof_sdk::{ProfilerInfo, ThreadId};
-use clrprof_trace::{FrameKind, Record, StackDef};
+use clrprof_trace::{FrameKind, IlPosition, Record, StackNodes};
 
 use crate::transport::Transport;
 
@@ -19,10 +19,30 @@ use crate::transport::Transport;
 /// released, up to this many per call (any more are named under the lock).
 const NAME_AFTER_UNLOCK: usize = 256;
 
-/// Interned stack nodes: `(parent, frame kind, frame)` to node id.
+/// One frame of a stack to intern: its kind, its id (`FunctionID`, native frame id, ...) and,
+/// for a managed frame, where in its method's IL it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Frame {
+    pub kind: FrameKind,
+    pub id: u64,
+    pub il: IlPosition,
+}
+
+impl Frame {
+    /// A frame whose place in its method is not known (or not a managed frame).
+    pub fn of(kind: FrameKind, id: u64) -> Frame {
+        Frame {
+            kind,
+            id,
+            il: IlPosition::Unknown,
+        }
+    }
+}
+
+/// Interned stack nodes, numbered from 1.
 #[derive(Default)]
 pub struct StackInterner {
-    nodes: Mutex<HashMap<(u32, u8, u64), u32>>,
+    nodes: Mutex<StackNodes<FxBuildHasher>>,
 }
 
 impl StackInterner {
@@ -33,7 +53,7 @@ impl StackInterner {
     pub fn intern_path(
         &self,
         out: &Transport,
-        frames: impl Iterator<Item = (FrameKind, u64)>,
+        frames: impl Iterator<Item = Frame>,
         name: impl FnMut(u64),
     ) -> u32 {
         self.extend_path(out, 0, frames, |_| {}, name)
@@ -45,7 +65,7 @@ impl StackInterner {
         &self,
         out: &Transport,
         parent: u32,
-        frames: impl Iterator<Item = (FrameKind, u64)>,
+        frames: impl Iterator<Item = Frame>,
         mut interned: impl FnMut(u32),
         mut name: impl FnMut(u64),
     ) -> u32 {
@@ -53,14 +73,14 @@ impl StackInterner {
         let mut new_len = 0;
         let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
         let mut node = parent;
-        for (kind, frame) in frames {
-            let (id, created) = Self::node(&mut nodes, out, node, kind, frame);
-            if created && matches!(kind, FrameKind::Managed | FrameKind::AsyncCaller) {
+        for frame in frames {
+            let (id, created) = Self::node(&mut nodes, out, node, frame);
+            if created && matches!(frame.kind, FrameKind::Managed | FrameKind::AsyncCaller) {
                 if new_len < NAME_AFTER_UNLOCK {
-                    new[new_len] = frame;
+                    new[new_len] = frame.id;
                     new_len += 1;
                 } else {
-                    name(frame);
+                    name(frame.id);
                 }
             }
             interned(id);
@@ -74,34 +94,33 @@ impl StackInterner {
     /// The node for `frame` called from `parent`, and whether it is new (its `StackDef` is
     /// written then).
     fn node(
-        nodes: &mut HashMap<(u32, u8, u64), u32>,
+        nodes: &mut StackNodes<FxBuildHasher>,
         out: &Transport,
         parent: u32,
-        kind: FrameKind,
-        frame: u64,
+        frame: Frame,
     ) -> (u32, bool) {
-        let next = nodes.len() as u32 + 1;
-        let mut created = false;
-        let id = *nodes
-            .entry((parent, kind.to_u8(), frame))
-            .or_insert_with(|| {
-                created = true;
-                out.push_record(&Record::StackDef(StackDef {
-                    id: next,
-                    parent,
-                    frame_kind: kind,
-                    frame,
-                }));
-                next
-            });
-        (id, created)
+        let (id, new) = nodes.node(parent, frame.kind, frame.id, frame.il);
+        if let Some(def) = new {
+            out.push_record(&Record::StackDef(def));
+        }
+        (id, new.is_some())
     }
+}
+
+/// A managed frame of a stack the runtime walked: its function, and the return address it was
+/// at (the instruction after its call).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ManagedFrame {
+    /// The FunctionID.
+    pub function: usize,
+    /// The return address (0: unknown).
+    pub ip: usize,
 }
 
 /// Walks the calling thread's managed stack (`DoStackSnapshot` on the current thread) into
 /// `frames`, innermost first, skipping native chains between managed frames. Returns how many
 /// frames were written and whether there were more than `frames` holds. Does not allocate.
-pub fn managed_stack(info: &ProfilerInfo, frames: &mut [usize]) -> (usize, bool) {
+pub fn managed_stack(info: &ProfilerInfo, frames: &mut [ManagedFrame]) -> (usize, bool) {
     let mut depth = 0;
     let mut truncated = false;
     let _ = info.do_stack_snapshot(ThreadId::NULL, SnapshotFlags::DEFAULT, &mut |frame| {
@@ -112,7 +131,10 @@ pub fn managed_stack(info: &ProfilerInfo, frames: &mut [usize]) -> (usize, bool)
             truncated = true;
             return false;
         }
-        frames[depth] = frame.function.0;
+        frames[depth] = ManagedFrame {
+            function: frame.function.0,
+            ip: frame.ip,
+        };
         depth += 1;
         true
     });

@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use crate::model::{Mode, SampleKind};
+use crate::model::{ProfileKind, SampleKind};
 use crate::{Analysis, Metric};
 
 /// Where the samples of a profile went, for one analysis of it.
@@ -48,38 +48,49 @@ fn weighs_nothing(kind: SampleKind, metric: Metric) -> bool {
 }
 
 /// Why samples are left out, indexed by the constants below.
-const REASONS: [&str; 4] = [
+const REASONS: [&str; 5] = [
     "of threads not selected (--thread)",
     "without a frame matching the filter",
     "wall-clock samples, which carry no CPU (--metric wall weighs them)",
     "outside every method trace mode's hooks saw (before Main, in native code, or waiting there)",
+    "of the runtime's service threads (--thread all shows them)",
 ];
 const OTHER_THREADS: usize = 0;
 const FILTERED: usize = 1;
 const NOT_WEIGHED: usize = 2;
 const NO_METHOD: usize = 3;
+const SERVICES: usize = 4;
 
 impl SampleAccounting {
     /// Accounts for every sample of the analysed profile; `None` for an allocation profile,
     /// whose samples are allocations.
     pub fn of(a: &Analysis<'_>) -> Option<SampleAccounting> {
         let p = a.profile;
-        if p.mode == Mode::Alloc {
+        if p.kind == ProfileKind::Alloc {
             return None;
         }
         let mut recorded = 0u64;
         let mut counted_unwritten = 0u64;
         // Where each sample went, by reason (see `REASONS`); what is shown is the rest.
-        let mut left = [0u64; 4];
+        let mut left = [0u64; 5];
         let mut selected_in_trees = 0u64;
         let mut shown_records = 0u64;
         for (t, thread) in p.threads.iter().enumerate() {
             let selected = a.selection.threads.contains(&t);
+            let not_selected = if a.selection.services_left_out.contains(&t) {
+                SERVICES
+            } else {
+                OTHER_THREADS
+            };
             recorded = thread
                 .samples
                 .iter()
                 .fold(recorded, |n, s| n.saturating_add(s.count));
-            if let Some(tree) = thread.call_tree.as_ref().filter(|_| p.mode == Mode::Trace) {
+            if let Some(tree) = thread
+                .call_tree
+                .as_ref()
+                .filter(|_| p.kind == ProfileKind::Trace)
+            {
                 // Trace mode: the call tree counts every tick inside a method, even one whose
                 // sample record was not written; a sample without a stack is one outside.
                 let in_tree: u64 = tree
@@ -99,14 +110,14 @@ impl SampleAccounting {
                     selected_in_trees = selected_in_trees.saturating_add(in_tree);
                     left[NO_METHOD] = left[NO_METHOD].saturating_add(outside);
                 } else {
-                    left[OTHER_THREADS] = left[OTHER_THREADS]
+                    left[not_selected] = left[not_selected]
                         .saturating_add(in_tree.max(inside).saturating_add(outside));
                 }
                 continue;
             }
             for s in &thread.samples {
                 let place = if !selected {
-                    Some(OTHER_THREADS)
+                    Some(not_selected)
                 } else if !a.selection.keeps_stack(s.stack) {
                     Some(FILTERED)
                 } else if weighs_nothing(s.kind, a.metric) {
@@ -120,7 +131,7 @@ impl SampleAccounting {
                 }
             }
         }
-        let shown = if p.mode == Mode::Trace {
+        let shown = if p.kind == ProfileKind::Trace {
             let shown = a.tree.total().samples;
             left[FILTERED] = left[FILTERED].saturating_add(
                 selected_in_trees

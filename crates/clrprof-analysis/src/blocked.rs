@@ -165,6 +165,9 @@ pub struct ThreadWall {
     pub tid: u32,
     /// The thread's name (empty if it has none).
     pub name: String,
+    /// One of the runtime's service threads (finalizer, tiered compilation, debugger, ...),
+    /// as the CPU profile's threads say.
+    pub service: bool,
     /// Wall time of its wall-clock samples, in nanoseconds.
     pub wall_ns: u64,
     /// Per reason (`running`, `lock`, `sleep`, `io`, `gc`, `jit`, `join`, `wait`), the wall
@@ -264,6 +267,7 @@ impl LoadedTrace {
             .map(|(tid, reasons)| ThreadWall {
                 tid,
                 name: self.thread_label(tid),
+                service: false,
                 wall_ns: reasons.values().fold(0u64, |n, v| n.saturating_add(*v)),
                 reasons,
             })
@@ -281,38 +285,140 @@ fn ms(ns: u64) -> String {
     }
 }
 
-/// Writes the split as text: one row per thread, milliseconds per reason.
-pub fn write_wall_by_reason(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Result<(), Error> {
-    let rows = t.wall_by_reason();
-    if rows.is_empty() {
+/// Marks the rows of the runtime's service threads, as `profile`'s threads say
+/// ([`crate::threads::mark_service_threads`]).
+pub fn mark_services(rows: &mut [ThreadWall], profile: &crate::model::Profile) {
+    let services: HashSet<u32> = profile
+        .threads
+        .iter()
+        .filter(|t| t.service)
+        .map(|t| t.tid)
+        .collect();
+    for row in rows {
+        row.service = services.contains(&row.tid);
+    }
+}
+
+/// Which threads the text table shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WallRows {
+    /// Every thread of the program, at most this many (largest first), then the runtime's
+    /// service threads summed in one row.
+    Program(usize),
+    /// These threads (by tid), each in its row, whatever their number.
+    Threads(Vec<u32>),
+}
+
+/// Writes the split as text: one row per thread (the runtime's service threads in one row
+/// unless asked for), milliseconds per reason; within a width, reasons no row has are left
+/// out.
+pub fn write_wall_by_reason(
+    rows: &[ThreadWall],
+    which: &WallRows,
+    width: Option<usize>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let label = |name: &str, tid: u32| {
+        if name.is_empty() || name == tid.to_string() {
+            tid.to_string()
+        } else {
+            format!("{name} ({tid})")
+        }
+    };
+    // (label, wall, per reason)
+    let mut shown: Vec<(String, u64, BTreeMap<&'static str, u64>)> = Vec::new();
+    let mut services: Vec<&ThreadWall> = Vec::new();
+    let mut more = 0;
+    match which {
+        WallRows::Threads(tids) => {
+            for row in rows.iter().filter(|r| tids.contains(&r.tid)) {
+                shown.push((label(&row.name, row.tid), row.wall_ns, row.reasons.clone()));
+            }
+        }
+        WallRows::Program(top) => {
+            let program: Vec<&ThreadWall> = rows.iter().filter(|r| !r.service).collect();
+            services = rows.iter().filter(|r| r.service).collect();
+            for row in program.iter().take(*top) {
+                shown.push((label(&row.name, row.tid), row.wall_ns, row.reasons.clone()));
+            }
+            more = program.len().saturating_sub(*top);
+            if !services.is_empty() {
+                let mut sum: BTreeMap<&'static str, u64> = BTreeMap::new();
+                let mut wall = 0u64;
+                for row in &services {
+                    wall = wall.saturating_add(row.wall_ns);
+                    for (&r, &ns) in &row.reasons {
+                        let slot = sum.entry(r).or_default();
+                        *slot = slot.saturating_add(ns);
+                    }
+                }
+                shown.push((
+                    format!("runtime service threads ({})", services.len()),
+                    wall,
+                    sum,
+                ));
+            }
+        }
+    }
+    if shown.is_empty() {
         return Ok(());
     }
-    writeln!(
+    // Within a width (a terminal), the reasons no row has are left out; otherwise every
+    // reason has its column, as programs reading the table expect.
+    let reasons: Vec<Reason> = Reason::ALL
+        .into_iter()
+        .filter(|r| {
+            width.is_none()
+                || shown
+                    .iter()
+                    .any(|(_, _, by)| by.get(r.as_str()).is_some_and(|&n| n > 0))
+        })
+        .collect();
+    writeln!(out)?;
+    crate::output::fit::write_wrapped(
         out,
-        "\nWall time by thread, running and blocked by reason (ms; docs/cpu-profiling.md)"
+        width,
+        "",
+        "  ",
+        "Wall time by thread, running and blocked by reason (ms; each thread's own time: \
+         docs/cpu-profiling.md)",
     )?;
-    write!(out, "  {:<28} {:>9}", "thread", "wall")?;
-    for r in Reason::ALL {
+    let label_w = shown
+        .iter()
+        .map(|(l, _, _)| crate::output::fit::width(l))
+        .max()
+        .unwrap_or(0)
+        .clamp("thread".len(), 32);
+    let numbers = 10 + reasons.len() * 9;
+    let label_w = match width {
+        Some(w) => label_w.min(w.saturating_sub(2 + numbers).max(12)),
+        None => label_w,
+    };
+    write!(out, "  {:<label_w$} {:>9}", "thread", "wall")?;
+    for r in &reasons {
         write!(out, " {:>8}", r.as_str())?;
     }
     writeln!(out)?;
-    for row in rows.iter().take(top) {
-        let label = if row.name.is_empty() || row.name == row.tid.to_string() {
-            row.tid.to_string()
-        } else {
-            format!("{} ({})", row.name, row.tid)
-        };
-        write!(out, "  {:<28} {:>9}", label, ms(row.wall_ns))?;
-        for r in Reason::ALL {
-            write!(out, " {:>8}", ms(row.reasons[r.as_str()]))?;
+    for (l, wall, by) in &shown {
+        let l = crate::output::fit::cut_end(l, label_w);
+        let pad = label_w.saturating_sub(crate::output::fit::width(&l));
+        write!(out, "  {l}{:pad$} {:>9}", "", ms(*wall))?;
+        for r in &reasons {
+            write!(out, " {:>8}", ms(by.get(r.as_str()).copied().unwrap_or(0)))?;
         }
         writeln!(out)?;
     }
-    if rows.len() > top {
-        writeln!(
+    if more > 0 {
+        writeln!(out, "  ... {more} more threads (--top 0 shows all)")?;
+    }
+    if !services.is_empty() {
+        let names: Vec<String> = services.iter().map(|r| label(&r.name, r.tid)).collect();
+        crate::output::fit::write_wrapped(
             out,
-            "  ... {} more threads (--top 0 shows all)",
-            rows.len() - top
+            width,
+            "  runtime service threads: ",
+            "    ",
+            &format!("{} (--thread all shows each)", names.join(", ")),
         )?;
     }
     Ok(())

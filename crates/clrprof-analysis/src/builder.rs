@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 use crate::model::{
-    CallNode, CallTree, Frame, FrameIndex, FrameKind, Mode, Profile, Sample, SampleKind,
-    StackIndex, StackNode, ThreadProfile,
+    CallNode, CallTree, Frame, FrameIndex, FrameKind, LineIndex, Profile, ProfileKind, Sample,
+    SampleKind, SourceLine, StackIndex, StackNode, ThreadProfile,
 };
 
 /// Builds a [`Profile`] whose frames and stacks are each stored once.
@@ -13,9 +13,9 @@ use crate::model::{
 /// public.
 ///
 /// ```
-/// use clrprof_analysis::{FrameKind, Mode, ProfileBuilder, Sample, SampleKind};
+/// use clrprof_analysis::{FrameKind, ProfileKind, ProfileBuilder, Sample, SampleKind};
 ///
-/// let mut b = ProfileBuilder::new(Mode::Sample);
+/// let mut b = ProfileBuilder::new(ProfileKind::Sample);
 /// let main = b.intern_frame("App.Main()", "App.dll", FrameKind::Managed);
 /// let work = b.intern_frame("App.Work()", "App.dll", FrameKind::Managed);
 /// let stack = b.intern_stack_path(&[main, work]);
@@ -28,7 +28,8 @@ use crate::model::{
 pub struct ProfileBuilder {
     profile: Profile,
     frame_ids: HashMap<Frame, FrameIndex>,
-    stack_ids: HashMap<(Option<StackIndex>, FrameIndex), StackIndex>,
+    stack_ids: HashMap<(Option<StackIndex>, FrameIndex, Option<LineIndex>), StackIndex>,
+    line_ids: HashMap<SourceLine, LineIndex>,
     thread_ids: HashMap<u32, usize>,
     /// Per thread: (parent node, frame) -> node, for [`ProfileBuilder::add_call_path`].
     call_ids: Vec<HashMap<(Option<usize>, FrameIndex), usize>>,
@@ -48,12 +49,13 @@ pub struct CallValues {
 }
 
 impl ProfileBuilder {
-    /// Starts an empty profile of the given mode.
-    pub fn new(mode: Mode) -> ProfileBuilder {
+    /// Starts an empty profile of the given kind.
+    pub fn new(kind: ProfileKind) -> ProfileBuilder {
         ProfileBuilder {
-            profile: Profile::new(mode),
+            profile: Profile::new(kind),
             frame_ids: HashMap::new(),
             stack_ids: HashMap::new(),
+            line_ids: HashMap::new(),
             thread_ids: HashMap::new(),
             call_ids: Vec::new(),
         }
@@ -77,11 +79,44 @@ impl ProfileBuilder {
 
     /// The stack made of `parent` with `frame` called from it, adding it if new.
     pub fn intern_stack(&mut self, parent: Option<StackIndex>, frame: FrameIndex) -> StackIndex {
-        *self.stack_ids.entry((parent, frame)).or_insert_with(|| {
-            let id = StackIndex(self.profile.stacks.len() as u32);
-            self.profile.stacks.push(StackNode { parent, frame });
-            id
-        })
+        self.intern_stack_at(parent, frame, None)
+    }
+
+    /// The stack made of `parent` with `frame` called from it, at source line `line`, adding
+    /// it if new.
+    pub fn intern_stack_at(
+        &mut self,
+        parent: Option<StackIndex>,
+        frame: FrameIndex,
+        line: Option<LineIndex>,
+    ) -> StackIndex {
+        *self
+            .stack_ids
+            .entry((parent, frame, line))
+            .or_insert_with(|| {
+                let id = StackIndex(self.profile.stacks.len() as u32);
+                self.profile.stacks.push(StackNode {
+                    parent,
+                    frame,
+                    line,
+                });
+                id
+            })
+    }
+
+    /// The index of line `line` of `file`, adding it if new.
+    pub fn intern_line(&mut self, file: &str, line: u32) -> LineIndex {
+        let key = SourceLine {
+            file: file.to_owned(),
+            line,
+        };
+        if let Some(&id) = self.line_ids.get(&key) {
+            return id;
+        }
+        let id = LineIndex(self.profile.source_lines.len() as u32);
+        self.profile.source_lines.push(key.clone());
+        self.line_ids.insert(key, id);
+        id
     }
 
     /// The stack of `frames` (root first); `None` for an empty slice.
@@ -188,7 +223,7 @@ impl Profile {
     /// sample interval is 1 ms and the duration is the longest thread's time. An empty frame
     /// list makes a sample without a managed stack.
     pub fn from_stacks(rows: &[(&str, Vec<&str>, u64, u64)]) -> Profile {
-        let mut b = ProfileBuilder::new(Mode::Sample);
+        let mut b = ProfileBuilder::new(ProfileKind::Sample);
         let mut clock: Vec<u64> = Vec::new();
         for (thread, frames, cpu_ns, wall_ns) in rows {
             let t = thread_by_name(&mut b, thread);
@@ -226,7 +261,7 @@ impl Profile {
     /// Frames and threads are named as in [`Profile::from_stacks`]; the duration is the
     /// largest per-thread sum of self wall time.
     pub fn from_call_paths(rows: &[(&str, Vec<&str>, CallValues)]) -> Profile {
-        let mut b = ProfileBuilder::new(Mode::Trace);
+        let mut b = ProfileBuilder::new(ProfileKind::Trace);
         let mut wall: Vec<u64> = Vec::new();
         for (thread, frames, values) in rows {
             let t = thread_by_name(&mut b, thread);

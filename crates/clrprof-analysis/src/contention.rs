@@ -11,7 +11,9 @@ use serde::Serialize;
 
 use crate::Error;
 use crate::builder::ProfileBuilder;
-use crate::model::{FrameIndex, FrameKind as ModelFrameKind, Mode, Profile, Sample, SampleKind};
+use crate::model::{
+    FrameIndex, FrameKind as ModelFrameKind, Profile, ProfileKind, Sample, SampleKind,
+};
 use crate::stack_frames::ModelStacks;
 use crate::trace::LoadedTrace;
 
@@ -184,7 +186,7 @@ impl LoadedTrace {
         let mut sites: HashMap<(u32, u32, String), (u64, u64, u64)> = HashMap::new();
         for c in &self.contention {
             let e = sites
-                .entry((c.tid, c.stack, self.lock_type(c)))
+                .entry((c.tid, self.functions_stack(c.stack), self.lock_type(c)))
                 .or_insert((0, c.ts, 0));
             e.0 = e.0.saturating_add(c.duration_ns);
             e.1 = e.1.min(c.ts);
@@ -194,7 +196,7 @@ impl LoadedTrace {
         sites.sort_unstable_by(|a, b| {
             (a.0.0, a.1.1, a.0.1, &a.0.2).cmp(&(b.0.0, b.1.1, b.0.1, &b.0.2))
         });
-        let mut b = ProfileBuilder::new(Mode::Sample);
+        let mut b = ProfileBuilder::new(ProfileKind::Sample);
         let mut model = ModelStacks::new(&self.names, &self.stacks, self.stack_view);
         let mut types: HashMap<String, FrameIndex> = HashMap::new();
         for ((tid, stack, lock_type), (wait_ns, first_ns, n)) in sites {

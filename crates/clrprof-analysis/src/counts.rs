@@ -219,11 +219,11 @@ pub(crate) fn add_to_profile(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Mode;
+    use crate::model::ProfileKind;
 
     #[test]
     fn threads_sum_into_functions_edges_and_sites() {
-        let mut b = ProfileBuilder::new(Mode::Count);
+        let mut b = ProfileBuilder::new(ProfileKind::Count);
         let main = b.intern_frame("Main()", "A.dll", FrameKind::Managed);
         let fib = b.intern_frame("Fib(int)", "A.dll", FrameKind::Managed);
         for (tid, n) in [(1, 10), (2, 32)] {

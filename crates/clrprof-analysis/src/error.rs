@@ -38,6 +38,9 @@ pub enum Error {
     /// A heap snapshot that the trace does not have.
     #[error("{0}")]
     NoSuchSnapshot(String),
+    /// `--source METHOD` matched no method with samples.
+    #[error("{0}")]
+    NoSuchMethod(String),
     /// Writing the output failed.
     #[error("cannot write the report: {0}")]
     Io(#[from] std::io::Error),

@@ -124,6 +124,7 @@ mod tests {
                         parent,
                         frame_kind: FrameKind::Managed,
                         frame,
+                        il: Default::default(),
                     },
                 )
             })

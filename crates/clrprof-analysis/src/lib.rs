@@ -44,6 +44,7 @@ mod error;
 pub mod events;
 mod induced;
 pub mod integrity;
+pub mod lines;
 pub mod memory;
 pub mod model;
 mod names;
@@ -55,6 +56,7 @@ pub mod report;
 pub mod runtime;
 pub mod sampling;
 mod stack_frames;
+pub mod stack_start;
 pub mod threads;
 pub mod top;
 pub mod trace;
@@ -64,12 +66,13 @@ mod units;
 pub use builder::{CallValues, ProfileBuilder};
 pub use error::Error;
 pub use model::{
-    CallNode, CallNodeRecord, CallTree, Frame, FrameIndex, FrameKind, Mode, Profile, Sample,
-    SampleKind, StackIndex, StackNode, ThreadProfile,
+    CallNode, CallNodeRecord, CallTree, Frame, FrameIndex, FrameKind, LineIndex, Profile,
+    ProfileKind, Sample, SampleKind, SourceLine, StackIndex, StackNode, ThreadProfile,
 };
 pub use output::{Format, Render};
 pub use query::{Metric, Query, Selection};
 pub use stack_frames::{AWAIT_FRAME, StackView};
+pub use stack_start::StackStart;
 pub use top::{FunctionRow, TopTable};
 pub use tree::{Label, MergedTree, TreeNode, Values};
 
@@ -86,6 +89,8 @@ pub struct Analysis<'p> {
     pub selection: Selection,
     /// The merged tree of what is kept.
     pub tree: MergedTree,
+    /// Count mode: the exact counts of the selected threads.
+    counts: Option<counts::CallCounts>,
 }
 
 impl<'p> Analysis<'p> {
@@ -96,35 +101,82 @@ impl<'p> Analysis<'p> {
         let metric = query.resolve_metric(profile)?;
         let selection = Selection::new(profile, query)?;
         let tree = MergedTree::build(profile, &selection, metric, per_thread);
+        let counts = counts::CallCounts::of_threads(profile, &selection.threads);
         Ok(Analysis {
             profile,
             metric,
             selection,
             tree,
+            counts,
         })
     }
 
     /// Whether call counts are shown: the profile was recorded in trace or count mode.
     pub fn has_calls(&self) -> bool {
-        matches!(self.profile.mode, Mode::Trace | Mode::Count)
+        matches!(self.profile.kind, ProfileKind::Trace | ProfileKind::Count)
     }
 
     /// Count mode's exact counts of the selected threads (`None` in the other modes).
-    pub fn call_counts(&self) -> Option<counts::CallCounts> {
-        counts::CallCounts::of_threads(self.profile, &self.selection.threads)
+    pub fn call_counts(&self) -> Option<&counts::CallCounts> {
+        self.counts.as_ref()
     }
 
     /// The top table, at most `top` rows.
     pub fn top(&self, top: Option<usize>) -> TopTable {
         match self.call_counts() {
-            Some(c) if self.profile.mode == Mode::Count => TopTable::from_tree_and_counts(
+            Some(c) if self.profile.kind == ProfileKind::Count => TopTable::from_tree_and_counts(
                 self.profile,
                 &self.tree,
-                &c,
+                c,
                 self.selection.filter(),
                 top,
             ),
             _ => TopTable::from_tree(self.profile, &self.tree, self.has_calls(), top),
+        }
+    }
+
+    /// Every exact call of what is selected: in trace mode the calls of every call path
+    /// kept, in count mode the entries of every counted function the filter keeps (0 in the
+    /// other modes).
+    pub fn total_calls(&self) -> u64 {
+        match (self.profile.kind, self.call_counts()) {
+            (ProfileKind::Count, Some(c)) => c
+                .functions
+                .iter()
+                .filter(|(f, _)| self.selection.frame_matches(**f))
+                .fold(0u64, |acc, (_, &n)| acc.saturating_add(n)),
+            (ProfileKind::Count, None) => 0,
+            _ if self.has_calls() => self
+                .tree
+                .nodes
+                .iter()
+                .fold(0u64, |acc, n| acc.saturating_add(n.calls)),
+            _ => 0,
+        }
+    }
+
+    /// The exact calls of tree node `n`, where they are known: every node of a trace-mode
+    /// call tree; in count mode a node below a counted function (the calls that function
+    /// made to it) or a counted function at the top of its stacks (its entries). `None` in
+    /// sample mode and for count mode's other nodes (a function called from code that was
+    /// not counted: native code, other assemblies).
+    pub fn node_calls(&self, n: usize) -> Option<u64> {
+        let node = &self.tree.nodes[n];
+        match self.profile.kind {
+            ProfileKind::Trace => Some(node.calls),
+            ProfileKind::Count => {
+                let c = self.call_counts()?;
+                let Label::Frame(callee) = node.label else {
+                    return None;
+                };
+                let parent = node.parent.map(|p| self.tree.nodes[p].label);
+                let counted = |f| c.functions.contains_key(&f);
+                match parent {
+                    Some(Label::Frame(caller)) => counted(caller).then_some(node.calls),
+                    _ => counted(callee).then_some(node.calls),
+                }
+            }
+            _ => None,
         }
     }
 
@@ -133,15 +185,20 @@ impl<'p> Analysis<'p> {
         accounting::SampleAccounting::of(self)
     }
 
-    /// The weight of everything selected, in the metric in force.
+    /// The weight of everything selected, in the metric in force: in count mode, calls are
+    /// the counted functions' entries ([`Analysis::total_calls`]).
     pub fn grand_total(&self) -> u64 {
-        self.tree.total().get(self.metric)
+        if self.metric == Metric::Calls && self.profile.kind == ProfileKind::Count {
+            self.total_calls()
+        } else {
+            self.tree.total().get(self.metric)
+        }
     }
 
     /// Notes for the reader: the profile's own, then remarks about this analysis.
     pub fn notes(&self) -> Vec<String> {
         let mut notes = self.profile.notes.clone();
-        if self.profile.mode == Mode::Trace {
+        if self.profile.kind == ProfileKind::Trace {
             for t in self.tree.threads.iter().filter(|t| !t.from_call_tree) {
                 if self.profile.threads[t.thread].samples.is_empty() {
                     continue;

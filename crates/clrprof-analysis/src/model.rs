@@ -7,7 +7,7 @@
 //!
 //! The model is the same for every kind of profile: a sample is a stack with weights (CPU
 //! time, wall time, a sample count, allocated bytes and objects), and a [`Metric`] picks the
-//! weight a view shows. An allocation profile ([`Mode::Alloc`]) has one sample per
+//! weight a view shows. An allocation profile ([`ProfileKind::Alloc`]) has one sample per
 //! allocating stack and type, the type being a [`FrameKind::Type`] frame at the leaf.
 //!
 //! [`Metric`]: crate::Metric
@@ -25,10 +25,12 @@ use serde::Serialize;
 use crate::Error;
 use crate::sampling::SamplingInfo;
 
-/// How the agent recorded the profile.
+/// What a profile holds: CPU samples, exact call trees, calls counted in the IL, or
+/// allocations (the recording's mode, `clrprof_trace::config::Mode`, is another concept: a
+/// recording in sample mode also gives an allocation profile). Named `mode` in every output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Mode {
+pub enum ProfileKind {
     /// Periodic stack samples; all numbers are estimates from sampling.
     Sample,
     /// An exact calling context tree per thread (exact call counts, sampled time).
@@ -41,19 +43,19 @@ pub enum Mode {
     Alloc,
 }
 
-impl Mode {
+impl ProfileKind {
     /// The lowercase name used in reports (`sample`, `trace`, `count`).
     pub fn as_str(self) -> &'static str {
         match self {
-            Mode::Sample => "sample",
-            Mode::Trace => "trace",
-            Mode::Count => "count",
-            Mode::Alloc => "alloc",
+            ProfileKind::Sample => "sample",
+            ProfileKind::Trace => "trace",
+            ProfileKind::Count => "count",
+            ProfileKind::Alloc => "alloc",
         }
     }
 }
 
-impl fmt::Display for Mode {
+impl fmt::Display for ProfileKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -224,6 +226,30 @@ pub struct StackNode {
     pub parent: Option<StackIndex>,
     /// The function at this depth.
     pub frame: FrameIndex,
+    /// The source line the function was at (the sampled instruction's for the innermost
+    /// frame, the call's for a caller), where the profile was built with lines and the
+    /// module's symbols tell it.
+    pub line: Option<LineIndex>,
+}
+
+/// Index into [`Profile::source_lines`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LineIndex(pub u32);
+
+impl LineIndex {
+    /// As a `usize` index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A line of a source file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SourceLine {
+    /// The file, as the symbols name it (after any `--source-root` remapping).
+    pub file: String,
+    /// 1-based.
+    pub line: u32,
 }
 
 /// What a [`Sample`] stands for.
@@ -437,6 +463,10 @@ pub struct ThreadProfile {
     pub call_tree: Option<CallTree>,
     /// Exact calls per function and call site (count mode), when the thread counted any.
     pub counts: Option<crate::counts::ThreadCounts>,
+    /// One of the runtime's service threads (finalizer, tiered compilation, GC, debugger,
+    /// signal handler, diagnostics, ...), rather than a thread of the program: see
+    /// [`crate::threads::mark_service_threads`].
+    pub service: bool,
 }
 
 impl ThreadProfile {
@@ -453,8 +483,8 @@ impl ThreadProfile {
 /// A whole profile: frames, stacks and threads, plus facts about the recording.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
-    /// How the profile was recorded.
-    pub mode: Mode,
+    /// What the profile holds.
+    pub kind: ProfileKind,
     /// A name for viewers' title bars (typically the profiled program); may be empty.
     pub name: String,
     /// Process id of the profiled program; 0 when unknown.
@@ -469,6 +499,8 @@ pub struct Profile {
     pub frames: Vec<Frame>,
     /// The stack prefix tree.
     pub stacks: Vec<StackNode>,
+    /// The source lines stack nodes name (empty unless the profile was built with lines).
+    pub source_lines: Vec<SourceLine>,
     /// One entry per thread.
     pub threads: Vec<ThreadProfile>,
     /// Remarks for the reader (dropped samples, truncated stacks, ...), shown in reports.
@@ -486,10 +518,10 @@ impl Profile {
     /// The profiles of several processes as one, each process a frame at the root of its
     /// stacks and call trees (`label`, e.g. `[process 4242: dotnet app.dll]`), so that a
     /// flame graph of a process tree shows each process as a tower of its own. Threads stay
-    /// apart (each keeps its process's label in its name); the mode is the first profile's.
+    /// apart (each keeps its process's label in its name); the kind is the first profile's.
     pub fn merge_processes(parts: Vec<(String, Profile)>) -> Profile {
-        let mode = parts.first().map_or(Mode::Sample, |(_, p)| p.mode);
-        let mut merged = Profile::new(mode);
+        let kind = parts.first().map_or(ProfileKind::Sample, |(_, p)| p.kind);
+        let mut merged = Profile::new(kind);
         merged.name = "process tree".into();
         for (label, p) in parts {
             let frame_base = merged.frames.len() as u32;
@@ -504,13 +536,17 @@ impl Profile {
             merged.stacks.push(StackNode {
                 parent: None,
                 frame: process_frame,
+                line: None,
             });
             // Every stack of the part, one index further for each node before it.
             let stack_base = merged.stacks.len() as u32;
+            let line_base = merged.source_lines.len() as u32;
+            merged.source_lines.extend(p.source_lines.iter().cloned());
             for node in &p.stacks {
                 merged.stacks.push(StackNode {
                     parent: Some(node.parent.map_or(root, |s| StackIndex(s.0 + stack_base))),
                     frame: FrameIndex(node.frame.0 + frame_base),
+                    line: node.line.map(|l| LineIndex(l.0 + line_base)),
                 });
             }
             let frame = |f: FrameIndex| FrameIndex(f.0 + frame_base);
@@ -562,6 +598,7 @@ impl Profile {
                     samples,
                     call_tree,
                     counts,
+                    service: t.service,
                 });
             }
             merged
@@ -581,10 +618,10 @@ impl Profile {
 }
 
 impl Profile {
-    /// An empty profile of the given mode with a 1 ms sample interval.
-    pub fn new(mode: Mode) -> Profile {
+    /// An empty profile of the given kind with a 1 ms sample interval.
+    pub fn new(kind: ProfileKind) -> Profile {
         Profile {
-            mode,
+            kind,
             name: String::new(),
             pid: 0,
             sample_interval_ns: 1_000_000,
@@ -592,6 +629,7 @@ impl Profile {
             duration_ns: 0,
             frames: Vec::new(),
             stacks: Vec::new(),
+            source_lines: Vec::new(),
             threads: Vec::new(),
             notes: Vec::new(),
             sampling: None,
@@ -618,6 +656,24 @@ impl Profile {
         frames
     }
 
+    /// The frames of a stack from root to leaf, each with the line it was at (if known).
+    pub fn stack_places(&self, stack: StackIndex) -> Vec<(FrameIndex, Option<LineIndex>)> {
+        let mut places = Vec::new();
+        let mut cur = Some(stack);
+        while let Some(s) = cur {
+            let node = &self.stacks[s.index()];
+            places.push((node.frame, node.line));
+            cur = node.parent;
+        }
+        places.reverse();
+        places
+    }
+
+    /// The source line at `index`. Panics if it is out of range (see [`Profile::validate`]).
+    pub fn source_line(&self, index: LineIndex) -> &SourceLine {
+        &self.source_lines[index.index()]
+    }
+
     /// The frames of the path to call-tree node `node`, root first.
     pub fn call_path(&self, tree: &CallTree, node: usize) -> Vec<FrameIndex> {
         let mut frames = Vec::new();
@@ -640,6 +696,11 @@ impl Profile {
         for (i, s) in self.stacks.iter().enumerate() {
             if s.frame.index() >= frames {
                 return bad(format!("stack {i} names frame {} of {frames}", s.frame.0));
+            }
+            if let Some(l) = s.line
+                && l.index() >= self.source_lines.len()
+            {
+                return bad(format!("stack {i} names source line {}", l.0));
             }
             if let Some(p) = s.parent
                 && p.index() >= i

@@ -69,7 +69,7 @@ impl LoadedTrace {
                 .get(&frame.module)
                 .filter(|_| frame.function != 0);
             let found = module.and_then(|m| {
-                let found = files.table(&parse_hex(&m.build_id)?)?;
+                let found = files.table(&parse_hex(&m.build_id)?, &file_name(&m.path))?;
                 let (symbol, _) = found.table.lookup(frame.function)?;
                 Some((m, found.path.display().to_string(), demangle(symbol)))
             });

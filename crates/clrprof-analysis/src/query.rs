@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::Error;
-use crate::model::{CallTree, FrameIndex, Mode, Profile, StackIndex};
+use crate::model::{CallTree, FrameIndex, Profile, ProfileKind, StackIndex};
 
 /// What a stack's weight is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -32,10 +32,10 @@ pub enum Metric {
 impl Metric {
     /// The metric used when the user names none: CPU time in both CPU modes, bytes for
     /// allocations.
-    pub fn default_for(mode: Mode) -> Metric {
-        match mode {
-            Mode::Sample | Mode::Trace | Mode::Count => Metric::Cpu,
-            Mode::Alloc => Metric::Bytes,
+    pub fn default_for(kind: ProfileKind) -> Metric {
+        match kind {
+            ProfileKind::Sample | ProfileKind::Trace | ProfileKind::Count => Metric::Cpu,
+            ProfileKind::Alloc => Metric::Bytes,
         }
     }
 
@@ -53,13 +53,13 @@ impl Metric {
         }
     }
 
-    /// Whether profiles of `mode` have this metric.
-    pub fn available_in(self, mode: Mode) -> bool {
+    /// Whether profiles of `kind` have this metric.
+    pub fn available_in(self, kind: ProfileKind) -> bool {
         match self {
-            Metric::Cpu | Metric::Wall | Metric::Samples => mode != Mode::Alloc,
-            Metric::Sys => matches!(mode, Mode::Sample | Mode::Count),
-            Metric::Calls => matches!(mode, Mode::Trace | Mode::Count),
-            Metric::Bytes | Metric::Objects => mode == Mode::Alloc,
+            Metric::Cpu | Metric::Wall | Metric::Samples => kind != ProfileKind::Alloc,
+            Metric::Sys => matches!(kind, ProfileKind::Sample | ProfileKind::Count),
+            Metric::Calls => matches!(kind, ProfileKind::Trace | ProfileKind::Count),
+            Metric::Bytes | Metric::Objects => kind == ProfileKind::Alloc,
         }
     }
 
@@ -147,7 +147,10 @@ impl FromStr for Metric {
 pub struct Query {
     /// The metric; `None` for [`Metric::default_for`] the profile's mode.
     pub metric: Option<Metric>,
-    /// Only this thread: a decimal tid or a thread name (every thread of that name).
+    /// Only this thread: a decimal tid or a thread name (every thread of that name); `all`
+    /// for every thread. Without it every thread is selected, but for the `wall` metric,
+    /// where the runtime's service threads are left out (they wait all along: their wall time
+    /// would swamp the program's).
     pub thread: Option<String>,
     /// Only stacks with a frame whose name contains this text (case-sensitive). In a call
     /// tree, a node counts when it or a caller matches; its callers are kept as context with
@@ -162,19 +165,25 @@ pub struct Query {
 impl Query {
     /// The metric to use for `profile`, checking that the profile has it.
     pub fn resolve_metric(&self, profile: &Profile) -> Result<Metric, Error> {
-        let metric = self.metric.unwrap_or(Metric::default_for(profile.mode));
-        if !metric.available_in(profile.mode) {
+        let metric = self.metric.unwrap_or(Metric::default_for(profile.kind));
+        if !metric.available_in(profile.kind) {
             return Err(Error::MetricUnavailable { metric });
         }
         Ok(metric)
     }
 }
 
+/// The `--thread` that selects every thread.
+pub const ALL_THREADS: &str = "all";
+
 /// The threads and stacks a [`Query`] keeps, resolved against one profile.
 #[derive(Debug, Clone)]
 pub struct Selection {
     /// Indices into [`Profile::threads`] of the selected threads, in profile order.
     pub threads: Vec<usize>,
+    /// The runtime's service threads left out because no thread was asked for (the `wall`
+    /// metric's default), in profile order.
+    pub services_left_out: Vec<usize>,
     filter: Option<String>,
     /// With a filter: whether each stack (by index) contains a matching frame.
     stack_matches: Vec<bool>,
@@ -185,9 +194,15 @@ pub struct Selection {
 impl Selection {
     /// Resolves `query`'s thread and filter against `profile` (which must be valid).
     pub fn new(profile: &Profile, query: &Query) -> Result<Selection, Error> {
-        let threads = match &query.thread {
-            None => (0..profile.threads.len()).collect(),
-            Some(sel) => select_threads(profile, sel)?,
+        let all: Vec<usize> = (0..profile.threads.len()).collect();
+        let wall = query.metric == Some(Metric::Wall);
+        let (threads, services_left_out) = match &query.thread {
+            None if wall && profile.threads.iter().any(|t| !t.service) => {
+                all.into_iter().partition(|&t| !profile.threads[t].service)
+            }
+            None => (all, Vec::new()),
+            Some(sel) if sel == ALL_THREADS => (all, Vec::new()),
+            Some(sel) => (select_threads(profile, sel)?, Vec::new()),
         };
         let filter = query.filter.clone().filter(|f| !f.is_empty());
         let (frame_matches, stack_matches) = match &filter {
@@ -208,6 +223,7 @@ impl Selection {
         };
         Ok(Selection {
             threads,
+            services_left_out,
             filter,
             stack_matches,
             frame_matches,
@@ -270,6 +286,14 @@ pub enum NodeMark {
     Context,
     /// The node is left out.
     Dropped,
+}
+
+/// The OS ids of the threads `selector` (`--thread`: an id or a name) picks in `profile`.
+pub fn thread_ids(profile: &Profile, selector: &str) -> Result<Vec<u32>, Error> {
+    Ok(select_threads(profile, selector)?
+        .into_iter()
+        .map(|i| profile.threads[i].tid)
+        .collect())
 }
 
 fn select_threads(profile: &Profile, selector: &str) -> Result<Vec<usize>, Error> {

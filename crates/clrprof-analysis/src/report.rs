@@ -5,6 +5,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use crate::blocked::WallRows;
 use crate::ending::program_end;
 use crate::events::EventSummary;
 use crate::integrity::Integrity;
@@ -106,7 +107,7 @@ pub(crate) fn session_json(t: &LoadedTrace) -> SessionJson {
         runtime: s.map(|s| s.runtime.clone()).unwrap_or_default(),
         agent_version: s.map(|s| s.agent_version.clone()).unwrap_or_default(),
         command_line: s.map(|s| s.command_line.clone()).unwrap_or_default(),
-        mode: t.mode_name().to_string(),
+        mode: t.mode().name().to_string(),
         config: s.map(|s| s.config.clone()).unwrap_or_default(),
         duration_ns: t.duration_ns(),
         exit_code: t.recording_end.as_ref().map(|r| r.exit_code),
@@ -160,11 +161,18 @@ pub fn json_with(
     snapshot: Option<u32>,
     progress: &mut dyn FnMut(&str),
 ) -> Result<ReportJson, Error> {
-    let cpu = if t.has_cpu_data() {
-        Some(json_report(&t.profile(), query, options)?)
-    } else {
-        None
+    let profile = t.has_cpu_data().then(|| t.profile());
+    let cpu = match &profile {
+        Some(p) => Some(json_report(p, query, options)?),
+        None => None,
     };
+    let wall_by_reason = t.has_wall_samples().then(|| {
+        let mut rows = t.wall_by_reason();
+        if let Some(p) = &profile {
+            crate::blocked::mark_services(&mut rows, p);
+        }
+        rows
+    });
     Ok(ReportJson {
         session: session_json(t),
         events: t.events.clone(),
@@ -181,7 +189,7 @@ pub fn json_with(
         heap: (snapshot.is_some() || t.memory.snapshots.iter().any(|s| s.complete))
             .then(|| t.heap_json(snapshot, HEAP_RETAINERS, progress))
             .transpose()?,
-        wall_by_reason: t.has_wall_samples().then(|| t.wall_by_reason()),
+        wall_by_reason,
         contention: t.recorded_contention().then(|| t.contention_report()),
         messages: messages(t),
         counters: t.counters.clone(),
@@ -217,6 +225,12 @@ pub fn write_text(
     options: &Text,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
+    // A metric or thread the profile does not have is refused before anything is written.
+    let profile = t.has_cpu_data().then(|| t.profile());
+    if let Some(p) = &profile {
+        query.resolve_metric(p)?;
+        crate::query::Selection::new(p, query)?;
+    }
     let s = session_json(t);
     writeln!(out, "Session")?;
     if t.integrity.header_only {
@@ -263,32 +277,43 @@ pub fn write_text(
     }
 
     let e = &t.events;
-    if !e.events.is_empty() || !e.lost.is_empty() {
+    if e.events.is_empty() && e.lost.is_empty() {
+        writeln!(
+            out,
+            "\nEvents: none recorded (record --events gc,thread,exception,jit records \
+             collections, threads, exceptions and compilations; --events all every cheap \
+             category)"
+        )?;
+    } else {
+        // One line: the count of each kind of callback is for programs (JSON); the views
+        // below say what the events mean. Kinds the agent lost some of are listed.
         let total: u64 = e.events.values().sum();
         let lost: u64 = e.lost.values().sum();
+        let kinds = e.events.len();
+        let s = if kinds == 1 { "" } else { "s" };
         if lost > 0 {
             writeln!(
                 out,
-                "\nEvents ({} recorded, {} lost: the agent's buffer was full)",
+                "\nEvents: {} recorded of {kinds} kind{s}, {} lost (the agent's buffer was full); \
+                 --format json counts each kind",
                 count(total),
                 count(lost)
             )?;
         } else {
-            writeln!(out, "\nEvents ({})", count(total))?;
+            writeln!(
+                out,
+                "\nEvents: {} recorded of {kinds} kind{s} (--format json counts each kind)",
+                count(total)
+            )?;
         }
-        let mut rows: Vec<(&String, u64)> = e.events.iter().map(|(k, &n)| (k, n)).collect();
-        rows.extend(
-            e.lost
-                .keys()
-                .filter(|k| !e.events.contains_key(*k))
-                .map(|k| (k, 0)),
-        );
-        rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-        for (name, n) in rows {
-            match e.lost.get(name) {
-                Some(l) => writeln!(out, "  {:>10}  {name} (and {} lost)", count(n), count(*l))?,
-                None => writeln!(out, "  {:>10}  {name}", count(n))?,
-            }
+        let mut rows: Vec<(&String, u64, u64)> = e
+            .lost
+            .iter()
+            .map(|(k, &l)| (k, e.events.get(k).copied().unwrap_or(0), l))
+            .collect();
+        rows.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
+        for (name, n, l) in rows {
+            writeln!(out, "  {:>10}  {name} (and {} lost)", count(n), count(l))?;
         }
     }
     let r = &t.runtime;
@@ -307,12 +332,24 @@ pub fn write_text(
             )?,
             None => writeln!(out, "\nGarbage collections ({})", e.gcs.len())?,
         }
+        crate::memory::write_unpaired_gc_ends(t, out)?;
         writeln!(
             out,
             "  {:>4}  {:>3}  {:<8} {:>12}  start",
             "#", "gen", "reason", "duration"
         )?;
-        for g in &e.gcs {
+        // The longest collections, in the order they ran: `--gc` lists every one.
+        let mut shown: Vec<&crate::events::GcSummary> = e.gcs.iter().collect();
+        if shown.len() > SUMMARY_ROWS {
+            shown.sort_by(|a, b| {
+                b.duration_ns
+                    .cmp(&a.duration_ns)
+                    .then(a.index.cmp(&b.index))
+            });
+            shown.truncate(SUMMARY_ROWS);
+            shown.sort_by_key(|g| g.index);
+        }
+        for g in &shown {
             let d = match g.duration_ns {
                 Some(d) => ms(d),
                 None if g.end_lost => "end lost".to_string(),
@@ -326,6 +363,14 @@ pub fn write_text(
                 g.reason,
                 d,
                 ms(g.start_ns)
+            )?;
+        }
+        if shown.len() < e.gcs.len() {
+            writeln!(
+                out,
+                "  ... the {} longest of {} shown (--gc lists every collection)",
+                shown.len(),
+                e.gcs.len()
             )?;
         }
     }
@@ -357,8 +402,7 @@ pub fn write_text(
             write_view(r, view, Some(SUMMARY_ROWS), out)?;
         }
     }
-    if t.has_cpu_data() {
-        let profile = t.profile();
+    if let Some(profile) = profile {
         let metric = query.resolve_metric(&profile)?;
         writeln!(out, "\nProfile by {}", metric.description())?;
         options.render(&profile, query, out)?;
@@ -367,9 +411,23 @@ pub fn write_text(
                 Some(0) => usize::MAX,
                 top => top.unwrap_or(TEXT_ROWS),
             };
-            crate::blocked::write_wall_by_reason(t, top, out)?;
+            let mut rows = t.wall_by_reason();
+            crate::blocked::mark_services(&mut rows, &profile);
+            // The threads asked for, each in its row whatever `--top` says; else the
+            // program's threads and the runtime's service threads in one row.
+            let which = match &query.thread {
+                None => WallRows::Program(top),
+                Some(_) => WallRows::Threads(
+                    crate::query::Selection::new(&profile, query)?
+                        .threads
+                        .iter()
+                        .map(|&i| profile.threads[i].tid)
+                        .collect(),
+                ),
+            };
+            crate::blocked::write_wall_by_reason(&rows, &which, options.width, out)?;
         }
-    } else if t.mode_name() != "none" {
+    } else if t.mode() != clrprof_trace::config::Mode::None {
         writeln!(out, "\nCPU: no samples were recorded")?;
     }
     Ok(())

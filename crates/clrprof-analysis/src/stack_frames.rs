@@ -5,10 +5,11 @@
 
 use std::collections::HashMap;
 
-use clrprof_trace::{FrameKind as TraceFrameKind, StackCut, StackDef};
+use clrprof_trace::{FrameKind as TraceFrameKind, IlPosition, StackCut, StackDef};
 
 use crate::builder::ProfileBuilder;
-use crate::model::{FrameIndex, FrameKind, StackIndex};
+use crate::lines::{Place, SourceLines, SourceRoots};
+use crate::model::{FrameIndex, FrameKind, LineIndex, StackIndex};
 use crate::names::Names;
 
 /// The name of the marker between an async caller and what it awaits.
@@ -34,6 +35,8 @@ pub(crate) struct ModelStacks<'t> {
     frames: HashMap<(u8, u64), FrameIndex>,
     /// Each trace stack's model stack, and whether it holds an async caller.
     stacks: HashMap<u32, (Option<StackIndex>, bool)>,
+    /// Where managed frames' source lines come from, when the profile has lines.
+    lines: Option<SourceLines>,
 }
 
 impl<'t> ModelStacks<'t> {
@@ -49,6 +52,32 @@ impl<'t> ModelStacks<'t> {
             view,
             frames: HashMap::new(),
             stacks: HashMap::new(),
+            lines: None,
+        }
+    }
+
+    /// Gives managed frames the source line they were at, from their module's symbols (found
+    /// beside it or through `roots`).
+    pub(crate) fn with_lines(mut self, roots: SourceRoots) -> ModelStacks<'t> {
+        self.lines = Some(SourceLines::new(roots));
+        self
+    }
+
+    /// The model's line for a trace frame at IL position `il`, if it has one.
+    fn line(
+        &mut self,
+        b: &mut ProfileBuilder,
+        kind: TraceFrameKind,
+        id: u64,
+        il: IlPosition,
+    ) -> Option<LineIndex> {
+        let lines = self.lines.as_mut()?;
+        if kind != TraceFrameKind::Managed || il == IlPosition::Unknown {
+            return None;
+        }
+        match lines.place(self.names, id, il) {
+            Place::Line { file, line } => Some(b.intern_line(&file, line)),
+            Place::IlOffset { .. } | Place::Unknown => None,
         }
     }
 
@@ -132,7 +161,8 @@ impl<'t> ModelStacks<'t> {
                         parent = None;
                     }
                     let frame = self.frame(b, kind, def.frame);
-                    parent = Some(b.intern_stack(parent, frame));
+                    let line = self.line(b, kind, def.frame, def.il);
+                    parent = Some(b.intern_stack_at(parent, frame, line));
                 }
             }
             in_chain |= is_async;
@@ -177,4 +207,30 @@ pub(crate) fn frame_name(names: &Names, (kind, id): (TraceFrameKind, u64)) -> St
         TraceFrameKind::Truncated => crate::threads::stack_cut_name(StackCut::from_u64(id)),
         TraceFrameKind::Other(_) => "[unknown frame]".into(),
     }
+}
+
+/// For each stack of `defs` whose frames (kinds and ids, root to leaf) are those of a stack
+/// with a smaller id at other IL positions, that stack's id; stacks that are the first of
+/// their frames are left out.
+pub(crate) fn same_functions(defs: &HashMap<u32, StackDef>) -> HashMap<u32, u32> {
+    let mut ids: Vec<u32> = defs.keys().copied().collect();
+    ids.sort_unstable();
+    // Each stack's canonical id, by (canonical parent, kind, frame).
+    let mut canonical: HashMap<u32, u32> = HashMap::new();
+    let mut first: HashMap<(u32, u8, u64), u32> = HashMap::new();
+    let mut out = HashMap::new();
+    for id in ids {
+        let def = &defs[&id];
+        // Parents come before their children (the writers define a node's parent first); a
+        // parent not seen yet stands for itself.
+        let parent = canonical.get(&def.parent).copied().unwrap_or(def.parent);
+        let c = *first
+            .entry((parent, def.frame_kind.to_u8(), def.frame))
+            .or_insert(id);
+        canonical.insert(id, c);
+        if c != id {
+            out.insert(id, c);
+        }
+    }
+    out
 }

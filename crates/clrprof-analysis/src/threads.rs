@@ -44,6 +44,94 @@ const ROLES: &[(&str, &str)] = &[
 /// How many outermost frames of a stack are looked at for the thread's start function.
 const START_FRAMES: usize = 12;
 
+/// The runtime's names for its own threads that are longer than the 15 bytes the kernel
+/// keeps of a thread's name (`.NET Tiered Com`): the kernel's name is shown whole.
+const LONG_RUNTIME_NAMES: &[&str] = &[
+    ".NET Tiered Compilation Worker",
+    ".NET SynchManager",
+    ".NET Long Running Task",
+];
+
+/// The kernel keeps this many bytes of a thread's name.
+const KERNEL_NAME_BYTES: usize = 15;
+
+/// A thread's name as the kernel gives it, whole again when it is one of the runtime's long
+/// names that the kernel cut (`.NET Tiered Com` is `.NET Tiered Compilation Worker`).
+pub fn whole_os_name(name: &str) -> String {
+    if name.len() == KERNEL_NAME_BYTES
+        && let Some(whole) = LONG_RUNTIME_NAMES.iter().find(|n| n.starts_with(name))
+    {
+        return (*whole).to_string();
+    }
+    name.to_string()
+}
+
+/// Threads the runtime starts for its own work, by the role [`name_threads`] gives them or
+/// the name the runtime gives them (`.NET ...`, except its thread pool's workers and the
+/// threads of long-running tasks, which run the program's code).
+const SERVICE_ROLES: &[&str] = &[
+    "thread pool gate",
+    "timer",
+    "thread pool wait",
+    "finalizer",
+    "background GC",
+    "server GC",
+    "tiered compilation",
+    "debugger",
+    "signal handler",
+    "diagnostics server",
+    "EventPipe",
+];
+
+/// Runtime thread names (.NET 6 and later) of threads that run the program's code.
+const PROGRAM_RUNTIME_NAMES: &[&str] = &[
+    ".NET TP Worker",
+    ".NET ThreadPool Worker",
+    ".NET Long Running Task",
+];
+
+/// Whether a thread named `name` is one of the runtime's service threads by its name alone.
+pub fn is_service_name(name: &str) -> bool {
+    SERVICE_ROLES.contains(&name)
+        || (name.starts_with(".NET ")
+            && !PROGRAM_RUNTIME_NAMES
+                .iter()
+                .any(|p| p.starts_with(name) || name.starts_with(p)))
+}
+
+/// Marks the runtime's service threads of `profile` ([`ThreadProfile::service`]): those
+/// named as such ([`is_service_name`]), and every other thread but the process's first
+/// (`pid`) whose samples never ran managed code: a thread of the program runs its start
+/// delegate, a thread of the runtime's own (its synchronization manager, a debugger pipe)
+/// never does. Call it after [`name_threads`].
+///
+/// [`ThreadProfile::service`]: crate::model::ThreadProfile::service
+pub fn mark_service_threads(profile: &mut Profile, pid: u32) {
+    let managed: Vec<bool> = profile
+        .frames
+        .iter()
+        .map(|f| matches!(f.kind, FrameKind::Managed | FrameKind::Generated))
+        .collect();
+    // Whether each stack holds a managed frame (parents come first).
+    let mut stack_managed: Vec<bool> = Vec::with_capacity(profile.stacks.len());
+    for node in &profile.stacks {
+        let parent = node.parent.is_some_and(|p| stack_managed[p.index()]);
+        stack_managed.push(parent || managed[node.frame.index()]);
+    }
+    for t in &mut profile.threads {
+        let ran_managed = t.call_tree.as_ref().is_some_and(|c| !c.nodes.is_empty())
+            || t.counts.is_some()
+            || t.samples
+                .iter()
+                .any(|s| s.stack.is_some_and(|s| stack_managed[s.index()]));
+        t.service = if t.tid == pid && pid != 0 {
+            false
+        } else {
+            is_service_name(&t.name) || (!ran_managed && !t.samples.is_empty())
+        };
+    }
+}
+
 /// Gives every unnamed thread of `profile` its kernel name or role (see the module doc).
 /// `os_name` is the kernel's name of a thread, if it has one of its own; `pid` the process's.
 pub fn name_threads(profile: &mut Profile, os_name: impl Fn(u32) -> Option<String>, pid: u32) {
@@ -99,11 +187,11 @@ pub fn stack_cut_name(cut: StackCut) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Mode, ProfileBuilder, Sample, SampleKind};
+    use crate::{ProfileBuilder, ProfileKind, Sample, SampleKind};
 
     #[test]
     fn names_threads_by_program_kernel_role_and_pid() {
-        let mut b = ProfileBuilder::new(Mode::Sample);
+        let mut b = ProfileBuilder::new(ProfileKind::Sample);
         let start = b.intern_frame(
             "ThreadpoolMgr::WorkerThreadStart",
             "libcoreclr.so",
@@ -143,5 +231,51 @@ mod tests {
             names,
             ["main", "named", ".NET Finalizer", "thread pool worker", ""]
         );
+        mark_service_threads(&mut p, 1);
+        let service: Vec<bool> = p.threads.iter().map(|t| t.service).collect();
+        assert_eq!(service, [false, false, true, false, false]);
+    }
+
+    #[test]
+    fn the_kernel_s_cut_names_of_the_runtime_s_threads_are_whole_again() {
+        assert_eq!(
+            whole_os_name(".NET Tiered Com"),
+            ".NET Tiered Compilation Worker"
+        );
+        assert_eq!(whole_os_name(".NET SynchManag"), ".NET SynchManager");
+        assert_eq!(whole_os_name(".NET Finalizer"), ".NET Finalizer");
+        assert_eq!(whole_os_name("my-own-thread-x"), "my-own-thread-x");
+        assert!(is_service_name(".NET Tiered Compilation Worker"));
+        assert!(is_service_name(".NET SigHandler"));
+        assert!(is_service_name("finalizer"));
+        assert!(!is_service_name(".NET TP Worker"));
+        assert!(!is_service_name(".NET Long Runni"));
+        assert!(!is_service_name("thread pool worker"));
+        assert!(!is_service_name("validator-1"));
+    }
+
+    #[test]
+    fn threads_that_never_ran_managed_code_are_the_runtime_s() {
+        let mut b = ProfileBuilder::new(ProfileKind::Sample);
+        let wait = b.intern_frame("pthread_cond_wait", "libc.so.6", FrameKind::Native);
+        let work = b.intern_frame("App.Work()", "App.dll", FrameKind::Managed);
+        let native = b.intern_stack_path(&[wait]);
+        let managed = b.intern_stack_path(&[work, wait]);
+        for (tid, stack) in [(1, native), (2, native), (3, managed)] {
+            let t = b.thread(tid, "");
+            b.add_sample(
+                t,
+                Sample {
+                    stack,
+                    wall_ns: 1,
+                    kind: SampleKind::Wall,
+                    ..Sample::default()
+                },
+            );
+        }
+        let mut p = b.build();
+        mark_service_threads(&mut p, 1);
+        let service: Vec<bool> = p.threads.iter().map(|t| t.service).collect();
+        assert_eq!(service, [false, true, false]);
     }
 }

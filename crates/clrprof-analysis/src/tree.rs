@@ -7,7 +7,7 @@ use std::ops::AddAssign;
 use serde::Serialize;
 
 use crate::counts::CallCounts;
-use crate::model::{CallNode, FrameIndex, FrameKind, Mode, Profile, Sample, StackIndex};
+use crate::model::{CallNode, FrameIndex, FrameKind, Profile, ProfileKind, Sample, StackIndex};
 use crate::query::{Metric, NodeMark, Selection};
 
 /// Name shown for samples taken while a thread had no managed frames.
@@ -265,7 +265,7 @@ impl MergedTree {
         }
 
         let mut nodes = b.nodes;
-        if profile.mode == Mode::Count {
+        if profile.kind == ProfileKind::Count {
             set_counted_calls(profile, &mut nodes, &threads, per_thread);
         }
         for n in nodes.iter_mut() {

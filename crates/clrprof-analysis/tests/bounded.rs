@@ -82,6 +82,7 @@ fn summed_samples_change_no_figure_and_keep_memory_bounded() {
             parent: id % 3 + 1,
             frame_kind: FrameKind::Managed,
             frame: 0x100 + u64::from(id % 3),
+            il: Default::default(),
         }))
         .unwrap();
     }

@@ -3,8 +3,8 @@
 mod common;
 
 use clrprof_analysis::{
-    Analysis, CallNodeRecord, CallTree, Error, FrameIndex, FunctionRow, Label, Metric, Mode,
-    Profile, Query, StackIndex, StackNode, TopTable,
+    Analysis, CallNodeRecord, CallTree, Error, FrameIndex, FunctionRow, Label, Metric, Profile,
+    ProfileKind, Query, StackIndex, StackNode, TopTable,
 };
 use common::{sample_profile, trace_profile};
 
@@ -316,6 +316,7 @@ fn trace_thread_without_call_tree_falls_back_to_samples() {
     p.stacks.extend(sampled.stacks.iter().map(|s| StackNode {
         parent: s.parent.map(|x| StackIndex(x.0 + base_stack)),
         frame: FrameIndex(s.frame.0 + base_frame),
+        line: None,
     }));
     let mut worker = sampled.threads[1].clone();
     worker.tid = 99;
@@ -375,6 +376,7 @@ fn invalid_profiles_are_errors_not_panics() {
     p.stacks.push(StackNode {
         parent: Some(StackIndex(10_000)),
         frame: FrameIndex(0),
+        line: None,
     });
     assert!(matches!(
         Analysis::new(&p, &Query::default(), false),
@@ -387,7 +389,7 @@ fn invalid_profiles_are_errors_not_panics() {
 
 #[test]
 fn empty_profile_has_an_empty_table() {
-    let p = Profile::new(Mode::Sample);
+    let p = Profile::new(ProfileKind::Sample);
     let (table, rows) = top(&p, &Query::default());
     assert_eq!(table.grand_total, 0);
     assert!(rows.is_empty());

@@ -54,6 +54,21 @@ fn text_trace_mode_tree() {
     check_golden("text-trace-tree.txt", &out);
 }
 
+/// Within a width every line fits: names shortened (method name last), the module column
+/// narrowed or left out, a deep tree's indentation stopped at its depth.
+#[test]
+fn text_trace_mode_tree_in_72_columns() {
+    let text = Text {
+        width: Some(72),
+        ..tree_text()
+    };
+    let out = render(&text, &trace_profile(), &Query::default());
+    for line in out.lines() {
+        assert!(line.chars().count() <= 72, "{line:?}\n{out}");
+    }
+    check_golden("text-trace-tree-72.txt", &out);
+}
+
 #[test]
 fn text_tree_elides_small_paths() {
     let mut rows = vec![("t", vec!["Main", "Hot"], 1000, 1000)];

@@ -22,9 +22,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clrprof_ipc::{Error as IpcError, client, discovery, message};
+use clrprof_trace::config::{AllocMode, Mode};
 use clrprof_trace::{EventCategory, protocol};
 
-use crate::record::{self, AgentSocket, Progress, RecordOptions};
+use crate::event_session::EventSession;
+use crate::record::{self, AgentSocket, EventChoice, Progress, RecordOptions};
 
 /// How long the runtime may take to load and initialize the agent.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -45,11 +47,9 @@ pub struct AttachOptions {
     pub record: RecordOptions,
 }
 
-/// The event categories `all` means for an attached agent: the cheap ones it can record.
-fn attachable_categories() -> impl Iterator<Item = &'static str> {
-    record::all_cheap_categories()
-        .filter(|c| *c != EventCategory::Transition)
-        .map(|c| c.name())
+/// Whether `all` means `category` for an attached agent: the cheap categories it can record.
+fn attachable(category: EventCategory) -> bool {
+    record::is_cheap(category) && category != EventCategory::Transition
 }
 
 /// Refuses what the runtime does not allow after attach, naming the reason; expands `all`.
@@ -57,38 +57,35 @@ fn check_attachable(opts: &mut RecordOptions) -> Result<()> {
     const REASON: &str = "the runtime refuses it to a profiler that attaches to a running \
                           process (CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER); record the \
                           program from its start with `clrprof record` instead";
-    if opts.mode == "trace" {
-        bail!("--mode trace cannot be used with attach: it needs enter/leave hooks, and {REASON}");
+    match opts.mode {
+        Mode::Sample | Mode::None => {}
+        Mode::Trace => bail!(
+            "--mode trace cannot be used with attach: it needs enter/leave hooks, and {REASON}"
+        ),
+        Mode::Count => bail!(
+            "--mode count cannot be used with attach: it adds counters to methods as they are \
+             compiled, and the methods compiled before the attach would not count; record the \
+             program from its start with `clrprof record --mode count` instead"
+        ),
     }
-    if opts.alloc == Some("ticks") {
-        bail!(
-            "--alloc ticks cannot be used with attach: clrprof reads the ticks from an \
-             EventPipe session it starts with the program (record it with \
-             `clrprof record --alloc ticks`)"
-        );
+    match opts.alloc {
+        None | Some(AllocMode::Off) | Some(AllocMode::Ticks) => {}
+        Some(method @ (AllocMode::Sampled | AllocMode::All)) => bail!(
+            "--alloc {method} cannot be used with attach: it needs the runtime's allocation \
+             callback, and {REASON}; `--alloc` alone (the runtime's allocation ticks) works \
+             after attach"
+        ),
     }
-    if let Some(alloc) = opts.alloc {
-        bail!(
-            "--alloc {alloc} cannot be used with attach: it needs the runtime's allocation \
-             callback, and {REASON}"
-        );
-    }
-    record::validate_events(&opts.events)?;
-    if opts.events.iter().any(|e| e == "transition") {
+    if opts.events.named.contains(&EventCategory::Transition) {
         bail!(
             "`transition` events cannot be recorded with attach: they need code transition \
              callbacks, and {REASON}"
         );
     }
-    if opts.events.iter().any(|e| e == "all") {
-        let named: Vec<String> = opts.events.clone();
-        opts.events = EventCategory::all()
-            .iter()
-            .map(|c| c.name())
-            .filter(|c| attachable_categories().any(|a| a == *c) || named.iter().any(|e| e == c))
-            .map(str::to_string)
-            .collect();
-    }
+    opts.events = EventChoice {
+        named: opts.events.categories(attachable),
+        all: false,
+    };
     for warning in record::costly_choices(opts) {
         say!("clrprof: warning: {warning}");
     }
@@ -184,6 +181,11 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
         );
         std::thread::spawn(move || record::copy_stream(reading, trace, &progress, &abandon))
     };
+    // The runtime's events the agent leaves to clrprof (CoreCLR 3.1): their sessions start
+    // before the recording is said to.
+    let given_up = Arc::new(AtomicBool::new(false));
+    let sessions = RuntimeEvents::start(&rec, pid, &progress, &given_up)?;
+    sessions.wait_until_reading();
     say!(
         "clrprof: attached to process {pid}; recording {}",
         match opts.duration {
@@ -215,8 +217,11 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
     };
     let recorded = started.elapsed();
 
-    // Ask the agent to detach, then wait for it to close the stream.
+    // Ask the agent to detach, then wait for it to close the stream; end clrprof's own
+    // sessions at the same moment.
     let _ = stream.shutdown(Shutdown::Write);
+    sessions.stop();
+    given_up.store(true, Ordering::Release);
     bar.set_message("detaching");
     let deadline = Instant::now() + DETACH_TIMEOUT;
     while !receiver.is_finished() && Instant::now() < deadline {
@@ -226,9 +231,10 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
         // Unblock the receiver: the trace keeps what arrived.
         let _ = stream.shutdown(Shutdown::Both);
     }
-    let trace = receiver
+    let mut trace = receiver
         .join()
         .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
+    sessions.write(&mut trace, &progress);
     bar.finish_and_clear();
     record::print_messages(&progress, &bar);
     record::warn_problem(&progress);
@@ -253,6 +259,78 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
     }
     say!("clrprof: detached from process {pid}; it goes on without the agent");
     Ok(0)
+}
+
+/// How long the runtime may take to end a stopped session's stream (its method rundown).
+const RUNDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The sessions that read the runtime's allocation ticks and contention events over the
+/// diagnostics socket where the agent cannot (CoreCLR 3.1), as `record` does, for the
+/// attach's window.
+struct RuntimeEvents {
+    ticks: Option<EventSession>,
+    contention: Option<EventSession>,
+}
+
+impl RuntimeEvents {
+    /// Starts a thread for each kind asked for, which learns from the agent's first records
+    /// (through `progress`) who reads those events. `given_up` tells them to stop waiting.
+    fn start(
+        rec: &RecordOptions,
+        pid: u32,
+        progress: &Arc<Progress>,
+        given_up: &Arc<AtomicBool>,
+    ) -> Result<RuntimeEvents> {
+        let ticks = if rec.alloc_ticks() {
+            let progress = Arc::clone(progress);
+            let reader = move || progress.tick_reader();
+            Some(
+                crate::alloc_ticks::start(pid, Arc::clone(given_up), reader)
+                    .context("cannot start the EventPipe reader thread")?,
+            )
+        } else {
+            None
+        };
+        let contention = if rec.contention {
+            let progress = Arc::clone(progress);
+            let cli_reads = move || progress.contention_cli();
+            Some(
+                crate::contention::start(pid, Arc::clone(given_up), cli_reads)
+                    .context("cannot start the EventPipe reader thread")?,
+            )
+        } else {
+            None
+        };
+        Ok(RuntimeEvents { ticks, contention })
+    }
+
+    fn each(&self) -> impl Iterator<Item = &EventSession> {
+        self.ticks.iter().chain(self.contention.iter())
+    }
+
+    /// Waits until the agent reads the events or clrprof's sessions run.
+    fn wait_until_reading(&self) {
+        for session in self.each() {
+            session.wait_until_reading(ATTACH_TIMEOUT);
+        }
+    }
+
+    /// Ends clrprof's sessions (the detach).
+    fn stop(&self) {
+        for session in self.each() {
+            session.stop();
+        }
+    }
+
+    /// Appends the events clrprof's sessions read to the trace, after the agent's records.
+    fn write(self, trace: &mut crate::trace_file::TraceFile, progress: &Progress) {
+        if let Some(ticks) = self.ticks {
+            record::write_ticks(ticks.within(RUNDOWN_TIMEOUT), trace, progress);
+        }
+        if let Some(contention) = self.contention {
+            record::write_contention(contention.within(RUNDOWN_TIMEOUT), trace, progress);
+        }
+    }
 }
 
 /// The files process `pid` runs: its executable and the arguments of its command line that
@@ -314,36 +392,52 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    fn options(mode: &'static str, events: &[&str]) -> RecordOptions {
+    fn options(mode: Mode, events: &[&str]) -> RecordOptions {
+        let names: Vec<String> = events.iter().map(|e| e.to_string()).collect();
         RecordOptions {
-            events: events.iter().map(|e| e.to_string()).collect(),
+            events: EventChoice::parse(&names).unwrap(),
             ..RecordOptions::new(mode, PathBuf::from("x"), PathBuf::from("a"), Vec::new())
         }
     }
 
     #[test]
     fn refuses_what_the_runtime_refuses_after_attach() {
-        let err = check_attachable(&mut options("trace", &[])).unwrap_err();
+        let err = check_attachable(&mut options(Mode::Trace, &[])).unwrap_err();
         assert!(err.to_string().contains("enter/leave hooks"), "{err}");
-        let err = check_attachable(&mut options("none", &["gc", "transition"])).unwrap_err();
+        let err = check_attachable(&mut options(Mode::Count, &[])).unwrap_err();
+        assert!(err.to_string().contains("--mode count cannot"), "{err}");
+        let err = check_attachable(&mut options(Mode::None, &["gc", "transition"])).unwrap_err();
         assert!(err.to_string().contains("code transition"), "{err}");
-        assert!(check_attachable(&mut options("none", &["nope"])).is_err());
-        let mut every = options("sample", &[]);
-        every.alloc = Some("all");
-        let err = check_attachable(&mut every).unwrap_err();
-        assert!(err.to_string().contains("allocation callback"), "{err}");
-        every.alloc = Some("ticks");
-        let err = check_attachable(&mut every).unwrap_err();
-        assert!(err.to_string().contains("EventPipe session"), "{err}");
-        let mut all = options("sample", &["all"]);
+        for method in [AllocMode::Sampled, AllocMode::All] {
+            let mut every = options(Mode::Sample, &[]);
+            every.alloc = Some(method);
+            let err = check_attachable(&mut every).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("--alloc {method} cannot be used with attach")),
+                "{err}"
+            );
+            assert!(err.contains("allocation callback"), "{err}");
+        }
+        // The ticks and the contention events come from EventPipe sessions, which a profiler
+        // may start after attach.
+        let mut events = options(Mode::Sample, &[]);
+        events.alloc = Some(AllocMode::Ticks);
+        events.contention = true;
+        check_attachable(&mut events).unwrap();
+        let config = events.agent_config();
+        assert_eq!(config.alloc, AllocMode::Ticks);
+        assert!(config.contention);
+        let mut all = options(Mode::Sample, &["all"]);
         check_attachable(&mut all).unwrap();
-        assert_eq!(all.events.len(), EventCategory::all().len() - 2);
-        assert!(!all.events.iter().any(|e| e == "transition"));
-        assert!(!all.events.iter().any(|e| e == "heap-refs"));
-        assert!(all.events.iter().any(|e| e == "gc"));
-        let mut by_name = options("sample", &["all", "heap-refs"]);
+        let all = all.events.categories(|_| true);
+        assert_eq!(all.len(), EventCategory::all().len() - 2);
+        assert!(!all.contains(&EventCategory::Transition));
+        assert!(!all.contains(&EventCategory::HeapRefs));
+        assert!(all.contains(&EventCategory::Gc));
+        let mut by_name = options(Mode::Sample, &["all", "heap-refs"]);
         check_attachable(&mut by_name).unwrap();
-        assert_eq!(by_name.events.len(), EventCategory::all().len() - 1);
-        assert!(by_name.events.iter().any(|e| e == "heap-refs"));
+        let by_name = by_name.agent_config().events;
+        assert_eq!(by_name.len(), EventCategory::all().len() - 1);
+        assert!(by_name.contains(&EventCategory::HeapRefs));
     }
 }

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use clrprof_trace::config::{AllocMode, CpuClockChoice, HeapSnapshots, Mode};
 
 /// A profiler for .NET: record a program, then report on what it did.
 #[derive(Debug, Parser)]
@@ -27,62 +29,15 @@ pub enum Command {
     Coverage(crate::coverage::CoverageArgs),
 }
 
-/// The per-thread CPU clock of sample mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CpuClockArg {
-    /// A perf task-clock event per thread.
-    Perf,
-    /// A POSIX timer on each thread's CPU-time clock.
-    Timer,
-}
-
-impl CpuClockArg {
-    /// The value the agent's configuration uses.
-    #[cfg_attr(not(unix), allow(dead_code))]
-    pub fn name(self) -> &'static str {
-        match self {
-            CpuClockArg::Perf => "perf",
-            CpuClockArg::Timer => "timer",
-        }
-    }
-}
-
-/// How CPU time is profiled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
-    /// Sample where the CPU is spent (--rate samples per second of each thread's CPU time)
-    /// and where every thread is (--wall-rate per second): cheap, statistical times.
-    Sample,
-    /// Count every call through enter/leave hooks (exact calls and call paths; sampled times).
-    Trace,
-    /// Sample mode, plus exact calls per function and per call site from counters added to
-    /// the IL of the program's methods (--include to count framework assemblies too).
-    Count,
-    /// No CPU profiling: only the events chosen with --events.
-    None,
-}
-
-impl ModeArg {
-    /// The value the agent's configuration uses (`record` is Unix-only).
-    #[cfg_attr(not(unix), allow(dead_code))]
-    pub fn name(self) -> &'static str {
-        match self {
-            ModeArg::Sample => "sample",
-            ModeArg::Trace => "trace",
-            ModeArg::Count => "count",
-            ModeArg::None => "none",
-        }
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// CPU profiling mode.
     #[arg(long, value_enum, default_value = "sample")]
-    pub mode: ModeArg,
+    pub mode: Mode,
     /// Runtime events to record, comma-separated: runtime, appdomain, assembly, module,
-    /// class, jit, thread, transition, suspension, gc, heap-refs, exception, or all.
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    /// class, jit, thread, transition, suspension, gc, heap-refs, exception, all, or none.
+    /// Default: gc (collections: about 15 us per collection).
+    #[arg(long, value_delimiter = ',', value_name = "LIST", default_values = ["gc"])]
     pub events: Vec<String>,
     /// Sampling rate in Hz: sample mode's CPU samples per second of a thread's CPU time, trace
     /// mode's time samples per second.
@@ -99,7 +54,7 @@ pub struct RecordArgs {
     /// 200 times a second), which get the timer; the timer everywhere where the kernel refuses
     /// perf events that count kernel time.
     #[arg(long, value_enum, value_name = "CLOCK")]
-    pub cpu_clock: Option<CpuClockArg>,
+    pub cpu_clock: Option<CpuClockChoice>,
     /// Trace mode: disable JIT inlining so that every call is counted (slower program).
     #[arg(long)]
     pub no_inline: bool,
@@ -121,7 +76,7 @@ pub struct RecordArgs {
     /// runtime's allocation callback costs 1.2-5x on allocation-heavy code) or `all` (every
     /// allocation with its stack, exact; 15-80x slower). See docs/memory-profiling.md.
     #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "ticks", value_name = "HOW")]
-    pub alloc: Option<AllocArg>,
+    pub alloc: Option<AllocMode>,
     /// `--alloc sampled`: mean number of bytes allocated between two samples (default 131072).
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1_099_511_627_776))]
     pub alloc_interval: Option<u64>,
@@ -142,7 +97,7 @@ pub struct RecordArgs {
     /// `at-exit` and `on-signal` cost nothing while the program runs, `N` costs a walk every
     /// N collections and `every-gc` one in every collection, gen0 ones included.
     #[arg(long, value_name = "WHEN", value_parser = parse_heap_snapshot)]
-    pub heap_snapshot: Option<String>,
+    pub heap_snapshot: Option<HeapSnapshots>,
     /// The size of each of the agent's two record buffers, in KiB (default 4096). When the
     /// program makes events and samples faster than they can be written, a full buffer drops
     /// them, and the report says which figures miss how many.
@@ -166,36 +121,8 @@ pub struct RecordArgs {
     #[arg(long, value_name = "PATH", env = "CLRPROF_AGENT")]
     pub agent: Option<PathBuf>,
     /// The program and its arguments. A `.dll` is run with `dotnet`.
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "PROGRAM"
-    )]
+    #[arg(required = true, trailing_var_arg = true, value_name = "PROGRAM")]
     pub command: Vec<String>,
-}
-
-/// CPU profiling modes an attached agent offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AttachModeArg {
-    /// Sample where the CPU is spent and where every thread is (as `record` does).
-    Sample,
-    /// Refused: enter/leave hooks cannot be set after attach (record from the start instead).
-    Trace,
-    /// No CPU profiling: only the events chosen with --events.
-    None,
-}
-
-impl AttachModeArg {
-    /// The value the agent's configuration uses (`attach` is Unix-only).
-    #[cfg_attr(not(unix), allow(dead_code))]
-    pub fn name(self) -> &'static str {
-        match self {
-            AttachModeArg::Sample => "sample",
-            AttachModeArg::Trace => "trace",
-            AttachModeArg::None => "none",
-        }
-    }
 }
 
 #[derive(Debug, Args)]
@@ -206,8 +133,8 @@ pub struct AttachArgs {
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub duration: Option<std::time::Duration>,
     /// CPU profiling mode.
-    #[arg(long, value_enum, default_value = "sample")]
-    pub mode: AttachModeArg,
+    #[arg(long, default_value = "sample", value_parser = attach_modes())]
+    pub mode: Mode,
     /// Runtime events to record, comma-separated: runtime, appdomain, assembly, module,
     /// class, jit, thread, suspension, gc, heap-refs, exception, or all.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
@@ -219,10 +146,17 @@ pub struct AttachArgs {
     /// most 100).
     #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub wall_rate: Option<u32>,
-    /// Refused: the runtime gives no allocation callbacks to an attached profiler (record the
-    /// program from its start with `clrprof record --alloc` instead).
-    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "sampled")]
-    pub alloc: Option<AllocArg>,
+    /// Record allocations with their stacks from the runtime's allocation ticks (one per ~100 KB
+    /// allocated: bytes per type and stack, estimated, no object counts). `sampled` and `all`
+    /// need the runtime's allocation callback, which only a profiler loaded at startup gets
+    /// (use `clrprof record --alloc sampled`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "ticks", value_name = "HOW", value_parser = attach_alloc())]
+    pub alloc: Option<AllocMode>,
+    /// Lock contention: every contended `lock` / `Monitor.Enter` while attached, with its
+    /// wait, stack, lock type and holder, from the runtime's contention events (CoreCLR 3.1's
+    /// name neither the lock's type nor its holder).
+    #[arg(long)]
+    pub contention: bool,
     /// Where to write the trace.
     #[arg(short, long, default_value = "trace.clrprof", value_name = "FILE")]
     pub output: PathBuf,
@@ -267,38 +201,67 @@ fn parse_max_nodes(text: &str) -> Result<u64, String> {
     }
 }
 
-fn parse_heap_snapshot(v: &str) -> Result<String, String> {
-    match v {
-        "at-exit" | "every-gc" | "on-signal" => Ok(v.to_string()),
-        n if n.parse::<u32>().is_ok_and(|n| n > 0) => Ok(v.to_string()),
-        _ => Err(
-            "expected at-exit, every-gc, on-signal or a number of collections (1 or more)".into(),
+/// `--heap-snapshot`: any schedule but `off` (which is leaving the option out).
+fn parse_heap_snapshot(v: &str) -> Result<HeapSnapshots, String> {
+    HeapSnapshots::parse(v)
+        .filter(|h| *h != HeapSnapshots::Off)
+        .ok_or_else(|| {
+            "expected at-exit, every-gc, on-signal or a number of collections (1 or more)".into()
+        })
+}
+
+/// Some values of a setting, each with the help of what it does here: what `attach` offers
+/// of a `record` setting. The names are the setting's own ([`ValueEnum`]).
+fn offered<T: ValueEnum + Clone + Send + Sync + 'static>(
+    values: &[(T, &'static str)],
+) -> impl TypedValueParser<Value = T> {
+    let values: Vec<PossibleValue> = values
+        .iter()
+        .filter_map(|(value, help)| Some(value.to_possible_value()?.help(*help)))
+        .collect();
+    PossibleValuesParser::new(values).try_map(|name| T::from_str(&name, false))
+}
+
+/// `attach --mode`: trace mode is offered to be refused with the reason; count mode is not
+/// offered (its counters go into methods as they are compiled).
+fn attach_modes() -> impl TypedValueParser<Value = Mode> {
+    offered(&[
+        (
+            Mode::Sample,
+            "Sample where the CPU is spent and where every thread is (as `record` does)",
         ),
-    }
+        (
+            Mode::Trace,
+            "Refused: enter/leave hooks cannot be set after attach (record from the start \
+             instead)",
+        ),
+        (
+            Mode::None,
+            "No CPU profiling: only the events chosen with --events",
+        ),
+    ])
 }
 
-/// Which allocations `record --alloc` records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AllocArg {
-    /// A random sample picked by bytes; counts and bytes are scaled-up estimates.
-    Sampled,
-    /// Every allocation: exact counts and bytes.
-    All,
-    /// The runtime's allocation ticks (one per ~100 KB allocated): bytes per type and stack,
-    /// estimated, with a bias; no object counts. The default.
-    Ticks,
-}
-
-impl AllocArg {
-    /// The value the agent's configuration uses (`record` and `attach` are Unix-only).
-    #[cfg_attr(not(unix), allow(dead_code))]
-    pub fn name(self) -> &'static str {
-        match self {
-            AllocArg::Sampled => "sampled",
-            AllocArg::All => "all",
-            AllocArg::Ticks => "ticks",
-        }
-    }
+/// `attach --alloc`: the ticks; the two methods that need the allocation callback are offered
+/// to be refused with the reason.
+fn attach_alloc() -> impl TypedValueParser<Value = AllocMode> {
+    offered(&[
+        (
+            AllocMode::Sampled,
+            "Refused: needs the runtime's allocation callback, which an attached profiler \
+             does not get",
+        ),
+        (
+            AllocMode::All,
+            "Refused: needs the runtime's allocation callback, which an attached profiler \
+             does not get",
+        ),
+        (
+            AllocMode::Ticks,
+            "The runtime's allocation ticks (one per ~100 KB allocated): bytes per type and \
+             stack, estimated, with a bias; no object counts. The default",
+        ),
+    ])
 }
 
 /// Output formats of `report`.
@@ -310,7 +273,8 @@ pub enum FormatArg {
     Json,
     /// Folded stacks (`a;b;c weight`), for flame graph tools.
     Folded,
-    /// A flame graph as SVG.
+    /// A flame graph as SVG (`svg` is another name for it).
+    #[value(alias = "svg")]
     Flamegraph,
     /// speedscope's JSON format (https://www.speedscope.app).
     Speedscope,
@@ -361,9 +325,19 @@ pub struct ReportArgs {
     /// List the processes of the trace (pid, parent, command line, how each ended) and stop.
     #[arg(long)]
     pub processes: bool,
-    /// Only this thread (OS thread id or name).
-    #[arg(long, value_name = "TID|NAME")]
+    /// Only this thread (OS thread id or name); `all`: every thread, also the runtime's
+    /// service threads that `--metric wall` leaves out by default.
+    #[arg(long, value_name = "TID|NAME|all")]
     pub thread: Option<String>,
+    /// Every frame of every stack, from the thread's start (`_start`, the .NET host, the
+    /// runtime's call into `Main`); by default a managed thread's stacks start at its
+    /// managed entry (`Main`, the thread's start delegate).
+    #[arg(long)]
+    pub all_frames: bool,
+    /// Text: fit every line in this many columns (`0`: never cut). Default: the terminal's
+    /// width (`COLUMNS` if set) when standard output is a terminal, else no limit.
+    #[arg(long, value_name = "COLUMNS")]
+    pub width: Option<usize>,
     /// Only stacks that contain a function whose name contains this text.
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
@@ -387,6 +361,21 @@ pub struct ReportArgs {
     /// the time waited for locks by stack.
     #[arg(long, conflicts_with = "alloc")]
     pub contention: bool,
+    /// Source lines: the hottest lines of managed code by CPU (text or json), each with its
+    /// file and line, its text, its method, self and total CPU; from the IL positions the trace
+    /// records and the assemblies' symbols (portable PDB beside or embedded, Mono's .mdb).
+    /// With --alloc: by bytes allocated; --contention: by lock wait; --exceptions: by throws.
+    #[arg(long)]
+    pub lines: bool,
+    /// The source of the method whose name contains METHOD, each line with its CPU share (or
+    /// bytes with --alloc, wait with --contention, throws with --exceptions), as `perf
+    /// annotate` and `pprof -list` show it (the method with the most if several match).
+    #[arg(long, value_name = "METHOD")]
+    pub source: Option<String>,
+    /// Where the source files the symbols name are on this machine: FROM=TO replaces the start
+    /// FROM of a path by TO (e.g. /build/src=/home/me/app). Repeatable.
+    #[arg(long, value_name = "FROM=TO")]
+    pub source_root: Vec<String>,
     /// Physical stacks: a sample taken after an `await` shows the thread's own frames (the
     /// thread pool's, then the continuation) instead of the async methods that await it, each
     /// followed by an `[await]` frame.
@@ -412,6 +401,34 @@ pub struct ReportArgs {
     /// names a module's frames only if its GNU build id is the module's. Repeatable.
     #[arg(long, value_name = "PATH")]
     pub symbols: Vec<PathBuf>,
+    /// A symbol server to download symbol files from, by GNU build id, for the native code
+    /// `--symbols` does not name: its URL, as `dotnet-symbol --server-path` takes it (the
+    /// layout of the .NET tools' symbol servers). Repeatable, asked in order; replaces the
+    /// space-separated list of CLRPROF_SYMBOL_SERVER. No server is asked unless one is given.
+    #[arg(
+        long = "symbol-server",
+        value_name = "URL",
+        env = "CLRPROF_SYMBOL_SERVER",
+        value_delimiter = ' '
+    )]
+    pub symbol_servers: Vec<String>,
+    /// Where files downloaded from symbol servers are kept, and looked for first (default:
+    /// $XDG_CACHE_HOME/clrprof/symbols, else ~/.cache/clrprof/symbols).
+    #[arg(long, value_name = "DIR", env = "CLRPROF_SYMBOL_CACHE")]
+    pub symbol_cache: Option<PathBuf>,
+    /// Never use the network: symbol files from the cache of symbol servers only (with or
+    /// without --symbol-server).
+    #[arg(long)]
+    pub offline: bool,
+    /// How long to wait for a symbol server: to connect, to answer, and between two reads of
+    /// a download.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 20,
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub symbol_timeout: u64,
 }
 
 /// Runtime views of `report`: at most one; text or JSON.
@@ -519,5 +536,162 @@ mod tests {
         assert_eq!(parse_max_nodes("1").unwrap(), 1);
         assert_eq!(parse_max_nodes(&u64::MAX.to_string()).unwrap(), u64::MAX);
         assert!(parse_max_nodes("-1").is_err());
+    }
+
+    fn parse(args: &[&str]) -> Result<Command, clap::Error> {
+        Cli::try_parse_from(std::iter::once("clrprof").chain(args.iter().copied()))
+            .map(|cli| cli.command)
+    }
+
+    fn record(args: &[&str]) -> RecordArgs {
+        match parse(args) {
+            Ok(Command::Record(r)) => r,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
+    fn attach(args: &[&str]) -> AttachArgs {
+        match parse(args) {
+            Ok(Command::Attach(a)) => a,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_misspelled_option_before_the_program_is_an_unknown_option() {
+        for args in [
+            &["record", "--allocs", "-o", "x", "--", "dotnet", "Busy.dll"][..],
+            &["record", "-o", "x", "--allocs", "dotnet", "Busy.dll"],
+            &["coverage", "--allocs", "--", "dotnet", "Busy.dll"],
+            &["attach", "42", "--allocs"],
+        ] {
+            let err = parse(args).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::UnknownArgument,
+                "{args:?}"
+            );
+            assert_eq!(err.exit_code(), 2);
+            let text = err.render().to_string();
+            assert!(
+                text.contains("unexpected argument '--allocs' found"),
+                "{args:?}: {text}"
+            );
+            if args[0] != "coverage" {
+                assert!(
+                    text.contains("a similar argument exists: '--alloc'"),
+                    "{args:?}: {text}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_program_keeps_its_own_options() {
+        let r = record(&["record", "--", "prog", "--x", "-o", "y"]);
+        assert_eq!(r.command, ["prog", "--x", "-o", "y"]);
+        assert_eq!(r.output, PathBuf::from("trace.clrprof"));
+        // Without `--`, everything from the program on is the program's.
+        let r = record(&["record", "-o", "t", "prog", "--x", "-o", "y"]);
+        assert_eq!(r.command, ["prog", "--x", "-o", "y"]);
+        assert_eq!(r.output, PathBuf::from("t"));
+        let r = record(&["record", "--mode", "none", "--", "--prog"]);
+        assert_eq!(r.command, ["--prog"]);
+        match parse(&["coverage", "--format", "json", "prog", "--format", "x"]) {
+            Ok(Command::Coverage(c)) => {
+                assert_eq!(c.command, ["prog", "--format", "x"]);
+                assert_eq!(c.format, crate::coverage::CoverageFormatArg::Json);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn settings_parse_into_the_configuration_types() {
+        let r = record(&["record", "--", "p"]);
+        assert_eq!(r.mode, Mode::Sample);
+        assert_eq!((r.alloc, r.cpu_clock, r.heap_snapshot), (None, None, None));
+        let r = record(&[
+            "record",
+            "--mode",
+            "count",
+            "--alloc",
+            "--cpu-clock",
+            "timer",
+            "--heap-snapshot",
+            "3",
+            "--",
+            "p",
+        ]);
+        assert_eq!(r.mode, Mode::Count);
+        assert_eq!(r.alloc, Some(AllocMode::Ticks));
+        assert_eq!(r.cpu_clock, Some(CpuClockChoice::Timer));
+        assert_eq!(r.heap_snapshot, Some(HeapSnapshots::EveryGc(3)));
+        for (text, when) in [
+            ("at-exit", HeapSnapshots::AtExit),
+            ("every-gc", HeapSnapshots::EveryGc(1)),
+            ("on-signal", HeapSnapshots::OnSignal),
+        ] {
+            let r = record(&["record", "--heap-snapshot", text, "--", "p"]);
+            assert_eq!(r.heap_snapshot, Some(when));
+        }
+        for bad in ["0", "off", "sometimes"] {
+            let err = parse(&["record", "--heap-snapshot", bad, "--", "p"]).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+            assert!(
+                err.to_string().contains(
+                    "expected at-exit, every-gc, on-signal or a number of collections (1 or more)"
+                ),
+                "{err}"
+            );
+        }
+        for (text, method) in [
+            ("sampled", AllocMode::Sampled),
+            ("all", AllocMode::All),
+            ("ticks", AllocMode::Ticks),
+        ] {
+            let r = record(&["record", "--alloc", text, "--", "p"]);
+            assert_eq!(r.alloc, Some(method));
+        }
+        let err = parse(&["record", "--alloc", "off", "--", "p"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue);
+        assert!(
+            err.to_string()
+                .contains("[possible values: sampled, all, ticks]"),
+            "{err}"
+        );
+        let err = parse(&["record", "--mode", "fast", "--", "p"]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("[possible values: sample, trace, count, none]"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn attach_offers_its_own_choices() {
+        let a = attach(&["attach", "42"]);
+        assert_eq!((a.mode, a.alloc, a.contention), (Mode::Sample, None, false));
+        let a = attach(&["attach", "42", "--alloc", "--contention", "--mode", "none"]);
+        assert_eq!(
+            (a.mode, a.alloc, a.contention),
+            (Mode::None, Some(AllocMode::Ticks), true)
+        );
+        // Offered so that `attach` can say why it refuses them.
+        assert_eq!(
+            attach(&["attach", "42", "--mode", "trace"]).mode,
+            Mode::Trace
+        );
+        assert_eq!(
+            attach(&["attach", "42", "--alloc", "sampled"]).alloc,
+            Some(AllocMode::Sampled)
+        );
+        let err = parse(&["attach", "42", "--mode", "count"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue);
+        assert!(
+            err.to_string()
+                .contains("[possible values: sample, trace, none]"),
+            "{err}"
+        );
     }
 }

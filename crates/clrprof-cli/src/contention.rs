@@ -1,37 +1,29 @@
-//! `record --contention` on runtimes without in-process EventPipe sessions (CoreCLR 3.1):
-//! the runtime's contention events read over the program's diagnostics socket.
+//! `record --contention` and `attach --contention` on runtimes without in-process EventPipe
+//! sessions (CoreCLR 3.1): the runtime's contention events read over the program's
+//! diagnostics socket.
 //!
 //! The agent says who reads them right after its `SessionStart` (the counter
-//! [`CONTENTION_READER_COUNTER`]): on .NET 5 and later it reads them itself and nothing is
+//! `CONTENTION_READER_COUNTER` of the protocol): on .NET 5 and later it reads them itself and nothing is
 //! left to do here. Otherwise a session on the runtime provider's contention keyword runs for
-//! the whole program (the same reader thread as the allocation ticks', `alloc_ticks.rs`), and
+//! the whole program (`event_session.rs`, as for the allocation ticks), and
 //! when the program has exited each `ContentionStart` is paired with the next
 //! `ContentionStop` of its thread into one `Contention` record: the wait is the time between
 //! the two events (CoreCLR 3.1's stop event carries no duration: flag
 //! [`Contention::MEASURED`]), the waiting stack the one EventPipe attached to the start event,
-//! mapped to the rundown's methods. 3.1's events name neither the lock nor its holder, so
+//! mapped to the rundown's methods (`managed_stacks.rs`). 3.1's events name neither the lock nor its holder, so
 //! `class`, `lock_id` and `owner_tid` stay 0.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use clrprof_events::contention::{ContentionFlags, ContentionStart, ContentionStop};
+use clrprof_events::{Payload, keyword, level};
 use clrprof_ipc::nettrace::{self, EventMetadata};
-use clrprof_trace::{Contention, Counter, FunctionDef, Record};
+use clrprof_trace::{Contention, Counter, Record};
 
-use crate::alloc_ticks::{
-    AgentIds, METHOD_DC_END_VERBOSE, Method, RUNDOWN, RUNTIME, StackInterner, TickSession,
-    csharp_signature, csharp_type_name, method_at, parse_method,
-};
-
-/// `ContentionKeyword`.
-const CONTENTION_KEYWORD: u64 = 0x4000;
-/// Informational: the contention events' level.
-const INFORMATIONAL: u32 = 4;
-/// `ContentionStart` (version 1 on CoreCLR 3.1).
-const CONTENTION_START: u32 = 81;
-/// `ContentionStop` (version 0 on CoreCLR 3.1).
-const CONTENTION_STOP: u32 = 91;
+use crate::event_session::{AgentIds, EventSession};
+use crate::managed_stacks::{ManagedStacks, StreamClock, is_rundown_method, read_event};
 
 /// Starts the reader thread: `cli_reads` says, once the agent told, whether the CLI reads the
 /// events.
@@ -39,13 +31,20 @@ pub(crate) fn start(
     pid: u32,
     exited: Arc<AtomicBool>,
     cli_reads: impl Fn() -> Option<bool> + Send + 'static,
-) -> std::io::Result<TickSession> {
-    TickSession::start_with(pid, exited, cli_reads, CONTENTION_KEYWORD, INFORMATIONAL)
+) -> std::io::Result<EventSession> {
+    EventSession::start(
+        pid,
+        exited,
+        cli_reads,
+        keyword::CONTENTION,
+        level::INFORMATIONAL,
+    )
 }
 
 fn wanted(m: &EventMetadata) -> bool {
-    (m.provider == RUNTIME && matches!(m.event_id, CONTENTION_START | CONTENTION_STOP))
-        || (m.provider == RUNDOWN && m.event_id == METHOD_DC_END_VERBOSE)
+    ContentionStart::is(&m.provider, m.event_id)
+        || ContentionStop::is(&m.provider, m.event_id)
+        || is_rundown_method(m)
 }
 
 /// What the conversion found.
@@ -57,6 +56,8 @@ pub(crate) struct ContentionSummary {
     pub unpaired: u64,
     /// Events whose payload could not be read.
     pub unreadable: u64,
+    /// Events of the session the runtime dropped (its buffers were full).
+    pub lost: u64,
     /// Why the stream was incomplete, if it was.
     pub incomplete: Option<String>,
 }
@@ -69,78 +70,39 @@ pub(crate) fn contention_records(
     let trace = nettrace::parse(bytes, wanted);
     let mut summary = ContentionSummary {
         incomplete: trace.incomplete.clone(),
+        lost: trace.events_lost,
         ..ContentionSummary::default()
     };
-    let id_of = |e: &nettrace::Event| {
-        trace
-            .metadata_of(e)
-            .map(|m| (m.provider.as_str(), m.event_id))
-    };
-    let mut methods: Vec<Method> = trace
-        .events
-        .iter()
-        .filter(|e| id_of(e) == Some((RUNDOWN, METHOD_DC_END_VERBOSE)))
-        .filter_map(|e| parse_method(&e.payload))
-        .filter(|m| m.size > 0)
-        .collect();
-    methods.sort_by_key(|m| m.start);
-    let (sync_ts, frequency, sync_unix_ns) = trace.trace.map_or((0, 1, 0), |t| {
-        (t.sync_timestamp, t.frequency.max(1), t.sync_unix_ns)
-    });
-    let ns = |ticks: u64| (u128::from(ticks) * 1_000_000_000 / u128::from(frequency)) as u64;
-    let session_ts = |timestamp: u64| {
-        let since_sync = ns(timestamp.saturating_sub(sync_ts));
-        sync_unix_ns
-            .saturating_add(since_sync)
-            .saturating_sub(agent.start_unix_ns)
-    };
+    let clock = StreamClock::new(&trace, agent);
+    let mut stacks = ManagedStacks::new(&trace, agent);
     let mut out = Vec::new();
-    let mut defined = HashSet::new();
-    let mut stacks = StackInterner::new(agent.max_stack);
     let mut contended = Vec::new();
     let mut waits = Pairing::default();
     for e in &trace.events {
-        let Some((RUNTIME, id)) = id_of(e) else {
-            continue;
-        };
-        // Both versions start with `Flags` (u8) and `ClrInstanceID` (u16).
-        let Some(&flags) = e.payload.first().filter(|_| e.payload.len() >= 3) else {
-            summary.unreadable += 1;
-            continue;
-        };
-        if id == CONTENTION_START {
-            let mut frames = Vec::new();
-            for &ip in trace.stack_of(e) {
-                if let Some(m) = method_at(&methods, ip.saturating_sub(1)) {
-                    if !agent.functions.contains(&m.id) && defined.insert(m.id) {
-                        out.push(Record::FunctionDef(FunctionDef {
-                            id: m.id,
-                            class: 0,
-                            module: 0,
-                            token: m.token,
-                            type_name: csharp_type_name(&m.type_name),
-                            method_name: m.name.clone(),
-                            signature: csharp_signature(&m.name, &m.signature),
-                        }));
-                    }
-                    frames.push(m.id);
-                }
-            }
-            let stack = stacks.intern(&frames, &mut out);
+        if let Some(start) = read_event::<ContentionStart>(&trace, e) {
+            let Ok(start) = start else {
+                summary.unreadable += 1;
+                continue;
+            };
+            let stack = stacks.intern(trace.stack_of(e), &mut out);
             let mut record_flags = Contention::MEASURED;
-            if flags == 1 {
+            if start.flags() == ContentionFlags::NATIVE {
                 record_flags |= Contention::NATIVE;
             }
             waits.start(e.thread_id, e.timestamp, stack, record_flags);
-        } else if id == CONTENTION_STOP {
+        } else if let Some(stop) = read_event::<ContentionStop>(&trace, e) {
+            if stop.is_err() {
+                summary.unreadable += 1;
+                continue;
+            }
             let Some((start, stack, flags)) = waits.stop(e.thread_id) else {
                 continue;
             };
             summary.written += 1;
             contended.push(Record::Contention(Contention {
-                ts: session_ts(start),
+                ts: clock.session_ts(start),
                 tid: u32::try_from(e.thread_id).unwrap_or(0),
-                duration_ns: ns(e.timestamp.saturating_sub(start)),
+                duration_ns: clock.ns(e.timestamp.saturating_sub(start)),
                 stack,
                 class: 0,
                 lock_id: 0,
@@ -155,6 +117,7 @@ pub(crate) fn contention_records(
         ("contention_written", summary.written),
         ("contention_unpaired", summary.unpaired),
         ("contention_unreadable", summary.unreadable),
+        ("contention_events_lost", summary.lost),
     ] {
         out.push(Record::Counter(Counter {
             ts: 0,

@@ -40,12 +40,7 @@ pub struct CoverageArgs {
     #[arg(long, value_name = "PATH", env = "CLRPROF_AGENT")]
     pub agent: Option<PathBuf>,
     /// The program and its arguments. A `.dll` is run with `dotnet`.
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "PROGRAM"
-    )]
+    #[arg(required = true, trailing_var_arg = true, value_name = "PROGRAM")]
     pub command: Vec<String>,
 }
 
@@ -80,6 +75,8 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
             .collect();
         let mut outputs = Vec::new();
         if let Some(o) = &a.output {
+            // Refused before the program runs, not after.
+            crate::safe_file::check_target(o)?;
             outputs.push(Named::new("-o", o));
         }
         if let Some(t) = &a.trace {
@@ -96,7 +93,12 @@ pub fn coverage(a: CoverageArgs) -> anyhow::Result<i32> {
         inline: false,
         base,
         summary: false,
-        ..crate::record::RecordOptions::new("none", trace.clone(), agent, a.command)
+        ..crate::record::RecordOptions::new(
+            clrprof_trace::config::Mode::None,
+            trace.clone(),
+            agent,
+            a.command,
+        )
     };
     let outcome = crate::record::run(&opts)?;
     let code = outcome.code;

@@ -27,6 +27,10 @@ mod contention;
 mod coverage;
 #[cfg(unix)]
 mod descendants;
+#[cfg(unix)]
+mod event_session;
+#[cfg(unix)]
+mod managed_stacks;
 mod overlap;
 #[cfg(unix)]
 mod private_dir;
@@ -40,6 +44,7 @@ mod safe_file;
 mod signals;
 #[cfg(unix)]
 mod status;
+mod symbol_server;
 #[cfg(unix)]
 mod trace_file;
 
@@ -48,8 +53,6 @@ use std::process::ExitCode;
 use clap::Parser;
 use clrprof_analysis::{Format, Metric, Query};
 
-#[cfg(unix)]
-use cli::{AllocArg, CpuClockArg, ModeArg};
 use cli::{Cli, Command, FormatArg, MetricArg};
 
 fn main() -> ExitCode {
@@ -60,13 +63,30 @@ fn main() -> ExitCode {
         // ends quietly, as other Unix tools do.
         Err(e) if is_broken_pipe(&e) => closed_pipe(),
         Err(e) => {
-            say!("clrprof: error: {e}");
-            for cause in e.chain().skip(1) {
-                say!("clrprof:   because: {cause}");
+            for line in error_lines(&e) {
+                say!("{line}");
             }
             ExitCode::from(1)
         }
     }
+}
+
+/// The lines that tell an error: `clrprof: error: ...`, then each cause that says something
+/// not said yet (`because: ...`); a cause whose message an outer one already holds (as
+/// `"{path}: {cause}"` does) is not said twice.
+fn error_lines(e: &anyhow::Error) -> Vec<String> {
+    let mut said = e.to_string();
+    let mut lines = vec![format!("clrprof: error: {said}")];
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if text.is_empty() || said.contains(&text) {
+            continue;
+        }
+        lines.push(format!("clrprof:   because: {text}"));
+        said.push('\n');
+        said.push_str(&text);
+    }
+    lines
 }
 
 /// Ends the process as a Unix tool whose output pipe closed ends: killed by SIGPIPE (the
@@ -103,7 +123,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         #[cfg(unix)]
         Command::Record(a) => {
             let agent = agent_lib::locate(a.agent.as_deref())?;
-            if a.mode != ModeArg::Count && !(a.include.is_empty() && a.exclude.is_empty()) {
+            if a.mode != clrprof_trace::config::Mode::Count
+                && !(a.include.is_empty() && a.exclude.is_empty())
+            {
                 anyhow::bail!(
                     "--include and --exclude choose the assemblies count mode counts: use them with --mode count"
                 );
@@ -115,14 +137,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 ..Default::default()
             };
             let opts = record::RecordOptions {
-                events: a.events,
+                events: record::EventChoice::parse(&a.events)?,
                 base,
                 rate: a.rate,
                 wall_rate: a.wall_rate,
-                cpu_clock: a.cpu_clock.map(CpuClockArg::name),
+                cpu_clock: a.cpu_clock,
                 inline: !a.no_inline,
                 max_nodes: a.max_nodes,
-                alloc: a.alloc.map(AllocArg::name),
+                alloc: a.alloc,
                 alloc_interval: a.alloc_interval,
                 contention: a.contention,
                 heap_snapshot: a.heap_snapshot,
@@ -132,7 +154,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     pids: a.pid_filter,
                     names: a.name_filter,
                 },
-                ..record::RecordOptions::new(a.mode.name(), a.output, agent, a.command)
+                ..record::RecordOptions::new(a.mode, a.output, agent, a.command)
             };
             record::record(&opts)
         }
@@ -152,12 +174,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 pid: a.pid,
                 duration: a.duration,
                 record: record::RecordOptions {
-                    events: a.events,
+                    events: record::EventChoice::parse(&a.events)?,
                     rate: a.rate,
                     wall_rate: a.wall_rate,
-                    // Refused by `attach` (the runtime has no allocation callbacks after attach).
-                    alloc: a.alloc.map(AllocArg::name),
-                    ..record::RecordOptions::new(a.mode.name(), a.output, agent, Vec::new())
+                    // `attach` refuses what needs the allocation callback.
+                    alloc: a.alloc,
+                    contention: a.contention,
+                    ..record::RecordOptions::new(a.mode, a.output, agent, Vec::new())
                 },
             };
             attach::attach(&opts)
@@ -189,14 +212,25 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 pretty: a.pretty,
                 alloc: a.alloc,
                 contention: a.contention || a.view.contention(),
+                lines: a.lines,
+                source: a.source,
+                source_roots: a.source_root,
                 no_async: a.no_async,
                 gc: a.gc,
                 heap: a.heap,
                 snapshot: a.snapshot,
                 diff: a.diff,
                 symbols: a.symbols,
+                servers: symbol_server::ServerOptions {
+                    servers: symbol_server::check_servers(&a.symbol_servers)?,
+                    cache: a.symbol_cache.or_else(symbol_server::default_dir),
+                    offline: a.offline,
+                    timeout: std::time::Duration::from_secs(a.symbol_timeout),
+                },
                 pid: a.pid,
                 processes: a.processes,
+                all_frames: a.all_frames,
+                width: a.width,
                 query: Query {
                     metric: a.metric.map(|m| match m {
                         MetricArg::Cpu => Metric::Cpu,
@@ -215,5 +249,31 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             report::report(&opts)?;
             Ok(0)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_says_each_cause_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::IsADirectory, "Is a directory");
+        let e = anyhow::Error::new(io)
+            .context("t.clrprof: Is a directory")
+            .context("reading t.clrprof: Is a directory");
+        assert_eq!(
+            error_lines(&e),
+            ["clrprof: error: reading t.clrprof: Is a directory"]
+        );
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        let e = anyhow::Error::new(io).context("--symbols");
+        assert_eq!(
+            error_lines(&e),
+            [
+                "clrprof: error: --symbols",
+                "clrprof:   because: No such file"
+            ]
+        );
     }
 }

@@ -10,6 +10,7 @@ use clrprof_analysis::{Query, memory, report, trace};
 use clrprof_symbols::SymbolFiles;
 
 use crate::safe_file::SafeFile;
+use crate::symbol_server::{ServerOptions, SymbolServers};
 
 /// What to report, independent of the command-line syntax.
 #[derive(Debug, Clone)]
@@ -30,6 +31,12 @@ pub struct ReportOptions {
     pub alloc: bool,
     /// Lock contention: the view (text, JSON), or wait time in the profile formats.
     pub contention: bool,
+    /// The hottest source lines (text, JSON).
+    pub lines: bool,
+    /// The annotated source of the method whose name contains this.
+    pub source: Option<String>,
+    /// `FROM=TO` rules for where source files are.
+    pub source_roots: Vec<String>,
     /// Physical stacks instead of async call chains.
     pub no_async: bool,
     /// The GC section of the text report.
@@ -42,10 +49,18 @@ pub struct ReportOptions {
     pub diff: Vec<String>,
     /// Symbol files (or directories of them) for the native frames recorded without names.
     pub symbols: Vec<PathBuf>,
+    /// Symbol servers and their cache, for the native frames the symbol files do not name.
+    pub servers: ServerOptions,
     /// Only this process of a process tree's trace.
     pub pid: Option<u32>,
     /// List the processes and stop.
     pub processes: bool,
+    /// Every frame of every stack, from the thread's start (else stacks start at the
+    /// thread's managed entry).
+    pub all_frames: bool,
+    /// Text: the columns every line fits in (`Some(0)`: no limit); `None`: the terminal's
+    /// width when standard output is one (see [`text_width`]).
+    pub width: Option<usize>,
     /// Thread, filter, top, metric.
     pub query: Query,
 }
@@ -59,10 +74,14 @@ pub fn report(opts: &ReportOptions) -> Result<()> {
         );
     }
     // Checked before anything is read or written: a bad path is the user's typo.
-    let mut symbols = if opts.symbols.is_empty() {
+    let mut symbols = if opts.symbols.is_empty() && !opts.servers.used() {
         None
     } else {
-        Some(SymbolFiles::open(&opts.symbols).context("--symbols")?)
+        let mut files = SymbolFiles::open(&opts.symbols).context("--symbols")?;
+        if opts.servers.used() {
+            files.set_source(Box::new(SymbolServers::new(&opts.servers)));
+        }
+        Some(files)
     };
     if let Some(output) = &opts.output {
         use crate::overlap::Named;
@@ -157,20 +176,43 @@ fn open_output(opts: &ReportOptions) -> Result<Output> {
     })
 }
 
-/// A line showing what the heap analysis is doing on a terminal (it can take a while on big
-/// heaps); cleared when dropped.
-struct Status {
+/// Narrowest width the text report is fitted in: below it, lines are not cut.
+const NARROWEST: usize = 40;
+
+/// The columns the text report fits in: `--width N` (`0`: no limit); else, when it goes to a
+/// terminal, `COLUMNS` if set, else the terminal's width; else (a file, a pipe) no limit, as
+/// `perf report` and `ps` keep whole lines for other programs.
+fn text_width(opts: &ReportOptions) -> Option<usize> {
+    let width = match opts.width {
+        Some(0) => return None,
+        Some(n) => n,
+        None if opts.output.is_some() || !std::io::stdout().is_terminal() => return None,
+        None => match std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse::<usize>().ok())
+        {
+            Some(n) if n > 0 => n,
+            _ => usize::from(console::Term::stdout().size_checked()?.1),
+        },
+    };
+    Some(width.max(NARROWEST))
+}
+
+/// A line showing on a terminal what the heap analysis (it can take a while on big heaps) or a
+/// symbol server's download is doing; cleared when dropped.
+pub(crate) struct Status {
     tty: bool,
 }
 
 impl Status {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             tty: std::io::stderr().is_terminal(),
         }
     }
 
-    fn show(&mut self, what: &str) {
+    /// Shows `clrprof: WHAT...` (nothing for an empty `what`) on a terminal.
+    pub(crate) fn show(&mut self, what: &str) {
         if self.tty && what.is_empty() {
             let _ = write!(std::io::stderr(), "\r\x1b[2K");
         } else if self.tty {
@@ -410,6 +452,54 @@ fn contention(
     Ok(())
 }
 
+/// `report --lines` and `report --source METHOD`.
+fn source_lines(
+    opts: &ReportOptions,
+    loaded: &trace::LoadedTrace,
+    out: &mut dyn Write,
+) -> Result<()> {
+    use clrprof_analysis::lines::{self, SourceLines, SourceRoots};
+    let roots = SourceRoots::parse(&opts.source_roots).map_err(anyhow::Error::msg)?;
+    let mut source = SourceLines::new(roots);
+    let tids = match &opts.query.thread {
+        Some(selector) => Some(clrprof_analysis::query::thread_ids(
+            &loaded.profile(),
+            selector,
+        )?),
+        None => None,
+    };
+    let profile = if opts.alloc {
+        if !loaded.has_allocations() {
+            bail!("the trace has no allocations; record with --alloc");
+        }
+        lines::alloc_lines(loaded, tids.as_deref(), &mut source)
+    } else if opts.contention {
+        if !loaded.has_contention() {
+            bail!("the trace has no lock contention; record with --contention");
+        }
+        lines::contention_lines(loaded, tids.as_deref(), &mut source)
+    } else if opts.view == Some(View::Exceptions) {
+        lines::throw_lines(loaded, &mut source)
+    } else {
+        lines::cpu_lines(loaded, tids.as_deref(), &mut source)
+    };
+    match (opts.format, &opts.source) {
+        (Format::Text, Some(method)) => {
+            lines::write_source_text(loaded, &profile, method, &mut source, out)?
+        }
+        (Format::Text, None) => {
+            let top = table_rows(opts.query.top, memory::TEXT_ROWS);
+            lines::write_lines_text(&profile, top, out)?
+        }
+        (Format::Json, _) => lines::write_lines_json(&profile, opts.pretty, out)?,
+        (other, _) => bail!(
+            "--lines and --source write text or json, not {other:?}; the pprof output carries \
+             lines (`go tool pprof -lines`, `-list`)"
+        ),
+    }
+    Ok(())
+}
+
 fn report_file(
     opts: &ReportOptions,
     file: &std::path::Path,
@@ -435,6 +525,16 @@ fn report_file(
         p.trace.integrity.being_written = being_written;
         if opts.no_async {
             p.trace.stack_view = clrprof_analysis::StackView::Physical;
+        }
+        // pprof carries source lines (`go tool pprof -lines`, `-list`).
+        if opts.format == Format::Pprof {
+            p.trace.source_lines = Some(
+                clrprof_analysis::lines::SourceRoots::parse(&opts.source_roots)
+                    .map_err(anyhow::Error::msg)?,
+            );
+        }
+        if !opts.all_frames {
+            p.trace.stack_start = clrprof_analysis::StackStart::ManagedEntry;
         }
     }
     if opts.processes {
@@ -493,6 +593,7 @@ fn report_tree(
             let naming = p.trace.name_native_frames(files);
             say!("clrprof: {label}: {}", naming.summary());
         }
+        say_source_notes(files);
     }
     if let Some(first) = all.first()
         && !first.trace.integrity.is_whole()
@@ -623,6 +724,17 @@ fn report_tree(
     Ok(())
 }
 
+/// What the symbol servers did (one line per server), on stderr.
+fn say_source_notes(files: &mut SymbolFiles) {
+    for note in files
+        .source_mut()
+        .map(|s| s.take_notes())
+        .unwrap_or_default()
+    {
+        say!("clrprof: {note}");
+    }
+}
+
 /// The report of one process's trace.
 fn report_one(
     opts: &ReportOptions,
@@ -640,6 +752,7 @@ fn report_one(
     }
     if let Some(files) = symbols {
         let naming = loaded.name_native_frames(files);
+        say_source_notes(files);
         // The whole text and JSON reports say it in their header; other outputs have none.
         let header = opts.view.is_none()
             && match opts.format {
@@ -653,6 +766,19 @@ fn report_one(
     }
     let loaded = loaded;
     let q = &opts.query;
+    // Every line of the text report within the width: the tables shorten their names
+    // themselves, other long lines (paths, command lines) are cut at the end.
+    let mut fitted;
+    let out: &mut dyn Write = match text_width(opts).filter(|_| opts.format == Format::Text) {
+        Some(w) => {
+            fitted = clrprof_analysis::output::fit::FitLines::new(out, w);
+            &mut fitted
+        }
+        None => out,
+    };
+    if opts.lines || opts.source.is_some() {
+        return source_lines(opts, &loaded, out);
+    }
     if opts.contention {
         return contention(opts, &loaded, file, out);
     }
@@ -689,6 +815,7 @@ fn report_one(
         Format::Text => {
             let text = Text {
                 tree: opts.tree,
+                width: text_width(opts),
                 ..Text::default()
             };
             report::write_text(&loaded, q, &text, out)?;

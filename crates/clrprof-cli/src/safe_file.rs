@@ -156,6 +156,27 @@ impl Write for SafeFile {
     }
 }
 
+/// Refuses, before any work is done, an output path that [`SafeFile::create`] could never
+/// replace: a directory, or a file in a directory that does not exist.
+pub fn check_target(path: &Path) -> Result<()> {
+    let target = resolve(path);
+    if target.is_dir() {
+        anyhow::bail!(
+            "{} is a directory; -o takes a file name (e.g. {})",
+            path.display(),
+            path.join("coverage.info").display()
+        );
+    }
+    if !is_special(&target) && !parent_dir(&target).is_dir() {
+        anyhow::bail!(
+            "cannot write {}: the directory {} does not exist",
+            path.display(),
+            parent_dir(&target).display()
+        );
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to `path` through a [`SafeFile`].
 #[cfg_attr(not(unix), allow(dead_code))]
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {

@@ -118,3 +118,9 @@ pub fn start_tracing(
     })?;
     Ok((stream, id))
 }
+
+/// Stops EventPipe session `session` in `pid` (`StopTracing`): the runtime writes the
+/// session's rundown and ends its stream.
+pub fn stop_tracing(pid: u32, session: u64) -> Result<(), Error> {
+    command(pid, &message::stop_tracing(session)?, REPLY_TIMEOUT).map(|_| ())
+}

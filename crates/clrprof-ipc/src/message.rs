@@ -7,6 +7,10 @@
 //! is an absent string). The runtime answers each command with one reply: `0xFF/0x00` (OK,
 //! with a command-specific payload) or `0xFF/0xFF` followed by an HRESULT.
 
+use clrprof_events::bytes::{Reader, utf16_lossy};
+/// The little-endian values at an offset of a payload.
+pub use clrprof_events::bytes::{u32_at, u64_at};
+
 use crate::Error;
 
 /// The magic every message starts with.
@@ -184,30 +188,18 @@ pub fn check_reply(header: &[u8; HEADER_LEN], payload: Vec<u8>) -> Result<Vec<u8
     }
 }
 
-/// The little-endian u32 at `offset`.
-pub fn u32_at(payload: &[u8], offset: usize) -> Option<u32> {
-    let bytes = payload.get(offset..offset.checked_add(4)?)?;
-    Some(u32::from_le_bytes(bytes.try_into().ok()?))
-}
-
-/// The little-endian u64 at `offset`.
-pub fn u64_at(payload: &[u8], offset: usize) -> Option<u64> {
-    let bytes = payload.get(offset..offset.checked_add(8)?)?;
-    Some(u64::from_le_bytes(bytes.try_into().ok()?))
-}
-
 /// Reads an IPC string at `*offset`, moving past it.
 fn read_string(payload: &[u8], offset: &mut usize) -> Option<String> {
-    let count = u32_at(payload, *offset)? as usize;
-    *offset += 4;
-    let bytes = payload.get(*offset..offset.checked_add(count.checked_mul(2)?)?)?;
-    *offset += bytes.len();
-    let units: Vec<u16> = bytes
+    let mut r = Reader::at(payload, *offset);
+    let count = r.u32()? as usize;
+    let bytes = r.bytes(count.checked_mul(2)?)?;
+    *offset = r.position();
+    // The string ends at its NUL, if it has one.
+    let len = bytes
         .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .take_while(|&u| u != 0)
-        .collect();
-    Some(String::from_utf16_lossy(&units))
+        .position(|unit| unit == [0, 0])
+        .map_or(bytes.len(), |units| units * 2);
+    Some(utf16_lossy(&bytes[..len]))
 }
 
 /// What `ProcessInfo` answers.

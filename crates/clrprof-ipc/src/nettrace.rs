@@ -30,9 +30,22 @@
 //!   level, then field descriptions (not read here);
 //! - `StackBlock`: u32 id of its first stack, u32 count, then per stack a u32 byte length and
 //!   the instruction pointers (pointer-sized);
-//! - `SPBlock` (sequence points) carries nothing needed here.
+//! - `SPBlock` (a sequence point): u64 timestamp, u32 thread count, then per thread a u64
+//!   thread id and the u32 sequence number of the last event it tried to write.
+//!
+//! Two rules of the writer matter to a reader:
+//!
+//! - Stack ids are numbered again from 1 after every sequence point (the writer's stack
+//!   cache restarts there): an event's stack id means the stack of that id defined since the
+//!   last sequence point. Events are resolved to their stacks as they are read.
+//! - Every thread numbers the events it writes 1, 2, 3, ... whether they reach the stream or
+//!   are dropped (EventPipe drops events when its buffers are full). A gap in one capture
+//!   thread's numbers, or a sequence point that names a higher number than the thread's last
+//!   event, counts events lost; [`Nettrace::events_lost`] sums them.
 
 use std::collections::HashMap;
+
+use clrprof_events::bytes::{PointerSize, Reader, utf16_lossy};
 
 /// What the `Trace` object says about the session.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -70,8 +83,9 @@ pub struct Event {
     pub thread_id: u64,
     /// When, in ticks of [`TraceInfo::frequency`].
     pub timestamp: u64,
-    /// Its stack in the session's stack table (0: none).
-    pub stack_id: u32,
+    /// Its stack: an index into [`Nettrace::stacks`] (`None`: it has none, or its stack
+    /// was not in the stream).
+    pub stack: Option<u32>,
     /// The payload.
     pub payload: Vec<u8>,
 }
@@ -83,10 +97,15 @@ pub struct Nettrace {
     pub trace: Option<TraceInfo>,
     /// Event descriptions by metadata id.
     pub metadata: HashMap<u32, EventMetadata>,
-    /// Stacks by id: instruction pointers, innermost first.
-    pub stacks: HashMap<u32, Vec<u64>>,
+    /// Every stack the stream defined, in stream order: instruction pointers, innermost
+    /// first. (The stream's own stack ids restart at every sequence point; events refer to
+    /// this table instead.)
+    pub stacks: Vec<Vec<u64>>,
     /// The events [`parse`]'s filter kept, in stream order.
     pub events: Vec<Event>,
+    /// Events the runtime numbered but did not write (its buffers were full), as the
+    /// sequence numbers and sequence points show; of every provider of the session.
+    pub events_lost: u64,
     /// Why reading stopped before the end-of-stream tag, if it did (the stream was cut
     /// short or is not nettrace); everything before that point is above.
     pub incomplete: Option<String>,
@@ -100,7 +119,10 @@ impl Nettrace {
 
     /// The instruction pointers of `event`'s stack (empty if it has none).
     pub fn stack_of(&self, event: &Event) -> &[u64] {
-        self.stacks.get(&event.stack_id).map_or(&[], Vec::as_slice)
+        event
+            .stack
+            .and_then(|i| self.stacks.get(i as usize))
+            .map_or(&[], Vec::as_slice)
     }
 }
 
@@ -116,16 +138,59 @@ const TAG_END: u8 = 6;
 /// [`incomplete`](Nettrace::incomplete) saying why.
 pub fn parse(bytes: &[u8], keep: impl Fn(&EventMetadata) -> bool) -> Nettrace {
     let mut out = Nettrace::default();
-    let mut cur = Cursor { bytes, pos: 0 };
-    if let Err(e) = read_stream(&mut cur, &mut out, &keep) {
-        out.incomplete = Some(format!("{e} (at byte {} of {})", cur.pos, bytes.len()));
+    let mut cur = Cursor::new(bytes);
+    let mut state = State::default();
+    if let Err(e) = read_stream(&mut cur, &mut out, &mut state, &keep) {
+        out.incomplete = Some(format!("{e} (at byte {} of {})", cur.pos(), bytes.len()));
     }
     out
+}
+
+/// What the reader keeps between blocks.
+#[derive(Default)]
+struct State {
+    /// The stacks defined since the last sequence point: the stream's id to the index in
+    /// [`Nettrace::stacks`].
+    region_stacks: HashMap<u32, u32>,
+    /// The sequence number of each capture thread's last event.
+    sequences: HashMap<u64, u32>,
+}
+
+impl State {
+    /// Notes an event's sequence number; returns how many events of its thread were lost
+    /// before it.
+    fn sequence(&mut self, capture_thread: u64, sequence: u32) -> u64 {
+        let last = self.sequences.insert(capture_thread, sequence);
+        match last {
+            // A thread numbering from 1 again is a new thread with a reused id.
+            Some(last) if sequence != 1 => u64::from(sequence.wrapping_sub(last).wrapping_sub(1)),
+            Some(_) => 0,
+            // Every thread numbers its events of a session from 1.
+            None => u64::from(sequence.saturating_sub(1)),
+        }
+    }
+
+    /// A sequence point: each thread's last number at that time. Returns the events lost.
+    fn sequence_point(&mut self, threads: impl Iterator<Item = (u64, u32)>) -> u64 {
+        self.region_stacks.clear();
+        let mut lost = 0;
+        for (thread, sequence) in threads {
+            let last = self.sequences.entry(thread).or_insert(0);
+            // Numbers wrap after 2^32 - 1; a point behind the last event seen says nothing.
+            let ahead = sequence.wrapping_sub(*last);
+            if ahead < u32::MAX / 2 {
+                lost += u64::from(ahead);
+                *last = sequence;
+            }
+        }
+        lost
+    }
 }
 
 fn read_stream(
     cur: &mut Cursor<'_>,
     out: &mut Nettrace,
+    state: &mut State,
     keep: &impl Fn(&EventMetadata) -> bool,
 ) -> Result<(), &'static str> {
     if cur.take(MAGIC.len())? != MAGIC {
@@ -149,9 +214,10 @@ fn read_stream(
             cur.align4()?;
             let content = cur.take(size)?;
             match name {
-                b"EventBlock" => read_event_block(content, out, Some(keep))?,
-                b"MetadataBlock" => read_event_block(content, out, None::<&fn(&_) -> bool>)?,
-                b"StackBlock" => read_stack_block(content, out)?,
+                b"EventBlock" => read_event_block(content, out, state, Some(keep))?,
+                b"MetadataBlock" => read_event_block(content, out, state, None::<&fn(&_) -> bool>)?,
+                b"StackBlock" => read_stack_block(content, out, state)?,
+                b"SPBlock" => read_sequence_point(content, out, state)?,
                 _ => {}
             }
         }
@@ -226,6 +292,8 @@ fn system_time_unix_ns([year, month, _, day, hour, minute, second, ms]: [u64; 8]
 #[derive(Default)]
 struct Header {
     metadata_id: u32,
+    sequence: u32,
+    capture_thread: u64,
     thread_id: u64,
     stack_id: u32,
     timestamp: u64,
@@ -236,12 +304,10 @@ struct Header {
 fn read_event_block<K: Fn(&EventMetadata) -> bool>(
     content: &[u8],
     out: &mut Nettrace,
+    state: &mut State,
     keep: Option<&K>,
 ) -> Result<(), &'static str> {
-    let mut cur = Cursor {
-        bytes: content,
-        pos: 0,
-    };
+    let mut cur = Cursor::new(content);
     let header_size = usize::from(cur.u16()?);
     let flags = cur.u16()?;
     if header_size < 4 {
@@ -250,7 +316,7 @@ fn read_event_block<K: Fn(&EventMetadata) -> bool>(
     cur.take(header_size - 4)?;
     let compressed = flags & 1 != 0;
     let mut h = Header::default();
-    while cur.pos < content.len() {
+    while cur.pos() < content.len() {
         let payload = if compressed {
             read_compressed_header(&mut cur, &mut h)?;
             cur.take(h.payload_size)?
@@ -263,12 +329,13 @@ fn read_event_block<K: Fn(&EventMetadata) -> bool>(
                 out.metadata.insert(id, meta);
             }
             Some(keep) => {
+                out.events_lost += state.sequence(h.capture_thread, h.sequence);
                 if out.metadata.get(&h.metadata_id).is_some_and(keep) {
                     out.events.push(Event {
                         metadata_id: h.metadata_id,
                         thread_id: h.thread_id,
                         timestamp: h.timestamp,
-                        stack_id: h.stack_id,
+                        stack: state.region_stacks.get(&h.stack_id).copied(),
                         payload: payload.to_vec(),
                     });
                 }
@@ -284,9 +351,12 @@ fn read_compressed_header(cur: &mut Cursor<'_>, h: &mut Header) -> Result<(), &'
         h.metadata_id = cur.varint32()?;
     }
     if flags & 2 != 0 {
-        let _sequence_delta = cur.varint32()?;
-        let _capture_thread = cur.varint64()?;
+        h.sequence = h.sequence.wrapping_add(cur.varint32()?);
+        h.capture_thread = cur.varint64()?;
         let _processor = cur.varint32()?;
+    }
+    if h.metadata_id != 0 {
+        h.sequence = h.sequence.wrapping_add(1);
     }
     if flags & 4 != 0 {
         h.thread_id = cur.varint64()?;
@@ -311,12 +381,12 @@ fn read_uncompressed_event<'a>(
     cur: &mut Cursor<'a>,
     h: &mut Header,
 ) -> Result<&'a [u8], &'static str> {
-    let start = cur.pos;
+    let start = cur.pos();
     let size = cur.u32()? as usize;
     h.metadata_id = cur.u32()? & 0x7fff_ffff;
-    let _sequence = cur.u32()?;
+    h.sequence = cur.u32()?;
     h.thread_id = cur.u64()?;
-    let _capture_thread = cur.u64()?;
+    h.capture_thread = cur.u64()?;
     let _processor = cur.u32()?;
     h.stack_id = cur.u32()?;
     h.timestamp = cur.u64()?;
@@ -327,19 +397,16 @@ fn read_uncompressed_event<'a>(
         .checked_add(4)
         .and_then(|e| e.checked_add(size))
         .ok_or("event size out of range")?;
-    if end < cur.pos {
+    if end < cur.pos() {
         return Err("event size smaller than its contents");
     }
-    cur.pos = end;
+    cur.seek(end);
     cur.align4()?;
     Ok(payload)
 }
 
 fn read_metadata(payload: &[u8]) -> Result<(u32, EventMetadata), &'static str> {
-    let mut cur = Cursor {
-        bytes: payload,
-        pos: 0,
-    };
+    let mut cur = Cursor::new(payload);
     let id = cur.u32()?;
     let provider = cur.utf16z()?;
     let event_id = cur.u32()?;
@@ -356,83 +423,87 @@ fn read_metadata(payload: &[u8]) -> Result<(u32, EventMetadata), &'static str> {
     ))
 }
 
-fn read_stack_block(content: &[u8], out: &mut Nettrace) -> Result<(), &'static str> {
-    let pointer = match out.trace.map_or(8, |t| t.pointer_size) {
-        4 => 4,
-        _ => 8,
-    };
-    let mut cur = Cursor {
-        bytes: content,
-        pos: 0,
-    };
+fn read_stack_block(
+    content: &[u8],
+    out: &mut Nettrace,
+    state: &mut State,
+) -> Result<(), &'static str> {
+    let pointer = PointerSize::from_bytes(out.trace.map_or(8, |t| t.pointer_size));
+    let mut cur = Cursor::new(content);
     let first = cur.u32()?;
     let count = cur.u32()?;
     for i in 0..count {
         let len = cur.u32()? as usize;
-        let ips = cur.take(len)?;
-        let stack = ips
-            .chunks_exact(pointer)
-            .map(|c| {
-                let mut b = [0u8; 8];
-                b[..pointer].copy_from_slice(c);
-                u64::from_le_bytes(b)
-            })
-            .collect();
-        out.stacks.insert(first.wrapping_add(i), stack);
+        let mut ips = Reader::new(cur.take(len)?);
+        // Whole pointers only: a last partial one is left out.
+        let stack = std::iter::from_fn(|| ips.pointer(pointer)).collect();
+        let index = u32::try_from(out.stacks.len()).map_err(|_| "too many stacks")?;
+        out.stacks.push(stack);
+        state.region_stacks.insert(first.wrapping_add(i), index);
     }
     Ok(())
 }
 
-/// Reads a NUL-terminated UTF-16 string at `*offset` of `payload`, moving past it.
-pub fn utf16z_at(payload: &[u8], offset: &mut usize) -> Option<String> {
-    let mut cur = Cursor {
-        bytes: payload,
-        pos: *offset,
-    };
-    let s = cur.utf16z().ok()?;
-    *offset = cur.pos;
-    Some(s)
+fn read_sequence_point(
+    content: &[u8],
+    out: &mut Nettrace,
+    state: &mut State,
+) -> Result<(), &'static str> {
+    let mut cur = Cursor::new(content);
+    let _timestamp = cur.u64()?;
+    let count = cur.u32()?;
+    let mut threads = Vec::new();
+    for _ in 0..count {
+        threads.push((cur.u64()?, cur.u32()?));
+    }
+    out.events_lost += state.sequence_point(threads.into_iter());
+    Ok(())
 }
 
+/// The stream's little-endian reader, a value cut short being an error.
 struct Cursor<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+    r: Reader<'a>,
 }
 
 const TRUNCATED: &str = "the stream ends in the middle of an object";
 
 impl<'a> Cursor<'a> {
+    fn new(bytes: &'a [u8]) -> Cursor<'a> {
+        Cursor {
+            r: Reader::new(bytes),
+        }
+    }
+
+    fn pos(&self) -> usize {
+        self.r.position()
+    }
+
+    fn seek(&mut self, pos: usize) {
+        self.r.seek(pos);
+    }
+
     fn take(&mut self, n: usize) -> Result<&'a [u8], &'static str> {
-        let end = self.pos.checked_add(n).ok_or(TRUNCATED)?;
-        let s = self.bytes.get(self.pos..end).ok_or(TRUNCATED)?;
-        self.pos = end;
-        Ok(s)
+        self.r.bytes(n).ok_or(TRUNCATED)
     }
 
     fn u8(&mut self) -> Result<u8, &'static str> {
-        Ok(self.take(1)?[0])
+        self.r.u8().ok_or(TRUNCATED)
     }
 
     fn u16(&mut self) -> Result<u16, &'static str> {
-        let b = self.take(2)?;
-        Ok(u16::from_le_bytes([b[0], b[1]]))
+        self.r.u16().ok_or(TRUNCATED)
     }
 
     fn u32(&mut self) -> Result<u32, &'static str> {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(self.take(4)?);
-        Ok(u32::from_le_bytes(b))
+        self.r.u32().ok_or(TRUNCATED)
     }
 
     fn u64(&mut self) -> Result<u64, &'static str> {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(self.take(8)?);
-        Ok(u64::from_le_bytes(b))
+        self.r.u64().ok_or(TRUNCATED)
     }
 
     fn align4(&mut self) -> Result<(), &'static str> {
-        let pad = (4 - self.pos % 4) % 4;
-        self.take(pad).map(|_| ())
+        self.r.align(4).ok_or(TRUNCATED)
     }
 
     fn varint64(&mut self) -> Result<u64, &'static str> {
@@ -452,14 +523,7 @@ impl<'a> Cursor<'a> {
     }
 
     fn utf16z(&mut self) -> Result<String, &'static str> {
-        let mut units = Vec::new();
-        loop {
-            let u = self.u16()?;
-            if u == 0 {
-                return Ok(String::from_utf16_lossy(&units));
-            }
-            units.push(u);
-        }
+        self.r.utf16z().map(utf16_lossy).ok_or(TRUNCATED)
     }
 }
 
@@ -549,7 +613,8 @@ mod tests {
         v
     }
 
-    /// A compressed event: every field given.
+    /// A compressed event: every field given; captured by thread 1 right after the block's
+    /// previous event.
     fn compressed_event(
         meta: u32,
         thread: u64,
@@ -560,7 +625,7 @@ mod tests {
         let mut v = vec![1 | 2 | 4 | 8 | 64 | 128];
         varint(u64::from(meta), &mut v);
         varint(0, &mut v);
-        varint(thread, &mut v);
+        varint(1, &mut v);
         varint(1, &mut v);
         varint(thread, &mut v);
         varint(u64::from(stack), &mut v);
@@ -623,7 +688,7 @@ mod tests {
         let size = 4 + 4 + 8 + 8 + 4 + 4 + 8 + 32 + 4 + payload.len();
         plain.extend_from_slice(&(size as u32).to_le_bytes());
         plain.extend_from_slice(&(1u32 | 0x8000_0000).to_le_bytes());
-        plain.extend_from_slice(&9u32.to_le_bytes());
+        plain.extend_from_slice(&1u32.to_le_bytes());
         plain.extend_from_slice(&99u64.to_le_bytes());
         plain.extend_from_slice(&99u64.to_le_bytes());
         plain.extend_from_slice(&0u32.to_le_bytes());
@@ -663,19 +728,125 @@ mod tests {
                 version: 3
             }
         );
-        assert_eq!(t.stacks[&1], [0x1000, 0x2000]);
-        assert_eq!(t.stacks[&2], [] as [u64; 0]);
+        assert_eq!(t.stacks, [vec![0x1000, 0x2000], vec![]]);
         assert_eq!(t.events.len(), 3, "{:?}", t.events);
         let e = &t.events[0];
-        assert_eq!((e.thread_id, e.timestamp, e.stack_id), (77, 1500, 1));
+        assert_eq!((e.thread_id, e.timestamp, e.stack), (77, 1500, Some(0)));
         assert_eq!(e.payload, b"abc");
         assert_eq!(t.stack_of(e), [0x1000, 0x2000]);
         let e = &t.events[1];
-        assert_eq!((e.thread_id, e.timestamp, e.stack_id), (77, 1510, 1));
+        assert_eq!((e.thread_id, e.timestamp, e.stack), (77, 1510, Some(0)));
         assert_eq!(e.payload, b"xyz");
         let e = &t.events[2];
-        assert_eq!((e.thread_id, e.timestamp, e.stack_id), (99, 5000, 0));
+        assert_eq!((e.thread_id, e.timestamp, e.stack), (99, 5000, None));
         assert_eq!(e.payload, b"hello");
+        assert_eq!(t.events_lost, 0);
+    }
+
+    fn stack_block(first: u32, stacks: &[&[u64]]) -> Vec<u8> {
+        let mut v = first.to_le_bytes().to_vec();
+        v.extend_from_slice(&(stacks.len() as u32).to_le_bytes());
+        for s in stacks {
+            v.extend_from_slice(&(s.len() as u32 * 8).to_le_bytes());
+            for ip in *s {
+                v.extend_from_slice(&ip.to_le_bytes());
+            }
+        }
+        v
+    }
+
+    fn sequence_point(threads: &[(u64, u32)]) -> Vec<u8> {
+        let mut v = 0u64.to_le_bytes().to_vec();
+        v.extend_from_slice(&(threads.len() as u32).to_le_bytes());
+        for (thread, sequence) in threads {
+            v.extend_from_slice(&thread.to_le_bytes());
+            v.extend_from_slice(&sequence.to_le_bytes());
+        }
+        v
+    }
+
+    /// An event of metadata 1 on `thread` with sequence number `sequence` (the previous
+    /// event of the block had `previous`).
+    fn numbered_event(thread: u64, stack: u32, previous: u32, sequence: u32) -> Vec<u8> {
+        let mut v = vec![1 | 2 | 4 | 8 | 128];
+        varint(1, &mut v);
+        // The writer's delta is modulo 2^32.
+        varint(
+            u64::from(sequence.wrapping_sub(previous).wrapping_sub(1)),
+            &mut v,
+        );
+        varint(thread, &mut v);
+        varint(0, &mut v);
+        varint(thread, &mut v);
+        varint(u64::from(stack), &mut v);
+        varint(1, &mut v);
+        varint(1, &mut v);
+        v.push(b'p');
+        v
+    }
+
+    fn metadata_block() -> Vec<u8> {
+        let mut meta = block_header(true);
+        meta.extend(compressed_event(
+            0,
+            0,
+            0,
+            0,
+            &metadata_payload(1, "P", 1, 0),
+        ));
+        meta
+    }
+
+    #[test]
+    fn stack_ids_start_again_after_a_sequence_point() {
+        let mut b = Builder::new();
+        b.trace();
+        b.block("MetadataBlock", &metadata_block());
+        b.block("StackBlock", &stack_block(1, &[&[0xa1], &[0xa2]]));
+        let mut events = block_header(true);
+        events.extend(numbered_event(7, 2, 0, 1));
+        b.block("EventBlock", &events);
+        b.block("SPBlock", &sequence_point(&[(7, 1)]));
+        // The writer's stack cache restarted: id 1 is another stack now.
+        b.block("StackBlock", &stack_block(1, &[&[0xb1]]));
+        let mut events = block_header(true);
+        events.extend(numbered_event(7, 1, 0, 2));
+        events.extend(numbered_event(7, 2, 2, 3));
+        b.block("EventBlock", &events);
+        let t = parse(&b.finish(), |_| true);
+        assert_eq!(t.incomplete, None);
+        let stacks: Vec<&[u64]> = t.events.iter().map(|e| t.stack_of(e)).collect();
+        // Stack 2 of the second region was never defined: no stack, not the old one.
+        assert_eq!(stacks, [&[0xa2][..], &[0xb1], &[]]);
+        assert_eq!(t.events_lost, 0);
+    }
+
+    #[test]
+    fn gaps_in_sequence_numbers_count_lost_events() {
+        let mut b = Builder::new();
+        b.trace();
+        b.block("MetadataBlock", &metadata_block());
+        let mut events = block_header(true);
+        // Thread 7: 1, 2, then 5 (3 and 4 lost).
+        events.extend(numbered_event(7, 0, 0, 1));
+        events.extend(numbered_event(7, 0, 1, 2));
+        events.extend(numbered_event(7, 0, 2, 5));
+        b.block("EventBlock", &events);
+        // Thread 8: 1, 2, then a new thread with the same id starts at 1 again (none lost);
+        // thread 10's first event is its third (1 and 2 lost).
+        let mut events = block_header(true);
+        events.extend(numbered_event(8, 0, 0, 1));
+        events.extend(numbered_event(8, 0, 1, 2));
+        events.extend(numbered_event(8, 0, 2, 1));
+        events.extend(numbered_event(10, 0, 1, 3));
+        b.block("EventBlock", &events);
+        // The sequence point says thread 7 tried 9 events (6 to 9 lost) and thread 9, never
+        // seen, 2 (both lost); thread 8's 1 is what was seen.
+        b.block("SPBlock", &sequence_point(&[(7, 9), (8, 1), (9, 2)]));
+        let t = parse(&b.finish(), |_| true);
+        assert_eq!(t.incomplete, None);
+        assert_eq!(t.events.len(), 7);
+        assert_eq!(t.events_lost, 2 + 2 + 4 + 2);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! used for a module only if its build id is the module's: a file of another build would give
 //! names of other functions. Directories are looked into only when a module's file is not
 //! among the files given directly, by its build-id path first, then by reading the build id of
-//! every ELF file under them (once, on the first module not found otherwise).
+//! every ELF file under them (once, on the first module not found otherwise). Last, where
+//! none of them has more than the module's exports, a [`SymbolSource`] (a symbol server's
+//! local cache, [`crate::store`]) may give files by the module's keys in a symbol store.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -15,6 +17,7 @@ use std::path::{Path, PathBuf};
 use object::ReadCache;
 
 use crate::debug::{build_id_path, is_elf, read_build_id};
+use crate::store::{SymbolSource, store_keys};
 use crate::{DEBUG_ROOT, SymbolTable, TableSource, build_id};
 
 /// Why a `--symbols` path cannot be used.
@@ -70,6 +73,8 @@ pub struct SymbolFiles {
     walked: Option<HashMap<Vec<u8>, Vec<PathBuf>>>,
     /// What [`Self::table`] found, by build id.
     tables: HashMap<Vec<u8>, Option<FoundTable>>,
+    /// Where files come from when none of the paths given has a module's symbols.
+    source: Option<Box<dyn SymbolSource>>,
 }
 
 impl SymbolFiles {
@@ -109,6 +114,17 @@ impl SymbolFiles {
         Ok(files)
     }
 
+    /// Asks `source` for the files of a module that the paths given have no symbols for
+    /// (beyond its exports).
+    pub fn set_source(&mut self, source: Box<dyn SymbolSource>) {
+        self.source = Some(source);
+    }
+
+    /// The source set with [`Self::set_source`].
+    pub fn source_mut(&mut self) -> Option<&mut (dyn SymbolSource + 'static)> {
+        self.source.as_deref_mut()
+    }
+
     /// The files given directly (not found in a directory), with their build ids.
     pub fn given_files(&self) -> impl Iterator<Item = (&Path, &[u8])> + '_ {
         self.files
@@ -116,12 +132,22 @@ impl SymbolFiles {
             .map(|(p, id)| (p.as_path(), id.as_slice()))
     }
 
-    /// The symbol table of the module with GNU build id `id`, from the first file of that
-    /// build id that has function symbols beyond its exports (else the first with any); read
-    /// once, then kept. `None` if no file matches or none has a table.
-    pub fn table(&mut self, id: &[u8]) -> Option<&FoundTable> {
+    /// The symbol table of the module with GNU build id `id` and file name `file_name`
+    /// (`libcoreclr.so`, for the keys of a [`SymbolSource`]), from the first file of that build
+    /// id that has function symbols beyond its exports (else the first with any); read once,
+    /// then kept. `None` if no file matches or none has a table.
+    pub fn table(&mut self, id: &[u8], file_name: &str) -> Option<&FoundTable> {
         if !self.tables.contains_key(id) {
-            let found = self.find(id);
+            let mut found = self.find(id);
+            if found
+                .as_ref()
+                .is_none_or(|b| b.table.source() == TableSource::Dynsym)
+                && let Some(source) = self.source.as_deref_mut()
+                && let Some(better) = from_source(source, id, file_name)
+                && (found.is_none() || better.table.source() != TableSource::Dynsym)
+            {
+                found = Some(better);
+            }
             self.tables.insert(id.to_vec(), found);
         }
         self.tables.get(id).and_then(Option::as_ref)
@@ -173,6 +199,29 @@ impl SymbolFiles {
         }
         best
     }
+}
+
+/// The table of the first file `source` gives by the keys of the module (the debug file's
+/// first) that has the module's build id and more than exported symbols, else of the first
+/// with any. Stops at the first with more.
+fn from_source(source: &mut dyn SymbolSource, id: &[u8], file_name: &str) -> Option<FoundTable> {
+    let mut exports_only = None;
+    for key in store_keys(file_name, id) {
+        let Some(path) = source.fetch(&key) else {
+            continue;
+        };
+        if read_build_id(&path).ok().flatten().as_deref() != Some(id) {
+            continue;
+        }
+        let Some(found) = best_table(&[path]) else {
+            continue;
+        };
+        if found.table.source() != TableSource::Dynsym {
+            return Some(found);
+        }
+        exports_only.get_or_insert(found);
+    }
+    exports_only
 }
 
 /// The table of the first file with more than exported symbols, else of the first with any.

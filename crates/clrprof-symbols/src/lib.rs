@@ -3,7 +3,9 @@
 //! Two users share this crate: the clrprof agent, which names the native frames of a sample
 //! from the modules mapped into the profiled process, and `clrprof report --symbols`, which
 //! names afterwards the frames the agent could not name (a stripped library), from symbol
-//! files the user gives, matched to the modules by GNU build id ([`SymbolFiles`]).
+//! files the user gives, matched to the modules by GNU build id ([`SymbolFiles`]), or from a
+//! symbol store in the layout of the .NET tools' symbol servers ([`store`]: the keys, and the
+//! [`SymbolSource`] that `report` downloads through).
 //!
 //! `dladdr` knows only the symbols a library exports (`.dynsym`), so most native frames of a
 //! profile would be named after their library alone: the garbage collector in libcoreclr and
@@ -61,8 +63,11 @@
 mod debug;
 mod demangle;
 mod files;
+pub mod store;
 mod table;
 
+#[cfg(test)]
+mod store_tests;
 #[cfg(test)]
 mod testelf;
 #[cfg(test)]
@@ -71,6 +76,7 @@ mod tests;
 pub use debug::{build_id, build_id_hex, read_build_id};
 pub use demangle::demangle;
 pub use files::{FoundTable, SymbolFiles, SymbolFilesError};
+pub use store::{StoreFileKind, StoreKey, SymbolSource, store_keys};
 pub use table::{DEBUG_ROOT, SymbolTable, TableSource};
 
 /// Longest demangled name kept, in bytes.

@@ -474,7 +474,7 @@ fn symbol_files_are_checked_when_given() {
     let empty = dir.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let mut files = SymbolFiles::open(std::slice::from_ref(&empty)).unwrap();
-    assert!(files.table(&[1, 2, 3]).is_none());
+    assert!(files.table(&[1, 2, 3], "liba.so").is_none());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -522,7 +522,7 @@ fn symbol_files_are_found_by_build_id() {
         [(direct.as_path(), &id_a[..])]
     );
     let name = |files: &mut SymbolFiles, id: &[u8], svma| {
-        let found = files.table(id)?;
+        let found = files.table(id, "liba.so")?;
         let (name, _) = found.table.lookup(svma)?;
         Some((
             found.path.clone(),
@@ -545,8 +545,8 @@ fn symbol_files_are_found_by_build_id() {
         name(&mut files, &id_c, 0x1100),
         Some((deep.clone(), "exported".into()))
     );
-    assert!(files.table(&[9, 9, 9]).is_none());
-    assert!(files.table(&[]).is_none());
+    assert!(files.table(&[9, 9, 9], "libz.so").is_none());
+    assert!(files.table(&[], "libz.so").is_none());
     // The .build-id directory itself works as a root too.
     let mut files = SymbolFiles::open(&[root.join(".build-id")]).unwrap();
     assert_eq!(name(&mut files, &id_b, 0x1200).unwrap().1, "in_b");

@@ -3,8 +3,9 @@
 
 use crate::{
     Allocation, BlockWriter, ClassDef, Counter, Event, EventKind, ExceptionInfo, FrameKind,
-    FunctionDef, GcGenerations, Message, ModuleDef, Record, RecordingEnd, Sample, SampleClock,
-    SamplerInfo, SessionEnd, SessionStart, StackDef, ThreadDef, ThreadOsName, ThreadState, Writer,
+    FunctionDef, GcGenerations, IlPosition, Message, ModuleDef, Record, RecordingEnd, Sample,
+    SampleClock, SamplerInfo, SessionEnd, SessionStart, StackDef, ThreadDef, ThreadOsName,
+    ThreadState, Writer,
 };
 
 /// The records of a short sample-mode session: definitions, two threads with samples of
@@ -67,6 +68,7 @@ pub fn records() -> Vec<Record> {
             parent: i as u32,
             frame_kind: FrameKind::Managed,
             frame: id,
+            il: IlPosition::At(6 * i as u32),
         }));
     }
     for n in 1..=40u64 {
@@ -97,6 +99,7 @@ pub fn records() -> Vec<Record> {
                 message: "boom".into(),
                 stack: vec![0x101, 0x100],
                 stack_truncated: false,
+                stack_il: vec![IlPosition::At(0x0c), IlPosition::At(0x21)],
             }));
             out.push(Record::Event(Event::new(
                 ts,

@@ -112,10 +112,10 @@ mod tests {
     #[test]
     fn round_trip_and_errors() {
         let bytes = Header::CURRENT.to_bytes();
-        assert_eq!(&bytes, b"CLRPROF\0\x01\x00\x08\x00\x00\x00\x00\x00");
+        assert_eq!(&bytes, b"CLRPROF\0\x01\x00\x0a\x00\x00\x00\x00\x00");
         assert_eq!(Header::parse(&bytes).unwrap(), Header::CURRENT);
         let newer_minor = Header {
-            minor: 9,
+            minor: 11,
             ..Header::CURRENT
         };
         assert_eq!(Header::parse(&newer_minor.to_bytes()).unwrap(), newer_minor);

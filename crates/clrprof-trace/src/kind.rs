@@ -94,6 +94,8 @@ record_kinds! {
     HEAP_GENERATIONS = 46, "HeapGenerations";
     /// `AllocatedByClass`: objects allocated per class since the previous collection (1.1).
     ALLOCATED_BY_CLASS = 47, "AllocatedByClass";
+    /// `HeapStatic`: a static field and the object it held in a heap snapshot (1.10).
+    HEAP_STATIC = 48, "HeapStatic";
     /// `Contention`: one contended lock acquisition, its wait, stack, lock and holder (1.6).
     CONTENTION = 50, "Contention";
     /// `CoverageMethod`: basic-block hit counts of one instrumented method (format 1.1).
@@ -142,6 +144,6 @@ mod tests {
         assert_eq!(RecordKind(99).to_string(), "kind 99");
         assert_eq!(format!("{:?}", RecordKind::SAMPLE), "RecordKind(33 Sample)");
         assert!(RecordKind::KNOWN.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(RecordKind::KNOWN.len(), 36);
+        assert_eq!(RecordKind::KNOWN.len(), 37);
     }
 }

@@ -43,6 +43,7 @@ mod header;
 mod kind;
 mod read;
 mod record;
+mod stack_nodes;
 mod stream;
 mod wire;
 mod write;
@@ -63,11 +64,13 @@ pub use record::{
     AllocatedByClass, Allocation, AppDomainDef, AssemblyDef, CallCounts, CallKind, CallSite,
     CallTreeNode, ClassDef, Contention, CountedMethod, Counter, CoverageBlock, CoverageMethod,
     Event, ExceptionInfo, FrameKind, FunctionDef, GcGenerations, HeapGenerations, HeapObject,
-    HeapRoot, HeapSnapshot, HeapSnapshotEnd, MAX_CALL_SITES, MAX_COVERAGE_BLOCKS, MAX_U64_LIST,
-    Message, ModuleDef, NativeFrameDef, NativeModuleDef, NativeTargetDef, ProcessDef, ProcessExit,
-    Record, RecordingEnd, Sample, SampleClock, SamplerInfo, Section, SessionEnd, SessionStart,
-    StackCut, StackDef, ThreadDef, ThreadOsName, ThreadState,
+    HeapRoot, HeapSnapshot, HeapSnapshotEnd, HeapStatic, IlPosition, MAX_CALL_SITES,
+    MAX_COVERAGE_BLOCKS, MAX_U64_LIST, Message, ModuleDef, NativeFrameDef, NativeModuleDef,
+    NativeTargetDef, ProcessDef, ProcessExit, Record, RecordingEnd, Sample, SampleClock,
+    SamplerInfo, Section, SessionEnd, SessionStart, StackCut, StackDef, ThreadDef, ThreadOsName,
+    ThreadState,
 };
+pub use stack_nodes::StackNodes;
 pub use stream::{RawRecord, StreamDecoder};
 pub use write::{Writer, write_header};
 
@@ -86,7 +89,7 @@ pub const SECTIONED_MAJOR: u16 = 3;
 /// The minor format version this crate writes: the set of record kinds and fields, shared by
 /// every major (a 3.6 file holds the records of 1.6 streams). Traces of any minor version of
 /// a known major are readable.
-pub const FORMAT_MINOR: u16 = 8;
+pub const FORMAT_MINOR: u16 = 10;
 /// Size of the file header in bytes.
 pub const HEADER_LEN: usize = 16;
 /// Size of a record's header (kind, flags, payload length) in bytes.

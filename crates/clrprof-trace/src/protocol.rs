@@ -75,6 +75,13 @@ impl TickReader {
 /// the program's diagnostics socket (CoreCLR 3.1).
 pub const CONTENTION_READER_COUNTER: &str = "contention_reader";
 
+/// The counter by which the CLI says when the runtime's allocation ticks it read began, in
+/// nanoseconds since the session's start, when that was after the session started: the GC
+/// (on Linux) turns its events on only when it collects, so on CoreCLR 3.1, where the CLI
+/// reads the ticks, they begin at the first collection after its session starts. Absent when
+/// the ticks ran from the start.
+pub const ALLOCATION_TICKS_FROM_COUNTER: &str = "allocation_ticks_from_ns";
+
 /// What one allocation tick stands for, in the `interval` of its `Allocation` record: the
 /// runtime writes a tick each time it has handed out about this many bytes of allocation
 /// contexts on a heap since the previous one (100 KiB).

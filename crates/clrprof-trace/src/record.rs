@@ -382,6 +382,72 @@ impl Field for SampleClock {
     }
 }
 
+/// Where in its method's IL a managed frame of a [`StackDef`] was (format 1.9): the
+/// instruction the thread was at, for the innermost frame, or the call, for a caller (the
+/// runtime's native-to-IL map of the code version that ran, looked up at the return address
+/// less one). What a source line is found from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum IlPosition {
+    /// Not known: not a managed frame, no map for the code, an address the map does not
+    /// cover, or a trace before format 1.9.
+    #[default]
+    Unknown,
+    /// At this IL offset (the method's prologue counts as offset 0).
+    At(u32),
+    /// In the method's epilogue (its return).
+    Epilogue,
+}
+
+impl IlPosition {
+    /// The `u32` that encodes it: 0 unknown, `u32::MAX` the epilogue, else the offset plus one.
+    pub fn to_u32(self) -> u32 {
+        match self {
+            IlPosition::Unknown => 0,
+            IlPosition::At(offset) => offset.saturating_add(1).min(u32::MAX - 1),
+            IlPosition::Epilogue => u32::MAX,
+        }
+    }
+
+    /// The position a `u32` encodes.
+    pub fn from_u32(v: u32) -> IlPosition {
+        match v {
+            0 => IlPosition::Unknown,
+            u32::MAX => IlPosition::Epilogue,
+            v => IlPosition::At(v - 1),
+        }
+    }
+}
+
+impl Field for IlPosition {
+    fn len(&self) -> usize {
+        4
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        s.put(&self.to_u32().to_le_bytes());
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        f.u32(name).map(IlPosition::from_u32)
+    }
+}
+
+/// `[IlPosition]`: `u32` count and the positions as `u32` (at most [`MAX_U64_LIST`]).
+impl Field for Vec<IlPosition> {
+    fn len(&self) -> usize {
+        4 + 4 * self.len().min(MAX_U64_LIST)
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        let n = self.len().min(MAX_U64_LIST);
+        s.put(&(n as u32).to_le_bytes());
+        for v in &self[..n] {
+            v.put(s);
+        }
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        let n = f.count(name, 4, MAX_U64_LIST)?;
+        (0..n).map(|_| IlPosition::take(f, name)).collect()
+    }
+}
+
 /// A record type: its kind and how its payload is laid out.
 trait Payload: Sized {
     const KIND: RecordKind;
@@ -442,6 +508,7 @@ macro_rules! records {
                 })
             }
             #[cfg(test)]
+            #[allow(unused_assignments)]
             fn optional_ends(&self) -> Vec<usize> {
                 #[allow(unused_mut)]
                 let mut ends = Vec::new();
@@ -737,6 +804,10 @@ records! {
         frame_kind: FrameKind,
         /// `FunctionID`, [`NativeFrameDef`] id, or 0.
         frame: u64,
+    } + (added in 1.9) {
+        /// A managed frame's place in its method's IL ([`IlPosition::Unknown`] for other
+        /// frames): two calls of one function from two places of its caller are two nodes.
+        il: IlPosition,
     }
 
     /// Kind 33: one sample of one thread: a CPU sample (`state` [`ThreadState::Cpu`]) or a
@@ -902,6 +973,25 @@ records! {
         /// Pairs `class, count`.
         counts: Vec<u64>,
     }
+
+    /// Kind 48 (format 1.10): a static field of a reference type and the object it held when
+    /// a snapshot's heap was walked, so that reports name the object's root by the field
+    /// (`static Cache.Entries`) rather than by the runtime's array of statics that holds it.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    HeapStatic = HEAP_STATIC {
+        /// The snapshot.
+        snapshot: u32,
+        /// The object the field references (its address after the collection; never 0).
+        object: u64,
+        /// The `ClassID` of the class that declares the field (an instantiation for a field
+        /// of a generic class).
+        class: u64,
+        /// The field's name.
+        field: String,
+        /// 0 for an ordinary static; for a `[ThreadStatic]`, the managed `ThreadID` of the
+        /// thread whose value this is.
+        thread: u64,
+    }
 }
 
 records! {
@@ -994,6 +1084,10 @@ records! {
         stack: Vec<u64>,
         /// Whether `stack` was cut short.
         stack_truncated: bool,
+    } + (added in 1.9) {
+        /// Where each frame of `stack` was in its method's IL (the throw, then each caller's
+        /// call), in the same order; empty when not known.
+        stack_il: Vec<IlPosition>,
     }
 
     /// Kind 36 (format 1.1): definition of where a P/Invoke method goes, written with its
@@ -1224,6 +1318,8 @@ pub enum Record {
     HeapGenerations(HeapGenerations),
     /// Kind 47 (1.1).
     AllocatedByClass(AllocatedByClass),
+    /// Kind 48 (1.10).
+    HeapStatic(HeapStatic),
     /// Kind 60.
     CoverageMethod(CoverageMethod),
     /// Kind 61 (1.4).
@@ -1277,6 +1373,7 @@ macro_rules! with_record {
             Record::HeapSnapshotEnd($r) => $body,
             Record::HeapGenerations($r) => $body,
             Record::AllocatedByClass($r) => $body,
+            Record::HeapStatic($r) => $body,
             Record::CoverageMethod($r) => $body,
             Record::CountedMethod($r) => $body,
             Record::CallCounts($r) => $body,
@@ -1411,6 +1508,7 @@ impl Record {
             RecordKind::HEAP_SNAPSHOT_END => read::<HeapSnapshotEnd>(payload).map(Record::from),
             RecordKind::HEAP_GENERATIONS => read::<HeapGenerations>(payload).map(Record::from),
             RecordKind::ALLOCATED_BY_CLASS => read::<AllocatedByClass>(payload).map(Record::from),
+            RecordKind::HEAP_STATIC => read::<HeapStatic>(payload).map(Record::from),
             RecordKind::COVERAGE_METHOD => read::<CoverageMethod>(payload).map(Record::from),
             RecordKind::COUNTED_METHOD => read::<CountedMethod>(payload).map(Record::from),
             RecordKind::CALL_COUNTS => read::<CallCounts>(payload).map(Record::from),
@@ -1547,6 +1645,7 @@ pub(crate) mod tests {
                 parent: 1,
                 frame_kind: FrameKind::Native,
                 frame: 7,
+                il: IlPosition::Unknown,
             }),
             Record::Event(Event::new(
                 1_234_567,
@@ -1591,6 +1690,7 @@ pub(crate) mod tests {
                 message: "bad input".into(),
                 stack: vec![0x7f00_0000_5000, 0x7f00_0000_4000],
                 stack_truncated: false,
+                stack_il: vec![IlPosition::At(7), IlPosition::Epilogue],
             }),
             Record::NativeTargetDef(NativeTargetDef {
                 function: 0x7f00_0000_6000,
@@ -1640,6 +1740,13 @@ pub(crate) mod tests {
                 kind: 2,
                 flags: 1,
                 id: 0x7f00_0000_9000,
+            }),
+            Record::HeapStatic(HeapStatic {
+                snapshot: 1,
+                object: 0x7f55_0000_1000,
+                class: 0x7f00_0000_4000,
+                field: "Entries".into(),
+                thread: 0,
             }),
             Record::HeapGenerations(HeapGenerations {
                 snapshot: 1,
@@ -1890,6 +1997,7 @@ pub(crate) mod tests {
             parent: 0,
             frame_kind: FrameKind::Other(9),
             frame: 0,
+            il: IlPosition::At(0x2a),
         };
         let mut out = Vec::new();
         Record::StackDef(s).encode(&mut out);
@@ -1898,6 +2006,10 @@ pub(crate) mod tests {
             assert_eq!(FrameKind::from_u8(v).to_u8(), v);
             assert_eq!(ThreadState::from_u8(v).to_u8(), v);
         }
+        for v in [0, 1, 2, 0x1000, u32::MAX - 1, u32::MAX] {
+            assert_eq!(IlPosition::from_u32(v).to_u32(), v);
+        }
+        assert_eq!(IlPosition::At(0).to_u32(), 1, "offset 0 is not unknown");
     }
 
     /// The golden fixture: a whole trace (header and one record of each kind, as [`samples`]

@@ -179,12 +179,13 @@ fn record() -> impl Strategy<Value = Record> {
         (any::<u64>(), string(), string()).prop_map(|(id, path, build_id)| {
             Record::NativeModuleDef(NativeModuleDef { id, path, build_id })
         }),
-        any::<(u32, u32, u8, u64)>().prop_map(|(id, parent, k, frame)| {
+        any::<(u32, u32, u8, u64, u32)>().prop_map(|(id, parent, k, frame, il)| {
             Record::StackDef(StackDef {
                 id,
                 parent,
                 frame_kind: FrameKind::from_u8(k),
                 frame,
+                il: clrprof_trace::IlPosition::from_u32(il),
             })
         }),
         (

@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 
-use clrprof_trace::{FrameKind, NativeFrameDef, NativeModuleDef, Record, StackCut};
+use clrprof_trace::{FrameKind, IlPosition, NativeFrameDef, NativeModuleDef, Record, StackCut};
 
 use clrprof_sdk::FunctionId;
 
@@ -27,6 +27,7 @@ use crate::recorder::ring::Capture;
 use crate::recorder::sys;
 use crate::recorder::threads::{self, MAX_FRAMES, ThreadSlot};
 use crate::session::Session;
+use crate::stacks::Frame;
 use crate::unwind::{Chain, MethodShapes, Regs, Stop, Tail, Unwinder};
 
 use super::gone_code::Forget;
@@ -49,10 +50,10 @@ type NativeKey = (String, String, u64);
 /// A resolved frame.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum FrameRef {
-    /// A function's trace id (see `defs`).
-    Managed(u64),
+    /// A function's trace id (see `defs`), and where in its IL the frame was.
+    Managed(u64, IlPosition),
     /// A method without metadata (dynamic method, IL stub), by trace id.
-    Generated(u64),
+    Generated(u64, IlPosition),
     Native(u64),
 }
 
@@ -172,7 +173,7 @@ impl StackBuilder {
     /// dropped samples, [`StackCut::Unsampled`] after a thread's last sample).
     pub fn marker(&mut self, cut: StackCut) -> u32 {
         let s = self.session;
-        let path = std::iter::once((FrameKind::Truncated, cut.to_u64()));
+        let path = std::iter::once(Frame::of(FrameKind::Truncated, cut.to_u64()));
         s.stacks
             .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f))
     }
@@ -197,7 +198,7 @@ impl StackBuilder {
                     .map(|(_, &id)| id)
                     .collect();
                 self.ips.retain(|_, f| match *f {
-                    FrameRef::Managed(id) | FrameRef::Generated(id) => {
+                    FrameRef::Managed(id, _) | FrameRef::Generated(id, _) => {
                         !gone.contains(&runtime_id(id))
                     }
                     FrameRef::Native(id) => !outside.contains(&id),
@@ -347,10 +348,14 @@ impl StackBuilder {
         let s = self.session;
         let (continuation, callers) = self.async_callers(async_chain);
         let frame = |f: &FrameRef| match *f {
-            FrameRef::Managed(f) | FrameRef::Generated(f) => (FrameKind::Managed, f),
-            FrameRef::Native(id) => (FrameKind::Native, id),
+            FrameRef::Managed(id, il) | FrameRef::Generated(id, il) => Frame {
+                kind: FrameKind::Managed,
+                id,
+                il,
+            },
+            FrameRef::Native(id) => Frame::of(FrameKind::Native, id),
         };
-        let marker = cut.map(|c| (FrameKind::Truncated, c.to_u64()));
+        let marker = cut.map(|c| Frame::of(FrameKind::Truncated, c.to_u64()));
         let (inner, outer) = self
             .path
             .split_at(continuation.map_or(self.path.len(), |k| k + 1));
@@ -359,8 +364,8 @@ impl StackBuilder {
             .chain(outer.iter().rev().map(frame))
             .chain(callers.iter().rev().flat_map(|&f| {
                 [
-                    (FrameKind::AsyncCaller, s.defs.function_id(FunctionId(f))),
-                    (FrameKind::Await, 0),
+                    Frame::of(FrameKind::AsyncCaller, s.defs.function_id(FunctionId(f))),
+                    Frame::of(FrameKind::Await, 0),
                 ]
             }))
             .chain(inner.iter().rev().map(frame));
@@ -385,7 +390,7 @@ impl StackBuilder {
             return (None, callers);
         };
         let at = self.path.iter().position(|f| match *f {
-            FrameRef::Managed(id) => chains.method_of(runtime_id(id)) == Some(method),
+            FrameRef::Managed(id, _) => chains.method_of(runtime_id(id)) == Some(method),
             _ => false,
         });
         let stats = &chains.stats;
@@ -654,9 +659,9 @@ impl StackBuilder {
             // Generated code is freed when it is collected and its memory reused, sometimes
             // before the runtime says so: ask again whose code this is (the function and its
             // life, for a reused FunctionID).
-            Some(&FrameRef::Generated(id)) => match code_owner(&s.info, ip) {
+            Some(&FrameRef::Generated(id, il)) => match code_owner(&s.info, ip) {
                 Some(owner) if s.defs.function_id(owner.jited.function) == id => {
-                    return FrameRef::Generated(id);
+                    return FrameRef::Generated(id, il);
                 }
                 owner => owner,
             },
@@ -667,10 +672,11 @@ impl StackBuilder {
             Some(owner) => {
                 let function = owner.jited.function;
                 let id = s.defs.function_seen_at(&s.info, &s.out, function, ts);
+                let il = self.shapes.il_position(ip, owner.jited);
                 let frame = if owner.generated {
-                    FrameRef::Generated(id)
+                    FrameRef::Generated(id, il)
                 } else {
-                    FrameRef::Managed(id)
+                    FrameRef::Managed(id, il)
                 };
                 if id != s.defs.function_id(function) {
                     // The function's code was unloaded since the capture: the address may

@@ -49,6 +49,12 @@ pub struct GoneSeen {
 }
 
 impl GoneCode {
+    /// Changes whenever the runtime says code is gone: caches of code addresses that saw
+    /// another epoch may hold what is no longer true.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
     /// The runtime said these functions are gone at `CLOCK_MONOTONIC` time `ts` (called on
     /// the runtime's callback thread).
     pub fn notify_at(&self, ts: u64, functions: &[FunctionId]) {

@@ -11,9 +11,11 @@ use std::collections::BTreeMap;
 
 use clrprof_sdk::info::{CodeInfo, JitedFunction};
 use clrprof_sdk::{FunctionId, ProfilerInfo};
+use clrprof_trace::IlPosition;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::il_positions::{IlMap, code_version_map, position_in};
 use crate::recorder::sys;
 use crate::unwind::MethodShapes;
 use crate::unwind::managed::{CODE_WINDOW, PROLOGUE_BYTES, Shape, decode_prologue};
@@ -22,6 +24,8 @@ use crate::unwind::managed::{CODE_WINDOW, PROLOGUE_BYTES, Shape, decode_prologue
 const NOT_MANAGED_KEPT: usize = 1 << 16;
 /// Code windows kept (the bytes at interrupted instructions and before return addresses).
 const CODE_KEPT: usize = 1 << 16;
+/// Native-to-IL maps kept (one per code version seen in a stack), at most.
+const IL_MAPS_KEPT: usize = 1 << 16;
 
 /// The managed code that contains an address.
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +66,8 @@ pub struct RuntimeShapes {
     ranges: BTreeMap<usize, Range>,
     not_managed: FxHashSet<usize>,
     code: FxHashMap<usize, Option<[u8; CODE_WINDOW]>>,
+    /// Native-to-IL maps by code version start.
+    il_maps: FxHashMap<usize, IlMap>,
 }
 
 impl RuntimeShapes {
@@ -72,6 +78,7 @@ impl RuntimeShapes {
             ranges: BTreeMap::new(),
             not_managed: FxHashSet::default(),
             code: FxHashMap::default(),
+            il_maps: FxHashMap::default(),
         }
     }
 
@@ -80,11 +87,45 @@ impl RuntimeShapes {
     /// code bytes are all forgotten (they may be the new code's).
     pub fn forget(&mut self, functions: Option<&FxHashSet<usize>>) {
         match functions {
-            Some(gone) => self.ranges.retain(|_, r| !gone.contains(&r.function.0)),
-            None => self.ranges.clear(),
+            Some(gone) => {
+                let starts: FxHashSet<usize> = self
+                    .ranges
+                    .values()
+                    .filter(|r| gone.contains(&r.function.0))
+                    .map(|r| r.start)
+                    .collect();
+                self.il_maps.retain(|start, _| !starts.contains(start));
+                self.ranges.retain(|_, r| !gone.contains(&r.function.0));
+            }
+            None => {
+                self.ranges.clear();
+                self.il_maps.clear();
+            }
         }
         self.not_managed.clear();
         self.code.clear();
+    }
+
+    /// Where in its method's IL the managed code at `pc` is (for a caller, `pc` is its return
+    /// address less one: the call), from the native-to-IL map of the code version (tier, OSR
+    /// variant, ReJIT version) that contains it, which the runtime is asked for once per
+    /// version (`GetILToNativeMapping3`; where the runtime lacks it, `GetILToNativeMapping2`,
+    /// which knows one version of a method). Unknown where the runtime has no map (code
+    /// without IL) or the map does not cover `pc`.
+    pub fn il_position(&mut self, pc: usize, jited: JitedFunction) -> IlPosition {
+        let start = match self.known(pc).or_else(|| self.learn(pc)) {
+            Some((start, _)) => start,
+            None => return IlPosition::Unknown,
+        };
+        if !self.il_maps.contains_key(&start) {
+            if self.il_maps.len() >= IL_MAPS_KEPT {
+                self.il_maps.clear();
+            }
+            let map = code_version_map(&self.info, start, jited);
+            self.il_maps.insert(start, map);
+        }
+        let offset = u32::try_from(pc - start).unwrap_or(u32::MAX);
+        position_in(&self.il_maps[&start], offset)
     }
 
     fn known(&self, pc: usize) -> Option<(usize, Option<Shape>)> {

@@ -56,15 +56,18 @@ impl StubMap {
     }
 
     fn read_new_lines(&mut self) {
-        use std::os::unix::fs::FileExt;
+        use std::io::{Read, Seek, SeekFrom};
         if self.file.is_none() {
             self.file = map_path().and_then(|p| File::open(p).ok());
         }
-        let Some(file) = &self.file else {
+        let Some(mut file) = self.file.as_ref() else {
             return;
         };
         let mut buf = vec![0u8; READ_CHUNK];
-        let Ok(n) = file.read_at(&mut buf, self.offset) else {
+        let Ok(n) = file
+            .seek(SeekFrom::Start(self.offset))
+            .and_then(|_| file.read(&mut buf))
+        else {
             return;
         };
         self.offset += n as u64;

@@ -11,6 +11,7 @@ use crate::recorder::cct::Node;
 use crate::recorder::sys;
 use crate::recorder::threads::{self, MAX_THREADS, ThreadSlot};
 use crate::session::Session;
+use crate::stacks::Frame;
 
 /// The previous tick of one registry slot.
 #[derive(Clone, Copy, Default)]
@@ -124,7 +125,7 @@ impl TraceTicker {
         let s = self.session;
         let path = chain.iter().rev().map(|cur| {
             let f = FunctionId(cur.function());
-            (FrameKind::Managed, s.defs.function_id(f))
+            Frame::of(FrameKind::Managed, s.defs.function_id(f))
         });
         let mut unset = chain.iter().rev();
         s.stacks.extend_path(

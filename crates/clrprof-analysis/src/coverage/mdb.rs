@@ -17,6 +17,8 @@
 
 use std::path::Path;
 
+use clrprof_events::bytes::{u32_at, u64_at};
+
 use super::{MethodSource, SequencePoint};
 
 const MAGIC: u64 = 0x45e8_2623_fd7f_a614;
@@ -28,12 +30,6 @@ const HIDDEN_LINE: u32 = 0xfeefee;
 #[derive(Debug, Clone)]
 pub struct SymbolFile {
     data: Vec<u8>,
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
-    ))
 }
 
 /// Reads a LEB128 value as the writer wrote it (an `int` through `Write7BitEncodedInt`).
@@ -66,7 +62,7 @@ impl SymbolFile {
 
     /// Checks the header of `data`.
     pub fn parse(data: Vec<u8>) -> Option<SymbolFile> {
-        let magic = u64::from_le_bytes(data.get(0..8)?.try_into().ok()?);
+        let magic = u64_at(&data, 0)?;
         let major = u32_at(&data, 8)? as i32;
         if magic != MAGIC || major != MAJOR || data.len() < HEADER_LEN + 20 * 4 {
             return None;

@@ -18,8 +18,10 @@
 use std::io::Read;
 use std::path::Path;
 
+use clrprof_events::bytes::{u16_at, u32_at, u64_at};
+
 use super::{MethodSource, SequencePoint};
-use crate::pe::{PeImage, u16_at, u32_at};
+use crate::pe::PeImage;
 
 /// Where a module's portable PDB was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,12 +168,7 @@ impl PortablePdb {
         let s = streams(b)?;
         let t = s.tables;
         let heap_sizes = *t.get(6).ok_or_else(|| bad("tables header"))?;
-        let valid = u64::from_le_bytes(
-            t.get(8..16)
-                .ok_or_else(|| bad("tables header"))?
-                .try_into()
-                .map_err(|_| bad("tables header"))?,
-        );
+        let valid = u64_at(t, 8).ok_or_else(|| bad("tables header"))?;
         let blob_index = if heap_sizes & 4 != 0 { 4 } else { 2 };
         let guid_index = if heap_sizes & 2 != 0 { 4 } else { 2 };
         let mut rows = [0u32; 64];

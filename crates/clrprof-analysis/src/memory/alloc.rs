@@ -12,10 +12,13 @@
 use std::collections::HashMap;
 
 use clrprof_trace::Allocation;
+use clrprof_trace::config::AllocMode;
 use serde::Serialize;
 
 use crate::builder::ProfileBuilder;
-use crate::model::{FrameIndex, FrameKind as ModelFrameKind, Mode, Profile, Sample, SampleKind};
+use crate::model::{
+    FrameIndex, FrameKind as ModelFrameKind, Profile, ProfileKind, Sample, SampleKind,
+};
 use crate::stack_frames::ModelStacks;
 use crate::trace::LoadedTrace;
 
@@ -65,13 +68,18 @@ pub struct AllocationStackRow {
     pub bytes: u64,
 }
 
+/// An allocation method as the configuration names it (`ticks`, `sampled`, `all`).
+fn alloc_mode_name<S: serde::Serializer>(mode: &AllocMode, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(mode.name())
+}
+
 /// The allocation report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AllocReport {
-    /// `all` (exact), `sampled` or `ticks` (the runtime's allocation ticks: bytes estimated,
+    /// `All` (exact), `Sampled` or `Ticks` (the runtime's allocation ticks: bytes estimated,
     /// objects not counted).
-    #[serde(rename = "allocation_mode")]
-    pub mode: String,
+    #[serde(rename = "allocation_mode", serialize_with = "alloc_mode_name")]
+    pub mode: AllocMode,
     /// The mean sampling interval in bytes (0 when every allocation was recorded).
     #[serde(rename = "allocation_interval_bytes")]
     pub interval_bytes: u64,
@@ -100,6 +108,12 @@ pub struct AllocReport {
     /// The bytes they stand for.
     #[serde(rename = "profiler_allocated_bytes")]
     pub profiler_bytes: u64,
+    /// When the runtime's allocation ticks began, nanoseconds into the recording, if that was
+    /// after its start: on Linux the GC turns its events on only when it collects, so ticks
+    /// read over the diagnostics socket (CoreCLR 3.1) begin at the first collection.
+    /// Allocations before it are in no figure.
+    #[serde(rename = "allocation_ticks_from_ns")]
+    pub ticks_from_ns: Option<u64>,
 }
 
 /// Weight of one record: (objects, bytes) it stands for.
@@ -172,7 +186,10 @@ fn aggregate(t: &LoadedTrace) -> Aggregate {
             agg.induced.add(a);
             agg.induced_records += 1;
         } else {
-            agg.by_site.entry((a.stack, a.class)).or_default().add(a);
+            agg.by_site
+                .entry((t.functions_stack(a.stack), a.class))
+                .or_default()
+                .add(a);
         }
         *agg.arrays.entry(a.class).or_default() |= a.flags & Allocation::ARRAY != 0;
         agg.ticks |= a.flags & Allocation::TICK != 0;
@@ -258,13 +275,12 @@ impl LoadedTrace {
         stack_rows.truncate(top);
         AllocReport {
             mode: if agg.ticks {
-                "ticks"
+                AllocMode::Ticks
             } else if agg.sampled {
-                "sampled"
+                AllocMode::Sampled
             } else {
-                "all"
-            }
-            .into(),
+                AllocMode::All
+            },
             interval_bytes: agg.interval,
             records: self.memory.allocations.len() as u64,
             dropped: self.counter("allocations_dropped"),
@@ -274,10 +290,14 @@ impl LoadedTrace {
             stacks: stack_rows,
             profiler_records: agg.induced_records,
             profiler_bytes: round(agg.induced.bytes),
+            ticks_from_ns: self
+                .counters
+                .get(clrprof_trace::protocol::ALLOCATION_TICKS_FROM_COUNTER)
+                .copied(),
         }
     }
 
-    /// The allocations as a weighted-stack profile ([`Mode::Alloc`]): per thread, one sample
+    /// The allocations as a weighted-stack profile ([`ProfileKind::Alloc`]): per thread, one sample
     /// per allocating stack and type, weighed by the bytes and objects allocated there
     /// (estimated when sampled), the type as a `[type]` frame at the leaf. Every output format
     /// renders it as it renders a CPU profile, with the metric `bytes` (default) or `objects`.
@@ -290,7 +310,7 @@ impl LoadedTrace {
                 continue;
             }
             let (sum, first_ns) = sites
-                .entry((a.tid, a.stack, a.class))
+                .entry((a.tid, self.functions_stack(a.stack), a.class))
                 .or_insert((Sum::default(), a.ts));
             sum.add(a);
             *first_ns = (*first_ns).min(a.ts);
@@ -298,7 +318,7 @@ impl LoadedTrace {
         let mut sites: Vec<_> = sites.into_iter().collect();
         sites.sort_unstable_by_key(|&((tid, stack, class), (_, first))| (tid, first, stack, class));
 
-        let mut b = ProfileBuilder::new(Mode::Alloc);
+        let mut b = ProfileBuilder::new(ProfileKind::Alloc);
         let mut model = ModelStacks::new(&self.names, &self.stacks, self.stack_view);
         let mut types: HashMap<u64, FrameIndex> = HashMap::new();
         for ((tid, stack, class), (sum, first_ns)) in sites {
@@ -341,12 +361,7 @@ impl LoadedTrace {
         if let Some(s) = &self.session {
             p.pid = s.pid;
             p.start_unix_ns = s.start_unix_ns;
-            p.name = s
-                .command_line
-                .split_whitespace()
-                .find(|w| w.ends_with(".dll"))
-                .map(crate::events::file_name)
-                .unwrap_or_default();
+            p.name = crate::events::program_name(&s.command_line);
         }
         p.duration_ns = self.duration_ns();
         let pid = p.pid;
@@ -355,6 +370,7 @@ impl LoadedTrace {
             |tid| self.names.thread_os_names.get(&tid).cloned(),
             pid,
         );
+        self.start_stacks(&mut p);
         p
     }
 }

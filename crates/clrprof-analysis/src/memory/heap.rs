@@ -11,12 +11,18 @@
 //! (.NET 8's non-GC heap: string literals and type objects that compiled code refers to by
 //! address) hang off the virtual root themselves, counted by type. The snapshot as read is in
 //! `snapshot.rs`.
+//!
+//! Static fields (`HeapStatic`, format 1.10) are roots of their own, ahead of the runtime's:
+//! the virtual root references each static's value directly, named `root: static
+//! Class.Field`. The runtime's array of statics (`object[]`, held by a handle) still
+//! references the values too, so it no longer dominates them: a static's value is shown as
+//! the static's, not as the array's, and its retained size is its own subtree's as before.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
-pub use super::snapshot::{GENERATION_NAMES, NON_GC, SnapshotData};
+pub use super::snapshot::{GENERATION_NAMES, NON_GC, SnapshotData, StaticRoot};
 
 use crate::trace::Names;
 
@@ -77,8 +83,12 @@ pub struct Retainer {
     pub shallow_bytes: u64,
     /// The bytes it alone keeps alive (its dominator subtree).
     pub retained_bytes: u64,
-    /// From the root to it: the root kind (`root: handle, pinning`) then each object's type.
+    /// From the root to it: the root (`root: handle, pinning`, or `root: static
+    /// Cache.Entries` for a static field's value) then each object's type.
     pub path: Vec<String>,
+    /// The static field whose value it is (`static Cache.Entries`), if any.
+    #[serde(rename = "static", skip_serializing_if = "Option::is_none")]
+    pub static_field: Option<String>,
 }
 
 /// A snapshot, analysed.
@@ -202,6 +212,26 @@ pub fn root_name(kind: u8, flags: u8) -> String {
     s
 }
 
+/// How a static field is named: `static Namespace.Class.Field`, `thread static ...` for a
+/// `[ThreadStatic]`'s value.
+pub fn static_name(names: &Names, r: &StaticRoot) -> String {
+    let kind = if r.thread == 0 {
+        "static"
+    } else {
+        "thread static"
+    };
+    format!("{kind} {}.{}", names.class(r.class), r.field)
+}
+
+/// What reaches an object straight from the virtual root.
+#[derive(Clone, Copy)]
+enum RootLabel {
+    /// A root the runtime reported: its kind and flags.
+    Runtime(u8, u8),
+    /// A static field: its index in the sorted statics.
+    Static(usize),
+}
+
 /// Compressed adjacency lists: the neighbours of `v` are `targets[ends[v-1]..ends[v]]`.
 struct Adjacency {
     ends: Vec<u64>,
@@ -250,14 +280,31 @@ pub fn analyze(
         succ.ends.push(succ.targets.len() as u64);
         start = end;
     }
-    let mut root_kind: HashMap<u32, (u8, u8)> = HashMap::new();
+    let mut root_kind: HashMap<u32, RootLabel> = HashMap::new();
+    // Static fields first, in name order: an object several statics hold is named by the
+    // first, and reached from the root through its static before any other root.
+    let mut statics: Vec<(String, u64)> = s
+        .statics
+        .iter()
+        .map(|r| (static_name(names, r), r.object))
+        .collect();
+    statics.sort_unstable();
+    statics.dedup();
+    for (i, &(_, address)) in statics.iter().enumerate() {
+        if let Some(t) = index_of(address) {
+            succ.targets.push(t);
+            root_kind.entry(t).or_insert(RootLabel::Static(i));
+        }
+    }
     for &(address, kind, flags) in &s.roots {
         if flags & 2 != 0 {
             continue; // weak references keep nothing alive
         }
         if let Some(t) = index_of(address) {
             succ.targets.push(t);
-            root_kind.entry(t).or_insert((kind, flags));
+            root_kind
+                .entry(t)
+                .or_insert(RootLabel::Runtime(kind, flags));
         }
     }
     succ.ends.push(succ.targets.len() as u64);
@@ -538,9 +585,18 @@ pub fn analyze(
             chain.reverse();
             let mut path = Vec::with_capacity(chain.len() + 1);
             match chain.first().and_then(|first| root_kind.get(first)) {
-                Some(&(kind, flags)) if cur as usize == root => path.push(root_name(kind, flags)),
+                Some(&RootLabel::Runtime(kind, flags)) if cur as usize == root => {
+                    path.push(root_name(kind, flags));
+                }
+                Some(&RootLabel::Static(i)) if cur as usize == root => {
+                    path.push(format!("root: {}", statics[i].0));
+                }
                 _ => path.push("(no root reported)".to_string()),
             }
+            let static_field = match root_kind.get(&v) {
+                Some(&RootLabel::Static(i)) => Some(statics[i].0.clone()),
+                _ => None,
+            };
             path.extend(
                 chain
                     .iter()
@@ -552,6 +608,7 @@ pub fn analyze(
                 shallow_bytes: s.sizes[v as usize],
                 retained_bytes: retained[v as usize],
                 path,
+                static_field,
             }
         })
         .collect();
@@ -589,201 +646,5 @@ pub fn analyze(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clrprof_trace::{ClassDef, HeapObject};
-
-    fn names(classes: &[(u64, &str)]) -> Names {
-        let mut n = Names::default();
-        for &(id, name) in classes {
-            n.classes.insert(
-                id,
-                ClassDef {
-                    id,
-                    name: name.into(),
-                    ..ClassDef::default()
-                },
-            );
-        }
-        n
-    }
-
-    #[test]
-    fn list_of_nodes_retains_everything_below_it() {
-        // handle -> list(1000) -> array(2000) -> node_i(100+i..) -> data_i
-        let (list, array) = (1u64, 2u64);
-        let mut objects = vec![(1000, list, 32, vec![2000]), (2000, array, 8024, vec![])];
-        for i in 0..1000u64 {
-            let node = 10_000 + i * 16;
-            let data = 100_000 + i * 16;
-            objects[1].3.push(node);
-            objects.push((node, 3, 24, vec![data]));
-            objects.push((data, 4, 1024, vec![]));
-        }
-        // A node shared by two lists is retained by neither list but by their common
-        // dominator (the virtual root).
-        let shared = (5_000_000, 3, 24, vec![]);
-        objects.push(shared);
-        objects.push((6_000_000, list, 32, vec![5_000_000]));
-        objects[0].3.push(5_000_000);
-        let mut s =
-            SnapshotData::from_parts(1, objects, [(1000, 3, 1), (6_000_000, 1, 0), (42, 3, 0)]);
-        // Nodes at 10_000.. in generation 2, their data at 100_000.. in generation 1.
-        s.set_generation_ranges(vec![
-            (100_000, 16_000, 1),
-            (10_000, 16_000, 2),
-            (0, 5_000, 0),
-        ]);
-        let n = names(&[(1, "List"), (2, "Node[]"), (3, "Node"), (4, "byte[]")]);
-        let r = analyze(&s, &n, 3, &mut |_| {});
-        let row = |t: &str| r.types.iter().find(|x| x.type_name == t).unwrap().clone();
-        assert_eq!(row("Node").count, 1001);
-        // The shared node and the second list lie in no generation: the non-GC heap's bucket.
-        assert_eq!(row("Node").generations, [0, 0, 1000, 0, 0, 1]);
-        assert_eq!(row("byte[]").generations, [0, 1000, 0, 0, 0, 0]);
-        assert_eq!(row("List").generations, [1, 0, 0, 0, 0, 1]);
-        assert_eq!(r.generations[NON_GC].objects, 2);
-        let histogram: u64 = r.generations.iter().map(|g| g.objects).sum();
-        assert_eq!(histogram, r.objects, "every object is in the age histogram");
-        assert_eq!(r.generations[1].objects, 1000);
-        assert_eq!(r.generations[1].bytes, 1000 * 1024);
-        assert_eq!(row("byte[]").shallow_bytes, 1000 * 1024);
-        assert_eq!(row("List").count, 2);
-        // The lists' own subtrees; the shared node is dominated by neither list alone.
-        assert_eq!(row("List").retained_bytes, 64 + 8024 + 1000 * (24 + 1024));
-        assert_eq!(row("Node").retained_bytes, 1001 * 24 + 1000 * 1024);
-        assert_eq!(r.unreached_objects, 0);
-        let top = &r.top_retainers[0];
-        assert_eq!(top.type_name, "List");
-        assert_eq!(top.retained_bytes, 32 + 8024 + 1000 * (24 + 1024));
-        assert_eq!(top.path, ["root: handle, pinning", "List"]);
-        assert_eq!(r.top_retainers[1].type_name, "Node[]");
-        assert_eq!(
-            r.top_retainers[1].path,
-            ["root: handle, pinning", "List", "Node[]"]
-        );
-
-        let mut grown = s.clone();
-        grown.object(&HeapObject {
-            snapshot: 1,
-            object: 9_000_000,
-            class: 3,
-            size: 24,
-            refs: vec![],
-        });
-        let after = analyze(&grown, &n, 3, &mut |_| {});
-        assert_eq!(after.unreached_objects, 1);
-        let d = diff(&r, &after);
-        assert_eq!(d.len(), 1);
-        assert_eq!(
-            (
-                d[0].type_name.as_str(),
-                d[0].count_delta,
-                d[0].shallow_bytes_delta
-            ),
-            ("Node", 1, 24)
-        );
-    }
-
-    /// Retained sizes by brute force: `d` retains `v` if `v` cannot be reached from the roots
-    /// without `d`. Objects no root reaches get an edge from the root, in index order, like
-    /// `analyze` does.
-    fn naive_retained(sizes: &[u64], edges: &[Vec<usize>], roots: &[usize]) -> Vec<u64> {
-        let n = sizes.len();
-        let reach = |start: &[usize], without: Option<usize>, seen: &mut Vec<bool>| {
-            let mut stack: Vec<usize> = start
-                .iter()
-                .copied()
-                .filter(|&r| Some(r) != without)
-                .collect();
-            for &r in &stack {
-                seen[r] = true;
-            }
-            while let Some(v) = stack.pop() {
-                for &c in &edges[v] {
-                    if !seen[c] && Some(c) != without {
-                        seen[c] = true;
-                        stack.push(c);
-                    }
-                }
-            }
-        };
-        let mut entry: Vec<usize> = roots.to_vec();
-        let mut seen = vec![false; n];
-        reach(roots, None, &mut seen);
-        for v in 0..n {
-            if !seen[v] {
-                entry.push(v);
-                reach(&[v], None, &mut seen);
-            }
-        }
-        (0..n)
-            .map(|d| {
-                let mut seen = vec![false; n];
-                reach(&entry, Some(d), &mut seen);
-                (0..n)
-                    .filter(|&v| v == d || !seen[v])
-                    .map(|v| sizes[v])
-                    .sum()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn dominators_match_brute_force_on_random_graphs() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m.max(1)
-        };
-        for round in 0..300 {
-            let n = 1 + next(30) as usize;
-            let sizes: Vec<u64> = (0..n).map(|_| 8 + next(100)).collect();
-            let edges: Vec<Vec<usize>> = (0..n)
-                .map(|_| (0..next(4)).map(|_| next(n as u64) as usize).collect())
-                .collect();
-            let roots: Vec<usize> = (0..next(3)).map(|_| next(n as u64) as usize).collect();
-            let address = |i: usize| 0x1000 + 16 * i as u64;
-            let s = SnapshotData::from_parts(
-                1,
-                (0..n).map(|i| {
-                    let refs = edges[i].iter().map(|&t| address(t)).collect();
-                    (address(i), 1 + (i as u64 % 3), sizes[i], refs)
-                }),
-                roots.iter().map(|&r| (address(r), 1, 0)),
-            );
-            let report = analyze(&s, &Names::default(), n, &mut |_| {});
-            let expected = naive_retained(&sizes, &edges, &roots);
-            for r in &report.top_retainers {
-                let i = ((r.address - 0x1000) / 16) as usize;
-                assert_eq!(
-                    r.retained_bytes, expected[i],
-                    "round {round}, object {i}: {edges:?} roots {roots:?}"
-                );
-            }
-            assert_eq!(report.top_retainers.len(), n);
-        }
-    }
-
-    #[test]
-    fn cycles_and_weak_roots() {
-        // a <-> b cycle under a root; c only weakly rooted (so unreached).
-        let s = SnapshotData::from_parts(
-            1,
-            [
-                (10, 1, 10, vec![20]),
-                (20, 1, 20, vec![10]),
-                (30, 2, 5, vec![]),
-            ],
-            [(10, 1, 0), (30, 3, 2)],
-        );
-        let r = analyze(&s, &names(&[(1, "A"), (2, "C")]), 5, &mut |_| {});
-        let a = r.types.iter().find(|t| t.type_name == "A").unwrap();
-        assert_eq!((a.count, a.shallow_bytes, a.retained_bytes), (2, 30, 30));
-        assert_eq!(r.unreached_objects, 1);
-        assert_eq!(r.top_retainers[0].retained_bytes, 30);
-        assert_eq!(r.top_retainers[0].path, ["root: stack", "A"]);
-    }
-}
+#[path = "heap_tests.rs"]
+mod tests;

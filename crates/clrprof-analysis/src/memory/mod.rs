@@ -8,19 +8,21 @@ pub mod alloc;
 pub mod gc;
 pub mod heap;
 mod snapshot;
-mod text;
+pub(crate) mod text;
 
 use clrprof_trace::{
     AllocatedByClass, Allocation, Event, EventKind, GcGenerations, HeapGenerations, HeapObject,
-    HeapRoot, HeapSnapshot, HeapSnapshotEnd,
+    HeapRoot, HeapSnapshot, HeapSnapshotEnd, HeapStatic,
 };
 
 pub use alloc::{AllocReport, AllocatingMethod, AllocationRow, AllocationStackRow};
 pub use gc::{ClassCountRow, GcReport, GcRow};
-pub use heap::{GenerationRow, HeapDiffRow, HeapReport, HeapTypeRow, Retainer, SnapshotData};
+pub use heap::{
+    GenerationRow, HeapDiffRow, HeapReport, HeapTypeRow, Retainer, SnapshotData, StaticRoot,
+};
 pub use text::{
     DiffSide, TEXT_ROWS, bytes, write_alloc_text, write_diff_json, write_diff_text, write_gc_text,
-    write_heap_text, write_hints,
+    write_heap_text, write_hints, write_unpaired_gc_ends,
 };
 
 /// Which heap snapshots' objects the loader keeps (the others are only counted).
@@ -52,6 +54,10 @@ pub struct MemoryRecords {
     pub suspensions: Vec<(u64, u64)>,
     /// Heap snapshots, in order.
     pub snapshots: Vec<SnapshotData>,
+    /// `GarbageCollectionFinished` callbacks that ended no started collection: the runtime
+    /// sends some (after a background collection, a second one for one collection), and they
+    /// are not collections of their own.
+    pub unpaired_gc_ends: u64,
     open_gcs: Vec<usize>,
     open_suspension: Option<u64>,
     handles_created: u64,
@@ -119,6 +125,13 @@ impl MemoryRecords {
         }
     }
 
+    /// Takes a static field's value in a heap snapshot.
+    pub fn heap_static(&mut self, r: &HeapStatic) {
+        if let Some(s) = self.snapshot_mut(r.snapshot) {
+            s.static_root(r);
+        }
+    }
+
     /// Takes the generation ranges of a heap snapshot.
     pub fn heap_generations(&mut self, g: &HeapGenerations) {
         if let Some(s) = self.snapshot_mut(g.snapshot) {
@@ -172,6 +185,8 @@ impl MemoryRecords {
                     let g = &mut self.gcs[i];
                     g.end_ns = Some(e.ts);
                     g.after = self.sizes_after.take();
+                } else {
+                    self.unpaired_gc_ends += 1;
                 }
             }
             EventKind::MOVED_REFERENCES | EventKind::SURVIVING_REFERENCES => {
@@ -369,6 +384,7 @@ mod tests {
             parent,
             frame_kind: clrprof_trace::FrameKind::Managed,
             frame,
+            il: Default::default(),
         })
     }
 
@@ -407,7 +423,7 @@ mod tests {
         records.extend((0..2).map(|_| allocation(11, 124, 3, 0)));
         let t = trace(records);
         let r = t.alloc_report(10);
-        assert_eq!(r.mode, "all");
+        assert_eq!(r.mode, clrprof_trace::config::AllocMode::All);
         assert_eq!((r.total_count, r.total_bytes), (5, 3 * 40 + 2 * 124));
         assert_eq!(r.types[0].type_name, "byte[]");
         assert_eq!((r.types[0].count, r.types[0].bytes), (2, 248));
@@ -471,7 +487,7 @@ mod tests {
         // One sampled 24-byte object with a 1 MiB interval stands for about 1 MiB.
         let t = trace(vec![class(10, "Small"), allocation(10, 24, 0, 1 << 20)]);
         let r = t.alloc_report(10);
-        assert_eq!(r.mode, "sampled");
+        assert_eq!(r.mode, clrprof_trace::config::AllocMode::Sampled);
         assert!(r.types[0].estimated);
         let bytes = r.types[0].bytes as f64;
         assert!((bytes - (1u64 << 20) as f64).abs() < 100.0, "{bytes}");
@@ -501,7 +517,10 @@ mod tests {
             // A second collection without a recorded suspension.
             ev(500, EventKind::GARBAGE_COLLECTION_STARTED, &[0b1, 0]),
             ev(520, EventKind::GARBAGE_COLLECTION_FINISHED, &[]),
+            // A finish that ends no started collection is not a collection.
+            ev(530, EventKind::GARBAGE_COLLECTION_FINISHED, &[]),
         ]);
+        assert_eq!(t.memory.unpaired_gc_ends, 1);
         let r = t.gc_report();
         assert_eq!(r.gcs.len(), 2);
         let g = &r.gcs[0];

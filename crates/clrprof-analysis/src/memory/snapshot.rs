@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use clrprof_trace::{HeapGenerations, HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd};
+use clrprof_trace::{
+    HeapGenerations, HeapObject, HeapRoot, HeapSnapshot, HeapSnapshotEnd, HeapStatic,
+};
 
 /// The age histogram's bucket for objects in no generation's range: the runtime's non-GC
 /// (frozen) heap, where .NET 8 allocates string literals and `System.RuntimeType` objects once,
@@ -39,10 +41,26 @@ pub struct SnapshotData {
     pub(super) ref_ends: Vec<u64>,
     pub(super) refs: Vec<u64>,
     pub(super) roots: Vec<(u64, u8, u8)>,
+    /// Static fields and the objects they held: `(object, class id, field, thread)`, the
+    /// thread 0 for an ordinary static (see [`StaticRoot`]).
+    pub(super) statics: Vec<StaticRoot>,
     /// Generation ranges `(start, length, generation)`, sorted by start.
     pub(super) ranges: Vec<(u64, u64, u8)>,
     pub(super) class_ids: Vec<u64>,
     pub(super) class_index: HashMap<u64, u32>,
+}
+
+/// A static field of a reference type and the object it held (`HeapStatic`, format 1.10).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StaticRoot {
+    /// The object.
+    pub object: u64,
+    /// The class that declares the field.
+    pub class: u64,
+    /// The field's name.
+    pub field: String,
+    /// 0 for an ordinary static, else the managed thread of a `[ThreadStatic]`'s value.
+    pub thread: u64,
 }
 
 impl SnapshotData {
@@ -81,6 +99,19 @@ impl SnapshotData {
             return;
         }
         self.roots.push((r.object, r.kind, r.flags));
+    }
+
+    /// Adds a static field's value.
+    pub fn static_root(&mut self, r: &HeapStatic) {
+        if self.released {
+            return;
+        }
+        self.statics.push(StaticRoot {
+            object: r.object,
+            class: r.class,
+            field: r.field.clone(),
+            thread: r.thread,
+        });
     }
 
     /// Takes the generation ranges.
@@ -139,6 +170,7 @@ impl SnapshotData {
         self.ref_ends = Vec::new();
         self.refs = Vec::new();
         self.roots = Vec::new();
+        self.statics = Vec::new();
         self.ranges = Vec::new();
         self.class_ids = Vec::new();
         self.class_index = HashMap::new();

@@ -3,6 +3,8 @@
 
 use std::io::Write;
 
+use clrprof_trace::config::AllocMode;
+
 use crate::Error;
 use crate::trace::LoadedTrace;
 
@@ -33,7 +35,7 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
         return Ok(());
     }
     let r = t.alloc_report(top);
-    let ticks = r.mode == "ticks";
+    let ticks = r.mode == AllocMode::Ticks;
     // Ticks say how many bytes, not how many objects.
     let objects = |n: u64| if ticks { "-".to_string() } else { count(n) };
     if ticks {
@@ -53,8 +55,26 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
              allocations in a fixed rhythm, and rare types may get no tick. Unbiased: record \
              with --alloc sampled; exact: --alloc all (both slow allocation down)."
         )?;
+        let lost = t.counter("allocation_ticks_lost");
+        if lost > 0 {
+            writeln!(
+                out,
+                "  WARNING: the runtime dropped {} events of its session (its buffers were \
+                 full): the ticks stand for less than was allocated.",
+                count(lost)
+            )?;
+        }
+        if let Some(from) = r.ticks_from_ns {
+            writeln!(
+                out,
+                "  The ticks began at the runtime's first garbage collection, {} into the \
+                 recording: the GC turns its events on only when it collects (CoreCLR 3.1 on \
+                 Linux), so what was allocated before is in no figure.",
+                crate::units::duration(from)
+            )?;
+        }
     } else {
-        let how = if r.mode == "sampled" {
+        let how = if r.mode == AllocMode::Sampled {
             format!(
                 "sampled every {} on average, totals estimated",
                 bytes(r.interval_bytes)
@@ -139,6 +159,21 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
     Ok(())
 }
 
+/// Says how many `GarbageCollectionFinished` callbacks ended no started collection, which the
+/// events count but the collections do not.
+pub fn write_unpaired_gc_ends(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
+    let n = t.memory.unpaired_gc_ends;
+    if n > 0 {
+        let s = if n == 1 { "" } else { "s" };
+        writeln!(
+            out,
+            "  (and {n} GarbageCollectionFinished without a start, as after a background GC: \
+             not collection{s})"
+        )?;
+    }
+    Ok(())
+}
+
 /// The text GC section: one line per collection, pause percentiles and time in GC.
 pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
     let r = t.gc_report();
@@ -157,14 +192,16 @@ pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> 
         r.count_by_generation[1],
         r.count_by_generation[2]
     )?;
+    write_unpaired_gc_ends(t, out)?;
     writeln!(
         out,
-        "  {:>4}  {:>3}  {:<9} {:>11}  {:>11}  {:>21}  {:>21}  {:>21}",
+        "  {:>4}  {:>3}  {:<9} {:>11}  {:>11}  {:>11}  {:>21}  {:>21}  {:>21}",
         "#",
         "gen",
         "reason",
         "start",
         "pause",
+        "duration",
         "gen0 before/after",
         "gen1 before/after",
         "gen2+LOH before/after"
@@ -182,7 +219,10 @@ pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> 
         )
     };
     for g in &r.gcs {
-        let pause = g.pause_ns.map_or_else(|| "?".to_string(), duration);
+        // The pause needs suspension events; the collection's own duration (start to
+        // finish callback, as the full report shows) is known without them.
+        let pause = g.pause_ns.map_or_else(|| "-".to_string(), duration);
+        let took = g.duration_ns.map_or_else(|| "-".to_string(), duration);
         let cols: Vec<String> = (0..3)
             .map(|i| {
                 format!(
@@ -194,12 +234,13 @@ pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> 
             .collect();
         writeln!(
             out,
-            "  {:>4}  {:>3}  {:<9} {:>11}  {:>11}  {:>21}  {:>21}  {:>21}",
+            "  {:>4}  {:>3}  {:<9} {:>11}  {:>11}  {:>11}  {:>21}  {:>21}  {:>21}",
             g.index,
             g.generation,
             g.reason,
             duration(g.start_ns),
             pause,
+            took,
             cols[0],
             cols[1],
             cols[2]
@@ -219,7 +260,8 @@ pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> 
     } else {
         writeln!(
             out,
-            "\n  pauses unknown: record with --events gc,suspension to measure them"
+            "\n  pauses unknown (-): record with --events gc,suspension to measure them; \
+             duration is from the runtime's start to finish callbacks of each collection"
         )?;
     }
     if !r.allocated_by_class.is_empty() {
@@ -329,11 +371,15 @@ pub fn write_heap_text(h: &HeapJson, top: usize, out: &mut dyn Write) -> Result<
     }
     writeln!(out, "\nTop retainers")?;
     for (i, x) in r.top_retainers.iter().enumerate() {
+        let name = match &x.static_field {
+            Some(field) => format!("{field}: {}", x.type_name),
+            None => x.type_name.clone(),
+        };
         writeln!(
             out,
             "  #{:<3} {} retains {} (itself {}) at {:#x}",
             i + 1,
-            x.type_name,
+            name,
             bytes(x.retained_bytes),
             bytes(x.shallow_bytes),
             x.address

@@ -115,7 +115,7 @@ fn cpu_events(profile: &Profile, query: &Query, events: &mut Vec<Event>) -> Resu
     let a = Analysis::new(profile, query, false)?;
     let pid = profile.pid;
     let process_name = if profile.name.is_empty() {
-        format!("clrprof {} profile", profile.mode)
+        format!("clrprof {} profile", profile.kind)
     } else {
         profile.name.clone()
     };
@@ -138,7 +138,7 @@ fn cpu_events(profile: &Profile, query: &Query, events: &mut Vec<Event>) -> Resu
     Ok(json!({
         "exporter": super::exporter(),
         "program_end": profile.ended,
-        "mode": profile.mode,
+        "mode": profile.kind,
         "start_unix_ns": profile.start_unix_ns,
         "sample_interval_ns": profile.sample_interval_ns,
         "filter": a.selection.filter(),

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::model::{FrameKind, Mode, Profile};
+use crate::model::{FrameKind, Profile, ProfileKind};
 use crate::query::{Metric, Query};
 use crate::top::percent;
 use crate::tree::{Label, MergedTree};
@@ -43,7 +43,7 @@ impl Render for Json {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CpuReport {
     /// `sample` or `trace`.
-    pub mode: Mode,
+    pub mode: ProfileKind,
     /// The metric of `total`, `self` and `total` values.
     pub metric: Metric,
     /// `ns`, `samples` or `calls`.
@@ -260,7 +260,7 @@ pub fn report(profile: &Profile, query: &Query, options: &Json) -> Result<CpuRep
 
     let accounting = a.sample_accounting();
     Ok(CpuReport {
-        mode: profile.mode,
+        mode: profile.kind,
         metric,
         unit: metric.unit(),
         total: a.grand_total(),

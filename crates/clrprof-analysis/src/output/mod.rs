@@ -22,6 +22,7 @@ use crate::model::Profile;
 use crate::query::Query;
 
 mod chrome;
+pub mod fit;
 mod flamegraph;
 mod folded;
 mod html;

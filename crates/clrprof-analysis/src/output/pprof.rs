@@ -14,11 +14,11 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use prost::Message;
 
-use crate::model::{FrameKind, Profile};
+use crate::model::{FrameKind, LineIndex, Profile};
 use crate::output::pprof_proto as pb;
 use crate::query::{Metric, NodeMark, Query};
 use crate::tree::{Label, Values};
-use crate::{Analysis, Error, Mode, Render};
+use crate::{Analysis, Error, ProfileKind, Render};
 
 /// pprof output (gzip-compressed protobuf).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -73,8 +73,8 @@ impl StringTable {
     }
 }
 
-/// A profile's functions and locations, one location per function, with the same ids
-/// (from 1).
+/// A profile's functions (one per function label) and locations (one per function and source
+/// line), ids from 1.
 #[derive(Default)]
 pub(crate) struct LocationTable {
     pub(crate) functions: Vec<pb::Function>,
@@ -82,20 +82,30 @@ pub(crate) struct LocationTable {
 }
 
 impl LocationTable {
-    /// Adds a function named by string `name` in mapping `mapping_id` (0: none); its id.
-    pub(crate) fn add(&mut self, name: i64, mapping_id: u64) -> u64 {
-        let id = self.locations.len() as u64 + 1;
+    /// Adds a function named by string `name`, in source file string `filename` (0: none);
+    /// its id.
+    pub(crate) fn add_function(&mut self, name: i64, filename: i64) -> u64 {
+        let id = self.functions.len() as u64 + 1;
         self.functions.push(pb::Function {
             id,
             name,
             system_name: name,
+            filename,
             ..pb::Function::default()
         });
+        id
+    }
+
+    /// Adds a location of function `function_id` at source line `line` (0: unknown) in
+    /// mapping `mapping_id` (0: none); its id.
+    pub(crate) fn add_location(&mut self, function_id: u64, line: u32, mapping_id: u64) -> u64 {
+        let id = self.locations.len() as u64 + 1;
         self.locations.push(pb::Location {
             id,
             mapping_id,
             line: vec![pb::Line {
-                function_id: id,
+                function_id,
+                line: i64::from(line),
                 ..pb::Line::default()
             }],
             ..pb::Location::default()
@@ -108,7 +118,8 @@ struct Tables<'p> {
     profile: &'p Profile,
     strings: StringTable,
     locations: LocationTable,
-    location_index: HashMap<Label, u64>,
+    function_index: HashMap<Label, u64>,
+    location_index: HashMap<(Label, Option<LineIndex>), u64>,
     mappings: Vec<pb::Mapping>,
     mapping_index: HashMap<String, u64>,
 }
@@ -137,15 +148,42 @@ impl Tables<'_> {
         id
     }
 
-    /// The location id of a function label (ids start at 1; function ids are the same).
+    /// The location id of a function label.
     fn location(&mut self, label: Label) -> u64 {
-        if let Some(&id) = self.location_index.get(&label) {
+        self.location_at(label, None)
+    }
+
+    /// The location id of a function label at a source line (if known). A function's
+    /// source file is that of the first of its lines seen.
+    fn location_at(&mut self, label: Label, line: Option<LineIndex>) -> u64 {
+        if let Some(&id) = self.location_index.get(&(label, line)) {
             return id;
         }
-        let name = self.string(&label.name(self.profile));
-        let mapping_id = self.mapping(label.module(self.profile));
-        let id = self.locations.add(name, mapping_id);
-        self.location_index.insert(label, id);
+        let profile = self.profile;
+        let source = line.map(|l| profile.source_line(l));
+        let function = match self.function_index.get(&label) {
+            Some(&id) => {
+                let f = &mut self.locations.functions[id as usize - 1];
+                if f.filename == 0
+                    && let Some(source) = source
+                {
+                    f.filename = self.strings.string(&source.file);
+                }
+                id
+            }
+            None => {
+                let name = self.string(&label.name(profile));
+                let filename = source.map_or(0, |s| self.strings.string(&s.file));
+                let id = self.locations.add_function(name, filename);
+                self.function_index.insert(label, id);
+                id
+            }
+        };
+        let mapping_id = self.mapping(label.module(profile));
+        let id = self
+            .locations
+            .add_location(function, source.map_or(0, |s| s.line), mapping_id);
+        self.location_index.insert((label, line), id);
         id
     }
 }
@@ -161,23 +199,24 @@ fn type_name(frame: &str) -> &str {
 /// Builds the pprof message (uncompressed) for `profile` under `query`.
 pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
     let a = Analysis::new(profile, query, false)?;
-    let with_calls = matches!(profile.mode, Mode::Trace | Mode::Count);
+    let with_calls = matches!(profile.kind, ProfileKind::Trace | ProfileKind::Count);
     let mut t = Tables {
         profile,
         strings: StringTable::new(),
         locations: LocationTable::default(),
+        function_index: HashMap::new(),
         location_index: HashMap::new(),
         mappings: Vec::new(),
         mapping_index: HashMap::new(),
     };
 
     // The sample types: (pprof's name, unit, the metric whose values they are).
-    let mut types = match profile.mode {
-        Mode::Alloc => vec![
+    let mut types = match profile.kind {
+        ProfileKind::Alloc => vec![
             ("alloc_objects", "count", Metric::Objects),
             ("alloc_space", "bytes", Metric::Bytes),
         ],
-        Mode::Sample | Mode::Trace | Mode::Count => vec![
+        ProfileKind::Sample | ProfileKind::Trace | ProfileKind::Count => vec![
             ("samples", "count", Metric::Samples),
             ("cpu", "nanoseconds", Metric::Cpu),
             ("wall", "nanoseconds", Metric::Wall),
@@ -262,9 +301,9 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
                 let mut location_id: Vec<u64> = match stack {
                     None => vec![t.location(Label::NoStack)],
                     Some(s) => profile
-                        .stack_frames(s)
+                        .stack_places(s)
                         .into_iter()
-                        .map(|f| t.location(Label::Frame(f)))
+                        .map(|(f, line)| t.location_at(Label::Frame(f), line))
                         .collect(),
                 };
                 location_id.reverse();
@@ -303,8 +342,8 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
         }
     }
 
-    let (period_type, period) = match profile.mode {
-        Mode::Alloc => (("alloc_space", "bytes"), 0),
+    let (period_type, period) = match profile.kind {
+        ProfileKind::Alloc => (("alloc_space", "bytes"), 0),
         _ => (("cpu", "nanoseconds"), to_i64(profile.sample_interval_ns)),
     };
     let period_type = pb::ValueType {
@@ -315,8 +354,8 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
         .iter()
         .find(|(_, _, m)| *m == a.metric)
         .map_or(0, |(name, _, _)| t.string(name));
-    let what = match profile.mode {
-        Mode::Alloc => "allocation".to_string(),
+    let what = match profile.kind {
+        ProfileKind::Alloc => "allocation".to_string(),
         mode => mode.to_string(),
     };
     let mut comment = vec![t.string(&format!("clrprof {what} profile"))];

@@ -191,8 +191,8 @@ impl Render for Speedscope {
             profiles,
             name: {
                 let name = if profile.name.is_empty() {
-                    format!("clrprof {} profile", profile.mode)
-                } else if profile.mode == crate::Mode::Alloc {
+                    format!("clrprof {} profile", profile.kind)
+                } else if profile.kind == crate::ProfileKind::Alloc {
                     format!("{}: {}", profile.name, metric.description())
                 } else {
                     profile.name.clone()

@@ -7,10 +7,11 @@
 
 use std::path::Path;
 
+use clrprof_events::bytes::u32_at;
 use serde::Serialize;
 
 use super::activity::{ActivityBuilder, LoadRecord, load_name};
-use crate::pe::{PeImage, u32_at};
+use crate::pe::PeImage;
 use crate::trace::Names;
 
 /// The startup view.
@@ -128,6 +129,8 @@ mod tests {
         b[coff + 16..coff + 18].copy_from_slice(&224u16.to_le_bytes());
         let optional = coff + 20;
         b[optional..optional + 2].copy_from_slice(&0x10bu16.to_le_bytes());
+        // NumberOfRvaAndSizes: the 16 data directories every linker writes.
+        b[optional + 92..optional + 96].copy_from_slice(&16u32.to_le_bytes());
         let cli_dir = optional + 96 + 14 * 8;
         b[cli_dir..cli_dir + 4].copy_from_slice(&0x2008u32.to_le_bytes());
         b[cli_dir + 4..cli_dir + 8].copy_from_slice(&72u32.to_le_bytes());

@@ -150,8 +150,9 @@ fn exceptions(v: &RuntimeViews, rows: usize, out: &mut dyn Write) -> io::Result<
         }
         writeln!(
             out,
-            "            unwound   {} frames",
-            count(x.frames_unwound)
+            "            unwound   {} frame{}",
+            count(x.frames_unwound),
+            if x.frames_unwound == 1 { "" } else { "s" }
         )?;
         if let Some((first, rest)) = x.throw_stack.split_first() {
             writeln!(out, "            at {first}")?;
@@ -308,16 +309,15 @@ fn threads(v: &RuntimeViews, rows: usize, out: &mut dyn Write) -> io::Result<()>
     writeln!(out, "\nThreads ({created} created, {destroyed} destroyed)")?;
     writeln!(
         out,
-        "  {:>8}  {:>16}  {:>10}  {:>10}  {:>10}  name",
-        "tid", "managed id", "created", "destroyed", "lifetime"
+        "  {:>8}  {:>10}  {:>10}  {:>10}  name",
+        "tid", "created", "destroyed", "lifetime"
     )?;
     let at = |t: Option<u64>| t.map_or_else(|| "-".to_string(), ms);
     for t in v.threads.iter().take(rows) {
         writeln!(
             out,
-            "  {:>8}  {:>#16x}  {:>10}  {:>10}  {:>10}  {}",
+            "  {:>8}  {:>10}  {:>10}  {:>10}  {}",
             t.tid,
-            t.managed_id,
             at(t.created_ns),
             at(t.destroyed_ns),
             at(t.lifetime_ns),

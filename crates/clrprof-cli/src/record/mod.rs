@@ -25,8 +25,8 @@ mod perf_map;
 mod progress;
 
 pub(crate) use connections::{AgentSocket, accept_agent, copy_stream};
-pub use options::{ProcessFilter, RecordOptions};
-pub(crate) use options::{all_cheap_categories, costly_choices, validate_events};
+pub use options::{EventChoice, ProcessFilter, RecordOptions};
+pub(crate) use options::{costly_choices, is_cheap};
 pub(crate) use progress::{Progress, print_messages, status_line, status_text, warn_problem};
 
 use std::path::{Path, PathBuf};
@@ -40,9 +40,9 @@ use clrprof_analysis::ending::program_end;
 use clrprof_trace::{Record, RecordingEnd, protocol};
 
 use self::connections::{ProcessState, Tree, accept_all};
-use self::options::expand_events;
 use self::progress::print_wrote;
-use crate::alloc_ticks::{TickSession, tick_records};
+use crate::alloc_ticks::tick_records;
+use crate::event_session::EventSession;
 use crate::status::StatusLine;
 use crate::trace_file::TraceFile;
 
@@ -84,12 +84,6 @@ impl Outcome {
 
 /// Runs the recording.
 pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
-    validate_events(&opts.events)?;
-    let expanded = RecordOptions {
-        events: expand_events(&opts.events),
-        ..opts.clone()
-    };
-    let opts = &expanded;
     for warning in costly_choices(opts) {
         say!("clrprof: warning: {warning}");
     }
@@ -153,14 +147,9 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
     };
     let ticks = if opts.alloc_ticks() {
         let progress = Arc::clone(&progress);
-        let reader = move || {
-            *progress
-                .tick_reader
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-        };
+        let reader = move || progress.tick_reader();
         Some(
-            TickSession::start(root, Arc::clone(&stop), reader)
+            crate::alloc_ticks::start(root, Arc::clone(&stop), reader)
                 .context("cannot start the EventPipe reader thread")?,
         )
     } else {
@@ -168,12 +157,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
     };
     let contention = if opts.contention {
         let progress = Arc::clone(&progress);
-        let cli_reads = move || {
-            *progress
-                .contention_cli
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-        };
+        let cli_reads = move || progress.contention_cli();
         Some(
             crate::contention::start(root, Arc::clone(&stop), cli_reads)
                 .context("cannot start the EventPipe reader thread")?,
@@ -312,6 +296,18 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
                  limit the memory it uses instead (a cgroup limit such as `docker run --memory`)."
             );
         }
+        return Ok(Outcome::failed(code));
+    }
+    if !connected && (signal != 0 || exit_code != 0) {
+        // The program failed before a runtime loaded the agent (`dotnet Nope.dll`, a file
+        // that is no assembly): its own message says why, and its status is the answer.
+        trace.discard();
+        let how = clrprof_analysis::ending::program_end(exit_code, signal);
+        say!(
+            "clrprof: error: nothing was recorded: `{}` ended ({how}) before a .NET runtime \
+             loaded the agent (its own message above says why); the file at -o was not touched.",
+            opts.command.join(" ")
+        );
         return Ok(Outcome::failed(code));
     }
     if !connected {
@@ -462,7 +458,7 @@ pub(crate) fn finish_trace(
 /// The events the CLI's EventPipe session read, to append to the trace: `None` when the agent
 /// read them itself (they are among its records), or when there is no trace (without the
 /// agent: that error is said instead), or the session failed (`lost` says what is missing).
-fn session_events(session: TickSession, trace: &TraceFile, lost: &str) -> Option<Vec<u8>> {
+fn session_events(session: EventSession, trace: &TraceFile, lost: &str) -> Option<Vec<u8>> {
     match session.finish() {
         Ok(bytes) => bytes.filter(|_| trace.started()),
         Err(_) if !trace.started() => None,
@@ -474,7 +470,7 @@ fn session_events(session: TickSession, trace: &TraceFile, lost: &str) -> Option
 }
 
 /// Appends the allocation samples of the program's EventPipe session to the trace.
-fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
+pub(crate) fn write_ticks(ticks: EventSession, trace: &mut TraceFile, progress: &Progress) {
     let Some(bytes) = session_events(ticks, trace, "no allocation samples") else {
         return;
     };
@@ -496,7 +492,7 @@ fn write_ticks(ticks: TickSession, trace: &mut TraceFile, progress: &Progress) {
 }
 
 /// Appends the contended lock acquisitions of the program's EventPipe session to the trace.
-fn write_contention(session: TickSession, trace: &mut TraceFile, progress: &Progress) {
+pub(crate) fn write_contention(session: EventSession, trace: &mut TraceFile, progress: &Progress) {
     let Some(bytes) = session_events(session, trace, "no lock contention") else {
         return;
     };

@@ -4,37 +4,37 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
+use clrprof_trace::EventCategory;
 use clrprof_trace::config::{AgentConfig, AllocMode, CpuClockChoice, HeapSnapshots, Mode};
 use clrprof_trace::protocol;
 
 /// What to record, independent of the command-line syntax.
 #[derive(Debug, Clone)]
 pub struct RecordOptions {
-    /// `sample`, `trace` or `none`.
-    pub mode: &'static str,
+    /// The CPU profiling mode.
+    pub mode: Mode,
     /// Event categories.
-    pub events: Vec<String>,
+    pub events: EventChoice,
     /// Sampling rate.
     pub rate: u32,
     /// Sample mode's wall-clock rate (`None`: the agent's default).
     pub wall_rate: Option<u32>,
-    /// Sample mode's per-thread CPU clock, `perf` or `timer` (`None`: the agent's choice).
-    pub cpu_clock: Option<&'static str>,
+    /// Sample mode's per-thread CPU clock (`None`: the agent's choice).
+    pub cpu_clock: Option<CpuClockChoice>,
     /// Keep JIT inlining.
     pub inline: bool,
     /// Call tree node budget.
     pub max_nodes: u64,
-    /// Allocations with stacks: `None`, `Some("sampled")`, `Some("all")` or `Some("ticks")`
-    /// (the runtime's allocation ticks: read by the agent through an in-process EventPipe
-    /// session where the runtime offers one, else by the CLI over the diagnostics socket; see
-    /// `alloc_ticks.rs`).
-    pub alloc: Option<&'static str>,
+    /// Allocations with stacks (`None`: none). The runtime's allocation ticks are read by the
+    /// agent through an in-process EventPipe session where the runtime offers one, else by the
+    /// CLI over the diagnostics socket (see `alloc_ticks.rs`).
+    pub alloc: Option<AllocMode>,
     /// Mean sampling interval of `--alloc sampled`, in bytes (`None`: the agent's default).
     pub alloc_interval: Option<u64>,
     /// Lock contention from the runtime's contention events.
     pub contention: bool,
-    /// Heap snapshots: `at-exit`, `every-gc` or N.
-    pub heap_snapshot: Option<String>,
+    /// Heap snapshots (`None`: none).
+    pub heap_snapshot: Option<HeapSnapshots>,
     /// The size of each of the agent's two record buffers, in KiB (`None`: the agent's
     /// default).
     pub buffer_kib: Option<u32>,
@@ -87,15 +87,10 @@ impl RecordOptions {
     /// Records `command` in `mode` with `agent` into `output`: no events, 1000 Hz, inlining
     /// kept, a one-node call tree budget, no allocations or heap snapshots, no extra agent
     /// settings, and the closing summary line. Callers override what differs.
-    pub(crate) fn new(
-        mode: &'static str,
-        output: PathBuf,
-        agent: PathBuf,
-        command: Vec<String>,
-    ) -> Self {
+    pub(crate) fn new(mode: Mode, output: PathBuf, agent: PathBuf, command: Vec<String>) -> Self {
         Self {
             mode,
-            events: Vec::new(),
+            events: EventChoice::default(),
             rate: 1000,
             wall_rate: None,
             cpu_clock: None,
@@ -117,33 +112,28 @@ impl RecordOptions {
 
     /// Whether allocations come from the runtime's allocation ticks rather than from
     /// `ObjectAllocated`.
-    pub(super) fn alloc_ticks(&self) -> bool {
-        self.alloc == Some("ticks")
+    pub(crate) fn alloc_ticks(&self) -> bool {
+        self.alloc == Some(AllocMode::Ticks)
     }
 
-    /// What the agent is asked to do: `base` with every choice above.
+    /// What the agent is asked to do: `base` with every choice above, `--events all` being
+    /// every cheap category ([`is_cheap`]).
     pub(crate) fn agent_config(&self) -> AgentConfig {
         let mut c = self.base.clone();
-        c.mode = Mode::from_name(self.mode).unwrap_or(c.mode);
+        c.mode = self.mode;
         c.rate_hz = self.rate;
         c.inline = self.inline;
         c.max_nodes = self.max_nodes;
         c.wall_rate_hz = self.wall_rate.or(c.wall_rate_hz);
         if let Some(clock) = self.cpu_clock {
-            c.cpu_clock = [CpuClockChoice::Perf, CpuClockChoice::Timer]
-                .into_iter()
-                .find(|k| k.name() == clock);
+            c.cpu_clock = Some(clock);
         }
-        // `all` is every cheap category (see `expand_events`); the names were validated.
-        for category in expand_events(&self.events)
-            .iter()
-            .filter_map(|e| clrprof_trace::EventCategory::parse(e))
-        {
+        for category in self.events.categories(is_cheap) {
             if !c.events.contains(&category) {
                 c.events.push(category);
             }
         }
-        if let Some(alloc) = self.alloc.and_then(AllocMode::from_name) {
+        if let Some(alloc) = self.alloc {
             c.alloc = alloc;
         }
         if let Some(bytes) = self.alloc_interval {
@@ -152,7 +142,7 @@ impl RecordOptions {
         if self.contention {
             c.contention = true;
         }
-        if let Some(h) = self.heap_snapshot.as_deref().and_then(HeapSnapshots::parse) {
+        if let Some(h) = self.heap_snapshot {
             c.heap_snapshots = h;
         }
         if let Some(kib) = self.buffer_kib {
@@ -162,35 +152,69 @@ impl RecordOptions {
     }
 }
 
-/// The categories `--events all` means: every category that is cheap. Heap references (every
-/// reference of every object at each collection) are recorded only when asked for by name.
-pub(crate) fn all_cheap_categories() -> impl Iterator<Item = clrprof_trace::EventCategory> {
-    clrprof_trace::EventCategory::all()
-        .iter()
-        .copied()
-        .filter(|c| *c != clrprof_trace::EventCategory::HeapRefs)
+/// The runtime event categories asked for (`--events`): those named, and whether `all` was.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventChoice {
+    /// The categories named, in the order given, each once.
+    pub named: Vec<EventCategory>,
+    /// Whether `all` was named.
+    pub all: bool,
 }
 
-/// Replaces `all` by the categories it means ([`all_cheap_categories`]), keeping any other
-/// category named (`all,heap-refs`), each once, in the order of the format.
-pub(super) fn expand_events(events: &[String]) -> Vec<String> {
-    if !events.iter().any(|e| e == "all") {
-        return events.to_vec();
+impl EventChoice {
+    /// Reads `--events`' names: categories, `all`, and `none` (`record` records `gc` unless
+    /// told). An unknown name is an error that lists the known ones.
+    pub(crate) fn parse(names: &[String]) -> Result<EventChoice> {
+        let mut choice = EventChoice::default();
+        for name in names {
+            if name == "none" {
+                continue;
+            } else if name == "all" {
+                choice.all = true;
+            } else if let Some(category) = EventCategory::parse(name) {
+                if !choice.named.contains(&category) {
+                    choice.named.push(category);
+                }
+            } else {
+                let known: Vec<&str> = EventCategory::all().iter().map(|c| c.name()).collect();
+                bail!(
+                    "unknown event category `{name}`; choose from {}, all, or none",
+                    known.join(", ")
+                );
+            }
+        }
+        Ok(choice)
     }
-    clrprof_trace::EventCategory::all()
-        .iter()
-        .filter(|c| {
-            all_cheap_categories().any(|cheap| cheap == **c) || events.iter().any(|e| e == c.name())
-        })
-        .map(|c| c.name().to_string())
-        .collect()
+
+    /// The categories to record: those named; with `all`, in the format's order, also every
+    /// category `all_means` keeps.
+    pub(crate) fn categories(
+        &self,
+        all_means: impl Fn(EventCategory) -> bool,
+    ) -> Vec<EventCategory> {
+        if !self.all {
+            return self.named.clone();
+        }
+        EventCategory::all()
+            .iter()
+            .copied()
+            .filter(|c| all_means(*c) || self.named.contains(c))
+            .collect()
+    }
+}
+
+/// Whether `--events all` means `category`: every category that is cheap. Heap references
+/// (every reference of every object at each collection) are recorded only when asked for by
+/// name.
+pub(crate) fn is_cheap(category: EventCategory) -> bool {
+    category != EventCategory::HeapRefs
 }
 
 /// Warnings for choices that make a very large trace or a much slower program, said before
 /// the program starts.
 pub(crate) fn costly_choices(opts: &RecordOptions) -> Vec<String> {
     let mut out = Vec::new();
-    if opts.events.iter().any(|e| e == "heap-refs") {
+    if opts.events.named.contains(&EventCategory::HeapRefs) {
         out.push(
             "`heap-refs` events record every reference of every object at each garbage \
              collection: expect a very large trace (hundreds of MB for a small program) and a \
@@ -198,7 +222,7 @@ pub(crate) fn costly_choices(opts: &RecordOptions) -> Vec<String> {
                 .to_string(),
         );
     }
-    if opts.alloc == Some("all") {
+    if opts.alloc == Some(AllocMode::All) {
         out.push(
             "`--alloc all` records every allocation with its stack: allocation-heavy code runs \
              15 to 80 times slower (see BENCHMARKS.md) and the trace grows with every object; \
@@ -206,7 +230,7 @@ pub(crate) fn costly_choices(opts: &RecordOptions) -> Vec<String> {
                 .to_string(),
         );
     }
-    if opts.heap_snapshot.as_deref() == Some("every-gc") {
+    if opts.heap_snapshot == Some(HeapSnapshots::EveryGc(1)) {
         out.push(
             "`--heap-snapshot every-gc` walks and writes the whole heap at every collection, \
              gen0 ones included: expect a very large trace and long pauses; a number N takes \
@@ -215,22 +239,6 @@ pub(crate) fn costly_choices(opts: &RecordOptions) -> Vec<String> {
         );
     }
     out
-}
-
-pub(crate) fn validate_events(events: &[String]) -> Result<()> {
-    for e in events {
-        if e != "all" && clrprof_trace::EventCategory::parse(e).is_none() {
-            let known: Vec<&str> = clrprof_trace::EventCategory::all()
-                .iter()
-                .map(|c| c.name())
-                .collect();
-            bail!(
-                "unknown event category `{e}`; choose from {}, or all",
-                known.join(", ")
-            );
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -268,18 +276,65 @@ mod tests {
 
     #[test]
     fn all_is_every_cheap_category_and_heap_refs_only_by_name() {
-        let all = expand_events(&names(&["all"]));
-        assert_eq!(all.len(), clrprof_trace::EventCategory::all().len() - 1);
-        assert!(!all.iter().any(|e| e == "heap-refs"));
-        assert!(all.iter().any(|e| e == "transition"));
-        let with = expand_events(&names(&["heap-refs", "all"]));
-        assert_eq!(with.len(), clrprof_trace::EventCategory::all().len());
-        assert_eq!(expand_events(&names(&["gc"])), names(&["gc"]));
+        let all = EventChoice::parse(&names(&["all"])).unwrap();
+        let config = |events: &EventChoice| {
+            RecordOptions {
+                events: events.clone(),
+                ..RecordOptions::new(Mode::None, "t".into(), "a".into(), Vec::new())
+            }
+            .agent_config()
+            .events
+        };
+        let every = config(&all);
+        assert_eq!(every.len(), EventCategory::all().len() - 1);
+        assert!(!every.contains(&EventCategory::HeapRefs));
+        assert!(every.contains(&EventCategory::Transition));
+        let with = EventChoice::parse(&names(&["heap-refs", "all"])).unwrap();
+        assert_eq!(config(&with), EventCategory::all());
+        let some = EventChoice::parse(&names(&["gc", "jit", "gc"])).unwrap();
+        assert_eq!(config(&some), [EventCategory::Gc, EventCategory::Jit]);
+        let err = EventChoice::parse(&names(&["gc", "nope"])).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("unknown event category `nope`; choose from runtime, "),
+            "{err}"
+        );
         let opts = RecordOptions {
             events: with,
-            ..RecordOptions::new("none", "t".into(), "a".into(), Vec::new())
+            ..RecordOptions::new(Mode::None, "t".into(), "a".into(), Vec::new())
         };
         assert_eq!(costly_choices(&opts).len(), 1);
         assert!(costly_choices(&opts)[0].starts_with("`heap-refs` events"));
+    }
+
+    #[test]
+    fn the_agent_is_asked_for_the_typed_choices() {
+        let opts = RecordOptions {
+            cpu_clock: Some(CpuClockChoice::Timer),
+            alloc: Some(AllocMode::All),
+            heap_snapshot: Some(HeapSnapshots::EveryGc(1)),
+            contention: true,
+            ..RecordOptions::new(Mode::Count, "t".into(), "a".into(), Vec::new())
+        };
+        let c = opts.agent_config();
+        assert_eq!(c.mode, Mode::Count);
+        assert_eq!(c.cpu_clock, Some(CpuClockChoice::Timer));
+        assert_eq!(c.alloc, AllocMode::All);
+        assert_eq!(c.heap_snapshots, HeapSnapshots::EveryGc(1));
+        assert!(c.contention);
+        assert_eq!(
+            c.encode(),
+            "version=1;mode=count;rate=1000;cpu_clock=timer;max_nodes=1;alloc=all;\
+             heap_snapshot=every-gc;contention=1"
+        );
+        let warnings = costly_choices(&opts);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].starts_with("`--alloc all`"));
+        assert!(warnings[1].starts_with("`--heap-snapshot every-gc`"));
+        // Every N-th collection with N = 1 is every collection, however it was spelled.
+        assert_eq!(
+            HeapSnapshots::parse("1").map(HeapSnapshots::spelling),
+            Some("every-gc".into())
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clrprof_trace::protocol::TickReader;
 use clrprof_trace::{Record, protocol};
 
-use crate::alloc_ticks::is_definition;
+use crate::event_session::is_definition;
 use crate::status::StatusLine;
 
 /// Live counts shared between the receiving thread and the status line.
@@ -29,14 +29,27 @@ pub(crate) struct Progress {
     pub(super) notices: Mutex<Vec<String>>,
     pub(super) problem: Mutex<Option<String>>,
     /// What the agent defined (for the allocation tick records).
-    pub(super) agent_ids: Mutex<crate::alloc_ticks::AgentIds>,
+    pub(super) agent_ids: Mutex<crate::event_session::AgentIds>,
     /// Who reads the allocation ticks, once the agent said so.
-    pub(super) tick_reader: Mutex<Option<TickReader>>,
+    tick_reader: Mutex<Option<TickReader>>,
     /// Whether the CLI reads the contention events, once the agent said so.
-    pub(super) contention_cli: Mutex<Option<bool>>,
+    contention_cli: Mutex<Option<bool>>,
 }
 
 impl Progress {
+    /// Who reads the allocation ticks, once the agent said so.
+    pub(crate) fn tick_reader(&self) -> Option<TickReader> {
+        *self.tick_reader.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the CLI reads the contention events, once the agent said so.
+    pub(crate) fn contention_cli(&self) -> Option<bool> {
+        *self
+            .contention_cli
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Events and samples the agent dropped so far.
     fn dropped(&self) -> u64 {
         self.events_dropped.load(Ordering::Relaxed) + self.samples_dropped.load(Ordering::Relaxed)

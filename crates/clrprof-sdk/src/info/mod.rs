@@ -53,7 +53,7 @@ pub use heap::{
 };
 pub use il::MethodMalloc;
 pub use rejit::RejitFlags;
-pub use statics::StaticKind;
+pub use statics::{ReferenceStatic, StaticKind, holds_reference};
 
 /// The runtime's ICorProfilerInfo (the highest version it answered to).
 #[derive(Clone, Debug)]

@@ -13,8 +13,10 @@ use bitflags::bitflags;
 use clrprof_sys::{ICorProfilerInfo2Vtbl, ICorProfilerInfo3Vtbl};
 
 use super::{ProfilerInfo, ok};
-use crate::error::Result;
-use crate::ids::{AppDomainId, ClassId, ContextId, ThreadId, Token};
+use crate::error::{Error, Result};
+use crate::ids::{AppDomainId, ClassId, ContextId, ObjectId, ThreadId, Token};
+use crate::metadata::TypeSig;
+use crate::metadata::signature::parse_field;
 
 bitflags! {
     /// What kind of static a field is (`COR_PRF_STATIC_TYPE`); empty for an instance field.
@@ -34,7 +36,112 @@ bitflags! {
     }
 }
 
+/// A static field whose type is a reference type (a class, interface, array, `string`,
+/// `object` or instantiated generic class), of one class: one slot per application domain,
+/// or per thread for a `[ThreadStatic]`, that holds an `ObjectId` or null. Read it with
+/// [`ProfilerInfo::read_reference_static`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReferenceStatic {
+    class: ClassId,
+    field: Token,
+    thread_static: bool,
+}
+
+impl ReferenceStatic {
+    /// The static `field` of `class`, of the kind `kind` (from
+    /// [`ProfilerInfo::get_static_field_info`]), with the metadata signature `signature`
+    /// (`GetFieldProps`): `None` unless the field is an ordinary or thread static whose type is
+    /// a reference type. A field typed by a generic parameter (`static T Value`) is `None`:
+    /// its signature does not say whether the instantiation's argument is a reference type.
+    pub fn new(
+        class: ClassId,
+        field: Token,
+        signature: &[u8],
+        kind: StaticKind,
+    ) -> Option<ReferenceStatic> {
+        let thread_static = if kind == StaticKind::APP_DOMAIN {
+            false
+        } else if kind == StaticKind::THREAD {
+            true
+        } else {
+            return None;
+        };
+        holds_reference(signature).then_some(ReferenceStatic {
+            class,
+            field,
+            thread_static,
+        })
+    }
+
+    /// The class that declares the field.
+    pub fn class(&self) -> ClassId {
+        self.class
+    }
+
+    /// The field's token.
+    pub fn field(&self) -> Token {
+        self.field
+    }
+
+    /// True for a `[ThreadStatic]` field.
+    pub fn is_thread_static(&self) -> bool {
+        self.thread_static
+    }
+}
+
+/// Whether a field of this signature (`FIELD` CustomMod* Type) holds an object reference.
+pub fn holds_reference(signature: &[u8]) -> bool {
+    parse_field(signature).is_ok_and(|t| {
+        matches!(
+            t.strip_modifiers(),
+            TypeSig::String
+                | TypeSig::Object
+                | TypeSig::Class(_)
+                | TypeSig::SzArray(_)
+                | TypeSig::Array(..)
+                | TypeSig::GenericInst {
+                    value_type: false,
+                    ..
+                }
+        )
+    })
+}
+
 impl ProfilerInfo {
+    /// The object a reference-type static holds now (`ObjectId::NULL` if none): in
+    /// `app_domain`, and for a `[ThreadStatic]` on `thread`. Fails with
+    /// `CORPROF_E_DATAINCOMPLETE` while the class's statics are not allocated (its static
+    /// constructor has not run) or the thread has none. The reference can move in the next
+    /// collection: read it while the runtime is suspended (e.g. in
+    /// `GarbageCollectionFinished`, where it matches the heap walk's object ids).
+    pub fn read_reference_static(
+        &self,
+        s: &ReferenceStatic,
+        app_domain: AppDomainId,
+        thread: ThreadId,
+    ) -> Result<ObjectId> {
+        let address = if s.thread_static {
+            self.get_thread_static_address2(s.class, s.field, app_domain, thread)?
+        } else {
+            self.get_app_domain_static_address(s.class, s.field, app_domain)?
+        };
+        if address == 0 {
+            return Ok(ObjectId::NULL);
+        }
+        if !address.is_multiple_of(align_of::<usize>()) {
+            return Err(Error::InvalidData {
+                context: "static field address",
+                reason: format!("{address:#x} is not the address of an object reference"),
+            });
+        }
+        // SAFETY: the runtime gave `address` as the storage of this static field in this
+        // domain (or thread), and the field's signature says it holds an object reference:
+        // an aligned, pointer-sized slot that stays allocated while its class is loaded. A
+        // volatile read: the program may write the slot concurrently when it runs.
+        let value = unsafe { ptr::read_volatile(address as *const usize) };
+        Ok(ObjectId(value))
+    }
+
     /// Which kind of static `field` of `class` is (`ICorProfilerInfo2::GetStaticFieldInfo`);
     /// empty for an instance field.
     pub fn get_static_field_info(&self, class: ClassId, field: Token) -> Result<StaticKind> {
@@ -151,6 +258,32 @@ impl ProfilerInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reference_types_are_told_from_the_signature() {
+        let class = ClassId(0x1000);
+        let field = Token(0x0400_0001);
+        let kind = StaticKind::APP_DOMAIN;
+        let reference = |sig: &[u8]| ReferenceStatic::new(class, field, sig, kind).is_some();
+        // string, object, class, int[], List<int> (GENERICINST CLASS), volatile object.
+        assert!(reference(&[0x06, 0x0e]));
+        assert!(reference(&[0x06, 0x1c]));
+        assert!(reference(&[0x06, 0x12, 0x08]));
+        assert!(reference(&[0x06, 0x1d, 0x08]));
+        assert!(reference(&[0x06, 0x15, 0x12, 0x08, 0x01, 0x08]));
+        assert!(reference(&[0x06, 0x1f, 0x09, 0x1c]));
+        // int, a struct, a generic struct, a generic parameter, garbage.
+        assert!(!reference(&[0x06, 0x08]));
+        assert!(!reference(&[0x06, 0x11, 0x08]));
+        assert!(!reference(&[0x06, 0x15, 0x11, 0x08, 0x01, 0x08]));
+        assert!(!reference(&[0x06, 0x13, 0x00]));
+        assert!(!reference(&[0x07]));
+        // Only ordinary and thread statics.
+        let thread = ReferenceStatic::new(class, field, &[0x06, 0x0e], StaticKind::THREAD);
+        assert!(thread.is_some_and(|s| s.is_thread_static()));
+        assert!(ReferenceStatic::new(class, field, &[0x06, 0x0e], StaticKind::RVA).is_none());
+        assert!(ReferenceStatic::new(class, field, &[0x06, 0x0e], StaticKind::empty()).is_none());
+    }
 
     #[test]
     fn kinds_match_the_idl() {

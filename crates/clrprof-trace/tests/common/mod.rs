@@ -41,6 +41,7 @@ pub fn small_records() -> Vec<Record> {
             parent: 0,
             frame_kind: FrameKind::Managed,
             frame: 0x10,
+            il: clrprof_trace::IlPosition::At(3),
         }),
         Record::Sample(Sample {
             ts: 6,

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::coverage::CoverageReport;
 use crate::memory::{AllocReport, GcReport, HeapJson};
-use crate::model::{FrameCategory, Mode, Profile};
+use crate::model::{FrameCategory, Profile, ProfileKind};
 use crate::query::{Metric, Query};
 use crate::runtime::{
     ExceptionGroup, JitMethod, JitModule, NativeCalls, RuntimeViews, Startup, Suspensions,
@@ -139,7 +139,7 @@ impl Render for Html {
             ..Document::default()
         };
         self.flames(&mut doc, profile)?;
-        if profile.mode != Mode::Alloc {
+        if profile.kind != ProfileKind::Alloc {
             doc.timeline = Some(timeline(
                 Some(profile),
                 &RuntimeViews::default(),
@@ -170,12 +170,7 @@ impl Html {
         let program = t
             .session
             .as_ref()
-            .and_then(|s| {
-                s.command_line
-                    .split_whitespace()
-                    .find(|w| w.ends_with(".dll"))
-            })
-            .map(crate::events::file_name)
+            .map(|s| crate::events::program_name(&s.command_line))
             .unwrap_or_default();
         let mut doc = Document {
             title: title(&program),
@@ -281,10 +276,10 @@ impl Html {
                     })
             })
             .collect();
-        let metrics: &[Metric] = match profile.mode {
-            Mode::Sample | Mode::Count => &[Metric::Cpu, Metric::Wall],
-            Mode::Trace => &[Metric::Cpu, Metric::Wall, Metric::Calls],
-            Mode::Alloc => &[Metric::Bytes, Metric::Objects],
+        let metrics: &[Metric] = match profile.kind {
+            ProfileKind::Sample | ProfileKind::Count => &[Metric::Cpu, Metric::Wall],
+            ProfileKind::Trace => &[Metric::Cpu, Metric::Wall, Metric::Calls],
+            ProfileKind::Alloc => &[Metric::Bytes, Metric::Objects],
         };
         for &metric in metrics {
             let tree = flame_tree(profile, metric, &mut doc.frames, &threads, self.max_nodes)?;
@@ -314,7 +309,7 @@ fn session(t: &LoadedTrace) -> Session {
         pid: s.map_or(0, |s| s.pid),
         runtime: s.map(|s| s.runtime.clone()).unwrap_or_default(),
         agent_version: s.map(|s| s.agent_version.clone()).unwrap_or_default(),
-        mode: t.mode_name().to_string(),
+        mode: t.mode().name().to_string(),
         duration_ns: t.duration_ns(),
         exit_code: t.recording_end.as_ref().map(|r| r.exit_code),
         ended_cleanly: t.ended_cleanly(),
@@ -433,7 +428,7 @@ mod tests {
         use crate::builder::ProfileBuilder;
         use crate::model::{FrameKind, Sample, SampleKind};
         // 50,000 distinct stacks of 4 frames (1 + 20 + 2,000 + 50,000 nodes), weights 1..97.
-        let mut b = ProfileBuilder::new(Mode::Sample);
+        let mut b = ProfileBuilder::new(ProfileKind::Sample);
         let main = b.intern_frame("Main", "App.dll", FrameKind::Managed);
         let t = b.thread(1, "main");
         for i in 0..50_000u64 {

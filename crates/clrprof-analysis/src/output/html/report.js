@@ -160,7 +160,13 @@
     const cards = el("div", { class: "cards" });
     const card = (v, label) => cards.append(el("div", { class: "card" }, el("b", { text: v }), el("span", { text: label })));
     if (S) card(dur(S.duration_ns), "recorded");
-    for (const f of D.flames) card(fmt(f.unit, f.v.reduce((a, b) => a + b, 0)), f.label);
+    for (const f of D.flames) {
+      // Wall time is each thread's own: the card says how many threads it sums (the
+      // runtime's service threads, which wait all along, are not in it).
+      const threads = f.p.filter((p) => p === -1).length;
+      const label = f.metric === "wall" ? `${f.label}, ${num(threads)} thread${threads === 1 ? "" : "s"} summed (the runtime's service threads left out)` : f.label;
+      card(fmt(f.unit, f.v.reduce((a, b) => a + b, 0)), label);
+    }
     if (D.gc) card(num(D.gc.gcs.length), "garbage collections");
     if (D.exceptions.length) card(num(D.exceptions.reduce((a, g) => a + g.count, 0)), "exceptions");
     if (D.jit_methods) card(num(D.jit_methods), "methods compiled");
@@ -523,6 +529,7 @@
         { key: "reason", label: "Reason", kind: "text" },
         { key: "start_ns", label: "Start", kind: "ns" },
         { key: "pause_ns", label: "Pause", kind: "ns", bar: true },
+        { key: "duration_ns", label: "Duration", kind: "ns" },
         { key: "before", label: "Heap before", kind: "bytes", get: (r) => (r.heap_before ? r.heap_before.reduce((a, b) => a + b, 0) : null) },
         { key: "after", label: "Heap after", kind: "bytes", get: (r) => (r.heap_after ? r.heap_after.reduce((a, b) => a + b, 0) : null) },
         { key: "gen2", label: "Gen2 after", kind: "bytes", get: (r) => gen(r, 2, "heap_after") },
@@ -536,7 +543,8 @@
       box.append(el("p", { class: "hint", text: a.allocation_mode === "all" ? "Every allocation recorded: exact." : ticks ? "The runtime's allocation ticks: bytes estimated with a bias, objects not counted." : `Sampled every ${bytes(a.allocation_interval_bytes)} on average: totals are estimates. The flame graph tab shows allocated bytes by stack.` }));
       box.append(el("h3", { text: "By type" }), table(a.allocations, [
         { key: "bytes", label: "Bytes", kind: "bytes", bar: true },
-        { key: "count", label: "Objects", kind: "num" },
+        // Ticks count no objects: "-" as in the text report, not 0.
+        { key: "count", label: "Objects", kind: "num", get: (r) => (ticks ? null : r.count) },
         { key: "type", label: "Type", kind: "name" },
         { key: "by", label: "Allocated mostly by", kind: "text", get: (r) => (r.allocated_by[0] ? r.allocated_by[0].function : "") },
       ], { sort: "bytes" }));
@@ -555,7 +563,7 @@
       ], { sort: "retained_bytes" }));
       box.append(el("h3", { text: "Top retainers, with a path from a root" }));
       const ul = el("div");
-      for (const r of h.top_retainers) ul.append(el("details", {}, el("summary", { text: `${r.type} retains ${bytes(r.retained_bytes)} (itself ${bytes(r.shallow_bytes)})` }), el("pre", { text: r.path.join("\n  \u2192 ") })));
+      for (const r of h.top_retainers) ul.append(el("details", {}, el("summary", { text: `${r.static ? r.static + ": " : ""}${r.type} retains ${bytes(r.retained_bytes)} (itself ${bytes(r.shallow_bytes)})` }), el("pre", { text: r.path.join("\n  \u2192 ") })));
       box.append(ul);
     }
   }

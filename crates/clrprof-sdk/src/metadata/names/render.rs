@@ -10,126 +10,16 @@ use super::super::signature::{CallConv, MethodSig, TypeSig};
 use crate::error::{Error, Result};
 use crate::ids::Token;
 
-/// The C# keyword of a framework type, if it has one.
-pub fn csharp_keyword(full_name: &str) -> Option<&'static str> {
-    Some(match full_name {
-        "System.Void" => "void",
-        "System.Boolean" => "bool",
-        "System.Char" => "char",
-        "System.SByte" => "sbyte",
-        "System.Byte" => "byte",
-        "System.Int16" => "short",
-        "System.UInt16" => "ushort",
-        "System.Int32" => "int",
-        "System.UInt32" => "uint",
-        "System.Int64" => "long",
-        "System.UInt64" => "ulong",
-        "System.Single" => "float",
-        "System.Double" => "double",
-        "System.Decimal" => "decimal",
-        "System.String" => "string",
-        "System.Object" => "object",
-        "System.IntPtr" => "nint",
-        "System.UIntPtr" => "nuint",
-        _ => return None,
-    })
-}
-
-/// Deepest nesting (enclosing types, type arguments of type arguments, TypeSpecs inside
-/// signatures) the namer follows before giving up on a name.
-pub(super) const MAX_NAME_DEPTH: usize = 48;
+/// The C# keyword of a framework type (`System.IntPtr` is `nint`), if it has one: the one
+/// spelling every path that names types uses (`clrprof_events::csharp`).
+pub use clrprof_events::csharp::keyword as csharp_keyword;
+pub(super) use clrprof_events::csharp::{MAX_NAME_DEPTH, TypePath, push_args, rank_suffix};
 
 pub(super) fn too_deep(context: &'static str) -> Error {
     Error::InvalidData {
         context,
         reason: format!("names nested deeper than {MAX_NAME_DEPTH} levels"),
     }
-}
-
-/// A type's name as metadata spells it, split into its nesting levels, outermost first.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct TypePath {
-    /// `(name without arity suffix, arity)`; the first level includes the namespace.
-    levels: Vec<(String, u32)>,
-}
-
-impl TypePath {
-    /// Splits `` List`1 `` into `("List", 1)`; names without a numeric suffix keep arity 0.
-    fn level(name: &str) -> (String, u32) {
-        if let Some((base, arity)) = name.rsplit_once('`')
-            && let Ok(n) = arity.parse::<u32>()
-        {
-            return (base.to_string(), n);
-        }
-        (name.to_string(), 0)
-    }
-
-    pub(super) fn new<S: AsRef<str>>(outermost_first: &[S]) -> TypePath {
-        TypePath {
-            levels: outermost_first
-                .iter()
-                .map(|s| Self::level(s.as_ref()))
-                .collect(),
-        }
-    }
-
-    /// The total number of generic parameters the names announce.
-    pub(super) fn arity(&self) -> usize {
-        self.levels.iter().map(|(_, a)| *a as usize).sum()
-    }
-
-    /// The display name with `args` (already displayed) as the type arguments.
-    pub(super) fn display(&self, args: &[String]) -> String {
-        if args.is_empty()
-            && let [(name, 0)] = self.levels.as_slice()
-            && let Some(keyword) = csharp_keyword(name)
-        {
-            return keyword.to_string();
-        }
-        let mut out = String::new();
-        if self.arity() == args.len() {
-            let mut next = 0;
-            for (i, (name, arity)) in self.levels.iter().enumerate() {
-                if i > 0 {
-                    out.push('.');
-                }
-                out.push_str(name);
-                let n = *arity as usize;
-                if n > 0 {
-                    push_args(&mut out, &args[next..next + n]);
-                    next += n;
-                }
-            }
-        } else {
-            // Names without (or with wrong) arity suffixes: all arguments at the end.
-            for (i, (name, _)) in self.levels.iter().enumerate() {
-                if i > 0 {
-                    out.push('.');
-                }
-                out.push_str(name);
-            }
-            if !args.is_empty() {
-                push_args(&mut out, args);
-            }
-        }
-        out
-    }
-}
-
-pub(super) fn push_args(out: &mut String, args: &[String]) {
-    out.push('<');
-    out.push_str(&args.join(", "));
-    out.push('>');
-}
-
-/// `[]`, `[,]`, ... for an array of `rank` dimensions.
-pub(super) fn rank_suffix(rank: u32) -> String {
-    let mut s = String::from("[");
-    for _ in 1..rank.max(1) {
-        s.push(',');
-    }
-    s.push(']');
-    s
 }
 
 /// Where a signature's type tokens are looked up: one module's metadata.
@@ -347,27 +237,28 @@ impl SigRenderer<'_> {
 }
 
 pub(super) fn primitive_keyword(t: &TypeSig) -> &'static str {
-    match t {
-        TypeSig::Void => "void",
-        TypeSig::Boolean => "bool",
-        TypeSig::Char => "char",
-        TypeSig::I1 => "sbyte",
-        TypeSig::U1 => "byte",
-        TypeSig::I2 => "short",
-        TypeSig::U2 => "ushort",
-        TypeSig::I4 => "int",
-        TypeSig::U4 => "uint",
-        TypeSig::I8 => "long",
-        TypeSig::U8 => "ulong",
-        TypeSig::R4 => "float",
-        TypeSig::R8 => "double",
-        TypeSig::I => "nint",
-        TypeSig::U => "nuint",
-        TypeSig::String => "string",
-        TypeSig::Object => "object",
+    let full_name = match t {
+        TypeSig::Void => "System.Void",
+        TypeSig::Boolean => "System.Boolean",
+        TypeSig::Char => "System.Char",
+        TypeSig::I1 => "System.SByte",
+        TypeSig::U1 => "System.Byte",
+        TypeSig::I2 => "System.Int16",
+        TypeSig::U2 => "System.UInt16",
+        TypeSig::I4 => "System.Int32",
+        TypeSig::U4 => "System.UInt32",
+        TypeSig::I8 => "System.Int64",
+        TypeSig::U8 => "System.UInt64",
+        TypeSig::R4 => "System.Single",
+        TypeSig::R8 => "System.Double",
+        TypeSig::I => "System.IntPtr",
+        TypeSig::U => "System.UIntPtr",
+        TypeSig::String => "System.String",
+        TypeSig::Object => "System.Object",
         TypeSig::TypedByRef => "System.TypedReference",
-        _ => "?",
-    }
+        _ => return "?",
+    };
+    csharp_keyword(full_name).unwrap_or(full_name)
 }
 
 #[cfg(test)]
@@ -441,36 +332,6 @@ mod tests {
             method_args: &method_args,
         };
         r.params(&MethodSig::parse(blob).unwrap(), outs).unwrap()
-    }
-
-    #[test]
-    fn type_paths_strip_arity_and_place_arguments() {
-        let p = TypePath::new(&["System.Collections.Generic.Dictionary`2"]);
-        assert_eq!(
-            p.display(&["string".into(), "int".into()]),
-            "System.Collections.Generic.Dictionary<string, int>"
-        );
-        let p = TypePath::new(&["Demo.GOuter`1", "Inner`1"]);
-        assert_eq!(
-            p.display(&["int".into(), "string".into()]),
-            "Demo.GOuter<int>.Inner<string>"
-        );
-        let p = TypePath::new(&["Demo.GOuter`1", "Inner"]);
-        assert_eq!(p.display(&["int".into()]), "Demo.GOuter<int>.Inner");
-        // No arity suffix (not a C#-style name): arguments at the end.
-        let p = TypePath::new(&["Odd"]);
-        assert_eq!(p.display(&["int".into()]), "Odd<int>");
-        // A backtick without a number is part of the name.
-        let p = TypePath::new(&["We`ird"]);
-        assert_eq!(p.display(&[]), "We`ird");
-        assert_eq!(TypePath::new(&["System.Int32"]).display(&[]), "int");
-        assert_eq!(TypePath::new(&["System.Decimal"]).display(&[]), "decimal");
-        assert_eq!(TypePath::new(&["System.IntPtr"]).display(&[]), "nint");
-        // Only a top-level System type is a keyword.
-        assert_eq!(
-            TypePath::new(&["Demo.Outer", "System.Int32"]).display(&[]),
-            "Demo.Outer.System.Int32"
-        );
     }
 
     #[test]

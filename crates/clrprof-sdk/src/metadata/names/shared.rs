@@ -23,11 +23,7 @@ use crate::ids::{ClassId, ModuleId, Token};
 
 use super::namer::lock;
 
-/// The full name of the placeholder type of shared generic code.
-pub(super) const CANON: &str = "System.__Canon";
-
-/// How a type argument that stands for every reference type is shown: `Two<int, __Canon>`.
-pub(super) const CANON_ARG: &str = "__Canon";
+pub(super) use clrprof_events::csharp::{CANON, CANON_ARG};
 
 /// The canonical instantiations the runtime loaded, by generic type definition.
 #[derive(Debug, Default)]

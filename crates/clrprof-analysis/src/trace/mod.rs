@@ -9,23 +9,20 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
 
+use clrprof_trace::config::{AgentConfig, Mode};
 use clrprof_trace::{
     CallTreeNode, FrameKind as TraceFrameKind, Header, Message, ProcessDef, ProcessExit, ReadError,
     Reader, Record, RecordKind, RecordingEnd, Sample as TraceSample, SamplerInfo, SessionEnd,
-    SessionStart, StackCut, StackDef, ThreadDef, ThreadState,
+    SessionStart, StackDef, ThreadDef, ThreadState,
 };
 
-use crate::builder::ProfileBuilder;
-use crate::events::{EventSummary, EventSummaryBuilder, file_name};
+use crate::events::{EventSummary, EventSummaryBuilder};
 use crate::integrity::Integrity;
 use crate::memory::{HeapKeep, MemoryRecords};
-use crate::model::{
-    CallNodeRecord, CallTree, FrameIndex, FrameKind, Mode, Profile, Sample, SampleKind, StackIndex,
-};
 pub use crate::names::Names;
 use crate::runtime::{RuntimeBuilder, RuntimeViews};
-use crate::sampling::{EndedEarly, SamplingInfo, ThreadRate};
-use crate::stack_frames::ModelStacks;
+
+mod profile;
 
 /// Why a trace could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +53,9 @@ pub struct LoadedTrace {
     pub header: Header,
     /// What the agent said when it started.
     pub session: Option<SessionStart>,
+    /// What the agent was asked to record: the session's configuration, decoded once
+    /// (`None` without a `SessionStart`, or with an empty configuration).
+    pub config: Option<AgentConfig>,
     /// What the agent said when it stopped (missing if the program crashed).
     pub session_end: Option<SessionEnd>,
     /// What the CLI said when the recording ended (for a process of a process tree: when
@@ -94,10 +94,23 @@ pub struct LoadedTrace {
     /// How stacks of async continuations are shown in every profile built from this trace
     /// (logical unless asked otherwise).
     pub stack_view: crate::stack_frames::StackView,
+    /// Whether profiles built from this trace give managed frames their source lines, and
+    /// where source files are (`None`: no lines, the default).
+    pub source_lines: Option<crate::lines::SourceRoots>,
+    /// Where the stacks of every profile built from this trace start (every frame unless
+    /// asked otherwise; `report` starts them at the managed entry).
+    pub stack_start: crate::stack_start::StackStart,
     pub(crate) stacks: HashMap<u32, StackDef>,
     /// The stacks of work the runtime did only for the profiler (see [`crate::induced`]):
     /// the profiler's cost, left out of the program's figures.
     pub(crate) induced: HashSet<u32>,
+    /// Exceptions thrown, counted per throw-site stack: its managed frames innermost first,
+    /// each with its IL position (format 1.9; unknown before).
+    pub throw_sites: HashMap<Vec<(u64, clrprof_trace::IlPosition)>, u64>,
+    /// Each stack whose frames are those of an earlier stack at other IL positions, to that
+    /// stack (format 1.9: a function called from two places of its caller is two nodes):
+    /// views by stack of functions count them as one ([`LoadedTrace::functions_stack`]).
+    pub(crate) same_functions: HashMap<u32, u32>,
     pub(crate) samples: Vec<TraceSample>,
     /// Samples summed per thread, stack and state ([`SampleDetail::Summed`]).
     summed: HashMap<(u32, u32, u8), SummedSamples>,
@@ -381,6 +394,7 @@ impl Loader {
             t: LoadedTrace {
                 header,
                 session: None,
+                config: None,
                 session_end: None,
                 recording_end: None,
                 process_exit: None,
@@ -399,8 +413,12 @@ impl Loader {
                 native_naming: None,
                 integrity: Integrity::new(header.blocked()),
                 stack_view: crate::stack_frames::StackView::default(),
+                source_lines: None,
+                stack_start: crate::stack_start::StackStart::default(),
                 stacks: HashMap::new(),
                 induced: HashSet::new(),
+                throw_sites: HashMap::new(),
+                same_functions: HashMap::new(),
                 samples: Vec::new(),
                 summed: HashMap::new(),
                 clocks: HashMap::new(),
@@ -418,7 +436,10 @@ impl Loader {
         let t = &mut self.t;
         t.records += 1;
         match record {
-            Record::SessionStart(s) => t.session = Some(s),
+            Record::SessionStart(s) => {
+                t.config = (!s.config.is_empty()).then(|| AgentConfig::decode(&s.config).config);
+                t.session = Some(s);
+            }
             Record::SessionEnd(s) => t.session_end = Some(s),
             Record::RecordingEnd(r) => t.recording_end = Some(r),
             Record::Counter(c) => {
@@ -427,7 +448,9 @@ impl Loader {
             Record::Message(m) => t.messages.push(m),
             Record::SamplerInfo(i) => t.sampler = Some(i),
             Record::ThreadOsName(n) => {
-                t.names.thread_os_names.insert(n.tid, n.name);
+                t.names
+                    .thread_os_names
+                    .insert(n.tid, crate::threads::whole_os_name(&n.name));
             }
             Record::AppDomainDef(d) => {
                 t.names.app_domains.insert(d.id, d.name);
@@ -475,7 +498,19 @@ impl Loader {
                 self.events.add(&e);
                 self.runtime.event(&e);
             }
-            Record::ExceptionInfo(i) => self.runtime.exception_info(i),
+            Record::ExceptionInfo(i) => {
+                let path = i
+                    .stack
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &f)| {
+                        let il = i.stack_il.get(k).copied().unwrap_or_default();
+                        (f, il)
+                    })
+                    .collect();
+                *t.throw_sites.entry(path).or_default() += 1;
+                self.runtime.exception_info(i);
+            }
             Record::NativeTargetDef(n) => {
                 t.names.native_targets.insert(n.function, n);
             }
@@ -490,6 +525,7 @@ impl Loader {
             Record::HeapRoot(r) => t.memory.heap_root(&r),
             Record::HeapSnapshotEnd(e) => t.memory.heap_snapshot_end(&e),
             Record::HeapGenerations(g) => t.memory.heap_generations(&g),
+            Record::HeapStatic(r) => t.memory.heap_static(&r),
             Record::AllocatedByClass(a) => t.memory.allocated_by_class(&a),
             Record::Sample(s) => {
                 t.last_sample_ts = t.last_sample_ts.max(s.ts);
@@ -553,9 +589,22 @@ impl Loader {
         t.integrity.header_only = t.records == 0 && t.integrity.cut.is_none();
         t.names.number_bodies();
         t.induced = crate::induced::induced_stacks(&t.names, &t.stacks);
+        t.same_functions = crate::stack_frames::same_functions(&t.stacks);
         t.events = events.finish(&t.names, &t.memory.gcs, &t.counters);
         t.runtime = runtime.finish(&t.names, &t.memory.gcs);
         t.runtime.events_lost = t.events.lost.clone();
+        // A thread the program did not name goes by the kernel's name (the runtime names its
+        // threads there since .NET 6), else `main` for the process's first thread.
+        let pid = t.session.as_ref().map_or(0, |s| s.pid);
+        for life in &mut t.runtime.threads {
+            if life.name.is_empty() {
+                life.name = match t.names.thread_os_names.get(&life.tid) {
+                    Some(os) if !os.is_empty() => os.clone(),
+                    _ if life.tid == pid && pid != 0 => "main".into(),
+                    _ => String::new(),
+                };
+            }
+        }
         t
     }
 }
@@ -566,21 +615,14 @@ impl LoadedTrace {
         self.session_end.is_some()
     }
 
-    /// The CPU mode the session was recorded in (`sample`, `trace` or `none`).
-    pub fn mode_name(&self) -> &str {
-        let config = self
-            .session
-            .as_ref()
-            .map(|s| s.config.as_str())
-            .unwrap_or("");
-        config
-            .split(';')
-            .find_map(|kv| kv.trim().strip_prefix("mode="))
-            .unwrap_or(if self.call_tree.is_empty() {
-                "sample"
-            } else {
-                "trace"
-            })
+    /// The CPU mode the session was recorded in: its configuration's; without one (a trace
+    /// written without the CLI), trace mode if there are call trees, else sample mode.
+    pub fn mode(&self) -> Mode {
+        match &self.config {
+            Some(config) => config.mode,
+            None if self.call_tree.is_empty() => Mode::Sample,
+            None => Mode::Trace,
+        }
     }
 
     /// A counter's last value (0 if never written).
@@ -601,6 +643,22 @@ impl LoadedTrace {
         from_end.max(from_samples).max(from_cli)
     }
 
+    /// Every sample's thread, trace stack, state and CPU, whether kept one by one or summed
+    /// (a summed entry once, with its sum), the runtime's work for the profiler left out.
+    pub(crate) fn sample_weights(&self) -> impl Iterator<Item = (u32, u32, ThreadState, u64)> + '_ {
+        let each = self
+            .samples
+            .iter()
+            .map(|s| (s.tid, s.stack, s.state, s.cpu_ns));
+        let summed = self
+            .summed
+            .iter()
+            .map(|(&(tid, stack, state), s)| (tid, stack, ThreadState::from_u8(state), s.cpu_ns));
+        each.chain(summed).filter(|&(_, stack, state, _)| {
+            !(state == ThreadState::Cpu && self.induced.contains(&stack))
+        })
+    }
+
     /// The wall-clock samples kept summed ([`SampleDetail::Summed`]): thread, stack, state
     /// and wall time, CPU samples left out.
     pub(crate) fn summed_wall(&self) -> impl Iterator<Item = (u32, u32, ThreadState, u64)> + '_ {
@@ -610,222 +668,16 @@ impl LoadedTrace {
             .filter(|&(_, _, state, wall_ns)| state != ThreadState::Cpu && wall_ns > 0)
     }
 
-    /// The CPU profile: samples (both modes) and exact call trees (trace mode).
-    pub fn profile(&self) -> Profile {
-        let mode = match self.mode_name() {
-            "trace" => Mode::Trace,
-            "count" => Mode::Count,
-            _ => Mode::Sample,
-        };
-        let mut b = ProfileBuilder::new(mode);
-        let names = &self.names;
-        let mut model = ModelStacks::new(names, &self.stacks, self.stack_view);
+    /// The first stack with the same frames as trace stack `id`, whatever their IL positions.
+    pub fn functions_stack(&self, id: u32) -> u32 {
+        self.same_functions.get(&id).copied().unwrap_or(id)
+    }
 
-        // Names the program gave its threads; the others are named at the end.
-        let thread_name = |tid: u32| -> String { names.name_of_tid(tid) };
-
-        // Sample mode since format 1.2 takes CPU and wall-clock samples apart.
-        let split = matches!(mode, Mode::Sample | Mode::Count) && self.sampler.is_some();
-        // Summed samples in the order they were first seen, as each sample would come.
-        let mut summed: Vec<(&(u32, u32, u8), &SummedSamples)> = self.summed.iter().collect();
-        summed.sort_unstable_by_key(|(key, s)| (s.first_ts, **key));
-        let each = self.samples.iter().map(|s| {
-            let one = SummedSamples {
-                count: 1,
-                cpu_ns: s.cpu_ns,
-                sys_ns: s.sys_ns,
-                mode_known_cpu_ns: mode_known_cpu_ns(s),
-                wall_ns: s.wall_ns,
-                first_ts: s.ts,
-                last_ts: s.ts,
-            };
-            ((s.tid, s.stack, s.state.to_u8()), one)
-        });
-        let all = each.chain(summed.into_iter().map(|(k, s)| (*k, *s)));
-        // CPU the runtime spent on work it did only for the profiler: the profiler's.
-        let mut induced_cpu_ns = 0u64;
-        for ((tid, stack_id, state), s) in all {
-            if state == ThreadState::Cpu.to_u8() && self.induced.contains(&stack_id) {
-                induced_cpu_ns = induced_cpu_ns.saturating_add(s.cpu_ns);
-                continue;
-            }
-            let stack = model.stack(&mut b, stack_id);
-            let thread = b.thread(tid, &thread_name(tid));
-            let kind = match ThreadState::from_u8(state) {
-                ThreadState::Cpu => SampleKind::Cpu,
-                _ if split => SampleKind::Wall,
-                _ => SampleKind::Tick,
-            };
-            b.add_sample(
-                thread,
-                Sample {
-                    time_ns: s.last_ts,
-                    stack,
-                    cpu_ns: s.cpu_ns,
-                    sys_ns: s.sys_ns.min(s.cpu_ns),
-                    mode_known_cpu_ns: s.mode_known_cpu_ns,
-                    wall_ns: s.wall_ns,
-                    kind,
-                    count: s.count,
-                    ..Sample::default()
-                },
-            );
+    /// Starts the stacks of `p` where [`LoadedTrace::stack_start`] says.
+    pub(crate) fn start_stacks(&self, p: &mut crate::Profile) {
+        if self.stack_start == crate::stack_start::StackStart::ManagedEntry {
+            crate::stack_start::start_at_managed_entry(p);
         }
-
-        let mut by_thread: BTreeMap<u32, Vec<CallNodeRecord>> = BTreeMap::new();
-        for n in &self.call_tree {
-            let frame = model.frame(&mut b, TraceFrameKind::Managed, n.function);
-            by_thread.entry(n.tid).or_default().push(CallNodeRecord {
-                id: u64::from(n.node),
-                parent: (n.parent != 0).then_some(u64::from(n.parent)),
-                frame,
-                calls: n.calls,
-                self_samples: n.self_samples,
-                self_cpu_ns: n.self_cpu_ns,
-                self_wall_ns: n.self_wall_ns,
-            });
-        }
-        for (tid, records) in by_thread {
-            let (tree, dropped) = CallTree::from_records(&records);
-            let thread = b.thread(tid, &thread_name(tid));
-            b.set_call_tree(thread, tree);
-            if dropped > 0 {
-                b.note(format!(
-                    "{dropped} call tree nodes of thread {tid} were inconsistent and dropped"
-                ));
-            }
-        }
-
-        if mode == Mode::Count {
-            struct Namer<'n, 't> {
-                model: &'n mut ModelStacks<'t>,
-                names: &'n Names,
-            }
-            impl crate::counts::CountNames for Namer<'_, '_> {
-                fn function_frame(&mut self, b: &mut ProfileBuilder, function: u64) -> FrameIndex {
-                    self.model.frame(b, TraceFrameKind::Managed, function)
-                }
-                fn module_file(&self, module: u64) -> String {
-                    self.names
-                        .modules
-                        .get(&module)
-                        .map(|m| file_name(&m.path))
-                        .unwrap_or_default()
-                }
-            }
-            let mut namer = Namer {
-                model: &mut model,
-                names,
-            };
-            let (assemblies, dropped) = crate::counts::add_to_profile(
-                &self.counts,
-                &mut b,
-                &mut namer,
-                &mut |b: &mut ProfileBuilder, tid: u32| {
-                    if tid == 0 {
-                        b.thread(0, "[threads the profiler did not see start]")
-                    } else {
-                        b.thread(tid, &thread_name(tid))
-                    }
-                },
-            );
-            let counted: Vec<String> = assemblies
-                .iter()
-                .map(|(a, n)| format!("{a} ({n} methods)"))
-                .collect();
-            b.note(if counted.is_empty() {
-                "count mode counted no calls: no method of a counted assembly was compiled (--include names the assemblies to count)".to_string()
-            } else {
-                format!(
-                    "calls counted in {}; calls of other assemblies' methods are counted only at the counted methods' call sites",
-                    counted.join(", ")
-                )
-            });
-            if dropped > 0 {
-                b.note(format!(
-                    "{dropped} call count records named no counted method and were dropped"
-                ));
-            }
-        }
-
-        for (counter, what) in [
-            (
-                "count_methods_failed",
-                "methods of counted assemblies could not get call counters (see the warnings): their calls are not counted",
-            ),
-            (
-                "samples_dropped",
-                "samples were dropped (the agent's buffer was full or a thread did not answer in time)",
-            ),
-            (
-                "stacks_truncated",
-                "stacks were deeper than the agent records and were cut",
-            ),
-            (
-                "call_tree_nodes_dropped",
-                "call paths were not recorded because the call tree node budget was spent (raise it with --max-nodes)",
-            ),
-            (
-                "calls_unrecorded",
-                "calls were not recorded (node budget or shadow stack limit)",
-            ),
-        ] {
-            let n = self.counter(counter);
-            if n > 0 {
-                b.note(format!("{n} {what}"));
-            }
-        }
-        if mode == Mode::Trace && !self.events.inlined.is_empty() {
-            b.note(format!(
-                "{} methods were inlined by the JIT and are counted as part of their callers; record with --no-inline to count every call",
-                self.events.inlined.iter().map(|i| &i.callee).collect::<std::collections::BTreeSet<_>>().len()
-            ));
-        }
-        if mode == Mode::Trace
-            && let Some(note) = self.unhooked_generated_note()
-        {
-            b.note(note);
-        }
-        if !self.ended_cleanly() {
-            b.note("the program ended without shutting the profiler down (crash or kill): data after the agent's last flush is missing");
-        }
-
-        let mut p = b.build();
-        if let Some(s) = &self.session {
-            p.pid = s.pid;
-            p.start_unix_ns = s.start_unix_ns;
-            p.name = s
-                .command_line
-                .split_whitespace()
-                .find(|w| w.ends_with(".dll"))
-                .map(file_name)
-                .unwrap_or_default();
-            if !s.config.is_empty() {
-                let rate = clrprof_trace::config::AgentConfig::decode(&s.config)
-                    .config
-                    .rate_hz;
-                p.sample_interval_ns = 1_000_000_000 / u64::from(rate.max(1));
-            }
-        }
-        p.duration_ns = self.duration_ns();
-        p.samples_dropped = self.counter("samples_dropped");
-        p.ended = self
-            .recording_end
-            .as_ref()
-            .map(|r| crate::ending::program_end(r.exit_code, r.signal));
-        let pid = self.session.as_ref().map_or(0, |s| s.pid);
-        crate::threads::name_threads(&mut p, |tid| names.thread_os_names.get(&tid).cloned(), pid);
-        if let Some(info) = self.sampler.as_ref().filter(|_| mode == Mode::Sample) {
-            let mut sampling = summarize_sampling(
-                &p,
-                (&info.cpu_clock, info.cpu_rate_hz, info.wall_rate_hz),
-                |name| self.counter(name),
-                &self.clocks,
-            );
-            sampling.induced_cpu_ns = induced_cpu_ns;
-            p.sampling = Some(sampling);
-        }
-        p
     }
 
     /// The frames of a stack, innermost first, with their kinds and ids.
@@ -839,155 +691,12 @@ impl LoadedTrace {
     }
 }
 
-impl LoadedTrace {
-    /// Trace mode: the methods generated at run time (dynamic methods, IL stubs) that the
-    /// agent saw compiled but that are in no call tree. The runtime calls no enter/leave hooks
-    /// for them, so their time is their callers' self time: say so, and name them.
-    fn unhooked_generated_note(&self) -> Option<String> {
-        let in_trees: HashSet<u64> = self.call_tree.iter().map(|n| n.function).collect();
-        let mut unhooked: Vec<String> = self
-            .names
-            .functions
-            .keys()
-            .filter(|&&id| self.names.is_generated(id) && !in_trees.contains(&id))
-            .map(|&id| self.names.function(id))
-            .collect();
-        if unhooked.is_empty() {
-            return None;
-        }
-        unhooked.sort();
-        const SHOWN: usize = 10;
-        let more = unhooked.len().saturating_sub(SHOWN);
-        let mut list = unhooked[..unhooked.len().min(SHOWN)].join(", ");
-        if more > 0 {
-            list.push_str(&format!(" and {more} more"));
-        }
-        Some(format!(
-            "{} methods generated at run time ran without enter/leave hooks (the runtime calls none for them): their calls are not counted and their time is in their callers' self time; sample mode names them. They are: {list}",
-            unhooked.len()
-        ))
-    }
-}
-
-/// The sampling facts of `profile`, given the trace's `SamplerInfo` fields and a counter
-/// reader.
-fn summarize_sampling(
-    profile: &Profile,
-    (cpu_clock, cpu_rate_hz, wall_rate_hz): (&str, u32, u32),
-    counter: impl Fn(&str) -> u64,
-    clocks: &HashMap<u32, crate::sampling::ClockTally>,
-) -> SamplingInfo {
-    let mut cpu_samples = 0u64;
-    let mut wall_samples = 0u64;
-    let mut program_cpu_ns = 0u64;
-    let mut rates = Vec::new();
-    let mut cut_of: HashMap<StackIndex, Option<usize>> = HashMap::new();
-    let mut ended: BTreeMap<usize, u64> = BTreeMap::new();
-    let mut samples = 0u64;
-    // The CPU of missed samples, and the CPU after a thread's last sample, stand under
-    // markers of their own: CPU, but neither a sample taken nor a stack that ended early.
-    let markers = [StackCut::Missed, StackCut::Unsampled].map(crate::threads::stack_cut_name);
-    let is_missed = |stack: Option<StackIndex>| {
-        stack.is_some_and(|s| {
-            let frames = profile.stack_frames(s);
-            frames.len() == 1 && markers.contains(&profile.frame(frames[0]).name)
-        })
-    };
-    for t in &profile.threads {
-        let (mut cpu, mut n) = (0u64, 0u64);
-        for s in &t.samples {
-            // Every sample record counts, the ones carrying missed CPU too.
-            samples += s.count;
-            if s.kind == SampleKind::Cpu && is_missed(s.stack) {
-                cpu += s.cpu_ns;
-                continue;
-            }
-            match s.kind {
-                SampleKind::Cpu => {
-                    cpu_samples += s.count;
-                    n += s.count;
-                    // Saturating: a damaged 1.x trace can hold any value.
-                    cpu = cpu.saturating_add(s.cpu_ns);
-                }
-                SampleKind::Wall => wall_samples += s.count,
-                SampleKind::Tick | SampleKind::Alloc => {}
-            }
-            if let Some(stack) = s.stack {
-                let cut = *cut_of.entry(stack).or_insert_with(|| {
-                    let root = *profile.stack_frames(stack).first()?;
-                    (profile.frame(root).kind == FrameKind::Truncated).then_some(root.index())
-                });
-                if let Some(frame) = cut {
-                    *ended.entry(frame).or_default() += s.count;
-                }
-            }
-        }
-        program_cpu_ns = program_cpu_ns.saturating_add(cpu);
-        if n > 0 {
-            let by_clock = clocks.get(&t.tid).copied().unwrap_or_default();
-            rates.push(ThreadRate {
-                tid: t.tid,
-                name: t.name.clone(),
-                cpu_ns: cpu,
-                samples: n,
-                rate_hz: n as f64 / (cpu as f64 / 1e9).max(1e-9),
-                perf_cpu_share: by_clock.perf_cpu_share(),
-            });
-        }
-    }
-    rates.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.tid.cmp(&b.tid)));
-    rates.truncate(3);
-    // Records that carry the CPU of missed samples on a thread's stacks are CPU samples
-    // in the trace, not samples taken.
-    let cpu_samples = cpu_samples.saturating_sub(counter("missed_carriers"));
-    let mut ended_early_by_reason: Vec<EndedEarly> = ended
-        .iter()
-        .map(|(&frame, &n)| EndedEarly {
-            reason: profile.frames[frame].name.clone(),
-            samples: n,
-        })
-        .collect();
-    ended_early_by_reason.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.reason.cmp(&b.reason)));
-    let all_clocks = clocks
-        .values()
-        .fold(crate::sampling::ClockTally::default(), |a, b| a.merged(b));
-    SamplingInfo {
-        cpu_clock: cpu_clock.to_owned(),
-        by_clock: all_clocks,
-        clock_upgrades: counter("clock_upgrades"),
-        clock_downgrades: counter("clock_downgrades"),
-        cpu_rate_hz,
-        cpu_rate_reached_hz: if program_cpu_ns == 0 {
-            0.0
-        } else {
-            cpu_samples as f64 / (program_cpu_ns as f64 / 1e9)
-        },
-        busiest_threads: rates,
-        wall_rate_hz,
-        cpu_samples,
-        wall_samples,
-        samples_missed: counter("samples_missed"),
-        cpu_missed_ns: counter("cpu_missed_ns"),
-        cpu_unsampled_ns: counter("cpu_unsampled_ns"),
-        missed_carriers: counter("missed_carriers"),
-        questions: counter("sampler_questions"),
-        program_cpu_ns,
-        handler_cpu_ns: counter("handler_cpu_ns"),
-        sampler_cpu_ns: counter("sampler_cpu_ns"),
-        symbols_cpu_ns: counter("symbols_cpu_ns"),
-        agent_cpu_ns: counter("agent_cpu_ns"),
-        induced_cpu_ns: 0,
-        ended_early: ended.values().sum(),
-        samples,
-        ended_early_by_reason,
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use clrprof_trace::{FunctionDef, NativeFrameDef, NativeModuleDef, SessionStart, Writer};
 
     use super::*;
+    use crate::model::ProfileKind;
 
     const MODULE: u64 = 0x7f00_0000_3000;
     const OTHER_MODULE: u64 = 0x7f00_0000_3100;
@@ -1032,6 +741,53 @@ pub(crate) mod tests {
             w.write(&node(i as u32 + 2, 1, f, n)).unwrap();
         }
         read(w.get_ref().as_slice()).unwrap()
+    }
+
+    /// A recording whose `SessionStart` carries `config`, then `records`.
+    fn with_config(config: &str, records: &[Record]) -> LoadedTrace {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        w.write(&Record::SessionStart(SessionStart {
+            config: config.into(),
+            ..SessionStart::default()
+        }))
+        .unwrap();
+        for r in records {
+            w.write(r).unwrap();
+        }
+        read(w.get_ref().as_slice()).unwrap()
+    }
+
+    #[test]
+    fn the_session_configuration_is_read_once_into_its_types() {
+        let t = with_config(
+            "version=1;mode=count;rate=250;alloc=ticks;contention=1",
+            &[],
+        );
+        let config = t.config.as_ref().unwrap();
+        assert_eq!(
+            (config.mode, config.rate_hz, config.alloc, config.contention),
+            (
+                Mode::Count,
+                250,
+                clrprof_trace::config::AllocMode::Ticks,
+                true
+            )
+        );
+        assert_eq!(t.mode(), Mode::Count);
+        let p = t.profile();
+        assert_eq!(p.kind, ProfileKind::Count);
+        assert_eq!(p.sample_interval_ns, 4_000_000);
+        // No CPU profiling: a profile of samples, if any.
+        let t = with_config("version=1;mode=none;rate=1000", &[]);
+        assert_eq!(t.mode(), Mode::None);
+        assert_eq!(t.profile().kind, ProfileKind::Sample);
+        // Without a configuration (written without the CLI), the records say.
+        let t = with_config("", &[]);
+        assert_eq!((t.config.as_ref(), t.mode()), (None, Mode::Sample));
+        let t = with_config("", &[node(1, 0, 0x100, 1)]);
+        assert_eq!(t.mode(), Mode::Trace);
+        assert_eq!(t.profile().kind, ProfileKind::Trace);
+        assert_eq!(trace(Vec::new(), &[]).mode(), Mode::Trace);
     }
 
     #[test]
