@@ -267,6 +267,11 @@ impl PeriodProfiles {
         self.duration_nano
     }
 
+    /// Sets how long the period lasted (known when it ends), in nanoseconds.
+    pub fn set_duration(&mut self, duration_nano: u64) {
+        self.duration_nano = duration_nano;
+    }
+
     /// The most stacks a type keeps.
     pub fn max_stacks(&self) -> usize {
         self.max_stacks
