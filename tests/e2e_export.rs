@@ -11,8 +11,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use clrprof_e2e::{
-    ChildGuard, Collector, Dotnet, OutputExt, Program, agent_lib, compile, default_timeout,
-    free_port,
+    CaptureServer, ChildGuard, Collector, Dotnet, OutputExt, Program, agent_lib, clrprof, compile,
+    default_timeout, free_port,
 };
 use clrprof_trace::protocol::AGENT_CLSID;
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
@@ -354,4 +354,120 @@ fn an_endpoint_nobody_listens_on_costs_the_program_nothing_and_is_counted() {
         line.contains("sends failed (last: unreachable (Connect)"),
         "{stderr}"
     );
+}
+
+/// The functions of a pprof location, leaf first as pprof lists them.
+fn pprof_frames(profile: &clrprof_pprof::Profile, sample: &clrprof_pprof::Sample) -> Vec<String> {
+    let string = |i: i64| profile.string_table[i as usize].clone();
+    sample
+        .location_id
+        .iter()
+        .flat_map(|&id| {
+            let location = profile.location.iter().find(|l| l.id == id).unwrap();
+            location.line.iter().map(|line| {
+                let f = profile
+                    .function
+                    .iter()
+                    .find(|f| f.id == line.function_id)
+                    .unwrap();
+                string(f.name)
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn clrprof_env_gives_the_variables_that_push_to_pyroscope() {
+    use clrprof_export::pyroscope::PushRequest;
+    use std::io::Read;
+
+    let program = compile("Continuous");
+    let plain = program.run(&[]);
+    plain.assert_success();
+    let server = CaptureServer::start();
+    let env = clrprof(&[
+        "env",
+        "--endpoint",
+        &server.endpoint(),
+        "--protocol",
+        "pyroscope",
+        "--service",
+        "continuous-push",
+        "--label",
+        "region=eu",
+        "--period",
+        "1",
+        "--profiles",
+        "cpu,exceptions",
+        "--format",
+        "docker",
+    ]);
+    env.assert_success();
+    let vars: Vec<(String, String)> = env
+        .stdout_str()
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once('=').expect("NAME=value");
+            (k.to_string(), v.to_string())
+        })
+        .collect();
+    // The agent's real path, the one the tests built.
+    assert!(
+        vars.contains(&(
+            "CORECLR_PROFILER_PATH".into(),
+            agent_lib().canonicalize().unwrap().display().to_string()
+        )),
+        "{vars:?}"
+    );
+    let mut cmd = program.command();
+    cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+    let (output, _) = run(&mut cmd);
+    output.assert_success();
+    assert_eq!(output.stdout, plain.stdout);
+    assert_eq!(output.stderr_str(), "");
+
+    let bodies = server.wait_for(1, FORWARD_TIMEOUT);
+    std::thread::sleep(Duration::from_secs(1));
+    let bodies = server.wait_for(bodies.len(), FORWARD_TIMEOUT);
+    let mut spin_cpu = 0;
+    let mut exceptions = 0;
+    for body in &bodies {
+        let push = PushRequest::decode(&body[..]).expect("a push.v1.PushRequest");
+        for series in &push.series {
+            let labels: BTreeMap<&str, &str> = series
+                .labels
+                .iter()
+                .map(|l| (l.name.as_str(), l.value.as_str()))
+                .collect();
+            assert_eq!(labels["service_name"], "continuous-push");
+            assert_eq!(labels["region"], "eu");
+            let name = labels["__name__"];
+            assert!(["process_cpu", "exception"].contains(&name), "{labels:?}");
+            for raw in &series.samples {
+                let mut bytes = Vec::new();
+                flate2::read::GzDecoder::new(&raw.raw_profile[..])
+                    .read_to_end(&mut bytes)
+                    .expect("a gzip'd pprof");
+                let profile = clrprof_pprof::Profile::decode(&bytes[..]).expect("a pprof");
+                for sample in &profile.sample {
+                    let frames = pprof_frames(&profile, sample);
+                    match name {
+                        "process_cpu" if frames.first().map(String::as_str) == Some(SPIN) => {
+                            spin_cpu += sample.value[0]
+                        }
+                        "exception" if frames.get(1).map(String::as_str) == Some(THROW) => {
+                            assert_eq!(
+                                frames,
+                                ["System.InvalidOperationException", THROW, RUN, MAIN]
+                            );
+                            exceptions += sample.value[0]
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    assert!(spin_cpu >= 500_000_000, "Spin has {spin_cpu} ns of CPU");
+    assert_eq!(exceptions, 7);
 }
