@@ -50,6 +50,8 @@ struct Sample {
     frames: Vec<String>,
     modules: Vec<String>,
     value: i64,
+    /// The profile's integer attributes.
+    attributes: BTreeMap<String, i64>,
 }
 
 /// What the Collector forwarded, readable: every sample of every profile, and the resource
@@ -88,6 +90,18 @@ fn read(bodies: &[Vec<u8>]) -> (Vec<Sample>, Vec<BTreeMap<String, String>>) {
             for sp in &rp.scope_profiles {
                 for p in &sp.profiles {
                     let t = p.sample_type.expect("a sample type");
+                    let profile_attributes: BTreeMap<String, i64> = p
+                        .attribute_indices
+                        .iter()
+                        .map(|&i| {
+                            let a = &d.attribute_table[i as usize];
+                            let value = match a.value.as_ref().and_then(|v| v.value.clone()) {
+                                Some(Value::IntValue(v)) => v,
+                                other => panic!("unexpected attribute value {other:?}"),
+                            };
+                            (s(a.key_strindex), value)
+                        })
+                        .collect();
                     for sample in &p.samples {
                         let locations: Vec<_> = d.stack_table[sample.stack_index as usize]
                             .location_indices
@@ -112,6 +126,7 @@ fn read(bodies: &[Vec<u8>]) -> (Vec<Sample>, Vec<BTreeMap<String, String>>) {
                             frames,
                             modules,
                             value: sample.values[0],
+                            attributes: profile_attributes.clone(),
                         });
                     }
                 }
@@ -140,6 +155,27 @@ fn settled(collector: &Collector) -> Vec<Vec<u8>> {
         }
         bodies = now;
     }
+}
+
+/// The agent's one line at exit, and its numbers: periods, delivered, dropped, waiting at
+/// exit, failed sends.
+fn exit_line<'a>(stderr: &'a str, endpoint: &str) -> (&'a str, [u64; 5]) {
+    let prefix = format!("clrprof: export to {endpoint}: ");
+    let line = stderr
+        .strip_prefix(&prefix)
+        .and_then(|l| l.strip_suffix('\n'))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(!line.contains('\n'), "{stderr}");
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .take(5)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    (
+        line,
+        numbers.try_into().unwrap_or_else(|_| panic!("{stderr}")),
+    )
 }
 
 const MAIN: &str = "Continuous.Program.Main(string[])";
@@ -331,21 +367,7 @@ fn an_endpoint_nobody_listens_on_costs_the_program_nothing_and_is_counted() {
     // One line at exit: every period that had samples is accounted for, none delivered, every
     // send failed.
     let stderr = output.stderr_str();
-    let prefix = format!("clrprof: export to {endpoint}: ");
-    let line = stderr
-        .strip_prefix(&prefix)
-        .and_then(|l| l.strip_suffix('\n'))
-        .unwrap_or_else(|| panic!("{stderr}"));
-    assert!(!line.contains('\n'), "{stderr}");
-    let numbers: Vec<u64> = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty())
-        .take(5)
-        .map(|n| n.parse().unwrap())
-        .collect();
-    let [periods, delivered, dropped, waiting, failed] = numbers[..] else {
-        panic!("{stderr}")
-    };
+    let (line, [periods, delivered, dropped, waiting, failed]) = exit_line(&stderr, &endpoint);
     assert!(periods >= 1, "{stderr}");
     assert_eq!(delivered, 0, "{stderr}");
     assert_eq!(dropped + waiting, periods, "{stderr}");
@@ -470,4 +492,51 @@ fn clrprof_env_gives_the_variables_that_push_to_pyroscope() {
     }
     assert!(spin_cpu >= 500_000_000, "Spin has {spin_cpu} ns of CPU");
     assert_eq!(exceptions, 7);
+}
+
+#[test]
+fn a_collector_that_comes_late_gets_the_waiting_periods_and_the_losses_are_counted() {
+    let program = compile("Continuous");
+    let port = free_port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let mut cmd = exported(
+        &program,
+        &["busy", "10"],
+        &[
+            ("CLRPROF_EXPORT_ENDPOINT", &endpoint),
+            ("CLRPROF_EXPORT_PERIOD", "1"),
+            ("CLRPROF_EXPORT_PROFILES", "cpu"),
+        ],
+    );
+    let mut child = ChildGuard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
+    // Nobody listens for the first periods.
+    std::thread::sleep(Duration::from_secs(3));
+    let collector = Collector::start_on(port);
+    let output = child.wait_with_output(default_timeout());
+    output.assert_success();
+    assert_eq!(output.stdout_str(), "done\n");
+    let stderr = output.stderr_str();
+    let (_, [periods, delivered, dropped, waiting, failed]) = exit_line(&stderr, &endpoint);
+    assert!(failed >= 1, "{stderr}");
+    assert!(delivered >= 1, "{stderr}");
+    assert_eq!(delivered + dropped + waiting, periods, "{stderr}");
+    // What the Collector got is what the agent counts as delivered; every profile says how many
+    // periods were dropped before it, never more than the agent counted in the end.
+    let bodies = settled(&collector);
+    assert_eq!(bodies.len() as u64, delivered, "{stderr}");
+    let (samples, _) = read(&bodies);
+    assert!(samples.iter().all(|s| s.sample_type == "cpu"));
+    for s in &samples {
+        let said = s
+            .attributes
+            .get("clrprof.periods_dropped")
+            .copied()
+            .unwrap_or(0);
+        assert!(said as u64 <= dropped, "{said} > {dropped}: {stderr}");
+    }
+    assert!(
+        total(&samples, "cpu", |s| s.frames.last().map(String::as_str)
+            == Some(SPIN))
+            > 1_000_000_000
+    );
 }

@@ -13,7 +13,9 @@
 // 4. Sleeps 1.5 s (so that a period of 1 s ends after the work), then prints "done" and
 //    returns 0.
 //
-// With the argument `short` it does only the last step (the program of the fault tests).
+// With the argument `short` it does only the last step (the program of the fault tests). With
+// `busy SECONDS` it calls `Hot.Spin(long)` with 10,000,000 steps again and again for that many
+// seconds of wall time, then prints "done" (a program that has CPU samples in every period).
 using System;
 using System.Runtime.CompilerServices;
 using System.Threading;
@@ -89,6 +91,15 @@ namespace Continuous
         [MethodImpl(MethodImplOptions.NoInlining)]
         static int Main(string[] args)
         {
+            if (args.Length == 2 && args[0] == "busy")
+            {
+                var until = DateTime.UtcNow.AddSeconds(int.Parse(args[1]));
+                long x = 0;
+                while (DateTime.UtcNow < until)
+                    x += Hot.Spin(10000000);
+                Console.WriteLine(x != 0 ? "done" : "done");
+                return 0;
+            }
             if (args.Length == 0 || args[0] != "short")
             {
                 Console.WriteLine("spin: " + (Hot.Spin(400000000) != 0 ? "done" : "done"));

@@ -196,10 +196,13 @@ pub fn request(period: &PeriodProfiles, resource: &Resource) -> ExportProfilesSe
                 (index, s.values.as_slice())
             })
             .collect();
-        let attribute_indices = match samples.over_limit_samples() {
+        let mut attribute_indices = match samples.over_limit_samples() {
             0 => Vec::new(),
             n => vec![dict.int_attribute(OVER_LIMIT_ATTRIBUTE, saturating_i64(n))],
         };
+        for (name, value) in period.counters() {
+            attribute_indices.push(dict.int_attribute(name, saturating_i64(value)));
+        }
         let period_type = samples.period().map(|p| dict.value_type(p.value_type));
         let every = samples.period().map_or(0, |p| p.every);
         for (i, value_type) in profile_type.value_types().iter().enumerate() {
@@ -448,6 +451,28 @@ mod tests {
         assert_eq!(
             attribute.value.as_ref().unwrap().value,
             Some(any_value::Value::IntValue(2))
+        );
+    }
+
+    #[test]
+    fn the_period_s_counters_ride_on_every_profile() {
+        let mut p = PeriodProfiles::new(0, 1, 8);
+        p.add(ProfileType::Lock, &[Frame::new("A", "a.dll")], &[5, 1])
+            .unwrap();
+        p.set_counter("clrprof.periods_dropped", 3);
+        p.set_counter("clrprof.nothing_lost", 0);
+        let request = request(&p, &resource());
+        let d = request.dictionary.as_ref().unwrap();
+        let profiles = &request.resource_profiles[0].scope_profiles[0].profiles;
+        assert_eq!(profiles.len(), 2);
+        for profile in profiles {
+            assert_eq!(profile.attribute_indices, [1]);
+        }
+        let attribute = &d.attribute_table[1];
+        assert_eq!(string(d, attribute.key_strindex), "clrprof.periods_dropped");
+        assert_eq!(
+            attribute.value.as_ref().unwrap().value,
+            Some(any_value::Value::IntValue(3))
         );
     }
 

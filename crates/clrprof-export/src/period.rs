@@ -240,6 +240,7 @@ pub struct PeriodProfiles {
     frame_index: HashMap<Frame, u32>,
     types: [TypeProfile; 5],
     over_limit_frame: Option<u32>,
+    counters: Vec<(String, u64)>,
 }
 
 impl PeriodProfiles {
@@ -254,6 +255,7 @@ impl PeriodProfiles {
             frame_index: HashMap::new(),
             types: Default::default(),
             over_limit_frame: None,
+            counters: Vec::new(),
         }
     }
 
@@ -265,6 +267,24 @@ impl PeriodProfiles {
     /// How long it lasted, in nanoseconds.
     pub fn duration_nano(&self) -> u64 {
         self.duration_nano
+    }
+
+    /// Sets a count of the process that every profile of the period carries (what was lost so
+    /// far, e.g. `clrprof.periods_dropped`): OTLP as a profile attribute, pprof as a comment
+    /// `name=value`. A count of 0 is not sent.
+    pub fn set_counter(&mut self, name: &str, value: u64) {
+        match self.counters.iter_mut().find(|(n, _)| n == name) {
+            Some((_, v)) => *v = value,
+            None => self.counters.push((name.to_string(), value)),
+        }
+    }
+
+    /// The counts every profile carries, in the order they were first set, without zeros.
+    pub fn counters(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.counters
+            .iter()
+            .filter(|(_, v)| *v > 0)
+            .map(|(n, v)| (n.as_str(), *v))
     }
 
     /// Sets how long the period lasted (known when it ends), in nanoseconds.

@@ -80,6 +80,10 @@ pub fn pprof_profile(period: &PeriodProfiles, profile_type: ProfileType) -> ppro
         })
         .collect();
     let (period_type, every) = period_of(&mut b, samples);
+    let comment = period
+        .counters()
+        .map(|(name, value)| b.string(&format!("{name}={value}")))
+        .collect();
     pprof::Profile {
         sample_type,
         sample,
@@ -91,6 +95,7 @@ pub fn pprof_profile(period: &PeriodProfiles, profile_type: ProfileType) -> ppro
         duration_nanos: i64::try_from(period.duration_nano()).unwrap_or(i64::MAX),
         period_type,
         period: every,
+        comment,
         ..Default::default()
     }
 }
@@ -278,6 +283,23 @@ mod tests {
             container_id: None,
             labels: vec![("region".into(), "eu".into())],
         }
+    }
+
+    #[test]
+    fn the_period_s_counters_are_comments() {
+        let mut p = PeriodProfiles::new(5, 7, 16);
+        p.add(ProfileType::Cpu, &[Frame::new("Main", "App.dll")], &[1])
+            .unwrap();
+        let plain = pprof_profile(&p, ProfileType::Cpu);
+        assert!(plain.comment.is_empty());
+        p.set_counter("clrprof.periods_dropped", 2);
+        let profile = pprof_profile(&p, ProfileType::Cpu);
+        let comments: Vec<&str> = profile
+            .comment
+            .iter()
+            .map(|&i| profile.string_table[i as usize].as_str())
+            .collect();
+        assert_eq!(comments, ["clrprof.periods_dropped=2"]);
     }
 
     #[test]

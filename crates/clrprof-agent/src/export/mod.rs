@@ -33,6 +33,10 @@ pub const FINISH_TIMEOUT: Duration = Duration::from_secs(2);
 /// The timeout of one exchange with the backend from the exporter thread.
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The count every profile carries of the periods this process dropped so far (the queue was
+/// full, or the backend refused them for good): an OTLP profile attribute, a pprof comment.
+pub const PERIODS_DROPPED: &str = "clrprof.periods_dropped";
+
 /// The `process.runtime.name` of the resource.
 const RUNTIME_NAME: &str = ".NET";
 
@@ -258,9 +262,10 @@ fn ship_periods(shared: &Shared) {
             if period_end <= now {
                 period_end = now + period;
             }
-            let p = shared.take_period();
+            let mut p = shared.take_period();
             if !p.is_empty() {
                 shared.counts.periods.fetch_add(1, Ordering::Relaxed);
+                p.set_counter(PERIODS_DROPPED, queue.counts().dropped());
                 queue.push(exporter.encode(&p, shared.resource()));
             }
         }
@@ -285,7 +290,11 @@ pub fn finish() {
     }
     *shared.stop.lock().unwrap_or_else(|e| e.into_inner()) = true;
     shared.wake.notify_all();
-    let last = shared.take_period();
+    let mut last = shared.take_period();
+    last.set_counter(
+        PERIODS_DROPPED,
+        shared.counts.dropped.load(Ordering::Relaxed),
+    );
     // The last period's fate, apart: the exporter thread may still store its own counts.
     let (mut periods, mut delivered, mut dropped, mut failed) = (0, 0, 0, 0);
     if !last.is_empty() {
