@@ -540,3 +540,64 @@ fn a_collector_that_comes_late_gets_the_waiting_periods_and_the_losses_are_count
             > 1_000_000_000
     );
 }
+
+/// Runs `cmd` and says how long after the program printed its last line (`done`) it exited.
+fn time_from_done_to_exit(cmd: &mut Command) -> (Output, Duration) {
+    use std::io::{BufRead, BufReader};
+    let mut child = ChildGuard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
+    let stdout = child.child_mut().stdout.take().unwrap();
+    let done = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        let mut at = None;
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            if line == "done" {
+                at = Some(Instant::now());
+            }
+            lines.push(line);
+        }
+        (lines, at)
+    });
+    let output = child.wait_with_output(default_timeout());
+    let exited = Instant::now();
+    let (lines, at) = done.join().unwrap();
+    let at = at.unwrap_or_else(|| panic!("no `done` in {lines:?}\n{}", output.describe()));
+    (output, exited - at)
+}
+
+#[test]
+fn a_backend_that_never_answers_delays_the_exit_at_most_two_seconds() {
+    let program = compile("Continuous");
+    // Accepts every connection and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let (plain, plain_exit) = time_from_done_to_exit(&mut program.command().arg("short"));
+    plain.assert_success();
+    let (output, exit) = time_from_done_to_exit(&mut exported(
+        &program,
+        &["short"],
+        &[
+            ("CLRPROF_EXPORT_ENDPOINT", &endpoint),
+            ("CLRPROF_EXPORT_PERIOD", "1"),
+        ],
+    ));
+    output.assert_success();
+    // The last period's send gives up after 2 s; the runtime's own shutdown is the rest (and
+    // a little scheduling on a loaded machine).
+    assert!(
+        exit <= plain_exit + Duration::from_millis(2_500),
+        "exit took {exit:?} after the program's last line, {plain_exit:?} unprofiled"
+    );
+    let stderr = output.stderr_str();
+    let (line, [periods, delivered, dropped, waiting, failed]) = exit_line(&stderr, &endpoint);
+    assert_eq!(delivered, 0, "{stderr}");
+    assert_eq!(dropped + waiting, periods, "{stderr}");
+    assert!(failed >= 1, "{stderr}");
+    assert!(line.contains("(last: unreachable (Timeout)"), "{stderr}");
+}

@@ -267,6 +267,8 @@ fn ship_periods(shared: &Shared) {
                 shared.counts.periods.fetch_add(1, Ordering::Relaxed);
                 p.set_counter(PERIODS_DROPPED, queue.counts().dropped());
                 queue.push(exporter.encode(&p, shared.resource()));
+                // Counted before the sends, which may take long: at exit it is waiting.
+                shared.note(&[], &queue);
             }
         }
         if shared.stopped() {
