@@ -113,8 +113,8 @@ impl ExportProfile {
     ];
 }
 
-/// Credentials for the backend.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Credentials for the backend (their `Debug` leaves the secrets out).
+#[derive(Clone, PartialEq, Eq)]
 pub enum ExportAuth {
     /// `Authorization: Bearer TOKEN`.
     Bearer(String),
@@ -125,6 +125,15 @@ pub enum ExportAuth {
         /// The password.
         password: String,
     },
+}
+
+impl std::fmt::Debug for ExportAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExportAuth::Bearer(_) => write!(f, "Bearer(..)"),
+            ExportAuth::Basic { user, .. } => write!(f, "Basic {{ user: {user:?}, .. }}"),
+        }
+    }
 }
 
 /// Where and what export mode ships.
@@ -515,6 +524,20 @@ mod tests {
             e(&[(ENV_ENDPOINT, "http://c"), (ENV_CPU_RATE, "0")])
                 .starts_with("CLRPROF_EXPORT_CPU_RATE=0")
         );
+    }
+
+    #[test]
+    fn secrets_stay_out_of_debug_output() {
+        let bearer = format!("{:?}", ExportAuth::Bearer("s3cret".into()));
+        let basic = format!(
+            "{:?}",
+            ExportAuth::Basic {
+                user: "u".into(),
+                password: "s3cret".into()
+            }
+        );
+        assert!(!bearer.contains("s3cret") && !basic.contains("s3cret"));
+        assert_eq!(basic, r#"Basic { user: "u", .. }"#);
     }
 
     #[test]
