@@ -18,7 +18,8 @@
 //! - [`queue`]: [`RetryQueue`], the requests waiting, bounded in count and bytes, retried with
 //!   backoff and jitter; what it drops is counted.
 //!
-//! Everything blocks on the caller's thread: the agent is to run it on its own exporter thread.
+//! Everything blocks on the caller's thread: the agent runs it on its own exporter thread
+//! (export mode, `clrprof-agent`'s `export` module).
 
 #![forbid(unsafe_code)]
 
