@@ -2,8 +2,8 @@
 // (tests/e2e_export.rs). It does four things, one after another, each in a method of its own
 // ([MethodImpl(NoInlining)], so that stacks name them), and prints one line for each:
 //
-// 1. `Continuous.Hot.Spin(long)` computes 400,000,000 steps of a recurrence on the main thread
-//    (about a second of CPU): the program's hot method. Output: "spin: done".
+// 1. `Continuous.Hot.Spin(long)` computes 800,000,000 steps of a recurrence on the main thread
+//    (one to two seconds of CPU): the program's hot method. Output: "spin: done".
 // 2. `Continuous.Allocator.Allocate(int)` allocates 2,000,000 `Continuous.Blob` (48 bytes each
 //    on a 64-bit runtime: object header, method table and four longs: 96,000,000 bytes), none
 //    kept alive. Nothing else allocates a `Blob`. Output: "allocated: 1999999000000".
@@ -102,7 +102,7 @@ namespace Continuous
             }
             if (args.Length == 0 || args[0] != "short")
             {
-                Console.WriteLine("spin: " + (Hot.Spin(400000000) != 0 ? "done" : "done"));
+                Console.WriteLine("spin: " + (Hot.Spin(800000000) != 0 ? "done" : "done"));
                 Console.WriteLine("allocated: " + Allocator.Allocate(2000000));
                 Console.WriteLine("caught: " + Thrower.Run(7));
             }
