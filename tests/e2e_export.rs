@@ -598,3 +598,31 @@ fn a_backend_that_never_answers_delays_the_exit_at_most_two_seconds() {
     assert!(failed >= 1, "{stderr}");
     assert!(line.contains("(last: unreachable (Timeout)"), "{stderr}");
 }
+
+#[test]
+fn a_profile_the_runtime_cannot_give_is_said_once_when_asked_for_by_name() {
+    let program = compile("Continuous");
+    let plain = program.run(&["short"]);
+    plain.assert_success();
+    let server = CaptureServer::start();
+    let endpoint = server.endpoint();
+    let (output, _) = run(&mut exported(
+        &program,
+        &["short"],
+        &[
+            ("CLRPROF_EXPORT_ENDPOINT", &endpoint),
+            ("CLRPROF_EXPORT_PROFILES", "cpu,alloc,lock"),
+        ],
+    ));
+    output.assert_success();
+    assert_eq!(output.stdout, plain.stdout);
+    if Dotnet::get().major_minor() >= (5, 0) {
+        assert_eq!(output.stderr_str(), "");
+    } else {
+        assert_eq!(
+            output.stderr_str(),
+            "clrprof: the alloc and lock profile(s) need the runtime's events in process \
+             (.NET 5 or later), which this runtime does not offer; they are not exported\n"
+        );
+    }
+}
