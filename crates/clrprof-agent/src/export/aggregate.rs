@@ -25,6 +25,9 @@ use rustc_hash::FxHashMap;
 /// arrived yet; past this many the oldest is added without its type.
 const PENDING_EXCEPTIONS: usize = 64;
 
+/// The agent's errors said on standard error in export mode, at most (the first ones).
+const ERRORS_TOLD: usize = 16;
+
 /// What the process is, from the stream's `SessionStart`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionFacts {
@@ -133,6 +136,9 @@ pub struct Aggregator {
     pending: Vec<PendingException>,
     counts: AggregateCounts,
     scratch: Vec<Frame>,
+    /// The agent's errors (messages of level 2) not yet said, and how many were.
+    errors: Vec<String>,
+    errors_taken: usize,
 }
 
 fn type_of(p: ExportProfile) -> ProfileType {
@@ -189,6 +195,8 @@ impl Aggregator {
             pending: Vec::new(),
             counts: AggregateCounts::default(),
             scratch: Vec::new(),
+            errors: Vec::new(),
+            errors_taken: 0,
         };
         a.set_periods();
         a
@@ -210,6 +218,14 @@ impl Aggregator {
     /// The counters.
     pub fn counts(&self) -> AggregateCounts {
         self.counts
+    }
+
+    /// The agent's errors the stream carried since the last call (with no `clrprof` process to
+    /// show them, export mode says them on standard error), the first 16 in all.
+    pub fn take_errors(&mut self) -> Vec<String> {
+        let errors = std::mem::take(&mut self.errors);
+        self.errors_taken += errors.len();
+        errors
     }
 
     /// Takes the current period, which ends at `end_unix_nano`, and starts the next one there.
@@ -301,6 +317,11 @@ impl Aggregator {
                 self.defs
                     .nodes
                     .insert(s.id, (s.parent, s.frame_kind, s.frame));
+            }
+            Record::Message(m)
+                if m.level >= 2 && self.errors_taken + self.errors.len() < ERRORS_TOLD =>
+            {
+                self.errors.push(m.text);
             }
             Record::Sample(s) => self.sample(&s),
             Record::Allocation(a) => self.allocation(&a),
@@ -658,6 +679,34 @@ mod tests {
             names(&p, ProfileType::Cpu)[0].0[1],
             "Shop.Dynamic.lambda_method()@Shop.dll"
         );
+    }
+
+    #[test]
+    fn the_agent_s_errors_are_taken_once_and_its_warnings_not_at_all() {
+        use clrprof_trace::Message;
+        let mut a = Aggregator::new(&settings(&[ExportProfile::Cpu]), 100, 1, 64, 0);
+        let message = |level, text: &str| {
+            Record::Message(Message {
+                ts: 0,
+                level,
+                text: text.into(),
+            })
+        };
+        feed(
+            &mut a,
+            &[
+                message(1, "a warning"),
+                message(2, "the runtime refused the event mask"),
+            ],
+            5,
+        );
+        assert_eq!(a.take_errors(), ["the runtime refused the event mask"]);
+        assert!(a.take_errors().is_empty());
+        let many: Vec<Record> = (0..20).map(|i| message(2, &format!("e{i}"))).collect();
+        feed_more(&mut a, &many);
+        assert_eq!(a.take_errors().len(), 15);
+        feed_more(&mut a, &many);
+        assert!(a.take_errors().is_empty());
     }
 
     #[test]

@@ -98,11 +98,14 @@ pub struct ExportSink(Arc<Shared>);
 
 impl Write for ExportSink {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .aggregator
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(bytes);
+        let errors = {
+            let mut aggregator = self.0.aggregator.lock().unwrap_or_else(|e| e.into_inner());
+            aggregator.push(bytes);
+            aggregator.take_errors()
+        };
+        for e in errors {
+            tell(&e);
+        }
         Ok(bytes.len())
     }
 
