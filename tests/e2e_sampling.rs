@@ -90,7 +90,7 @@ fn idle_threads_cost_no_cpu_and_are_asked_once() {
     }
     // Interrupted at most once per place a thread waits: the 50 threads wait in one place each
     // (the runtime's own threads add a few).
-    let questions = trace.counter("sampler_questions");
+    let questions = trace.counter(clrprof_trace::counters::CounterName::SamplerQuestions);
     assert!(
         questions <= 2 * p.threads.len() as u64,
         "{questions} signals to blocked threads for {} threads",
@@ -128,7 +128,7 @@ fn assert_worker_cpu_is_accounted(
     let samples = cpu_samples(p, worker);
     assert!(samples > 50, "{samples} CPU samples of the worker");
     let sampled = cpu_ns(worker);
-    let profiler = trace.counter(&format!("profiler_cpu_ns:{}", worker.tid));
+    let profiler = trace.thread_profiler_cpu_ns(worker.tid);
     assert!(profiler > 0, "the profiler's cost on the worker is counted");
     // Measured: the two differ by -220 to +410 us (the start before the clock was armed, the
     // end after the program's last reading) of 725 ms to 2.4 s. The thread's last period, up

@@ -3,6 +3,10 @@
 // Compiled with symbols (`.mdb`):
 // @mcs -debug
 //
+// - `Warm()` first allocates one array of 1 MiB on no marked line: its tick stands for
+//   whatever the large object heap took before it too (the runtime's start-up, which depends
+//   on the environment: a locale's data, the variables), so that the ticks of `Allocate()`
+//   stand for their own arrays.
 // - `Allocate()` allocates 20 arrays of 1 MiB on the line `@alloc` (each a large object, so
 //   each one is an allocation tick of its own) and nothing else.
 // - `Catch(7)` calls `Throw(i)` 7 times from the line `@call-throw`; `Throw` throws on the line
@@ -20,7 +24,14 @@ static class LineSites
 {
     static readonly object Gate = new object();
     static readonly byte[][] Kept = new byte[20][];
+    static byte[] warm;
     static volatile bool entering;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Warm()
+    {
+        warm = new byte[1 << 20];
+    }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     static long Allocate()
@@ -89,6 +100,7 @@ static class LineSites
 
     static int Main()
     {
+        Warm();
         Console.WriteLine("allocated " + Allocate());
         Console.WriteLine("caught " + Catch(7));
         Console.WriteLine("contended " + Contend(5));

@@ -10,8 +10,8 @@ use clrprof_sdk::sys::GUID;
 use clrprof_sdk::types::*;
 use clrprof_sdk::*;
 use clrprof_trace::{
-    EventCategory, EventKind as K, ExceptionInfo, IlPosition, Record, SessionStart, ThreadDef,
-    protocol,
+    EventCategory, EventKind as K, ExceptionInfo, IlPosition, MessageLevel, Record, SessionStart,
+    ThreadDef, protocol,
 };
 
 use crate::config::{AgentConfig, AllocMode, Config, Mode};
@@ -285,7 +285,10 @@ impl Session {
         }
         let toggles = matches!(mask_ok, Ok(())) && self.info.version() >= 5;
         if let Err(e) = mask_ok {
-            self.message(2, format!("the runtime refused the event mask: {e}"));
+            self.message(
+                MessageLevel::Error,
+                format!("the runtime refused the event mask: {e}"),
+            );
         }
         crate::event_mask::configured(low, high, toggles);
         crate::heap::configured(self, low, high, toggles);
@@ -293,7 +296,10 @@ impl Session {
         if self.config.mode == Mode::Trace {
             cct::set_node_budget(self.config.max_nodes);
             if let Err(e) = hooks::install(&self.info) {
-                self.message(2, format!("trace mode is unavailable: {e}"));
+                self.message(
+                    MessageLevel::Error,
+                    format!("trace mode is unavailable: {e}"),
+                );
             }
         }
 
@@ -324,11 +330,11 @@ impl Session {
         if let Some(value) = contention_reader {
             // Right after SessionStart: the CLI waits for it to know who reads the events.
             self.out
-                .push_record(&Record::Counter(clrprof_trace::Counter {
-                    ts: self.now(),
-                    name: clrprof_trace::protocol::CONTENTION_READER_COUNTER.into(),
+                .push_record(&Record::Counter(clrprof_trace::Counter::named(
+                    clrprof_trace::protocol::CONTENTION_READER_COUNTER,
+                    self.now(),
                     value,
-                }));
+                )));
         }
         for w in &self.config.warnings {
             self.warn(w.clone());

@@ -24,6 +24,7 @@
 //! its name. The record itself goes into the transport's fixed buffer, and is dropped and
 //! counted (`allocations_dropped`) if that is full.
 
+use clrprof_trace::counters::CounterName;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -56,10 +57,16 @@ pub static STATS: AllocStats = AllocStats {
 };
 
 /// The counters, for `Session::write_counters`.
-pub fn counters() -> [(&'static str, u64); 2] {
+pub fn counters() -> [(CounterName, u64); 2] {
     [
-        ("allocations_written", STATS.written.load(Ordering::Relaxed)),
-        ("allocations_dropped", STATS.dropped.load(Ordering::Relaxed)),
+        (
+            CounterName::AllocationsWritten,
+            STATS.written.load(Ordering::Relaxed),
+        ),
+        (
+            CounterName::AllocationsDropped,
+            STATS.dropped.load(Ordering::Relaxed),
+        ),
     ]
 }
 

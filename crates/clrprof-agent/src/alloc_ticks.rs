@@ -25,6 +25,7 @@
 //! finds the interfaces by QueryInterface, so a runtime without `ICorProfilerInfo12` refuses
 //! it with `NotSupported`), and told to the CLI with [`TickReader`].
 
+use clrprof_trace::counters::CounterName;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use clrprof_events::gc::{AllocationKind, AllocationTick};
@@ -67,7 +68,7 @@ static STATS: TickStats = TickStats {
 
 /// The counters, for `Session::write_counters`: with `alloc=ticks`, who reads the ticks, and
 /// what became of them when the agent does.
-pub fn counters(s: &Session) -> Vec<(&'static str, u64)> {
+pub fn counters(s: &Session) -> Vec<(CounterName, u64)> {
     let Some(reader) = reader(s) else {
         return Vec::new();
     };
@@ -75,11 +76,17 @@ pub fn counters(s: &Session) -> Vec<(&'static str, u64)> {
     if reader == TickReader::Agent {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         counters.extend([
-            ("allocation_ticks", load(&STATS.delivered)),
-            ("allocation_ticks_unreadable", load(&STATS.unreadable)),
-            ("allocation_ticks_other_thread", load(&STATS.other_thread)),
+            (CounterName::AllocationTicks, load(&STATS.delivered)),
             (
-                "allocation_ticks_unresolved_frames",
+                CounterName::AllocationTicksUnreadable,
+                load(&STATS.unreadable),
+            ),
+            (
+                CounterName::AllocationTicksOtherThread,
+                load(&STATS.other_thread),
+            ),
+            (
+                CounterName::AllocationTicksUnresolvedFrames,
                 load(&STATS.unresolved_frames),
             ),
         ]);

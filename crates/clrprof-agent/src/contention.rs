@@ -24,6 +24,7 @@
 //! takes, and never block beyond the stack table's short lock; a record the transport's full
 //! buffer refuses is dropped and counted (`contention_dropped`).
 
+use clrprof_trace::counters::CounterName;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -137,7 +138,7 @@ pub fn stop(s: &Session) {
 }
 
 /// The counters, for `Session::write_counters`.
-pub fn counters(s: &Session) -> Vec<(&'static str, u64)> {
+pub fn counters(s: &Session) -> Vec<(CounterName, u64)> {
     if !s.config.contention {
         return Vec::new();
     }
@@ -145,11 +146,11 @@ pub fn counters(s: &Session) -> Vec<(&'static str, u64)> {
     if reads_events() {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         counters.extend([
-            ("contention_events", load(&STATS.starts)),
-            ("contention_written", load(&STATS.written)),
-            ("contention_dropped", load(&STATS.dropped)),
-            ("contention_unpaired", load(&STATS.unpaired)),
-            ("contention_unreadable", load(&STATS.unreadable)),
+            (CounterName::ContentionEvents, load(&STATS.starts)),
+            (CounterName::ContentionWritten, load(&STATS.written)),
+            (CounterName::ContentionDropped, load(&STATS.dropped)),
+            (CounterName::ContentionUnpaired, load(&STATS.unpaired)),
+            (CounterName::ContentionUnreadable, load(&STATS.unreadable)),
         ]);
     }
     counters

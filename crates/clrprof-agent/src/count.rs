@@ -29,6 +29,7 @@
 //! its first counts) and `CallCounts` records (per thread and method), see
 //! docs/trace-format.md.
 
+use clrprof_trace::counters::CounterName;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -541,15 +542,18 @@ impl Counting {
     }
 
     /// The counters of the trace.
-    pub fn counters(&self) -> [(&'static str, u64); 5] {
+    pub fn counters(&self) -> [(CounterName, u64); 5] {
         let s = &self.stats;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         [
-            ("count_methods", load(&s.methods)),
-            ("count_methods_failed", load(&s.methods_failed)),
-            ("count_inlines_refused", load(&s.inlines_refused)),
-            ("count_precompiled_refused", load(&s.precompiled_refused)),
-            ("count_threads_unmapped", load(&s.threads_unmapped)),
+            (CounterName::CountMethods, load(&s.methods)),
+            (CounterName::CountMethodsFailed, load(&s.methods_failed)),
+            (CounterName::CountInlinesRefused, load(&s.inlines_refused)),
+            (
+                CounterName::CountPrecompiledRefused,
+                load(&s.precompiled_refused),
+            ),
+            (CounterName::CountThreadsUnmapped, load(&s.threads_unmapped)),
         ]
     }
 }

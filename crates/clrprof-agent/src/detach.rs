@@ -15,6 +15,7 @@
 use std::io::Write;
 
 use clrprof_trace::EventKind as K;
+use clrprof_trace::MessageLevel;
 
 use crate::recorder::capture;
 use crate::session::Session;
@@ -61,7 +62,7 @@ pub fn watch(session: &'static Session, from_cli: FromCli) {
     match handle {
         Ok(handle) => *session.control.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle),
         Err(e) => session.message(
-            2,
+            MessageLevel::Error,
             format!("cannot start the control thread ({e}); the agent cannot detach"),
         ),
     }
@@ -98,7 +99,7 @@ impl Session {
         crate::recorder::threads::release_all();
         if let Err(e) = self.info.request_profiler_detach(DETACH_CHECK_MS) {
             self.message(
-                2,
+                MessageLevel::Error,
                 format!("the runtime refused to detach the agent ({e}); it stays loaded, recording nothing"),
             );
             self.end("detach refused");

@@ -48,6 +48,7 @@
 //! thread, which forces a collection (`ForceGC`, accepted from a thread with no callback and no
 //! managed code on its stack) and snapshots it.
 
+use clrprof_trace::counters::CounterName;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -399,16 +400,16 @@ pub fn finish(s: &Session) -> Option<u32> {
 }
 
 /// The heap counters, for the session's `Counter` records.
-pub fn counters() -> impl Iterator<Item = (&'static str, u64)> {
+pub fn counters() -> impl Iterator<Item = (CounterName, u64)> {
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     [
-        ("heap_walks_unused", load(&STATE.walks_unused)),
+        (CounterName::HeapWalksUnused, load(&STATE.walks_unused)),
         (
-            "heap_walk_callbacks_unused",
+            CounterName::HeapWalkCallbacksUnused,
             load(&STATE.walk_callbacks_unused),
         ),
-        ("heap_walk_enables", load(&STATE.walk_enables)),
-        ("heap_walk_refusals", load(&STATE.walk_refusals)),
+        (CounterName::HeapWalkEnables, load(&STATE.walk_enables)),
+        (CounterName::HeapWalkRefusals, load(&STATE.walk_refusals)),
     ]
     .into_iter()
 }

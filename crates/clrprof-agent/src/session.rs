@@ -1,10 +1,11 @@
 //! One profiling session: what `Initialize` set up and every callback uses.
 
+use clrprof_trace::counters::CounterName;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use clrprof_sdk::{FunctionId, ProfilerInfo};
-use clrprof_trace::{CallTreeNode, Counter, Event, EventKind, Message, Record};
+use clrprof_trace::{CallTreeNode, Counter, Event, EventKind, Message, MessageLevel, Record};
 
 use crate::config::{Config, Mode};
 use crate::defs::Definitions;
@@ -120,7 +121,7 @@ impl Session {
     }
 
     /// Sends a message for the user (shown by the CLI).
-    pub fn message(&self, level: u8, text: impl Into<String>) {
+    pub fn message(&self, level: MessageLevel, text: impl Into<String>) {
         self.out.push_record(&Record::Message(Message {
             ts: self.now(),
             level,
@@ -130,12 +131,12 @@ impl Session {
 
     /// Sends a note for the user.
     pub fn info(&self, text: impl Into<String>) {
-        self.message(0, text);
+        self.message(MessageLevel::Info, text);
     }
 
     /// Sends a warning for the user.
     pub fn warn(&self, text: impl Into<String>) {
-        self.message(1, text);
+        self.message(MessageLevel::Warning, text);
     }
 
     /// Writes the current value of every counter.
@@ -146,46 +147,46 @@ impl Session {
         let c = &cct::STATS;
         let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         let counters = [
-            ("events_written", load(&t.events_written)),
-            ("events_dropped", load(&t.events_dropped)),
-            ("samples_written", load(&t.samples_written)),
+            (CounterName::EventsWritten, load(&t.events_written)),
+            (CounterName::EventsDropped, load(&t.events_dropped)),
+            (CounterName::SamplesWritten, load(&t.samples_written)),
             (
-                "samples_dropped",
+                CounterName::SamplesDropped,
                 load(&t.samples_dropped) + load(&s.missed),
             ),
-            ("records_dropped", load(&t.records_dropped)),
-            ("bytes_lost", load(&t.bytes_lost)),
-            ("sampler_ticks", load(&s.ticks)),
-            ("sampler_cpu_ns", load(&s.cpu_ns)),
-            ("symbols_cpu_ns", load(&s.symbols_cpu_ns)),
-            ("handler_cpu_ns", load(&s.handler_cpu_ns)),
-            ("cpu_samples", load(&s.cpu_samples)),
-            ("wall_samples", load(&s.wall_samples)),
-            ("samples_missed", load(&s.missed)),
-            ("cpu_missed_ns", load(&s.cpu_missed_ns)),
-            ("missed_carriers", load(&s.missed_carriers)),
-            ("cpu_unsampled_ns", load(&s.cpu_unsampled_ns)),
-            ("sampler_questions", load(&s.questions)),
-            ("agent_samples", load(&s.agent_samples)),
-            ("agent_cpu_ns", load(&s.agent_cpu_ns)),
-            ("clocks_rearmed", load(&s.rearmed)),
-            ("clock_upgrades", load(&s.clock_upgrades)),
-            ("clock_downgrades", load(&s.clock_downgrades)),
+            (CounterName::RecordsDropped, load(&t.records_dropped)),
+            (CounterName::BytesLost, load(&t.bytes_lost)),
+            (CounterName::SamplerTicks, load(&s.ticks)),
+            (CounterName::SamplerCpuNs, load(&s.cpu_ns)),
+            (CounterName::SymbolsCpuNs, load(&s.symbols_cpu_ns)),
+            (CounterName::HandlerCpuNs, load(&s.handler_cpu_ns)),
+            (CounterName::CpuSamples, load(&s.cpu_samples)),
+            (CounterName::WallSamples, load(&s.wall_samples)),
+            (CounterName::SamplesMissed, load(&s.missed)),
+            (CounterName::CpuMissedNs, load(&s.cpu_missed_ns)),
+            (CounterName::MissedCarriers, load(&s.missed_carriers)),
+            (CounterName::CpuUnsampledNs, load(&s.cpu_unsampled_ns)),
+            (CounterName::SamplerQuestions, load(&s.questions)),
+            (CounterName::AgentSamples, load(&s.agent_samples)),
+            (CounterName::AgentCpuNs, load(&s.agent_cpu_ns)),
+            (CounterName::ClocksRearmed, load(&s.rearmed)),
+            (CounterName::ClockUpgrades, load(&s.clock_upgrades)),
+            (CounterName::ClockDowngrades, load(&s.clock_downgrades)),
             (
-                "perf_signals_late",
+                CounterName::PerfSignalsLate,
                 crate::recorder::capture::PERF_SIGNALS_LATE.load(Ordering::Relaxed),
             ),
-            ("stacks_truncated", load(&s.truncated)),
-            ("call_tree_nodes", load(&c.nodes)),
-            ("call_tree_nodes_dropped", load(&c.nodes_dropped)),
-            ("calls_unrecorded", load(&c.calls_unrecorded)),
-            ("shadow_stack_mismatches", load(&c.mismatches)),
-            ("slow_path_enters", load(&c.slow_enters)),
+            (CounterName::StacksTruncated, load(&s.truncated)),
+            (CounterName::CallTreeNodes, load(&c.nodes)),
+            (CounterName::CallTreeNodesDropped, load(&c.nodes_dropped)),
+            (CounterName::CallsUnrecorded, load(&c.calls_unrecorded)),
+            (CounterName::ShadowStackMismatches, load(&c.mismatches)),
+            (CounterName::SlowPathEnters, load(&c.slow_enters)),
             (
-                "threads_dropped",
+                CounterName::ThreadsDropped,
                 load(&c.threads_dropped) + threads::THREADS_DROPPED.load(Ordering::Relaxed),
             ),
-            ("panics_caught", clrprof_sdk::panics_caught()),
+            (CounterName::PanicsCaught, clrprof_sdk::panics_caught()),
         ];
         let count = crate::count::get().map(|c| c.counters());
         let chains = crate::async_chains::get().map(|c| c.counters());
@@ -199,11 +200,8 @@ impl Session {
             .chain(count.into_iter().flatten())
             .chain(chains.into_iter().flatten())
         {
-            self.out.push_record(&Record::Counter(Counter {
-                ts,
-                name: name.into(),
-                value,
-            }));
+            self.out
+                .push_record(&Record::Counter(Counter::named(name, ts, value)));
         }
         // Which figures lost events: `events_dropped:ExceptionThrown`, ...
         for (kind, value) in t.events_dropped_by_kind.nonzero() {

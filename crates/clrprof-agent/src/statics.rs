@@ -24,6 +24,7 @@
 //! and 8.0.4: so does it for every static of a generic class's instantiation, assigned or
 //! not (the runtime looks the field up on the generic type definition, never initialized).
 
+use clrprof_trace::counters::CounterName;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -227,16 +228,25 @@ pub fn snapshot(s: &Session, snapshot: u32) {
 
 /// The counters of static fields, for the session's `Counter` records (none without heap
 /// snapshots).
-pub fn counters(s: &Session) -> Vec<(&'static str, u64)> {
+pub fn counters(s: &Session) -> Vec<(CounterName, u64)> {
     if !wanted(s) {
         return Vec::new();
     }
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     vec![
-        ("heap_static_fields", lock(&STATICS.fields).len() as u64),
-        ("heap_static_fields_dropped", load(&STATICS.fields_dropped)),
-        ("heap_statics_dropped", load(&STATICS.records_dropped)),
-        ("heap_statics_unset", load(&STATICS.unset)),
-        ("heap_statics_failed", load(&STATICS.failed)),
+        (
+            CounterName::HeapStaticFields,
+            lock(&STATICS.fields).len() as u64,
+        ),
+        (
+            CounterName::HeapStaticFieldsDropped,
+            load(&STATICS.fields_dropped),
+        ),
+        (
+            CounterName::HeapStaticsDropped,
+            load(&STATICS.records_dropped),
+        ),
+        (CounterName::HeapStaticsUnset, load(&STATICS.unset)),
+        (CounterName::HeapStaticsFailed, load(&STATICS.failed)),
     ]
 }

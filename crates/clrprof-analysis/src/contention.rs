@@ -3,6 +3,7 @@
 //! wait time by stack as a weighted-stack profile that every profile format renders (a flame
 //! graph of where threads waited for locks).
 
+use clrprof_trace::counters::CounterName;
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 
@@ -63,7 +64,7 @@ impl LoadedTrace {
     /// Whether contention was recorded (`record --contention`), even if none happened.
     pub fn recorded_contention(&self) -> bool {
         self.counters
-            .contains_key(clrprof_trace::protocol::CONTENTION_READER_COUNTER)
+            .contains_key(clrprof_trace::protocol::CONTENTION_READER_COUNTER.as_str())
             || self.has_contention()
     }
 
@@ -157,8 +158,8 @@ impl LoadedTrace {
                     .to_string(),
             );
         }
-        let dropped = self.counter("contention_dropped");
-        let unpaired = self.counter("contention_unpaired");
+        let dropped = self.counter(CounterName::ContentionDropped);
+        let unpaired = self.counter(CounterName::ContentionUnpaired);
         if dropped > 0 {
             notes.push(format!(
                 "{dropped} contended acquisitions were dropped (the agent's buffer was full)"

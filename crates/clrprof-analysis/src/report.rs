@@ -1,6 +1,7 @@
 //! The whole report of a trace: session facts, the events summary and the CPU profile, as
 //! text for people and as JSON for programs (`docs/report-json.md`).
 
+use clrprof_trace::counters::CounterName;
 use std::io::Write;
 
 use serde::Serialize;
@@ -118,8 +119,8 @@ pub(crate) fn session_json(t: &LoadedTrace) -> SessionJson {
             .map(|r| program_end(r.exit_code, r.signal)),
         ended_cleanly: t.ended_cleanly(),
         records: t.records,
-        events_dropped: t.counter("events_dropped"),
-        samples_dropped: t.counter("samples_dropped"),
+        events_dropped: t.counter(CounterName::EventsDropped),
+        samples_dropped: t.counter(CounterName::SamplesDropped),
         native_symbols: t.native_naming.clone(),
         integrity: t.integrity.clone(),
         integrity_notes: t.integrity.notes(),
@@ -129,16 +130,8 @@ pub(crate) fn session_json(t: &LoadedTrace) -> SessionJson {
 fn messages(t: &LoadedTrace) -> Vec<String> {
     t.messages
         .iter()
-        .map(|m| format!("{}: {}", level_name(m.level), m.text))
+        .map(|m| format!("{}: {}", m.level.name(), m.text))
         .collect()
-}
-
-fn level_name(level: u8) -> &'static str {
-    match level {
-        0 => "info",
-        1 => "warning",
-        _ => "error",
-    }
 }
 
 /// Allocation stacks the JSON report lists unless `--top` says otherwise.

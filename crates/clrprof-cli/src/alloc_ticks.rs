@@ -22,6 +22,7 @@
 //! (`clrprof_events::csharp::runtime_type_name`: `System.IntPtr[]` is `nint[]` on every
 //! runtime).
 
+use clrprof_trace::counters::CounterName;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -142,25 +143,21 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
         .map(|ts| clock.session_ts(ts));
     out.extend(allocations);
     for (name, value) in [
-        ("allocation_ticks_unreadable", summary.unreadable),
+        (CounterName::AllocationTicksUnreadable, summary.unreadable),
         (
-            "allocation_ticks_unresolved_frames",
+            CounterName::AllocationTicksUnresolvedFrames,
             summary.unresolved_frames,
         ),
-        ("allocation_ticks_lost", summary.lost),
+        (CounterName::AllocationTicksLost, summary.lost),
     ] {
-        out.push(Record::Counter(Counter {
-            ts: 0,
-            name: name.into(),
-            value,
-        }));
+        out.push(Record::Counter(Counter::named(name, 0, value)));
     }
     if let Some(value) = summary.from_ns {
-        out.push(Record::Counter(Counter {
-            ts: 0,
-            name: ALLOCATION_TICKS_FROM_COUNTER.into(),
+        out.push(Record::Counter(Counter::named(
+            ALLOCATION_TICKS_FROM_COUNTER,
+            0,
             value,
-        }));
+        )));
     }
     (out, summary)
 }

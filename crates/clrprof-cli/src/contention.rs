@@ -13,6 +13,7 @@
 //! mapped to the rundown's methods (`managed_stacks.rs`). 3.1's events name neither the lock nor its holder, so
 //! `class`, `lock_id` and `owner_tid` stay 0.
 
+use clrprof_trace::counters::CounterName;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -114,16 +115,12 @@ pub(crate) fn contention_records(
     summary.unpaired = waits.finish();
     out.extend(contended);
     for (name, value) in [
-        ("contention_written", summary.written),
-        ("contention_unpaired", summary.unpaired),
-        ("contention_unreadable", summary.unreadable),
-        ("contention_events_lost", summary.lost),
+        (CounterName::ContentionWritten, summary.written),
+        (CounterName::ContentionUnpaired, summary.unpaired),
+        (CounterName::ContentionUnreadable, summary.unreadable),
+        (CounterName::ContentionEventsLost, summary.lost),
     ] {
-        out.push(Record::Counter(Counter {
-            ts: 0,
-            name: name.into(),
-            value,
-        }));
+        out.push(Record::Counter(Counter::named(name, 0, value)));
     }
     (out, summary)
 }

@@ -1,5 +1,6 @@
 //! `clrprof report`: read a trace and write the report or a viewer's format.
 
+use clrprof_trace::counters::CounterName;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -331,7 +332,7 @@ fn write_process_table(processes: &[trace::ProcessTrace], out: &mut dyn Write) -
         } else {
             p.ending()
         };
-        let samples = t.counter("samples_written");
+        let samples = t.counter(CounterName::SamplesWritten);
         writeln!(
             out,
             "  {:>8} {:>8} {:>9.2}s {:>9}  {:<48} {}",

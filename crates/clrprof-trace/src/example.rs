@@ -3,8 +3,8 @@
 
 use crate::{
     Allocation, BlockWriter, ClassDef, Counter, Event, EventKind, ExceptionInfo, FrameKind,
-    FunctionDef, GcGenerations, IlPosition, Message, ModuleDef, Record, RecordingEnd, Sample,
-    SampleClock, SamplerInfo, SessionEnd, SessionStart, StackDef, ThreadDef, ThreadOsName,
+    FunctionDef, GcGenerations, IlPosition, Message, MessageLevel, ModuleDef, Record, RecordingEnd,
+    Sample, SampleClock, SamplerInfo, SessionEnd, SessionStart, StackDef, ThreadDef, ThreadOsName,
     ThreadState, Writer,
 };
 
@@ -143,7 +143,7 @@ pub fn records() -> Vec<Record> {
     out.extend([
         Record::Message(Message {
             ts: 41_000_000,
-            level: 1,
+            level: MessageLevel::Warning,
             text: "a warning".into(),
         }),
         Record::Counter(Counter {

@@ -37,6 +37,7 @@
 #![deny(missing_docs)]
 
 mod block;
+pub mod counters;
 mod error;
 mod event;
 mod header;
@@ -65,10 +66,10 @@ pub use record::{
     CallTreeNode, ClassDef, Contention, CountedMethod, Counter, CoverageBlock, CoverageMethod,
     Event, ExceptionInfo, FrameKind, FunctionDef, GcGenerations, HeapGenerations, HeapObject,
     HeapRoot, HeapSnapshot, HeapSnapshotEnd, HeapStatic, IlPosition, MAX_CALL_SITES,
-    MAX_COVERAGE_BLOCKS, MAX_U64_LIST, Message, ModuleDef, NativeFrameDef, NativeModuleDef,
-    NativeTargetDef, ProcessDef, ProcessExit, Record, RecordingEnd, Sample, SampleClock,
-    SamplerInfo, Section, SessionEnd, SessionStart, StackCut, StackDef, ThreadDef, ThreadOsName,
-    ThreadState,
+    MAX_COVERAGE_BLOCKS, MAX_U64_LIST, Message, MessageLevel, ModuleDef, NativeFrameDef,
+    NativeModuleDef, NativeTargetDef, ProcessDef, ProcessExit, Record, RecordingEnd, Sample,
+    SampleClock, SamplerInfo, Section, SessionEnd, SessionStart, StackCut, StackDef, ThreadDef,
+    ThreadOsName, ThreadState,
 };
 pub use stack_nodes::StackNodes;
 pub use stream::{RawRecord, StreamDecoder};

@@ -4,6 +4,7 @@
 //! allocation ticks ([`TickReader`]).
 
 use crate::Counter;
+use crate::counters::CounterName;
 
 /// The agent's CLSID, passed to the runtime in `CORECLR_PROFILER`.
 pub const AGENT_CLSID: &str = "{897B9E27-A69B-4816-9F74-172E6D96334F}";
@@ -37,7 +38,7 @@ pub enum TickReader {
 
 impl TickReader {
     /// The name of the counter that carries it.
-    pub const COUNTER: &'static str = "allocation_ticks_reader";
+    pub const COUNTER: CounterName = CounterName::AllocationTicksReader;
 
     /// The counter's value.
     pub fn value(self) -> u64 {
@@ -49,7 +50,7 @@ impl TickReader {
 
     /// The reader a counter names, if it is this counter with a known value.
     pub fn from_counter(counter: &Counter) -> Option<TickReader> {
-        if counter.name != Self::COUNTER {
+        if counter.name != Self::COUNTER.as_str() {
             return None;
         }
         match counter.value {
@@ -61,11 +62,7 @@ impl TickReader {
 
     /// The counter that says so, at `ts` nanoseconds since the session's start.
     pub fn counter(self, ts: u64) -> Counter {
-        Counter {
-            ts,
-            name: Self::COUNTER.into(),
-            value: self.value(),
-        }
+        Counter::named(Self::COUNTER, ts, self.value())
     }
 }
 
@@ -73,14 +70,14 @@ impl TickReader {
 /// other counters at the end), who reads the runtime's contention events of `--contention`:
 /// 1 the agent, through an in-process EventPipe session (.NET 5 and later); 0 the CLI, over
 /// the program's diagnostics socket (CoreCLR 3.1).
-pub const CONTENTION_READER_COUNTER: &str = "contention_reader";
+pub const CONTENTION_READER_COUNTER: CounterName = CounterName::ContentionReader;
 
 /// The counter by which the CLI says when the runtime's allocation ticks it read began, in
 /// nanoseconds since the session's start, when that was after the session started: the GC
 /// (on Linux) turns its events on only when it collects, so on CoreCLR 3.1, where the CLI
 /// reads the ticks, they begin at the first collection after its session starts. Absent when
 /// the ticks ran from the start.
-pub const ALLOCATION_TICKS_FROM_COUNTER: &str = "allocation_ticks_from_ns";
+pub const ALLOCATION_TICKS_FROM_COUNTER: CounterName = CounterName::AllocationTicksFromNs;
 
 /// What one allocation tick stands for, in the `interval` of its `Allocation` record: the
 /// runtime writes a tick each time it has handed out about this many bytes of allocation
@@ -128,7 +125,7 @@ mod tests {
             let counter = reader.counter(7);
             assert_eq!(
                 (counter.ts, counter.name.as_str()),
-                (7, TickReader::COUNTER)
+                (7, TickReader::COUNTER.as_str())
             );
             assert_eq!(TickReader::from_counter(&counter), Some(reader));
         }

@@ -327,6 +327,63 @@ impl Field for ThreadState {
     }
 }
 
+/// How much a [`Message`] matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MessageLevel {
+    /// Something the user should know (a note).
+    #[default]
+    Info,
+    /// Something went less well than asked; the recording goes on.
+    Warning,
+    /// Something asked for did not happen.
+    Error,
+    /// A level from a newer minor version of the format (shown as an error).
+    Other(u8),
+}
+
+impl MessageLevel {
+    /// The byte that encodes this level.
+    pub fn to_u8(self) -> u8 {
+        match self {
+            MessageLevel::Info => 0,
+            MessageLevel::Warning => 1,
+            MessageLevel::Error => 2,
+            MessageLevel::Other(v) => v,
+        }
+    }
+
+    /// The level a byte encodes.
+    pub fn from_u8(v: u8) -> MessageLevel {
+        match v {
+            0 => MessageLevel::Info,
+            1 => MessageLevel::Warning,
+            2 => MessageLevel::Error,
+            v => MessageLevel::Other(v),
+        }
+    }
+
+    /// How reports name it: `note`, `warning` or `error`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MessageLevel::Info => "note",
+            MessageLevel::Warning => "warning",
+            MessageLevel::Error | MessageLevel::Other(_) => "error",
+        }
+    }
+}
+
+impl Field for MessageLevel {
+    fn len(&self) -> usize {
+        1
+    }
+    fn put<S: Sink>(&self, s: &mut S) {
+        s.put(&[self.to_u8()]);
+    }
+    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+        f.u8(name).map(MessageLevel::from_u8)
+    }
+}
+
 /// Which per-thread CPU clock took a CPU [`Sample`] (format 1.8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum SampleClock {
@@ -608,8 +665,8 @@ records! {
     Message = MESSAGE {
         /// Nanoseconds since the session's start.
         ts: u64,
-        /// 0 information, 1 warning, 2 error.
-        level: u8,
+        /// How much it matters (a byte: 0 note, 1 warning, 2 error).
+        level: MessageLevel,
         /// The message, one line.
         text: String,
     }
@@ -1565,7 +1622,7 @@ pub(crate) mod tests {
             }),
             Record::Message(Message {
                 ts: 8_500_000,
-                level: 1,
+                level: MessageLevel::Warning,
                 text: "SetEventMask2 refused COR_PRF_HIGH_BASIC_GC".into(),
             }),
             Record::SamplerInfo(SamplerInfo {
@@ -2005,7 +2062,10 @@ pub(crate) mod tests {
         for v in 0..=255u8 {
             assert_eq!(FrameKind::from_u8(v).to_u8(), v);
             assert_eq!(ThreadState::from_u8(v).to_u8(), v);
+            assert_eq!(MessageLevel::from_u8(v).to_u8(), v);
         }
+        let names: Vec<&str> = (0..4).map(|v| MessageLevel::from_u8(v).name()).collect();
+        assert_eq!(names, ["note", "warning", "error", "error"]);
         for v in [0, 1, 2, 0x1000, u32::MAX - 1, u32::MAX] {
             assert_eq!(IlPosition::from_u32(v).to_u32(), v);
         }

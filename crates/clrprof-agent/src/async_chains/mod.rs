@@ -30,6 +30,7 @@
 
 mod probes;
 
+use clrprof_trace::counters::CounterName;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -356,17 +357,23 @@ impl AsyncChains {
     }
 
     /// The trace's counters about async chains.
-    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+    pub fn counters(&self) -> Vec<(CounterName, u64)> {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let s = &self.stats;
         vec![
-            ("async_types", load(&s.types)),
-            ("async_methods", load(&s.methods)),
-            ("async_failed", load(&s.failed)),
-            ("async_precompiled_refused", load(&s.precompiled_refused)),
-            ("async_chains_dropped", load(&self.table.dropped)),
-            ("async_samples_spliced", load(&s.samples_spliced)),
-            ("async_samples_unmatched", load(&s.samples_unmatched)),
+            (CounterName::AsyncTypes, load(&s.types)),
+            (CounterName::AsyncMethods, load(&s.methods)),
+            (CounterName::AsyncFailed, load(&s.failed)),
+            (
+                CounterName::AsyncPrecompiledRefused,
+                load(&s.precompiled_refused),
+            ),
+            (CounterName::AsyncChainsDropped, load(&self.table.dropped)),
+            (CounterName::AsyncSamplesSpliced, load(&s.samples_spliced)),
+            (
+                CounterName::AsyncSamplesUnmatched,
+                load(&s.samples_unmatched),
+            ),
         ]
     }
 }

@@ -31,6 +31,7 @@ use crate::stacks::Frame;
 use crate::unwind::{Chain, MethodShapes, Regs, Stop, Tail, Unwinder};
 
 use super::gone_code::Forget;
+use super::known_stacks::{Callers, KnownStacks};
 use super::method_shapes::{RuntimeShapes, code_owner};
 
 /// How often the memory map is re-read for newly loaded libraries.
@@ -49,22 +50,12 @@ type NativeKey = (String, String, u64);
 
 /// A resolved frame.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum FrameRef {
+pub(super) enum FrameRef {
     /// A function's trace id (see `defs`), and where in its IL the frame was.
     Managed(u64, IlPosition),
     /// A method without metadata (dynamic method, IL stub), by trace id.
     Generated(u64, IlPosition),
     Native(u64),
-}
-
-/// How many stacks [`StackBuilder::intern`] remembers before it starts again.
-const KNOWN_STACKS: usize = 1 << 16;
-
-/// A stack interned before: its code addresses (innermost first), how it ended, its id.
-struct KnownStack {
-    ips: Box<[usize]>,
-    cut: Option<StackCut>,
-    id: u32,
 }
 
 /// What a capture turned into.
@@ -105,9 +96,8 @@ pub struct StackBuilder {
     library_data: FxHashSet<usize>,
     /// Scratch: a sample's async callers.
     callers: Vec<usize>,
-    /// Stacks interned before, by a hash of their code addresses and end: a stack seen again
-    /// costs a lookup and a comparison, not a name lookup per frame (see [`Self::intern`]).
-    known_stacks: HashMap<u64, KnownStack>,
+    /// Stacks and callers interned before, by their code addresses (see [`Self::intern`]).
+    known: KnownStacks<FrameRef>,
     /// The runtime's stubs, by kind, from its perf map.
     stubs: super::stubs::StubMap,
     /// The stack of the thread whose capture is being resolved, `[lo, hi)`.
@@ -135,7 +125,7 @@ impl StackBuilder {
             anonymous_refreshed_ns: 0,
             library_data: FxHashSet::default(),
             callers: Vec::with_capacity(crate::async_chains::MAX_CALLERS),
-            known_stacks: HashMap::default(),
+            known: KnownStacks::default(),
             stubs: super::stubs::StubMap::default(),
             stack: (0, 0),
         };
@@ -158,7 +148,7 @@ impl StackBuilder {
             self.modules_generation = generation;
             // A library loaded or unloaded since: its addresses may be code now.
             self.library_data.clear();
-            self.known_stacks.clear();
+            self.known.clear();
             let here = StackBuilder::new as fn(&'static Session) -> StackBuilder as usize;
             self.agent_code = self
                 .unwinder
@@ -182,7 +172,7 @@ impl StackBuilder {
     /// code from now on).
     pub fn forget(&mut self, forget: Forget) {
         self.unwinder.forget_walks();
-        self.known_stacks.clear();
+        self.known.clear();
         match forget {
             Forget::All => {
                 self.ips.clear();
@@ -278,6 +268,12 @@ impl StackBuilder {
     /// Turns code addresses (innermost first) into an interned stack id, with a cut marker
     /// at the root when the stack ends early, and the async callers of `async_chain` (the
     /// chain the thread resumed, 0 for none) above its `MoveNext` (see `crate::async_chains`).
+    ///
+    /// A stack without async callers is the same stack whenever its addresses and end are
+    /// (names and their lives are looked up by address; what the runtime unloaded is
+    /// forgotten, these stacks with it): a stack seen before costs one lookup, one whose
+    /// callers were seen before (a new instruction of the same method) a lookup, the innermost
+    /// frame's name and one node.
     fn intern(&mut self, ips: &[usize], cut: Option<StackCut>, ts: u64, async_chain: u32) -> u32 {
         if cut == Some(StackCut::TooDeep) {
             self.session
@@ -285,58 +281,68 @@ impl StackBuilder {
                 .truncated
                 .fetch_add(1, Ordering::Relaxed);
         }
-        // A stack without async callers is the same stack whenever its addresses and end are
-        // (names and their lives are looked up by address; what the runtime unloaded is
-        // forgotten, these stacks with it).
-        if async_chain != 0 {
+        let Some((&leaf, callers)) = ips.split_first().filter(|_| async_chain == 0) else {
             return self.intern_new(ips, cut, ts, async_chain);
-        }
-        let key = {
-            use std::hash::{Hash, Hasher};
-            let mut h = rustc_hash::FxHasher::default();
-            ips.hash(&mut h);
-            cut.map(StackCut::to_u64).hash(&mut h);
-            h.finish()
         };
-        if let Some(known) = self.known_stacks.get(&key)
-            && known.cut == cut
-            && *known.ips == *ips
-        {
-            return known.id;
+        if let Some(id) = self.known.whole(ips, cut) {
+            return id;
         }
-        let id = self.intern_new(ips, cut, ts, 0);
-        if self.known_stacks.len() >= KNOWN_STACKS {
-            self.known_stacks.clear();
-        }
-        self.known_stacks.insert(
-            key,
-            KnownStack {
-                ips: ips.into(),
-                cut,
-                id,
-            },
-        );
+        let above = match self.known.callers(callers, cut) {
+            Some(above) => above,
+            None => {
+                let above = self.intern_callers(callers, cut, ts);
+                // Generated code can be collected and its memory reused before the runtime
+                // says so (see `Self::resolve`): callers in it are named again each time.
+                if !self
+                    .path
+                    .iter()
+                    .any(|f| matches!(f, FrameRef::Generated(..)))
+                {
+                    self.known.remember_callers(callers, cut, above);
+                }
+                above
+            }
+        };
+        let leaf = self.resolve(leaf, ts);
+        let id = if matches!(leaf, FrameRef::Native(_)) && above.innermost == Some(leaf) {
+            // The innermost caller is the same native function: one frame.
+            above.node
+        } else {
+            let s = self.session;
+            s.stacks.extend_path(
+                &s.out,
+                above.node,
+                std::iter::once(trace_frame(&leaf)),
+                |_| {},
+                |f| s.defs.define_function(&s.info, &s.out, f),
+            )
+        };
+        self.known.remember_whole(ips, cut, id);
         id
     }
 
-    /// [`Self::intern`] for a stack not known yet: each address named, the path interned.
-    fn intern_new(
+    /// Names `ips` (innermost first) into `self.path`, the innermost as the address of a
+    /// running instruction if `leaf`, the others as return addresses (the call is the
+    /// instruction before). Stops where an address cannot be a return address; returns how
+    /// the stack ends.
+    fn resolve_path(
         &mut self,
         ips: &[usize],
+        leaf: bool,
         mut cut: Option<StackCut>,
         ts: u64,
-        async_chain: u32,
-    ) -> u32 {
+    ) -> Option<StackCut> {
         self.path.clear();
         for (k, &ip) in ips.iter().enumerate() {
-            if k > 0 && self.not_code(ip) {
+            let running = leaf && k == 0;
+            if !running && self.not_code(ip) {
                 // Not a return address: the walk took a word that was no frame's for one.
                 // What it found beyond is not the thread's stack either.
                 cut = Some(StackCut::BadFramePointer);
                 break;
             }
             // Return addresses point after the call; look up the call instruction itself.
-            let lookup = if k == 0 { ip } else { ip.saturating_sub(1) };
+            let lookup = if running { ip } else { ip.saturating_sub(1) };
             let frame = self.resolve(lookup, ts);
             // Consecutive native frames of one function are one frame (a library without
             // symbols names all its frames alike); managed recursion stays as it is.
@@ -345,30 +351,57 @@ impl StackBuilder {
             }
             self.path.push(frame);
         }
+        cut
+    }
+
+    /// Interns the callers of a stack (`ips`: its return addresses, innermost first) with the
+    /// marker of how the stack ended.
+    fn intern_callers(
+        &mut self,
+        ips: &[usize],
+        cut: Option<StackCut>,
+        ts: u64,
+    ) -> Callers<FrameRef> {
+        let cut = self.resolve_path(ips, false, cut, ts);
+        let s = self.session;
+        let marker = cut.map(|c| Frame::of(FrameKind::Truncated, c.to_u64()));
+        let path = marker
+            .into_iter()
+            .chain(self.path.iter().rev().map(trace_frame));
+        let node = s
+            .stacks
+            .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f));
+        Callers {
+            node,
+            innermost: self.path.first().copied(),
+        }
+    }
+
+    /// [`Self::intern`] from scratch: each address named, the path interned.
+    fn intern_new(
+        &mut self,
+        ips: &[usize],
+        cut: Option<StackCut>,
+        ts: u64,
+        async_chain: u32,
+    ) -> u32 {
+        let cut = self.resolve_path(ips, true, cut, ts);
         let s = self.session;
         let (continuation, callers) = self.async_callers(async_chain);
-        let frame = |f: &FrameRef| match *f {
-            FrameRef::Managed(id, il) | FrameRef::Generated(id, il) => Frame {
-                kind: FrameKind::Managed,
-                id,
-                il,
-            },
-            FrameRef::Native(id) => Frame::of(FrameKind::Native, id),
-        };
         let marker = cut.map(|c| Frame::of(FrameKind::Truncated, c.to_u64()));
         let (inner, outer) = self
             .path
             .split_at(continuation.map_or(self.path.len(), |k| k + 1));
         let path = marker
             .into_iter()
-            .chain(outer.iter().rev().map(frame))
+            .chain(outer.iter().rev().map(trace_frame))
             .chain(callers.iter().rev().flat_map(|&f| {
                 [
                     Frame::of(FrameKind::AsyncCaller, s.defs.function_id(FunctionId(f))),
                     Frame::of(FrameKind::Await, 0),
                 ]
             }))
-            .chain(inner.iter().rev().map(frame));
+            .chain(inner.iter().rev().map(trace_frame));
         let id = s
             .stacks
             .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f));
@@ -689,6 +722,18 @@ impl StackBuilder {
         };
         self.ips.insert(ip, frame);
         frame
+    }
+}
+
+/// The stack interner's frame of a resolved frame.
+fn trace_frame(f: &FrameRef) -> Frame {
+    match *f {
+        FrameRef::Managed(id, il) | FrameRef::Generated(id, il) => Frame {
+            kind: FrameKind::Managed,
+            id,
+            il,
+        },
+        FrameRef::Native(id) => Frame::of(FrameKind::Native, id),
     }
 }
 

@@ -29,6 +29,7 @@
 mod book;
 mod frames;
 mod gone_code;
+mod known_stacks;
 mod method_shapes;
 mod procfs;
 mod stubs;
@@ -58,7 +59,7 @@ pub use gone_code::GoneCode;
 use gone_code::GoneSeen;
 
 /// The name of the counter of the profiler's CPU on one thread, before its OS thread id.
-pub const THREAD_PROFILER_CPU: &str = "profiler_cpu_ns:";
+pub const THREAD_PROFILER_CPU: &str = clrprof_trace::counters::THREAD_PROFILER_CPU_PREFIX;
 /// CPU a thread on a CPU-time timer uses without a sample before the sampler suspects that its
 /// timer was not re-armed: a few ticks at the slowest usual tick rate (100 Hz).
 const TIMER_LATE_NS: u64 = 40_000_000;

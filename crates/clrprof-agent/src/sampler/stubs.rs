@@ -31,6 +31,8 @@ pub struct StubMap {
     /// Where the next read starts, and the bytes of a line cut by the last read.
     offset: u64,
     partial: Vec<u8>,
+    /// The read buffer, kept between reads.
+    buf: Vec<u8>,
     /// Start to (end, kind).
     stubs: BTreeMap<usize, (usize, &'static str)>,
 }
@@ -63,16 +65,21 @@ impl StubMap {
         let Some(mut file) = self.file.as_ref() else {
             return;
         };
-        let mut buf = vec![0u8; READ_CHUNK];
+        // Most addresses asked about are no listed stub: the map is read again only once it
+        // has grown.
+        if file.metadata().is_ok_and(|m| m.len() <= self.offset) {
+            return;
+        }
+        self.buf.resize(READ_CHUNK, 0);
         let Ok(n) = file
             .seek(SeekFrom::Start(self.offset))
-            .and_then(|_| file.read(&mut buf))
+            .and_then(|_| file.read(&mut self.buf))
         else {
             return;
         };
         self.offset += n as u64;
         let mut text = std::mem::take(&mut self.partial);
-        text.extend_from_slice(&buf[..n]);
+        text.extend_from_slice(&self.buf[..n]);
         // .NET 8.0.4 ends some lines with a NUL instead of a newline.
         let complete = text
             .iter()

@@ -3,6 +3,7 @@
 //! frames below it count for the managed line that called them, as a call's cost counts for
 //! its caller's line); its total that of the stacks with the line anywhere, once per stack.
 
+use clrprof_trace::counters::CounterName;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -307,11 +308,16 @@ fn why_unpositioned(trace: &LoadedTrace, measure: LineMeasure) -> String {
     }
     match measure {
         LineMeasure::AllocatedBytes
-            if trace.counters.get("allocation_ticks_reader") == Some(&0) =>
+            if trace
+                .counters
+                .get(CounterName::AllocationTicksReader.as_str())
+                == Some(&0) =>
         {
             read_by_cli("allocation_ticks_reader", "allocation ticks")
         }
-        LineMeasure::LockWait if trace.counters.get("contention_reader") == Some(&0) => {
+        LineMeasure::LockWait
+            if trace.counters.get(CounterName::ContentionReader.as_str()) == Some(&0) =>
+        {
             read_by_cli("contention_reader", "contention events")
         }
         _ => "no frame of these stacks has an IL position: every frame's place is unknown"

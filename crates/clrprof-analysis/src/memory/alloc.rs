@@ -9,6 +9,7 @@
 //! A record flagged [`Allocation::TICK`] is one of the runtime's allocation ticks instead: it
 //! stands for `size` bytes of its type and an unknown number of objects (counted as 0).
 
+use clrprof_trace::counters::CounterName;
 use std::collections::HashMap;
 
 use clrprof_trace::Allocation;
@@ -283,7 +284,7 @@ impl LoadedTrace {
             },
             interval_bytes: agg.interval,
             records: self.memory.allocations.len() as u64,
-            dropped: self.counter("allocations_dropped"),
+            dropped: self.counter(CounterName::AllocationsDropped),
             total_count: round(total.count),
             total_bytes: round(total.bytes),
             types: type_rows,
@@ -292,7 +293,7 @@ impl LoadedTrace {
             profiler_bytes: round(agg.induced.bytes),
             ticks_from_ns: self
                 .counters
-                .get(clrprof_trace::protocol::ALLOCATION_TICKS_FROM_COUNTER)
+                .get(clrprof_trace::protocol::ALLOCATION_TICKS_FROM_COUNTER.as_str())
                 .copied(),
         }
     }
@@ -346,7 +347,7 @@ impl LoadedTrace {
                 super::text::bytes(round(induced.bytes))
             ));
         }
-        let dropped = self.counter("allocations_dropped");
+        let dropped = self.counter(CounterName::AllocationsDropped);
         if dropped > 0 {
             b.note(format!(
                 "{dropped} allocation records were dropped (the agent's buffer was full)"

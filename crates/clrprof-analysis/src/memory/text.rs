@@ -1,6 +1,7 @@
 //! The memory sections of the text report (allocations, collections, a heap snapshot, a
 //! diff, the summary line), and the diff's JSON.
 
+use clrprof_trace::counters::CounterName;
 use std::io::Write;
 
 use clrprof_trace::config::AllocMode;
@@ -55,7 +56,7 @@ pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Res
              allocations in a fixed rhythm, and rare types may get no tick. Unbiased: record \
              with --alloc sampled; exact: --alloc all (both slow allocation down)."
         )?;
-        let lost = t.counter("allocation_ticks_lost");
+        let lost = t.counter(CounterName::AllocationTicksLost);
         if lost > 0 {
             writeln!(
                 out,

@@ -626,8 +626,17 @@ impl LoadedTrace {
     }
 
     /// A counter's last value (0 if never written).
-    pub fn counter(&self, name: &str) -> u64 {
-        self.counters.get(name).copied().unwrap_or(0)
+    pub fn counter(&self, name: clrprof_trace::counters::CounterName) -> u64 {
+        self.counters.get(name.as_str()).copied().unwrap_or(0)
+    }
+
+    /// The CPU the profiler used on thread `tid` beside its samples (0 if not written).
+    pub fn thread_profiler_cpu_ns(&self, tid: u32) -> u64 {
+        let name = format!(
+            "{}{tid}",
+            clrprof_trace::counters::THREAD_PROFILER_CPU_PREFIX
+        );
+        self.counters.get(&name).copied().unwrap_or(0)
     }
 
     /// True if the trace has CPU data (samples or call trees).

@@ -1,6 +1,7 @@
 //! The CPU profile of a loaded trace: its samples and call trees as a [`Profile`], with the
 //! notes and sampling facts a report shows about them.
 
+use clrprof_trace::counters::CounterName;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use clrprof_trace::config::Mode;
@@ -161,23 +162,23 @@ impl LoadedTrace {
 
         for (counter, what) in [
             (
-                "count_methods_failed",
+                CounterName::CountMethodsFailed,
                 "methods of counted assemblies could not get call counters (see the warnings): their calls are not counted",
             ),
             (
-                "samples_dropped",
+                CounterName::SamplesDropped,
                 "samples were dropped (the agent's buffer was full or a thread did not answer in time)",
             ),
             (
-                "stacks_truncated",
+                CounterName::StacksTruncated,
                 "stacks were deeper than the agent records and were cut",
             ),
             (
-                "call_tree_nodes_dropped",
+                CounterName::CallTreeNodesDropped,
                 "call paths were not recorded because the call tree node budget was spent (raise it with --max-nodes)",
             ),
             (
-                "calls_unrecorded",
+                CounterName::CallsUnrecorded,
                 "calls were not recorded (node budget or shadow stack limit)",
             ),
         ] {
@@ -211,7 +212,7 @@ impl LoadedTrace {
             }
         }
         p.duration_ns = self.duration_ns();
-        p.samples_dropped = self.counter("samples_dropped");
+        p.samples_dropped = self.counter(CounterName::SamplesDropped);
         p.ended = self
             .recording_end
             .as_ref()
@@ -273,7 +274,7 @@ impl LoadedTrace {
 fn summarize_sampling(
     profile: &Profile,
     (cpu_clock, cpu_rate_hz, wall_rate_hz): (&str, u32, u32),
-    counter: impl Fn(&str) -> u64,
+    counter: impl Fn(CounterName) -> u64,
     clocks: &HashMap<u32, crate::sampling::ClockTally>,
 ) -> SamplingInfo {
     let mut cpu_samples = 0u64;
@@ -338,7 +339,7 @@ fn summarize_sampling(
     rates.truncate(3);
     // Records that carry the CPU of missed samples on a thread's stacks are CPU samples
     // in the trace, not samples taken.
-    let cpu_samples = cpu_samples.saturating_sub(counter("missed_carriers"));
+    let cpu_samples = cpu_samples.saturating_sub(counter(CounterName::MissedCarriers));
     let mut ended_early_by_reason: Vec<EndedEarly> = ended
         .iter()
         .map(|(&frame, &n)| EndedEarly {
@@ -353,8 +354,8 @@ fn summarize_sampling(
     SamplingInfo {
         cpu_clock: cpu_clock.to_owned(),
         by_clock: all_clocks,
-        clock_upgrades: counter("clock_upgrades"),
-        clock_downgrades: counter("clock_downgrades"),
+        clock_upgrades: counter(CounterName::ClockUpgrades),
+        clock_downgrades: counter(CounterName::ClockDowngrades),
         cpu_rate_hz,
         cpu_rate_reached_hz: if program_cpu_ns == 0 {
             0.0
@@ -365,16 +366,16 @@ fn summarize_sampling(
         wall_rate_hz,
         cpu_samples,
         wall_samples,
-        samples_missed: counter("samples_missed"),
-        cpu_missed_ns: counter("cpu_missed_ns"),
-        cpu_unsampled_ns: counter("cpu_unsampled_ns"),
-        missed_carriers: counter("missed_carriers"),
-        questions: counter("sampler_questions"),
+        samples_missed: counter(CounterName::SamplesMissed),
+        cpu_missed_ns: counter(CounterName::CpuMissedNs),
+        cpu_unsampled_ns: counter(CounterName::CpuUnsampledNs),
+        missed_carriers: counter(CounterName::MissedCarriers),
+        questions: counter(CounterName::SamplerQuestions),
         program_cpu_ns,
-        handler_cpu_ns: counter("handler_cpu_ns"),
-        sampler_cpu_ns: counter("sampler_cpu_ns"),
-        symbols_cpu_ns: counter("symbols_cpu_ns"),
-        agent_cpu_ns: counter("agent_cpu_ns"),
+        handler_cpu_ns: counter(CounterName::HandlerCpuNs),
+        sampler_cpu_ns: counter(CounterName::SamplerCpuNs),
+        symbols_cpu_ns: counter(CounterName::SymbolsCpuNs),
+        agent_cpu_ns: counter(CounterName::AgentCpuNs),
         induced_cpu_ns: 0,
         ended_early: ended.values().sum(),
         samples,

@@ -1,5 +1,6 @@
 //! Live counts of a recording, the agents' and clrprof's own messages, and the status line.
 
+use clrprof_trace::counters::CounterName;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,7 +25,7 @@ pub(crate) struct Progress {
     /// The latest value of the agent's cumulative `samples_dropped` counter.
     samples_dropped: AtomicU64,
     pub(super) bytes: AtomicU64,
-    messages: Mutex<Vec<(u8, String)>>,
+    messages: Mutex<Vec<(clrprof_trace::MessageLevel, String)>>,
     /// What clrprof itself has to say while recording (a write that failed).
     pub(super) notices: Mutex<Vec<String>>,
     pub(super) problem: Mutex<Option<String>>,
@@ -87,19 +88,19 @@ pub(super) fn note_from(progress: &Progress, record: &Record, is_root: bool) {
             progress.samples.fetch_add(1, Ordering::Relaxed);
         }
         // Cumulative per counter: keep the latest values.
-        Record::Counter(c) if c.name == "events_dropped" => {
+        Record::Counter(c) if c.is(CounterName::EventsDropped) => {
             progress.events_dropped.store(c.value, Ordering::Relaxed);
         }
-        Record::Counter(c) if c.name == "samples_dropped" => {
+        Record::Counter(c) if c.is(CounterName::SamplesDropped) => {
             progress.samples_dropped.store(c.value, Ordering::Relaxed);
         }
-        Record::Counter(c) if c.name == protocol::CONTENTION_READER_COUNTER && is_root => {
+        Record::Counter(c) if c.is(protocol::CONTENTION_READER_COUNTER) && is_root => {
             *progress
                 .contention_cli
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()) = Some(c.value == 0);
         }
-        Record::Counter(c) if c.name == TickReader::COUNTER && is_root => {
+        Record::Counter(c) if c.is(TickReader::COUNTER) && is_root => {
             *progress
                 .tick_reader
                 .lock()
@@ -144,12 +145,7 @@ pub(crate) fn print_messages(p: &Progress, bar: &StatusLine) {
     }
     let messages = std::mem::take(&mut *p.messages.lock().unwrap_or_else(|e| e.into_inner()));
     for (level, text) in messages {
-        let kind = match level {
-            0 => "note",
-            1 => "warning",
-            _ => "error",
-        };
-        bar.suspend(|| say!("clrprof: agent {kind}: {text}"));
+        bar.suspend(|| say!("clrprof: agent {}: {text}", level.name()));
     }
 }
 

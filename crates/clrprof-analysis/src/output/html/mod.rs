@@ -10,6 +10,7 @@
 mod flame;
 mod timeline;
 
+use clrprof_trace::counters::CounterName;
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -178,14 +179,7 @@ impl Html {
             messages: t
                 .messages
                 .iter()
-                .map(|m| {
-                    let level = match m.level {
-                        0 => "info",
-                        1 => "warning",
-                        _ => "error",
-                    };
-                    format!("{level}: {}", m.text)
-                })
+                .map(|m| format!("{}: {}", m.level.name(), m.text))
                 .collect(),
             events: t.events.events.clone(),
             ..Document::default()
@@ -315,9 +309,9 @@ fn session(t: &LoadedTrace) -> Session {
         ended_cleanly: t.ended_cleanly(),
         detached: t.session_end.as_ref().is_some_and(|e| e.reason == "detach"),
         records: t.records,
-        events_dropped: t.counter("events_dropped"),
-        samples_dropped: t.counter("samples_dropped"),
-        allocations_dropped: t.counter("allocations_dropped"),
+        events_dropped: t.counter(CounterName::EventsDropped),
+        samples_dropped: t.counter(CounterName::SamplesDropped),
+        allocations_dropped: t.counter(CounterName::AllocationsDropped),
         format_version: format!("{}.{}", t.header.major, t.header.minor),
         start_unix_ns: s.map_or(0, |s| s.start_unix_ns),
     }
