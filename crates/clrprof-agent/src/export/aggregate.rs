@@ -16,8 +16,8 @@ use std::path::Path;
 use clrprof_export::{Frame, PeriodProfiles, ProfileType, SamplingPeriod, ValueType};
 use clrprof_trace::config::{ExportProfile, ExportSettings};
 use clrprof_trace::{
-    Allocation, Contention, EventKind, ExceptionInfo, FrameKind, Record, Sample, StackCut,
-    StreamDecoder, ThreadState,
+    Allocation, Contention, EventKind, ExceptionInfo, FrameKind, MessageLevel, Record, Sample,
+    StackCut, StreamDecoder, ThreadState,
 };
 use rustc_hash::FxHashMap;
 
@@ -319,7 +319,8 @@ impl Aggregator {
                     .insert(s.id, (s.parent, s.frame_kind, s.frame));
             }
             Record::Message(m)
-                if m.level >= 2 && self.errors_taken + self.errors.len() < ERRORS_TOLD =>
+                if matches!(m.level, MessageLevel::Error | MessageLevel::Other(_))
+                    && self.errors_taken + self.errors.len() < ERRORS_TOLD =>
             {
                 self.errors.push(m.text);
             }
@@ -695,14 +696,16 @@ mod tests {
         feed(
             &mut a,
             &[
-                message(1, "a warning"),
-                message(2, "the runtime refused the event mask"),
+                message(MessageLevel::Warning, "a warning"),
+                message(MessageLevel::Error, "the runtime refused the event mask"),
             ],
             5,
         );
         assert_eq!(a.take_errors(), ["the runtime refused the event mask"]);
         assert!(a.take_errors().is_empty());
-        let many: Vec<Record> = (0..20).map(|i| message(2, &format!("e{i}"))).collect();
+        let many: Vec<Record> = (0..20)
+            .map(|i| message(MessageLevel::Error, &format!("e{i}")))
+            .collect();
         feed_more(&mut a, &many);
         assert_eq!(a.take_errors().len(), 15);
         feed_more(&mut a, &many);
