@@ -25,6 +25,7 @@
 
 mod browser;
 mod clrprof;
+mod collector;
 mod compile;
 mod dotnet;
 mod facts;
@@ -45,6 +46,10 @@ pub use browser::{
 pub use clrprof::{
     Recording, agent_lib, clrprof, clrprof_bin, coverage, example_lib, record, record_command,
     record_with_env, report, report_json, report_json_with, report_with_env,
+};
+pub use collector::{
+    COLLECTOR_BINARY, COLLECTOR_MODULES, COLLECTOR_VERSION, CaptureServer, Collector,
+    collector_bin, collector_dir, free_port,
 };
 pub use compile::{Program, apply_env, compile, compile_file, compile_source, programs_dir};
 pub use dotnet::{

@@ -9,6 +9,7 @@
 #[cfg(unix)]
 mod bench;
 mod big_trace;
+mod collector;
 mod demo;
 #[cfg(unix)]
 mod eventpipe;

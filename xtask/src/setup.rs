@@ -22,6 +22,9 @@
 //!   the browser) and `speedscope` (its app opens clrprof's speedscope export), installed
 //!   by name with `npm install`.
 //!
+//! - An OpenTelemetry Collector with a profiles pipeline, built from its published Go modules
+//!   into `.deps/otelcol-<version>/` (collector.rs): the export tests send to it.
+//!
 //! Everything already present is detected with a few `stat`s and skipped.
 
 use std::path::{Path, PathBuf};
@@ -70,6 +73,7 @@ pub fn run() -> Result<()> {
     ensure_debian_tool("chromium", "chromium", "the Chromium browser")?;
     ensure_debian_tool("node", "nodejs", "Node.js")?;
     ensure_browser_packages()?;
+    crate::collector::ensure_collector()?;
     Ok(())
 }
 

@@ -14,7 +14,7 @@ use clrprof_trace::{
     ThreadDef, protocol,
 };
 
-use crate::config::{AllocMode, Config, Mode};
+use crate::config::{AgentConfig, AllocMode, Config, Mode};
 use crate::exceptions;
 use crate::recorder::published::Published;
 use crate::recorder::{cct, hooks, sys, threads};
@@ -85,18 +85,26 @@ impl Agent {
         if self.session().is_some() {
             return Err(failed("initialized twice".into()));
         }
-        let (config, sink, from_cli) = match origin {
-            Origin::Startup => (
-                std::env::var(protocol::ENV_CONFIG).unwrap_or_default(),
-                open_sink().map_err(failed)?,
-                None,
-            ),
+        let (mut config, sink, from_cli) = match origin {
+            Origin::Startup => match export_settings()? {
+                Some(settings) => {
+                    let config = Config::for_export(AgentConfig::for_export(settings));
+                    match crate::export::start(&config) {
+                        Some(sink) => (config, sink, None),
+                        None => return Err(failed("export mode started twice".into())),
+                    }
+                }
+                None => (
+                    Config::parse(&std::env::var(protocol::ENV_CONFIG).unwrap_or_default()),
+                    open_sink().map_err(failed)?,
+                    None,
+                ),
+            },
             Origin::Attach { session, config } => {
                 let (sink, from_cli) = crate::detach::connect(&session).map_err(failed)?;
-                (config, sink, Some(from_cli))
+                (Config::parse(&config), sink, Some(from_cli))
             }
         };
-        let mut config = Config::parse(&config);
         if from_cli.is_some() && config.mode == Mode::Trace {
             config.mode = Mode::None;
             config.warnings.push(
@@ -130,6 +138,9 @@ impl Agent {
             from_cli.is_some(),
         ));
         session.configure();
+        if session.config.export.is_some() {
+            crate::export::say_what_the_runtime_lacks(&session.config);
+        }
         if from_cli.is_none() {
             crate::recorder::exit::on_exit(write_exit_status);
         }
@@ -138,6 +149,24 @@ impl Agent {
         }
         Ok(())
     }
+}
+
+/// Export mode's settings, when no CLI waits for the agent (`CLRPROF_SESSION`) and no trace
+/// file is asked for (`CLRPROF_OUTPUT`): a wrong variable is said once on standard error and
+/// the program runs without the profiler.
+fn export_settings() -> Result<Option<crate::config::ExportSettings>> {
+    if std::env::var_os(protocol::ENV_SESSION).is_some()
+        || std::env::var_os(protocol::ENV_OUTPUT).is_some()
+    {
+        return Ok(None);
+    }
+    crate::export::settings_from_env().map_err(|reason| {
+        crate::export::tell(&format!("{reason}; the program runs without profiling"));
+        Error::InvalidData {
+            context: "clrprof agent",
+            reason,
+        }
+    })
 }
 
 /// Opens where the trace goes: the CLI's socket, or a file. The file header goes first.
@@ -227,6 +256,7 @@ fn write_exit_status(status: i32) {
             }));
         s.out.drain();
     }
+    crate::export::finish();
 }
 
 impl Session {
@@ -444,6 +474,7 @@ impl Profiler for Agent {
                 count.write(s);
             }
             s.end("shutdown");
+            crate::export::finish();
         }
         Ok(())
     }

@@ -4,6 +4,8 @@
 //! - `CLRPROF_OUTPUT`: a file to write the trace to directly (profiling without the CLI).
 //! - `CLRPROF_CONFIG`: what to record, an encoded [`AgentConfig`] (`clrprof_trace::config`
 //!   documents every key), the same type the CLI builds it from.
+//! - `CLRPROF_EXPORT_*`: export mode, without the CLI (neither of the first two set): the
+//!   agent ships a profile of every period itself (see `crate::export`).
 //!
 //! Unknown keys and bad values are reported back to the CLI as warnings, never fatal: the
 //! profiled program must run whatever the configuration says.
@@ -12,7 +14,7 @@ use std::ops::{Deref, DerefMut};
 
 pub use clrprof_trace::config::{
     AgentConfig, AllocMode, CountLayout, CpuClockChoice, DEFAULT_ALLOC_INTERVAL,
-    DEFAULT_WALL_RATE_HZ, HeapSnapshots, Mode,
+    DEFAULT_WALL_RATE_HZ, ExportSettings, HeapSnapshots, Mode,
 };
 
 /// The configuration in force: the settings, the text they were read from, and what was
@@ -36,6 +38,18 @@ impl Config {
             settings: decoded.config,
             raw: raw.to_string(),
             warnings: decoded.warnings,
+        }
+    }
+}
+
+impl Config {
+    /// Export mode's configuration, built from the environment rather than read from text
+    /// (its `raw` text is the wire form, which leaves the export settings out).
+    pub fn for_export(settings: AgentConfig) -> Config {
+        Config {
+            raw: settings.encode(),
+            settings,
+            warnings: Vec::new(),
         }
     }
 }

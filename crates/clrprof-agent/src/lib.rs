@@ -16,7 +16,8 @@
 //! ticks through an in-process EventPipe session, [`contention`] lock contention from the
 //! runtime's contention events, [`gc`] the generation sizes around
 //! collections, [`heap`] the heap snapshots, [`stacks`] the stack interner samples, allocations
-//! and exceptions share, [`runtime_version`] the runtime's real version. All
+//! and exceptions share, [`runtime_version`] the runtime's real version, [`export`] export mode (the agent alone ships
+//! a profile of every period to a profiling backend). All
 //! `unsafe` code lives in [`recorder`]: the enter/leave hooks, the call trees they update, the
 //! signal handler that captures stacks, and the system calls behind them.
 #![deny(unsafe_code)]
@@ -33,6 +34,7 @@ pub mod defs;
 pub mod detach;
 pub mod event_mask;
 pub mod exceptions;
+pub mod export;
 pub mod gc;
 pub mod heap;
 pub mod il_positions;

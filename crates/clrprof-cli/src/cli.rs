@@ -27,6 +27,9 @@ pub enum Command {
     Attach(AttachArgs),
     /// Run a .NET program with block counters and write its code coverage.
     Coverage(crate::coverage::CoverageArgs),
+    /// Print the environment variables that make the agent alone ship a profile of every
+    /// period to a profiling backend (continuous profiling, no clrprof process).
+    Env(crate::env::EnvArgs),
 }
 
 #[derive(Debug, Args)]

@@ -1,7 +1,7 @@
 //! `clrprof`: record .NET programs with the clrprof agent, and report on the traces.
 //!
 //! This binary only parses the command line, turns it into the options of [`record`],
-//! [`report`], [`ps`] and [`attach`], and turns errors into clear messages; the work is in `clrprof-trace` (the file
+//! [`report`], [`ps`], [`attach`] and [`env`], and turns errors into clear messages; the work is in `clrprof-trace` (the file
 //! format) and `clrprof-analysis` (everything a report shows).
 #![forbid(unsafe_code)]
 
@@ -27,6 +27,7 @@ mod contention;
 mod coverage;
 #[cfg(unix)]
 mod descendants;
+mod env;
 #[cfg(unix)]
 mod event_session;
 #[cfg(unix)]
@@ -193,6 +194,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 "`clrprof coverage` talks to the agent over a Unix socket and is available on Linux"
             )
         }
+        Command::Env(a) => env::env(&a),
         Command::Report(a) => {
             let opts = report::ReportOptions {
                 file: a.file,

@@ -16,6 +16,9 @@
 //! `handler_floor=1` (sample mode's signals with an empty handler and no sampler work) and
 //! `count_layout=thread|shared` (count mode's counters per thread or shared).
 //!
+//! Export mode's settings ([`ExportSettings`]) are not part of the wire form: they come from
+//! the `CLRPROF_EXPORT_*` environment variables alone (see [`ExportSettings::from_env`]).
+//!
 //! Decoding never fails: the profiled program must run whatever the configuration says.
 //! Unknown keys, bad values and a configuration of a newer version give warnings (which the
 //! agent sends to the CLI) and the defaults.
@@ -62,6 +65,21 @@ macro_rules! named_values {
                 f.write_str(self.name())
             }
         }
+    };
+}
+
+mod export;
+
+pub use export::{
+    DEFAULT_CPU_RATE_HZ, DEFAULT_PERIOD, ExportAuth, ExportProfile, ExportProtocol, ExportSettings,
+};
+
+/// Export mode's environment variables (see [`ExportSettings::from_env`]).
+pub mod export_env {
+    pub use super::export::{
+        ENV_BASIC_AUTH, ENV_BEARER_TOKEN, ENV_CPU_RATE, ENV_ENDPOINT, ENV_LABELS,
+        ENV_OTEL_SERVICE_NAME, ENV_PERIOD, ENV_PROFILES, ENV_PROTOCOL, ENV_SERVICE, ENV_TENANT,
+        ENV_VERSION, VARIABLE_PREFIX, VARIABLES, parse_labels, parse_period, parse_profiles,
     };
 }
 
@@ -268,6 +286,10 @@ pub struct AgentConfig {
     pub count_exclude: Vec<String>,
     /// Count mode: how the counters are laid out.
     pub count_layout: CountLayout,
+    /// Export mode (continuous profiling): the agent ships a profile of every period itself.
+    /// Read from the environment only ([`ExportSettings::from_env`]), never written in the
+    /// configuration's wire form.
+    pub export: Option<ExportSettings>,
 }
 
 impl Default for AgentConfig {
@@ -293,6 +315,7 @@ impl Default for AgentConfig {
             count_include: Vec::new(),
             count_exclude: Vec::new(),
             count_layout: CountLayout::Thread,
+            export: None,
         }
     }
 }

@@ -236,6 +236,8 @@ mod tests {
             count_include: vec!["System.Private.CoreLib".into()],
             count_exclude: vec!["X".into()],
             count_layout: CountLayout::Shared,
+            // Not in the wire form (the environment gives it).
+            export: None,
         };
         let text = c.encode();
         assert!(text.starts_with("version=1;mode=count;rate=250;"), "{text}");

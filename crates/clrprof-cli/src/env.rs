@@ -1,0 +1,317 @@
+//! `clrprof env`: the environment variables of export mode (continuous profiling) for one
+//! setup, as shell `export` lines, a systemd drop-in, a Docker env file or a Kubernetes `env:`
+//! list: the runtime's three (with the agent's path) and clrprof's `CLRPROF_EXPORT_*`.
+//!
+//! The arguments are checked by the agent's own reading of the variables
+//! ([`ExportSettings::from_env`]), so that what this prints is what the agent accepts.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use clap::{Args, ValueEnum};
+use clrprof_trace::config::ExportSettings;
+use clrprof_trace::config::export_env::*;
+use clrprof_trace::protocol::AGENT_CLSID;
+
+/// How `clrprof env` writes the variables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EnvFormat {
+    /// `export NAME='value'` lines for a POSIX shell.
+    Shell,
+    /// A systemd drop-in: `[Service]` and `Environment="NAME=value"` lines.
+    Systemd,
+    /// `NAME=value` lines, for `docker run --env-file`.
+    Docker,
+    /// A Kubernetes container's `env:` list.
+    K8s,
+}
+
+#[derive(Debug, Args)]
+pub struct EnvArgs {
+    /// The backend's address, e.g. `http://collector:4318` (an OpenTelemetry Collector's
+    /// OTLP/HTTP receiver) or `http://pyroscope:4040`.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: String,
+    /// `otlp-http` (OTLP profiles over HTTP) or `pyroscope` (Pyroscope's push API).
+    #[arg(long, default_value = "otlp-http", value_name = "PROTOCOL")]
+    pub protocol: String,
+    /// The service's name (`service.name`).
+    #[arg(long, value_name = "NAME")]
+    pub service: String,
+    /// The service's version (`service.version`).
+    #[arg(long, value_name = "VERSION")]
+    pub service_version: Option<String>,
+    /// A label for every profile (a resource attribute), `KEY=VALUE`; repeatable.
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
+    /// How much time each profile covers: seconds (`15`, `15s`) or milliseconds (`1500ms`),
+    /// from 1 s to 1 h (default 15 s).
+    #[arg(long, value_name = "PERIOD")]
+    pub period: Option<String>,
+    /// The profiles, comma-separated: cpu, wall, alloc, lock, exceptions, or all (default
+    /// cpu,alloc,lock,exceptions).
+    #[arg(long, value_name = "LIST")]
+    pub profiles: Option<String>,
+    /// CPU samples per second of a thread's CPU time (default 100).
+    #[arg(long, value_name = "HZ")]
+    pub cpu_rate: Option<String>,
+    /// Pyroscope's tenant (`X-Scope-OrgID`).
+    #[arg(long, value_name = "TENANT")]
+    pub tenant: Option<String>,
+    /// How to write the variables.
+    #[arg(long, value_enum, default_value = "shell")]
+    pub format: EnvFormat,
+    /// The agent's path where the program runs (default: the agent installed next to clrprof;
+    /// give the path inside the container for `docker` and `k8s`).
+    #[arg(long, value_name = "PATH", env = "CLRPROF_AGENT")]
+    pub agent: Option<PathBuf>,
+}
+
+/// Checks the arguments as the agent reads the variables; the settings they give.
+pub fn settings(args: &EnvArgs) -> Result<ExportSettings> {
+    let mut vars: HashMap<&str, String> = HashMap::new();
+    vars.insert(ENV_ENDPOINT, args.endpoint.clone());
+    vars.insert(ENV_PROTOCOL, args.protocol.clone());
+    vars.insert(ENV_SERVICE, args.service.clone());
+    if args.service.trim().is_empty() {
+        bail!("--service needs a name");
+    }
+    if let Some(v) = &args.service_version {
+        vars.insert(ENV_VERSION, v.clone());
+    }
+    if !args.labels.is_empty() {
+        if let Some(bad) = args.labels.iter().find(|l| l.contains(',')) {
+            bail!("--label {bad}: a label cannot hold `,`");
+        }
+        vars.insert(ENV_LABELS, args.labels.join(","));
+    }
+    for (name, value) in [
+        (ENV_PERIOD, &args.period),
+        (ENV_PROFILES, &args.profiles),
+        (ENV_CPU_RATE, &args.cpu_rate),
+        (ENV_TENANT, &args.tenant),
+    ] {
+        if let Some(v) = value {
+            vars.insert(name, v.clone());
+        }
+    }
+    let names: Vec<String> = vars.keys().map(|k| k.to_string()).collect();
+    match ExportSettings::from_env(|name| vars.get(name).cloned(), names, "") {
+        Ok(Some(s)) => Ok(s),
+        Ok(None) => bail!("no export setting given"),
+        Err(e) => bail!("{e}"),
+    }
+}
+
+/// Every variable, in order: the runtime's three, then clrprof's.
+pub fn variables(settings: &ExportSettings, agent: &str) -> Vec<(String, String)> {
+    let mut out = vec![
+        ("CORECLR_ENABLE_PROFILING".to_string(), "1".to_string()),
+        ("CORECLR_PROFILER".to_string(), AGENT_CLSID.to_string()),
+        ("CORECLR_PROFILER_PATH".to_string(), agent.to_string()),
+    ];
+    out.extend(
+        settings
+            .to_env()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v)),
+    );
+    out
+}
+
+/// The variables as `format` writes them.
+pub fn render(vars: &[(String, String)], format: EnvFormat) -> String {
+    let mut out = String::new();
+    match format {
+        EnvFormat::Shell => {
+            for (k, v) in vars {
+                out += &format!("export {k}='{}'\n", v.replace('\'', r"'\''"));
+            }
+        }
+        EnvFormat::Systemd => {
+            out += "[Service]\n";
+            for (k, v) in vars {
+                let v = v
+                    .replace('\\', r"\\")
+                    .replace('"', "\\\"")
+                    .replace('%', "%%");
+                out += &format!("Environment=\"{k}={v}\"\n");
+            }
+        }
+        EnvFormat::Docker => {
+            for (k, v) in vars {
+                out += &format!("{k}={v}\n");
+            }
+        }
+        EnvFormat::K8s => {
+            out += "env:\n";
+            for (k, v) in vars {
+                // A JSON string is a YAML double-quoted scalar.
+                out += &format!(
+                    "  - name: {k}\n    value: {}\n",
+                    serde_json::Value::String(v.clone())
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Runs `clrprof env`.
+pub fn env(args: &EnvArgs) -> Result<i32> {
+    let settings = settings(args)?;
+    if args.format == EnvFormat::Docker
+        && variables(&settings, "")
+            .iter()
+            .any(|(_, v)| v.contains('\n'))
+    {
+        bail!("a Docker env file cannot hold a value with a line break");
+    }
+    let agent = match &args.agent {
+        Some(path) => path.display().to_string(),
+        None => located_agent()?,
+    };
+    let text = render(&variables(&settings, &agent), args.format);
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(0)
+}
+
+#[cfg(unix)]
+fn located_agent() -> Result<String> {
+    Ok(crate::agent_lib::locate(None)?.display().to_string())
+}
+
+#[cfg(not(unix))]
+fn located_agent() -> Result<String> {
+    bail!("give the agent's path with --agent")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> EnvArgs {
+        match crate::cli::Cli::try_parse_from([&["clrprof", "env"], args].concat()) {
+            Ok(crate::cli::Cli {
+                command: crate::cli::Command::Env(a),
+            }) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn vars_of(args: &[&str]) -> Vec<(String, String)> {
+        variables(
+            &settings(&parse(args)).unwrap(),
+            "/opt/clrprof/libclrprof_agent.so",
+        )
+    }
+
+    #[test]
+    fn every_format_writes_every_variable() {
+        let vars = vars_of(&[
+            "--endpoint",
+            "http://collector:4318",
+            "--service",
+            "shop's api",
+            "--label",
+            "env=prod",
+            "--label",
+            "zone=b",
+            "--period",
+            "30s",
+            "--profiles",
+            "cpu,wall",
+        ]);
+        assert_eq!(
+            render(&vars, EnvFormat::Shell),
+            "export CORECLR_ENABLE_PROFILING='1'\n\
+             export CORECLR_PROFILER='{897B9E27-A69B-4816-9F74-172E6D96334F}'\n\
+             export CORECLR_PROFILER_PATH='/opt/clrprof/libclrprof_agent.so'\n\
+             export CLRPROF_EXPORT_ENDPOINT='http://collector:4318'\n\
+             export CLRPROF_EXPORT_SERVICE='shop'\\''s api'\n\
+             export CLRPROF_EXPORT_LABELS='env=prod,zone=b'\n\
+             export CLRPROF_EXPORT_PERIOD='30s'\n\
+             export CLRPROF_EXPORT_PROFILES='cpu,wall'\n"
+        );
+        let systemd = render(&vars, EnvFormat::Systemd);
+        assert!(systemd.starts_with("[Service]\nEnvironment=\"CORECLR_ENABLE_PROFILING=1\"\n"));
+        assert!(systemd.contains("Environment=\"CLRPROF_EXPORT_SERVICE=shop's api\"\n"));
+        let docker = render(&vars, EnvFormat::Docker);
+        assert_eq!(docker.lines().count(), 8);
+        assert!(docker.contains("\nCLRPROF_EXPORT_LABELS=env=prod,zone=b\n"));
+        let k8s = render(&vars, EnvFormat::K8s);
+        assert!(k8s.starts_with("env:\n  - name: CORECLR_ENABLE_PROFILING\n    value: \"1\"\n"));
+        assert!(k8s.contains("  - name: CLRPROF_EXPORT_SERVICE\n    value: \"shop's api\"\n"));
+    }
+
+    #[test]
+    fn systemd_escapes_what_it_must() {
+        let vars = vec![("V".to_string(), r#"a"b\c%d"#.to_string())];
+        assert_eq!(
+            render(&vars, EnvFormat::Systemd),
+            "[Service]\nEnvironment=\"V=a\\\"b\\\\c%%d\"\n"
+        );
+    }
+
+    #[test]
+    fn the_defaults_are_left_out_and_bad_arguments_are_the_agents_errors() {
+        let vars = vars_of(&["--endpoint", "http://c:4318", "--service", "svc"]);
+        let names: Vec<&str> = vars.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "CORECLR_ENABLE_PROFILING",
+                "CORECLR_PROFILER",
+                "CORECLR_PROFILER_PATH",
+                "CLRPROF_EXPORT_ENDPOINT",
+                "CLRPROF_EXPORT_SERVICE"
+            ]
+        );
+        let err = |args: &[&str]| settings(&parse(args)).unwrap_err().to_string();
+        assert_eq!(
+            err(&[
+                "--endpoint",
+                "http://c",
+                "--service",
+                "s",
+                "--protocol",
+                "grpc"
+            ]),
+            "CLRPROF_EXPORT_PROTOCOL=grpc: unknown protocol (otlp-http or pyroscope)"
+        );
+        assert!(err(&["--endpoint", "c:4318", "--service", "s"]).contains("http://"));
+        assert!(
+            err(&["--endpoint", "http://c", "--service", "s", "--period", "0"])
+                .starts_with("CLRPROF_EXPORT_PERIOD=0")
+        );
+        assert!(
+            err(&[
+                "--endpoint",
+                "http://c",
+                "--service",
+                "s",
+                "--label",
+                "a=1,b=2"
+            ])
+            .contains("cannot hold `,`")
+        );
+        let pyroscope = vars_of(&[
+            "--endpoint",
+            "http://p:4040",
+            "--service",
+            "s",
+            "--protocol",
+            "pyroscope",
+            "--tenant",
+            "t1",
+            "--cpu-rate",
+            "250",
+        ]);
+        assert!(pyroscope.contains(&("CLRPROF_EXPORT_PROTOCOL".into(), "pyroscope".into())));
+        assert!(pyroscope.contains(&("CLRPROF_EXPORT_TENANT".into(), "t1".into())));
+        assert!(pyroscope.contains(&("CLRPROF_EXPORT_CPU_RATE".into(), "250".into())));
+    }
+}

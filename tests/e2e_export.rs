@@ -1,0 +1,628 @@
+//! Export mode end to end: `tests/programs/Continuous.cs` profiled by environment variables
+//! alone (the runtime's three, and clrprof's `CLRPROF_EXPORT_*`; no `clrprof` process), with a
+//! period of 1 s, pointed at a real OpenTelemetry Collector (built by `cargo xtask setup`): what
+//! the Collector received and forwarded, decoded with the official generated messages, holds
+//! the program's resource, its hot method, its exactly 7 exceptions at their site and the bytes
+//! of its allocations; the program's output is unchanged. A wrong variable, and an endpoint
+//! nobody listens on, cost the program nothing but one line on standard error.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use clrprof_e2e::{
+    CaptureServer, ChildGuard, Collector, Dotnet, OutputExt, Program, agent_lib, clrprof, compile,
+    default_timeout, free_port,
+};
+use clrprof_trace::protocol::AGENT_CLSID;
+use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use prost::Message;
+
+/// How long the forwarded requests may take to arrive after the program ended.
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The program's command with the runtime's profiler variables and `vars`, nothing else of
+/// clrprof's.
+fn exported(program: &Program, args: &[&str], vars: &[(&str, &str)]) -> Command {
+    let mut cmd = program.command();
+    cmd.args(args)
+        .env("CORECLR_ENABLE_PROFILING", "1")
+        .env("CORECLR_PROFILER", AGENT_CLSID)
+        .env("CORECLR_PROFILER_PATH", agent_lib());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Runs `cmd`, returns its output and process id.
+fn run(cmd: &mut Command) -> (Output, u32) {
+    let mut child = ChildGuard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
+    let pid = child.id();
+    (child.wait_with_output(default_timeout()), pid)
+}
+
+/// One sample of a forwarded profile: its type's name, frames (root first) and value.
+#[derive(Debug, Clone)]
+struct Sample {
+    sample_type: String,
+    frames: Vec<String>,
+    modules: Vec<String>,
+    value: i64,
+    /// The profile's integer attributes.
+    attributes: BTreeMap<String, i64>,
+}
+
+/// What the Collector forwarded, readable: every sample of every profile, and the resource
+/// attributes of each request.
+fn read(bodies: &[Vec<u8>]) -> (Vec<Sample>, Vec<BTreeMap<String, String>>) {
+    let mut samples = Vec::new();
+    let mut resources = Vec::new();
+    for body in bodies {
+        let request = ExportProfilesServiceRequest::decode(&body[..])
+            .expect("the Collector forwards an ExportProfilesServiceRequest");
+        let d = request.dictionary.as_ref().expect("a dictionary");
+        let s = |i: i32| d.string_table[i as usize].clone();
+        for rp in &request.resource_profiles {
+            let attributes = rp
+                .resource
+                .as_ref()
+                .expect("a resource")
+                .attributes
+                .iter()
+                .map(|a| {
+                    let key = if a.key.is_empty() {
+                        s(a.key_strindex)
+                    } else {
+                        a.key.clone()
+                    };
+                    let value = match a.value.as_ref().and_then(|v| v.value.clone()) {
+                        Some(Value::StringValue(v)) => v,
+                        Some(Value::StringValueStrindex(i)) => s(i),
+                        Some(Value::IntValue(i)) => i.to_string(),
+                        other => panic!("{key}: unexpected value {other:?}"),
+                    };
+                    (key, value)
+                })
+                .collect();
+            resources.push(attributes);
+            for sp in &rp.scope_profiles {
+                for p in &sp.profiles {
+                    let t = p.sample_type.expect("a sample type");
+                    let profile_attributes: BTreeMap<String, i64> = p
+                        .attribute_indices
+                        .iter()
+                        .map(|&i| {
+                            let a = &d.attribute_table[i as usize];
+                            let value = match a.value.as_ref().and_then(|v| v.value.clone()) {
+                                Some(Value::IntValue(v)) => v,
+                                other => panic!("unexpected attribute value {other:?}"),
+                            };
+                            (s(a.key_strindex), value)
+                        })
+                        .collect();
+                    for sample in &p.samples {
+                        let locations: Vec<_> = d.stack_table[sample.stack_index as usize]
+                            .location_indices
+                            .iter()
+                            .rev()
+                            .map(|&l| &d.location_table[l as usize])
+                            .collect();
+                        let frames = locations
+                            .iter()
+                            .map(|l| {
+                                s(d.function_table[l.lines[0].function_index as usize]
+                                    .name_strindex)
+                            })
+                            .collect();
+                        let modules = locations
+                            .iter()
+                            .map(|l| s(d.mapping_table[l.mapping_index as usize].filename_strindex))
+                            .collect();
+                        assert_eq!(sample.values.len(), 1);
+                        samples.push(Sample {
+                            sample_type: s(t.type_strindex),
+                            frames,
+                            modules,
+                            value: sample.values[0],
+                            attributes: profile_attributes.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    (samples, resources)
+}
+
+fn total(samples: &[Sample], sample_type: &str, keep: impl Fn(&Sample) -> bool) -> i64 {
+    samples
+        .iter()
+        .filter(|s| s.sample_type == sample_type && keep(s))
+        .map(|s| s.value)
+        .sum()
+}
+
+/// Waits until the forwarded requests stop coming (none for a second), then returns them.
+fn settled(collector: &Collector) -> Vec<Vec<u8>> {
+    let mut bodies = collector.forwarded.wait_for(1, FORWARD_TIMEOUT);
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = collector.forwarded.wait_for(bodies.len(), FORWARD_TIMEOUT);
+        if now.len() == bodies.len() {
+            return bodies;
+        }
+        bodies = now;
+    }
+}
+
+/// The agent's one line at exit, and its numbers: periods, delivered, dropped, waiting at
+/// exit, failed sends.
+fn exit_line<'a>(stderr: &'a str, endpoint: &str) -> (&'a str, [u64; 5]) {
+    let prefix = format!("clrprof: export to {endpoint}: ");
+    let line = stderr
+        .strip_prefix(&prefix)
+        .and_then(|l| l.strip_suffix('\n'))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(!line.contains('\n'), "{stderr}");
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .take(5)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    (
+        line,
+        numbers.try_into().unwrap_or_else(|_| panic!("{stderr}")),
+    )
+}
+
+const MAIN: &str = "Continuous.Program.Main(string[])";
+const SPIN: &str = "Continuous.Hot.Spin(long)";
+const ALLOCATE: &str = "Continuous.Allocator.Allocate(int)";
+const RUN: &str = "Continuous.Thrower.Run(int)";
+const THROW: &str = "Continuous.Thrower.Throw(int)";
+
+#[test]
+fn the_agent_alone_ships_every_period_to_the_collector() {
+    let program = compile("Continuous");
+    let plain = program.run(&[]);
+    plain.assert_success();
+    let collector = Collector::start();
+    let endpoint = collector.otlp_http_endpoint();
+    let (output, pid) = run(&mut exported(
+        &program,
+        &[],
+        &[
+            ("CLRPROF_EXPORT_ENDPOINT", &endpoint),
+            ("CLRPROF_EXPORT_SERVICE", "continuous-test"),
+            ("CLRPROF_EXPORT_VERSION", "1.2.3"),
+            (
+                "CLRPROF_EXPORT_LABELS",
+                "deployment.environment=e2e,team=profiling",
+            ),
+            ("CLRPROF_EXPORT_PERIOD", "1"),
+        ],
+    ));
+    output.assert_success();
+    assert_eq!(output.stdout, plain.stdout, "profiling changed the output");
+    // Every period was delivered: the agent says nothing.
+    assert_eq!(output.stderr_str(), "", "{}", collector.log());
+
+    let bodies = settled(&collector);
+    let (samples, resources) = read(&bodies);
+    // One request per period that had samples (how many depends on how fast the machine ran
+    // the program); the empty stderr above says every one of them was delivered.
+    assert!(!bodies.is_empty());
+    let dotnet = Dotnet::get();
+    let version = dotnet.version.clone();
+    for attributes in &resources {
+        let get = |k: &str| attributes.get(k).map(String::as_str);
+        assert_eq!(
+            get("service.name"),
+            Some("continuous-test"),
+            "{attributes:?}"
+        );
+        assert_eq!(get("service.version"), Some("1.2.3"));
+        assert_eq!(get("process.pid"), Some(pid.to_string().as_str()));
+        assert_eq!(get("process.executable.name"), Some("dotnet"));
+        assert_eq!(get("process.runtime.name"), Some(".NET"));
+        assert_eq!(get("process.runtime.version"), Some(version.as_str()));
+        assert_eq!(get("deployment.environment"), Some("e2e"));
+        assert_eq!(get("team"), Some("profiling"));
+        assert!(get("host.name").is_some_and(|h| !h.is_empty()));
+    }
+
+    // CPU: the hot method, under Main, in the module of the program, has most of the CPU time.
+    let cpu_total = total(&samples, "cpu", |_| true);
+    let spin = total(&samples, "cpu", |s| {
+        s.frames.windows(2).any(|w| w == [MAIN, SPIN])
+    });
+    assert!(
+        spin > cpu_total / 2,
+        "Spin has {spin} of {cpu_total} ns of CPU"
+    );
+    let spin_sample = samples
+        .iter()
+        .find(|s| s.sample_type == "cpu" && s.frames.last().map(String::as_str) == Some(SPIN))
+        .expect("a sample in Spin");
+    assert_eq!(spin_sample.modules.last().unwrap(), "Continuous.dll");
+    // CPU samples every 10 ms of a thread's CPU (100 Hz, the default).
+    assert!(spin >= 500_000_000, "Spin has {spin} ns of CPU");
+    // No wall-clock profile unless asked for.
+    assert_eq!(total(&samples, "wall", |_| true), 0);
+
+    // Exceptions: exactly the 7 the program threw, at their site, with their type.
+    let site = [
+        MAIN.to_string(),
+        RUN.to_string(),
+        THROW.to_string(),
+        "System.InvalidOperationException".to_string(),
+    ];
+    let exceptions: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.sample_type == "exceptions")
+        .collect();
+    assert_eq!(
+        total(&samples, "exceptions", |s| s.frames.ends_with(&site[1..])),
+        7,
+        "{exceptions:#?}"
+    );
+    assert!(
+        exceptions
+            .iter()
+            .filter(|s| s.frames.ends_with(&site[1..]))
+            .all(|s| s.frames == site),
+        "{exceptions:#?}"
+    );
+
+    // Allocations: the runtime's allocation ticks, in process where the runtime offers them
+    // (.NET 5 and later). Each tick stands for the bytes allocated since the previous one
+    // (about 100 KB), of the type of the object that crossed the threshold: Blob's bytes are
+    // the 96,000,000 the program allocated, less at most the one tick's worth after Blob's
+    // last tick, plus the unused ends of allocation contexts (see docs/memory-profiling.md).
+    let blob = total(&samples, "alloc_space", |s| {
+        s.frames.last().map(String::as_str) == Some("Continuous.Blob")
+    });
+    if dotnet.major_minor() >= (5, 0) {
+        let truth = 96_000_000i64;
+        assert!(
+            (truth - 102_400..=truth * 115 / 100).contains(&blob),
+            "ticks of Blob stand for {blob} bytes, the program allocated {truth}"
+        );
+        let blob_sample = samples
+            .iter()
+            .find(|s| {
+                s.sample_type == "alloc_space"
+                    && s.frames.last().map(String::as_str) == Some("Continuous.Blob")
+            })
+            .unwrap();
+        assert_eq!(
+            blob_sample.frames[blob_sample.frames.len() - 3..],
+            [MAIN, ALLOCATE, "Continuous.Blob"]
+        );
+        // The ticks do not say how many objects.
+        assert_eq!(total(&samples, "alloc_objects", |_| true), 0);
+    } else {
+        // CoreCLR 3.1 gives a profiler no in-process event session: no allocation profile
+        // (and none of lock waits), silently when they were not asked for by name.
+        assert_eq!(total(&samples, "alloc_space", |_| true), 0);
+        assert!(samples.iter().all(|s| s.sample_type != "alloc_space"));
+    }
+}
+
+#[test]
+fn a_wrong_variable_is_one_line_and_the_program_runs_unprofiled() {
+    let program = compile("Continuous");
+    let plain = program.run(&["short"]);
+    plain.assert_success();
+    let (output, _) = run(&mut exported(
+        &program,
+        &["short"],
+        &[
+            ("CLRPROF_EXPORT_ENDPOINT", "http://127.0.0.1:4318"),
+            ("CLRPROF_EXPORT_PROTOCOL", "grpc"),
+        ],
+    ));
+    assert_eq!(output.status.code(), plain.status.code());
+    assert_eq!(output.stdout, plain.stdout);
+    assert_eq!(
+        output.stderr_str(),
+        "clrprof: CLRPROF_EXPORT_PROTOCOL=grpc: unknown protocol (otlp-http or pyroscope); \
+         the program runs without profiling\n"
+    );
+}
+
+#[test]
+fn an_endpoint_nobody_listens_on_costs_the_program_nothing_and_is_counted() {
+    let program = compile("Continuous");
+    let started = Instant::now();
+    let plain = program.run(&["short"]);
+    let plain_time = started.elapsed();
+    plain.assert_success();
+    let endpoint = format!("http://127.0.0.1:{}", free_port());
+    let mut cmd = exported(
+        &program,
+        &["short"],
+        &[
+            ("CLRPROF_EXPORT_ENDPOINT", &endpoint),
+            ("CLRPROF_EXPORT_PERIOD", "1"),
+        ],
+    );
+    let started = Instant::now();
+    let (output, _) = run(&mut cmd);
+    let time = started.elapsed();
+    output.assert_success();
+    assert_eq!(output.stdout, plain.stdout);
+    // A refused connection fails at once; the last period's send is bounded by 2 s anyway.
+    assert!(
+        time < plain_time + Duration::from_secs(2),
+        "{time:?} profiled, {plain_time:?} not"
+    );
+    // One line at exit: every period that had samples is accounted for, none delivered, every
+    // send failed.
+    let stderr = output.stderr_str();
+    let (line, [periods, delivered, dropped, waiting, failed]) = exit_line(&stderr, &endpoint);
+    assert!(periods >= 1, "{stderr}");
+    assert_eq!(delivered, 0, "{stderr}");
+    assert_eq!(dropped + waiting, periods, "{stderr}");
+    assert!(failed >= 1, "{stderr}");
+    assert!(
+        line.contains("sends failed (last: unreachable (Connect)"),
+        "{stderr}"
+    );
+}
+
+/// The functions of a pprof location, leaf first as pprof lists them.
+fn pprof_frames(profile: &clrprof_pprof::Profile, sample: &clrprof_pprof::Sample) -> Vec<String> {
+    let string = |i: i64| profile.string_table[i as usize].clone();
+    sample
+        .location_id
+        .iter()
+        .flat_map(|&id| {
+            let location = profile.location.iter().find(|l| l.id == id).unwrap();
+            location.line.iter().map(|line| {
+                let f = profile
+                    .function
+                    .iter()
+                    .find(|f| f.id == line.function_id)
+                    .unwrap();
+                string(f.name)
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn clrprof_env_gives_the_variables_that_push_to_pyroscope() {
+    use clrprof_export::pyroscope::PushRequest;
+    use std::io::Read;
+
+    let program = compile("Continuous");
+    let plain = program.run(&[]);
+    plain.assert_success();
+    let server = CaptureServer::start();
+    let env = clrprof(&[
+        "env",
+        "--endpoint",
+        &server.endpoint(),
+        "--protocol",
+        "pyroscope",
+        "--service",
+        "continuous-push",
+        "--label",
+        "region=eu",
+        "--period",
+        "1",
+        "--profiles",
+        "cpu,exceptions",
+        "--format",
+        "docker",
+    ]);
+    env.assert_success();
+    let vars: Vec<(String, String)> = env
+        .stdout_str()
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once('=').expect("NAME=value");
+            (k.to_string(), v.to_string())
+        })
+        .collect();
+    // The agent's real path, the one the tests built.
+    assert!(
+        vars.contains(&(
+            "CORECLR_PROFILER_PATH".into(),
+            agent_lib().canonicalize().unwrap().display().to_string()
+        )),
+        "{vars:?}"
+    );
+    let mut cmd = program.command();
+    cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+    let (output, _) = run(&mut cmd);
+    output.assert_success();
+    assert_eq!(output.stdout, plain.stdout);
+    assert_eq!(output.stderr_str(), "");
+
+    let bodies = server.wait_for(1, FORWARD_TIMEOUT);
+    std::thread::sleep(Duration::from_secs(1));
+    let bodies = server.wait_for(bodies.len(), FORWARD_TIMEOUT);
+    let mut spin_cpu = 0;
+    let mut exceptions = 0;
+    for body in &bodies {
+        let push = PushRequest::decode(&body[..]).expect("a push.v1.PushRequest");
+        for series in &push.series {
+            let labels: BTreeMap<&str, &str> = series
+                .labels
+                .iter()
+                .map(|l| (l.name.as_str(), l.value.as_str()))
+                .collect();
+            assert_eq!(labels["service_name"], "continuous-push");
+            assert_eq!(labels["region"], "eu");
+            let name = labels["__name__"];
+            assert!(["process_cpu", "exception"].contains(&name), "{labels:?}");
+            for raw in &series.samples {
+                let mut bytes = Vec::new();
+                flate2::read::GzDecoder::new(&raw.raw_profile[..])
+                    .read_to_end(&mut bytes)
+                    .expect("a gzip'd pprof");
+                let profile = clrprof_pprof::Profile::decode(&bytes[..]).expect("a pprof");
+                for sample in &profile.sample {
+                    let frames = pprof_frames(&profile, sample);
+                    match name {
+                        "process_cpu" if frames.first().map(String::as_str) == Some(SPIN) => {
+                            spin_cpu += sample.value[0]
+                        }
+                        "exception" if frames.get(1).map(String::as_str) == Some(THROW) => {
+                            assert_eq!(
+                                frames,
+                                ["System.InvalidOperationException", THROW, RUN, MAIN]
+                            );
+                            exceptions += sample.value[0]
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    assert!(spin_cpu >= 500_000_000, "Spin has {spin_cpu} ns of CPU");
+    assert_eq!(exceptions, 7);
+}
+
+#[test]
+fn a_collector_that_comes_late_gets_the_waiting_periods_and_the_losses_are_counted() {
+    let program = compile("Continuous");
+    let port = free_port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let mut cmd = exported(
+        &program,
+        &["busy", "10"],
+        &[
+            ("CLRPROF_EXPORT_ENDPOINT", &endpoint),
+            ("CLRPROF_EXPORT_PERIOD", "1"),
+            ("CLRPROF_EXPORT_PROFILES", "cpu"),
+        ],
+    );
+    let mut child = ChildGuard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
+    // Nobody listens for the first periods.
+    std::thread::sleep(Duration::from_secs(3));
+    let collector = Collector::start_on(port);
+    let output = child.wait_with_output(default_timeout());
+    output.assert_success();
+    assert_eq!(output.stdout_str(), "done\n");
+    let stderr = output.stderr_str();
+    let (_, [periods, delivered, dropped, waiting, failed]) = exit_line(&stderr, &endpoint);
+    assert!(failed >= 1, "{stderr}");
+    assert!(delivered >= 1, "{stderr}");
+    assert_eq!(delivered + dropped + waiting, periods, "{stderr}");
+    // What the Collector got is what the agent counts as delivered; every profile says how many
+    // periods were dropped before it, never more than the agent counted in the end.
+    let bodies = settled(&collector);
+    assert_eq!(bodies.len() as u64, delivered, "{stderr}");
+    let (samples, _) = read(&bodies);
+    assert!(samples.iter().all(|s| s.sample_type == "cpu"));
+    for s in &samples {
+        let said = s
+            .attributes
+            .get("clrprof.periods_dropped")
+            .copied()
+            .unwrap_or(0);
+        assert!(said as u64 <= dropped, "{said} > {dropped}: {stderr}");
+    }
+    // (How much CPU the spinning got in its 10 s of wall time depends on the machine's load.)
+    assert!(
+        total(&samples, "cpu", |s| s.frames.last().map(String::as_str)
+            == Some(SPIN))
+            > 0
+    );
+}
+
+/// Runs `cmd` and says how long after the program printed its last line (`done`) it exited.
+fn time_from_done_to_exit(cmd: &mut Command) -> (Output, Duration) {
+    use std::io::{BufRead, BufReader};
+    let mut child = ChildGuard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
+    let stdout = child.child_mut().stdout.take().unwrap();
+    let done = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        let mut at = None;
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            if line == "done" {
+                at = Some(Instant::now());
+            }
+            lines.push(line);
+        }
+        (lines, at)
+    });
+    let output = child.wait_with_output(default_timeout());
+    let exited = Instant::now();
+    let (lines, at) = done.join().unwrap();
+    let at = at.unwrap_or_else(|| panic!("no `done` in {lines:?}\n{}", output.describe()));
+    (output, exited - at)
+}
+
+#[test]
+fn a_backend_that_never_answers_delays_the_exit_at_most_two_seconds() {
+    let program = compile("Continuous");
+    // Accepts every connection and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let (plain, plain_exit) = time_from_done_to_exit(program.command().arg("short"));
+    plain.assert_success();
+    let (output, exit) = time_from_done_to_exit(&mut exported(
+        &program,
+        &["short"],
+        &[
+            ("CLRPROF_EXPORT_ENDPOINT", &endpoint),
+            ("CLRPROF_EXPORT_PERIOD", "1"),
+        ],
+    ));
+    output.assert_success();
+    // The last period's send gives up after 2 s; the runtime's own shutdown is the rest (and
+    // a little scheduling on a loaded machine).
+    assert!(
+        exit <= plain_exit + Duration::from_millis(2_500),
+        "exit took {exit:?} after the program's last line, {plain_exit:?} unprofiled"
+    );
+    let stderr = output.stderr_str();
+    let (line, [periods, delivered, dropped, waiting, failed]) = exit_line(&stderr, &endpoint);
+    assert_eq!(delivered, 0, "{stderr}");
+    assert_eq!(dropped + waiting, periods, "{stderr}");
+    assert!(failed >= 1, "{stderr}");
+    assert!(line.contains("(last: unreachable (Timeout)"), "{stderr}");
+}
+
+#[test]
+fn a_profile_the_runtime_cannot_give_is_said_once_when_asked_for_by_name() {
+    let program = compile("Continuous");
+    let plain = program.run(&["short"]);
+    plain.assert_success();
+    let server = CaptureServer::start();
+    let endpoint = server.endpoint();
+    let (output, _) = run(&mut exported(
+        &program,
+        &["short"],
+        &[
+            ("CLRPROF_EXPORT_ENDPOINT", &endpoint),
+            ("CLRPROF_EXPORT_PROFILES", "cpu,alloc,lock"),
+        ],
+    ));
+    output.assert_success();
+    assert_eq!(output.stdout, plain.stdout);
+    if Dotnet::get().major_minor() >= (5, 0) {
+        assert_eq!(output.stderr_str(), "");
+    } else {
+        assert_eq!(
+            output.stderr_str(),
+            "clrprof: the alloc and lock profile(s) need the runtime's events in process \
+             (.NET 5 or later), which this runtime does not offer; they are not exported\n"
+        );
+    }
+}
