@@ -262,30 +262,28 @@ fn read_trace(cur: &mut Cursor<'_>) -> Result<TraceInfo, &'static str> {
     })
 }
 
-/// A SYSTEMTIME (year, month, day of week, day, hour, minute, second, millisecond) as
-/// nanoseconds since the Unix epoch; 0 if it is before the epoch or malformed.
+/// A SYSTEMTIME (year, month, day of week, day, hour, minute, second, millisecond), UTC, as
+/// nanoseconds since the Unix epoch; 0 if it is before the epoch or not a date. A leap second
+/// (60) counts as the second before it.
 fn system_time_unix_ns([year, month, _, day, hour, minute, second, ms]: [u64; 8]) -> u64 {
-    // Nanoseconds since the epoch fit a u64 until 2554.
-    if !(1970..=2500).contains(&year)
-        || !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 60
-        || ms > 999
-    {
-        return 0;
-    }
-    // Days from the civil date (Howard Hinnant's algorithm), years starting in March.
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y / 400;
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = (era * 146_097 + doe).saturating_sub(719_468);
-    let secs = days * 86_400 + hour * 3600 + minute * 60 + second;
-    secs * 1_000_000_000 + ms * 1_000_000
+    let field = |v: u64| i8::try_from(v).ok();
+    let date_time = (|| {
+        let time = jiff::civil::Time::new(
+            field(hour)?,
+            field(minute)?,
+            field(second.min(59))?,
+            i32::try_from(ms).ok()?.checked_mul(1_000_000)?,
+        )
+        .ok()?;
+        let date =
+            jiff::civil::Date::new(i16::try_from(year).ok()?, field(month)?, field(day)?).ok()?;
+        jiff::tz::Offset::UTC
+            .to_timestamp(date.to_datetime(time))
+            .ok()
+    })();
+    date_time
+        .and_then(|t| u64::try_from(t.as_nanosecond()).ok())
+        .unwrap_or(0)
 }
 
 /// The event header state a compressed header changes.
@@ -886,5 +884,28 @@ mod tests {
         let t = parse(b"GIF89a", |_| true);
         assert!(t.incomplete.is_some());
         assert!(t.trace.is_none());
+    }
+
+    #[test]
+    fn system_times_outside_the_calendar_or_before_the_epoch_are_zero() {
+        // date -u -d '2024-02-29 23:59:59.999' +%s%N
+        let leap_day = [2024, 2, 4, 29, 23, 59, 59, 999];
+        assert_eq!(system_time_unix_ns(leap_day), 1_709_251_199_999_000_000);
+        // A leap second is the second before it.
+        let leap_second = [2016, 12, 6, 31, 23, 59, 60, 0];
+        assert_eq!(
+            system_time_unix_ns(leap_second),
+            system_time_unix_ns([2016, 12, 6, 31, 23, 59, 59, 0])
+        );
+        for bad in [
+            [2023, 2, 0, 29, 0, 0, 0, 0],
+            [2024, 13, 0, 1, 0, 0, 0, 0],
+            [2024, 1, 0, 1, 24, 0, 0, 0],
+            [2024, 1, 0, 1, 0, 0, 0, 1000],
+            [1969, 12, 0, 31, 23, 59, 59, 0],
+            [u64::MAX, 1, 0, 1, 0, 0, 0, 0],
+        ] {
+            assert_eq!(system_time_unix_ns(bad), 0, "{bad:?}");
+        }
     }
 }
