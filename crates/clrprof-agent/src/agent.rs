@@ -20,6 +20,7 @@ use crate::recorder::published::Published;
 use crate::recorder::{cct, hooks, sys, threads};
 use crate::sampler::Sampler;
 use crate::session::Session;
+use crate::start_error::StartError;
 use crate::transport::Transport;
 
 /// The profiler the runtime loads. There is one per process, so its session is a static.
@@ -78,12 +79,8 @@ impl Agent {
 
     fn start(&self, info: ProfilerInfo, origin: Origin) -> Result<()> {
         let start_ns = sys::monotonic_ns();
-        let failed = |reason: String| Error::InvalidData {
-            context: "clrprof agent",
-            reason,
-        };
         if self.session().is_some() {
-            return Err(failed("initialized twice".into()));
+            return Err(StartError::InitializedTwice.into());
         }
         let (mut config, sink, from_cli) = match origin {
             Origin::Startup => match export_settings()? {
@@ -91,17 +88,17 @@ impl Agent {
                     let config = Config::for_export(AgentConfig::for_export(settings));
                     match crate::export::start(&config) {
                         Some(sink) => (config, sink, None),
-                        None => return Err(failed("export mode started twice".into())),
+                        None => return Err(StartError::ExportStartedTwice.into()),
                     }
                 }
                 None => (
                     Config::parse(&std::env::var(protocol::ENV_CONFIG).unwrap_or_default()),
-                    open_sink().map_err(failed)?,
+                    open_sink()?,
                     None,
                 ),
             },
             Origin::Attach { session, config } => {
-                let (sink, from_cli) = crate::detach::connect(&session).map_err(failed)?;
+                let (sink, from_cli) = crate::detach::connect(&session)?;
                 (Config::parse(&config), sink, Some(from_cli))
             }
         };
@@ -162,36 +159,32 @@ fn export_settings() -> Result<Option<crate::config::ExportSettings>> {
     }
     crate::export::settings_from_env().map_err(|reason| {
         crate::export::tell(&format!("{reason}; the program runs without profiling"));
-        Error::InvalidData {
-            context: "clrprof agent",
-            reason,
-        }
+        StartError::ExportSettings(reason).into()
     })
 }
 
 /// Opens where the trace goes: the CLI's socket, or a file. The file header goes first.
-fn open_sink() -> std::result::Result<Box<dyn Write + Send>, String> {
+fn open_sink() -> std::result::Result<Box<dyn Write + Send>, StartError> {
     let mut sink: Box<dyn Write + Send> = if let Ok(path) = std::env::var(protocol::ENV_SESSION) {
         #[cfg(unix)]
         {
             let s = std::os::unix::net::UnixStream::connect(&path)
-                .map_err(|e| format!("cannot connect to the clrprof CLI at {path}: {e}"))?;
+                .map_err(|source| StartError::Connect { path, source })?;
             introduce(&s)?;
             Box::new(s)
         }
         #[cfg(not(unix))]
         {
-            return Err(format!(
-                "CLRPROF_SESSION={path} needs Unix sockets; use CLRPROF_OUTPUT"
-            ));
+            return Err(StartError::NoUnixSockets { path });
         }
     } else if let Ok(path) = std::env::var(protocol::ENV_OUTPUT) {
-        let f = std::fs::File::create(&path).map_err(|e| format!("cannot create {path}: {e}"))?;
+        let f = std::fs::File::create(&path)
+            .map_err(|source| StartError::CreateOutput { path, source })?;
         Box::new(std::io::BufWriter::new(f))
     } else {
-        return Err("neither CLRPROF_SESSION nor CLRPROF_OUTPUT is set".into());
+        return Err(StartError::NoDestination);
     };
-    clrprof_trace::write_header(&mut sink).map_err(|e| e.to_string())?;
+    clrprof_trace::write_header(&mut sink).map_err(StartError::WriteHeader)?;
     Ok(sink)
 }
 
@@ -203,7 +196,7 @@ const VERDICT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// error if the CLI leaves the process out (its process filter), so that the runtime goes on
 /// without the profiler.
 #[cfg(unix)]
-fn introduce(s: &std::os::unix::net::UnixStream) -> std::result::Result<(), String> {
+fn introduce(s: &std::os::unix::net::UnixStream) -> std::result::Result<(), StartError> {
     use std::io::Read;
     let hello = protocol::Hello {
         pid: std::process::id(),
@@ -212,19 +205,16 @@ fn introduce(s: &std::os::unix::net::UnixStream) -> std::result::Result<(), Stri
     };
     let mut w = s;
     w.write_all(&hello.encode())
-        .map_err(|e| format!("cannot introduce the process to the clrprof CLI: {e}"))?;
+        .map_err(StartError::Introduce)?;
     let _ = s.set_read_timeout(Some(VERDICT_TIMEOUT));
     let mut answer = [0u8; 1];
     let mut r = s;
-    r.read_exact(&mut answer)
-        .map_err(|e| format!("no answer from the clrprof CLI: {e}"))?;
+    r.read_exact(&mut answer).map_err(StartError::NoVerdict)?;
     let _ = s.set_read_timeout(None);
     match protocol::Verdict::from_byte(answer[0]) {
         Some(protocol::Verdict::Record) => Ok(()),
-        Some(protocol::Verdict::LeaveOut) => {
-            Err("the clrprof CLI's process filter leaves this process out".into())
-        }
-        None => Err(format!("the clrprof CLI answered {}", answer[0])),
+        Some(protocol::Verdict::LeaveOut) => Err(StartError::LeftOut),
+        None => Err(StartError::UnknownVerdict(answer[0])),
     }
 }
 

@@ -19,6 +19,7 @@ use clrprof_trace::MessageLevel;
 
 use crate::recorder::capture;
 use crate::session::Session;
+use crate::start_error::StartError;
 
 /// How long the runtime should wait before checking that no thread is inside the agent. The
 /// runtime never checks sooner than 300 ms; passing 0 would make it wait 10 minutes.
@@ -34,20 +35,23 @@ pub enum FromCli {}
 /// Connects to the CLI's socket at `path` and writes the trace header: returns the sink for
 /// the transport and the reading half for [`watch`].
 #[cfg(unix)]
-pub fn connect(path: &str) -> Result<(Box<dyn Write + Send>, FromCli), String> {
-    let mut stream = std::os::unix::net::UnixStream::connect(path)
-        .map_err(|e| format!("cannot connect to the clrprof CLI at {path}: {e}"))?;
-    let from_cli = stream
-        .try_clone()
-        .map_err(|e| format!("cannot share the connection to the CLI: {e}"))?;
-    clrprof_trace::write_header(&mut stream).map_err(|e| e.to_string())?;
+pub fn connect(path: &str) -> Result<(Box<dyn Write + Send>, FromCli), StartError> {
+    let mut stream =
+        std::os::unix::net::UnixStream::connect(path).map_err(|source| StartError::Connect {
+            path: path.to_string(),
+            source,
+        })?;
+    let from_cli = stream.try_clone().map_err(StartError::ShareConnection)?;
+    clrprof_trace::write_header(&mut stream).map_err(StartError::WriteHeader)?;
     Ok((Box::new(stream), from_cli))
 }
 
 /// Attaching needs Unix sockets.
 #[cfg(not(unix))]
-pub fn connect(path: &str) -> Result<(Box<dyn Write + Send>, FromCli), String> {
-    Err(format!("cannot attach: {path} needs Unix sockets"))
+pub fn connect(path: &str) -> Result<(Box<dyn Write + Send>, FromCli), StartError> {
+    Err(StartError::NoUnixSockets {
+        path: path.to_string(),
+    })
 }
 
 /// Starts the thread that waits for the CLI to ask for the detach.

@@ -46,6 +46,7 @@ pub mod runtime_version;
 pub mod sampler;
 pub mod session;
 pub mod stacks;
+pub mod start_error;
 pub mod statics;
 pub mod transport;
 pub mod unwind;

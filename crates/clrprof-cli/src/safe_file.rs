@@ -158,6 +158,7 @@ impl Write for SafeFile {
 
 /// Refuses, before any work is done, an output path that [`SafeFile::create`] could never
 /// replace: a directory, or a file in a directory that does not exist.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub fn check_target(path: &Path) -> Result<()> {
     let target = resolve(path);
     if target.is_dir() {

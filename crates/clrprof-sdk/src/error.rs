@@ -1,6 +1,8 @@
-//! Errors returned by the SDK: the failing HRESULT with its name, or a method the runtime lacks.
+//! Errors returned by the SDK: the failing HRESULT with its name, a method the runtime lacks,
+//! data the runtime gave that cannot be used, or the profiler's own failure with its cause.
 
 use core::fmt;
+use std::sync::Arc;
 
 use clrprof_sys::HRESULT;
 
@@ -41,8 +43,9 @@ impl fmt::Debug for HResult {
     }
 }
 
-/// What went wrong in a call to the profiling API.
-#[derive(Clone, PartialEq, Eq, Debug)]
+/// What went wrong in a call to the profiling API, or in the profiler's own work during a
+/// callback.
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Error {
     /// The runtime returned a failure HRESULT from `method`.
@@ -69,7 +72,74 @@ pub enum Error {
         /// What was wrong.
         reason: String,
     },
+    /// The profiler's own work failed, not the runtime: a socket it could not reach, a file it
+    /// could not create. The cause is kept whole (an `io::Error` keeps its `ErrorKind`); the
+    /// error shows it with the chain of its own causes.
+    Profiler {
+        /// What the profiler was doing, e.g. `"clrprof agent: start"`.
+        context: &'static str,
+        /// Why it failed.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
 }
+
+impl Error {
+    /// The profiler's own failure `source` while doing `context`.
+    pub fn profiler(
+        context: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        Error::Profiler {
+            context,
+            source: Arc::new(source),
+        }
+    }
+}
+
+/// Equal when of the same kind with equal fields; two profiler failures are equal when they
+/// share their context and their very cause (errors have no equality of their own).
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                Error::Failed { method, hr },
+                Error::Failed {
+                    method: m2,
+                    hr: hr2,
+                },
+            ) => method == m2 && hr == hr2,
+            (
+                Error::NotSupported {
+                    method,
+                    required,
+                    available,
+                },
+                Error::NotSupported {
+                    method: m2,
+                    required: r2,
+                    available: a2,
+                },
+            ) => method == m2 && required == r2 && available == a2,
+            (
+                Error::InvalidData { context, reason },
+                Error::InvalidData {
+                    context: c2,
+                    reason: r2,
+                },
+            ) => context == c2 && reason == r2,
+            (
+                Error::Profiler { context, source },
+                Error::Profiler {
+                    context: c2,
+                    source: s2,
+                },
+            ) => context == c2 && Arc::ptr_eq(source, s2),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Error {}
 
 impl Error {
     /// The HRESULT to hand back to the runtime for this error.
@@ -77,7 +147,9 @@ impl Error {
         match self {
             Error::Failed { hr, .. } => *hr,
             Error::NotSupported { .. } => HResult(clrprof_sys::hresult::E_NOTIMPL),
-            Error::InvalidData { .. } => HResult(clrprof_sys::hresult::E_FAIL),
+            Error::InvalidData { .. } | Error::Profiler { .. } => {
+                HResult(clrprof_sys::hresult::E_FAIL)
+            }
         }
     }
 
@@ -100,10 +172,20 @@ impl fmt::Display for Error {
                 "{method} needs ICorProfilerInfo{required}, but this runtime implements only up to ICorProfilerInfo{available}"
             ),
             Error::InvalidData { context, reason } => write!(f, "{context}: {reason}"),
+            Error::Profiler { context, source } => {
+                write!(f, "{context}: {source}")?;
+                let mut cause = source.source();
+                while let Some(c) = cause {
+                    write!(f, ": {c}")?;
+                    cause = c.source();
+                }
+                Ok(())
+            }
         }
     }
 }
 
+/// No source: the message already holds every cause (a profiler failure's whole chain).
 impl std::error::Error for Error {}
 
 /// The SDK's result type.

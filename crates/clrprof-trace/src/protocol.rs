@@ -241,41 +241,62 @@ impl Hello {
     }
 
     /// Reads a hello, saying what is wrong with one that is not.
-    pub fn read(r: &mut impl std::io::Read) -> Result<Hello, String> {
+    pub fn read(r: &mut impl std::io::Read) -> Result<Hello, HelloError> {
         let mut head = [0u8; 14];
-        r.read_exact(&mut head)
-            .map_err(|e| format!("no hello from the agent: {e}"))?;
+        r.read_exact(&mut head).map_err(HelloError::NoHello)?;
         if head[..8] != Self::MAGIC {
-            return Err("the connection did not start with the agent's hello".into());
+            return Err(HelloError::NotAHello);
         }
         let version = u16::from_le_bytes([head[8], head[9]]);
         if version != Self::VERSION {
-            return Err(format!(
-                "the agent speaks hello version {version}, this clrprof {}: use the agent \
-                 that came with it",
-                Self::VERSION
-            ));
+            return Err(HelloError::Version(version));
         }
         let len = u32::from_le_bytes([head[10], head[11], head[12], head[13]]) as usize;
         if !(12..=12 + Self::MAX_COMMAND_LINE).contains(&len) {
-            return Err(format!("a hello of {len} bytes"));
+            return Err(HelloError::Length(len));
         }
         let mut payload = vec![0u8; len];
-        r.read_exact(&mut payload)
-            .map_err(|e| format!("the agent's hello was cut short: {e}"))?;
+        r.read_exact(&mut payload).map_err(HelloError::CutShort)?;
         let u32_at = |i: usize| {
             u32::from_le_bytes([payload[i], payload[i + 1], payload[i + 2], payload[i + 3]])
         };
         let cmd_len = u32_at(8) as usize;
         let cmd = payload
             .get(12..12 + cmd_len)
-            .ok_or("the hello's command line runs past its end")?;
+            .ok_or(HelloError::CommandLinePastEnd)?;
         Ok(Hello {
             pid: u32_at(0),
             parent_pid: u32_at(4),
             command_line: String::from_utf8_lossy(cmd).into_owned(),
         })
     }
+}
+
+/// What is wrong with a connection that should have started with a [`Hello`].
+#[derive(Debug, thiserror::Error)]
+pub enum HelloError {
+    /// Nothing (or too little) came.
+    #[error("no hello from the agent")]
+    NoHello(#[source] std::io::Error),
+    /// The bytes are not a hello.
+    #[error("the connection did not start with the agent's hello")]
+    NotAHello,
+    /// The agent speaks another version.
+    #[error(
+        "the agent speaks hello version {0}, this clrprof {version}: use the agent that came \
+         with it",
+        version = Hello::VERSION
+    )]
+    Version(u16),
+    /// A length no hello has.
+    #[error("a hello of {0} bytes")]
+    Length(usize),
+    /// The payload ended before its announced length.
+    #[error("the agent's hello was cut short")]
+    CutShort(#[source] std::io::Error),
+    /// The command line's length runs past the payload.
+    #[error("the hello's command line runs past its end")]
+    CommandLinePastEnd,
 }
 
 #[cfg(test)]
@@ -294,16 +315,19 @@ mod hello_tests {
         let mut bad = bytes.clone();
         bad[8] = 9;
         assert_eq!(
-            Hello::read(&mut &bad[..]).unwrap_err(),
+            Hello::read(&mut &bad[..]).unwrap_err().to_string(),
             "the agent speaks hello version 9, this clrprof 1: use the agent that came with it"
         );
+        let cut = Hello::read(&mut &bytes[..20]).unwrap_err();
         assert!(
-            Hello::read(&mut &bytes[..20])
-                .unwrap_err()
-                .starts_with("the agent's hello was cut short")
+            matches!(&cut, HelloError::CutShort(e) if e.kind() == std::io::ErrorKind::UnexpectedEof),
+            "{cut:?}"
         );
+        assert_eq!(cut.to_string(), "the agent's hello was cut short");
         assert_eq!(
-            Hello::read(&mut &b"CLRPROF\0xxxxxx"[..]).unwrap_err(),
+            Hello::read(&mut &b"CLRPROF\0xxxxxx"[..])
+                .unwrap_err()
+                .to_string(),
             "the connection did not start with the agent's hello"
         );
         for v in [Verdict::Record, Verdict::LeaveOut] {

@@ -80,6 +80,7 @@ pub enum Policy {
 }
 
 impl Policy {
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn to_u8(self) -> u8 {
         match self {
             Policy::Fixed(kind) => kind.to_u8(),
@@ -131,6 +132,7 @@ impl Chosen {
 /// The session's policy (0: none chosen, CPU samples off).
 static POLICY: AtomicU8 = AtomicU8::new(0);
 /// Whether the session's perf events count kernel time.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 static PERF_KERNEL: AtomicBool = AtomicBool::new(false);
 /// The session's sampling period, in nanoseconds of a thread's CPU time.
 static PERIOD_NS: AtomicU64 = AtomicU64::new(1_000_000);

@@ -150,7 +150,10 @@ fn receive_process(
         Err(e) => {
             set_problem(
                 progress,
-                format!("a process's agent could not be recorded: {e}"),
+                format!(
+                    "a process's agent could not be recorded: {:#}",
+                    anyhow::Error::new(e)
+                ),
             );
             return;
         }
