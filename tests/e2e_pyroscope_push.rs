@@ -79,10 +79,12 @@ fn go_tool_pprof_reads_the_pushed_profiles() {
     let dir = clrprof_e2e::temp_dir();
     let file = dir.path().join("lock.pb.gz");
     std::fs::write(&file, raw).unwrap();
+    // Go shows the profile's time in the local time zone: UTC, to compare it exactly.
     let out = run_command(
         Command::new(go())
             .args(["tool", "pprof", "-raw"])
-            .arg(&file),
+            .arg(&file)
+            .env("TZ", "UTC"),
     );
     out.assert_success();
     // Go's reading of it, each line's words single-spaced: the samples with both values and

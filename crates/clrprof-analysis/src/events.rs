@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use clrprof_trace::{Event, EventKind as K};
+use clrprof_trace::{Callback, Event, EventKind as K};
 use serde::Serialize;
 
 use crate::memory::gc::GcRecord;
@@ -26,11 +26,14 @@ impl EventSummaryBuilder {
     /// Takes one event into account.
     pub fn add(&mut self, e: &Event) {
         *self.counts.entry(e.event.0).or_default() += 1;
-        let a = |i| e.arg(i).unwrap_or(0);
-        match e.event {
-            K::MODULE_LOAD_FINISHED => self.modules.push((a(0), a(1) as u32)),
-            K::JIT_INLINING => *self.inlined.entry((a(1), a(0))).or_default() += 1,
-            K::CLASS_LOAD_FINISHED => self.classes.push(a(0)),
+        match Callback::of(e) {
+            Some(Callback::ModuleLoadFinished(c)) => {
+                self.modules.push((c.module, c.hr_status as u32))
+            }
+            Some(Callback::JITInlining(c)) => {
+                *self.inlined.entry((c.callee, c.caller)).or_default() += 1
+            }
+            Some(Callback::ClassLoadFinished(c)) => self.classes.push(c.class),
             _ => {}
         }
     }

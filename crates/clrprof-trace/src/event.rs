@@ -25,7 +25,7 @@ struct Info {
 
 macro_rules! event_kinds {
     ($($iface:literal {
-        $($slot:literal $konst:ident $name:ident $cat:ident [$($arg:literal),*];)*
+        $($slot:literal $konst:ident $name:ident $cat:ident [$($arg:ident),*];)*
     })*) => {
         impl EventKind {
             $($(
@@ -42,9 +42,91 @@ macro_rules! event_kinds {
                 name: stringify!($name),
                 interface: $iface,
                 category: EventCategory::$cat,
-                args: &[$($arg),*],
+                args: &[$(stringify!($arg)),*],
             },
         )*)*];
+
+        /// Every callback's event with its args by name: one struct per callback, named as in
+        /// `corprof.idl`, its fields the args in order ([`EventKind::arg_names`]). Made from the
+        /// same table as [`EventKind`], so a reader never counts positions.
+        pub mod callbacks {
+            use super::EventKind;
+            use crate::Event;
+
+            $($(
+                #[doc = concat!("`", $iface, "::", stringify!($name), "`'s args.")]
+                #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+                pub struct $name {
+                    $(
+                        #[doc = concat!("`", stringify!($arg), "`.")]
+                        pub $arg: u64,
+                    )*
+                }
+
+                impl $name {
+                    /// The event kind this callback is.
+                    pub const KIND: EventKind = EventKind::$konst;
+
+                    /// The args of `e` if it is this callback's event; an arg the event
+                    /// lacks (written by an older agent) reads as 0.
+                    pub fn of(e: &Event) -> Option<Self> {
+                        if e.event != Self::KIND {
+                            return None;
+                        }
+                        #[allow(unused_mut, unused_variables)]
+                        let mut args = e.args().iter().copied();
+                        Some(Self {
+                            $($arg: args.next().unwrap_or(0),)*
+                        })
+                    }
+
+                    /// The args in the order the trace carries them.
+                    pub fn args(&self) -> [u64; <[&str]>::len(&[$(stringify!($arg)),*])] {
+                        [$(self.$arg),*]
+                    }
+                }
+            )*)*
+
+            /// An event by its callback, with the callback's args by name.
+            #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+            pub enum Callback {
+                $($(
+                    #[doc = concat!("`", $iface, "::", stringify!($name), "`.")]
+                    $name($name),
+                )*)*
+            }
+
+            impl Callback {
+                /// The callback `e` reports, with its args by name; `None` for a kind this
+                /// crate does not know (a newer format's).
+                pub fn of(e: &Event) -> Option<Callback> {
+                    match e.event {
+                        $($(
+                            EventKind::$konst => $name::of(e).map(Callback::$name),
+                        )*)*
+                        _ => None,
+                    }
+                }
+
+                /// The event kind of the callback.
+                pub fn kind(&self) -> EventKind {
+                    match self {
+                        $($(
+                            Callback::$name(_) => EventKind::$konst,
+                        )*)*
+                    }
+                }
+
+                /// The args in the order the trace carries them.
+                pub fn args(&self) -> Vec<u64> {
+                    match self {
+                        $($(
+                            Callback::$name(c) => c.args().to_vec(),
+                        )*)*
+                    }
+                }
+            }
+        }
     };
 }
 
@@ -62,116 +144,116 @@ event_kinds! {
     "ICorProfilerCallback" {
         3 INITIALIZE Initialize Runtime [];
         4 SHUTDOWN Shutdown Runtime [];
-        5 APP_DOMAIN_CREATION_STARTED AppDomainCreationStarted AppDomain ["app_domain"];
-        6 APP_DOMAIN_CREATION_FINISHED AppDomainCreationFinished AppDomain ["app_domain", "hr_status"];
-        7 APP_DOMAIN_SHUTDOWN_STARTED AppDomainShutdownStarted AppDomain ["app_domain"];
-        8 APP_DOMAIN_SHUTDOWN_FINISHED AppDomainShutdownFinished AppDomain ["app_domain", "hr_status"];
-        9 ASSEMBLY_LOAD_STARTED AssemblyLoadStarted Assembly ["assembly"];
-        10 ASSEMBLY_LOAD_FINISHED AssemblyLoadFinished Assembly ["assembly", "hr_status"];
-        11 ASSEMBLY_UNLOAD_STARTED AssemblyUnloadStarted Assembly ["assembly"];
-        12 ASSEMBLY_UNLOAD_FINISHED AssemblyUnloadFinished Assembly ["assembly", "hr_status"];
-        13 MODULE_LOAD_STARTED ModuleLoadStarted Module ["module"];
-        14 MODULE_LOAD_FINISHED ModuleLoadFinished Module ["module", "hr_status"];
-        15 MODULE_UNLOAD_STARTED ModuleUnloadStarted Module ["module"];
-        16 MODULE_UNLOAD_FINISHED ModuleUnloadFinished Module ["module", "hr_status"];
-        17 MODULE_ATTACHED_TO_ASSEMBLY ModuleAttachedToAssembly Module ["module", "assembly"];
-        18 CLASS_LOAD_STARTED ClassLoadStarted Class ["class"];
-        19 CLASS_LOAD_FINISHED ClassLoadFinished Class ["class", "hr_status"];
-        20 CLASS_UNLOAD_STARTED ClassUnloadStarted Class ["class"];
-        21 CLASS_UNLOAD_FINISHED ClassUnloadFinished Class ["class", "hr_status"];
-        22 FUNCTION_UNLOAD_STARTED FunctionUnloadStarted Jit ["function"];
-        23 JIT_COMPILATION_STARTED JITCompilationStarted Jit ["function", "is_safe_to_block", "il_bytes"];
-        24 JIT_COMPILATION_FINISHED JITCompilationFinished Jit ["function", "hr_status", "is_safe_to_block"];
-        25 JIT_CACHED_FUNCTION_SEARCH_STARTED JITCachedFunctionSearchStarted Jit ["function"];
-        26 JIT_CACHED_FUNCTION_SEARCH_FINISHED JITCachedFunctionSearchFinished Jit ["function", "result", "il_bytes"];
-        27 JIT_FUNCTION_PITCHED JITFunctionPitched Jit ["function"];
-        28 JIT_INLINING JITInlining Jit ["caller", "callee"];
-        29 THREAD_CREATED ThreadCreated Thread ["thread"];
-        30 THREAD_DESTROYED ThreadDestroyed Thread ["thread"];
-        31 THREAD_ASSIGNED_TO_OS_THREAD ThreadAssignedToOSThread Thread ["thread", "os_thread_id"];
+        5 APP_DOMAIN_CREATION_STARTED AppDomainCreationStarted AppDomain [app_domain];
+        6 APP_DOMAIN_CREATION_FINISHED AppDomainCreationFinished AppDomain [app_domain, hr_status];
+        7 APP_DOMAIN_SHUTDOWN_STARTED AppDomainShutdownStarted AppDomain [app_domain];
+        8 APP_DOMAIN_SHUTDOWN_FINISHED AppDomainShutdownFinished AppDomain [app_domain, hr_status];
+        9 ASSEMBLY_LOAD_STARTED AssemblyLoadStarted Assembly [assembly];
+        10 ASSEMBLY_LOAD_FINISHED AssemblyLoadFinished Assembly [assembly, hr_status];
+        11 ASSEMBLY_UNLOAD_STARTED AssemblyUnloadStarted Assembly [assembly];
+        12 ASSEMBLY_UNLOAD_FINISHED AssemblyUnloadFinished Assembly [assembly, hr_status];
+        13 MODULE_LOAD_STARTED ModuleLoadStarted Module [module];
+        14 MODULE_LOAD_FINISHED ModuleLoadFinished Module [module, hr_status];
+        15 MODULE_UNLOAD_STARTED ModuleUnloadStarted Module [module];
+        16 MODULE_UNLOAD_FINISHED ModuleUnloadFinished Module [module, hr_status];
+        17 MODULE_ATTACHED_TO_ASSEMBLY ModuleAttachedToAssembly Module [module, assembly];
+        18 CLASS_LOAD_STARTED ClassLoadStarted Class [class];
+        19 CLASS_LOAD_FINISHED ClassLoadFinished Class [class, hr_status];
+        20 CLASS_UNLOAD_STARTED ClassUnloadStarted Class [class];
+        21 CLASS_UNLOAD_FINISHED ClassUnloadFinished Class [class, hr_status];
+        22 FUNCTION_UNLOAD_STARTED FunctionUnloadStarted Jit [function];
+        23 JIT_COMPILATION_STARTED JITCompilationStarted Jit [function, is_safe_to_block, il_bytes];
+        24 JIT_COMPILATION_FINISHED JITCompilationFinished Jit [function, hr_status, is_safe_to_block];
+        25 JIT_CACHED_FUNCTION_SEARCH_STARTED JITCachedFunctionSearchStarted Jit [function];
+        26 JIT_CACHED_FUNCTION_SEARCH_FINISHED JITCachedFunctionSearchFinished Jit [function, result, il_bytes];
+        27 JIT_FUNCTION_PITCHED JITFunctionPitched Jit [function];
+        28 JIT_INLINING JITInlining Jit [caller, callee];
+        29 THREAD_CREATED ThreadCreated Thread [thread];
+        30 THREAD_DESTROYED ThreadDestroyed Thread [thread];
+        31 THREAD_ASSIGNED_TO_OS_THREAD ThreadAssignedToOSThread Thread [thread, os_thread_id];
         32 REMOTING_CLIENT_INVOCATION_STARTED RemotingClientInvocationStarted Remoting [];
-        33 REMOTING_CLIENT_SENDING_MESSAGE RemotingClientSendingMessage Remoting ["is_async"];
-        34 REMOTING_CLIENT_RECEIVING_REPLY RemotingClientReceivingReply Remoting ["is_async"];
+        33 REMOTING_CLIENT_SENDING_MESSAGE RemotingClientSendingMessage Remoting [is_async];
+        34 REMOTING_CLIENT_RECEIVING_REPLY RemotingClientReceivingReply Remoting [is_async];
         35 REMOTING_CLIENT_INVOCATION_FINISHED RemotingClientInvocationFinished Remoting [];
-        36 REMOTING_SERVER_RECEIVING_MESSAGE RemotingServerReceivingMessage Remoting ["is_async"];
+        36 REMOTING_SERVER_RECEIVING_MESSAGE RemotingServerReceivingMessage Remoting [is_async];
         37 REMOTING_SERVER_INVOCATION_STARTED RemotingServerInvocationStarted Remoting [];
         38 REMOTING_SERVER_INVOCATION_RETURNED RemotingServerInvocationReturned Remoting [];
-        39 REMOTING_SERVER_SENDING_REPLY RemotingServerSendingReply Remoting ["is_async"];
-        40 UNMANAGED_TO_MANAGED_TRANSITION UnmanagedToManagedTransition Transition ["function", "reason"];
-        41 MANAGED_TO_UNMANAGED_TRANSITION ManagedToUnmanagedTransition Transition ["function", "reason"];
-        42 RUNTIME_SUSPEND_STARTED RuntimeSuspendStarted Suspension ["reason"];
+        39 REMOTING_SERVER_SENDING_REPLY RemotingServerSendingReply Remoting [is_async];
+        40 UNMANAGED_TO_MANAGED_TRANSITION UnmanagedToManagedTransition Transition [function, reason];
+        41 MANAGED_TO_UNMANAGED_TRANSITION ManagedToUnmanagedTransition Transition [function, reason];
+        42 RUNTIME_SUSPEND_STARTED RuntimeSuspendStarted Suspension [reason];
         43 RUNTIME_SUSPEND_FINISHED RuntimeSuspendFinished Suspension [];
         44 RUNTIME_SUSPEND_ABORTED RuntimeSuspendAborted Suspension [];
         45 RUNTIME_RESUME_STARTED RuntimeResumeStarted Suspension [];
         46 RUNTIME_RESUME_FINISHED RuntimeResumeFinished Suspension [];
-        47 RUNTIME_THREAD_SUSPENDED RuntimeThreadSuspended Suspension ["thread"];
-        48 RUNTIME_THREAD_RESUMED RuntimeThreadResumed Suspension ["thread"];
-        49 MOVED_REFERENCES MovedReferences Gc ["range_count", "moved_bytes"];
-        50 OBJECT_ALLOCATED ObjectAllocated Gc ["object", "class", "size"];
-        51 OBJECTS_ALLOCATED_BY_CLASS ObjectsAllocatedByClass Gc ["class_count", "object_count"];
-        52 OBJECT_REFERENCES ObjectReferences HeapRefs ["object", "class", "ref_count"];
-        53 ROOT_REFERENCES RootReferences HeapRefs ["root_count"];
-        54 EXCEPTION_THROWN ExceptionThrown Exception ["object", "class", "throwing_function"];
-        55 EXCEPTION_SEARCH_FUNCTION_ENTER ExceptionSearchFunctionEnter Exception ["function"];
+        47 RUNTIME_THREAD_SUSPENDED RuntimeThreadSuspended Suspension [thread];
+        48 RUNTIME_THREAD_RESUMED RuntimeThreadResumed Suspension [thread];
+        49 MOVED_REFERENCES MovedReferences Gc [range_count, moved_bytes];
+        50 OBJECT_ALLOCATED ObjectAllocated Gc [object, class, size];
+        51 OBJECTS_ALLOCATED_BY_CLASS ObjectsAllocatedByClass Gc [class_count, object_count];
+        52 OBJECT_REFERENCES ObjectReferences HeapRefs [object, class, ref_count];
+        53 ROOT_REFERENCES RootReferences HeapRefs [root_count];
+        54 EXCEPTION_THROWN ExceptionThrown Exception [object, class, throwing_function];
+        55 EXCEPTION_SEARCH_FUNCTION_ENTER ExceptionSearchFunctionEnter Exception [function];
         56 EXCEPTION_SEARCH_FUNCTION_LEAVE ExceptionSearchFunctionLeave Exception [];
-        57 EXCEPTION_SEARCH_FILTER_ENTER ExceptionSearchFilterEnter Exception ["function"];
+        57 EXCEPTION_SEARCH_FILTER_ENTER ExceptionSearchFilterEnter Exception [function];
         58 EXCEPTION_SEARCH_FILTER_LEAVE ExceptionSearchFilterLeave Exception [];
-        59 EXCEPTION_SEARCH_CATCHER_FOUND ExceptionSearchCatcherFound Exception ["function"];
+        59 EXCEPTION_SEARCH_CATCHER_FOUND ExceptionSearchCatcherFound Exception [function];
         60 EXCEPTION_OS_HANDLER_ENTER ExceptionOSHandlerEnter Exception [];
         61 EXCEPTION_OS_HANDLER_LEAVE ExceptionOSHandlerLeave Exception [];
-        62 EXCEPTION_UNWIND_FUNCTION_ENTER ExceptionUnwindFunctionEnter Exception ["function"];
+        62 EXCEPTION_UNWIND_FUNCTION_ENTER ExceptionUnwindFunctionEnter Exception [function];
         63 EXCEPTION_UNWIND_FUNCTION_LEAVE ExceptionUnwindFunctionLeave Exception [];
-        64 EXCEPTION_UNWIND_FINALLY_ENTER ExceptionUnwindFinallyEnter Exception ["function"];
+        64 EXCEPTION_UNWIND_FINALLY_ENTER ExceptionUnwindFinallyEnter Exception [function];
         65 EXCEPTION_UNWIND_FINALLY_LEAVE ExceptionUnwindFinallyLeave Exception [];
-        66 EXCEPTION_CATCHER_ENTER ExceptionCatcherEnter Exception ["function", "object"];
+        66 EXCEPTION_CATCHER_ENTER ExceptionCatcherEnter Exception [function, object];
         67 EXCEPTION_CATCHER_LEAVE ExceptionCatcherLeave Exception [];
-        68 COM_CLASSIC_VTABLE_CREATED COMClassicVTableCreated Com ["class", "vtable", "slot_count"];
-        69 COM_CLASSIC_VTABLE_DESTROYED COMClassicVTableDestroyed Com ["class", "vtable"];
+        68 COM_CLASSIC_VTABLE_CREATED COMClassicVTableCreated Com [class, vtable, slot_count];
+        69 COM_CLASSIC_VTABLE_DESTROYED COMClassicVTableDestroyed Com [class, vtable];
         70 EXCEPTION_CLR_CATCHER_FOUND ExceptionCLRCatcherFound Exception [];
         71 EXCEPTION_CLR_CATCHER_EXECUTE ExceptionCLRCatcherExecute Exception [];
     }
     "ICorProfilerCallback2" {
-        72 THREAD_NAME_CHANGED ThreadNameChanged Thread ["thread", "name_len"];
-        73 GARBAGE_COLLECTION_STARTED GarbageCollectionStarted Gc ["generations_collected_mask", "reason"];
-        74 SURVIVING_REFERENCES SurvivingReferences Gc ["range_count", "surviving_bytes"];
+        72 THREAD_NAME_CHANGED ThreadNameChanged Thread [thread, name_len];
+        73 GARBAGE_COLLECTION_STARTED GarbageCollectionStarted Gc [generations_collected_mask, reason];
+        74 SURVIVING_REFERENCES SurvivingReferences Gc [range_count, surviving_bytes];
         75 GARBAGE_COLLECTION_FINISHED GarbageCollectionFinished Gc [];
-        76 FINALIZEABLE_OBJECT_QUEUED FinalizeableObjectQueued Gc ["finalizer_flags", "object"];
-        77 ROOT_REFERENCES2 RootReferences2 HeapRefs ["root_count"];
-        78 HANDLE_CREATED HandleCreated Gc ["handle", "object"];
-        79 HANDLE_DESTROYED HandleDestroyed Gc ["handle"];
+        76 FINALIZEABLE_OBJECT_QUEUED FinalizeableObjectQueued Gc [finalizer_flags, object];
+        77 ROOT_REFERENCES2 RootReferences2 HeapRefs [root_count];
+        78 HANDLE_CREATED HandleCreated Gc [handle, object];
+        79 HANDLE_DESTROYED HandleDestroyed Gc [handle];
     }
     "ICorProfilerCallback3" {
-        80 INITIALIZE_FOR_ATTACH InitializeForAttach Runtime ["client_data_len"];
+        80 INITIALIZE_FOR_ATTACH InitializeForAttach Runtime [client_data_len];
         81 PROFILER_ATTACH_COMPLETE ProfilerAttachComplete Runtime [];
         82 PROFILER_DETACH_SUCCEEDED ProfilerDetachSucceeded Runtime [];
     }
     "ICorProfilerCallback4" {
-        83 REJIT_COMPILATION_STARTED ReJITCompilationStarted ReJit ["function", "rejit_id", "is_safe_to_block"];
-        84 GET_REJIT_PARAMETERS GetReJITParameters ReJit ["module", "method_token"];
-        85 REJIT_COMPILATION_FINISHED ReJITCompilationFinished ReJit ["function", "rejit_id", "hr_status", "is_safe_to_block"];
-        86 REJIT_ERROR ReJITError ReJit ["module", "method_token", "function", "hr_status"];
-        87 MOVED_REFERENCES2 MovedReferences2 Gc ["range_count", "moved_bytes"];
-        88 SURVIVING_REFERENCES2 SurvivingReferences2 Gc ["range_count", "surviving_bytes"];
+        83 REJIT_COMPILATION_STARTED ReJITCompilationStarted ReJit [function, rejit_id, is_safe_to_block];
+        84 GET_REJIT_PARAMETERS GetReJITParameters ReJit [module, method_token];
+        85 REJIT_COMPILATION_FINISHED ReJITCompilationFinished ReJit [function, rejit_id, hr_status, is_safe_to_block];
+        86 REJIT_ERROR ReJITError ReJit [module, method_token, function, hr_status];
+        87 MOVED_REFERENCES2 MovedReferences2 Gc [range_count, moved_bytes];
+        88 SURVIVING_REFERENCES2 SurvivingReferences2 Gc [range_count, surviving_bytes];
     }
     "ICorProfilerCallback5" {
-        89 CONDITIONAL_WEAK_TABLE_ELEMENT_REFERENCES ConditionalWeakTableElementReferences HeapRefs ["root_count"];
+        89 CONDITIONAL_WEAK_TABLE_ELEMENT_REFERENCES ConditionalWeakTableElementReferences HeapRefs [root_count];
     }
     "ICorProfilerCallback6" {
         90 GET_ASSEMBLY_REFERENCES GetAssemblyReferences Assembly [];
     }
     "ICorProfilerCallback7" {
-        91 MODULE_IN_MEMORY_SYMBOLS_UPDATED ModuleInMemorySymbolsUpdated Module ["module"];
+        91 MODULE_IN_MEMORY_SYMBOLS_UPDATED ModuleInMemorySymbolsUpdated Module [module];
     }
     "ICorProfilerCallback8" {
-        92 DYNAMIC_METHOD_JIT_COMPILATION_STARTED DynamicMethodJITCompilationStarted Jit ["function", "is_safe_to_block", "il_header_len"];
-        93 DYNAMIC_METHOD_JIT_COMPILATION_FINISHED DynamicMethodJITCompilationFinished Jit ["function", "hr_status", "is_safe_to_block"];
+        92 DYNAMIC_METHOD_JIT_COMPILATION_STARTED DynamicMethodJITCompilationStarted Jit [function, is_safe_to_block, il_header_len];
+        93 DYNAMIC_METHOD_JIT_COMPILATION_FINISHED DynamicMethodJITCompilationFinished Jit [function, hr_status, is_safe_to_block];
     }
     "ICorProfilerCallback9" {
-        94 DYNAMIC_METHOD_UNLOADED DynamicMethodUnloaded Jit ["function"];
+        94 DYNAMIC_METHOD_UNLOADED DynamicMethodUnloaded Jit [function];
     }
     "ICorProfilerCallback10" {
-        95 EVENT_PIPE_EVENT_DELIVERED EventPipeEventDelivered EventPipe ["provider", "event_id", "event_version", "metadata_len", "event_data_len", "thread", "stack_frame_count"];
-        96 EVENT_PIPE_PROVIDER_CREATED EventPipeProviderCreated EventPipe ["provider"];
+        95 EVENT_PIPE_EVENT_DELIVERED EventPipeEventDelivered EventPipe [provider, event_id, event_version, metadata_len, event_data_len, thread, stack_frame_count];
+        96 EVENT_PIPE_PROVIDER_CREATED EventPipeProviderCreated EventPipe [provider];
     }
     "ICorProfilerCallback11" {
         97 LOAD_AS_NOTIFICATION_ONLY LoadAsNotificationOnly Runtime [];
@@ -548,6 +630,40 @@ mod tests {
             table,
             &doc[end..]
         ))
+    }
+
+    #[test]
+    fn every_callback_reads_its_args_by_name_in_table_order() {
+        use super::callbacks::{Callback, ExceptionThrown};
+        let e = crate::Event::new(5, 7, EventKind::EXCEPTION_THROWN, &[10, 20, 30]);
+        assert_eq!(
+            ExceptionThrown::of(&e),
+            Some(ExceptionThrown {
+                object: 10,
+                class: 20,
+                throwing_function: 30
+            })
+        );
+        assert_eq!(
+            super::callbacks::JITInlining::of(&e),
+            None,
+            "another callback's event"
+        );
+        for info in TABLE {
+            let kind = EventKind(info.slot);
+            let args: Vec<u64> = (1..=info.args.len() as u64).collect();
+            let c = Callback::of(&crate::Event::new(0, 0, kind, &args))
+                .unwrap_or_else(|| panic!("{kind:?} has no view"));
+            assert_eq!(c.kind(), kind);
+            assert_eq!(c.args(), args, "{kind:?}");
+            // An older agent's event with fewer args reads the missing ones as 0.
+            let short = Callback::of(&crate::Event::new(0, 0, kind, &[])).unwrap();
+            assert!(short.args().iter().all(|&a| a == 0), "{kind:?}");
+        }
+        assert_eq!(
+            Callback::of(&crate::Event::new(0, 0, EventKind(999), &[1])),
+            None
+        );
     }
 
     #[test]

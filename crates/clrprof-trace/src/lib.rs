@@ -57,6 +57,7 @@ pub use block::{
     BLOCK_HEADER_LEN, BLOCK_SYNC, BLOCK_TARGET_LEN, BlockHeader, BlockWriter, MAX_BLOCK_LEN,
 };
 pub use error::ReadError;
+pub use event::callbacks::{self, Callback};
 pub use event::{EventCategory, EventKind};
 pub use header::Header;
 pub use kind::RecordKind;

@@ -16,8 +16,8 @@ use std::path::Path;
 use clrprof_export::{Frame, PeriodProfiles, ProfileType, SamplingPeriod, ValueType};
 use clrprof_trace::config::{ExportProfile, ExportSettings};
 use clrprof_trace::{
-    Allocation, Contention, EventKind, ExceptionInfo, FrameKind, MessageLevel, Record, Sample,
-    StackCut, StreamDecoder, ThreadState,
+    Allocation, Contention, ExceptionInfo, FrameKind, MessageLevel, Record, Sample, StackCut,
+    StreamDecoder, ThreadState, callbacks,
 };
 use rustc_hash::FxHashMap;
 
@@ -328,12 +328,12 @@ impl Aggregator {
             Record::Allocation(a) => self.allocation(&a),
             Record::Contention(c) => self.contention(&c),
             Record::ExceptionInfo(e) => self.exception_info(e),
-            Record::Event(e) if e.event == EventKind::EXCEPTION_THROWN => {
-                let object = e.arg(0).unwrap_or(0);
-                let class = e.arg(1).unwrap_or(0);
-                if let Some(i) = self.pending.iter().position(|p| p.object == object) {
+            Record::Event(e) => {
+                if let Some(thrown) = callbacks::ExceptionThrown::of(&e)
+                    && let Some(i) = self.pending.iter().position(|p| p.object == thrown.object)
+                {
                     let p = self.pending.remove(i);
-                    let leaf = (class != 0).then(|| self.defs.class(class));
+                    let leaf = (thrown.class != 0).then(|| self.defs.class(thrown.class));
                     self.add_exception(p.stack, leaf);
                 }
             }
@@ -562,7 +562,7 @@ mod tests {
             Record::Event(Event::new(
                 0,
                 1,
-                EventKind::EXCEPTION_THROWN,
+                clrprof_trace::EventKind::EXCEPTION_THROWN,
                 &[0xe1, 30, 2],
             )),
             // Thrown again: its event lost, it is added without a type at the period's end.

@@ -11,7 +11,7 @@ mod snapshot;
 pub(crate) mod text;
 
 use clrprof_trace::{
-    AllocatedByClass, Allocation, Event, EventKind, GcGenerations, HeapGenerations, HeapObject,
+    AllocatedByClass, Allocation, Callback, Event, GcGenerations, HeapGenerations, HeapObject,
     HeapRoot, HeapSnapshot, HeapSnapshotEnd, HeapStatic,
 };
 
@@ -165,22 +165,24 @@ impl MemoryRecords {
 
     /// Takes an event; keeps collections and suspensions.
     pub fn event(&mut self, e: &Event) {
-        let arg = |i| e.arg(i).unwrap_or(0);
-        match e.event {
-            EventKind::GARBAGE_COLLECTION_STARTED => {
+        let Some(callback) = Callback::of(e) else {
+            return;
+        };
+        match callback {
+            Callback::GarbageCollectionStarted(c) => {
                 self.open_gcs.push(self.gcs.len());
                 self.gcs.push(gc::GcRecord {
                     start_ns: e.ts,
                     end_ns: None,
-                    generations_mask: arg(0) as u32,
-                    reason: arg(1),
+                    generations_mask: c.generations_collected_mask as u32,
+                    reason: c.reason,
                     before: self.sizes_before.take(),
                     handles_created: std::mem::take(&mut self.handles_created),
                     handles_destroyed: std::mem::take(&mut self.handles_destroyed),
                     ..gc::GcRecord::default()
                 });
             }
-            EventKind::GARBAGE_COLLECTION_FINISHED => {
+            Callback::GarbageCollectionFinished(_) => {
                 if let Some(i) = self.open_gcs.pop() {
                     let g = &mut self.gcs[i];
                     g.end_ns = Some(e.ts);
@@ -189,31 +191,34 @@ impl MemoryRecords {
                     self.unpaired_gc_ends += 1;
                 }
             }
-            EventKind::MOVED_REFERENCES | EventKind::SURVIVING_REFERENCES => {
-                if let Some(g) = self.open_gc() {
-                    g.survived[0] = g.survived[0].saturating_add(arg(1));
-                }
-            }
-            EventKind::MOVED_REFERENCES2 | EventKind::SURVIVING_REFERENCES2 => {
-                if let Some(g) = self.open_gc() {
-                    g.survived[1] = g.survived[1].saturating_add(arg(1));
-                }
-            }
-            EventKind::FINALIZEABLE_OBJECT_QUEUED => {
+            // Survivors of a compacting collection are moved, of another left in place; the
+            // first callbacks count them in 32-bit sizes, the second ones in 64-bit sizes.
+            Callback::MovedReferences(c) => self.survived(0, c.moved_bytes),
+            Callback::SurvivingReferences(c) => self.survived(0, c.surviving_bytes),
+            Callback::MovedReferences2(c) => self.survived(1, c.moved_bytes),
+            Callback::SurvivingReferences2(c) => self.survived(1, c.surviving_bytes),
+            Callback::FinalizeableObjectQueued(_) => {
                 if let Some(g) = self.open_gc() {
                     g.finalizable_queued += 1;
                 }
             }
-            EventKind::HANDLE_CREATED => self.handles_created += 1,
-            EventKind::HANDLE_DESTROYED => self.handles_destroyed += 1,
-            EventKind::RUNTIME_SUSPEND_STARTED => self.open_suspension = Some(e.ts),
-            EventKind::RUNTIME_SUSPEND_ABORTED => self.open_suspension = None,
-            EventKind::RUNTIME_RESUME_FINISHED => {
+            Callback::HandleCreated(_) => self.handles_created += 1,
+            Callback::HandleDestroyed(_) => self.handles_destroyed += 1,
+            Callback::RuntimeSuspendStarted(_) => self.open_suspension = Some(e.ts),
+            Callback::RuntimeSuspendAborted(_) => self.open_suspension = None,
+            Callback::RuntimeResumeFinished(_) => {
                 if let Some(start) = self.open_suspension.take() {
                     self.suspensions.push((start, e.ts));
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Adds bytes that survived the open collection to one of its two counts.
+    fn survived(&mut self, which: usize, bytes: u64) {
+        if let Some(g) = self.open_gc() {
+            g.survived[which] = g.survived[which].saturating_add(bytes);
         }
     }
 }
@@ -318,7 +323,7 @@ impl LoadedTrace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clrprof_trace::{Record, Writer};
+    use clrprof_trace::{EventKind, Record, Writer};
 
     /// A trace with three complete snapshots of 1, 2 and 3 objects.
     fn three_snapshots() -> Vec<u8> {

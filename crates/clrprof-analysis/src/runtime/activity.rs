@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use clrprof_trace::{Event, EventKind as K};
+use clrprof_trace::{Callback, Event};
 use serde::Serialize;
 
 use super::timeline::{Span, Subject, Timeline, Track};
@@ -102,16 +102,23 @@ pub(crate) struct LoadRecord {
     pub tid: u32,
 }
 
-fn load_kind(kind: K) -> Option<(&'static str, bool)> {
-    Some(match kind {
-        K::APP_DOMAIN_CREATION_STARTED => ("appdomain", true),
-        K::APP_DOMAIN_CREATION_FINISHED => ("appdomain", false),
-        K::ASSEMBLY_LOAD_STARTED => ("assembly", true),
-        K::ASSEMBLY_LOAD_FINISHED => ("assembly", false),
-        K::MODULE_LOAD_STARTED => ("module", true),
-        K::MODULE_LOAD_FINISHED => ("module", false),
-        K::CLASS_LOAD_STARTED => ("class", true),
-        K::CLASS_LOAD_FINISHED => ("class", false),
+/// A load's start (its kind and id) or end (with its HRESULT).
+enum LoadStep {
+    Started(&'static str, u64),
+    Finished(&'static str, u64, u64),
+}
+
+fn load_step(c: &Callback) -> Option<LoadStep> {
+    use LoadStep::{Finished, Started};
+    Some(match *c {
+        Callback::AppDomainCreationStarted(c) => Started("appdomain", c.app_domain),
+        Callback::AppDomainCreationFinished(c) => Finished("appdomain", c.app_domain, c.hr_status),
+        Callback::AssemblyLoadStarted(c) => Started("assembly", c.assembly),
+        Callback::AssemblyLoadFinished(c) => Finished("assembly", c.assembly, c.hr_status),
+        Callback::ModuleLoadStarted(c) => Started("module", c.module),
+        Callback::ModuleLoadFinished(c) => Finished("module", c.module, c.hr_status),
+        Callback::ClassLoadStarted(c) => Started("class", c.class),
+        Callback::ClassLoadFinished(c) => Finished("class", c.class, c.hr_status),
         _ => return None,
     })
 }
@@ -119,99 +126,87 @@ fn load_kind(kind: K) -> Option<(&'static str, bool)> {
 impl ActivityBuilder {
     pub fn add(&mut self, e: &Event, tl: &mut Timeline) {
         self.last_ns = self.last_ns.max(e.ts);
-        let a = |i| e.arg(i).unwrap_or(0);
-        if let Some((kind, started)) = load_kind(e.event) {
-            if started {
-                self.loads_open.insert((kind, a(0)), (e.ts, e.tid));
-            } else {
-                let (start_ns, tid) = self
-                    .loads_open
-                    .remove(&(kind, a(0)))
-                    .unwrap_or((e.ts, e.tid));
+        let Some(callback) = Callback::of(e) else {
+            return;
+        };
+        match load_step(&callback) {
+            Some(LoadStep::Started(kind, id)) => {
+                self.loads_open.insert((kind, id), (e.ts, e.tid));
+                return;
+            }
+            Some(LoadStep::Finished(kind, id, status)) => {
+                let (start_ns, tid) = self.loads_open.remove(&(kind, id)).unwrap_or((e.ts, e.tid));
                 let duration_ns = e.ts.saturating_sub(start_ns);
                 self.loads.push(LoadRecord {
                     kind,
-                    id: a(0),
+                    id,
                     start_ns,
                     duration_ns,
-                    status: a(1) as u32,
+                    status: status as u32,
                     tid,
                 });
                 tl.push(Span {
                     track: Track::Thread(tid),
                     category: "load",
-                    subject: Subject::Load(kind, a(0)),
+                    subject: Subject::Load(kind, id),
                     start_ns,
                     duration_ns,
                 });
+                return;
             }
-            return;
+            None => {}
         }
-        match e.event {
-            K::JIT_COMPILATION_STARTED => self.jit_start(e, a(0), a(2), JitKind::Jit),
-            K::DYNAMIC_METHOD_JIT_COMPILATION_STARTED => {
-                self.jit_start(e, a(0), 0, JitKind::Dynamic)
+        match callback {
+            Callback::JITCompilationStarted(c) => {
+                self.jit_start(e, c.function, c.il_bytes, JitKind::Jit)
             }
-            K::REJIT_COMPILATION_STARTED => self.jit_start(e, a(0), 0, JitKind::Rejit),
-            K::JIT_COMPILATION_FINISHED => self.jit_end(e, a(0), a(1), JitKind::Jit, tl),
-            K::DYNAMIC_METHOD_JIT_COMPILATION_FINISHED => {
-                self.jit_end(e, a(0), a(1), JitKind::Dynamic, tl)
+            Callback::DynamicMethodJITCompilationStarted(c) => {
+                self.jit_start(e, c.function, 0, JitKind::Dynamic)
             }
-            K::REJIT_COMPILATION_FINISHED => self.jit_end(e, a(0), a(2), JitKind::Rejit, tl),
-            K::JIT_CACHED_FUNCTION_SEARCH_FINISHED if a(1) == CACHED_FUNCTION_FOUND => {
-                self.precompiled.insert(a(0), a(2));
+            Callback::ReJITCompilationStarted(c) => {
+                self.jit_start(e, c.function, 0, JitKind::Rejit)
             }
-            K::THREAD_CREATED => {
-                let t = self.threads.entry(a(0)).or_default();
+            Callback::JITCompilationFinished(c) => {
+                self.jit_end(e, c.function, c.hr_status, JitKind::Jit, tl)
+            }
+            Callback::DynamicMethodJITCompilationFinished(c) => {
+                self.jit_end(e, c.function, c.hr_status, JitKind::Dynamic, tl)
+            }
+            Callback::ReJITCompilationFinished(c) => {
+                self.jit_end(e, c.function, c.hr_status, JitKind::Rejit, tl)
+            }
+            Callback::JITCachedFunctionSearchFinished(c) if c.result == CACHED_FUNCTION_FOUND => {
+                self.precompiled.insert(c.function, c.il_bytes);
+            }
+            Callback::ThreadCreated(c) => {
+                let t = self.threads.entry(c.thread).or_default();
                 t.created_ns.get_or_insert(e.ts);
             }
-            K::THREAD_DESTROYED => {
-                self.threads.entry(a(0)).or_default().destroyed_ns = Some(e.ts);
+            Callback::ThreadDestroyed(c) => {
+                self.threads.entry(c.thread).or_default().destroyed_ns = Some(e.ts);
             }
-            K::THREAD_ASSIGNED_TO_OS_THREAD => {
-                self.threads.entry(a(0)).or_default().os_tid = a(1) as u32;
+            Callback::ThreadAssignedToOSThread(c) => {
+                self.threads.entry(c.thread).or_default().os_tid = c.os_thread_id as u32;
             }
-            K::MANAGED_TO_UNMANAGED_TRANSITION | K::UNMANAGED_TO_MANAGED_TRANSITION => {
-                let to_native = e.event == K::MANAGED_TO_UNMANAGED_TRANSITION;
-                // A call into native code is a P/Invoke; a call into managed code from native
-                // code is a reverse P/Invoke. Returns close the innermost open call.
-                let (function, reason) = (a(0), a(1));
-                let stack = self.native_open.entry(e.tid).or_default();
-                if reason == TRANSITION_CALL {
-                    stack.push((function, e.ts, to_native));
-                } else if let Some(pos) = stack
-                    .iter()
-                    .rposition(|&(f, _, pinvoke)| f == function && pinvoke != to_native)
-                {
-                    let (f, start, pinvoke) = stack.remove(pos);
-                    stack.truncate(pos);
-                    let d = e.ts.saturating_sub(start);
-                    let agg = self.native.entry((f, pinvoke)).or_default();
-                    agg.calls += 1;
-                    agg.total_ns += d;
-                    agg.max_ns = agg.max_ns.max(d);
-                    tl.push(Span {
-                        track: Track::Thread(e.tid),
-                        category: "native",
-                        subject: Subject::Function(f),
-                        start_ns: start,
-                        duration_ns: d,
-                    });
-                }
+            Callback::ManagedToUnmanagedTransition(c) => {
+                self.transition(e, tl, true, c.function, c.reason)
             }
-            K::RUNTIME_SUSPEND_STARTED => {
+            Callback::UnmanagedToManagedTransition(c) => {
+                self.transition(e, tl, false, c.function, c.reason)
+            }
+            Callback::RuntimeSuspendStarted(c) => {
                 self.suspension = Some(OpenSuspension {
-                    reason: a(0),
+                    reason: c.reason,
                     start_ns: e.ts,
                     suspended_ns: None,
                 });
             }
-            K::RUNTIME_SUSPEND_FINISHED => {
+            Callback::RuntimeSuspendFinished(_) => {
                 if let Some(s) = &mut self.suspension {
                     s.suspended_ns.get_or_insert(e.ts);
                 }
             }
-            K::RUNTIME_RESUME_FINISHED | K::RUNTIME_SUSPEND_ABORTED => {
+            Callback::RuntimeResumeFinished(_) | Callback::RuntimeSuspendAborted(_) => {
                 if let Some(s) = self.suspension.take() {
                     let d = e.ts.saturating_sub(s.start_ns);
                     let agg = self.suspensions.entry(s.reason).or_default();
@@ -229,6 +224,41 @@ impl ActivityBuilder {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// A managed/native transition: a call into native code is a P/Invoke; a call into
+    /// managed code from native code is a reverse P/Invoke. Returns close the innermost open
+    /// call.
+    fn transition(
+        &mut self,
+        e: &Event,
+        tl: &mut Timeline,
+        to_native: bool,
+        function: u64,
+        reason: u64,
+    ) {
+        let stack = self.native_open.entry(e.tid).or_default();
+        if reason == TRANSITION_CALL {
+            stack.push((function, e.ts, to_native));
+        } else if let Some(pos) = stack
+            .iter()
+            .rposition(|&(f, _, pinvoke)| f == function && pinvoke != to_native)
+        {
+            let (f, start, pinvoke) = stack.remove(pos);
+            stack.truncate(pos);
+            let d = e.ts.saturating_sub(start);
+            let agg = self.native.entry((f, pinvoke)).or_default();
+            agg.calls += 1;
+            agg.total_ns += d;
+            agg.max_ns = agg.max_ns.max(d);
+            tl.push(Span {
+                track: Track::Thread(e.tid),
+                category: "native",
+                subject: Subject::Function(f),
+                start_ns: start,
+                duration_ns: d,
+            });
         }
     }
 

@@ -15,7 +15,7 @@ pub mod timeline;
 
 use std::collections::BTreeMap;
 
-use clrprof_trace::{Event, EventKind as K, ExceptionInfo};
+use clrprof_trace::{Callback, Event, ExceptionInfo};
 use serde::Serialize;
 
 pub use activity::{JitKind, JitMethod, JitModule, Load, NativeCalls, Suspensions, ThreadLife};
@@ -94,16 +94,22 @@ impl RuntimeBuilder {
 
     /// Takes one event into account.
     pub fn event(&mut self, e: &Event) {
-        let a = |i| e.arg(i).unwrap_or(0);
         let at = (e.tid, e.ts);
         let tl = &mut self.timeline;
-        match e.event {
-            K::EXCEPTION_THROWN => self.exceptions.thrown(tl, at, a(0), a(1), a(2)),
-            K::EXCEPTION_SEARCH_FILTER_ENTER => self.exceptions.filter(e.tid),
-            K::EXCEPTION_UNWIND_FINALLY_ENTER => self.exceptions.finally(e.tid, a(0)),
-            K::EXCEPTION_UNWIND_FUNCTION_ENTER => self.exceptions.unwind(e.tid),
-            K::EXCEPTION_CATCHER_ENTER => self.exceptions.catcher_enter(tl, at, a(0), a(1)),
-            K::EXCEPTION_CATCHER_LEAVE => self.exceptions.catcher_leave(tl, e.tid),
+        match Callback::of(e) {
+            Some(Callback::ExceptionThrown(c)) => {
+                self.exceptions
+                    .thrown(tl, at, c.object, c.class, c.throwing_function)
+            }
+            Some(Callback::ExceptionSearchFilterEnter(_)) => self.exceptions.filter(e.tid),
+            Some(Callback::ExceptionUnwindFinallyEnter(c)) => {
+                self.exceptions.finally(e.tid, c.function)
+            }
+            Some(Callback::ExceptionUnwindFunctionEnter(_)) => self.exceptions.unwind(e.tid),
+            Some(Callback::ExceptionCatcherEnter(c)) => {
+                self.exceptions.catcher_enter(tl, at, c.function, c.object)
+            }
+            Some(Callback::ExceptionCatcherLeave(_)) => self.exceptions.catcher_leave(tl, e.tid),
             _ => self.activity.add(e, tl),
         }
     }
@@ -175,7 +181,7 @@ pub struct RuntimeViews {
 
 #[cfg(test)]
 mod tests {
-    use clrprof_trace::FunctionDef;
+    use clrprof_trace::{EventKind as K, FunctionDef};
 
     use super::*;
 
