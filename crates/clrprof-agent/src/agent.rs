@@ -11,7 +11,7 @@ use clrprof_sdk::types::*;
 use clrprof_sdk::*;
 use clrprof_trace::{
     EventCategory, EventKind as K, ExceptionInfo, IlPosition, MessageLevel, Record, SessionStart,
-    ThreadDef, protocol,
+    ThreadDef, callbacks, callbacks::CallbackArgs, protocol,
 };
 
 use crate::config::{AgentConfig, AllocMode, Config, Mode};
@@ -60,19 +60,20 @@ impl Agent {
         SESSION.get().filter(|s| !s.ended())
     }
 
-    /// Records an event whose args take work to compute, computing them only if a session
-    /// runs and wants it (GC callbacks summarize arrays while the runtime is suspended).
-    fn ev_with<const N: usize>(&self, kind: K, args: impl FnOnce() -> [u64; N]) -> Result<()> {
-        if let Some(s) = self.session().filter(|s| s.wants(kind)) {
-            s.event(kind, &args());
+    /// Records a callback's event whose args take work to compute, computing them only if a
+    /// session runs and wants it (GC callbacks summarize arrays while the runtime is
+    /// suspended).
+    fn callback_with<C: CallbackArgs>(&self, args: impl FnOnce() -> C) -> Result<()> {
+        if let Some(s) = self.session().filter(|s| s.wants(C::KIND)) {
+            s.callback(args());
         }
         Ok(())
     }
 
-    /// Records an event if a session runs and wants it.
-    fn ev(&self, kind: K, args: &[u64]) -> Result<()> {
+    /// Records a callback's event if a session runs and wants it.
+    fn callback<C: CallbackArgs>(&self, args: C) -> Result<()> {
         if let Some(s) = self.session() {
-            s.event(kind, args);
+            s.callback(args);
         }
         Ok(())
     }
@@ -331,7 +332,7 @@ impl Session {
         }
         if !self.attached {
             // An attached agent records InitializeForAttach instead.
-            self.event(K::INITIALIZE, &[]);
+            self.callback(callbacks::Initialize {});
         }
         crate::heap::start_heap_thread(self);
         if self.config.mode != Mode::None {
@@ -454,7 +455,7 @@ impl Profiler for Agent {
         if let Some(s) = self.session() {
             crate::heap::snapshot_at_exit(s);
             crate::heap::finish(s);
-            s.event(K::SHUTDOWN, &[]);
+            s.callback(callbacks::Shutdown {});
             crate::alloc_ticks::stop(s);
             crate::contention::stop(s);
             if let Some(coverage) = crate::coverage::get() {
@@ -470,7 +471,9 @@ impl Profiler for Agent {
     }
 
     fn app_domain_creation_started(&self, d: AppDomainId) -> Result<()> {
-        self.ev(K::APP_DOMAIN_CREATION_STARTED, &[d.as_u64()])
+        self.callback(callbacks::AppDomainCreationStarted {
+            app_domain: d.as_u64(),
+        })
     }
     fn app_domain_creation_finished(&self, d: AppDomainId, status: HResult) -> Result<()> {
         if let Some(s) = self
@@ -479,16 +482,26 @@ impl Profiler for Agent {
         {
             s.defs.app_domain(&s.info, &s.out, d);
         }
-        self.ev(K::APP_DOMAIN_CREATION_FINISHED, &[d.as_u64(), hr(status)])
+        self.callback(callbacks::AppDomainCreationFinished {
+            app_domain: d.as_u64(),
+            hr_status: hr(status),
+        })
     }
     fn app_domain_shutdown_started(&self, d: AppDomainId) -> Result<()> {
-        self.ev(K::APP_DOMAIN_SHUTDOWN_STARTED, &[d.as_u64()])
+        self.callback(callbacks::AppDomainShutdownStarted {
+            app_domain: d.as_u64(),
+        })
     }
     fn app_domain_shutdown_finished(&self, d: AppDomainId, status: HResult) -> Result<()> {
-        self.ev(K::APP_DOMAIN_SHUTDOWN_FINISHED, &[d.as_u64(), hr(status)])
+        self.callback(callbacks::AppDomainShutdownFinished {
+            app_domain: d.as_u64(),
+            hr_status: hr(status),
+        })
     }
     fn assembly_load_started(&self, a: AssemblyId) -> Result<()> {
-        self.ev(K::ASSEMBLY_LOAD_STARTED, &[a.as_u64()])
+        self.callback(callbacks::AssemblyLoadStarted {
+            assembly: a.as_u64(),
+        })
     }
     fn assembly_load_finished(&self, a: AssemblyId, status: HResult) -> Result<()> {
         if let Some(s) = self
@@ -497,16 +510,26 @@ impl Profiler for Agent {
         {
             s.defs.assembly(&s.info, &s.out, a);
         }
-        self.ev(K::ASSEMBLY_LOAD_FINISHED, &[a.as_u64(), hr(status)])
+        self.callback(callbacks::AssemblyLoadFinished {
+            assembly: a.as_u64(),
+            hr_status: hr(status),
+        })
     }
     fn assembly_unload_started(&self, a: AssemblyId) -> Result<()> {
-        self.ev(K::ASSEMBLY_UNLOAD_STARTED, &[a.as_u64()])
+        self.callback(callbacks::AssemblyUnloadStarted {
+            assembly: a.as_u64(),
+        })
     }
     fn assembly_unload_finished(&self, a: AssemblyId, status: HResult) -> Result<()> {
-        self.ev(K::ASSEMBLY_UNLOAD_FINISHED, &[a.as_u64(), hr(status)])
+        self.callback(callbacks::AssemblyUnloadFinished {
+            assembly: a.as_u64(),
+            hr_status: hr(status),
+        })
     }
     fn module_load_started(&self, m: ModuleId) -> Result<()> {
-        self.ev(K::MODULE_LOAD_STARTED, &[self.mid(m)])
+        self.callback(callbacks::ModuleLoadStarted {
+            module: self.mid(m),
+        })
     }
     fn module_load_finished(&self, m: ModuleId, status: HResult) -> Result<()> {
         if let (Some(s), Some(coverage)) = (self.session(), crate::coverage::get()) {
@@ -518,10 +541,15 @@ impl Profiler for Agent {
         if let (Some(s), Some(chains)) = (self.session(), crate::async_chains::get()) {
             chains.module_loaded(s, m);
         }
-        self.ev(K::MODULE_LOAD_FINISHED, &[self.mid(m), hr(status)])
+        self.callback(callbacks::ModuleLoadFinished {
+            module: self.mid(m),
+            hr_status: hr(status),
+        })
     }
     fn module_unload_started(&self, m: ModuleId) -> Result<()> {
-        self.ev(K::MODULE_UNLOAD_STARTED, &[self.mid(m)])?;
+        self.callback(callbacks::ModuleUnloadStarted {
+            module: self.mid(m),
+        })?;
         if let Some(s) = self.session() {
             // Its ModuleID and its functions' FunctionIDs can be reused from now on.
             let ts = sys::monotonic_ns();
@@ -531,7 +559,10 @@ impl Profiler for Agent {
         Ok(())
     }
     fn module_unload_finished(&self, m: ModuleId, status: HResult) -> Result<()> {
-        self.ev(K::MODULE_UNLOAD_FINISHED, &[self.mid(m), hr(status)])
+        self.callback(callbacks::ModuleUnloadFinished {
+            module: self.mid(m),
+            hr_status: hr(status),
+        })
     }
     fn module_attached_to_assembly(&self, m: ModuleId, a: AssemblyId) -> Result<()> {
         // The module's assembly is known from here on: a good moment to name it.
@@ -541,10 +572,13 @@ impl Profiler for Agent {
         {
             s.defs.module(&s.info, &s.out, m);
         }
-        self.ev(K::MODULE_ATTACHED_TO_ASSEMBLY, &[self.mid(m), a.as_u64()])
+        self.callback(callbacks::ModuleAttachedToAssembly {
+            module: self.mid(m),
+            assembly: a.as_u64(),
+        })
     }
     fn class_load_started(&self, c: ClassId) -> Result<()> {
-        self.ev(K::CLASS_LOAD_STARTED, &[c.as_u64()])
+        self.callback(callbacks::ClassLoadStarted { class: c.as_u64() })
     }
     fn class_load_finished(&self, c: ClassId, status: HResult) -> Result<()> {
         if let Some(s) = self.session() {
@@ -557,7 +591,10 @@ impl Profiler for Agent {
                 s.defs.class(&s.info, &s.out, c);
             }
         }
-        self.ev(K::CLASS_LOAD_FINISHED, &[c.as_u64(), hr(status)])
+        self.callback(callbacks::ClassLoadFinished {
+            class: c.as_u64(),
+            hr_status: hr(status),
+        })
     }
     fn class_unload_started(&self, c: ClassId) -> Result<()> {
         if let Some(s) = self.session() {
@@ -565,13 +602,18 @@ impl Profiler for Agent {
             s.defs.forget_class(c);
             crate::statics::class_unloaded(c);
         }
-        self.ev(K::CLASS_UNLOAD_STARTED, &[c.as_u64()])
+        self.callback(callbacks::ClassUnloadStarted { class: c.as_u64() })
     }
     fn class_unload_finished(&self, c: ClassId, status: HResult) -> Result<()> {
-        self.ev(K::CLASS_UNLOAD_FINISHED, &[c.as_u64(), hr(status)])
+        self.callback(callbacks::ClassUnloadFinished {
+            class: c.as_u64(),
+            hr_status: hr(status),
+        })
     }
     fn function_unload_started(&self, f: FunctionId) -> Result<()> {
-        self.ev(K::FUNCTION_UNLOAD_STARTED, &[self.fid(f)])
+        self.callback(callbacks::FunctionUnloadStarted {
+            function: self.fid(f),
+        })
     }
     fn jit_compilation_started(&self, f: FunctionId, safe: bool) -> Result<()> {
         let Some(s) = self.session() else {
@@ -608,10 +650,11 @@ impl Profiler for Agent {
             }
         }
         if wanted {
-            s.event(
-                K::JIT_COMPILATION_STARTED,
-                &[self.fid(f), b(safe), u64::from(il_bytes)],
-            );
+            s.callback(callbacks::JITCompilationStarted {
+                function: self.fid(f),
+                is_safe_to_block: b(safe),
+                il_bytes: u64::from(il_bytes),
+            });
         }
         Ok(())
     }
@@ -622,13 +665,16 @@ impl Profiler for Agent {
         {
             s.defs.function(&s.info, &s.out, f);
         }
-        self.ev(
-            K::JIT_COMPILATION_FINISHED,
-            &[self.fid(f), hr(status), b(safe)],
-        )
+        self.callback(callbacks::JITCompilationFinished {
+            function: self.fid(f),
+            hr_status: hr(status),
+            is_safe_to_block: b(safe),
+        })
     }
     fn jit_cached_function_search_started(&self, f: FunctionId) -> Result<bool> {
-        self.ev(K::JIT_CACHED_FUNCTION_SEARCH_STARTED, &[self.fid(f)])?;
+        self.callback(callbacks::JITCachedFunctionSearchStarted {
+            function: self.fid(f),
+        })?;
         let Some(s) = self.session() else {
             return Ok(true);
         };
@@ -648,14 +694,17 @@ impl Profiler for Agent {
             return Ok(());
         };
         let id = s.defs.function(&s.info, &s.out, f);
-        s.event(
-            K::JIT_CACHED_FUNCTION_SEARCH_FINISHED,
-            &[id, u64::from(result.0), u64::from(il_code_size(&s.info, f))],
-        );
+        s.callback(callbacks::JITCachedFunctionSearchFinished {
+            function: id,
+            result: u64::from(result.0),
+            il_bytes: u64::from(il_code_size(&s.info, f)),
+        });
         Ok(())
     }
     fn jit_function_pitched(&self, f: FunctionId) -> Result<()> {
-        self.ev(K::JIT_FUNCTION_PITCHED, &[self.fid(f)])
+        self.callback(callbacks::JITFunctionPitched {
+            function: self.fid(f),
+        })
     }
     fn jit_inlining(&self, caller: FunctionId, callee: FunctionId) -> Result<bool> {
         let Some(s) = self.session() else {
@@ -665,7 +714,7 @@ impl Profiler for Agent {
         if inline && s.wants(K::JIT_INLINING) {
             let caller = s.defs.function(&s.info, &s.out, caller);
             let callee = s.defs.function(&s.info, &s.out, callee);
-            s.event(K::JIT_INLINING, &[caller, callee]);
+            s.callback(callbacks::JITInlining { caller, callee });
         }
         Ok(inline)
     }
@@ -687,10 +736,10 @@ impl Profiler for Agent {
                 name: String::new(),
             }));
         }
-        self.ev(K::THREAD_CREATED, &[t.as_u64()])
+        self.callback(callbacks::ThreadCreated { thread: t.as_u64() })
     }
     fn thread_destroyed(&self, t: ThreadId) -> Result<()> {
-        self.ev(K::THREAD_DESTROYED, &[t.as_u64()])?;
+        self.callback(callbacks::ThreadDestroyed { thread: t.as_u64() })?;
         crate::statics::thread_destroyed(t);
         if let (Some(s), Some(count)) = (self.session(), crate::count::get()) {
             count.thread_ended(s, t.0);
@@ -709,34 +758,42 @@ impl Profiler for Agent {
         Ok(())
     }
     fn thread_assigned_to_os_thread(&self, t: ThreadId, os: u32) -> Result<()> {
-        self.ev(
-            K::THREAD_ASSIGNED_TO_OS_THREAD,
-            &[t.as_u64(), u64::from(os)],
-        )
+        self.callback(callbacks::ThreadAssignedToOSThread {
+            thread: t.as_u64(),
+            os_thread_id: u64::from(os),
+        })
     }
     fn remoting_client_invocation_started(&self) -> Result<()> {
-        self.ev(K::REMOTING_CLIENT_INVOCATION_STARTED, &[])
+        self.callback(callbacks::RemotingClientInvocationStarted {})
     }
     fn remoting_client_sending_message(&self, _c: &GUID, is_async: bool) -> Result<()> {
-        self.ev(K::REMOTING_CLIENT_SENDING_MESSAGE, &[b(is_async)])
+        self.callback(callbacks::RemotingClientSendingMessage {
+            is_async: b(is_async),
+        })
     }
     fn remoting_client_receiving_reply(&self, _c: &GUID, is_async: bool) -> Result<()> {
-        self.ev(K::REMOTING_CLIENT_RECEIVING_REPLY, &[b(is_async)])
+        self.callback(callbacks::RemotingClientReceivingReply {
+            is_async: b(is_async),
+        })
     }
     fn remoting_client_invocation_finished(&self) -> Result<()> {
-        self.ev(K::REMOTING_CLIENT_INVOCATION_FINISHED, &[])
+        self.callback(callbacks::RemotingClientInvocationFinished {})
     }
     fn remoting_server_receiving_message(&self, _c: &GUID, is_async: bool) -> Result<()> {
-        self.ev(K::REMOTING_SERVER_RECEIVING_MESSAGE, &[b(is_async)])
+        self.callback(callbacks::RemotingServerReceivingMessage {
+            is_async: b(is_async),
+        })
     }
     fn remoting_server_invocation_started(&self) -> Result<()> {
-        self.ev(K::REMOTING_SERVER_INVOCATION_STARTED, &[])
+        self.callback(callbacks::RemotingServerInvocationStarted {})
     }
     fn remoting_server_invocation_returned(&self) -> Result<()> {
-        self.ev(K::REMOTING_SERVER_INVOCATION_RETURNED, &[])
+        self.callback(callbacks::RemotingServerInvocationReturned {})
     }
     fn remoting_server_sending_reply(&self, _c: &GUID, is_async: bool) -> Result<()> {
-        self.ev(K::REMOTING_SERVER_SENDING_REPLY, &[b(is_async)])
+        self.callback(callbacks::RemotingServerSendingReply {
+            is_async: b(is_async),
+        })
     }
     fn unmanaged_to_managed_transition(
         &self,
@@ -756,32 +813,34 @@ impl Profiler for Agent {
         if let Some(s) = self.session() {
             crate::heap::suspend_started(s);
         }
-        self.ev(K::RUNTIME_SUSPEND_STARTED, &[u64::from(reason.0)])
+        self.callback(callbacks::RuntimeSuspendStarted {
+            reason: u64::from(reason.0),
+        })
     }
     fn runtime_suspend_finished(&self) -> Result<()> {
-        self.ev(K::RUNTIME_SUSPEND_FINISHED, &[])
+        self.callback(callbacks::RuntimeSuspendFinished {})
     }
     fn runtime_suspend_aborted(&self) -> Result<()> {
-        self.ev(K::RUNTIME_SUSPEND_ABORTED, &[])
+        self.callback(callbacks::RuntimeSuspendAborted {})
     }
     fn runtime_resume_started(&self) -> Result<()> {
         if let Some(s) = self.session() {
             crate::heap::resume_started(s);
         }
-        self.ev(K::RUNTIME_RESUME_STARTED, &[])
+        self.callback(callbacks::RuntimeResumeStarted {})
     }
     fn runtime_resume_finished(&self) -> Result<()> {
-        self.ev(K::RUNTIME_RESUME_FINISHED, &[])?;
+        self.callback(callbacks::RuntimeResumeFinished {})?;
         if let Some(s) = self.session() {
             crate::heap::resume_finished(s);
         }
         Ok(())
     }
     fn runtime_thread_suspended(&self, t: ThreadId) -> Result<()> {
-        self.ev(K::RUNTIME_THREAD_SUSPENDED, &[t.as_u64()])
+        self.callback(callbacks::RuntimeThreadSuspended { thread: t.as_u64() })
     }
     fn runtime_thread_resumed(&self, t: ThreadId) -> Result<()> {
-        self.ev(K::RUNTIME_THREAD_RESUMED, &[t.as_u64()])
+        self.callback(callbacks::RuntimeThreadResumed { thread: t.as_u64() })
     }
     fn moved_references(
         &self,
@@ -789,11 +848,9 @@ impl Profiler for Agent {
         _new: &[ObjectId],
         lengths: &[u32],
     ) -> Result<()> {
-        self.ev_with(K::MOVED_REFERENCES, || {
-            [
-                lengths.len() as u64,
-                lengths.iter().map(|&l| u64::from(l)).sum(),
-            ]
+        self.callback_with(|| callbacks::MovedReferences {
+            range_count: lengths.len() as u64,
+            moved_bytes: lengths.iter().map(|&l| u64::from(l)).sum(),
         })
     }
     fn object_allocated(&self, o: ObjectId, c: ClassId) -> Result<()> {
@@ -808,24 +865,25 @@ impl Profiler for Agent {
         if let Some(s) = self.session() {
             crate::gc::write_allocated_by_class(s, classes, counts);
         }
-        self.ev_with(K::OBJECTS_ALLOCATED_BY_CLASS, || {
-            [
-                classes.len() as u64,
-                counts.iter().map(|&c| u64::from(c)).sum(),
-            ]
+        self.callback_with(|| callbacks::ObjectsAllocatedByClass {
+            class_count: classes.len() as u64,
+            object_count: counts.iter().map(|&c| u64::from(c)).sum(),
         })
     }
     fn object_references(&self, o: ObjectId, c: ClassId, refs: &[ObjectId]) -> Result<()> {
         if let Some(s) = self.session() {
             crate::heap::object_references(s, o, c, refs);
         }
-        self.ev(
-            K::OBJECT_REFERENCES,
-            &[o.as_u64(), c.as_u64(), refs.len() as u64],
-        )
+        self.callback(callbacks::ObjectReferences {
+            object: o.as_u64(),
+            class: c.as_u64(),
+            ref_count: refs.len() as u64,
+        })
     }
     fn root_references(&self, roots: &[ObjectId]) -> Result<()> {
-        self.ev(K::ROOT_REFERENCES, &[roots.len() as u64])
+        self.callback(callbacks::RootReferences {
+            root_count: roots.len() as u64,
+        })
     }
     fn exception_thrown(&self, exception: ObjectId) -> Result<()> {
         let Some(s) = self.session().filter(|s| s.wants(K::EXCEPTION_THROWN)) else {
@@ -858,36 +916,33 @@ impl Profiler for Agent {
             stack_truncated,
             stack_il,
         }));
-        s.event(
-            K::EXCEPTION_THROWN,
-            &[
-                exception.as_u64(),
-                class.as_u64(),
-                stack_ids.first().copied().unwrap_or(0),
-            ],
-        );
+        s.callback(callbacks::ExceptionThrown {
+            object: exception.as_u64(),
+            class: class.as_u64(),
+            throwing_function: stack_ids.first().copied().unwrap_or(0),
+        });
         Ok(())
     }
     fn exception_search_function_enter(&self, f: FunctionId) -> Result<()> {
         self.function_event(K::EXCEPTION_SEARCH_FUNCTION_ENTER, f, &[])
     }
     fn exception_search_function_leave(&self) -> Result<()> {
-        self.ev(K::EXCEPTION_SEARCH_FUNCTION_LEAVE, &[])
+        self.callback(callbacks::ExceptionSearchFunctionLeave {})
     }
     fn exception_search_filter_enter(&self, f: FunctionId) -> Result<()> {
         self.function_event(K::EXCEPTION_SEARCH_FILTER_ENTER, f, &[])
     }
     fn exception_search_filter_leave(&self) -> Result<()> {
-        self.ev(K::EXCEPTION_SEARCH_FILTER_LEAVE, &[])
+        self.callback(callbacks::ExceptionSearchFilterLeave {})
     }
     fn exception_search_catcher_found(&self, f: FunctionId) -> Result<()> {
         self.function_event(K::EXCEPTION_SEARCH_CATCHER_FOUND, f, &[])
     }
     fn exception_os_handler_enter(&self) -> Result<()> {
-        self.ev(K::EXCEPTION_OS_HANDLER_ENTER, &[])
+        self.callback(callbacks::ExceptionOSHandlerEnter {})
     }
     fn exception_os_handler_leave(&self) -> Result<()> {
-        self.ev(K::EXCEPTION_OS_HANDLER_LEAVE, &[])
+        self.callback(callbacks::ExceptionOSHandlerLeave {})
     }
     fn exception_unwind_function_enter(&self, f: FunctionId) -> Result<()> {
         if let Some(state) = cct::current_state() {
@@ -899,19 +954,19 @@ impl Profiler for Agent {
         if let Some(state) = cct::current_state() {
             state.unwind_function_leave();
         }
-        self.ev(K::EXCEPTION_UNWIND_FUNCTION_LEAVE, &[])
+        self.callback(callbacks::ExceptionUnwindFunctionLeave {})
     }
     fn exception_unwind_finally_enter(&self, f: FunctionId) -> Result<()> {
         self.function_event(K::EXCEPTION_UNWIND_FINALLY_ENTER, f, &[])
     }
     fn exception_unwind_finally_leave(&self) -> Result<()> {
-        self.ev(K::EXCEPTION_UNWIND_FINALLY_LEAVE, &[])
+        self.callback(callbacks::ExceptionUnwindFinallyLeave {})
     }
     fn exception_catcher_enter(&self, f: FunctionId, exception: ObjectId) -> Result<()> {
         self.function_event(K::EXCEPTION_CATCHER_ENTER, f, &[exception.as_u64()])
     }
     fn exception_catcher_leave(&self) -> Result<()> {
-        self.ev(K::EXCEPTION_CATCHER_LEAVE, &[])
+        self.callback(callbacks::ExceptionCatcherLeave {})
     }
     fn com_classic_vtable_created(
         &self,
@@ -920,22 +975,23 @@ impl Profiler for Agent {
         vtable: usize,
         slots: u32,
     ) -> Result<()> {
-        self.ev(
-            K::COM_CLASSIC_VTABLE_CREATED,
-            &[c.as_u64(), vtable as u64, u64::from(slots)],
-        )
+        self.callback(callbacks::COMClassicVTableCreated {
+            class: c.as_u64(),
+            vtable: vtable as u64,
+            slot_count: u64::from(slots),
+        })
     }
     fn com_classic_vtable_destroyed(&self, c: ClassId, _iid: &GUID, vtable: usize) -> Result<()> {
-        self.ev(
-            K::COM_CLASSIC_VTABLE_DESTROYED,
-            &[c.as_u64(), vtable as u64],
-        )
+        self.callback(callbacks::COMClassicVTableDestroyed {
+            class: c.as_u64(),
+            vtable: vtable as u64,
+        })
     }
     fn exception_clr_catcher_found(&self) -> Result<()> {
-        self.ev(K::EXCEPTION_CLR_CATCHER_FOUND, &[])
+        self.callback(callbacks::ExceptionCLRCatcherFound {})
     }
     fn exception_clr_catcher_execute(&self) -> Result<()> {
-        self.ev(K::EXCEPTION_CLR_CATCHER_EXECUTE, &[])
+        self.callback(callbacks::ExceptionCLRCatcherExecute {})
     }
     fn thread_name_changed(&self, t: ThreadId, name: &str) -> Result<()> {
         if let Some(s) = self.session() {
@@ -950,10 +1006,10 @@ impl Profiler for Agent {
                 name: name.to_string(),
             }));
         }
-        self.ev(
-            K::THREAD_NAME_CHANGED,
-            &[t.as_u64(), name.encode_utf16().count() as u64],
-        )
+        self.callback(callbacks::ThreadNameChanged {
+            thread: t.as_u64(),
+            name_len: name.encode_utf16().count() as u64,
+        })
     }
     fn garbage_collection_started(&self, generations: Generations, reason: GcReason) -> Result<()> {
         if let Some(s) = self.session() {
@@ -964,17 +1020,15 @@ impl Profiler for Agent {
             }
             crate::heap::gc_started(s);
         }
-        self.ev(
-            K::GARBAGE_COLLECTION_STARTED,
-            &[u64::from(generations.bits()), u64::from(reason.0)],
-        )
+        self.callback(callbacks::GarbageCollectionStarted {
+            generations_collected_mask: u64::from(generations.bits()),
+            reason: u64::from(reason.0),
+        })
     }
     fn surviving_references(&self, _starts: &[ObjectId], lengths: &[u32]) -> Result<()> {
-        self.ev_with(K::SURVIVING_REFERENCES, || {
-            [
-                lengths.len() as u64,
-                lengths.iter().map(|&l| u64::from(l)).sum(),
-            ]
+        self.callback_with(|| callbacks::SurvivingReferences {
+            range_count: lengths.len() as u64,
+            surviving_bytes: lengths.iter().map(|&l| u64::from(l)).sum(),
         })
     }
     fn garbage_collection_finished(&self) -> Result<()> {
@@ -992,13 +1046,13 @@ impl Profiler for Agent {
                 crate::heap::gc_finished(s, &[]);
             }
         }
-        self.ev(K::GARBAGE_COLLECTION_FINISHED, &[])
+        self.callback(callbacks::GarbageCollectionFinished {})
     }
     fn finalizeable_object_queued(&self, flags: FinalizerFlags, o: ObjectId) -> Result<()> {
-        self.ev(
-            K::FINALIZEABLE_OBJECT_QUEUED,
-            &[u64::from(flags.bits()), o.as_u64()],
-        )
+        self.callback(callbacks::FinalizeableObjectQueued {
+            finalizer_flags: u64::from(flags.bits()),
+            object: o.as_u64(),
+        })
     }
     fn root_references2(
         &self,
@@ -1010,13 +1064,18 @@ impl Profiler for Agent {
         if let Some(s) = self.session() {
             crate::heap::root_references(s, roots, kinds, flags, ids);
         }
-        self.ev(K::ROOT_REFERENCES2, &[roots.len() as u64])
+        self.callback(callbacks::RootReferences2 {
+            root_count: roots.len() as u64,
+        })
     }
     fn handle_created(&self, h: GcHandleId, o: ObjectId) -> Result<()> {
-        self.ev(K::HANDLE_CREATED, &[h.as_u64(), o.as_u64()])
+        self.callback(callbacks::HandleCreated {
+            handle: h.as_u64(),
+            object: o.as_u64(),
+        })
     }
     fn handle_destroyed(&self, h: GcHandleId) -> Result<()> {
-        self.ev(K::HANDLE_DESTROYED, &[h.as_u64()])
+        self.callback(callbacks::HandleDestroyed { handle: h.as_u64() })
     }
     fn initialize_for_attach(&self, info: ProfilerInfo, client_data: &[u8]) -> Result<()> {
         let Some((session, config)) = protocol::parse_attach_client_data(client_data) else {
@@ -1028,7 +1087,9 @@ impl Profiler for Agent {
         // The library stays loaded after a detach: this session counts its own threads.
         threads::THREADS_DROPPED.store(0, core::sync::atomic::Ordering::Relaxed);
         self.start(info, Origin::Attach { session, config })?;
-        self.ev(K::INITIALIZE_FOR_ATTACH, &[client_data.len() as u64])
+        self.callback(callbacks::InitializeForAttach {
+            client_data_len: client_data.len() as u64,
+        })
     }
     fn profiler_attach_complete(&self) -> Result<()> {
         if let Some(s) = self.session().filter(|s| s.config.mode.samples()) {
@@ -1040,7 +1101,7 @@ impl Profiler for Agent {
                 }
             }
         }
-        self.ev(K::PROFILER_ATTACH_COMPLETE, &[])
+        self.callback(callbacks::ProfilerAttachComplete {})
     }
     fn profiler_detach_succeeded(&self) -> Result<()> {
         // The last callback before the runtime unloads the library.
@@ -1050,10 +1111,11 @@ impl Profiler for Agent {
         Ok(())
     }
     fn rejit_compilation_started(&self, f: FunctionId, rejit: ReJitId, safe: bool) -> Result<()> {
-        self.ev(
-            K::REJIT_COMPILATION_STARTED,
-            &[self.fid(f), rejit.as_u64(), b(safe)],
-        )
+        self.callback(callbacks::ReJITCompilationStarted {
+            function: self.fid(f),
+            rejit_id: rejit.as_u64(),
+            is_safe_to_block: b(safe),
+        })
     }
     fn get_rejit_parameters(
         &self,
@@ -1061,7 +1123,10 @@ impl Profiler for Agent {
         method: Token,
         _control: &FunctionControl,
     ) -> Result<()> {
-        self.ev(K::GET_REJIT_PARAMETERS, &[self.mid(m), u64::from(method.0)])
+        self.callback(callbacks::GetReJITParameters {
+            module: self.mid(m),
+            method_token: u64::from(method.0),
+        })
     }
     fn rejit_compilation_finished(
         &self,
@@ -1070,10 +1135,12 @@ impl Profiler for Agent {
         status: HResult,
         safe: bool,
     ) -> Result<()> {
-        self.ev(
-            K::REJIT_COMPILATION_FINISHED,
-            &[self.fid(f), rejit.as_u64(), hr(status), b(safe)],
-        )
+        self.callback(callbacks::ReJITCompilationFinished {
+            function: self.fid(f),
+            rejit_id: rejit.as_u64(),
+            hr_status: hr(status),
+            is_safe_to_block: b(safe),
+        })
     }
     fn rejit_error(
         &self,
@@ -1082,10 +1149,12 @@ impl Profiler for Agent {
         f: FunctionId,
         status: HResult,
     ) -> Result<()> {
-        self.ev(
-            K::REJIT_ERROR,
-            &[self.mid(m), u64::from(method.0), self.fid(f), hr(status)],
-        )
+        self.callback(callbacks::ReJITError {
+            module: self.mid(m),
+            method_token: u64::from(method.0),
+            function: self.fid(f),
+            hr_status: hr(status),
+        })
     }
     fn moved_references2(
         &self,
@@ -1093,19 +1162,15 @@ impl Profiler for Agent {
         _new: &[ObjectId],
         lengths: &[usize],
     ) -> Result<()> {
-        self.ev_with(K::MOVED_REFERENCES2, || {
-            [
-                lengths.len() as u64,
-                lengths.iter().map(|&l| l as u64).sum(),
-            ]
+        self.callback_with(|| callbacks::MovedReferences2 {
+            range_count: lengths.len() as u64,
+            moved_bytes: lengths.iter().map(|&l| l as u64).sum(),
         })
     }
     fn surviving_references2(&self, _starts: &[ObjectId], lengths: &[usize]) -> Result<()> {
-        self.ev_with(K::SURVIVING_REFERENCES2, || {
-            [
-                lengths.len() as u64,
-                lengths.iter().map(|&l| l as u64).sum(),
-            ]
+        self.callback_with(|| callbacks::SurvivingReferences2 {
+            range_count: lengths.len() as u64,
+            surviving_bytes: lengths.iter().map(|&l| l as u64).sum(),
         })
     }
     fn conditional_weak_table_element_references(
@@ -1114,20 +1179,21 @@ impl Profiler for Agent {
         _v: &[ObjectId],
         _h: &[GcHandleId],
     ) -> Result<()> {
-        self.ev(
-            K::CONDITIONAL_WEAK_TABLE_ELEMENT_REFERENCES,
-            &[keys.len() as u64],
-        )
+        self.callback(callbacks::ConditionalWeakTableElementReferences {
+            root_count: keys.len() as u64,
+        })
     }
     fn get_assembly_references(
         &self,
         _path: &str,
         _provider: &AssemblyReferenceProvider,
     ) -> Result<()> {
-        self.ev(K::GET_ASSEMBLY_REFERENCES, &[])
+        self.callback(callbacks::GetAssemblyReferences {})
     }
     fn module_in_memory_symbols_updated(&self, m: ModuleId) -> Result<()> {
-        self.ev(K::MODULE_IN_MEMORY_SYMBOLS_UPDATED, &[self.mid(m)])
+        self.callback(callbacks::ModuleInMemorySymbolsUpdated {
+            module: self.mid(m),
+        })
     }
     fn dynamic_method_jit_compilation_started(
         &self,
@@ -1135,10 +1201,11 @@ impl Profiler for Agent {
         safe: bool,
         il_header: &[u8],
     ) -> Result<()> {
-        self.ev(
-            K::DYNAMIC_METHOD_JIT_COMPILATION_STARTED,
-            &[self.fid(f), b(safe), il_header.len() as u64],
-        )
+        self.callback(callbacks::DynamicMethodJITCompilationStarted {
+            function: self.fid(f),
+            is_safe_to_block: b(safe),
+            il_header_len: il_header.len() as u64,
+        })
     }
     fn dynamic_method_jit_compilation_finished(
         &self,
@@ -1157,7 +1224,9 @@ impl Profiler for Agent {
         )
     }
     fn dynamic_method_unloaded(&self, f: FunctionId) -> Result<()> {
-        self.ev(K::DYNAMIC_METHOD_UNLOADED, &[self.fid(f)])?;
+        self.callback(callbacks::DynamicMethodUnloaded {
+            function: self.fid(f),
+        })?;
         if let Some(s) = self.session() {
             // The method was collected: its FunctionID and code can be reused from now on.
             let ts = sys::monotonic_ns();
@@ -1177,21 +1246,20 @@ impl Profiler for Agent {
             crate::alloc_ticks::event_delivered(s, e);
             crate::contention::event_delivered(s, e);
         }
-        self.ev(
-            K::EVENT_PIPE_EVENT_DELIVERED,
-            &[
-                e.provider.0 as u64,
-                u64::from(e.event_id),
-                u64::from(e.event_version),
-                e.metadata.len() as u64,
-                e.data.len() as u64,
-                e.thread.as_u64(),
-                e.stack.len() as u64,
-            ],
-        )
+        self.callback(callbacks::EventPipeEventDelivered {
+            provider: e.provider.0 as u64,
+            event_id: u64::from(e.event_id),
+            event_version: u64::from(e.event_version),
+            metadata_len: e.metadata.len() as u64,
+            event_data_len: e.data.len() as u64,
+            thread: e.thread.as_u64(),
+            stack_frame_count: e.stack.len() as u64,
+        })
     }
     fn event_pipe_provider_created(&self, p: EventPipeProviderId) -> Result<()> {
-        self.ev(K::EVENT_PIPE_PROVIDER_CREATED, &[p.0 as u64])
+        self.callback(callbacks::EventPipeProviderCreated {
+            provider: p.0 as u64,
+        })
     }
 }
 

@@ -14,8 +14,8 @@
 
 use std::io::Write;
 
-use clrprof_trace::EventKind as K;
 use clrprof_trace::MessageLevel;
+use clrprof_trace::callbacks;
 
 use crate::recorder::capture;
 use crate::session::Session;
@@ -114,7 +114,7 @@ impl Session {
     /// In `ProfilerDetachSucceeded`, the last callback: finishes the trace and closes the
     /// connection, after the control thread has ended.
     pub fn detached(&self) {
-        self.event(K::PROFILER_DETACH_SUCCEEDED, &[]);
+        self.callback(callbacks::ProfilerDetachSucceeded {});
         let control = self
             .control
             .lock()

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use clrprof_sdk::{FunctionId, ProfilerInfo};
+use clrprof_trace::callbacks::CallbackArgs;
 use clrprof_trace::{CallTreeNode, Counter, Event, EventKind, Message, MessageLevel, Record};
 
 use crate::config::{Config, Mode};
@@ -110,6 +111,11 @@ impl Session {
     /// True if events of `kind` are recorded.
     pub fn wants(&self, kind: EventKind) -> bool {
         kind.0 < 128 && self.wanted & (1u128 << kind.0) != 0 && !self.ended()
+    }
+
+    /// Records a callback's event, its args by name, if the session wants its kind.
+    pub fn callback<C: CallbackArgs>(&self, args: C) {
+        self.event(C::KIND, args.to_args().as_ref());
     }
 
     /// Records an event of `kind` on the calling thread, if that kind was asked for.

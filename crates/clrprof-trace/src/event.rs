@@ -53,6 +53,18 @@ macro_rules! event_kinds {
             use super::EventKind;
             use crate::Event;
 
+            /// A callback's args by name, as a writer fills them: what an event of
+            /// [`KIND`](Self::KIND) carries, in the trace's order, without allocating.
+            pub trait CallbackArgs: Copy {
+                /// The event kind.
+                const KIND: EventKind;
+                /// The args as the trace carries them (an array as long as the callback has
+                /// args).
+                type Args: AsRef<[u64]>;
+                /// The args in the trace's order.
+                fn to_args(&self) -> Self::Args;
+            }
+
             $($(
                 #[doc = concat!("`", $iface, "::", stringify!($name), "`'s args.")]
                 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -83,6 +95,15 @@ macro_rules! event_kinds {
                     /// The args in the order the trace carries them.
                     pub fn args(&self) -> [u64; <[&str]>::len(&[$(stringify!($arg)),*])] {
                         [$(self.$arg),*]
+                    }
+                }
+
+                impl CallbackArgs for $name {
+                    const KIND: EventKind = EventKind::$konst;
+                    type Args = [u64; <[&str]>::len(&[$(stringify!($arg)),*])];
+
+                    fn to_args(&self) -> Self::Args {
+                        self.args()
                     }
                 }
             )*)*
