@@ -800,14 +800,20 @@ impl Profiler for Agent {
         f: FunctionId,
         reason: TransitionReason,
     ) -> Result<()> {
-        self.transition(K::UNMANAGED_TO_MANAGED_TRANSITION, f, reason)
+        self.function_callback(f, |function| callbacks::UnmanagedToManagedTransition {
+            function,
+            reason: u64::from(reason.0),
+        })
     }
     fn managed_to_unmanaged_transition(
         &self,
         f: FunctionId,
         reason: TransitionReason,
     ) -> Result<()> {
-        self.transition(K::MANAGED_TO_UNMANAGED_TRANSITION, f, reason)
+        self.function_callback(f, |function| callbacks::ManagedToUnmanagedTransition {
+            function,
+            reason: u64::from(reason.0),
+        })
     }
     fn runtime_suspend_started(&self, reason: SuspendReason) -> Result<()> {
         if let Some(s) = self.session() {
@@ -924,19 +930,25 @@ impl Profiler for Agent {
         Ok(())
     }
     fn exception_search_function_enter(&self, f: FunctionId) -> Result<()> {
-        self.function_event(K::EXCEPTION_SEARCH_FUNCTION_ENTER, f, &[])
+        self.function_callback(f, |function| callbacks::ExceptionSearchFunctionEnter {
+            function,
+        })
     }
     fn exception_search_function_leave(&self) -> Result<()> {
         self.callback(callbacks::ExceptionSearchFunctionLeave {})
     }
     fn exception_search_filter_enter(&self, f: FunctionId) -> Result<()> {
-        self.function_event(K::EXCEPTION_SEARCH_FILTER_ENTER, f, &[])
+        self.function_callback(f, |function| callbacks::ExceptionSearchFilterEnter {
+            function,
+        })
     }
     fn exception_search_filter_leave(&self) -> Result<()> {
         self.callback(callbacks::ExceptionSearchFilterLeave {})
     }
     fn exception_search_catcher_found(&self, f: FunctionId) -> Result<()> {
-        self.function_event(K::EXCEPTION_SEARCH_CATCHER_FOUND, f, &[])
+        self.function_callback(f, |function| callbacks::ExceptionSearchCatcherFound {
+            function,
+        })
     }
     fn exception_os_handler_enter(&self) -> Result<()> {
         self.callback(callbacks::ExceptionOSHandlerEnter {})
@@ -948,7 +960,9 @@ impl Profiler for Agent {
         if let Some(state) = cct::current_state() {
             state.unwind_function_enter(f.0);
         }
-        self.function_event(K::EXCEPTION_UNWIND_FUNCTION_ENTER, f, &[])
+        self.function_callback(f, |function| callbacks::ExceptionUnwindFunctionEnter {
+            function,
+        })
     }
     fn exception_unwind_function_leave(&self) -> Result<()> {
         if let Some(state) = cct::current_state() {
@@ -957,13 +971,18 @@ impl Profiler for Agent {
         self.callback(callbacks::ExceptionUnwindFunctionLeave {})
     }
     fn exception_unwind_finally_enter(&self, f: FunctionId) -> Result<()> {
-        self.function_event(K::EXCEPTION_UNWIND_FINALLY_ENTER, f, &[])
+        self.function_callback(f, |function| callbacks::ExceptionUnwindFinallyEnter {
+            function,
+        })
     }
     fn exception_unwind_finally_leave(&self) -> Result<()> {
         self.callback(callbacks::ExceptionUnwindFinallyLeave {})
     }
     fn exception_catcher_enter(&self, f: FunctionId, exception: ObjectId) -> Result<()> {
-        self.function_event(K::EXCEPTION_CATCHER_ENTER, f, &[exception.as_u64()])
+        self.function_callback(f, |function| callbacks::ExceptionCatcherEnter {
+            function,
+            object: exception.as_u64(),
+        })
     }
     fn exception_catcher_leave(&self) -> Result<()> {
         self.callback(callbacks::ExceptionCatcherLeave {})
@@ -1217,11 +1236,13 @@ impl Profiler for Agent {
             // No enter/leave hooks will tell of it: the definition says it was there.
             s.defs.function(&s.info, &s.out, f);
         }
-        self.function_event(
-            K::DYNAMIC_METHOD_JIT_COMPILATION_FINISHED,
-            f,
-            &[hr(status), b(safe)],
-        )
+        self.function_callback(f, |function| {
+            callbacks::DynamicMethodJITCompilationFinished {
+                function,
+                hr_status: hr(status),
+                is_safe_to_block: b(safe),
+            }
+        })
     }
     fn dynamic_method_unloaded(&self, f: FunctionId) -> Result<()> {
         self.callback(callbacks::DynamicMethodUnloaded {
@@ -1274,20 +1295,18 @@ impl Agent {
         self.session().map_or(m.as_u64(), |s| s.defs.module_id(m))
     }
 
-    /// An event whose first argument is a function, which is named if recorded.
-    fn function_event(&self, kind: K, f: FunctionId, rest: &[u64]) -> Result<()> {
-        if let Some(s) = self.session().filter(|s| s.wants(kind)) {
-            let mut args = [0u64; 8];
-            args[0] = s.defs.function(&s.info, &s.out, f);
-            let n = 1 + rest.len().min(7);
-            args[1..n].copy_from_slice(&rest[..n - 1]);
-            s.event(kind, &args[..n]);
+    /// A callback's event whose function is named if the event is recorded: `args` makes
+    /// the event from the function's trace id.
+    fn function_callback<C: CallbackArgs>(
+        &self,
+        f: FunctionId,
+        args: impl FnOnce(u64) -> C,
+    ) -> Result<()> {
+        if let Some(s) = self.session().filter(|s| s.wants(C::KIND)) {
+            let function = s.defs.function(&s.info, &s.out, f);
+            s.callback(args(function));
         }
         Ok(())
-    }
-
-    fn transition(&self, kind: K, f: FunctionId, reason: TransitionReason) -> Result<()> {
-        self.function_event(kind, f, &[u64::from(reason.0)])
     }
 }
 
