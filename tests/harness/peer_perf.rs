@@ -356,6 +356,9 @@ pub fn managed_name(name: &str) -> String {
         "decimal" => "System.Decimal",
         "nint" => "System.IntPtr",
         "nuint" => "System.UIntPtr",
+        // A DynamicMethod's: the runtime's perf map says `dynamicClass`, its stack traces (and
+        // clrprof) `DynamicClass`.
+        "dynamicClass" => "DynamicClass",
         ty => ty,
     };
     if ty.is_empty() {
@@ -372,6 +375,10 @@ mod tests {
     #[test]
     fn one_method_one_name_whichever_tool_named_it() {
         for (perf, ours) in [
+            (
+                "bool [Anonymously Hosted DynamicMethods Assembly] dynamicClass::Regex1_TryMatchAtCurrentPosition(class System.Text.RegularExpressions.RegexRunner,valuetype System.ReadOnlySpan`1<wchar>)[Optimized]",
+                "DynamicClass.Regex1_TryMatchAtCurrentPosition(RegexRunner, ReadOnlySpan<char>)",
+            ),
             (
                 "instance void [System.Private.CoreLib] System.Runtime.InteropServices.Marshal::WriteByte(native int,int32,uint8)[OptimizedTier1]",
                 "System.Runtime.InteropServices.Marshal.WriteByte(nint, int, byte)",
