@@ -699,7 +699,7 @@ impl StackBuilder {
                 owner => owner,
             },
             Some(&f) => return f,
-            None => code_owner(&s.info, ip),
+            None => self.shapes.owner(ip),
         };
         let frame = match owner {
             Some(owner) => {

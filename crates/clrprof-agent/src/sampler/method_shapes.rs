@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use clrprof_sdk::info::{CodeInfo, JitedFunction};
-use clrprof_sdk::{FunctionId, ProfilerInfo};
+use clrprof_sdk::ProfilerInfo;
 use clrprof_trace::IlPosition;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -50,13 +50,13 @@ pub fn code_owner(info: &ProfilerInfo, ip: usize) -> Option<CodeOwner> {
 }
 
 /// A code range of a method version: where it ends, the version's start, its shape, and the
-/// function it belongs to.
+/// method version it belongs to.
 #[derive(Clone, Copy)]
 struct Range {
     end: usize,
     start: usize,
     shape: Option<Shape>,
-    function: FunctionId,
+    owner: CodeOwner,
 }
 
 /// The managed code the sampler has seen.
@@ -91,11 +91,12 @@ impl RuntimeShapes {
                 let starts: FxHashSet<usize> = self
                     .ranges
                     .values()
-                    .filter(|r| gone.contains(&r.function.0))
+                    .filter(|r| gone.contains(&r.owner.jited.function.0))
                     .map(|r| r.start)
                     .collect();
                 self.il_maps.retain(|start, _| !starts.contains(start));
-                self.ranges.retain(|_, r| !gone.contains(&r.function.0));
+                self.ranges
+                    .retain(|_, r| !gone.contains(&r.owner.jited.function.0));
             }
             None => {
                 self.ranges.clear();
@@ -129,8 +130,28 @@ impl RuntimeShapes {
     }
 
     fn known(&self, pc: usize) -> Option<(usize, Option<Shape>)> {
+        self.known_range(pc).map(|r| (r.start, r.shape))
+    }
+
+    fn known_range(&self, pc: usize) -> Option<&Range> {
         let (_, r) = self.ranges.range(..=pc).next_back()?;
-        (pc < r.end).then_some((r.start, r.shape))
+        (pc < r.end).then_some(r)
+    }
+
+    /// The method version whose code contains `pc`, if it is managed code. A method with
+    /// metadata whose code ranges are known (the unwinder learned them, most often) is found
+    /// there without asking the runtime: its code stays where it is until the runtime unloads
+    /// it ([`forget`](Self::forget)). Generated code is asked about every time, since its
+    /// memory can hold other code before the runtime says it was collected.
+    pub fn owner(&mut self, pc: usize) -> Option<CodeOwner> {
+        if let Some(r) = self.known_range(pc).filter(|r| !r.owner.generated) {
+            return Some(r.owner);
+        }
+        let owner = code_owner(&self.info, pc)?;
+        if self.known_range(pc).is_none() {
+            self.learn_of(pc, owner);
+        }
+        Some(owner)
     }
 
     /// The code blocks of each version of `jited`'s method: per version start, its blocks.
@@ -153,7 +174,13 @@ impl RuntimeShapes {
 
     /// Asks the runtime about `pc` and remembers the answer.
     fn learn(&mut self, pc: usize) -> Option<(usize, Option<Shape>)> {
-        let jited = code_owner(&self.info, pc)?.jited;
+        let owner = code_owner(&self.info, pc)?;
+        self.learn_of(pc, owner)
+    }
+
+    /// Remembers the code ranges of the version of `owner` that contains `pc`.
+    fn learn_of(&mut self, pc: usize, owner: CodeOwner) -> Option<(usize, Option<Shape>)> {
+        let jited = owner.jited;
         for (start, blocks) in self.versions(jited) {
             if !blocks
                 .iter()
@@ -172,7 +199,7 @@ impl RuntimeShapes {
                         end: b.start.saturating_add(b.size),
                         start,
                         shape,
-                        function: jited.function,
+                        owner,
                     },
                 );
             }
