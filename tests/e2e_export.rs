@@ -313,6 +313,86 @@ fn the_agent_alone_ships_every_period_to_the_collector() {
 }
 
 #[test]
+fn record_export_runs_the_program_in_export_mode() {
+    let program = compile("Continuous");
+    let plain = program.run(&[]);
+    plain.assert_success();
+    let collector = Collector::start();
+    let endpoint = collector.otlp_http_endpoint();
+    let muxer = program.dotnet.muxer.display().to_string();
+    let dll = program.dll.display().to_string();
+    let output = clrprof(&[
+        "record",
+        "--export",
+        &endpoint,
+        "--service",
+        "launched",
+        "--label",
+        "way=record",
+        "--period",
+        "1",
+        "--",
+        &muxer,
+        &dll,
+    ]);
+    output.assert_success();
+    assert_eq!(output.stdout, plain.stdout, "profiling changed the output");
+    let stderr = output.stderr_str();
+    assert!(
+        stderr.starts_with(&format!(
+            "clrprof: export mode: every 1 s, launched sends cpu, alloc, lock, exceptions \
+             profiles to {endpoint} (no trace is written)\n"
+        )),
+        "{stderr}"
+    );
+    let (samples, resources) = read(&settled(&collector));
+    assert!(!resources.is_empty());
+    for attributes in &resources {
+        assert_eq!(
+            attributes.get("service.name").map(String::as_str),
+            Some("launched")
+        );
+        assert_eq!(attributes.get("way").map(String::as_str), Some("record"));
+    }
+    assert!(
+        total(&samples, "cpu", |s| s
+            .frames
+            .windows(2)
+            .any(|w| w == [MAIN, SPIN]))
+            > 0,
+        "no CPU in Spin: {samples:#?}"
+    );
+    // Export settings need --export, and --export takes no recording option.
+    let refused = clrprof(&["record", "--service", "x", "--", &muxer, &dll]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        refused
+            .stderr_str()
+            .contains("--service is a setting of export mode: use it with --export URL"),
+        "{}",
+        refused.stderr_str()
+    );
+    let conflict = clrprof(&[
+        "record",
+        "--export",
+        &endpoint,
+        "--service",
+        "x",
+        "-o",
+        "t.clrprof",
+        "--",
+        &muxer,
+        &dll,
+    ]);
+    assert_eq!(conflict.status.code(), Some(2), "{}", conflict.stderr_str());
+    assert!(
+        conflict.stderr_str().contains("cannot be used with"),
+        "{}",
+        conflict.stderr_str()
+    );
+}
+
+#[test]
 fn a_wrong_variable_is_one_line_and_the_program_runs_unprofiled() {
     let program = compile("Continuous");
     let plain = program.run(&["short"]);

@@ -123,6 +123,18 @@ pub struct RecordArgs {
     /// The agent library to load (default: the one installed next to clrprof).
     #[arg(long, value_name = "PATH", env = "CLRPROF_AGENT")]
     pub agent: Option<PathBuf>,
+    /// Export mode instead of a trace: the program (and the .NET processes it starts) ships a
+    /// profile of every period to this backend itself, as with `clrprof env`'s variables
+    /// (e.g. `http://collector:4318`; needs --service). The recording options do not apply.
+    #[arg(long, value_name = "URL", conflicts_with_all = [
+        "mode", "events", "rate", "wall_rate", "cpu_clock", "no_inline", "max_nodes",
+        "include", "exclude", "alloc", "alloc_interval", "contention", "no_async",
+        "heap_snapshot", "buffer_size", "output", "no_children", "pid_filter", "name_filter",
+    ])]
+    pub export: Option<String>,
+    /// Export mode's settings (with --export).
+    #[command(flatten)]
+    pub export_options: crate::env::ExportOptions,
     /// The program and its arguments. A `.dll` is run with `dotnet`.
     #[arg(required = true, trailing_var_arg = true, value_name = "PROGRAM")]
     pub command: Vec<String>,

@@ -34,32 +34,9 @@ pub struct EnvArgs {
     /// OTLP/HTTP receiver) or `http://pyroscope:4040`.
     #[arg(long, value_name = "URL")]
     pub endpoint: String,
-    /// `otlp-http` (OTLP profiles over HTTP) or `pyroscope` (Pyroscope's push API).
-    #[arg(long, default_value = "otlp-http", value_name = "PROTOCOL")]
-    pub protocol: String,
-    /// The service's name (`service.name`).
-    #[arg(long, value_name = "NAME")]
-    pub service: String,
-    /// The service's version (`service.version`).
-    #[arg(long, value_name = "VERSION")]
-    pub service_version: Option<String>,
-    /// A label for every profile (a resource attribute), `KEY=VALUE`; repeatable.
-    #[arg(long = "label", value_name = "KEY=VALUE")]
-    pub labels: Vec<String>,
-    /// How much time each profile covers: seconds (`15`, `15s`) or milliseconds (`1500ms`),
-    /// from 1 s to 1 h (default 15 s).
-    #[arg(long, value_name = "PERIOD")]
-    pub period: Option<String>,
-    /// The profiles, comma-separated: cpu, wall, alloc, lock, exceptions, or all (default
-    /// cpu,alloc,lock,exceptions).
-    #[arg(long, value_name = "LIST")]
-    pub profiles: Option<String>,
-    /// CPU samples per second of a thread's CPU time (default 100).
-    #[arg(long, value_name = "HZ")]
-    pub cpu_rate: Option<String>,
-    /// Pyroscope's tenant (`X-Scope-OrgID`).
-    #[arg(long, value_name = "TENANT")]
-    pub tenant: Option<String>,
+    /// What the exported profiles say and where they go.
+    #[command(flatten)]
+    pub export: ExportOptions,
     /// How to write the variables.
     #[arg(long, value_enum, default_value = "shell")]
     pub format: EnvFormat,
@@ -69,29 +46,86 @@ pub struct EnvArgs {
     pub agent: Option<PathBuf>,
 }
 
+/// Export mode's settings but the endpoint, shared by `clrprof env` and `clrprof record
+/// --export`.
+#[derive(Debug, Args, Default)]
+pub struct ExportOptions {
+    /// Export mode: `otlp-http` (OTLP profiles over HTTP) or `pyroscope` (Pyroscope's push
+    /// API; default otlp-http).
+    #[arg(long, value_name = "PROTOCOL")]
+    pub protocol: Option<String>,
+    /// Export mode: the service's name (`service.name`).
+    #[arg(long, value_name = "NAME")]
+    pub service: Option<String>,
+    /// Export mode: the service's version (`service.version`).
+    #[arg(long, value_name = "VERSION")]
+    pub service_version: Option<String>,
+    /// Export mode: a label for every profile (a resource attribute), `KEY=VALUE`;
+    /// repeatable.
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
+    /// Export mode: how much time each profile covers: seconds (`15`, `15s`) or milliseconds
+    /// (`1500ms`), from 1 s to 1 h (default 15 s).
+    #[arg(long, value_name = "PERIOD")]
+    pub period: Option<String>,
+    /// Export mode: the profiles, comma-separated: cpu, wall, alloc, lock, exceptions, or all
+    /// (default cpu,alloc,lock,exceptions).
+    #[arg(long, value_name = "LIST")]
+    pub profiles: Option<String>,
+    /// Export mode: CPU samples per second of a thread's CPU time (default 100).
+    #[arg(long, value_name = "HZ")]
+    pub cpu_rate: Option<String>,
+    /// Export mode: Pyroscope's tenant (`X-Scope-OrgID`).
+    #[arg(long, value_name = "TENANT")]
+    pub tenant: Option<String>,
+}
+
+impl ExportOptions {
+    /// The first option given, by its flag (for "needs --export").
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pub fn first_given(&self) -> Option<&'static str> {
+        [
+            ("--protocol", self.protocol.is_some()),
+            ("--service", self.service.is_some()),
+            ("--service-version", self.service_version.is_some()),
+            ("--label", !self.labels.is_empty()),
+            ("--period", self.period.is_some()),
+            ("--profiles", self.profiles.is_some()),
+            ("--cpu-rate", self.cpu_rate.is_some()),
+            ("--tenant", self.tenant.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(flag, given)| given.then_some(flag))
+    }
+}
+
 /// Checks the arguments as the agent reads the variables; the settings they give.
-pub fn settings(args: &EnvArgs) -> Result<ExportSettings> {
+pub fn settings(endpoint: &str, o: &ExportOptions) -> Result<ExportSettings> {
     let mut vars: HashMap<&str, String> = HashMap::new();
-    vars.insert(ENV_ENDPOINT, args.endpoint.clone());
-    vars.insert(ENV_PROTOCOL, args.protocol.clone());
-    vars.insert(ENV_SERVICE, args.service.clone());
-    if args.service.trim().is_empty() {
+    vars.insert(ENV_ENDPOINT, endpoint.to_string());
+    vars.insert(
+        ENV_PROTOCOL,
+        o.protocol.clone().unwrap_or_else(|| "otlp-http".into()),
+    );
+    let service = o.service.as_deref().unwrap_or_default();
+    if service.trim().is_empty() {
         bail!("--service needs a name");
     }
-    if let Some(v) = &args.service_version {
+    vars.insert(ENV_SERVICE, service.to_string());
+    if let Some(v) = &o.service_version {
         vars.insert(ENV_VERSION, v.clone());
     }
-    if !args.labels.is_empty() {
-        if let Some(bad) = args.labels.iter().find(|l| l.contains(',')) {
+    if !o.labels.is_empty() {
+        if let Some(bad) = o.labels.iter().find(|l| l.contains(',')) {
             bail!("--label {bad}: a label cannot hold `,`");
         }
-        vars.insert(ENV_LABELS, args.labels.join(","));
+        vars.insert(ENV_LABELS, o.labels.join(","));
     }
     for (name, value) in [
-        (ENV_PERIOD, &args.period),
-        (ENV_PROFILES, &args.profiles),
-        (ENV_CPU_RATE, &args.cpu_rate),
-        (ENV_TENANT, &args.tenant),
+        (ENV_PERIOD, &o.period),
+        (ENV_PROFILES, &o.profiles),
+        (ENV_CPU_RATE, &o.cpu_rate),
+        (ENV_TENANT, &o.tenant),
     ] {
         if let Some(v) = value {
             vars.insert(name, v.clone());
@@ -161,7 +195,7 @@ pub fn render(vars: &[(String, String)], format: EnvFormat) -> String {
 
 /// Runs `clrprof env`.
 pub fn env(args: &EnvArgs) -> Result<i32> {
-    let settings = settings(args)?;
+    let settings = settings(&args.endpoint, &args.export)?;
     if args.format == EnvFormat::Docker
         && variables(&settings, "")
             .iter()
@@ -204,7 +238,10 @@ mod tests {
 
     fn vars_of(args: &[&str]) -> Vec<(String, String)> {
         variables(
-            &settings(&parse(args)).unwrap(),
+            &{
+                let a = parse(args);
+                settings(&a.endpoint, &a.export).unwrap()
+            },
             "/opt/clrprof/libclrprof_agent.so",
         )
     }
@@ -270,7 +307,10 @@ mod tests {
                 "CLRPROF_EXPORT_SERVICE"
             ]
         );
-        let err = |args: &[&str]| settings(&parse(args)).unwrap_err().to_string();
+        let err = |args: &[&str]| {
+            let a = parse(args);
+            settings(&a.endpoint, &a.export).unwrap_err().to_string()
+        };
         assert_eq!(
             err(&[
                 "--endpoint",

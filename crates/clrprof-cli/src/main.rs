@@ -124,6 +124,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         #[cfg(unix)]
         Command::Record(a) => {
             let agent = agent_lib::locate(a.agent.as_deref())?;
+            if let Some(endpoint) = &a.export {
+                let settings = env::settings(endpoint, &a.export_options)?;
+                return record::export::run(&settings, &agent, &a.command);
+            }
+            if let Some(flag) = a.export_options.first_given() {
+                anyhow::bail!("{flag} is a setting of export mode: use it with --export URL");
+            }
             if a.mode != clrprof_trace::config::Mode::Count
                 && !(a.include.is_empty() && a.exclude.is_empty())
             {

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use clrprof_sdk::info::{CodeInfo, JitedFunction};
 use clrprof_sdk::ProfilerInfo;
+use clrprof_sdk::info::{CodeInfo, JitedFunction};
 use clrprof_trace::IlPosition;
 
 use rustc_hash::{FxHashMap, FxHashSet};

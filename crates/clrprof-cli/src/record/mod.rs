@@ -20,6 +20,7 @@
 //! into the trace in [`connections`].
 
 mod connections;
+pub(crate) mod export;
 mod options;
 mod perf_map;
 mod progress;
@@ -510,7 +511,7 @@ pub(crate) fn write_contention(session: EventSession, trace: &mut TraceFile, pro
 }
 
 /// The program to start: a `.dll` runs under the `dotnet` host.
-fn resolve_program(command: &[String]) -> Result<(PathBuf, Vec<String>)> {
+pub(crate) fn resolve_program(command: &[String]) -> Result<(PathBuf, Vec<String>)> {
     let (first, rest) = command.split_first().context("no program to run")?;
     if first.ends_with(".dll") {
         if !Path::new(first).is_file() {
@@ -602,7 +603,7 @@ fn pass_on(pid: u32, received: crate::signals::Received, said: &mut bool, bar: &
 }
 
 /// Why the program could not be started, with what to do about it.
-fn explain_spawn(program: &Path, e: std::io::Error) -> anyhow::Error {
+pub(crate) fn explain_spawn(program: &Path, e: std::io::Error) -> anyhow::Error {
     let shown = program.display();
     if program.is_dir() {
         return anyhow::anyhow!(

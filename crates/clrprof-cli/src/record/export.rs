@@ -1,0 +1,62 @@
+//! `clrprof record --export URL ... -- PROGRAM`: runs the program in export mode (continuous
+//! profiling) rather than recording a trace. The program gets the variables `clrprof env`
+//! prints (the agent, then `CLRPROF_EXPORT_*`), so that it and every .NET process it starts
+//! ship a profile of every period to the backend themselves; clrprof only starts it, passes
+//! on the signals it receives and returns its exit status.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clrprof_trace::config::ExportSettings;
+use clrprof_trace::protocol;
+
+/// Runs `command` in export mode with `settings` and the agent at `agent`; returns the
+/// program's exit code (128 + the signal that ended it).
+pub(crate) fn run(settings: &ExportSettings, agent: &Path, command: &[String]) -> Result<i32> {
+    let (program, args) = super::resolve_program(command)?;
+    let agent = agent.display().to_string();
+    let mut cmd = Command::new(&program);
+    cmd.args(&args)
+        .envs(crate::env::variables(settings, &agent))
+        .env("CORECLR_PROFILER_PATH_64", &agent)
+        // Export mode is what the agent does when no CLI waits for it and no trace is asked.
+        .env_remove(protocol::ENV_SESSION)
+        .env_remove(protocol::ENV_OUTPUT)
+        .env_remove(protocol::ENV_CONFIG);
+    say!(
+        "clrprof: export mode: every {} s, {} sends {} profiles to {} (no trace is written)",
+        settings.period.as_secs_f64(),
+        settings.service_name,
+        settings
+            .profiles
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        settings.endpoint
+    );
+    // Ctrl-C reaches the program from the terminal; a signal sent to clrprof alone is passed
+    // on, as `record` does.
+    let signals = crate::signals::Signals::install()?;
+    let mut child = cmd.spawn().map_err(|e| super::explain_spawn(&program, e))?;
+    let pid = child.id();
+    let status = loop {
+        while let Some(received) = signals.next() {
+            if !received.from_terminal {
+                let _ = crate::signals::send(pid, received.signal);
+            }
+        }
+        if let Some(status) = child.try_wait().context("waiting for the program")? {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    Ok(match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(signal)) => 128 + signal,
+        (None, None) => -1,
+    })
+}
