@@ -392,6 +392,133 @@ fn record_export_runs_the_program_in_export_mode() {
     );
 }
 
+/// `Attachee.cs` running, driven through its stdin: `ready` once its diagnostics socket is open.
+#[cfg(target_os = "linux")]
+struct Running {
+    guard: ChildGuard,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+#[cfg(target_os = "linux")]
+impl Running {
+    fn start() -> Running {
+        use std::io::BufRead;
+        let program = compile("Attachee");
+        let mut cmd = program.command();
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+        let mut guard = ChildGuard::spawn(&mut cmd);
+        let stdin = guard.child_mut().stdin.take().unwrap();
+        let mut stdout = std::io::BufReader::new(guard.child_mut().stdout.take().unwrap());
+        let mut ready = String::new();
+        stdout.read_line(&mut ready).unwrap();
+        assert_eq!(ready.trim_end(), "ready");
+        Running {
+            guard,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn send(&mut self, command: &str) -> String {
+        use std::io::{BufRead, Write};
+        writeln!(self.stdin, "{command}").unwrap();
+        self.stdin.flush().unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        line.trim_end().to_string()
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn attach_export_ships_periods_from_a_running_process_until_stop() {
+    const SPIN_OF_ATTACHEE: &str = "Attachee.Spin()";
+    let mut program = Running::start();
+    let pid = program.guard.id().to_string();
+    let collector = Collector::start();
+    let endpoint = collector.otlp_http_endpoint();
+    let started = clrprof(&[
+        "attach",
+        &pid,
+        "--export",
+        &endpoint,
+        "--service",
+        "attached",
+        "--period",
+        "1",
+    ]);
+    started.assert_success();
+    assert!(
+        started.stderr_str().starts_with(&format!(
+            "clrprof: export mode started in process {pid}: every 1 s, attached sends cpu, alloc, \
+             lock, exceptions profiles to {endpoint}; `clrprof attach {pid} --stop` ends it\n"
+        )),
+        "{}",
+        started.stderr_str()
+    );
+    // The spinner throws, catches and collects on and on: CPU and exceptions for two periods.
+    assert_eq!(program.send("spin"), "spinning");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(program.send("stop"), "stopped");
+
+    let stopped = clrprof(&["attach", &pid, "--stop"]);
+    stopped.assert_success();
+    assert_eq!(
+        stopped.stderr_str(),
+        format!(
+            "clrprof: export mode in process {pid} ended: its last period was sent, and the \
+             agent detaches\n"
+        )
+    );
+    let (samples, resources) = read(&settled(&collector));
+    assert!(!resources.is_empty());
+    for attributes in &resources {
+        let get = |k: &str| attributes.get(k).map(String::as_str);
+        assert_eq!(get("service.name"), Some("attached"), "{attributes:?}");
+        assert_eq!(get("process.pid"), Some(pid.as_str()));
+    }
+    assert!(
+        total(&samples, "cpu", |s| s
+            .frames
+            .iter()
+            .any(|f| f == SPIN_OF_ATTACHEE))
+            > 0,
+        "no CPU in {SPIN_OF_ATTACHEE}: {samples:#?}"
+    );
+    assert!(
+        total(&samples, "exceptions", |s| s
+            .frames
+            .iter()
+            .any(|f| f == SPIN_OF_ATTACHEE))
+            > 0,
+        "no exception thrown under {SPIN_OF_ATTACHEE}"
+    );
+
+    // The program goes on unprofiled; nothing is left to stop.
+    let received = collector.forwarded.wait_for(0, Duration::ZERO).len();
+    assert_eq!(program.send("round 2"), "rounds 2: total 2, caught 2");
+    let again = clrprof(&["attach", &pid, "--stop"]);
+    assert_eq!(again.status.code(), Some(1), "{}", again.describe());
+    assert!(
+        again.stderr_str().contains(&format!(
+            "process {pid} runs no export mode that `clrprof attach --export` started"
+        )),
+        "{}",
+        again.stderr_str()
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        collector.forwarded.wait_for(0, Duration::ZERO).len(),
+        received,
+        "a profile came after the stop"
+    );
+    let bye = program.send("exit");
+    assert!(bye.starts_with("bye: total 2"), "{bye}");
+    let out = program.guard.wait_with_output(default_timeout());
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+}
+
 #[test]
 fn a_wrong_variable_is_one_line_and_the_program_runs_unprofiled() {
     let program = compile("Continuous");

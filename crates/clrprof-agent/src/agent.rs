@@ -42,6 +42,9 @@ enum Origin {
         /// The configuration string.
         config: String,
     },
+    /// Into a running program by `clrprof attach --export`: export mode with these settings,
+    /// until the process ends or `clrprof attach --stop` (see [`crate::export::control`]).
+    AttachExport(crate::config::ExportSettings),
 }
 
 /// The version written into traces.
@@ -83,6 +86,7 @@ impl Agent {
         if self.session().is_some() {
             return Err(StartError::InitializedTwice.into());
         }
+        let mut attached_export = false;
         let (mut config, sink, from_cli) = match origin {
             Origin::Startup => match export_settings()? {
                 Some(settings) => {
@@ -102,7 +106,16 @@ impl Agent {
                 let (sink, from_cli) = crate::detach::connect(&session)?;
                 (Config::parse(&config), sink, Some(from_cli))
             }
+            Origin::AttachExport(settings) => {
+                attached_export = true;
+                let config = Config::for_export(AgentConfig::for_export(settings));
+                match crate::export::start(&config) {
+                    Some(sink) => (config, sink, None),
+                    None => return Err(StartError::ExportStartedTwice.into()),
+                }
+            }
         };
+        let attached = from_cli.is_some() || attached_export;
         if from_cli.is_some() && config.mode == Mode::Trace {
             config.mode = Mode::None;
             config.warnings.push(
@@ -121,20 +134,14 @@ impl Agent {
             );
         }
         crate::coverage::start(&config);
-        crate::async_chains::start(&config, from_cli.is_some());
+        crate::async_chains::start(&config, attached);
         if let Err(e) = crate::count::start(&config) {
             config.mode = Mode::Sample;
             config.warnings.push(e);
         }
         let out = Transport::start(sink, config.buffer_bytes);
         crate::recorder::termination::install();
-        let session = SESSION.publish(Session::new(
-            info,
-            config,
-            out,
-            start_ns,
-            from_cli.is_some(),
-        ));
+        let session = SESSION.publish(Session::new(info, config, out, start_ns, attached));
         session.configure();
         if session.config.export.is_some() {
             crate::export::say_what_the_runtime_lacks(&session.config);
@@ -144,6 +151,9 @@ impl Agent {
         }
         if let Some(from_cli) = from_cli {
             crate::detach::watch(session, from_cli);
+        }
+        if attached_export {
+            crate::export::control::listen(session);
         }
         Ok(())
     }
@@ -1097,15 +1107,31 @@ impl Profiler for Agent {
         self.callback(callbacks::HandleDestroyed { handle: h.as_u64() })
     }
     fn initialize_for_attach(&self, info: ProfilerInfo, client_data: &[u8]) -> Result<()> {
-        let Some((session, config)) = protocol::parse_attach_client_data(client_data) else {
-            return Err(Error::InvalidData {
-                context: "clrprof agent",
-                reason: "attached without clrprof's client data (use `clrprof attach`)".into(),
-            });
+        let origin = match protocol::parse_attach_request(client_data) {
+            Some(protocol::AttachRequest::Session { session, config }) => {
+                Origin::Attach { session, config }
+            }
+            Some(protocol::AttachRequest::Export { vars }) => {
+                let names: Vec<String> = vars.iter().map(|(k, _)| k.clone()).collect();
+                let get = |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+                match crate::config::ExportSettings::from_env(get, names, "unknown_service") {
+                    Ok(Some(settings)) => Origin::AttachExport(settings),
+                    Ok(None) => {
+                        return Err(StartError::ExportSettings("no export setting".into()).into());
+                    }
+                    Err(reason) => return Err(StartError::ExportSettings(reason).into()),
+                }
+            }
+            None => {
+                return Err(Error::InvalidData {
+                    context: "clrprof agent",
+                    reason: "attached without clrprof's client data (use `clrprof attach`)".into(),
+                });
+            }
         };
         // The library stays loaded after a detach: this session counts its own threads.
         threads::THREADS_DROPPED.store(0, core::sync::atomic::Ordering::Relaxed);
-        self.start(info, Origin::Attach { session, config })?;
+        self.start(info, origin)?;
         self.callback(callbacks::InitializeForAttach {
             client_data_len: client_data.len() as u64,
         })

@@ -61,7 +61,7 @@ pub fn watch(session: &'static Session, from_cli: FromCli) {
         .spawn(move || {
             let _own = crate::recorder::threads::mark_agent_thread();
             wait_for_detach_request(from_cli);
-            session.request_detach();
+            let _ = session.request_detach();
         });
     match handle {
         Ok(handle) => *session.control.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle),
@@ -92,7 +92,10 @@ fn wait_for_detach_request(from_cli: FromCli) {
 
 impl Session {
     /// On the control thread: stops collecting and asks the runtime to unload the agent.
-    fn request_detach(&self) {
+    /// Stops collecting and asks the runtime to unload the agent; true if the runtime agreed
+    /// (it confirms with `ProfilerDetachSucceeded` later). In export mode the last period is
+    /// sent first, as at exit.
+    pub(crate) fn request_detach(&self) -> bool {
         self.stop_sampler();
         // An EventPipe session of the agent's would call into it after it is unloaded.
         crate::alloc_ticks::stop(self);
@@ -101,6 +104,10 @@ impl Session {
         // The library stays loaded after the detach: the next attach must find every thread
         // slot free, not as this session left it.
         crate::recorder::threads::release_all();
+        if self.config.export.is_some() {
+            self.out.drain();
+            crate::export::finish();
+        }
         if let Err(e) = self.info.request_profiler_detach(DETACH_CHECK_MS) {
             self.message(
                 MessageLevel::Error,
@@ -108,7 +115,9 @@ impl Session {
             );
             self.end("detach refused");
             self.out.close();
+            return false;
         }
+        true
     }
 
     /// In `ProfilerDetachSucceeded`, the last callback: finishes the trace and closes the

@@ -25,6 +25,8 @@ use clrprof_ipc::{Error as IpcError, client, discovery, message};
 use clrprof_trace::config::{AllocMode, Mode};
 use clrprof_trace::{EventCategory, protocol};
 
+pub(crate) mod export;
+
 use crate::event_session::EventSession;
 use crate::record::{self, AgentSocket, EventChoice, Progress, RecordOptions};
 
@@ -127,30 +129,7 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
         .to_str()
         .context("the agent's path is not UTF-8")?;
     let client_data = protocol::attach_client_data(socket_text, &rec.agent_config().encode());
-    let attach = || {
-        client::attach_profiler(
-            pid,
-            ATTACH_TIMEOUT,
-            protocol::AGENT_CLSID,
-            agent_text,
-            &client_data,
-        )
-    };
-    // Right after a detach the runtime still counts the old profiler as loaded for a moment
-    // (it releases it after ProfilerDetachSucceeded): a refusal then is retried briefly.
-    let busy_until = Instant::now() + BUSY_RETRY;
-    let attached = loop {
-        match attach() {
-            Err(IpcError::Refused { hresult })
-                if hresult == message::CORPROF_E_PROFILER_ALREADY_ACTIVE
-                    && Instant::now() < busy_until =>
-            {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            other => break other,
-        }
-    };
-    if let Err(e) = attached {
+    if let Err(e) = load_agent(pid, agent_text, &client_data) {
         trace.discard();
         return Err(explain(e)).context(format!("cannot attach to process {pid}"));
     }
@@ -336,6 +315,30 @@ impl RuntimeEvents {
 /// The files process `pid` runs: its executable and the arguments of its command line that
 /// are files (a .NET program's `.dll`). Reached through `/proc/PID/exe` and `/proc/PID/cwd`,
 /// which lead to the files themselves also from another mount namespace (a container).
+/// Asks the runtime of process `pid` to load the agent at `agent` with `client_data`.
+/// Right after a detach the runtime still counts the old profiler as loaded for a moment (it
+/// releases it after ProfilerDetachSucceeded): a refusal then is retried briefly.
+pub(crate) fn load_agent(pid: u32, agent: &str, client_data: &[u8]) -> Result<(), IpcError> {
+    let busy_until = Instant::now() + BUSY_RETRY;
+    loop {
+        match client::attach_profiler(
+            pid,
+            ATTACH_TIMEOUT,
+            protocol::AGENT_CLSID,
+            agent,
+            client_data,
+        ) {
+            Err(IpcError::Refused { hresult })
+                if hresult == message::CORPROF_E_PROFILER_ALREADY_ACTIVE
+                    && Instant::now() < busy_until =>
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn process_files(pid: u32) -> Vec<(String, std::path::PathBuf)> {
     let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
     let mut out = Vec::new();
@@ -365,7 +368,7 @@ fn accept(listener: &UnixListener, timeout: Duration) -> Option<UnixStream> {
 }
 
 /// Turns an IPC error into what the user should know.
-fn explain(e: IpcError) -> anyhow::Error {
+pub(crate) fn explain(e: IpcError) -> anyhow::Error {
     match e {
         IpcError::Refused { hresult } if hresult == message::CORPROF_E_PROFILER_ALREADY_ACTIVE => {
             anyhow::anyhow!(

@@ -178,6 +178,23 @@ pub struct AttachArgs {
     /// The agent library to load (default: the one installed next to clrprof).
     #[arg(long, value_name = "PATH", env = "CLRPROF_AGENT")]
     pub agent: Option<PathBuf>,
+    /// Export mode instead of a trace: the process ships a profile of every period to this
+    /// backend itself from now on (e.g. `http://collector:4318`; needs --service), until it
+    /// ends or `clrprof attach PID --stop`; clrprof returns at once.
+    #[arg(long, value_name = "URL", conflicts_with_all = [
+        "duration", "mode", "events", "rate", "wall_rate", "alloc", "contention", "output",
+    ])]
+    pub export: Option<String>,
+    /// Ends the export mode `clrprof attach --export` started in the process: its last period
+    /// is sent, and the agent detaches.
+    #[arg(long, conflicts_with_all = [
+        "export", "duration", "mode", "events", "rate", "wall_rate", "alloc", "contention",
+        "output",
+    ])]
+    pub stop: bool,
+    /// Export mode's settings (with --export).
+    #[command(flatten)]
+    pub export_options: crate::env::ExportOptions,
 }
 
 fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {

@@ -177,7 +177,20 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         #[cfg(unix)]
         Command::Attach(a) => {
+            if a.stop {
+                if let Some(flag) = a.export_options.first_given() {
+                    anyhow::bail!("--stop takes no export setting ({flag})");
+                }
+                return attach::export::stop(a.pid);
+            }
             let agent = agent_lib::locate(a.agent.as_deref())?;
+            if let Some(endpoint) = &a.export {
+                let settings = env::settings(endpoint, &a.export_options)?;
+                return attach::export::start(a.pid, &settings, &agent);
+            }
+            if let Some(flag) = a.export_options.first_given() {
+                anyhow::bail!("{flag} is a setting of export mode: use it with --export URL");
+            }
             let opts = attach::AttachOptions {
                 pid: a.pid,
                 duration: a.duration,

@@ -114,6 +114,67 @@ pub fn parse_attach_client_data(data: &[u8]) -> Option<(String, String)> {
 
 /// The first field of the attach client data (its version).
 const ATTACH_TAG: &str = "clrprof-attach-1";
+/// The first field of the attach client data of export mode (its version).
+const ATTACH_EXPORT_TAG: &str = "clrprof-attach-export-1";
+
+/// What `clrprof attach` asks of the agent in `InitializeForAttach`'s client data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttachRequest {
+    /// Stream a trace to the CLI's socket `session`, with `config` (an encoded
+    /// `AgentConfig`).
+    Session {
+        /// The CLI's socket.
+        session: String,
+        /// The configuration.
+        config: String,
+    },
+    /// Export mode (`clrprof attach --export`): ship profiles to a backend, with these
+    /// `CLRPROF_EXPORT_*` variables (as `clrprof env` writes them), until the process ends or
+    /// `clrprof attach --stop` asks for the end on [`export_control_name`].
+    Export {
+        /// The variables, by name.
+        vars: Vec<(String, String)>,
+    },
+}
+
+/// The client data of `clrprof attach --export`: the export variables.
+pub fn attach_export_client_data(vars: &[(String, String)]) -> Vec<u8> {
+    let mut fields = vec![ATTACH_EXPORT_TAG.to_string()];
+    fields.extend(vars.iter().map(|(k, v)| format!("{k}={v}")));
+    fields.join("\0").into_bytes()
+}
+
+/// What the client data asks, if it came from `clrprof attach`.
+pub fn parse_attach_request(data: &[u8]) -> Option<AttachRequest> {
+    if let Some((session, config)) = parse_attach_client_data(data) {
+        return Some(AttachRequest::Session { session, config });
+    }
+    let text = std::str::from_utf8(data).ok()?;
+    let mut parts = text.split('\0');
+    if parts.next()? != ATTACH_EXPORT_TAG {
+        return None;
+    }
+    let vars = parts
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(AttachRequest::Export { vars })
+}
+
+/// The abstract Unix socket name (Linux) on which an agent attached in export mode waits for
+/// `clrprof attach PID --stop`: one per process. A connection that sends
+/// [`EXPORT_STOP`] ends export mode (the last period is sent first) and detaches the agent,
+/// which answers [`EXPORT_STOPPED`] once the runtime accepted the detach.
+pub fn export_control_name(pid: u32) -> String {
+    format!("clrprof-export-{pid}")
+}
+
+/// The byte `clrprof attach --stop` sends.
+pub const EXPORT_STOP: u8 = b'S';
+/// The agent's answer once export mode ended and the detach was asked for.
+pub const EXPORT_STOPPED: u8 = b'D';
 
 #[cfg(test)]
 mod tests {
@@ -140,6 +201,33 @@ mod tests {
             ..TickReader::Agent.counter(0)
         };
         assert_eq!(TickReader::from_counter(&unknown), None);
+    }
+
+    #[test]
+    fn attach_export_client_data_round_trips() {
+        let vars = vec![
+            (
+                "CLRPROF_EXPORT_ENDPOINT".to_string(),
+                "http://c:4318".to_string(),
+            ),
+            ("CLRPROF_EXPORT_LABELS".to_string(), "a=b,c=d".to_string()),
+        ];
+        assert_eq!(
+            parse_attach_request(&attach_export_client_data(&vars)),
+            Some(AttachRequest::Export { vars })
+        );
+        assert_eq!(
+            parse_attach_request(&attach_client_data("/s", "c")),
+            Some(AttachRequest::Session {
+                session: "/s".into(),
+                config: "c".into()
+            })
+        );
+        assert_eq!(
+            parse_attach_request(b"clrprof-attach-export-1\0novalue"),
+            None
+        );
+        assert_eq!(parse_attach_request(b"other"), None);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! the thread that ends the runtime, within [`FINISH_TIMEOUT`].
 
 pub mod aggregate;
+pub mod control;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
