@@ -90,6 +90,11 @@ impl CaptureServer {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// How many requests came so far.
+    pub fn received(&self) -> usize {
+        self.bodies.lock().expect("not poisoned").len()
+    }
+
     /// Waits until `n` bodies came, then returns all of them.
     ///
     /// # Panics

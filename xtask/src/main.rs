@@ -124,6 +124,10 @@ pub struct BenchArgs {
     /// async-chain probes (the default) and without them (`record --no-async`).
     #[arg(long = "async")]
     pub async_chains: bool,
+    /// Only the continuous export benchmark: the HttpServer workload unprofiled and in export
+    /// mode at its defaults (a loopback receiver), CPU per request.
+    #[arg(long)]
+    pub export: bool,
     /// Configurations to run, comma-separated (e.g. none,sample-100): the main matrix's
     /// workloads run under these only, and the workloads of --contention and --async under
     /// these instead of their pair (the first is the baseline of their ratios). BENCHMARKS.md is

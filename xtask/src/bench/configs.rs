@@ -37,6 +37,9 @@ pub enum Config {
     /// The agreement check only (not in [`Config::ALL`]): Linux `perf record`, to compare
     /// `sample-1000`'s flat profile with.
     Perf1000,
+    /// The export benchmark only (not in [`Config::ALL`]): the agent alone in export mode at
+    /// its defaults, shipping to a loopback receiver.
+    Export,
 }
 
 impl Config {
@@ -54,7 +57,7 @@ impl Config {
 
     /// The configurations of the feature, memory and coverage benchmarks (not in
     /// [`Config::ALL`]).
-    const OTHERS: [Config; 11] = [
+    const OTHERS: [Config; 12] = [
         Config::SampleContention100,
         Config::SampleNoAsync100,
         Config::AllocSampled,
@@ -66,6 +69,7 @@ impl Config {
         Config::Coverage,
         Config::CoverageCoreLib,
         Config::Perf1000,
+        Config::Export,
     ];
 
     /// Every configuration, to find one by name.
@@ -112,6 +116,7 @@ impl Config {
             Config::Coverage => "coverage",
             Config::CoverageCoreLib => "coverage-corelib",
             Config::Perf1000 => "perf-1000",
+            Config::Export => "export",
         }
     }
 
@@ -167,6 +172,13 @@ impl Config {
                  sample per millisecond of a thread's CPU, in the kernel too), from Debian's \
                  `linux-perf`"
             }
+            Config::Export => {
+                "export mode (continuous profiling) at its defaults: the agent alone, loaded by \
+                 the runtime's variables with `CLRPROF_EXPORT_ENDPOINT` and \
+                 `CLRPROF_EXPORT_SERVICE` (CPU at 100 Hz, allocation ticks, locks, exceptions; \
+                 a profile every 15 s and at exit), sending OTLP/HTTP to a loopback receiver \
+                 that accepts everything"
+            }
         }
     }
 
@@ -177,7 +189,8 @@ impl Config {
             | Config::SampleFloor1000
             | Config::HooksFloor
             | Config::EventPipe1000
-            | Config::Perf1000 => None,
+            | Config::Perf1000
+            | Config::Export => None,
             Config::Sample100 => Some(&["--mode", "sample", "--rate", "100"]),
             Config::Sample1000 => Some(&["--mode", "sample", "--rate", "1000"]),
             Config::Trace => Some(&["--mode", "trace"]),

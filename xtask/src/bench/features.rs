@@ -5,7 +5,9 @@
 //!   `lock`), against `sample-100` alone;
 //! - **async call chains** (on by default; `record --no-async` turns the agent's async-chain
 //!   probes off) on `Async` (clients awaiting chains of nested async methods on the thread
-//!   pool), against `sample-100 --no-async`.
+//!   pool), against `sample-100 --no-async`;
+//! - **continuous export** (export mode at its defaults, the agent alone, shipping to a
+//!   loopback receiver) on `HttpServer` under `wrk`, against no profiler.
 //!
 //! Both configurations of a workload run once per round, alternating, their order rotating
 //! from round to round; the cost is the median of the per-round ratios with / without, for the
@@ -72,8 +74,23 @@ pub const ASYNC_CHAINS: Feature = Feature {
     cpu_max: Some(1.10),
 };
 
+/// Target from the continuous profiling issue: export mode at its defaults costs the server
+/// workload at most 1% more CPU per request. `HttpServer`'s load is a fixed request rate for a
+/// fixed time (its work time is that time), so its process CPU ratio is its CPU per request's.
+pub const EXPORT: Feature = Feature {
+    name: "continuous export",
+    flag: "--export",
+    workload: "HttpServer",
+    what: "the HTTP server of the main matrix under `wrk` (16 connections, a request 4 ms after \
+           each answer), unprofiled and in export mode at its defaults",
+    without: Config::None,
+    with: Config::Export,
+    work_max: 1.02,
+    cpu_max: Some(1.01),
+};
+
 /// The feature benchmarks, in report order.
-pub const FEATURES: [&Feature; 2] = [&CONTENTION, &ASYNC_CHAINS];
+pub const FEATURES: [&Feature; 3] = [&CONTENTION, &ASYNC_CHAINS, &EXPORT];
 
 /// The runs of one feature's workload on one runtime.
 pub struct Measured {

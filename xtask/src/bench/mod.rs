@@ -110,6 +110,7 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
         || opts.coverage
         || opts.contention
         || opts.async_chains
+        || opts.export
         || opts.peer;
     let matrix = opts.matrix || !only_parts;
     // Every part unless some were named.
@@ -132,6 +133,7 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
             all_parts
                 || (opts.contention && f.workload == features::CONTENTION.workload)
                 || (opts.async_chains && f.workload == features::ASYNC_CHAINS.workload)
+                || (opts.export && f.workload == features::EXPORT.workload)
         })
         .collect();
     let full_run = !opts.quick
@@ -184,7 +186,7 @@ pub fn run(opts: &BenchArgs) -> Result<()> {
             )?);
         }
         if !features.is_empty() {
-            println!("bench: {heading}: contention and async chains benchmarks");
+            println!("bench: {heading}: feature benchmarks (contention, async chains, export)");
             let mut results = Vec::new();
             for feature in &features {
                 let program = compile(feature.workload)?;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use clrprof_e2e::peer_perf;
 use clrprof_e2e::probes::{self, set_profiler};
-use clrprof_e2e::{ChildGuard, Dotnet, Program, apply_env, describe_command};
+use clrprof_e2e::{CaptureServer, ChildGuard, Dotnet, Program, apply_env, describe_command};
 use clrprof_trace::{Reader, Record, protocol};
 
 use super::configs::{Config, Startup};
@@ -311,6 +311,7 @@ fn run_workload_into(
     let trace = tools.scratch.join(format!("{}.clrprof", program.name));
     let probe_output = tools.scratch.join("probe.txt");
     let perf_data = tools.scratch.join(format!("{}.perf.data", program.name));
+    let mut receiver: Option<CaptureServer> = None;
     let cmd = match config.clrprof_args() {
         Some(args) => {
             let mut args = args.to_vec();
@@ -326,6 +327,15 @@ fn run_workload_into(
             set_profiler(&mut cmd, protocol::AGENT_CLSID, &tools.agent);
             cmd.env(protocol::ENV_OUTPUT, &trace)
                 .env(protocol::ENV_CONFIG, agent_config.encode());
+            cmd
+        }
+        None if config == Config::Export => {
+            // Export mode: the agent alone, with nothing but the endpoint and a service name.
+            let mut cmd = plain_command(program);
+            set_profiler(&mut cmd, protocol::AGENT_CLSID, &tools.agent);
+            let receiver = receiver.get_or_insert_with(CaptureServer::start);
+            cmd.env("CLRPROF_EXPORT_ENDPOINT", receiver.endpoint())
+                .env("CLRPROF_EXPORT_SERVICE", "bench");
             cmd
         }
         None if config == Config::HooksFloor => {
@@ -410,6 +420,12 @@ fn run_workload_into(
         }
     }
     let exited = proc.finish()?;
+    if let Some(receiver) = &receiver {
+        // The last period is sent at exit: export mode ran if it arrived.
+        if receiver.received() == 0 {
+            bail!("export mode sent nothing to the receiver");
+        }
+    }
     let mut warnings = Vec::new();
     if config == Config::HooksFloor {
         // The probe writes its report at shutdown: proof that it was loaded and hooked.
