@@ -146,10 +146,50 @@ fn each_loop_line_gets_its_share_with_every_kind_of_symbols() {
         unknown.describe()
     );
     pprof_lists_the_hot_line(&rec);
+    html_shows_the_hot_lines(&rec);
     for kind in [PdbKind::Beside, PdbKind::Embedded] {
         let (_dir, converted) = with_portable_pdb(&program, kind);
         lines_match(&converted, &[], &format!("{kind:?} portable PDB"));
     }
+}
+
+/// The HTML report's Source lines tab: its data (the page's embedded JSON) holds the hottest
+/// method's source with each loop's line and its CPU, the first loop the hottest.
+fn html_shows_the_hot_lines(rec: &Recording) {
+    let page = rec.dir.path().join("lines.html");
+    rec.report(&["--format", "html", "-o", page.to_str().unwrap()])
+        .assert_success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let start = html
+        .find(r#"<script type="application/json" id="data">"#)
+        .expect("the page's data")
+        + r#"<script type="application/json" id="data">"#.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let data: serde_json::Value = serde_json::from_str(&html[start..end]).unwrap();
+    let lines = &data["lines"];
+    let source = &lines["sources"][0];
+    assert_eq!(source["method"], "Lines.Loops(long, long, long)", "{lines}");
+    let markers = markers();
+    let self_of = |m: &str| {
+        source["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["line"] == markers[m])
+            .unwrap_or_else(|| panic!("{m}: {source}"))["self"]
+            .as_u64()
+            .unwrap()
+    };
+    let [a, b, c] = LOOPS.map(self_of);
+    assert!(a > b && b > c && c > 0, "the loops' CPU: {a}, {b}, {c}");
+    assert!(
+        source["lines"].as_array().unwrap().iter().any(|l| l["text"]
+            .as_str()
+            .unwrap()
+            .contains("for (long i = 0; i < a; i++)")),
+        "{source}"
+    );
+    assert!(html.contains(r#"<section id="tab-lines" class="tab">"#));
 }
 
 /// `go tool pprof -list Loops` on the pprof export annotates `Lines.cs` with the loops' CPU:

@@ -13,11 +13,13 @@
 //! was inlined into. Without symbols a frame's place is its IL offset, never an invented line.
 
 mod profile;
+mod source_view;
 mod text;
 
 pub use profile::{
     LineMeasure, LineProfile, LineRow, alloc_lines, contention_lines, cpu_lines, throw_lines,
 };
+pub use source_view::{SourceView, SourceViewLine, source_view};
 pub use text::{write_lines_json, write_lines_text, write_source_text};
 
 use std::collections::HashMap;

@@ -98,6 +98,17 @@ pub struct LineProfile {
     /// Why they do not, when they do not.
     #[serde(skip)]
     pub unpositioned: Option<String>,
+    /// Per method (function id): the value of the stacks with it on them, once per stack
+    /// whatever its lines and recursion.
+    #[serde(skip)]
+    pub method_totals: HashMap<u64, u64>,
+}
+
+impl LineProfile {
+    /// The value of the stacks with `function` on them.
+    pub fn method_total(&self, function: u64) -> u64 {
+        self.method_totals.get(&function).copied().unwrap_or(0)
+    }
 }
 
 /// A stack's managed frames, innermost first: function and IL position.
@@ -216,6 +227,8 @@ fn line_profile(
     let mut total = 0u64;
     let mut unattributed = 0u64;
     let mut seen = HashSet::new();
+    let mut seen_methods = HashSet::new();
+    let mut method_totals: HashMap<u64, u64> = HashMap::new();
     let mut positions_recorded = false;
     for (path, w) in paths {
         if path.is_empty() {
@@ -224,7 +237,11 @@ fn line_profile(
         }
         total += w;
         seen.clear();
+        seen_methods.clear();
         for (k, &(function, il)) in path.iter().enumerate() {
+            if seen_methods.insert(function) {
+                *method_totals.entry(function).or_default() += w;
+            }
             positions_recorded |= il != IlPosition::Unknown;
             let place = lines.place(&trace.names, function, il);
             let row = rows.entry((function, place.clone())).or_default();
@@ -285,6 +302,7 @@ fn line_profile(
         without_lines,
         positions_recorded,
         unpositioned: (!positions_recorded && total > 0).then(|| why_unpositioned(trace, measure)),
+        method_totals,
     }
 }
 

@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::Path;
 
-use super::{HIDDEN_LINE, LineMeasure, LineProfile, LineRow, Place, SourceLines, source_path};
+use super::source_view::source_view;
+use super::{LineMeasure, LineProfile, SourceLines};
 use crate::Error;
 use crate::trace::LoadedTrace;
 
@@ -121,7 +121,7 @@ pub fn write_source_text(
         let c = candidates
             .entry(row.function)
             .or_insert((0, row.method.clone()));
-        c.0 = c.0.max(row.total_value);
+        c.0 = p.method_total(row.function);
     }
     let Some((&function, (cpu, name))) = candidates
         .iter()
@@ -138,8 +138,6 @@ pub fn write_source_text(
         )));
     };
     let others = candidates.len() - 1;
-    let rows: Vec<&LineRow> = p.rows.iter().filter(|r| r.function == function).collect();
-    let source = lines.method_source(&trace.names, function).cloned();
     writeln!(
         out,
         "{name}: {} of {} with it on the stack ({} of the managed total){}",
@@ -152,12 +150,12 @@ pub fn write_source_text(
             String::new()
         }
     )?;
-    let Some(source) = source else {
+    let Some(view) = source_view(trace, p, function, lines) else {
         writeln!(
             out,
             "no source lines for it (its module has no symbols); by IL offset:"
         )?;
-        for row in rows {
+        for row in p.rows.iter().filter(|r| r.function == function) {
             writeln!(
                 out,
                 "{:>7} {:>7}  {}",
@@ -168,32 +166,16 @@ pub fn write_source_text(
         }
         return Ok(());
     };
-    let module_dir = trace
-        .names
-        .functions
-        .get(&function)
-        .and_then(|f| trace.names.modules.get(&f.module))
-        .and_then(|m| Path::new(&m.path).parent().map(Path::to_path_buf));
-    let file = source_path(&lines.roots, &source.file, module_dir.as_deref())
-        .to_string_lossy()
-        .into_owned();
-    let visible = source.points.iter().filter(|pt| pt.line != HIDDEN_LINE);
-    let first = visible.clone().map(|pt| pt.line).min().unwrap_or(1);
-    let last = visible.map(|pt| pt.line).max().unwrap_or(first);
-    let mut by_line: HashMap<u32, (u64, u64)> = HashMap::new();
-    for row in &rows {
-        if let Place::Line { line, .. } = row.place {
-            let e = by_line.entry(line).or_default();
-            e.0 += row.self_value;
-            e.1 += row.total_value;
-        }
-    }
-    let text = lines.file_lines(&file).map(<[String]>::to_vec);
-    writeln!(out, "{file}, lines {first}-{last}")?;
-    if text.is_none() {
+    let (first, last) = (
+        view.lines.first().map_or(1, |l| l.line),
+        view.lines.last().map_or(1, |l| l.line),
+    );
+    writeln!(out, "{}, lines {first}-{last}", view.file)?;
+    if !view.readable {
         writeln!(
             out,
-            "note: {file} cannot be read here (give --source-root FROM=TO if the sources moved)"
+            "note: {} cannot be read here (give --source-root FROM=TO if the sources moved)",
+            view.file
         )?;
     }
     writeln!(
@@ -201,8 +183,7 @@ pub fn write_source_text(
         "\n{:>7} {:>7} {:>6}  Source",
         "Self%", "Total%", "Line"
     )?;
-    for line in first..=last {
-        let (self_ns, total_ns) = by_line.get(&line).copied().unwrap_or_default();
+    for l in &view.lines {
         let shown = |v: u64| {
             if v == 0 {
                 String::new()
@@ -210,29 +191,20 @@ pub fn write_source_text(
                 share(v, p.total)
             }
         };
-        let code = text
-            .as_ref()
-            .and_then(|t| t.get(line as usize - 1))
-            .map_or("", String::as_str);
         writeln!(
             out,
             "{:>7} {:>7} {:>6}  {}",
-            shown(self_ns),
-            shown(total_ns),
-            line,
-            code
+            shown(l.self_value),
+            shown(l.total_value),
+            l.line,
+            l.text
         )?;
     }
-    let elsewhere: u64 = rows
-        .iter()
-        .filter(|r| !matches!(r.place, Place::Line { .. }))
-        .map(|r| r.self_value)
-        .sum();
-    if elsewhere > 0 {
+    if view.elsewhere > 0 {
         writeln!(
             out,
             "\n{} of its self {} is at no line (code of no IL, or an unknown place)",
-            p.measure.format(elsewhere),
+            p.measure.format(view.elsewhere),
             p.measure.describe()
         )?;
     }

@@ -27,6 +27,8 @@ use crate::trace::LoadedTrace;
 use crate::{Error, Render};
 
 use flame::{FlameTree, FrameTable, flame_tree};
+
+mod lines;
 use timeline::{TimelineData, timeline};
 
 const TEMPLATE: &str = include_str!("report.html");
@@ -129,6 +131,7 @@ struct Document {
     alloc: Option<AllocReport>,
     heap: Option<HeapJson>,
     coverage: Vec<CoverageFile>,
+    lines: Option<lines::LinesData>,
 }
 
 impl Render for Html {
@@ -229,6 +232,9 @@ impl Html {
         }
         if !t.coverage.is_empty() {
             doc.coverage = coverage_files(&CoverageReport::from_trace(t));
+        }
+        if profile.is_some() {
+            doc.lines = lines::lines_data(t, self.max_rows);
         }
         if let Some(tl) = &doc.timeline
             && tl.marks_left_out > 0
