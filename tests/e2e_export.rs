@@ -513,6 +513,39 @@ fn attach_export_ships_periods_from_a_running_process_until_stop() {
         received,
         "a profile came after the stop"
     );
+
+    // Export mode again in the same process, under another name, and its stop.
+    clrprof(&[
+        "attach",
+        &pid,
+        "--export",
+        &endpoint,
+        "--service",
+        "again",
+        "--period",
+        "1",
+    ])
+    .assert_success();
+    assert_eq!(program.send("spin"), "spinning");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(program.send("stop"), "stopped");
+    clrprof(&["attach", &pid, "--stop"]).assert_success();
+    let bodies = collector.forwarded.wait_for(received + 1, FORWARD_TIMEOUT);
+    let (again, resources) = read(&bodies[received..]);
+    assert!(
+        resources
+            .iter()
+            .all(|r| r.get("service.name").map(String::as_str) == Some("again")),
+        "{resources:?}"
+    );
+    assert!(
+        total(&again, "cpu", |s| s
+            .frames
+            .iter()
+            .any(|f| f == SPIN_OF_ATTACHEE))
+            > 0,
+        "no CPU in {SPIN_OF_ATTACHEE} the second time"
+    );
     let bye = program.send("exit");
     assert!(bye.starts_with("bye: total 2"), "{bye}");
     let out = program.guard.wait_with_output(default_timeout());

@@ -92,7 +92,14 @@ struct Shared {
     resource: OnceLock<Resource>,
 }
 
-static EXPORT: OnceLock<Arc<Shared>> = OnceLock::new();
+/// The export of the current session; replaced when a later session (an attach after
+/// `clrprof attach --stop`) starts export mode again once this one finished.
+static EXPORT: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
+
+/// The current export, if any.
+fn current() -> Option<Arc<Shared>> {
+    EXPORT.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
 
 /// Where the transport writes the record stream in export mode.
 pub struct ExportSink(Arc<Shared>);
@@ -142,7 +149,7 @@ fn export_config(settings: &ExportSettings, timeout: Duration) -> ExportConfig {
 
 /// Starts export mode for `config` (whose `export` is set): the exporter thread, and the sink
 /// the transport is to write to (the stream's header already in it). `None` if export mode
-/// is off or was started before.
+/// is off, or runs already (started and not finished).
 pub fn start(config: &AgentConfig) -> Option<Box<dyn Write + Send>> {
     let settings = config.export.clone()?;
     let aggregator = Aggregator::new(
@@ -162,7 +169,16 @@ pub fn start(config: &AgentConfig) -> Option<Box<dyn Write + Send>> {
         finished: AtomicBool::new(false),
         resource: OnceLock::new(),
     });
-    EXPORT.set(Arc::clone(&shared)).ok()?;
+    {
+        let mut current = EXPORT.lock().unwrap_or_else(|e| e.into_inner());
+        if current
+            .as_ref()
+            .is_some_and(|c| !c.finished.load(Ordering::Acquire))
+        {
+            return None;
+        }
+        *current = Some(Arc::clone(&shared));
+    }
     let for_thread = Arc::clone(&shared);
     let spawned = std::thread::Builder::new()
         .name("clrprof-export".into())
@@ -286,9 +302,9 @@ fn ship_periods(shared: &Shared) {
 /// At the end of the process (the runtime's `Shutdown`, or `exit`): stops the exporter thread
 /// and sends the last, partial period from the calling thread within [`FINISH_TIMEOUT`]; then,
 /// if any period was not delivered or any send failed, says so in one line on standard error.
-/// Only the first call does anything. Call it after the transport's last drain.
+/// Only the first call of an export does anything. Call it after the transport's last drain.
 pub fn finish() {
-    let Some(shared) = EXPORT.get() else {
+    let Some(shared) = current() else {
         return;
     };
     if shared.finished.swap(true, Ordering::AcqRel) {
