@@ -372,13 +372,11 @@ fn allocations_lock_waits_and_throws_are_on_their_lines() {
     // Every allocation of `Allocate()` is on its line: 20 large arrays of 1 MiB, each a tick
     // that stands for the bytes allocated on the large object heap since the previous one.
     // Where the runtime has no in-process event sessions (CoreCLR 3.1) the CLI reads the
-    // ticks and the contention events from the runtime's own stacks, which carry no IL
-    // positions: the report says so instead of a line.
-    let in_process = clrprof_e2e::Dotnet::get().has_in_process_eventpipe();
+    // ticks and the contention events with the runtime's own stacks, and their lines from the
+    // native-to-IL maps of the session's rundown: the same lines.
     let alloc = rows_of(&rec, &["--alloc"], "LineSites.Allocate(");
     assert!(!alloc.is_empty(), "no allocation in Allocate()");
-    let want = if in_process { m["alloc"] } else { 0 };
-    assert!(alloc.iter().all(|r| r.0 == want), "{alloc:?}");
+    assert!(alloc.iter().all(|r| r.0 == m["alloc"]), "{alloc:?}");
     // Each tick stands for its array and whatever else the large object heap took since the
     // previous one: CoreCLR 3.1 counts about 900 bytes more per tick, .NET 8 about 20.
     let bytes: u64 = alloc.iter().map(|r| r.1).sum();
@@ -386,16 +384,6 @@ fn allocations_lock_waits_and_throws_are_on_their_lines() {
         (20 << 20..=(20 << 20) + 20 * 1024).contains(&bytes),
         "{bytes} bytes on the line: {alloc:?}"
     );
-    if !in_process {
-        for view in ["--alloc", "--contention"] {
-            let json = rec.report_json_with(&["--lines", view]);
-            let notes = json["lines"]["notes"].to_string();
-            assert!(
-                notes.contains("read over the program's diagnostics socket"),
-                "{view}: {notes}"
-            );
-        }
-    }
     // The agent's own allocation stacks (`--alloc sampled`) have lines on every runtime.
     let sampled = record_with_env(&program, &[], &["--alloc", "sampled"], &[]);
     sampled.output.assert_success();
@@ -412,11 +400,7 @@ fn allocations_lock_waits_and_throws_are_on_their_lines() {
     // The 5 waits: all on the `lock` line of `Enter()`, the whole wait.
     let waits = rows_of(&rec, &["--contention"], "LineSites.Enter(");
     assert_eq!(waits.len(), 1, "{waits:?}");
-    assert_eq!(
-        waits[0].0,
-        if in_process { m["lock"] } else { 0 },
-        "{waits:?}"
-    );
+    assert_eq!(waits[0].0, m["lock"], "{waits:?}");
     let json = rec.report_json_with(&["--contention"]);
     let text = serde_json::to_string(&json).unwrap();
     // The whole wait is under the line (below it, on CoreCLR 3.1's event stacks, the

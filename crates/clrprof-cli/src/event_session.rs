@@ -30,6 +30,9 @@ const STARTUP_WAIT: Duration = Duration::from_secs(30);
 pub(crate) struct AgentIds {
     pub(crate) classes: HashSet<u64>,
     pub(crate) functions: HashSet<u64>,
+    /// The modules the agent defined (their trace ids are the runtime's `ModuleID`s while
+    /// loaded).
+    pub(crate) modules: HashSet<u64>,
     pub(crate) max_stack: u32,
     pub(crate) start_unix_ns: u64,
 }
@@ -44,6 +47,9 @@ impl AgentIds {
             Record::FunctionDef(f) => {
                 self.functions.insert(f.id);
             }
+            Record::ModuleDef(m) => {
+                self.modules.insert(m.id);
+            }
             Record::StackDef(s) => self.max_stack = self.max_stack.max(s.id),
             Record::SessionStart(s) => self.start_unix_ns = s.start_unix_ns,
             _ => {}
@@ -57,6 +63,7 @@ pub(crate) fn is_definition(record: &Record) -> bool {
         record,
         Record::ClassDef(_)
             | Record::FunctionDef(_)
+            | Record::ModuleDef(_)
             | Record::StackDef(_)
             | Record::SessionStart(_)
     )

@@ -7,21 +7,52 @@
 //! every method's code range and names), whose ids are the profiling API's `FunctionID`s, so
 //! frames the agent already named keep the agent's names; the others get a `FunctionDef`
 //! named from the rundown, spelled as the agent spells names from metadata
-//! (`clrprof_events::csharp`). Stack nodes are numbered after the agent's.
+//! (`clrprof_events::csharp`). Each frame carries its IL position, from the native-to-IL map
+//! the rundown writes for each code version just before the version's method event
+//! (`MethodDCEndILToNativeMap`), as the agent's frames do. Stack nodes are numbered after the
+//! agent's.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use clrprof_events::csharp::{il_signature, runtime_type};
-use clrprof_events::rundown::MethodDcEndVerbose;
+use clrprof_events::rundown::{MethodDcEndVerbose, MethodIlToNativeMap, ModuleDcEnd};
 use clrprof_events::{Payload, PointerSize};
 use clrprof_ipc::nettrace::{Event, EventMetadata, Nettrace};
-use clrprof_trace::{FrameKind, FunctionDef, Record, StackNodes};
+use clrprof_trace::{FrameKind, FunctionDef, IlPosition, ModuleDef, Record, StackNodes};
 
 use crate::event_session::AgentIds;
 
-/// Whether `m` describes the rundown's methods.
+/// Whether `m` describes the rundown's methods, their native-to-IL maps or their modules.
 pub(crate) fn is_rundown_method(m: &EventMetadata) -> bool {
     MethodDcEndVerbose::is(&m.provider, m.event_id)
+        || MethodIlToNativeMap::is(&m.provider, m.event_id)
+        || ModuleDcEnd::is(&m.provider, m.event_id)
+}
+
+/// The rundown's modules by `ModuleID`: a definition for each, its file from the rundown.
+pub(crate) fn rundown_modules(trace: &Nettrace) -> HashMap<u64, ModuleDef> {
+    trace
+        .events
+        .iter()
+        .filter_map(|e| read_event::<ModuleDcEnd<'_>>(trace, e)?.ok())
+        .map(|m| {
+            let path = m.module_il_path().to_string_lossy();
+            let assembly_name = std::path::Path::new(&path)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (
+                m.module_id(),
+                ModuleDef {
+                    id: m.module_id(),
+                    assembly: m.assembly_id(),
+                    base_address: 0,
+                    path,
+                    assembly_name,
+                },
+            )
+        })
+        .collect()
 }
 
 /// The pointer size of the process that wrote a stream (8 if it does not say).
@@ -43,6 +74,8 @@ pub(crate) fn read_event<'a, P: Payload<'a>>(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Method {
     pub(crate) id: u64,
+    /// Its module's `ModuleID`.
+    pub(crate) module: u64,
     pub(crate) start: u64,
     pub(crate) size: u64,
     pub(crate) token: u32,
@@ -51,30 +84,57 @@ pub(crate) struct Method {
     pub(crate) name: String,
     /// IL's spelling (`void  (int32,class System.String)`).
     pub(crate) signature: String,
+    /// The code version's native-to-IL map: (native offset where the entry's code starts, IL
+    /// offset), by native offset; empty when the rundown gave none.
+    pub(crate) il_map: Vec<(u32, u32)>,
 }
 
 impl Method {
     fn from_rundown(m: &MethodDcEndVerbose<'_>) -> Method {
         Method {
             id: m.method_id(),
+            module: m.module_id(),
             start: m.method_start_address(),
             size: u64::from(m.method_size()),
             token: m.method_token(),
             type_name: m.method_namespace().to_string_lossy(),
             name: m.method_name().to_string_lossy(),
             signature: m.method_signature().to_string_lossy(),
+            il_map: Vec::new(),
+        }
+    }
+
+    /// Where in its IL the code at `ip` is (for a caller, its return address less one: the
+    /// call): the map entry whose code starts last at or before it.
+    pub(crate) fn il_position(&self, ip: u64) -> IlPosition {
+        const NO_MAPPING: u32 = 0xFFFF_FFFF;
+        const PROLOG: u32 = 0xFFFF_FFFE;
+        const EPILOG: u32 = 0xFFFF_FFFD;
+        let Some(offset) = ip
+            .checked_sub(self.start)
+            .and_then(|o| u32::try_from(o).ok())
+        else {
+            return IlPosition::Unknown;
+        };
+        let i = self.il_map.partition_point(|&(native, _)| native <= offset);
+        match i.checked_sub(1).map(|i| self.il_map[i].1) {
+            None | Some(NO_MAPPING) => IlPosition::Unknown,
+            Some(PROLOG) => IlPosition::At(0),
+            Some(EPILOG) => IlPosition::Epilogue,
+            Some(il) => IlPosition::At(il),
         }
     }
 
     /// The method's definition, named as the agent names methods from metadata: the
     /// declaring type and the parameters in C#, the declaring type's arguments in place of
-    /// its generic parameters.
-    pub(crate) fn definition(&self) -> FunctionDef {
+    /// its generic parameters; in its module if that is defined (its symbols then give the
+    /// method's lines), else in none.
+    pub(crate) fn definition(&self, module_defined: bool) -> FunctionDef {
         let declaring = runtime_type(&self.type_name);
         FunctionDef {
             id: self.id,
             class: 0,
-            module: 0,
+            module: if module_defined { self.module } else { 0 },
             token: self.token,
             signature: il_signature(&self.name, &self.signature, &declaring.type_args, &[]),
             type_name: declaring.name,
@@ -83,15 +143,31 @@ impl Method {
     }
 }
 
-/// The rundown's methods that have code, by start address.
+/// The rundown's methods that have code, by start address, each code version with the
+/// native-to-IL map the rundown wrote just before it (same method, same ReJIT version).
 pub(crate) fn rundown_methods(trace: &Nettrace) -> Vec<Method> {
-    let mut methods: Vec<Method> = trace
-        .events
-        .iter()
-        .filter_map(|e| read_event::<MethodDcEndVerbose<'_>>(trace, e)?.ok())
-        .map(|m| Method::from_rundown(&m))
-        .filter(|m| m.size > 0)
-        .collect();
+    let mut maps: HashMap<(u64, u64), Vec<(u32, u32)>> = HashMap::new();
+    let mut methods: Vec<Method> = Vec::new();
+    for event in &trace.events {
+        if let Some(Ok(map)) = read_event::<MethodIlToNativeMap<'_>>(trace, event) {
+            if map.method_extent() == 0 {
+                let mut entries: Vec<(u32, u32)> =
+                    map.entries().map(|(il, native)| (native, il)).collect();
+                entries.sort_by_key(|&(native, _)| native);
+                maps.insert((map.method_id(), map.rejit_id()), entries);
+            }
+            continue;
+        }
+        if let Some(Ok(m)) = read_event::<MethodDcEndVerbose<'_>>(trace, event) {
+            let mut method = Method::from_rundown(&m);
+            if let Some(map) = maps.remove(&(method.id, m.rejit_id().unwrap_or(0))) {
+                method.il_map = map;
+            }
+            if method.size > 0 {
+                methods.push(method);
+            }
+        }
+    }
     methods.sort_by_key(|m| m.start);
     methods
 }
@@ -107,6 +183,10 @@ pub(crate) fn method_at(methods: &[Method], ip: u64) -> Option<&Method> {
 /// definition for each method the agent did not name.
 pub(crate) struct ManagedStacks<'a> {
     methods: Vec<Method>,
+    /// The rundown's modules not defined yet (by the agent or here).
+    modules: HashMap<u64, ModuleDef>,
+    /// The modules defined here.
+    modules_written: HashSet<u64>,
     agent: &'a AgentIds,
     defined: HashSet<u64>,
     nodes: StackNodes,
@@ -118,6 +198,11 @@ impl<'a> ManagedStacks<'a> {
     pub(crate) fn new(trace: &Nettrace, agent: &'a AgentIds) -> ManagedStacks<'a> {
         ManagedStacks {
             methods: rundown_methods(trace),
+            modules: rundown_modules(trace)
+                .into_iter()
+                .filter(|(id, _)| !agent.modules.contains(id))
+                .collect(),
+            modules_written: HashSet::new(),
             agent,
             defined: HashSet::new(),
             nodes: StackNodes::after(agent.max_stack),
@@ -131,20 +216,34 @@ impl<'a> ManagedStacks<'a> {
         let mut frames = Vec::with_capacity(ips.len());
         for &ip in ips {
             // A return address (or the point of a call): the byte before it is inside the
-            // calling method.
-            match method_at(&self.methods, ip.saturating_sub(1)) {
+            // calling method, on the call's line.
+            let call = ip.saturating_sub(1);
+            match method_at(&self.methods, call) {
                 Some(m) => {
                     if !self.agent.functions.contains(&m.id) && self.defined.insert(m.id) {
-                        out.push(Record::FunctionDef(m.definition()));
+                        // Its module first, from the rundown, unless the agent defined it.
+                        if let Some(module) = self.modules.remove(&m.module) {
+                            self.modules_written.insert(module.id);
+                            out.push(Record::ModuleDef(module));
+                        }
+                        let module_defined = self.agent.modules.contains(&m.module)
+                            || self.modules_written.contains(&m.module);
+                        out.push(Record::FunctionDef(m.definition(module_defined)));
                     }
-                    frames.push(m.id);
+                    frames.push((m.id, m.il_position(call)));
                 }
                 None => self.unresolved_frames += 1,
             }
         }
-        self.nodes.path(FrameKind::Managed, &frames, |def| {
-            out.push(Record::StackDef(def))
-        })
+        let mut parent = 0;
+        for &(frame, il) in frames.iter().rev() {
+            let (id, def) = self.nodes.node(parent, FrameKind::Managed, frame, il);
+            if let Some(def) = def {
+                out.push(Record::StackDef(def));
+            }
+            parent = id;
+        }
+        parent
     }
 
     /// Frames in no method of the rundown so far.
@@ -201,10 +300,39 @@ mod tests {
             start: 0x4000,
             size: 0x80,
             token: 0x0600_0002,
+            module: 0x77,
+            il_map: Vec::new(),
             type_name: type_name.into(),
             name: name.into(),
             signature: signature.into(),
         }
+    }
+
+    #[test]
+    fn addresses_find_their_il_offsets_in_the_code_versions_map() {
+        let m = Method {
+            il_map: vec![
+                (0, 0xFFFF_FFFE),
+                (0x12, 0),
+                (0x30, 0x10),
+                (0x48, 0xFFFF_FFFF),
+                (0x50, 0xFFFF_FFFD),
+            ],
+            ..method("T", "M", "void  ()")
+        };
+        assert_eq!(m.il_position(0x4000), IlPosition::At(0), "the prologue");
+        assert_eq!(m.il_position(0x4012), IlPosition::At(0));
+        assert_eq!(m.il_position(0x402f), IlPosition::At(0));
+        assert_eq!(m.il_position(0x4030), IlPosition::At(0x10));
+        assert_eq!(m.il_position(0x4048), IlPosition::Unknown, "code of no IL");
+        assert_eq!(m.il_position(0x4057), IlPosition::Epilogue);
+        assert_eq!(
+            m.il_position(0x3fff),
+            IlPosition::Unknown,
+            "before the code"
+        );
+        let without = method("T", "M", "void  ()");
+        assert_eq!(without.il_position(0x4030), IlPosition::Unknown, "no map");
     }
 
     #[test]
@@ -224,11 +352,14 @@ mod tests {
             "Named",
             "int64  (int32,int,value class Memory.Pair,class System.Collections.Generic.List`1<class System.String>)",
         )
-        .definition();
+        .definition(false);
         assert_eq!(
             (d.id, d.token, d.class, d.module),
-            (0x11, 0x0600_0002, 0, 0)
+            (0x11, 0x0600_0002, 0, 0),
+            "an undefined module is none"
         );
+        let in_module = method("Memory.Program", "Named", "void  ()").definition(true);
+        assert_eq!(in_module.module, 0x77, "a defined module");
         assert_eq!(d.type_name, "Memory.Program");
         assert_eq!(d.method_name, "Named");
         assert_eq!(
@@ -241,7 +372,7 @@ mod tests {
             "TryInsert",
             "instance bool  (!0,!1,value class System.Collections.Generic.InsertionBehavior)",
         )
-        .definition();
+        .definition(false);
         assert_eq!(
             d.type_name,
             "System.Collections.Generic.Dictionary<__Canon, int>"
@@ -250,7 +381,7 @@ mod tests {
             d.signature,
             "(__Canon, int, System.Collections.Generic.InsertionBehavior)"
         );
-        let d = method("Money", "op_Implicit", "int32  (value class Money)").definition();
+        let d = method("Money", "op_Implicit", "int32  (value class Money)").definition(false);
         assert_eq!(d.signature, "(Money) -> int");
     }
 
@@ -270,6 +401,16 @@ mod tests {
                     ..method("B", "G", "void  ()")
                 },
             ],
+            modules: [(
+                0x77,
+                ModuleDef {
+                    id: 0x77,
+                    path: "/app/B.dll".into(),
+                    ..ModuleDef::default()
+                },
+            )]
+            .into(),
+            modules_written: HashSet::new(),
             agent: &agent,
             defined: HashSet::new(),
             nodes: StackNodes::after(agent.max_stack),
@@ -280,14 +421,16 @@ mod tests {
         let node = stacks.intern(&[0x5001, 0x9000, 0x4010], &mut out);
         assert_eq!(node, 11);
         assert_eq!(stacks.unresolved_frames(), 1);
-        let defined: Vec<u64> = out
+        // G's module first, from the rundown (the agent did not define it), then G in it.
+        let defined: Vec<(&str, u64, u64)> = out
             .iter()
             .filter_map(|r| match r {
-                Record::FunctionDef(f) => Some(f.id),
+                Record::ModuleDef(m) => Some(("module", m.id, 0)),
+                Record::FunctionDef(f) => Some(("function", f.id, f.module)),
                 _ => None,
             })
             .collect();
-        assert_eq!(defined, [0x22]);
+        assert_eq!(defined, [("module", 0x77, 0), ("function", 0x22, 0x77)]);
         out.clear();
         assert_eq!(stacks.intern(&[0x5001, 0x4010], &mut out), 11);
         assert!(out.is_empty(), "{out:?}");

@@ -197,6 +197,16 @@ impl<'a> Fields<'a> {
         self.field(v, name)
     }
 
+    /// An array of `count` `win:UInt32`s, as its bytes.
+    pub(crate) fn u32s(
+        &mut self,
+        count: usize,
+        name: &'static str,
+    ) -> Result<&'a [u8], PayloadError> {
+        let v = count.checked_mul(4).and_then(|n| self.reader.bytes(n));
+        self.field(v, name)
+    }
+
     /// A `win:UnicodeString`.
     pub(crate) fn string(&mut self, name: &'static str) -> Result<Utf16<'a>, PayloadError> {
         let v = self.reader.utf16z().map(Utf16);

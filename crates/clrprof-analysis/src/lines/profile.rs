@@ -311,8 +311,10 @@ fn why_unpositioned(trace: &LoadedTrace, measure: LineMeasure) -> String {
     let read_by_cli = |reader: &str, what: &str| {
         format!(
             "the {what} were read over the program's diagnostics socket (CoreCLR 3.1 has no \
-             in-process event sessions): their stacks come from the runtime's events, which \
-             carry no IL positions, so every frame's place is unknown"
+             in-process event sessions): their stacks come from the runtime's events and their \
+             places from the native-to-IL maps of the session's rundown, and none arrived (a \
+             stream cut before its rundown, or a trace recorded by an older clrprof, which \
+             did not read them), so every frame's place is unknown"
         ) + if reader == "allocation_ticks_reader" {
             "; `record --alloc sampled` takes allocation stacks in the agent, with lines"
         } else {
