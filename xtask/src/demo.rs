@@ -1,7 +1,7 @@
 //! `cargo xtask demo`: the README's main job, end to end, on the bundled example program.
 //!
-//! Installs what is needed (`setup`), builds clrprof in release, compiles
-//! `examples/demo/Demo.cs`, records it (CPU samples plus GC, exception, JIT and thread events),
+//! Installs what it needs (the runtimes and `mcs`, not the tests' tools), builds clrprof in
+//! release, compiles `examples/demo/Demo.cs`, records it (CPU samples plus GC, exception, JIT and thread events),
 //! writes the HTML report (its path printed first), prints the text report, and writes a flame
 //! graph and a speedscope profile to `target/demo/`.
 
@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use crate::util::{build_release, catch_panic, run as run_cmd, workspace_root};
 
 pub fn run() -> Result<()> {
-    crate::setup::run()?;
+    crate::setup::run_for_demo()?;
     let root = workspace_root();
     println!("demo: building clrprof (release)");
     let clrprof = build_release(&["clrprof-cli", "clrprof-agent"])?.join("clrprof");

@@ -40,10 +40,7 @@ use clrprof_e2e::{
 use crate::util::{find_on_path, is_executable, workspace_root};
 
 pub fn run() -> Result<()> {
-    for runtime in &RUNTIMES {
-        ensure_dotnet(runtime)?;
-    }
-    ensure_debian_tool("mcs", "mono-mcs", "the Mono C# compiler")?;
+    run_for_demo()?;
     ensure_debian_tool("genhtml", "lcov", "lcov's HTML generator")?;
     ensure_debian_tool("xmllint", "libxml2-utils", "libxml2's validator")?;
     ensure_debian_tool("strip", "binutils", "GNU binutils' strip")?;
@@ -75,6 +72,15 @@ pub fn run() -> Result<()> {
     ensure_browser_packages()?;
     crate::collector::ensure_collector()?;
     Ok(())
+}
+
+/// What `cargo xtask demo` needs, and only that: the pinned runtimes and Mono's C# compiler
+/// (no browser, no Go, no Collector: the tests' tools).
+pub fn run_for_demo() -> Result<()> {
+    for runtime in &RUNTIMES {
+        ensure_dotnet(runtime)?;
+    }
+    ensure_debian_tool("mcs", "mono-mcs", "the Mono C# compiler")
 }
 
 /// `playwright-core` and `speedscope` from the npm registry, by name and pinned version, into
