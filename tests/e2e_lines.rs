@@ -156,17 +156,9 @@ fn each_loop_line_gets_its_share_with_every_kind_of_symbols() {
 /// The HTML report's Source lines tab: its data (the page's embedded JSON) holds the hottest
 /// method's source with each loop's line and its CPU, the first loop the hottest.
 fn html_shows_the_hot_lines(rec: &Recording) {
-    let page = rec.dir.path().join("lines.html");
-    rec.report(&["--format", "html", "-o", page.to_str().unwrap()])
-        .assert_success();
-    let html = std::fs::read_to_string(&page).unwrap();
-    let start = html
-        .find(r#"<script type="application/json" id="data">"#)
-        .expect("the page's data")
-        + r#"<script type="application/json" id="data">"#.len();
-    let end = start + html[start..].find("</script>").unwrap();
-    let data: serde_json::Value = serde_json::from_str(&html[start..end]).unwrap();
-    let lines = &data["lines"];
+    let (html, data) = html_page(rec);
+    let lines = &data["lines"][0];
+    assert_eq!(lines["measure"], "cpu", "{}", data["lines"]);
     let source = &lines["sources"][0];
     assert_eq!(source["method"], "Lines.Loops(long, long, long)", "{lines}");
     let markers = markers();
@@ -190,6 +182,21 @@ fn html_shows_the_hot_lines(rec: &Recording) {
         "{source}"
     );
     assert!(html.contains(r#"<section id="tab-lines" class="tab">"#));
+}
+
+/// The HTML report of `rec`, and the data embedded in it.
+fn html_page(rec: &Recording) -> (String, serde_json::Value) {
+    let page = rec.dir.path().join("lines.html");
+    rec.report(&["--format", "html", "-o", page.to_str().unwrap()])
+        .assert_success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let start = html
+        .find(r#"<script type="application/json" id="data">"#)
+        .expect("the page's data")
+        + r#"<script type="application/json" id="data">"#.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let data = serde_json::from_str(&html[start..end]).unwrap();
+    (html, data)
 }
 
 /// `go tool pprof -list Loops` on the pprof export annotates `Lines.cs` with the loops' CPU:
@@ -401,6 +408,37 @@ fn allocations_lock_waits_and_throws_are_on_their_lines() {
     let waits = rows_of(&rec, &["--contention"], "LineSites.Enter(");
     assert_eq!(waits.len(), 1, "{waits:?}");
     assert_eq!(waits[0].0, m["lock"], "{waits:?}");
+    // The HTML report's Source lines tab has the same lines by bytes, wait and throws: each
+    // measure's hottest method's source with its line.
+    let (_, data) = html_page(&rec);
+    for (measure, method, marker) in [
+        ("allocated_bytes", "LineSites.Allocate()", "alloc"),
+        ("lock_wait", "LineSites.Enter()", "lock"),
+        ("throws", "LineSites.Throw(int)", "throw"),
+    ] {
+        let lines = data["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["measure"] == measure)
+            .unwrap_or_else(|| panic!("no {measure} lines: {}", data["lines"]));
+        let source = lines["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["method"].as_str().unwrap().starts_with(method))
+            .unwrap_or_else(|| panic!("{measure}: no source of {method}: {lines}"));
+        // Only the marked line has a value in the method (its own, or under it: CoreCLR 3.1's
+        // lock waits end in the framework's `Monitor.Enter`).
+        let hot: Vec<u64> = source["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["total"].as_u64().unwrap() > 0)
+            .map(|l| l["line"].as_u64().unwrap())
+            .collect();
+        assert_eq!(hot, [u64::from(m[marker])], "{measure}: {source}");
+    }
     let json = rec.report_json_with(&["--contention"]);
     let text = serde_json::to_string(&json).unwrap();
     // The whole wait is under the line (below it, on CoreCLR 3.1's event stacks, the

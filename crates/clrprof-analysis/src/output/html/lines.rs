@@ -1,21 +1,31 @@
-//! The HTML report's source lines: the hottest lines of the CPU profile, and the source of the
-//! hottest methods annotated line by line (the page draws a heat bar per line), from the same
-//! line profile and source view as `report --lines` and `report --source`.
+//! The HTML report's source lines: per measure the trace has (CPU, allocated bytes, lock wait,
+//! exceptions thrown), the hottest lines and the source of the hottest methods annotated line
+//! by line (the page draws a heat bar per line), from the same line profiles and source view
+//! as `report --lines` and `report --source`.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::lines::{LineRow, SourceLines, SourceRoots, SourceView, cpu_lines, source_view};
+use crate::lines::{
+    LineMeasure, LineProfile, LineRow, SourceLines, SourceRoots, SourceView, alloc_lines,
+    contention_lines, cpu_lines, source_view, throw_lines,
+};
 use crate::trace::LoadedTrace;
 
 /// Methods whose source the page carries, the most CPU on their own lines first.
 const SOURCES_KEPT: usize = 20;
 
-/// What the page's Source lines tab shows.
+/// What the page's Source lines tab shows for one measure.
 #[derive(Debug, Serialize)]
 pub(super) struct LinesData {
-    /// CPU time of every stack with a managed frame: what the shares are of.
+    /// What the values weigh.
+    measure: LineMeasure,
+    /// It for a heading (`CPU`, `allocated bytes`).
+    what: &'static str,
+    /// Its unit (`nanoseconds`, `bytes`, `count`).
+    unit: &'static str,
+    /// The value of every stack with a managed frame: what the shares are of.
     total: u64,
     /// The hottest lines (self, then total), at most the report's rows.
     rows: Vec<LineRow>,
@@ -27,26 +37,57 @@ pub(super) struct LinesData {
     without_lines: Vec<String>,
 }
 
-/// The lines of `t`'s CPU samples, if its stacks carry IL positions and some are managed.
-pub(super) fn lines_data(t: &LoadedTrace, max_rows: usize) -> Option<LinesData> {
+/// The lines of each measure `t` has (CPU samples, allocations, lock waits, throws) whose
+/// stacks carry IL positions.
+pub(super) fn lines_data(t: &LoadedTrace, max_rows: usize) -> Vec<LinesData> {
     let mut source_lines = SourceLines::new(SourceRoots::default());
-    let p = cpu_lines(t, None, &mut source_lines);
-    if !p.positions_recorded || p.rows.is_empty() {
-        return None;
+    let mut profiles = Vec::new();
+    if t.has_cpu_data() {
+        profiles.push(cpu_lines(t, None, &mut source_lines));
     }
-    // The methods whose own lines have the most CPU first: where it burns.
+    if t.has_allocations() {
+        profiles.push(alloc_lines(t, None, &mut source_lines));
+    }
+    if t.has_contention() {
+        profiles.push(contention_lines(t, None, &mut source_lines));
+    }
+    if !t.throw_sites.is_empty() {
+        profiles.push(throw_lines(t, &mut source_lines));
+    }
+    profiles
+        .into_iter()
+        .filter(|p| p.positions_recorded && !p.rows.is_empty())
+        .map(|p| measure_data(t, &p, max_rows, &mut source_lines))
+        .collect()
+}
+
+fn measure_data(
+    t: &LoadedTrace,
+    p: &LineProfile,
+    max_rows: usize,
+    source_lines: &mut SourceLines,
+) -> LinesData {
+    // The methods whose own lines have the most of the measure first (where it is spent),
+    // then those it is spent under (a lock wait's or an allocation's innermost managed frame
+    // may be the framework's, without symbols), by their total.
     let mut methods: HashMap<u64, u64> = HashMap::new();
     for row in &p.rows {
         *methods.entry(row.function).or_default() += row.self_value;
     }
-    let mut hottest: Vec<(u64, u64)> = methods.into_iter().filter(|&(_, v)| v > 0).collect();
-    hottest.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut hottest: Vec<(u64, u64, u64)> = methods
+        .into_iter()
+        .map(|(function, own)| (function, own, p.method_total(function)))
+        .collect();
+    hottest.sort_unstable_by(|a, b| (b.1, b.2, a.0).cmp(&(a.1, a.2, b.0)));
     let sources = hottest
         .into_iter()
-        .filter_map(|(function, _)| source_view(t, &p, function, &mut source_lines))
+        .filter_map(|(function, _, _)| source_view(t, p, function, source_lines))
         .take(SOURCES_KEPT)
         .collect();
-    Some(LinesData {
+    LinesData {
+        measure: p.measure,
+        what: p.measure.describe(),
+        unit: p.measure.unit(),
         total: p.total,
         rows_left_out: p.rows.len().saturating_sub(max_rows),
         rows: p.rows.iter().take(max_rows).cloned().collect(),
@@ -56,5 +97,5 @@ pub(super) fn lines_data(t: &LoadedTrace, max_rows: usize) -> Option<LinesData> 
             .iter()
             .map(|(module, why)| format!("{module}: {why}"))
             .collect(),
-    })
+    }
 }

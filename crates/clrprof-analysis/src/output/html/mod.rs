@@ -131,7 +131,7 @@ struct Document {
     alloc: Option<AllocReport>,
     heap: Option<HeapJson>,
     coverage: Vec<CoverageFile>,
-    lines: Option<lines::LinesData>,
+    lines: Vec<lines::LinesData>,
 }
 
 impl Render for Html {
@@ -233,9 +233,7 @@ impl Html {
         if !t.coverage.is_empty() {
             doc.coverage = coverage_files(&CoverageReport::from_trace(t));
         }
-        if profile.is_some() {
-            doc.lines = lines::lines_data(t, self.max_rows);
-        }
+        doc.lines = lines::lines_data(t, self.max_rows);
         if let Some(tl) = &doc.timeline
             && tl.marks_left_out > 0
         {

@@ -138,7 +138,7 @@
     ["jit", "JIT", D.jit.length > 0],
     ["native", "Native calls", D.native.length > 0 || D.suspensions.length > 0],
     ["coverage", "Coverage", D.coverage.length > 0],
-    ["lines", "Source lines", !!(D.lines && D.lines.rows.length)],
+    ["lines", "Source lines", D.lines.length > 0],
   ].filter((t) => t[2]);
   const drawn = {};
   function show(name) {
@@ -636,46 +636,58 @@
 
   // ---------- source lines ----------
   function buildLines() {
-    const L = D.lines;
     const box = $("tab-lines");
-    const pct = (v) => (L.total && v ? ((100 * v) / L.total).toFixed(1) + "%" : "");
-    const place = (p) => (p.kind === "line" ? p.file.replace(/^.*[\\/]/, "") + ":" + p.line : p.kind === "il_offset" ? "IL_" + p.offset.toString(16).padStart(4, "0") : "?");
-    const view = el("div", { id: "source-view" });
-    function openSource(method) {
-      view.textContent = "";
-      const s = L.sources.find((x) => x.method === method);
-      if (!s) {
-        view.append(el("p", { class: "hint", text: `No source for ${method}: its module has no symbols, or it is not among the ${L.sources.length} methods with the most CPU on their own lines.` }));
-        return;
+    const controls = el("div", { class: "controls" });
+    const pick = el("select", { id: "lines-measure" });
+    D.lines.forEach((L, i) => pick.append(el("option", { value: String(i), text: L.what })));
+    controls.append(el("label", {}, "Weigh lines by ", pick));
+    const body = el("div");
+    box.append(controls, body);
+    pick.addEventListener("change", () => draw(D.lines[Number(pick.value)]));
+    draw(D.lines[0]);
+
+    function draw(L) {
+      body.textContent = "";
+      const pct = (v) => (L.total && v ? ((100 * v) / L.total).toFixed(1) + "%" : "");
+      const value = (v) => (L.unit === "bytes" ? bytes(v) : L.unit === "count" ? num(v) : dur(v));
+      const place = (p) => (p.kind === "line" ? p.file.replace(/^.*[\\/]/, "") + ":" + p.line : p.kind === "il_offset" ? "IL_" + p.offset.toString(16).padStart(4, "0") : "?");
+      const view = el("div", { id: "source-view" });
+      function openSource(method) {
+        view.textContent = "";
+        const s = L.sources.find((x) => x.method === method);
+        if (!s) {
+          view.append(el("p", { class: "hint", text: `No source for ${method}: its module has no symbols, or it is not among the ${L.sources.length} methods with the most ${L.what} on their own lines.` }));
+          return;
+        }
+        view.append(el("p", {}, el("b", { text: s.method }), ` \u00b7 self ${pct(s.self) || "0%"}, total ${pct(s.total) || "0%"} \u00b7 ${s.file}` + (s.readable ? "" : " (cannot be read here: the lines have no text)")));
+        const max = Math.max(1, ...s.lines.map((l) => l.self));
+        const t = el("table", { class: "source" });
+        for (const l of s.lines) {
+          const heat = el("span", { class: "heat", style: "width:" + Math.round((80 * l.self) / max) + "px" });
+          t.append(el("tr", { class: l.self ? "hot" : "" },
+            el("td", { class: "heatcell" }, heat),
+            el("td", { class: "num", text: pct(l.self) }),
+            el("td", { class: "num", text: pct(l.total) }),
+            el("td", { class: "num lineno", text: String(l.line) }),
+            el("td", { class: "code" }, el("code", { text: l.text }))));
+        }
+        view.append(t);
+        if (s.elsewhere) view.append(el("p", { class: "hint", text: `${pct(s.elsewhere)} of the ${L.what} is in this method at no line (code of no IL, or an unknown place).` }));
       }
-      view.append(el("p", {}, el("b", { text: s.method }), ` \u00b7 self ${pct(s.self) || "0%"}, total ${pct(s.total) || "0%"} \u00b7 ${s.file}` + (s.readable ? "" : " (cannot be read here: the lines have no text)")));
-      const max = Math.max(1, ...s.lines.map((l) => l.self));
-      const t = el("table", { class: "source" });
-      for (const l of s.lines) {
-        const heat = el("span", { class: "heat", style: "width:" + Math.round((80 * l.self) / max) + "px" });
-        t.append(el("tr", { class: l.self ? "hot" : "" },
-          el("td", { class: "heatcell" }, heat),
-          el("td", { class: "num", text: pct(l.self) }),
-          el("td", { class: "num", text: pct(l.total) }),
-          el("td", { class: "num lineno", text: String(l.line) }),
-          el("td", { class: "code" }, el("code", { text: l.text }))));
-      }
-      view.append(t);
-      if (s.elsewhere) view.append(el("p", { class: "hint", text: `${pct(s.elsewhere)} of the CPU is in this method at no line (code of no IL, or an unknown place).` }));
+      body.append(el("h2", { text: `Hottest lines (${L.what}: ${value(L.total)} in stacks with managed code)` }),
+        el("p", { class: "hint", text: "Self: with the line innermost of the managed frames. Total: in stacks through it. Code the JIT inlined counts for the line of the call. Click a method for its source." }));
+      for (const n of L.without_lines) body.append(el("p", { class: "hint", text: n + "; its frames show IL offsets instead of lines" }));
+      body.append(table(L.rows, [
+        { key: "self", label: "Self", kind: "value", format: pct, bar: true },
+        { key: "total", label: "Total", kind: "value", format: pct },
+        { key: "where", label: "Line", kind: "text", get: (r) => place(r.place) },
+        { key: "text", label: "Source", kind: "text", get: (r) => r.text || "" },
+        { key: "method", label: "Method", kind: "name", link: (r) => { openSource(r.method); view.scrollIntoView(); } },
+      ], { sort: "self" }));
+      if (L.rows_left_out) body.append(el("p", { class: "hint", text: `${num(L.rows_left_out)} more lines left out` }));
+      body.append(el("h2", { text: "Source" }), view);
+      if (L.sources.length) openSource(L.sources[0].method);
     }
-    box.append(el("h2", { text: "Hottest lines (CPU)" }),
-      el("p", { class: "hint", text: "Self: with the line innermost of the managed frames. Total: in stacks through it. Shares of the CPU of stacks with managed code. Code the JIT inlined counts for the line of the call. Click a method for its source." }));
-    for (const n of L.without_lines) box.append(el("p", { class: "hint", text: n + "; its frames show IL offsets instead of lines" }));
-    box.append(table(L.rows, [
-      { key: "self", label: "Self", kind: "value", format: pct, bar: true },
-      { key: "total", label: "Total", kind: "value", format: pct },
-      { key: "where", label: "Line", kind: "text", get: (r) => place(r.place) },
-      { key: "text", label: "Source", kind: "text", get: (r) => r.text || "" },
-      { key: "method", label: "Method", kind: "name", link: (r) => { openSource(r.method); view.scrollIntoView(); } },
-    ], { sort: "self" }));
-    if (L.rows_left_out) box.append(el("p", { class: "hint", text: `${num(L.rows_left_out)} more lines left out` }));
-    box.append(el("h2", { text: "Source" }), view);
-    if (L.sources.length) openSource(L.sources[0].method);
   }
 
   const builders = { summary: buildSummary, profile: () => {}, timeline: () => {}, memory: buildMemory, exceptions: buildExceptions, jit: buildJit, native: buildNative, coverage: buildCoverage, lines: buildLines };
