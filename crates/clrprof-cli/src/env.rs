@@ -139,6 +139,20 @@ pub fn settings(endpoint: &str, o: &ExportOptions) -> Result<ExportSettings> {
     }
 }
 
+/// What export mode with `settings` does, for one line: `every 15 s, checkout sends cpu,
+/// alloc profiles to http://collector:4318`.
+#[cfg_attr(not(unix), allow(dead_code))]
+pub fn describe(settings: &ExportSettings) -> String {
+    let profiles: Vec<&str> = settings.profiles.iter().map(|p| p.name()).collect();
+    format!(
+        "every {} s, {} sends {} profiles to {}",
+        settings.period.as_secs_f64(),
+        settings.service_name,
+        profiles.join(", "),
+        settings.endpoint
+    )
+}
+
 /// Every variable, in order: the runtime's three, then clrprof's.
 pub fn variables(settings: &ExportSettings, agent: &str) -> Vec<(String, String)> {
     let mut out = vec![

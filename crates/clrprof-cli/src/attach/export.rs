@@ -38,17 +38,8 @@ pub(crate) fn start(pid: u32, settings: &ExportSettings, agent: &Path) -> Result
         .map_err(super::explain)
         .with_context(|| format!("cannot attach to process {pid}"))?;
     say!(
-        "clrprof: export mode started in process {pid}: every {} s, {} sends {} profiles to {}; \
-         `clrprof attach {pid} --stop` ends it",
-        settings.period.as_secs_f64(),
-        settings.service_name,
-        settings
-            .profiles
-            .iter()
-            .map(|p| p.name())
-            .collect::<Vec<_>>()
-            .join(", "),
-        settings.endpoint
+        "clrprof: export mode started in process {pid}: {}; `clrprof attach {pid} --stop` ends it",
+        crate::env::describe(settings)
     );
     Ok(0)
 }

@@ -26,16 +26,8 @@ pub(crate) fn run(settings: &ExportSettings, agent: &Path, command: &[String]) -
         .env_remove(protocol::ENV_OUTPUT)
         .env_remove(protocol::ENV_CONFIG);
     say!(
-        "clrprof: export mode: every {} s, {} sends {} profiles to {} (no trace is written)",
-        settings.period.as_secs_f64(),
-        settings.service_name,
-        settings
-            .profiles
-            .iter()
-            .map(|p| p.name())
-            .collect::<Vec<_>>()
-            .join(", "),
-        settings.endpoint
+        "clrprof: export mode: {} (no trace is written)",
+        crate::env::describe(settings)
     );
     // Ctrl-C reaches the program from the terminal; a signal sent to clrprof alone is passed
     // on, as `record` does.
@@ -53,10 +45,5 @@ pub(crate) fn run(settings: &ExportSettings, agent: &Path, command: &[String]) -
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    use std::os::unix::process::ExitStatusExt;
-    Ok(match (status.code(), status.signal()) {
-        (Some(code), _) => code,
-        (None, Some(signal)) => 128 + signal,
-        (None, None) => -1,
-    })
+    Ok(super::exit_code(status))
 }

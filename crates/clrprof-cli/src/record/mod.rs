@@ -570,6 +570,15 @@ fn short_command(cmd: &str) -> String {
     format!("`{}…`", cmd.chars().take(59).collect::<String>())
 }
 
+/// The exit code clrprof returns for the program's `status`: its own, or 128 + the signal
+/// that ended it, as a shell says.
+pub(crate) fn exit_code(status: ExitStatus) -> i32 {
+    match exit_of(status) {
+        (_, signal) if signal != 0 => 128 + signal,
+        (code, _) => code,
+    }
+}
+
 fn exit_of(status: ExitStatus) -> (i32, i32) {
     use std::os::unix::process::ExitStatusExt;
     (status.code().unwrap_or(-1), status.signal().unwrap_or(0))
