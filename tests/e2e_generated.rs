@@ -30,7 +30,15 @@ fn innermost_with<'p>(
 #[test]
 fn dynamic_methods_are_named_through_their_lives() {
     let program = compile("Generated");
-    let rec = record(&program, &["dynamic"], &["--rate", "1000"]);
+    // Every thread on a perf event from its start: the default clock samples a thread's first
+    // 200 ms or so with its CPU-time timer, which fires at the kernel's tick only (about 4
+    // samples for one of these 15 ms methods at 250 Hz, none at all when the machine is busy
+    // enough), and this test counts on each method's samples.
+    let rec = record(
+        &program,
+        &["dynamic"],
+        &["--rate", "1000", "--cpu-clock", "perf"],
+    );
     rec.output.assert_success();
     assert_eq!(rec.output.stdout_str(), "generated: dynamic done\n");
     let (trace, p) = profile_of(&rec);

@@ -155,9 +155,22 @@ impl Definitions {
         self.function_lives.id(function.0)
     }
 
+    /// The trace id of the life `function` had at `CLOCK_MONOTONIC` time `ts`.
+    pub fn function_id_at(&self, function: FunctionId, ts: u64) -> u64 {
+        self.function_lives.id_at(function.0, ts)
+    }
+
     /// The trace id of `module`'s current life.
     pub fn module_id(&self, module: ModuleId) -> u64 {
         self.module_lives.id(module.0)
+    }
+
+    /// Whether the life of `function` whose trace id is `id` was its life at `CLOCK_MONOTONIC`
+    /// time `ts` and has ended since: code of it captured then is named by that life, even
+    /// though its addresses may hold other code now.
+    pub fn ended_after(&self, id: u64, ts: u64) -> bool {
+        let raw = runtime_id(id);
+        self.function_lives.id_at(raw, ts) == id && self.function_lives.id(raw) != id
     }
 
     /// Defines a function (and its module) if not done yet; returns its trace id.
@@ -177,7 +190,7 @@ impl Definitions {
         function: FunctionId,
         ts: u64,
     ) -> u64 {
-        let id = self.function_lives.id_at(function.0, ts);
+        let id = self.function_id_at(function, ts);
         self.define_function(info, out, id);
         id
     }

@@ -177,6 +177,7 @@ impl Session {
             (CounterName::AgentCpuNs, load(&s.agent_cpu_ns)),
             (CounterName::ClocksRearmed, load(&s.rearmed)),
             (CounterName::ClockUpgrades, load(&s.clock_upgrades)),
+            (CounterName::TimerBlindStretches, load(&s.timer_blind)),
             (CounterName::ClockDowngrades, load(&s.clock_downgrades)),
             (
                 CounterName::PerfSignalsLate,

@@ -85,6 +85,10 @@ pub struct SamplingInfo {
     pub clock_upgrades: u64,
     /// See `clock_upgrades`.
     pub clock_downgrades: u64,
+    /// Times a thread on its CPU-time timer used 40 ms of CPU with the timer set and no sample
+    /// (it ran only between the kernel's scheduler ticks): that CPU went to the stack of the
+    /// sample that ended the stretch. The default policy moves such a thread to a perf event.
+    pub timer_blind_stretches: u64,
     /// CPU samples asked per second of a thread's CPU time.
     pub cpu_rate_hz: u32,
     /// CPU samples per second of sampled CPU time, all threads together.

@@ -88,6 +88,9 @@ counter_names! {
     ClockUpgrades = "clock_upgrades",
     /// Threads moved to a lesser CPU clock.
     ClockDowngrades = "clock_downgrades",
+    /// Times a thread on its CPU-time timer used many ticks' worth of CPU with the timer set
+    /// and no sample: it ran only between the kernel's scheduler ticks, which never saw it.
+    TimerBlindStretches = "timer_blind_stretches",
     /// perf signals that arrived after their thread had moved on.
     PerfSignalsLate = "perf_signals_late",
     /// Stacks cut at the frame limit.

@@ -94,6 +94,8 @@ pub struct Book {
     pub ticks_seen: u32,
     /// The thread's perf event count when the sampler last suspected it was stopped.
     pub clock_count: Option<u64>,
+    /// The latest sample's CPU mark when the thread's timer was last found blind to it.
+    blind_at: Option<Option<u64>>,
     /// The outer frames of its stack, unwound once.
     pub tail: Tail,
     /// How often it is switched for its CPU (adaptive clocks).
@@ -302,6 +304,14 @@ impl Book {
         tail
     }
 
+    /// True the first time it is called since the thread's latest CPU sample: a stretch
+    /// without samples is counted once, however many ticks look at it.
+    pub fn new_stretch_without_sample(&mut self) -> bool {
+        let new = self.blind_at != Some(self.cpu_mark);
+        self.blind_at = Some(self.cpu_mark);
+        new
+    }
+
     /// CPU the thread used since its latest CPU sample (or since its clock was armed at
     /// `armed_at`), for a CPU clock reading `cpu`.
     pub fn cpu_since_sample(&self, cpu: u64, armed_at: u64) -> u64 {
@@ -375,6 +385,20 @@ pub fn split_missed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stretch_without_samples_is_new_once_until_the_next_sample() {
+        let mut book = Book::new(1, 0);
+        // Before any sample: one stretch since the clock was armed.
+        assert!(book.new_stretch_without_sample());
+        assert!(!book.new_stretch_without_sample());
+        book.on_cpu_capture(50_000_000, 50_010_000, 0, 0);
+        assert!(book.new_stretch_without_sample());
+        assert!(!book.new_stretch_without_sample());
+        assert!(!book.new_stretch_without_sample());
+        book.on_cpu_capture(95_000_000, 95_010_000, 0, 0);
+        assert!(book.new_stretch_without_sample());
+    }
 
     #[test]
     fn cpu_before_a_dropped_capture_is_missed_not_given_to_the_next() {

@@ -686,20 +686,41 @@ impl StackBuilder {
     }
 
     /// The frame of code address `ip` in a capture taken at `CLOCK_MONOTONIC` time `ts`.
+    ///
+    /// Generated code is freed when it is collected and its memory reused, sometimes before
+    /// the runtime says so: its addresses are asked about again at every capture. The
+    /// runtime answers for the address as it is now, and the sampler resolves captures some
+    /// milliseconds after they were taken: a capture of a dynamic method that was collected
+    /// meanwhile, its memory given to the next one, would be named after its successor. So
+    /// when the runtime names other code than what was known at the address (cached, or a
+    /// code range learnt earlier), and the runtime said that known method was collected after
+    /// the capture was taken, the known method is the capture's.
     fn resolve(&mut self, ip: usize, ts: u64) -> FrameRef {
         let s = self.session;
         let owner = match self.ips.get(&ip) {
-            // Generated code is freed when it is collected and its memory reused, sometimes
-            // before the runtime says so: ask again whose code this is (the function and its
-            // life, for a reused FunctionID).
             Some(&FrameRef::Generated(id, il)) => match code_owner(&s.info, ip) {
                 Some(owner) if s.defs.function_id(owner.jited.function) == id => {
                     return FrameRef::Generated(id, il);
                 }
+                _ if s.defs.ended_after(id, ts) => return FrameRef::Generated(id, il),
                 owner => owner,
             },
             Some(&f) => return f,
-            None => self.shapes.owner(ip),
+            None => {
+                let before = self.shapes.known_generated(ip);
+                match self.shapes.owner(ip) {
+                    Some(now)
+                        if before.is_some_and(|b| {
+                            b.jited.function != now.jited.function
+                                && s.defs
+                                    .ended_after(s.defs.function_id_at(b.jited.function, ts), ts)
+                        }) =>
+                    {
+                        before
+                    }
+                    now => now,
+                }
+            }
         };
         let frame = match owner {
             Some(owner) => {

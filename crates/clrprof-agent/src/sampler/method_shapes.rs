@@ -143,6 +143,14 @@ impl RuntimeShapes {
     /// there without asking the runtime: its code stays where it is until the runtime unloads
     /// it ([`forget`](Self::forget)). Generated code is asked about every time, since its
     /// memory can hold other code before the runtime says it was collected.
+    /// The generated method whose code range, learnt earlier, contains `pc`: what the address
+    /// held then, whatever the runtime says now.
+    pub fn known_generated(&self, pc: usize) -> Option<CodeOwner> {
+        self.known_range(pc)
+            .filter(|r| r.owner.generated)
+            .map(|r| r.owner)
+    }
+
     pub fn owner(&mut self, pc: usize) -> Option<CodeOwner> {
         if let Some(r) = self.known_range(pc).filter(|r| !r.owner.generated) {
             return Some(r.owner);

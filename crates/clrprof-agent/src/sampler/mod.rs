@@ -60,8 +60,9 @@ use gone_code::GoneSeen;
 
 /// The name of the counter of the profiler's CPU on one thread, before its OS thread id.
 pub const THREAD_PROFILER_CPU: &str = clrprof_trace::counters::THREAD_PROFILER_CPU_PREFIX;
-/// CPU a thread on a CPU-time timer uses without a sample before the sampler suspects that its
-/// timer was not re-armed: a few ticks at the slowest usual tick rate (100 Hz).
+/// CPU a thread on a CPU-time timer uses without a sample before the sampler looks at its timer:
+/// a few ticks at the slowest usual tick rate (100 Hz). A timer no longer set was not re-armed
+/// (its signal was lost); one still set is blind to the thread (see `watch_clock`).
 const TIMER_LATE_NS: u64 = 40_000_000;
 /// How often the sampler looks for threads the runtime did not announce.
 const THREAD_SCAN_NS: u64 = 1_000_000_000;
@@ -111,6 +112,9 @@ pub struct SamplerStats {
     pub clock_upgrades: AtomicU64,
     /// Threads moved from a perf event to the timer (they wait often).
     pub clock_downgrades: AtomicU64,
+    /// Stretches of [`TIMER_LATE_NS`] of a thread's CPU that its CPU-time timer, still set, did
+    /// not sample: the thread ran only between the kernel's ticks.
+    pub timer_blind: AtomicU64,
 }
 
 /// A running sampler thread.
@@ -581,8 +585,9 @@ impl SampleLoop {
 
     /// A clock whose signal lost its details was not re-armed by its handler: if the thread
     /// used several periods of CPU without a sample (and, for a perf event, its count stood
-    /// still since the last look), re-arm it here.
-    fn watch_clock(&mut self, i: usize, slot: &ThreadSlot, cpu: u64) {
+    /// still since the last look), re-arm it here. A CPU-time timer that is still set after
+    /// that much CPU is blind to its thread instead (see below).
+    fn watch_clock(&mut self, i: usize, slot: &'static ThreadSlot, cpu: u64) {
         let Some(armed) = Armed::of(slot) else {
             return;
         };
@@ -615,18 +620,47 @@ impl SampleLoop {
             // signal was absorbed by one already pending). One still set is counting: setting
             // it again would push its expiry back, and a thread that uses less than a period
             // between two looks would never get a sample.
-            ClockKind::ThreadCpuTimer => cpu_clock::timer_set(armed.handle) != Some(true),
+            ClockKind::ThreadCpuTimer => match cpu_clock::timer_set(armed.handle) {
+                Some(true) => {
+                    self.timer_blind(i, slot, cpu);
+                    false
+                }
+                _ => true,
+            },
         };
         if stuck {
             // Not re-armed on schedule: the next period counts from now.
             slot.due_cpu.store(0, Ordering::Relaxed);
         }
         if stuck && cpu_clock::rearm(armed, self.period_ns) {
-            book.clock_count = None;
+            self.books[i].clock_count = None;
             self.session
                 .sampler_stats
                 .rearmed
                 .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Slot `i`'s thread used [`TIMER_LATE_NS`] of CPU since its latest sample, and its
+    /// CPU-time timer is still set: the kernel checks the timer at its scheduler tick, on the
+    /// thread it finds running then, and this thread runs only between ticks. That happens on
+    /// a machine with more runnable threads than cores, where the scheduler ends time slices
+    /// between ticks: measured here with three busy processes on two cores, a computing
+    /// thread was switched in just after each tick and out 1.5-2.5 ms later, before the next,
+    /// and its timer went 60-80 ms of its CPU without firing, all of it then charged to the
+    /// stack of the one sample that came. A perf event counts the thread's own CPU and fires
+    /// wherever it is: the default policy moves such a thread to one at once (its switch rate
+    /// may move it back later, as any thread's). Counted once per stretch either way.
+    fn timer_blind(&mut self, i: usize, slot: &'static ThreadSlot, cpu: u64) {
+        if !self.books[i].new_stretch_without_sample() {
+            return;
+        }
+        let stats = &self.session.sampler_stats;
+        stats.timer_blind.fetch_add(1, Ordering::Relaxed);
+        if self.clock.is_some_and(|c| c.policy == Policy::Adaptive)
+            && cpu_clock::switch_slot(slot, ClockKind::PerfTaskClock, cpu, capture::SAMPLE_SIGNAL)
+        {
+            stats.clock_upgrades.fetch_add(1, Ordering::Relaxed);
         }
     }
 

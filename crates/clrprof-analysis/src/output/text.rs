@@ -640,6 +640,21 @@ fn write_sampling(
         };
         let text = format!("clock: {}{by}{tick}", s.cpu_clock);
         write_wrapped(out, width, "  ", "    ", &text)?;
+        if s.timer_blind_stretches > 0 {
+            let text = format!(
+                "warning: {} times a thread used 40 ms of CPU that its CPU-time timer did not \
+                 sample (the thread ran only between the kernel's scheduler ticks, on a machine \
+                 with more runnable threads than cores); that CPU went to the stack of the \
+                 sample that came next{}",
+                units::count(s.timer_blind_stretches),
+                if s.cpu_clock.contains("perf") {
+                    "; such a thread was moved to a perf event"
+                } else {
+                    "; --cpu-clock perf samples such threads exactly"
+                }
+            );
+            write_wrapped(out, width, "  ", "    ", &text)?;
+        }
     }
     let text = format!(
         "Wall-clock samples: {} at {}/s per thread; {} signals to blocked threads to learn where they wait",

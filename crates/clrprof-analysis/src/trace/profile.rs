@@ -356,6 +356,7 @@ fn summarize_sampling(
         by_clock: all_clocks,
         clock_upgrades: counter(CounterName::ClockUpgrades),
         clock_downgrades: counter(CounterName::ClockDowngrades),
+        timer_blind_stretches: counter(CounterName::TimerBlindStretches),
         cpu_rate_hz,
         cpu_rate_reached_hz: if program_cpu_ns == 0 {
             0.0
