@@ -146,6 +146,7 @@ fn each_loop_line_gets_its_share_with_every_kind_of_symbols() {
         unknown.describe()
     );
     pprof_lists_the_hot_line(&rec);
+    speedscope_names_the_method_s_file_and_first_line(&rec);
     html_shows_the_hot_lines(&rec);
     for kind in [PdbKind::Beside, PdbKind::Embedded] {
         let (_dir, converted) = with_portable_pdb(&program, kind);
@@ -240,6 +241,38 @@ fn pprof_lists_the_hot_line(rec: &Recording) {
     assert!(
         flat[0] > flat[1] && flat[1] > flat[2] && flat[2] > 0.0,
         "the loops' lines in pprof's listing: {flat:?}\n{listing}"
+    );
+}
+
+/// The speedscope export names `Lines.Loops`'s source file and the first of its lines the
+/// profile has: in the method's body (after its declaration), at or before the first loop.
+fn speedscope_names_the_method_s_file_and_first_line(rec: &Recording) {
+    let out = rec.report(&["--format", "speedscope"]);
+    out.assert_success();
+    let file: Value = serde_json::from_str(&out.stdout_str()).unwrap();
+    let frame = file["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "Lines.Loops(long, long, long)")
+        .unwrap_or_else(|| panic!("no Loops frame: {}", file["shared"]));
+    assert!(
+        frame["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("Lines.cs")),
+        "{frame}"
+    );
+    let source = std::fs::read_to_string(programs_dir().join("Lines.cs")).unwrap();
+    let declared = source
+        .lines()
+        .position(|l| l.contains("static long Loops("))
+        .unwrap() as u64
+        + 1;
+    let line = frame["line"].as_u64().unwrap_or_else(|| panic!("{frame}"));
+    assert!(
+        declared < line && line <= u64::from(markers()[LOOPS[0]]),
+        "Loops is declared on line {declared}, its first loop is on line {}: {frame}",
+        markers()[LOOPS[0]]
     );
 }
 

@@ -527,8 +527,9 @@ fn report_file(
         if opts.no_async {
             p.trace.stack_view = clrprof_analysis::StackView::Physical;
         }
-        // pprof carries source lines (`go tool pprof -lines`, `-list`).
-        if opts.format == Format::Pprof {
+        // pprof carries source lines (`go tool pprof -lines`, `-list`), speedscope each
+        // function's source file and first line.
+        if matches!(opts.format, Format::Pprof | Format::Speedscope) {
             p.trace.source_lines = Some(
                 clrprof_analysis::lines::SourceRoots::parse(&opts.source_roots)
                     .map_err(anyhow::Error::msg)?,

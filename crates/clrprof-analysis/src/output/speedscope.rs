@@ -1,13 +1,16 @@
 //! speedscope's JSON file format (`https://www.speedscope.app/file-format-schema.json`):
 //! one "sampled" profile per thread, in nanoseconds, bytes (allocated bytes) or plain
-//! counts.
+//! counts. A frame is a function; where the profile has source lines, it names the
+//! function's source file and the first of its lines the profile has (speedscope shows them
+//! with the frame and has no per-line view: `report --lines`, `--source` and pprof's `-list`
+//! have that).
 
 use std::collections::HashMap;
 use std::io::Write;
 
 use serde::Serialize;
 
-use crate::model::{Profile, StackIndex};
+use crate::model::{FrameIndex, Profile, SourceLine, StackIndex};
 use crate::query::{Metric, NodeMark, Query};
 use crate::tree::{Label, NO_STACK_NAME, Values};
 use crate::{Analysis, Error, Render};
@@ -41,9 +44,13 @@ struct Shared {
 #[derive(Serialize)]
 struct Frame {
     name: String,
-    /// speedscope shows `file` with the frame; the module is the closest thing we have.
+    /// speedscope shows `file` with the frame: the function's source file where the profile
+    /// has its lines, else its module.
     #[serde(skip_serializing_if = "Option::is_none")]
     file: Option<String>,
+    /// The first line of the function the profile has (1-based), with its source file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -65,6 +72,29 @@ struct Frames<'p> {
     profile: &'p Profile,
     index: HashMap<Label, usize>,
     frames: Vec<Frame>,
+    /// Each function's source file and first line, where the profile has lines.
+    sources: HashMap<FrameIndex, &'p SourceLine>,
+}
+
+/// Each function's source file and the first of its lines in `profile`'s stacks (a function
+/// whose lines name several files, inlined code of another file, keeps the lowest line's).
+fn first_lines(profile: &Profile) -> HashMap<FrameIndex, &SourceLine> {
+    let mut first: HashMap<FrameIndex, &SourceLine> = HashMap::new();
+    for node in &profile.stacks {
+        let Some(line) = node.line else {
+            continue;
+        };
+        let line = profile.source_line(line);
+        first
+            .entry(node.frame)
+            .and_modify(|known| {
+                if line.line < known.line {
+                    *known = line;
+                }
+            })
+            .or_insert(line);
+    }
+    first
 }
 
 impl Frames<'_> {
@@ -73,16 +103,25 @@ impl Frames<'_> {
             return i;
         }
         let frame = match label {
-            Label::Frame(f) => {
-                let f = self.profile.frame(f);
-                Frame {
-                    name: f.name.clone(),
-                    file: (!f.module.is_empty()).then(|| f.module.clone()),
+            Label::Frame(index) => {
+                let f = self.profile.frame(index);
+                match self.sources.get(&index) {
+                    Some(source) => Frame {
+                        name: f.name.clone(),
+                        file: Some(source.file.clone()),
+                        line: Some(source.line),
+                    },
+                    None => Frame {
+                        name: f.name.clone(),
+                        file: (!f.module.is_empty()).then(|| f.module.clone()),
+                        line: None,
+                    },
                 }
             }
             _ => Frame {
                 name: NO_STACK_NAME.to_owned(),
                 file: None,
+                line: None,
             },
         };
         let i = self.frames.len();
@@ -117,6 +156,7 @@ impl Render for Speedscope {
             profile,
             index: HashMap::new(),
             frames: Vec::new(),
+            sources: first_lines(profile),
         };
         let mut profiles = Vec::new();
         for &t in &a.selection.threads {
