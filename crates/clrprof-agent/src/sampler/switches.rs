@@ -10,7 +10,7 @@
 //! 2.5x the CPU of a workload of short work items on the thread pool, whose idle workers spin
 //! on `sched_yield`). So a thread starts on the timer, goes to a perf event once it is seen to
 //! be switched at most [`MAX_SWITCHES_TO_UPGRADE`] times per second of its CPU (a busy thread,
-//! within 200 ms), and back to the timer when its switches would cost it more than
+//! within about 100 ms), and back to the timer when its switches would cost it more than
 //! [`MAX_SWITCHES_PER_CPU_S`] allows. Every switch counts, blocking or preempted or yielding alike:
 //! each costs the event the same.
 //! The sampler feeds in what it read at each wall tick; no system calls here, so the rule can
@@ -42,9 +42,9 @@ pub struct SwitchWatch {
 
 impl SwitchWatch {
     /// A wall tick at `now` read the thread's CPU time `cpu`; the thread is on `clock`.
-    /// `switches` reads how many times it was switched in so far (a `/proc` read, done at most
-    /// once per window and only for a thread that ran in it). Returns the clock to move the
-    /// thread to, if any.
+    /// `switches` reads how many times it was switched in so far (a `/proc` read, done at the
+    /// first look and then at most once per window, only for a thread that ran in it).
+    /// Returns the clock to move the thread to, if any.
     pub fn on_tick(
         &mut self,
         now: u64,
@@ -53,7 +53,10 @@ impl SwitchWatch {
         switches: impl FnOnce() -> Option<u64>,
     ) -> Option<ClockKind> {
         let Some(start) = self.window else {
+            // The first look: the count to compare the next window with, so that a busy
+            // thread gets its clock one window after it is first seen (about 100 ms), not two.
             self.window = Some(now);
+            self.seen = switches().map(|count| (cpu, count));
             return None;
         };
         if now.saturating_sub(start) < WINDOW_NS {
@@ -102,43 +105,40 @@ mod tests {
         let mut w = SwitchWatch::default();
         let timer = ClockKind::ThreadCpuTimer;
         let perf = ClockKind::PerfTaskClock;
-        assert_eq!(w.on_tick(0, 0, perf, || panic!("first look")), None);
-        // Its statistics are read, nothing known to compare with yet.
-        assert_eq!(w.on_tick(300 * MS, 5 * MS, perf, || stat(1_000)), None);
+        // The first look reads its statistics: nothing known to compare with yet.
+        assert_eq!(w.on_tick(0, 0, perf, || stat(1_000)), None);
         // 100 switches in 20 ms of CPU: 5,000 per CPU second.
         assert_eq!(
-            w.on_tick(600 * MS, 25 * MS, perf, || stat(1_100)),
+            w.on_tick(300 * MS, 20 * MS, perf, || stat(1_100)),
             Some(timer)
         );
         // A short tick decides nothing.
         assert_eq!(
-            w.on_tick(610 * MS, 26 * MS, timer, || panic!("too soon")),
+            w.on_tick(310 * MS, 21 * MS, timer, || panic!("too soon")),
             None
         );
         // Still switched often: kept on the timer.
-        assert_eq!(w.on_tick(900 * MS, 45 * MS, timer, || stat(1_200)), None);
+        assert_eq!(w.on_tick(600 * MS, 40 * MS, timer, || stat(1_200)), None);
         // Running on with 10 switches in 250 ms of CPU: back to a perf event.
         assert_eq!(
-            w.on_tick(1_200 * MS, 295 * MS, timer, || stat(1_210)),
+            w.on_tick(900 * MS, 290 * MS, timer, || stat(1_210)),
             Some(perf)
         );
     }
 
     #[test]
-    fn a_busy_thread_preempted_hundreds_of_times_a_second_gets_a_perf_event() {
+    fn a_busy_thread_preempted_hundreds_of_times_a_second_gets_a_perf_event_within_a_window() {
         let mut w = SwitchWatch::default();
         let perf = ClockKind::PerfTaskClock;
-        w.on_tick(0, 0, perf, || panic!("first look"));
-        w.on_tick(250 * MS, 250 * MS, perf, || stat(0));
+        w.on_tick(0, 0, perf, || stat(0));
         // 175 preemptions in 250 ms of CPU: 700 a second.
-        assert_eq!(w.on_tick(500 * MS, 500 * MS, perf, || stat(175)), None);
-        // And one on the timer gets a perf event.
+        assert_eq!(w.on_tick(250 * MS, 250 * MS, perf, || stat(175)), None);
+        // And one on the timer gets a perf event at the end of its first window.
         let mut w = SwitchWatch::default();
         let timer = ClockKind::ThreadCpuTimer;
-        w.on_tick(0, 0, timer, || panic!("first look"));
-        w.on_tick(150 * MS, 100 * MS, timer, || stat(0));
+        w.on_tick(0, 0, timer, || stat(0));
         assert_eq!(
-            w.on_tick(300 * MS, 200 * MS, timer, || stat(70)),
+            w.on_tick(110 * MS, 100 * MS, timer, || stat(70)),
             Some(perf)
         );
     }
@@ -147,8 +147,9 @@ mod tests {
     fn a_thread_that_did_not_run_is_not_looked_at() {
         let mut w = SwitchWatch::default();
         let timer = ClockKind::ThreadCpuTimer;
-        w.on_tick(0, 7, timer, || panic!("first look"));
-        w.on_tick(300 * MS, 9 * MS, timer, || stat(3));
+        w.on_tick(0, 7, timer, || stat(3));
+        // 37 switches in 9 ms of CPU: kept on the timer.
+        assert_eq!(w.on_tick(300 * MS, 9 * MS, timer, || stat(40)), None);
         assert_eq!(
             w.on_tick(600 * MS, 9 * MS, timer, || panic!("blocked")),
             None
@@ -163,13 +164,12 @@ mod tests {
     fn too_little_cpu_decides_nothing() {
         let mut w = SwitchWatch::default();
         let perf = ClockKind::PerfTaskClock;
-        w.on_tick(0, 0, perf, || panic!("first look"));
-        w.on_tick(300 * MS, 1_000, perf, || stat(10));
+        w.on_tick(0, 0, perf, || stat(10));
         // 40 switches in 1 ms of CPU would be 40,000 a CPU second: not enough CPU to tell.
-        assert_eq!(w.on_tick(600 * MS, MS, perf, || stat(50)), None);
-        // Counted on from the last reading: 60 switches in 3 ms of CPU.
+        assert_eq!(w.on_tick(300 * MS, MS, perf, || stat(50)), None);
+        // Counted on from the first reading: 60 switches in 3 ms of CPU.
         assert_eq!(
-            w.on_tick(900 * MS, 3 * MS, perf, || stat(70)),
+            w.on_tick(600 * MS, 3 * MS, perf, || stat(70)),
             Some(ClockKind::ThreadCpuTimer)
         );
     }
