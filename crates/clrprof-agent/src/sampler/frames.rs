@@ -707,18 +707,16 @@ impl StackBuilder {
             },
             Some(&f) => return f,
             None => {
-                let before = self.shapes.known_generated(ip);
-                match self.shapes.owner(ip) {
-                    Some(now)
-                        if before.is_some_and(|b| {
-                            b.jited.function != now.jited.function
-                                && s.defs
-                                    .ended_after(s.defs.function_id_at(b.jited.function, ts), ts)
-                        }) =>
-                    {
-                        before
-                    }
-                    now => now,
+                // A generated method's range learnt earlier, whose life ended after the
+                // capture: the address held its code then.
+                let before = self.shapes.known_generated(ip).filter(|b| {
+                    let function = b.jited.function;
+                    s.defs.ended_after(s.defs.function_id_at(function, ts), ts)
+                });
+                let now = self.shapes.owner(ip);
+                match before {
+                    Some(b) if now.is_none_or(|n| n.jited.function != b.jited.function) => Some(b),
+                    _ => now,
                 }
             }
         };
