@@ -14,7 +14,10 @@
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use super::sys;
-use super::threads::MAX_FRAMES;
+
+/// Deepest stack the signal handler's frame-pointer walk records, and the deepest stack a
+/// sample keeps.
+pub const MAX_FRAMES: usize = 256;
 
 /// Captures a thread can hold before the sampler reads them: more than a thread takes between
 /// two wall-clock ticks at the default rates (10 at 1 kHz and 100 Hz).

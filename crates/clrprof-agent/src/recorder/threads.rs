@@ -14,9 +14,6 @@ use super::{sys, tls};
 
 /// How many threads can be profiled at once.
 pub const MAX_THREADS: usize = 1024;
-/// Deepest stack the signal handler's frame-pointer walk records, and the deepest stack a
-/// sample keeps.
-pub const MAX_FRAMES: usize = 256;
 
 /// `ThreadSlot::clock` values besides an armed clock (whose encoding `cpu_clock` owns; it is
 /// never one of these).

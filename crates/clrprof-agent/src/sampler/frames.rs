@@ -24,8 +24,9 @@ use clrprof_sdk::FunctionId;
 
 use crate::defs::runtime_id;
 use crate::recorder::ring::Capture;
+use crate::recorder::ring::MAX_FRAMES;
 use crate::recorder::sys;
-use crate::recorder::threads::{self, MAX_FRAMES, ThreadSlot};
+use crate::recorder::threads::{self, ThreadSlot};
 use crate::session::Session;
 use crate::stacks::Frame;
 use crate::unwind::{Chain, MethodShapes, Regs, Stop, Tail, Unwinder};

@@ -60,7 +60,7 @@ use crate::recorder::sys;
 
 use std::sync::Arc;
 
-pub use crate::recorder::threads::MAX_FRAMES;
+pub use crate::recorder::ring::MAX_FRAMES;
 
 /// A native code address, named.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
