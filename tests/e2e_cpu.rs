@@ -386,8 +386,14 @@ fn the_text_report_fits_its_width_starts_at_main_and_explains_wall_time() {
             .map(|l| l.rsplit_once(' ').expect("stack weight").0.to_string())
             .collect()
     };
+    // A stack that ended early keeps its frames and its marker (its outermost managed frame
+    // need not be its entry): on CoreCLR 3.1 a walk through the runtime's class loading
+    // above `Main` rarely meets a frame pointer outside the stack.
     let entry = stacks(&[]);
-    let with_main: Vec<&String> = entry.iter().filter(|s| s.contains("Hot.Main(")).collect();
+    let with_main: Vec<&String> = entry
+        .iter()
+        .filter(|s| s.contains("Hot.Main(") && !s.starts_with("[stack ended early"))
+        .collect();
     assert!(!with_main.is_empty(), "{entry:#?}");
     for s in &with_main {
         assert!(s.starts_with("Hot.Main(string[])"), "{s}");
