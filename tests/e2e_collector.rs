@@ -2,14 +2,15 @@
 //! per test on free loopback ports with a profiles pipeline): what it receives is exactly what
 //! was sent, as its debug exporter prints it and as its OTLP/HTTP exporter forwards it
 //! (decoded here with the official generated messages of `opentelemetry-proto`); a malformed
-//! request and a stopped Collector give the exporter's typed outcomes.
+//! request and a stopped Collector give the exporter's typed outcomes. Each over OTLP/HTTP and
+//! over OTLP/gRPC.
 
 use std::time::{Duration, Instant};
 
 use clrprof_e2e::Collector;
 use clrprof_export::{
-    ExportConfig, Exporter, Frame, Outcome, PeriodProfiles, ProfileType, Protocol, QueueLimits,
-    Resource, RetryQueue, SamplingPeriod, Sender, Unreachable, ValueType,
+    ExportConfig, Exporter, Frame, GrpcCode, Outcome, PeriodProfiles, ProfileType, Protocol,
+    QueueLimits, Refusal, Resource, RetryQueue, SamplingPeriod, Sender, Unreachable, ValueType,
 };
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
@@ -138,20 +139,38 @@ fn names(n: &[&str]) -> Vec<String> {
     n.iter().map(|s| s.to_string()).collect()
 }
 
-fn exporter(endpoint: String) -> Exporter {
+fn exporter(endpoint: String, protocol: Protocol) -> Exporter {
     Exporter::new(ExportConfig {
         endpoint,
-        protocol: Protocol::OtlpHttp,
+        protocol,
         auth: None,
         tenant: None,
         timeout: Duration::from_secs(10),
     })
 }
 
+/// The Collector's receiver for `protocol`.
+fn endpoint(collector: &Collector, protocol: Protocol) -> String {
+    match protocol {
+        Protocol::OtlpHttp => collector.otlp_http_endpoint(),
+        Protocol::OtlpGrpc => collector.otlp_grpc_endpoint(),
+        Protocol::PyroscopePush => unreachable!("the Collector takes OTLP"),
+    }
+}
+
 #[test]
-fn the_collector_receives_exactly_what_was_sent() {
+fn the_collector_receives_exactly_what_was_sent_over_otlp_http() {
+    the_collector_receives_exactly_what_was_sent(Protocol::OtlpHttp);
+}
+
+#[test]
+fn the_collector_receives_exactly_what_was_sent_over_otlp_grpc() {
+    the_collector_receives_exactly_what_was_sent(Protocol::OtlpGrpc);
+}
+
+fn the_collector_receives_exactly_what_was_sent(protocol: Protocol) {
     let collector = Collector::start();
-    let outcome = exporter(collector.otlp_http_endpoint()).export(&period(), &resource());
+    let outcome = exporter(endpoint(&collector, protocol), protocol).export(&period(), &resource());
     assert_eq!(outcome, Outcome::Accepted, "{}", collector.log());
 
     let forwarded = collector.forwarded.wait_for(1, FORWARD_TIMEOUT);
@@ -338,18 +357,28 @@ fn the_collector_receives_exactly_what_was_sent() {
 }
 
 #[test]
-fn a_malformed_request_is_refused_for_good() {
+fn a_malformed_request_is_refused_for_good_over_otlp_http() {
+    // The Collector's google.rpc.Status, read from its protobuf body.
+    a_malformed_request_is_refused_for_good(Protocol::OtlpHttp, Refusal::Http(400));
+}
+
+#[test]
+fn a_malformed_request_is_refused_for_good_over_otlp_grpc() {
+    // gRPC-Go's server says INTERNAL when it cannot decode a request (not retryable).
+    a_malformed_request_is_refused_for_good(Protocol::OtlpGrpc, Refusal::Grpc(GrpcCode::Internal));
+}
+
+fn a_malformed_request_is_refused_for_good(protocol: Protocol, refusal: Refusal) {
     let collector = Collector::start();
     // Field 1 (resource_profiles) claims 100 bytes and has 3.
-    let exporter = exporter(collector.otlp_http_endpoint());
+    let exporter = exporter(endpoint(&collector, protocol), protocol);
     let outcome = exporter.send(&[0x0a, 100, 1, 2, 3]);
     match &outcome {
         Outcome::Refused {
             status, message, ..
         } => {
-            assert_eq!(*status, 400, "{outcome}");
-            // The Collector's google.rpc.Status, read from its protobuf body.
-            assert_eq!(message, "unexpected EOF");
+            assert_eq!(*status, refusal, "{outcome}");
+            assert!(message.contains("unexpected EOF"), "{outcome}");
         }
         other => panic!("expected a refusal, got {other}"),
     }
@@ -364,12 +393,21 @@ fn a_malformed_request_is_refused_for_good() {
 }
 
 #[test]
-fn a_stopped_collector_is_unreachable_and_the_queue_retries_until_it_is_back() {
+fn a_stopped_collector_is_unreachable_and_the_queue_retries_until_it_is_back_over_otlp_http() {
+    a_stopped_collector_is_unreachable_and_the_queue_retries_until_it_is_back(Protocol::OtlpHttp);
+}
+
+#[test]
+fn a_stopped_collector_is_unreachable_and_the_queue_retries_until_it_is_back_over_otlp_grpc() {
+    a_stopped_collector_is_unreachable_and_the_queue_retries_until_it_is_back(Protocol::OtlpGrpc);
+}
+
+fn a_stopped_collector_is_unreachable_and_the_queue_retries_until_it_is_back(protocol: Protocol) {
     let mut collector = Collector::start();
-    let port = collector.port();
+    let ports = collector.ports();
+    let exporter = exporter(endpoint(&collector, protocol), protocol);
     collector.stop();
 
-    let exporter = exporter(format!("http://127.0.0.1:{port}"));
     let outcome = exporter.export(&period(), &resource());
     match &outcome {
         Outcome::Unreachable { why, .. } => assert_eq!(*why, Unreachable::Connect, "{outcome}"),
@@ -394,7 +432,7 @@ fn a_stopped_collector_is_unreachable_and_the_queue_retries_until_it_is_back() {
         "the oldest of three, two fit"
     );
 
-    let collector = Collector::start_on(port);
+    let collector = Collector::start_on(ports);
     let later = queue.next_attempt().unwrap();
     let outcomes = queue.send_due(&exporter, later);
     assert_eq!(outcomes, [Outcome::Accepted, Outcome::Accepted]);

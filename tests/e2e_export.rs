@@ -11,8 +11,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use clrprof_e2e::{
-    CaptureServer, ChildGuard, Collector, Dotnet, OutputExt, Program, agent_lib, clrprof, compile,
-    default_timeout, free_port,
+    CaptureServer, ChildGuard, Collector, Dotnet, OutputExt, Ports, Program, agent_lib, clrprof,
+    compile, default_timeout, free_port,
 };
 use clrprof_trace::protocol::AGENT_CLSID;
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
@@ -21,6 +21,32 @@ use prost::Message;
 
 /// How long the forwarded requests may take to arrive after the program ended.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The OTLP transport a test exports over.
+#[derive(Clone, Copy, Debug)]
+enum Otlp {
+    Http,
+    Grpc,
+}
+
+impl Otlp {
+    /// The value of `CLRPROF_EXPORT_PROTOCOL`.
+    fn protocol(self) -> &'static str {
+        match self {
+            Otlp::Http => "otlp-http",
+            Otlp::Grpc => "otlp-grpc",
+        }
+    }
+
+    /// The receiver's address among a Collector's `ports`.
+    fn endpoint(self, ports: Ports) -> String {
+        let port = match self {
+            Otlp::Http => ports.http,
+            Otlp::Grpc => ports.grpc,
+        };
+        format!("http://127.0.0.1:{port}")
+    }
+}
 
 /// The program's command with the runtime's profiler variables and `vars`, nothing else of
 /// clrprof's.
@@ -185,17 +211,27 @@ const RUN: &str = "Continuous.Thrower.Run(int)";
 const THROW: &str = "Continuous.Thrower.Throw(int)";
 
 #[test]
-fn the_agent_alone_ships_every_period_to_the_collector() {
+fn the_agent_alone_ships_every_period_to_the_collector_over_otlp_http() {
+    the_agent_alone_ships_every_period_to_the_collector(Otlp::Http);
+}
+
+#[test]
+fn the_agent_alone_ships_every_period_to_the_collector_over_otlp_grpc() {
+    the_agent_alone_ships_every_period_to_the_collector(Otlp::Grpc);
+}
+
+fn the_agent_alone_ships_every_period_to_the_collector(otlp: Otlp) {
     let program = compile("Continuous");
     let plain = program.run(&[]);
     plain.assert_success();
     let collector = Collector::start();
-    let endpoint = collector.otlp_http_endpoint();
+    let endpoint = otlp.endpoint(collector.ports());
     let (output, pid) = run(&mut exported(
         &program,
         &[],
         &[
             ("CLRPROF_EXPORT_ENDPOINT", &endpoint),
+            ("CLRPROF_EXPORT_PROTOCOL", otlp.protocol()),
             ("CLRPROF_EXPORT_SERVICE", "continuous-test"),
             ("CLRPROF_EXPORT_VERSION", "1.2.3"),
             (
@@ -562,14 +598,14 @@ fn a_wrong_variable_is_one_line_and_the_program_runs_unprofiled() {
         &["short"],
         &[
             ("CLRPROF_EXPORT_ENDPOINT", "http://127.0.0.1:4318"),
-            ("CLRPROF_EXPORT_PROTOCOL", "grpc"),
+            ("CLRPROF_EXPORT_PROTOCOL", "otlp-json"),
         ],
     ));
     assert_eq!(output.status.code(), plain.status.code());
     assert_eq!(output.stdout, plain.stdout);
     assert_eq!(
         output.stderr_str(),
-        "clrprof: CLRPROF_EXPORT_PROTOCOL=grpc: unknown protocol (otlp-http or pyroscope); \
+        "clrprof: CLRPROF_EXPORT_PROTOCOL=otlp-json: unknown protocol (otlp-http, otlp-grpc or pyroscope); \
          the program runs without profiling\n"
     );
 }
@@ -731,15 +767,27 @@ fn clrprof_env_gives_the_variables_that_push_to_pyroscope() {
 }
 
 #[test]
-fn a_collector_that_comes_late_gets_the_waiting_periods_and_the_losses_are_counted() {
+fn a_collector_that_comes_late_gets_the_waiting_periods_and_the_losses_are_counted_over_otlp_http()
+{
+    a_collector_that_comes_late_gets_the_waiting_periods_and_the_losses_are_counted(Otlp::Http);
+}
+
+#[test]
+fn a_collector_that_comes_late_gets_the_waiting_periods_and_the_losses_are_counted_over_otlp_grpc()
+{
+    a_collector_that_comes_late_gets_the_waiting_periods_and_the_losses_are_counted(Otlp::Grpc);
+}
+
+fn a_collector_that_comes_late_gets_the_waiting_periods_and_the_losses_are_counted(otlp: Otlp) {
     let program = compile("Continuous");
-    let port = free_port();
-    let endpoint = format!("http://127.0.0.1:{port}");
+    let ports = Ports::free();
+    let endpoint = otlp.endpoint(ports);
     let mut cmd = exported(
         &program,
         &["busy", "10"],
         &[
             ("CLRPROF_EXPORT_ENDPOINT", &endpoint),
+            ("CLRPROF_EXPORT_PROTOCOL", otlp.protocol()),
             ("CLRPROF_EXPORT_PERIOD", "1"),
             ("CLRPROF_EXPORT_PROFILES", "cpu"),
         ],
@@ -747,7 +795,7 @@ fn a_collector_that_comes_late_gets_the_waiting_periods_and_the_losses_are_count
     let mut child = ChildGuard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
     // Nobody listens for the first periods.
     std::thread::sleep(Duration::from_secs(3));
-    let collector = Collector::start_on(port);
+    let collector = Collector::start_on(ports);
     let output = child.wait_with_output(default_timeout());
     output.assert_success();
     assert_eq!(output.stdout_str(), "done\n");
@@ -803,7 +851,16 @@ fn time_from_done_to_exit(cmd: &mut Command) -> (Output, Duration) {
 }
 
 #[test]
-fn a_backend_that_never_answers_delays_the_exit_at_most_two_seconds() {
+fn a_backend_that_never_answers_delays_the_exit_at_most_two_seconds_over_otlp_http() {
+    a_backend_that_never_answers_delays_the_exit_at_most_two_seconds(Otlp::Http);
+}
+
+#[test]
+fn a_backend_that_never_answers_delays_the_exit_at_most_two_seconds_over_otlp_grpc() {
+    a_backend_that_never_answers_delays_the_exit_at_most_two_seconds(Otlp::Grpc);
+}
+
+fn a_backend_that_never_answers_delays_the_exit_at_most_two_seconds(otlp: Otlp) {
     let program = compile("Continuous");
     // Accepts every connection and never answers.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -821,6 +878,7 @@ fn a_backend_that_never_answers_delays_the_exit_at_most_two_seconds() {
         &["short"],
         &[
             ("CLRPROF_EXPORT_ENDPOINT", &endpoint),
+            ("CLRPROF_EXPORT_PROTOCOL", otlp.protocol()),
             ("CLRPROF_EXPORT_PERIOD", "1"),
         ],
     ));

@@ -1,7 +1,7 @@
 //! A real OpenTelemetry Collector for the tests: `cargo xtask setup` builds it with the
 //! Collector's builder from the published Go modules listed here, all at one release, into
 //! `.deps/otelcol-<version>/`. A test starts its own on free loopback ports with a profiles
-//! pipeline (the feature gate `service.profilesSupport`): the OTLP receiver (HTTP), the debug
+//! pipeline (the feature gate `service.profilesSupport`): the OTLP receiver (HTTP and gRPC), the debug
 //! exporter (detailed, to the Collector's stdout) and the OTLP/HTTP exporter, which forwards
 //! what the Collector received, re-encoded from its own data model, to a receiver in the test
 //! that keeps the request bodies.
@@ -153,29 +153,48 @@ fn serve(stream: TcpStream, bodies: &Bodies) {
     }
 }
 
+/// The loopback ports a Collector's OTLP receiver listens on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ports {
+    /// OTLP/HTTP.
+    pub http: u16,
+    /// OTLP over gRPC.
+    pub grpc: u16,
+}
+
+impl Ports {
+    /// Two free ports.
+    pub fn free() -> Ports {
+        Ports {
+            http: free_port(),
+            grpc: free_port(),
+        }
+    }
+}
+
 /// A running Collector, killed when dropped.
 #[derive(Debug)]
 pub struct Collector {
     guard: ChildGuard,
     dir: tempfile::TempDir,
-    port: u16,
+    ports: Ports,
     /// Where its OTLP/HTTP exporter forwards what it received.
     pub forwarded: CaptureServer,
 }
 
 impl Collector {
-    /// Starts a Collector whose OTLP/HTTP receiver listens on a free loopback port.
+    /// Starts a Collector whose OTLP receiver listens on free loopback ports.
     pub fn start() -> Collector {
-        Collector::start_on(free_port())
+        Collector::start_on(Ports::free())
     }
 
-    /// Starts a Collector whose OTLP/HTTP receiver listens on `port`, and waits until it
-    /// accepts connections.
+    /// Starts a Collector whose OTLP receiver listens on `ports`, and waits until it accepts
+    /// connections on both.
     ///
     /// # Panics
     /// If the binary is missing (run `cargo xtask setup`), or the Collector exits or does not
     /// listen within a minute.
-    pub fn start_on(port: u16) -> Collector {
+    pub fn start_on(ports: Ports) -> Collector {
         let bin = collector_bin();
         assert!(
             bin.is_file(),
@@ -185,7 +204,7 @@ impl Collector {
         let forwarded = CaptureServer::start();
         let dir = crate::temp_dir();
         let config = dir.path().join("config.yaml");
-        std::fs::write(&config, config_yaml(port, &forwarded.endpoint()))
+        std::fs::write(&config, config_yaml(ports, &forwarded.endpoint()))
             .expect("cannot write the Collector's configuration");
         let open = |name: &str| {
             std::fs::File::create(dir.path().join(name)).expect("cannot create a log file")
@@ -199,7 +218,7 @@ impl Collector {
         let mut collector = Collector {
             guard: ChildGuard::spawn(&mut cmd),
             dir,
-            port,
+            ports,
             forwarded,
         };
         collector.wait_until_listening(Duration::from_secs(60));
@@ -216,14 +235,15 @@ impl Collector {
                 );
             }
             if self.log().contains("Everything is ready")
-                && TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+                && TcpStream::connect(("127.0.0.1", self.ports.http)).is_ok()
+                && TcpStream::connect(("127.0.0.1", self.ports.grpc)).is_ok()
             {
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "the Collector did not listen on port {} within {timeout:?}\n{}",
-                self.port,
+                "the Collector did not listen on ports {:?} within {timeout:?}\n{}",
+                self.ports,
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(50));
@@ -232,12 +252,17 @@ impl Collector {
 
     /// Its OTLP/HTTP receiver's base URL.
     pub fn otlp_http_endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://127.0.0.1:{}", self.ports.http)
     }
 
-    /// The receiver's port.
-    pub fn port(&self) -> u16 {
-        self.port
+    /// Its OTLP/gRPC receiver's base URL.
+    pub fn otlp_grpc_endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ports.grpc)
+    }
+
+    /// The receiver's ports.
+    pub fn ports(&self) -> Ports {
+        self.ports
     }
 
     /// What the debug exporter printed so far (the Collector's stdout).
@@ -260,16 +285,18 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
 
-/// The configuration: one profiles pipeline from the OTLP/HTTP receiver to the debug exporter
+/// The configuration: one profiles pipeline from the OTLP receiver (HTTP and gRPC) to the debug exporter
 /// and to the OTLP/HTTP exporter (uncompressed, no queue and no retry, so that it forwards
 /// before the receiver answers), no telemetry of its own.
-fn config_yaml(port: u16, forward_to: &str) -> String {
+fn config_yaml(ports: Ports, forward_to: &str) -> String {
     format!(
         "receivers:
   otlp:
     protocols:
       http:
-        endpoint: 127.0.0.1:{port}
+        endpoint: 127.0.0.1:{http}
+      grpc:
+        endpoint: 127.0.0.1:{grpc}
 exporters:
   debug:
     verbosity: detailed
@@ -289,6 +316,8 @@ service:
     profiles:
       receivers: [otlp]
       exporters: [debug, otlp_http]
-"
+",
+        http = ports.http,
+        grpc = ports.grpc,
     )
 }

@@ -48,7 +48,7 @@ pub use clrprof::{
     record_with_env, report, report_json, report_json_with, report_with_env,
 };
 pub use collector::{
-    COLLECTOR_BINARY, COLLECTOR_MODULES, COLLECTOR_VERSION, CaptureServer, Collector,
+    COLLECTOR_BINARY, COLLECTOR_MODULES, COLLECTOR_VERSION, CaptureServer, Collector, Ports,
     collector_bin, collector_dir, free_port,
 };
 pub use compile::{Program, apply_env, compile, compile_file, compile_source, programs_dir};

@@ -50,8 +50,9 @@ pub struct EnvArgs {
 /// --export`.
 #[derive(Debug, Args, Default)]
 pub struct ExportOptions {
-    /// Export mode: `otlp-http` (OTLP profiles over HTTP) or `pyroscope` (Pyroscope's push
-    /// API; default otlp-http).
+    /// Export mode: `otlp-http` (OTLP profiles over HTTP, usually port 4318), `otlp-grpc`
+    /// (OTLP profiles over gRPC, usually port 4317) or `pyroscope` (Pyroscope's push API;
+    /// default otlp-http).
     #[arg(long, value_name = "PROTOCOL")]
     pub protocol: Option<String>,
     /// Export mode: the service's name (`service.name`).
@@ -332,9 +333,9 @@ mod tests {
                 "--service",
                 "s",
                 "--protocol",
-                "grpc"
+                "otlp-json"
             ]),
-            "CLRPROF_EXPORT_PROTOCOL=grpc: unknown protocol (otlp-http or pyroscope)"
+            "CLRPROF_EXPORT_PROTOCOL=otlp-json: unknown protocol (otlp-http, otlp-grpc or pyroscope)"
         );
         assert!(err(&["--endpoint", "c:4318", "--service", "s"]).contains("http://"));
         assert!(

@@ -12,9 +12,9 @@
 //!   [`otlp::PROTO_VERSION`] (1.10.0, `profiles/v1development`, the version the OpenTelemetry
 //!   Collector v0.165.0 bundles), through the `opentelemetry-proto` crate's generated messages.
 //! - [`pyroscope`]: Pyroscope's push API, a `push.v1.PushRequest` of gzip'd pprof profiles.
-//! - [`transport`]: [`Exporter`], which posts a request over HTTP (OTLP/HTTP protobuf with
-//!   gzip, or Pyroscope's push) and says what became of it as an [`Outcome`]; gRPC is not
-//!   implemented yet.
+//! - [`transport`]: [`Exporter`], which sends a request (OTLP/HTTP protobuf with gzip, OTLP
+//!   over gRPC with gzip, or Pyroscope's push) and says what became of it as an [`Outcome`];
+//!   the wire forms are in `http` (ureq) and `grpc` (tonic).
 //! - [`queue`]: [`RetryQueue`], the requests waiting, bounded in count and bytes, retried with
 //!   backoff and jitter; what it drops is counted.
 //!
@@ -23,6 +23,8 @@
 
 #![forbid(unsafe_code)]
 
+mod grpc;
+mod http;
 pub mod otlp;
 pub mod period;
 pub mod pyroscope;
@@ -36,4 +38,8 @@ pub use period::{
 };
 pub use queue::{QueueCounts, QueueLimits, RetryQueue};
 pub use resource::Resource;
-pub use transport::{Auth, ExportConfig, Exporter, Outcome, Protocol, Sender, Unreachable};
+/// A gRPC status code, as a [`Refusal::Grpc`] carries it.
+pub use tonic::Code as GrpcCode;
+pub use transport::{
+    Auth, ExportConfig, Exporter, Outcome, Protocol, Refusal, Sender, Unreachable,
+};

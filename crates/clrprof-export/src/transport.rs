@@ -1,14 +1,18 @@
-//! Sending a period over HTTP, blocking on the caller's thread: OTLP/HTTP protobuf
-//! (`POST <endpoint>/v1development/profiles`, gzip) or Pyroscope's push API
-//! (`POST <endpoint>/push.v1.PusherService/Push`, `application/proto`), with an optional
-//! authentication header and one timeout for the whole exchange. TLS (`https://` endpoints)
-//! through rustls with the Mozilla roots, on Unix (elsewhere the crate builds without TLS and
-//! an `https://` endpoint is unreachable). OTLP over gRPC is not implemented yet.
+//! Sending a period, blocking on the caller's thread: OTLP/HTTP protobuf
+//! (`POST <endpoint>/v1development/profiles`, gzip), OTLP over gRPC (the profiles service's
+//! `Export`, gzip) or Pyroscope's push API (`POST <endpoint>/push.v1.PusherService/Push`,
+//! `application/proto`), with an optional authentication header and one timeout for the whole
+//! exchange. TLS (`https://` endpoints) through rustls with the Mozilla roots, on Unix
+//! (elsewhere the crate builds without TLS and an `https://` endpoint is unreachable).
+//!
+//! This module holds what every protocol shares (the configuration, the outcomes, the
+//! [`Exporter`]); [`crate::http`] and [`crate::grpc`] hold the two wire forms.
 
 use std::fmt;
-use std::io::Read;
 use std::time::Duration;
 
+use crate::grpc::GrpcClient;
+use crate::http::HttpClient;
 use crate::period::PeriodProfiles;
 use crate::resource::Resource;
 use crate::{otlp, pyroscope};
@@ -17,16 +21,21 @@ use crate::{otlp, pyroscope};
 pub const OTLP_PROFILES_PATH: &str = "/v1development/profiles";
 /// The path of Pyroscope's push API.
 pub const PYROSCOPE_PUSH_PATH: &str = "/push.v1.PusherService/Push";
+/// The gRPC method OTLP profiles are exported through.
+pub const OTLP_GRPC_METHOD: &str =
+    "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export";
 /// The timeout of one exchange unless told otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most bytes of a response body read (a partial success's message, an error text).
-const MAX_RESPONSE_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_RESPONSE_BYTES: usize = 64 * 1024;
 
 /// What the backend speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Protocol {
     /// OTLP/HTTP with protobuf bodies, gzip'd.
     OtlpHttp,
+    /// OTLP over gRPC, gzip'd.
+    OtlpGrpc,
     /// Pyroscope's `push.v1.PusherService/Push`.
     PyroscopePush,
 }
@@ -56,7 +65,7 @@ impl fmt::Debug for Auth {
 }
 
 impl Auth {
-    fn header_value(&self) -> String {
+    pub(crate) fn header_value(&self) -> String {
         match self {
             Auth::Bearer(token) => format!("Bearer {token}"),
             Auth::Basic { user, password } => {
@@ -98,8 +107,26 @@ pub enum Unreachable {
     Tls,
     /// No complete answer within the timeout.
     Timeout,
-    /// The connection broke, or the answer was not HTTP.
+    /// The connection broke, or the answer was not HTTP (or not gRPC).
     Io,
+}
+
+/// How a backend that answered said no.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// An HTTP error status.
+    Http(u16),
+    /// A gRPC status other than OK.
+    Grpc(tonic::Code),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Http(status) => write!(f, "HTTP {status}"),
+            Refusal::Grpc(code) => write!(f, "gRPC status {code:?} ({})", *code as i32),
+        }
+    }
 }
 
 /// What became of one request.
@@ -114,13 +141,14 @@ pub enum Outcome {
         /// The backend's message.
         message: String,
     },
-    /// The backend answered with an HTTP error status.
+    /// The backend answered no.
     Refused {
-        /// The status.
-        status: u16,
-        /// Its `Retry-After`, in seconds, when it gave one.
+        /// Its status.
+        status: Refusal,
+        /// How long it asked to wait before a retry (HTTP `Retry-After` in seconds, gRPC
+        /// `RetryInfo`), when it said.
         retry_after: Option<Duration>,
-        /// The start of the response body.
+        /// The start of the response body, or the gRPC status message.
         message: String,
     },
     /// No answer.
@@ -133,12 +161,31 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// Whether sending the same request later may succeed: no answer, or HTTP 429, 502, 503
-    /// or 504 (OTLP's retryable statuses).
+    /// Whether sending the same request later may succeed (OTLP's rules): no answer; HTTP
+    /// 429, 502, 503 or 504; gRPC `UNAVAILABLE`, `CANCELLED`, `DEADLINE_EXCEEDED`, `ABORTED`,
+    /// `OUT_OF_RANGE`, `DATA_LOSS`, and `RESOURCE_EXHAUSTED` when the server said when to
+    /// retry (without that it is a limit the request will meet again).
     pub fn is_retryable(&self) -> bool {
         match self {
             Outcome::Accepted | Outcome::PartiallyAccepted { .. } => false,
-            Outcome::Refused { status, .. } => matches!(status, 429 | 502 | 503 | 504),
+            Outcome::Refused {
+                status: Refusal::Http(status),
+                ..
+            } => matches!(status, 429 | 502 | 503 | 504),
+            Outcome::Refused {
+                status: Refusal::Grpc(code),
+                retry_after,
+                ..
+            } => match code {
+                tonic::Code::Unavailable
+                | tonic::Code::Cancelled
+                | tonic::Code::DeadlineExceeded
+                | tonic::Code::Aborted
+                | tonic::Code::OutOfRange
+                | tonic::Code::DataLoss => true,
+                tonic::Code::ResourceExhausted => retry_after.is_some(),
+                _ => false,
+            },
             Outcome::Unreachable { .. } => true,
         }
     }
@@ -153,7 +200,7 @@ impl fmt::Display for Outcome {
             }
             Outcome::Refused {
                 status, message, ..
-            } => write!(f, "refused with HTTP {status}: {message}"),
+            } => write!(f, "refused with {status}: {message}"),
             Outcome::Unreachable { why, message } => write!(f, "unreachable ({why:?}): {message}"),
         }
     }
@@ -168,7 +215,8 @@ pub trait Sender {
 /// Where and how profiles are sent.
 #[derive(Clone, Debug)]
 pub struct ExportConfig {
-    /// The backend's base URL, e.g. `http://collector:4318` or `https://pyroscope:4040`.
+    /// The backend's base URL, e.g. `http://collector:4318` (OTLP/HTTP),
+    /// `http://collector:4317` (OTLP/gRPC) or `https://pyroscope:4040`.
     pub endpoint: String,
     /// What it speaks.
     pub protocol: Protocol,
@@ -180,49 +228,50 @@ pub struct ExportConfig {
     pub timeout: Duration,
 }
 
+/// The client of one protocol.
+enum Client {
+    Http(HttpClient),
+    // Its runtime is large; one per exporter.
+    Grpc(Box<GrpcClient>),
+}
+
 /// Encodes periods and sends them to one backend.
 pub struct Exporter {
-    agent: ureq::Agent,
-    url: String,
+    client: Client,
     config: ExportConfig,
 }
 
 impl fmt::Debug for Exporter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Exporter")
-            .field("url", &self.url)
+            .field("url", &self.url())
             .field("config", &self.config)
             .finish()
     }
 }
 
 impl Exporter {
-    /// An exporter for `config`.
+    /// An exporter for `config`. Nothing is connected yet: the first send connects.
     pub fn new(config: ExportConfig) -> Exporter {
-        let path = match config.protocol {
-            Protocol::OtlpHttp => OTLP_PROFILES_PATH,
-            Protocol::PyroscopePush => PYROSCOPE_PUSH_PATH,
+        let client = match config.protocol {
+            Protocol::OtlpHttp | Protocol::PyroscopePush => Client::Http(HttpClient::new(&config)),
+            Protocol::OtlpGrpc => Client::Grpc(Box::new(GrpcClient::new(&config))),
         };
-        let url = format!("{}{path}", config.endpoint.trim_end_matches('/'));
-        let agent = ureq::Agent::config_builder()
-            .timeout_global(Some(config.timeout))
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .user_agent(concat!("clrprof/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
-        Exporter { agent, url, config }
+        Exporter { client, config }
     }
 
-    /// The URL requests are posted to.
+    /// The URL requests are posted to (for gRPC, the endpoint and the method's path).
     pub fn url(&self) -> &str {
-        &self.url
+        match &self.client {
+            Client::Http(c) => c.url(),
+            Client::Grpc(c) => c.url(),
+        }
     }
 
     /// The request for one period in the backend's protocol, ready for [`Sender::send`].
     pub fn encode(&self, period: &PeriodProfiles, resource: &Resource) -> Vec<u8> {
         match self.config.protocol {
-            Protocol::OtlpHttp => otlp::encode(period, resource),
+            Protocol::OtlpHttp | Protocol::OtlpGrpc => otlp::encode(period, resource),
             Protocol::PyroscopePush => pyroscope::encode(period, resource),
         }
     }
@@ -235,138 +284,81 @@ impl Exporter {
 
 impl Sender for Exporter {
     fn send(&self, request: &[u8]) -> Outcome {
-        let mut post = self.agent.post(&self.url);
-        let body = match self.config.protocol {
-            Protocol::OtlpHttp => {
-                post = post
-                    .header("Content-Type", "application/x-protobuf")
-                    .header("Content-Encoding", "gzip");
-                pyroscope::gzip(request)
-            }
-            Protocol::PyroscopePush => {
-                post = post.header("Content-Type", "application/proto");
-                request.to_vec()
-            }
-        };
-        if let Some(auth) = &self.config.auth {
-            post = post.header("Authorization", auth.header_value());
-        }
-        if let Some(tenant) = &self.config.tenant {
-            post = post.header("X-Scope-OrgID", tenant);
-        }
-        match post.send(&body[..]) {
-            Ok(mut response) => {
-                let status = response.status().as_u16();
-                let retry_after = response
-                    .headers()
-                    .get("Retry-After")
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .map(Duration::from_secs);
-                let mut answer = Vec::new();
-                let read = response
-                    .body_mut()
-                    .as_reader()
-                    .take(MAX_RESPONSE_BYTES)
-                    .read_to_end(&mut answer);
-                if (200..300).contains(&status) {
-                    if let Err(e) = read {
-                        return unreachable_from_io(&e);
-                    }
-                    return match self.config.protocol {
-                        // A body that is not a response message says nothing of a partial
-                        // success: the status accepted the request.
-                        Protocol::OtlpHttp => match otlp::partial_success(&answer) {
-                            Ok(Some((rejected, message))) => {
-                                Outcome::PartiallyAccepted { rejected, message }
-                            }
-                            Ok(None) | Err(_) => Outcome::Accepted,
-                        },
-                        Protocol::PyroscopePush => Outcome::Accepted,
-                    };
-                }
-                let protobuf = response
-                    .headers()
-                    .get("Content-Type")
-                    .and_then(|v| v.to_str().ok())
-                    .is_some_and(|v| v.starts_with("application/x-protobuf"));
-                Outcome::Refused {
-                    status,
-                    retry_after,
-                    message: error_message(&answer, protobuf),
-                }
-            }
-            Err(e) => unreachable_from(e),
+        match &self.client {
+            Client::Http(c) => c.send(&self.config, request),
+            Client::Grpc(c) => c.send(&self.config, request),
         }
     }
 }
 
-/// Whether an I/O error is rustls's (a failed handshake or certificate check surfaces as one).
+/// Whether an error is rustls's (a failed handshake or certificate check), anywhere in its
+/// chain of sources.
 #[cfg(unix)]
-fn is_tls(e: &std::io::Error) -> bool {
-    e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>())
-}
-
-/// Without TLS (not Unix) no I/O error is a TLS one.
-#[cfg(not(unix))]
-fn is_tls(_: &std::io::Error) -> bool {
+pub(crate) fn is_tls(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if e.is::<rustls::Error>() {
+            return true;
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io
+                .get_ref()
+                .is_some_and(|inner| inner.is::<rustls::Error>())
+        {
+            return true;
+        }
+        next = e.source();
+    }
     false
 }
 
-/// `google.rpc.Status`, the body of an OTLP/HTTP error in protobuf.
+/// Without TLS (not Unix) no error is a TLS one.
+#[cfg(not(unix))]
+pub(crate) fn is_tls(_: &(dyn std::error::Error + 'static)) -> bool {
+    false
+}
+
+/// What an I/O error's kind says of the backend.
+pub(crate) fn unreachable_kind(e: &std::io::Error) -> Unreachable {
+    match e.kind() {
+        _ if is_tls(e) => Unreachable::Tls,
+        std::io::ErrorKind::ConnectionRefused
+        | std::io::ErrorKind::ConnectionReset
+        | std::io::ErrorKind::ConnectionAborted
+        | std::io::ErrorKind::NotConnected
+        | std::io::ErrorKind::AddrNotAvailable => Unreachable::Connect,
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => Unreachable::Timeout,
+        _ => Unreachable::Io,
+    }
+}
+
+/// `google.rpc.Status`: the body of an OTLP/HTTP error in protobuf, and gRPC's status details.
 #[derive(Clone, PartialEq, prost::Message)]
-struct Status {
+pub(crate) struct RpcStatus {
     #[prost(int32, tag = "1")]
-    code: i32,
+    pub code: i32,
     #[prost(string, tag = "2")]
-    message: String,
+    pub message: String,
+    #[prost(message, repeated, tag = "3")]
+    pub details: Vec<Any>,
+}
+
+/// `google.protobuf.Any`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct Any {
+    #[prost(string, tag = "1")]
+    pub type_url: String,
+    #[prost(bytes = "vec", tag = "2")]
+    pub value: Vec<u8>,
 }
 
 /// The readable text of an error response: a protobuf `Status`'s message, else the body as
 /// text.
-fn error_message(body: &[u8], protobuf: bool) -> String {
-    if protobuf && let Ok(status) = <Status as prost::Message>::decode(body) {
+pub(crate) fn error_message(body: &[u8], protobuf: bool) -> String {
+    if protobuf && let Ok(status) = <RpcStatus as prost::Message>::decode(body) {
         return status.message;
     }
     String::from_utf8_lossy(body).trim().to_string()
-}
-
-fn unreachable_from_io(e: &std::io::Error) -> Outcome {
-    let why = match e.kind() {
-        _ if is_tls(e) => Unreachable::Tls,
-        std::io::ErrorKind::TimedOut => Unreachable::Timeout,
-        _ => Unreachable::Io,
-    };
-    Outcome::Unreachable {
-        why,
-        message: e.to_string(),
-    }
-}
-
-fn unreachable_from(e: ureq::Error) -> Outcome {
-    let why = match &e {
-        ureq::Error::HostNotFound => Unreachable::Dns,
-        ureq::Error::ConnectionFailed => Unreachable::Connect,
-        ureq::Error::Timeout(_) => Unreachable::Timeout,
-        ureq::Error::Tls(_) | ureq::Error::TlsRequired => Unreachable::Tls,
-        #[cfg(unix)]
-        ureq::Error::Rustls(_) | ureq::Error::Pem(_) => Unreachable::Tls,
-        ureq::Error::Io(io) => match io.kind() {
-            _ if is_tls(io) => Unreachable::Tls,
-            std::io::ErrorKind::ConnectionRefused
-            | std::io::ErrorKind::ConnectionReset
-            | std::io::ErrorKind::ConnectionAborted
-            | std::io::ErrorKind::NotConnected
-            | std::io::ErrorKind::AddrNotAvailable => Unreachable::Connect,
-            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => Unreachable::Timeout,
-            _ => Unreachable::Io,
-        },
-        _ => Unreachable::Io,
-    };
-    Outcome::Unreachable {
-        why,
-        message: e.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -390,11 +382,21 @@ mod tests {
     #[test]
     fn which_outcomes_are_retried() {
         let refused = |status| Outcome::Refused {
-            status,
+            status: Refusal::Http(status),
             retry_after: None,
             message: String::new(),
         };
         assert!(refused(429).is_retryable());
+        let grpc = |code, retry_after| Outcome::Refused {
+            status: Refusal::Grpc(code),
+            retry_after,
+            message: String::new(),
+        };
+        assert!(grpc(tonic::Code::Unavailable, None).is_retryable());
+        assert!(!grpc(tonic::Code::ResourceExhausted, None).is_retryable());
+        assert!(grpc(tonic::Code::ResourceExhausted, Some(Duration::from_secs(1))).is_retryable());
+        assert!(!grpc(tonic::Code::InvalidArgument, None).is_retryable());
+        assert!(!grpc(tonic::Code::Unauthenticated, None).is_retryable());
         assert!(refused(503).is_retryable());
         assert!(!refused(400).is_retryable());
         assert!(!refused(401).is_retryable());
@@ -411,9 +413,10 @@ mod tests {
     #[test]
     fn error_bodies_are_read_as_status_or_text() {
         use prost::Message;
-        let status = Status {
+        let status = RpcStatus {
             code: 3,
             message: "proto: illegal wireType".into(),
+            details: Vec::new(),
         }
         .encode_to_vec();
         assert_eq!(error_message(&status, true), "proto: illegal wireType");
@@ -432,6 +435,17 @@ mod tests {
         assert_eq!(
             exporter.url(),
             "http://127.0.0.1:4318/v1development/profiles"
+        );
+        let grpc = Exporter::new(ExportConfig {
+            endpoint: "http://127.0.0.1:4317".into(),
+            protocol: Protocol::OtlpGrpc,
+            auth: None,
+            tenant: None,
+            timeout: DEFAULT_TIMEOUT,
+        });
+        assert_eq!(
+            grpc.url(),
+            "http://127.0.0.1:4317/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
         );
     }
 }

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use clrprof_export::otlp;
 use clrprof_export::pyroscope::PushRequest;
 use clrprof_export::{
-    Auth, ExportConfig, Exporter, Frame, Outcome, PeriodProfiles, ProfileType, Protocol, Resource,
-    Sender, Unreachable,
+    Auth, ExportConfig, Exporter, Frame, Outcome, PeriodProfiles, ProfileType, Protocol, Refusal,
+    Resource, Sender, Unreachable,
 };
 use opentelemetry_proto::tonic::collector::profiles::v1development::{
     ExportProfilesPartialSuccess, ExportProfilesServiceResponse,
@@ -194,7 +194,7 @@ fn overload_is_refused_and_retryable_with_its_retry_after() {
     assert_eq!(
         outcome,
         Outcome::Refused {
-            status: 429,
+            status: Refusal::Http(429),
             retry_after: Some(Duration::from_secs(7)),
             message: "slow down".into()
         }
@@ -206,7 +206,7 @@ fn overload_is_refused_and_retryable_with_its_retry_after() {
     assert_eq!(
         outcome,
         Outcome::Refused {
-            status: 503,
+            status: Refusal::Http(503),
             retry_after: None,
             message: String::new()
         }

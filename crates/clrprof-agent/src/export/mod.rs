@@ -133,6 +133,7 @@ fn export_config(settings: &ExportSettings, timeout: Duration) -> ExportConfig {
         endpoint: settings.endpoint.clone(),
         protocol: match settings.protocol {
             ExportProtocol::OtlpHttp => Protocol::OtlpHttp,
+            ExportProtocol::OtlpGrpc => Protocol::OtlpGrpc,
             ExportProtocol::Pyroscope => Protocol::PyroscopePush,
         },
         auth: settings.auth.as_ref().map(|a| match a {

@@ -13,7 +13,7 @@ use crate::EventCategory;
 
 /// The backend's address, e.g. `http://collector:4318`: setting it turns export mode on.
 pub const ENV_ENDPOINT: &str = "CLRPROF_EXPORT_ENDPOINT";
-/// `otlp-http` (the default) or `pyroscope`.
+/// `otlp-http` (the default), `otlp-grpc` or `pyroscope`.
 pub const ENV_PROTOCOL: &str = "CLRPROF_EXPORT_PROTOCOL";
 /// The service's name (`service.name`); `OTEL_SERVICE_NAME` when not set.
 pub const ENV_SERVICE: &str = "CLRPROF_EXPORT_SERVICE";
@@ -71,12 +71,15 @@ pub const EXPORT_BUFFER_BYTES: usize = 1 << 20;
 pub enum ExportProtocol {
     /// OTLP profiles over HTTP (protobuf, gzip), `POST <endpoint>/v1development/profiles`.
     OtlpHttp,
+    /// OTLP profiles over gRPC (gzip), the profiles service's `Export`.
+    OtlpGrpc,
     /// Pyroscope's push API, `POST <endpoint>/push.v1.PusherService/Push`.
     Pyroscope,
 }
 
 named_values!(ExportProtocol {
     OtlpHttp => "otlp-http",
+    OtlpGrpc => "otlp-grpc",
     Pyroscope => "pyroscope",
 });
 
@@ -228,7 +231,7 @@ impl ExportSettings {
         let mut s = ExportSettings::new(endpoint, service.trim());
         if let Some(p) = get(ENV_PROTOCOL) {
             s.protocol = ExportProtocol::from_name(p.trim()).ok_or_else(|| {
-                format!("{ENV_PROTOCOL}={p}: unknown protocol (otlp-http or pyroscope)")
+                format!("{ENV_PROTOCOL}={p}: unknown protocol (otlp-http, otlp-grpc or pyroscope)")
             })?;
         }
         s.service_version = get(ENV_VERSION).map(|v| v.trim().to_string());
@@ -494,8 +497,8 @@ mod tests {
     fn a_bad_variable_is_one_clear_error() {
         let e = |vars: &[(&str, &str)]| read(vars).unwrap_err();
         assert_eq!(
-            e(&[(ENV_ENDPOINT, "http://c"), (ENV_PROTOCOL, "grpc")]),
-            "CLRPROF_EXPORT_PROTOCOL=grpc: unknown protocol (otlp-http or pyroscope)"
+            e(&[(ENV_ENDPOINT, "http://c"), (ENV_PROTOCOL, "otlp-json")]),
+            "CLRPROF_EXPORT_PROTOCOL=otlp-json: unknown protocol (otlp-http, otlp-grpc or pyroscope)"
         );
         assert!(
             e(&[(ENV_PROTOCOL, "pyroscope")]).starts_with("CLRPROF_EXPORT_ENDPOINT is not set")
