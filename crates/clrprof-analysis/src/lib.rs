@@ -50,7 +50,7 @@ pub mod model;
 mod names;
 pub mod native;
 pub mod output;
-pub mod pe;
+pub use clrprof_symbols::managed::pe;
 pub mod query;
 pub mod report;
 pub mod runtime;

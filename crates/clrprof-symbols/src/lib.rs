@@ -1,4 +1,5 @@
-//! Names of native functions, from the symbol tables of ELF files.
+//! Names of native functions, from the symbol tables of ELF files; and, in [`managed`], the
+//! source lines of managed methods, from portable PDBs and Mono's `.mdb` files.
 //!
 //! Two users share this crate: the clrprof agent, which names the native frames of a sample
 //! from the modules mapped into the profiled process, and `clrprof report --symbols`, which
@@ -63,6 +64,7 @@
 mod debug;
 mod demangle;
 mod files;
+pub mod managed;
 pub mod store;
 mod table;
 

@@ -16,30 +16,11 @@ use crate::trace::LoadedTrace;
 
 mod cobertura;
 mod lcov;
-pub mod mdb;
-pub mod pdb;
-pub mod symbols;
 mod text;
 
-pub use symbols::{ModuleSymbols, SymbolStatus};
-
-/// Where a source line starts in a method's IL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct SequencePoint {
-    /// IL offset.
-    pub il_offset: u32,
-    /// 1-based line.
-    pub line: u32,
-}
-
-/// Source positions of one method.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct MethodSource {
-    /// The source file.
-    pub file: String,
-    /// Its sequence points.
-    pub points: Vec<SequencePoint>,
-}
+pub use clrprof_symbols::managed::{
+    MethodSource, ModuleSymbols, SequencePoint, SymbolStatus, mdb, pdb,
+};
 
 /// One basic block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

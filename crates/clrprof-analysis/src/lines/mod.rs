@@ -31,8 +31,7 @@ use serde::Serialize;
 use crate::coverage::{MethodSource, ModuleSymbols, SymbolStatus};
 use crate::names::Names;
 
-/// Sequence points of this line are hidden (compiler-generated code between statements).
-pub(crate) const HIDDEN_LINE: u32 = 0x00fe_efee;
+pub(crate) use clrprof_symbols::managed::HIDDEN_LINE;
 
 /// Where a managed frame was, as far as the symbols tell.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -155,7 +154,7 @@ impl SourceLines {
             .and_then(|f| names.modules.get(&f.module))
             .and_then(|m| Path::new(&m.path).parent().map(Path::to_path_buf));
         match self.method_source(names, function) {
-            Some(source) => match line_at(source, offset) {
+            Some(source) => match source.line_at(offset) {
                 Some(line) => Place::Line {
                     file: source_path(&roots, &source.file, module_dir.as_deref())
                         .to_string_lossy()
@@ -214,55 +213,9 @@ pub(crate) fn source_path(roots: &SourceRoots, file: &str, module_dir: Option<&P
     mapped
 }
 
-/// The line of IL offset `offset` (`None`: the epilogue, the method's last line): that of the
-/// last sequence point at or before it, hidden points skipped.
-fn line_at(source: &MethodSource, offset: Option<u32>) -> Option<u32> {
-    let visible = source.points.iter().filter(|p| p.line != HIDDEN_LINE);
-    match offset {
-        Some(offset) => visible
-            .filter(|p| p.il_offset <= offset)
-            .max_by_key(|p| p.il_offset)
-            .map(|p| p.line),
-        None => visible.max_by_key(|p| p.il_offset).map(|p| p.line),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coverage::SequencePoint;
-
-    fn source(points: &[(u32, u32)]) -> MethodSource {
-        MethodSource {
-            file: "/src/App.cs".into(),
-            points: points
-                .iter()
-                .map(|&(il_offset, line)| SequencePoint { il_offset, line })
-                .collect(),
-        }
-    }
-
-    #[test]
-    fn an_il_offset_is_on_the_line_of_the_last_sequence_point_before_it() {
-        let s = source(&[
-            (0, 10),
-            (1, 11),
-            (0x0c, 12),
-            (0x10, HIDDEN_LINE),
-            (0x18, 14),
-        ]);
-        assert_eq!(line_at(&s, Some(0)), Some(10));
-        assert_eq!(line_at(&s, Some(0x0b)), Some(11));
-        assert_eq!(line_at(&s, Some(0x0c)), Some(12));
-        assert_eq!(
-            line_at(&s, Some(0x12)),
-            Some(12),
-            "hidden points are skipped"
-        );
-        assert_eq!(line_at(&s, Some(0x40)), Some(14));
-        assert_eq!(line_at(&s, None), Some(14), "the epilogue is the last line");
-        assert_eq!(line_at(&source(&[]), Some(3)), None);
-    }
 
     #[test]
     fn source_roots_remap_the_start_of_paths() {

@@ -20,8 +20,8 @@ use std::path::Path;
 
 use clrprof_events::bytes::{u16_at, u32_at, u64_at};
 
+use super::pe::PeImage;
 use super::{MethodSource, SequencePoint};
-use crate::pe::PeImage;
 
 /// Where a module's portable PDB was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,14 +3,16 @@
 
 use std::path::Path;
 
-use serde::Serialize;
-
 use super::pdb::{self, PdbLocation, PdbProblem, PortablePdb};
 use super::{MethodSource, mdb};
 
 /// What symbols a module has.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind", content = "why")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(rename_all = "snake_case", tag = "kind", content = "why")
+)]
 pub enum SymbolStatus {
     /// Mono's `App.dll.mdb` beside it.
     Mdb,
