@@ -11,8 +11,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use clrprof_e2e::{
-    CaptureServer, ChildGuard, Collector, Dotnet, OutputExt, Ports, Program, agent_lib, clrprof,
-    compile, default_timeout, free_port,
+    CaptureServer, ChildGuard, Collector, Dotnet, LINES_LOOPS, OutputExt, PdbKind, Ports, Program,
+    agent_lib, clrprof, compile, default_timeout, free_port, line_markers, lines_loop_shares,
+    with_portable_pdb,
 };
 use clrprof_trace::protocol::AGENT_CLSID;
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
@@ -75,6 +76,8 @@ struct Sample {
     sample_type: String,
     frames: Vec<String>,
     modules: Vec<String>,
+    /// Each frame's source file and line (`("", 0)` for none).
+    lines: Vec<(String, i64)>,
     value: i64,
     /// The profile's integer attributes.
     attributes: BTreeMap<String, i64>,
@@ -146,11 +149,20 @@ fn read(bodies: &[Vec<u8>]) -> (Vec<Sample>, Vec<BTreeMap<String, String>>) {
                             .iter()
                             .map(|l| s(d.mapping_table[l.mapping_index as usize].filename_strindex))
                             .collect();
+                        let lines = locations
+                            .iter()
+                            .map(|l| {
+                                let line = &l.lines[0];
+                                let function = &d.function_table[line.function_index as usize];
+                                (s(function.filename_strindex), line.line)
+                            })
+                            .collect();
                         assert_eq!(sample.values.len(), 1);
                         samples.push(Sample {
                             sample_type: s(t.type_strindex),
                             frames,
                             modules,
+                            lines,
                             value: sample.values[0],
                             attributes: profile_attributes.clone(),
                         });
@@ -429,6 +441,79 @@ fn the_bytes_on_the_wire_read_the_same_with_the_official_python_messages() {
                 && s["frames"].as_array().unwrap().last().unwrap() == SPIN),
         "{python}"
     );
+}
+
+#[test]
+fn exported_frames_carry_their_source_lines() {
+    let program = compile("Lines");
+    let markers = line_markers("Lines.cs");
+    exported_lines_match(&program, &markers, "Mono symbols");
+    let (_dir, embedded) = with_portable_pdb(&program, PdbKind::Embedded);
+    exported_lines_match(&embedded, &markers, "an embedded portable PDB");
+}
+
+/// Runs `tests/programs/Lines.cs` exporting CPU to a Collector, and checks that the CPU the
+/// exported profiles put on each of its three loops' lines has the share the program measured
+/// with its thread's CPU clock, within 5 points (as `report --lines` must).
+#[track_caller]
+fn exported_lines_match(program: &Program, markers: &BTreeMap<String, u32>, symbols: &str) {
+    let collector = Collector::start();
+    let endpoint = collector.otlp_http_endpoint();
+    // 200 rounds: about 2.5 s of CPU, 2,500 samples at 1 kHz, so that a share of 30% is within
+    // about 1 point of the truth by sampling (the bound is 5).
+    let (output, _) = run(&mut exported(
+        program,
+        &["200"],
+        &[
+            ("CLRPROF_EXPORT_ENDPOINT", &endpoint),
+            ("CLRPROF_EXPORT_PERIOD", "1"),
+            ("CLRPROF_EXPORT_PROFILES", "cpu"),
+            ("CLRPROF_EXPORT_CPU_RATE", "1000"),
+        ],
+    ));
+    output.assert_success();
+    assert_eq!(output.stderr_str(), "", "{}", collector.log());
+    let want = lines_loop_shares(&output.stdout_str());
+    let (samples, _) = read(&settled(&collector));
+    // A sample's line in the method is that of its innermost frame in `Lines.Loops`; a frame
+    // in the runtime's code called from the method without a call site the runtime's map
+    // knows (its P/Invoke to the CPU clock) has no line, as in `report --lines` (`?`).
+    let mut on_line: BTreeMap<i64, i64> = BTreeMap::new();
+    for s in samples.iter().filter(|s| s.sample_type == "cpu") {
+        if let Some(i) = s.frames.iter().rposition(|f| f.starts_with("Lines.Loops(")) {
+            let (file, line) = &s.lines[i];
+            assert!(
+                file.is_empty() || file.ends_with("Lines.cs"),
+                "{symbols}: {s:?}"
+            );
+            *on_line.entry(*line).or_default() += s.value;
+        }
+    }
+    // What finding the lines cost is said on every profile: the modules whose symbols were
+    // looked for (the program's, the framework's) and the time it took.
+    assert!(
+        samples
+            .iter()
+            .all(|s| s.attributes.get("clrprof.symbol_modules_read") >= Some(&1)),
+        "{symbols}: {samples:?}"
+    );
+    let cpu = LINES_LOOPS.map(|m| on_line.get(&i64::from(markers[m])).copied().unwrap_or(0) as f64);
+    let all: f64 = cpu.iter().sum();
+    assert!(
+        all > 0.0,
+        "{symbols}: no CPU on the loops' lines: {on_line:?}"
+    );
+    let got = cpu.map(|c| c * 100.0 / all);
+    for k in 0..3 {
+        assert!(
+            (got[k] - want[k]).abs() <= 5.0,
+            "{symbols}: {} has {:.1}% of the loops' CPU in the exported profiles, {:.1}% by \
+             the program's clock (all: exported {got:?}, program {want:?}; by line {on_line:?})",
+            LINES_LOOPS[k],
+            got[k],
+            want[k]
+        );
+    }
 }
 
 #[test]

@@ -8,45 +8,21 @@
 use std::collections::BTreeMap;
 
 use clrprof_e2e::{
-    OutputExt, PdbKind, Program, Recording, compile, programs_dir, record_with_env,
-    with_portable_pdb,
+    LINES_LOOPS, OutputExt, PdbKind, Program, Recording, compile, line_markers, lines_loop_shares,
+    programs_dir, record_with_env, with_portable_pdb,
 };
 use serde_json::Value;
 
 /// The lines of `Lines.cs` marked `// @name`, by name.
 fn markers() -> BTreeMap<String, u32> {
-    markers_of("Lines.cs")
+    line_markers("Lines.cs")
 }
 
-/// The lines of program `file` marked `// @name`, by name.
-fn markers_of(file: &str) -> BTreeMap<String, u32> {
-    let source = std::fs::read_to_string(programs_dir().join(file)).unwrap();
-    source
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim_start().starts_with("//"))
-        .filter_map(|(i, l)| {
-            let name = l.split("// @").nth(1)?;
-            Some((name.trim().to_string(), i as u32 + 1))
-        })
-        .collect()
-}
-
-const LOOPS: [&str; 3] = ["loop-a", "loop-b", "loop-c"];
+const LOOPS: [&str; 3] = LINES_LOOPS;
 
 /// The program's own shares of the three loops, from its output.
 fn measured(rec: &Recording) -> [f64; 3] {
-    let out = rec.output.stdout_str();
-    let line = out
-        .lines()
-        .find_map(|l| l.strip_prefix("lines: "))
-        .unwrap_or_else(|| panic!("no `lines:` line: {}", rec.output.describe()));
-    let shares: Vec<f64> = line
-        .split_whitespace()
-        .take(3)
-        .map(|s| s.trim_end_matches('%').parse().unwrap())
-        .collect();
-    [shares[0], shares[1], shares[2]]
+    lines_loop_shares(&rec.output.stdout_str())
 }
 
 /// Each loop line's share of the three lines' self CPU in `report --lines`.
@@ -407,7 +383,7 @@ fn allocations_lock_waits_and_throws_are_on_their_lines() {
         "allocated 20971520\ncaught 7\ncontended 5\n",
         "the program ran unharmed"
     );
-    let m = markers_of("LineSites.cs");
+    let m = line_markers("LineSites.cs");
 
     // Every allocation of `Allocate()` is on its line: 20 large arrays of 1 MiB, each a tick
     // that stands for the bytes allocated on the large object heap since the previous one.

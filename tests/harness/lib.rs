@@ -71,7 +71,7 @@ pub use process::{
     signal_snapshot_when_ready,
 };
 pub use profile::{assert_tick_reader, frame_names, profile_of, thread, thread_names};
-pub use programs::TRACED_CALLS;
+pub use programs::{LINES_LOOPS, TRACED_CALLS, line_markers, lines_loop_shares};
 pub use symbol_server::{SymbolServer, refusing_url};
 
 /// A fresh temporary directory for one test, deleted when dropped.

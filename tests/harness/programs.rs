@@ -1,6 +1,45 @@
 //! Facts of the test programs that more than one test asserts, written once beside the
 //! comment of the program that states them.
 
+use std::collections::BTreeMap;
+
+use crate::compile::programs_dir;
+
+/// The lines of program `file` (in `tests/programs/`) marked `// @name`, by name.
+pub fn line_markers(file: &str) -> BTreeMap<String, u32> {
+    let source = std::fs::read_to_string(programs_dir().join(file)).unwrap();
+    source
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim_start().starts_with("//"))
+        .filter_map(|(i, l)| {
+            let name = l.split("// @").nth(1)?;
+            Some((name.trim().to_string(), i as u32 + 1))
+        })
+        .collect()
+}
+
+/// The markers of `tests/programs/Lines.cs`'s three loops, in order.
+pub const LINES_LOOPS: [&str; 3] = ["loop-a", "loop-b", "loop-c"];
+
+/// `Lines.cs`'s own shares of its three loops' CPU, in percent, from its output
+/// (`lines: A% B% C% checksum=N`).
+///
+/// # Panics
+/// If the output has no such line.
+pub fn lines_loop_shares(stdout: &str) -> [f64; 3] {
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("lines: "))
+        .unwrap_or_else(|| panic!("no `lines:` line in {stdout}"));
+    let shares: Vec<f64> = line
+        .split_whitespace()
+        .take(3)
+        .map(|s| s.trim_end_matches('%').parse().unwrap())
+        .collect();
+    [shares[0], shares[1], shares[2]]
+}
+
 /// Every call `tests/programs/Traced.cs` makes, all threads together, by the name reports
 /// give each method (see the program's header).
 pub const TRACED_CALLS: &[(&str, u64)] = &[

@@ -10,10 +10,14 @@
 //! The agent gives ids the runtime reuses (unloaded modules, collected dynamic methods) a new
 //! trace id per life and defines it again (see `crate::defs`): a definition replaces the one
 //! of the same id, so every frame is named as it was when it was sampled.
+//!
+//! Managed frames carry their source file and line where their module's symbols give them
+//! ([`FrameLines`]).
 
 use std::path::Path;
 
 use clrprof_export::{Frame, PeriodProfiles, ProfileType, SamplingPeriod, ValueType};
+use clrprof_trace::IlPosition;
 use clrprof_trace::config::{ExportProfile, ExportSettings};
 use clrprof_trace::{
     Allocation, Contention, ExceptionInfo, FrameKind, MessageLevel, Record, Sample, StackCut,
@@ -21,12 +25,21 @@ use clrprof_trace::{
 };
 use rustc_hash::FxHashMap;
 
+use super::lines::FrameLines;
+
 /// Thrown exceptions whose `ExceptionThrown` event (which names the exception's type) has not
 /// arrived yet; past this many the oldest is added without its type.
 const PENDING_EXCEPTIONS: usize = 64;
 
 /// The agent's errors said on standard error in export mode, at most (the first ones).
 const ERRORS_TOLD: usize = 16;
+
+/// The count every profile carries of the modules whose symbols the agent looked for so far
+/// (for the lines of their frames).
+pub const SYMBOL_MODULES_READ: &str = "clrprof.symbol_modules_read";
+/// The count every profile carries of the microseconds the agent spent finding and reading
+/// symbols so far (on its own thread, not the program's).
+pub const SYMBOL_READING_US: &str = "clrprof.symbol_reading_us";
 
 /// What the process is, from the stream's `SessionStart`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,8 +71,11 @@ struct Definitions {
     modules: FxHashMap<u64, String>,
     /// Native frame id -> its frame.
     natives: FxHashMap<u64, Frame>,
-    /// Stack node -> its caller's node, its frame's kind and id.
-    nodes: FxHashMap<u32, (u32, FrameKind, u64)>,
+    /// Stack node -> its caller's node, its frame's kind and id, and a managed frame's IL
+    /// position.
+    nodes: FxHashMap<u32, (u32, FrameKind, u64, IlPosition)>,
+    /// The source lines of managed frames.
+    lines: FrameLines,
 }
 
 impl Definitions {
@@ -67,10 +83,15 @@ impl Definitions {
         self.modules.get(&module).cloned().unwrap_or_default()
     }
 
-    fn function(&self, id: u64) -> Frame {
-        match self.functions.get(&id) {
+    /// Function `id` at `il`, with its source line when its symbols give one.
+    fn function(&mut self, id: u64, il: IlPosition) -> Frame {
+        let frame = match self.functions.get(&id) {
             Some((name, module)) => Frame::new(name.clone(), self.module_name(*module)),
-            None => Frame::new(format!("[function {id:#x}]"), ""),
+            None => return Frame::new(format!("[function {id:#x}]"), ""),
+        };
+        match self.lines.line(id, il) {
+            Some((file, line)) => frame.at(file, line),
+            None => frame,
         }
     }
 
@@ -82,7 +103,7 @@ impl Definitions {
     }
 
     /// The frames of stack node `leaf`, root first; `false` if a node was not defined.
-    fn stack(&self, leaf: u32, out: &mut Vec<Frame>) -> bool {
+    fn stack(&mut self, leaf: u32, out: &mut Vec<Frame>) -> bool {
         out.clear();
         let mut node = leaf;
         let mut complete = true;
@@ -92,12 +113,15 @@ impl Definitions {
             if node == 0 {
                 break;
             }
-            let Some(&(parent, kind, frame)) = self.nodes.get(&node) else {
+            let Some(&(parent, kind, frame, il)) = self.nodes.get(&node) else {
                 complete = false;
                 break;
             };
             match kind {
-                FrameKind::Managed => out.push(self.function(frame)),
+                FrameKind::Managed => {
+                    let f = self.function(frame, il);
+                    out.push(f);
+                }
                 FrameKind::Native => out.push(
                     self.natives
                         .get(&frame)
@@ -239,6 +263,12 @@ impl Aggregator {
         self.set_periods();
         let start = done.start_unix_nano();
         done.set_duration(end_unix_nano.saturating_sub(start));
+        let lines = self.defs.lines.counts();
+        done.set_counter(SYMBOL_MODULES_READ, lines.modules_read);
+        done.set_counter(
+            SYMBOL_READING_US,
+            u64::try_from(lines.reading.as_micros()).unwrap_or(u64::MAX),
+        );
         done
     }
 
@@ -284,6 +314,7 @@ impl Aggregator {
                 });
             }
             Record::ModuleDef(m) => {
+                self.defs.lines.define_module(m.id, &m.path);
                 let name = Path::new(&m.path)
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
@@ -296,6 +327,7 @@ impl Aggregator {
                 } else {
                     format!("{}.{}{}", f.type_name, f.method_name, f.signature)
                 };
+                self.defs.lines.define_function(f.id, f.module, f.token);
                 self.defs.functions.insert(f.id, (name, f.module));
             }
             Record::ClassDef(c) => {
@@ -316,7 +348,7 @@ impl Aggregator {
             Record::StackDef(s) => {
                 self.defs
                     .nodes
-                    .insert(s.id, (s.parent, s.frame_kind, s.frame));
+                    .insert(s.id, (s.parent, s.frame_kind, s.frame, s.il));
             }
             Record::Message(m)
                 if matches!(m.level, MessageLevel::Error | MessageLevel::Other(_))
@@ -400,13 +432,17 @@ impl Aggregator {
         if !self.wants(ProfileType::Exceptions) {
             return;
         }
-        // Innermost first in the record.
-        let stack: Vec<Frame> = e
+        // Innermost first in the record, with each frame's IL position when known.
+        let mut stack: Vec<Frame> = e
             .stack
             .iter()
-            .rev()
-            .map(|&f| self.defs.function(f))
+            .enumerate()
+            .map(|(i, &f)| {
+                let il = e.stack_il.get(i).copied().unwrap_or(IlPosition::Unknown);
+                self.defs.function(f, il)
+            })
             .collect();
+        stack.reverse();
         if self.pending.len() >= PENDING_EXCEPTIONS {
             let oldest = self.pending.remove(0);
             self.add_exception(oldest.stack, None);

@@ -11,6 +11,7 @@
 
 pub mod aggregate;
 pub mod control;
+pub mod lines;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -20,6 +20,7 @@ use std::path::Path;
 
 use clrprof_events::bytes::{u16_at, u32_at, u64_at};
 
+use super::HIDDEN_LINE;
 use super::pe::PeImage;
 use super::{MethodSource, SequencePoint};
 
@@ -52,7 +53,6 @@ pub enum PdbProblem {
 
 const TABLE_DOCUMENT: u32 = 0x30;
 const TABLE_METHOD_DEBUG: u32 = 0x31;
-const HIDDEN_LINE: u32 = 0xfeefee;
 /// The largest PDB this reader inflates (an embedded PDB declares its size).
 const MAX_PDB: usize = 256 << 20;
 
