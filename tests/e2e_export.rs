@@ -582,8 +582,8 @@ fn record_export_runs_the_program_in_export_mode() {
         &endpoint,
         "--service",
         "x",
-        "-o",
-        "t.clrprof",
+        "--rate",
+        "99",
         "--",
         &muxer,
         &dll,
@@ -593,6 +593,90 @@ fn record_export_runs_the_program_in_export_mode() {
         conflict.stderr_str().contains("cannot be used with"),
         "{}",
         conflict.stderr_str()
+    );
+}
+
+#[test]
+fn record_export_with_a_trace_beside_ships_what_the_trace_holds() {
+    let program = compile("Continuous");
+    let plain = program.run(&[]);
+    plain.assert_success();
+    let collector = Collector::start();
+    let endpoint = collector.otlp_http_endpoint();
+    let dir = clrprof_e2e::temp_dir();
+    let trace = dir.path().join("beside.clrprof");
+    let trace_arg = trace.display().to_string();
+    let muxer = program.dotnet.muxer.display().to_string();
+    let dll = program.dll.display().to_string();
+    let output = clrprof(&[
+        "record",
+        "--export",
+        &endpoint,
+        "--service",
+        "beside",
+        "--period",
+        "1",
+        "--profiles",
+        "cpu,exceptions",
+        "--cpu-rate",
+        "1000",
+        "-o",
+        &trace_arg,
+        "--",
+        &muxer,
+        &dll,
+    ]);
+    output.assert_success();
+    assert_eq!(output.stdout, plain.stdout, "profiling changed the output");
+    let stderr = output.stderr_str();
+    assert!(
+        stderr.starts_with(&format!(
+            "clrprof: export mode: every 1 s, beside sends cpu, exceptions profiles to \
+             {endpoint}, and a trace of it to {trace_arg}\n"
+        )),
+        "{stderr}"
+    );
+    let (samples, resources) = read(&settled(&collector));
+    assert!(
+        resources
+            .iter()
+            .all(|r| r.get("service.name").map(String::as_str) == Some("beside"))
+    );
+    // The same records went to both: the hot method has the same share of the CPU in the
+    // profiles the Collector received as in the trace's report (every period was delivered,
+    // so the two hold the same samples).
+    let cpu_total = total(&samples, "cpu", |_| true);
+    let spin = total(&samples, "cpu", |s| s.frames.iter().any(|f| f == SPIN));
+    assert!(cpu_total > 0 && spin > 0, "{samples:#?}");
+    let exported_share = spin as f64 / cpu_total as f64;
+    let json = clrprof_e2e::report_json(&trace);
+    let functions = json["functions"].as_array().expect("functions[]");
+    let self_sum: u64 = functions.iter().map(|f| f["self"].as_u64().unwrap()).sum();
+    let spin_in_trace = functions
+        .iter()
+        .find(|f| f["name"] == SPIN)
+        .and_then(|f| f["total"].as_u64())
+        .unwrap_or_else(|| panic!("no {SPIN} in {}", json["functions"]));
+    let trace_share = spin_in_trace as f64 / self_sum as f64;
+    assert!(
+        (exported_share - trace_share).abs() <= 0.01,
+        "Spin has {:.2}% of the CPU exported and {:.2}% in the trace",
+        exported_share * 100.0,
+        trace_share * 100.0
+    );
+    assert_eq!(
+        self_sum as i64, cpu_total,
+        "the CPU in the trace and exported"
+    );
+    // The 7 throws, in both.
+    assert_eq!(total(&samples, "exceptions", |_| true), 7);
+    let sites = json["exceptions"].as_array().expect("exceptions[]");
+    let thrown: u64 = sites.iter().map(|e| e["count"].as_u64().unwrap()).sum();
+    assert_eq!(thrown, 7, "{}", json["exceptions"]);
+    assert!(
+        sites.iter().all(|e| e["throw_function"] == THROW),
+        "{}",
+        json["exceptions"]
     );
 }
 
@@ -991,6 +1075,57 @@ fn a_collector_that_comes_late_gets_the_waiting_periods_and_the_losses_are_count
         total(&samples, "cpu", |s| s.frames.last().map(String::as_str)
             == Some(SPIN))
             > 0
+    );
+}
+
+#[test]
+fn a_collector_stopped_for_two_periods_gets_them_later_and_the_program_is_unchanged() {
+    let program = compile("Continuous");
+    let mut first = Collector::start();
+    let ports = first.ports();
+    let endpoint = first.otlp_http_endpoint();
+    let mut cmd = exported(
+        &program,
+        &["busy", "8"],
+        &[
+            ("CLRPROF_EXPORT_ENDPOINT", &endpoint),
+            ("CLRPROF_EXPORT_PERIOD", "1"),
+            ("CLRPROF_EXPORT_PROFILES", "cpu"),
+        ],
+    );
+    let mut child = ChildGuard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
+    // Up for the first periods, down for two, up again for the rest (on the same port).
+    first.forwarded.wait_for(1, FORWARD_TIMEOUT);
+    std::thread::sleep(Duration::from_millis(500));
+    first.stop();
+    std::thread::sleep(Duration::from_secs(2));
+    let second = Collector::start_on(ports);
+    let output = child.wait_with_output(default_timeout());
+    output.assert_success();
+    assert_eq!(output.stdout_str(), "done\n");
+    let stderr = output.stderr_str();
+    let (_, [periods, delivered, dropped, waiting, failed]) = exit_line(&stderr, &endpoint);
+    // The sends of the two periods failed while it was down; the queue (4 periods) kept them,
+    // and the Collector that came back got them: none lost.
+    assert!(failed >= 1, "{stderr}");
+    assert_eq!((dropped, waiting), (0, 0), "{stderr}");
+    assert_eq!(delivered, periods, "{stderr}");
+    let before = first.forwarded.wait_for(1, FORWARD_TIMEOUT);
+    let after = settled(&second);
+    assert_eq!(
+        (before.len() + after.len()) as u64,
+        periods,
+        "{} requests before the stop, {} after: {stderr}",
+        before.len(),
+        after.len()
+    );
+    assert!(after.len() >= 2, "{stderr}");
+    let (samples, _) = read(&after);
+    assert!(
+        samples
+            .iter()
+            .all(|s| !s.attributes.contains_key("clrprof.periods_dropped")),
+        "no profile says a period was lost"
     );
 }
 

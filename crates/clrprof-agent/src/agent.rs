@@ -96,11 +96,12 @@ impl Agent {
                         None => return Err(StartError::ExportStartedTwice.into()),
                     }
                 }
-                None => (
-                    Config::parse(&std::env::var(protocol::ENV_CONFIG).unwrap_or_default()),
-                    open_sink()?,
-                    None,
-                ),
+                None => {
+                    let mut config =
+                        Config::parse(&std::env::var(protocol::ENV_CONFIG).unwrap_or_default());
+                    let sink = crate::export::beside_the_trace(&mut config, open_sink()?);
+                    (config, sink, None)
+                }
             },
             Origin::Attach { session, config } => {
                 let (sink, from_cli) = crate::detach::connect(&session)?;

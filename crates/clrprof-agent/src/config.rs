@@ -5,7 +5,8 @@
 //! - `CLRPROF_CONFIG`: what to record, an encoded [`AgentConfig`] (`clrprof_trace::config`
 //!   documents every key), the same type the CLI builds it from.
 //! - `CLRPROF_EXPORT_*`: export mode, without the CLI (neither of the first two set): the
-//!   agent ships a profile of every period itself (see `crate::export`).
+//!   agent ships a profile of every period itself (see `crate::export`); with the CLI, when
+//!   the configuration says `also_export=1` (a trace beside the exported profiles).
 //!
 //! Unknown keys and bad values are reported back to the CLI as warnings, never fatal: the
 //! profiled program must run whatever the configuration says.

@@ -70,7 +70,7 @@ impl Session {
             // Trace mode reports what was inlined into what, whatever the event selection.
             wanted |= 1u128 << EventKind::JIT_INLINING.0;
         }
-        if config.export.is_some() {
+        if config.export.is_some() && !config.also_export {
             // Export mode's profiles need the throws alone of all the exception callbacks.
             wanted &= 1u128 << EventKind::EXCEPTION_THROWN.0;
         }

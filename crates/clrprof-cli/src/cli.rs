@@ -106,9 +106,10 @@ pub struct RecordArgs {
     /// them, and the report says which figures miss how many.
     #[arg(long, value_name = "KIB", value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
     pub buffer_size: Option<u32>,
-    /// Where to write the trace.
-    #[arg(short, long, default_value = "trace.clrprof", value_name = "FILE")]
-    pub output: PathBuf,
+    /// Where to write the trace (default trace.clrprof; with --export, a trace is written
+    /// only when this is given).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Record only the process clrprof starts, not the .NET processes it starts (by default
     /// every .NET process of the tree is recorded, each in its own section of the trace).
     #[arg(long)]
@@ -123,13 +124,14 @@ pub struct RecordArgs {
     /// The agent library to load (default: the one installed next to clrprof).
     #[arg(long, value_name = "PATH", env = "CLRPROF_AGENT")]
     pub agent: Option<PathBuf>,
-    /// Export mode instead of a trace: the program (and the .NET processes it starts) ships a
-    /// profile of every period to this backend itself, as with `clrprof env`'s variables
-    /// (e.g. `http://collector:4318`; needs --service). The recording options do not apply.
+    /// Export mode: the program (and the .NET processes it starts) ships a profile of every
+    /// period to this backend itself, as with `clrprof env`'s variables (e.g.
+    /// `http://collector:4318`; needs --service). The recording options do not apply; with
+    /// -o, a trace of what is exported is written too.
     #[arg(long, value_name = "URL", conflicts_with_all = [
         "mode", "events", "rate", "wall_rate", "cpu_clock", "no_inline", "max_nodes",
         "include", "exclude", "alloc", "alloc_interval", "contention", "no_async",
-        "heap_snapshot", "buffer_size", "output", "no_children", "pid_filter", "name_filter",
+        "heap_snapshot", "buffer_size", "no_children", "pid_filter", "name_filter",
     ])]
     pub export: Option<String>,
     /// Export mode's settings (with --export).
@@ -622,11 +624,11 @@ mod tests {
     fn the_program_keeps_its_own_options() {
         let r = record(&["record", "--", "prog", "--x", "-o", "y"]);
         assert_eq!(r.command, ["prog", "--x", "-o", "y"]);
-        assert_eq!(r.output, PathBuf::from("trace.clrprof"));
+        assert_eq!(r.output, None);
         // Without `--`, everything from the program on is the program's.
         let r = record(&["record", "-o", "t", "prog", "--x", "-o", "y"]);
         assert_eq!(r.command, ["prog", "--x", "-o", "y"]);
-        assert_eq!(r.output, PathBuf::from("t"));
+        assert_eq!(r.output, Some(PathBuf::from("t")));
         let r = record(&["record", "--mode", "none", "--", "--prog"]);
         assert_eq!(r.command, ["--prog"]);
         match parse(&["coverage", "--format", "json", "prog", "--format", "x"]) {

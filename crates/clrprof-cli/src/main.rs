@@ -126,7 +126,12 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let agent = agent_lib::locate(a.agent.as_deref())?;
             if let Some(endpoint) = &a.export {
                 let settings = env::settings(endpoint, &a.export_options)?;
-                return record::export::run(&settings, &agent, &a.command);
+                return match a.output {
+                    None => record::export::run(&settings, &agent, &a.command),
+                    Some(output) => {
+                        record::export::record_beside(settings, output, agent, a.command)
+                    }
+                };
             }
             if let Some(flag) = a.export_options.first_given() {
                 anyhow::bail!("{flag} is a setting of export mode: use it with --export URL");
@@ -162,7 +167,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     pids: a.pid_filter,
                     names: a.name_filter,
                 },
-                ..record::RecordOptions::new(a.mode, a.output, agent, a.command)
+                ..record::RecordOptions::new(
+                    a.mode,
+                    a.output
+                        .unwrap_or_else(|| std::path::PathBuf::from(record::DEFAULT_OUTPUT)),
+                    agent,
+                    a.command,
+                )
             };
             record::record(&opts)
         }

@@ -26,6 +26,7 @@ use clrprof_trace::config::{
     AgentConfig, ExportAuth, ExportProfile, ExportProtocol, ExportSettings,
 };
 
+use crate::config::Config;
 use crate::recorder::termination;
 use aggregate::Aggregator;
 
@@ -146,6 +147,63 @@ fn export_config(settings: &ExportSettings, timeout: Duration) -> ExportConfig {
         }),
         tenant: settings.tenant.clone(),
         timeout,
+    }
+}
+
+/// A recording whose configuration says `also_export`: export mode with the settings of the
+/// `CLRPROF_EXPORT_*` variables, fed the same records as the trace. Returns the sink the
+/// transport is to write to: both, or the trace alone when the variables are wrong (said in
+/// `config`'s warnings, which reach the trace) or export mode runs already.
+pub fn beside_the_trace(
+    config: &mut Config,
+    trace: Box<dyn Write + Send>,
+) -> Box<dyn Write + Send> {
+    if !config.also_export {
+        return trace;
+    }
+    match settings_from_env() {
+        Ok(Some(settings)) => config.settings.export = Some(settings),
+        Ok(None) => {
+            config.warnings.push(
+                "export beside the trace was asked for, but no CLRPROF_EXPORT_ENDPOINT is set: \
+                 recording the trace only"
+                    .into(),
+            );
+            return trace;
+        }
+        Err(reason) => {
+            config
+                .warnings
+                .push(format!("{reason}; recording the trace only"));
+            return trace;
+        }
+    }
+    match start(config) {
+        Some(export) => Box::new(Tee { trace, export }),
+        None => {
+            config.settings.export = None;
+            trace
+        }
+    }
+}
+
+/// The transport's sink when a trace and export mode take the same records: the trace's
+/// errors are the transport's; export mode's sink takes everything.
+struct Tee {
+    trace: Box<dyn Write + Send>,
+    export: Box<dyn Write + Send>,
+}
+
+impl Write for Tee {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let n = self.trace.write(bytes)?;
+        // Export mode's sink takes every byte and never fails (it aggregates in memory).
+        let _ = self.export.write_all(&bytes[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.trace.flush()
     }
 }
 

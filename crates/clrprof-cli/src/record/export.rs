@@ -3,14 +3,56 @@
 //! prints (the agent, then `CLRPROF_EXPORT_*`), so that it and every .NET process it starts
 //! ship a profile of every period to the backend themselves; clrprof only starts it, passes
 //! on the signals it receives and returns its exit status.
+//!
+//! With `-o FILE` ([`record_beside`]) it records a trace as well: an ordinary recording of
+//! what export mode gathers (its CPU rate, and the allocation ticks, lock waits and throws of
+//! the profiles chosen), whose agent also exports the same records (`also_export`), so that
+//! the trace and the exported profiles can be compared sample for sample.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clrprof_trace::config::ExportSettings;
+use clrprof_trace::config::{AgentConfig, AllocMode, ExportSettings, Mode};
 use clrprof_trace::protocol;
+
+use super::{EventChoice, RecordOptions};
+
+/// Records `command` into `output` with what export mode gathers for `settings`, and exports
+/// the same records; returns the program's exit code.
+pub(crate) fn record_beside(
+    settings: ExportSettings,
+    output: PathBuf,
+    agent: PathBuf,
+    command: Vec<String>,
+) -> Result<i32> {
+    say!(
+        "clrprof: export mode: {}, and a trace of it to {}",
+        crate::env::describe(&settings),
+        output.display()
+    );
+    let env = settings.to_env();
+    let exported = AgentConfig::for_export(settings);
+    let opts = RecordOptions {
+        events: EventChoice {
+            named: exported.events.clone(),
+            all: false,
+        },
+        rate: exported.rate_hz,
+        wall_rate: exported.wall_rate_hz,
+        alloc: (exported.alloc != AllocMode::Off).then_some(exported.alloc),
+        contention: exported.contention,
+        env,
+        base: AgentConfig {
+            async_chains: exported.async_chains,
+            also_export: true,
+            ..AgentConfig::default()
+        },
+        ..RecordOptions::new(Mode::Sample, output, agent, command)
+    };
+    super::record(&opts)
+}
 
 /// Runs `command` in export mode with `settings` and the agent at `agent`; returns the
 /// program's exit code (128 + the signal that ended it).

@@ -47,6 +47,9 @@ use crate::event_session::EventSession;
 use crate::status::StatusLine;
 use crate::trace_file::TraceFile;
 
+/// Where `record` writes the trace unless told.
+pub const DEFAULT_OUTPUT: &str = "trace.clrprof";
+
 /// Exit code when profiling itself failed (as `env` and container tools use 125).
 pub const AGENT_FAILED: i32 = 125;
 
@@ -115,6 +118,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
         .env("CORECLR_PROFILER_PATH_64", &opts.agent)
         .env(protocol::ENV_SESSION, &socket)
         .env(protocol::ENV_CONFIG, opts.agent_config().encode())
+        .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .env_remove(protocol::ENV_OUTPUT);
     let perf_maps = perf_map::PerfMaps::ask(&mut cmd, dir.path());
 

@@ -51,6 +51,8 @@ pub struct RecordOptions {
     pub summary: bool,
     /// Which processes of the tree to record.
     pub processes: ProcessFilter,
+    /// More variables for the program (export mode's, for a trace beside the export).
+    pub env: Vec<(&'static str, String)>,
 }
 
 /// Which .NET processes of the recorded tree `record` records: each one's agent connects and
@@ -107,6 +109,7 @@ impl RecordOptions {
             base: AgentConfig::default(),
             summary: true,
             processes: ProcessFilter::default(),
+            env: Vec::new(),
         }
     }
 

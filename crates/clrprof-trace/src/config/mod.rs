@@ -18,6 +18,8 @@
 //!
 //! Export mode's settings ([`ExportSettings`]) are not part of the wire form: they come from
 //! the `CLRPROF_EXPORT_*` environment variables alone (see [`ExportSettings::from_env`]).
+//! `also_export=1` asks a recording's agent to export too, with those variables' settings
+//! (`clrprof record --export URL -o FILE`: a trace beside the exported profiles).
 //!
 //! Decoding never fails: the profiled program must run whatever the configuration says.
 //! Unknown keys, bad values and a configuration of a newer version give warnings (which the
@@ -290,6 +292,9 @@ pub struct AgentConfig {
     /// Read from the environment only ([`ExportSettings::from_env`]), never written in the
     /// configuration's wire form.
     pub export: Option<ExportSettings>,
+    /// A recording that exports too: the agent writes the trace and also ships the profiles
+    /// of what it records, with the settings of the `CLRPROF_EXPORT_*` variables.
+    pub also_export: bool,
 }
 
 impl Default for AgentConfig {
@@ -316,6 +321,7 @@ impl Default for AgentConfig {
             count_exclude: Vec::new(),
             count_layout: CountLayout::Thread,
             export: None,
+            also_export: false,
         }
     }
 }

@@ -70,6 +70,9 @@ impl AgentConfig {
         if self.handler_floor {
             kv.push(("handler_floor", "1".into()));
         }
+        if self.also_export {
+            kv.push(("also_export", "1".into()));
+        }
         for (key, names) in [
             ("cover_include", &self.cover_include),
             ("cover_exclude", &self.cover_exclude),
@@ -172,6 +175,7 @@ impl AgentConfig {
                     )),
                 },
                 "handler_floor" => c.handler_floor = value != "0",
+                "also_export" => c.also_export = value != "0",
                 "cover_include" => c.cover_include = names(value),
                 "cover_exclude" => c.cover_exclude = names(value),
                 "count_include" => c.count_include = names(value),
@@ -238,6 +242,7 @@ mod tests {
             count_layout: CountLayout::Shared,
             // Not in the wire form (the environment gives it).
             export: None,
+            also_export: true,
         };
         let text = c.encode();
         assert!(text.starts_with("version=1;mode=count;rate=250;"), "{text}");
