@@ -265,8 +265,9 @@ fn sample_mode_finds_the_hot_method_and_splits_cpu_from_wall() {
         );
     }
     // Sleeping costs no CPU: the sleeper used a few milliseconds of CPU to start, enter its
-    // wait and wake (its own clock says how many), and its CPU samples, those in its wait
-    // included, stand for no more than that. (A sample can land in the wait: entering and
+    // wait and wake, and park (the kernel says how many once it is parked, so that no CPU of
+    // it comes after the reading), and its CPU samples, those in its wait included, stand
+    // for no more than that. (A sample can land in the wait: entering and
     // leaving it takes CPU, and a sample stands for the CPU since the thread's previous one.)
     let measured: f64 = rec
         .output

@@ -3,7 +3,11 @@
 // The main thread runs for 1.5 s of its CPU time: rounds of Hot.Spin (about 85% of the CPU
 // time) and Hot.Other (about 15%), both [MethodImpl(NoInlining)] loops of integer arithmetic. A thread
 // named "sleeper", started first, waits in Sleeper.Nap() (on a ManualResetEvent) until the
-// main thread is done: it uses no CPU while the work runs.
+// main thread is done: it uses no CPU while the work runs. Then it parks (a background thread,
+// waiting until the process exits) and the main thread reads the CPU it used in all from the
+// kernel (/proc/self/task/TID/schedstat, the sum its thread CPU clock reads) once it is parked:
+// a thread that read its own clock and then exited would use CPU after the reading (its
+// exit), which a profiler rightly charges to it.
 //
 // Output:
 //   hot: done
@@ -20,18 +24,46 @@ static class Sleeper
 {
     public static readonly ManualResetEvent Done = new ManualResetEvent(false);
     public static readonly ManualResetEvent Asleep = new ManualResetEvent(false);
-    /// The thread's CPU time when it is done: what it used to start, wait and wake.
-    public static long CpuNs;
+    public static readonly ManualResetEvent Woke = new ManualResetEvent(false);
+    static readonly ManualResetEvent Never = new ManualResetEvent(false);
+    /// The thread's kernel id.
+    static int Tid;
     /// How long it waited in Nap, wall time.
     public static long NapNs;
+
+    [System.Runtime.InteropServices.DllImport("libc")]
+    static extern int gettid();
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static void Run()
     {
+        Tid = gettid();
         var watch = System.Diagnostics.Stopwatch.StartNew();
         Nap();
         NapNs = (long)(watch.Elapsed.TotalMilliseconds * 1000000.0);
-        CpuNs = ThreadCpu.Ns();
+        Woke.Set();
+        Never.WaitOne();
+    }
+
+    /// The CPU time the thread used in all, once it is parked: read until the kernel says it
+    /// sleeps and its time stays the same.
+    public static long ParkedCpuNs()
+    {
+        Woke.WaitOne();
+        string task = "/proc/self/task/" + Tid;
+        long last = -1;
+        for (int i = 0; i < 2000; i++)
+        {
+            string stat = System.IO.File.ReadAllText(task + "/stat");
+            char state = stat.Substring(stat.LastIndexOf(')') + 1).Trim()[0];
+            long ns = long.Parse(System.IO.File.ReadAllText(task + "/schedstat").Split(' ')[0],
+                System.Globalization.CultureInfo.InvariantCulture);
+            if (state == 'S' && ns == last)
+                return ns;
+            last = ns;
+            Thread.Sleep(5);
+        }
+        return last;
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
@@ -75,6 +107,7 @@ static class Hot
     {
         var sleeper = new Thread(Sleeper.Run);
         sleeper.Name = "sleeper";
+        sleeper.IsBackground = true;
         sleeper.Start();
         Sleeper.Asleep.WaitOne();
 
@@ -99,9 +132,9 @@ static class Hot
             }
         }
         Sleeper.Done.Set();
-        sleeper.Join();
+        long sleeperCpuNs = Sleeper.ParkedCpuNs();
         Console.WriteLine("hot: done");
-        Console.Error.WriteLine("hot: sleeper cpu_ns " + Sleeper.CpuNs);
+        Console.Error.WriteLine("hot: sleeper cpu_ns " + sleeperCpuNs);
         Console.Error.WriteLine("hot: sleeper nap_ns " + Sleeper.NapNs);
         Console.Error.WriteLine("hot: spin share " + ((double)spinTicks / (spinTicks + otherTicks))
             .ToString("F4", System.Globalization.CultureInfo.InvariantCulture));
