@@ -173,6 +173,12 @@ impl Definitions {
         self.function_lives.id_at(raw, ts) == id && self.function_lives.id(raw) != id
     }
 
+    /// Whether the life `function` had at `CLOCK_MONOTONIC` time `ts` has ended since (the
+    /// runtime said it was gone): [`Definitions::ended_after`] of that life.
+    pub fn life_at_ended(&self, function: FunctionId, ts: u64) -> bool {
+        self.function_lives.id_at(function.0, ts) != self.function_lives.id(function.0)
+    }
+
     /// Defines a function (and its module) if not done yet; returns its trace id.
     pub fn function(&self, info: &ProfilerInfo, out: &Transport, function: FunctionId) -> u64 {
         let id = self.function_id(function);

@@ -710,10 +710,10 @@ impl StackBuilder {
             None => {
                 // A generated method's range learnt earlier, whose life ended after the
                 // capture: the address held its code then.
-                let before = self.shapes.known_generated(ip).filter(|b| {
-                    let function = b.jited.function;
-                    s.defs.ended_after(s.defs.function_id_at(function, ts), ts)
-                });
+                let before = self
+                    .shapes
+                    .known_generated(ip)
+                    .filter(|b| s.defs.life_at_ended(b.jited.function, ts));
                 let now = self.shapes.owner(ip);
                 match before {
                     Some(b) if now.is_none_or(|n| n.jited.function != b.jited.function) => Some(b),
