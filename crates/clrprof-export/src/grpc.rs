@@ -18,10 +18,8 @@ use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, En
 use tonic::transport::{Channel, Endpoint};
 
 use crate::otlp;
-use crate::transport::{
-    ExportConfig, MAX_RESPONSE_BYTES, OTLP_GRPC_METHOD, Outcome, Refusal, RpcStatus, Unreachable,
-    is_tls, unreachable_kind,
-};
+use crate::outcome::{Outcome, Refusal, RpcStatus, Unreachable, is_tls, unreachable_kind};
+use crate::settings::{ExportConfig, MAX_RESPONSE_BYTES, OTLP_GRPC_METHOD};
 
 /// The type URL of `google.rpc.RetryInfo` in a status's details.
 const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
@@ -290,7 +288,7 @@ impl Decoder for RawBytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::Any;
+    use crate::outcome::Any;
     use prost::Message;
 
     fn details(delay: Option<ProtoDuration>) -> Vec<u8> {

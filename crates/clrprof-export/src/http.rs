@@ -5,10 +5,10 @@ use std::io::Read;
 use std::time::Duration;
 
 use crate::otlp;
+use crate::outcome::{Outcome, Refusal, Unreachable, error_message, is_tls, unreachable_kind};
 use crate::pyroscope;
-use crate::transport::{
-    ExportConfig, MAX_RESPONSE_BYTES, OTLP_PROFILES_PATH, Outcome, PYROSCOPE_PUSH_PATH, Protocol,
-    Refusal, Unreachable, error_message, is_tls, unreachable_kind,
+use crate::settings::{
+    ExportConfig, MAX_RESPONSE_BYTES, OTLP_PROFILES_PATH, PYROSCOPE_PUSH_PATH, Protocol,
 };
 
 /// Posts requests to one URL.

@@ -26,10 +26,12 @@
 mod grpc;
 mod http;
 pub mod otlp;
+mod outcome;
 pub mod period;
 pub mod pyroscope;
 pub mod queue;
 pub mod resource;
+mod settings;
 pub mod transport;
 
 pub use period::{

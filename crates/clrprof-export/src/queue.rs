@@ -237,7 +237,7 @@ mod tests {
 
     fn refused(status: u16, retry_after: Option<u64>) -> Outcome {
         Outcome::Refused {
-            status: crate::transport::Refusal::Http(status),
+            status: crate::outcome::Refusal::Http(status),
             retry_after: retry_after.map(Duration::from_secs),
             message: String::new(),
         }
