@@ -17,8 +17,8 @@
 
 use clrprof_sys::GUID;
 
+use crate::callback_interfaces::{AssemblyReferenceProvider, FunctionControl};
 use crate::error::{HResult, Result};
-use crate::export::{AssemblyReferenceProvider, FunctionControl};
 use crate::ids::*;
 use crate::info::ProfilerInfo;
 use crate::types::*;

@@ -81,6 +81,7 @@
 #![warn(missing_docs)]
 
 pub mod callback;
+pub mod callback_interfaces;
 pub mod com;
 pub mod elt;
 pub mod error;

@@ -16,8 +16,8 @@ use crate::info::ProfilerInfo;
 use crate::types::*;
 use crate::wide::from_wide;
 
-use super::helpers::{AssemblyReferenceProvider, FunctionControl};
 use super::{flag, guid, run, run_out, slice, wide_cstr};
+use crate::callback_interfaces::{AssemblyReferenceProvider, FunctionControl};
 
 // ---------------------------------------------------------------------------------------------
 // The callback object

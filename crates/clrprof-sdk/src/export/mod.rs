@@ -33,14 +33,14 @@
 //! # Files
 //! This file holds the boundary (panics, argument conversion), the class factory with the
 //! exported state and [`export_profiler!`](crate::export_profiler); `callbacks.rs` the callback
-//! object and its shims; `helpers.rs` the helper interfaces handed to some callbacks.
+//! object and its shims; the helper interfaces handed to some callbacks are in
+//! `crate::callback_interfaces`.
 
 mod callbacks;
-mod helpers;
 
+pub use crate::callback_interfaces::{AssemblyReferenceProvider, FunctionControl};
 pub use callbacks::callback_versions_asked;
 use callbacks::{CallbackObject, CallbackVtbl, query_interface, release_count};
-pub use helpers::{AssemblyReferenceProvider, FunctionControl};
 
 use core::ffi::c_void;
 use core::marker::PhantomData;

@@ -29,8 +29,8 @@ use clrprof_sys::{
 
 use super::enumerators::MethodRef;
 use super::{ProfilerInfo, ok};
+use crate::callback_interfaces::FunctionControl;
 use crate::error::{Error, HResult, Result};
-use crate::export::FunctionControl;
 use crate::ids::{FunctionId, ModuleId, ReJitId};
 use crate::il::IlBody;
 use crate::types::IlMapEntry;

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use clrprof_sys as sys;
 
@@ -14,17 +14,13 @@ use super::render::{
     MAX_NAME_DEPTH, SigRenderer, TypePath, TypeScope, primitive_keyword, push_args, rank_suffix,
     too_deep,
 };
-use super::shared::{CANON, CANON_ARG, SharedClasses};
+use super::shared::{CANON, CANON_ARG, SharedClasses, lock};
 use crate::error::{Error, Result};
 use crate::ids::{ClassId, FrameInfo, FunctionId, ModuleId, Token};
 use crate::info::ProfilerInfo;
 
 /// Declared generic parameter names of one TypeDef or MethodDef, by sequence.
 type GenericNames = Arc<Vec<String>>;
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Makes and caches display names of functions, classes, modules and metadata tokens.
 ///

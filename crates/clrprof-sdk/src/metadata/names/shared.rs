@@ -17,11 +17,15 @@
 //! reused after an unload.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use crate::ids::{ClassId, ModuleId, Token};
 
-use super::namer::lock;
+/// A lock of the names' caches (a poisoned lock is still used: the caches hold no invariant a
+/// panic could break).
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 pub(super) use clrprof_events::csharp::{CANON, CANON_ARG};
 

@@ -1,4 +1,5 @@
-//! Helper interfaces the runtime hands to some callbacks.
+//! Helper interfaces the runtime hands to some callbacks (below both the callbacks that take
+//! them and the exported COM object that makes them).
 
 use core::ptr;
 
@@ -18,7 +19,7 @@ use crate::wide::to_wide;
 /// How to recompile one method, handed to [`Profiler::get_rejit_parameters`](crate::Profiler::get_rejit_parameters)
 /// (`ICorProfilerFunctionControl`). Valid only during that callback.
 pub struct FunctionControl {
-    pub(super) ptr: ComPtr<sys::ICorProfilerFunctionControlVtbl>,
+    pub(crate) ptr: ComPtr<sys::ICorProfilerFunctionControlVtbl>,
 }
 
 impl FunctionControl {
@@ -74,7 +75,7 @@ impl core::fmt::Debug for FunctionControl {
 /// Lets [`Profiler::get_assembly_references`](crate::Profiler::get_assembly_references) declare extra assembly references
 /// (`ICorProfilerAssemblyReferenceProvider`). Valid only during that callback.
 pub struct AssemblyReferenceProvider {
-    pub(super) ptr: ComPtr<sys::ICorProfilerAssemblyReferenceProviderVtbl>,
+    pub(crate) ptr: ComPtr<sys::ICorProfilerAssemblyReferenceProviderVtbl>,
 }
 
 impl AssemblyReferenceProvider {
