@@ -149,7 +149,7 @@ impl ProfileBuilder {
     }
 
     /// Sets the exact counts (count mode) of thread `thread`.
-    pub fn add_counts(&mut self, thread: usize, counts: crate::counts::ThreadCounts) {
+    pub fn add_counts(&mut self, thread: usize, counts: crate::model::ThreadCounts) {
         self.profile.threads[thread].counts = Some(counts);
     }
 

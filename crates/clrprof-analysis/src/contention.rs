@@ -288,7 +288,7 @@ pub fn write_contention_json(
     let mut doc = serde_json::Map::new();
     doc.insert(
         "session".into(),
-        serde_json::to_value(crate::report::session_json(t))?,
+        serde_json::to_value(crate::session::session_json(t))?,
     );
     doc.insert(
         "contention".into(),

@@ -15,6 +15,7 @@ use clrprof_trace::{CallCounts as CallCountsRecord, CountedMethod};
 
 use crate::builder::ProfileBuilder;
 use crate::model::{FrameIndex, FrameKind, Profile};
+pub use crate::model::{SiteCalls, ThreadCounts};
 
 /// Count mode's records, as read.
 #[derive(Debug, Clone, Default)]
@@ -23,28 +24,6 @@ pub struct CountRecords {
     pub methods: Vec<CountedMethod>,
     /// What each thread counted in them.
     pub counts: Vec<CallCountsRecord>,
-}
-
-/// The calls one call site made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SiteCalls {
-    /// The function the call site is in.
-    pub caller: FrameIndex,
-    /// The method the call instruction names.
-    pub callee: FrameIndex,
-    /// IL offset of the call instruction in the caller's original body.
-    pub il_offset: u32,
-    /// Calls made there.
-    pub calls: u64,
-}
-
-/// What count mode counted on one thread.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ThreadCounts {
-    /// Entries of each counted function, in frame order.
-    pub functions: Vec<(FrameIndex, u64)>,
-    /// Calls of each call site, by caller and IL offset.
-    pub sites: Vec<SiteCalls>,
 }
 
 /// The counts of several threads summed.

@@ -55,6 +55,7 @@ pub mod query;
 pub mod report;
 pub mod runtime;
 pub mod sampling;
+mod session;
 mod stack_frames;
 pub mod stack_start;
 pub mod threads;

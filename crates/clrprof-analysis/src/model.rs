@@ -462,10 +462,10 @@ pub struct ThreadProfile {
     /// The exact calling context tree (trace mode), when the agent wrote one.
     pub call_tree: Option<CallTree>,
     /// Exact calls per function and call site (count mode), when the thread counted any.
-    pub counts: Option<crate::counts::ThreadCounts>,
+    pub counts: Option<ThreadCounts>,
     /// One of the runtime's service threads (finalizer, tiered compilation, GC, debugger,
     /// signal handler, diagnostics, ...), rather than a thread of the program: see
-    /// [`crate::threads::mark_service_threads`].
+    /// `threads::mark_service_threads`.
     pub service: bool,
 }
 
@@ -576,7 +576,7 @@ impl Profile {
                     }));
                     CallTree { nodes }
                 });
-                let counts = t.counts.map(|c| crate::counts::ThreadCounts {
+                let counts = t.counts.map(|c| ThreadCounts {
                     functions: c
                         .functions
                         .into_iter()
@@ -585,7 +585,7 @@ impl Profile {
                     sites: c
                         .sites
                         .into_iter()
-                        .map(|s| crate::counts::SiteCalls {
+                        .map(|s| SiteCalls {
                             caller: frame(s.caller),
                             callee: frame(s.callee),
                             ..s
@@ -744,6 +744,28 @@ impl Profile {
         }
         Ok(())
     }
+}
+
+/// The calls one call site made (count mode, see `counts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SiteCalls {
+    /// The function the call site is in.
+    pub caller: FrameIndex,
+    /// The method the call instruction names.
+    pub callee: FrameIndex,
+    /// IL offset of the call instruction in the caller's original body.
+    pub il_offset: u32,
+    /// Calls made there.
+    pub calls: u64,
+}
+
+/// What count mode counted on one thread.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadCounts {
+    /// Entries of each counted function, in frame order.
+    pub functions: Vec<(FrameIndex, u64)>,
+    /// Calls of each call site, by caller and IL offset.
+    pub sites: Vec<SiteCalls>,
 }
 
 #[cfg(test)]

@@ -157,8 +157,8 @@ pub struct Query {
     /// their exact calls but without their own time.
     pub filter: Option<String>,
     /// Only this many functions in the top table (text and JSON); `Some(0)`: all of them;
-    /// `None`: the format's default (the text report's [`crate::output::TEXT_TOP`], every
-    /// function in JSON).
+    /// `None`: the format's default (the text report's `TEXT_TOP` functions, every function
+    /// in JSON).
     pub top: Option<usize>,
 }
 
