@@ -10,6 +10,7 @@
 mod bench;
 mod big_trace;
 mod collector;
+mod cycles;
 mod demo;
 #[cfg(unix)]
 mod eventpipe;
@@ -39,7 +40,8 @@ struct Cli {
 enum Command {
     /// Install the pinned .NET runtimes (3.1.23, 8.0.4) and the `mcs` C# compiler (idempotent).
     Setup,
-    /// Run setup, fmt, clippy, the test suite on every pinned runtime and the Windows check;
+    /// Run setup, fmt, clippy, the import-circle check, the test suite on every pinned runtime
+    /// and the Windows check;
     /// stops at the first failure.
     Test {
         /// Extra arguments appended to each `cargo test` (e.g. a test name, `-- --nocapture`).
@@ -48,6 +50,9 @@ enum Command {
     },
     /// Profile the bundled demo program.
     Demo,
+    /// List the import circles between the files of each crate; fails on one that is not a
+    /// known one (see xtask/src/cycles.rs).
+    Cycles,
     /// Make a large trace from a real one (its samples repeated, shifted in time), to measure
     /// `clrprof report` on it.
     BigTrace {
@@ -145,6 +150,7 @@ fn main() -> ExitCode {
         Command::Setup => setup::run(),
         Command::Test { args } => test::run(&args),
         Command::Demo => demo::run(),
+        Command::Cycles => cycles::run(),
         Command::BigTrace { from, size, output } => big_trace::run(&from, size, &output),
         Command::Fuzz { seconds, targets } => fuzz::run_targets(seconds, &targets),
         Command::Bench(args) => run_bench(&args),

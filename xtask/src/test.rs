@@ -51,6 +51,7 @@ pub fn run(extra: &[String]) -> Result<()> {
             "warnings",
         ]))
     })?;
+    step("import circles", &mut crate::cycles::run)?;
     // Everything on the first runtime, then the end-to-end and SDK tests (the only ones a
     // runtime runs under) on each other runtime. Those are chosen by test target within the
     // whole workspace rather than with `-p clrprof-e2e`: Cargo unifies dependencies' features

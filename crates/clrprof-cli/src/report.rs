@@ -11,6 +11,7 @@ use clrprof_analysis::{Query, memory, report, trace};
 use clrprof_symbols::SymbolFiles;
 
 use crate::safe_file::SafeFile;
+use crate::status::Status;
 use crate::symbol_server::{ServerOptions, SymbolServers};
 
 /// What to report, independent of the command-line syntax.
@@ -197,41 +198,6 @@ fn text_width(opts: &ReportOptions) -> Option<usize> {
         },
     };
     Some(width.max(NARROWEST))
-}
-
-/// A line showing on a terminal what the heap analysis (it can take a while on big heaps) or a
-/// symbol server's download is doing; cleared when dropped.
-pub(crate) struct Status {
-    tty: bool,
-}
-
-impl Status {
-    pub(crate) fn new() -> Self {
-        Self {
-            tty: std::io::stderr().is_terminal(),
-        }
-    }
-
-    /// Shows `clrprof: WHAT...` (nothing for an empty `what`) on a terminal.
-    pub(crate) fn show(&mut self, what: &str) {
-        if self.tty && what.is_empty() {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-        } else if self.tty {
-            let _ = write!(std::io::stderr(), "\r\x1b[2Kclrprof: {what}...");
-        }
-    }
-
-    /// Runs `work`, which reports its progress to the status line, then clears the line.
-    fn during<T>(work: impl FnOnce(&mut dyn FnMut(&str)) -> T) -> T {
-        let mut status = Status::new();
-        work(&mut |what| status.show(what))
-    }
-}
-
-impl Drop for Status {
-    fn drop(&mut self) {
-        self.show("");
-    }
 }
 
 /// The rows a table shows: `--top N`, all of them for `--top 0`, else `default`.
