@@ -35,6 +35,7 @@ mod managed_stacks;
 mod overlap;
 #[cfg(unix)]
 mod private_dir;
+mod progress_line;
 #[cfg(unix)]
 mod ps;
 #[cfg(unix)]

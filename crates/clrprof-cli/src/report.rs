@@ -10,8 +10,8 @@ use clrprof_analysis::runtime::View;
 use clrprof_analysis::{Query, memory, report, trace};
 use clrprof_symbols::SymbolFiles;
 
+use crate::progress_line::Status;
 use crate::safe_file::SafeFile;
-use crate::status::Status;
 use crate::symbol_server::{ServerOptions, SymbolServers};
 
 /// What to report, independent of the command-line syntax.

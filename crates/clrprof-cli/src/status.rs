@@ -12,11 +12,8 @@
 //! recording ends the scrolling region is reset and the row cleared.
 //!
 //! Only on a terminal: when standard error is not one, there is no status line at all.
-//!
-//! [`Status`] is the simpler line of `report` (a heap analysis, a symbol server's download):
-//! drawn where the cursor is, since nothing else writes to the terminal meanwhile.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -136,41 +133,6 @@ impl Drop for StatusLine {
 fn elapsed(d: Duration) -> String {
     let s = d.as_secs();
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-}
-
-/// A line showing on a terminal what the heap analysis (it can take a while on big heaps) or a
-/// symbol server's download is doing; cleared when dropped.
-pub(crate) struct Status {
-    tty: bool,
-}
-
-impl Status {
-    pub(crate) fn new() -> Self {
-        Self {
-            tty: std::io::stderr().is_terminal(),
-        }
-    }
-
-    /// Shows `clrprof: WHAT...` (nothing for an empty `what`) on a terminal.
-    pub(crate) fn show(&mut self, what: &str) {
-        if self.tty && what.is_empty() {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-        } else if self.tty {
-            let _ = write!(std::io::stderr(), "\r\x1b[2Kclrprof: {what}...");
-        }
-    }
-
-    /// Runs `work`, which reports its progress to the status line, then clears the line.
-    pub(crate) fn during<T>(work: impl FnOnce(&mut dyn FnMut(&str)) -> T) -> T {
-        let mut status = Status::new();
-        work(&mut |what| status.show(what))
-    }
-}
-
-impl Drop for Status {
-    fn drop(&mut self) {
-        self.show("");
-    }
 }
 
 #[cfg(test)]

@@ -211,7 +211,7 @@ impl SymbolServers {
                 .get_or_insert_with(|| ClientCell(Client::new(self.timeout)))
                 .0;
             let what = format!("{key} from {}", server.url);
-            let mut status = crate::status::Status::new();
+            let mut status = crate::progress_line::Status::new();
             status.show(&format!("asking for {what}"));
             let answer = client.download(&url, dir, &mut |bytes| {
                 status.show(&format!("downloading {what}: {}", size(bytes)))
