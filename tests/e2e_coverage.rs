@@ -13,16 +13,7 @@ use serde_json::Value;
 
 /// The lines of `Coverage.cs` marked `// @name`, by name.
 fn markers() -> BTreeMap<String, u32> {
-    let source = std::fs::read_to_string(programs_dir().join("Coverage.cs")).unwrap();
-    source
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim_start().starts_with("//"))
-        .filter_map(|(i, l)| {
-            let name = l.split("// @").nth(1)?;
-            Some((name.trim().to_string(), i as u32 + 1))
-        })
-        .collect()
+    clrprof_e2e::line_markers("Coverage.cs")
 }
 
 /// Expected hits of every marked line, as derived in the comment at the top of `Coverage.cs`.
