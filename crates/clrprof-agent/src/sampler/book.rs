@@ -37,6 +37,19 @@ pub const LONG_WAIT_NS: u64 = 1_000_000_000;
 /// See [`LONG_WAIT_NS`].
 pub const LONG_WAIT_CHECK_NS: u64 = 80_000_000;
 
+/// A thread that the last looks found in the same wait this many times in a row...
+const SETTLED_LOOKS: u32 = 2;
+/// ... is taken to be back in it, without a look, on this many of the ticks that follow where
+/// it ran a little since the previous one (a server's pool thread, which wakes for each request
+/// and goes back to the same wait: its `/proc` reads were a fifth of the sampler's CPU on a
+/// server). Such a tick charges what the thread ran of the interval to its latest CPU sample's
+/// stack and the rest to the wait (a look charges the whole interval to what it sees at that
+/// instant). A look found the thread running does not unsettle it (it goes back to its
+/// wait when done); one that found it in another wait does. The next tick looks again; a wait
+/// begun on trust is looked at on the first tick the thread did not run at all, before it
+/// may last (see `Book::on_tick`).
+const TRUSTED_TICKS: u32 = 3;
+
 /// A blocked thread's wall-clock sample.
 fn blocked(stack: u32, wall_ns: u64) -> WallSample {
     WallSample {
@@ -78,8 +91,17 @@ pub struct Book {
     pub last_cpu: Option<(u32, u64)>,
     /// The thread's CPU clock when it was found blocked, and the stack it waits with.
     episode: Option<(u64, u32)>,
+    /// Whether a look found the current wait (else it was taken on trust, see
+    /// [`TRUSTED_TICKS`]).
+    episode_seen: bool,
     /// When the current wait was found.
     episode_since: u64,
+    /// The wait the latest looks found, how many looks in a row found it, and on how many
+    /// ticks since the latest look it was taken on trust.
+    settled: Option<(WaitKey, u32, u32)>,
+    /// What the thread ran on ticks that took its wait on trust, not written yet: the stack of
+    /// its latest CPU sample then, and the time.
+    trusted_running: (u32, u64),
     /// Wall time of the current wait not written yet.
     episode_wall: u64,
     /// The thread's CPU clock at the previous tick.
@@ -212,8 +234,12 @@ impl Book {
             cpu.saturating_sub(self.cpu_seen)
         };
         self.cpu_seen = cpu;
+        // A wait taken on trust is looked at once the thread stops running in it.
+        let mut must_look = false;
         if let Some((base, stack)) = self.episode {
-            if cpu == base {
+            if cpu == base && !self.episode_seen {
+                must_look = true;
+            } else if cpu == base {
                 // Still in the same wait: one sample per second of it is enough.
                 self.episode_wall += wall_ns;
                 if self.episode_wall >= EPISODE_SAMPLE_NS {
@@ -239,13 +265,44 @@ impl Book {
         }
         // A thread that ran most of the interval is running: no need to ask /proc.
         let busy = ran_ns.saturating_mul(2) >= wall_ns;
-        match if busy { None } else { whereabouts() } {
+        if !busy
+            && !must_look
+            && let Some(stack) = self.trusted_wait()
+        {
+            // What it ran of the interval was at the stack of its latest CPU sample: held
+            // until the next look, in one sample while that stack stays the same.
+            let ran = match self.last_cpu {
+                Some((running, _)) if ran_ns > 0 => {
+                    if self.trusted_running.0 != running {
+                        self.write_trusted_running(emit);
+                        self.trusted_running.0 = running;
+                    }
+                    self.trusted_running.1 += ran_ns;
+                    ran_ns
+                }
+                _ => 0,
+            };
+            self.begin_episode(cpu, stack, now, wall_ns.saturating_sub(ran), false);
+            return false;
+        }
+        self.write_trusted_running(emit);
+        let found = if busy { None } else { whereabouts() };
+        self.settled = match (found, self.settled) {
+            (Some(Whereabouts::Blocked(key)), Some((settled, looks, _)))
+                if key.same_place(&settled) =>
+            {
+                Some((key, looks + 1, 0))
+            }
+            (Some(Whereabouts::Blocked(key)), _) => Some((key, 1, 0)),
+            // Found running (an interval it ran in, but less than half of it): it goes back
+            // to its wait when it is done, as often before.
+            (Some(Whereabouts::Running), Some((settled, looks, _))) => Some((settled, looks, 0)),
+            _ => None,
+        };
+        match found {
             Some(Whereabouts::Blocked(key)) => {
                 if let Some(stack) = self.known_wait(key) {
-                    self.episode = Some((cpu, stack));
-                    self.episode_since = now;
-                    self.stack = stack;
-                    self.episode_wall = wall_ns + std::mem::take(&mut self.pending_wall);
+                    self.begin_episode(cpu, stack, now, wall_ns, true);
                     return false;
                 }
                 self.asking = Some((key, now));
@@ -257,6 +314,40 @@ impl Book {
                 false
             }
         }
+    }
+
+    /// Writes the running time of ticks that took the thread's wait on trust.
+    fn write_trusted_running(&mut self, emit: &mut impl FnMut(WallSample)) {
+        let (stack, wall_ns) = std::mem::take(&mut self.trusted_running);
+        if wall_ns > 0 {
+            emit(WallSample {
+                stack,
+                state: ThreadState::Running,
+                wall_ns,
+            });
+        }
+    }
+
+    /// The thread is in the wait whose stack is `stack` since CPU time `cpu` (seen there by a
+    /// look, or taken on trust), with the interval's `wall_ns` and what was held.
+    fn begin_episode(&mut self, cpu: u64, stack: u32, now: u64, wall_ns: u64, seen: bool) {
+        self.episode = Some((cpu, stack));
+        self.episode_seen = seen;
+        self.episode_since = now;
+        self.stack = stack;
+        self.episode_wall = wall_ns + std::mem::take(&mut self.pending_wall);
+    }
+
+    /// The stack of the wait the thread is taken to be back in without a look (see
+    /// [`TRUSTED_TICKS`]), if it settled in one and has not been trusted long enough.
+    fn trusted_wait(&mut self) -> Option<u32> {
+        let (key, looks, trusted) = self.settled?;
+        if looks < SETTLED_LOOKS || trusted >= TRUSTED_TICKS {
+            return None;
+        }
+        let stack = self.known_wait(key)?;
+        self.settled = Some((key, looks, trusted + 1));
+        Some(stack)
     }
 
     /// The question could not be sent (the thread is gone): give it up.
@@ -321,6 +412,7 @@ impl Book {
     /// Writes what is still held, up to `end` (when the thread ended, or sampling stopped),
     /// where the thread was last seen.
     pub fn flush(&mut self, end: u64, emit: &mut impl FnMut(WallSample)) {
+        self.write_trusted_running(emit);
         let tail = end.saturating_sub(self.wall_mark);
         self.wall_mark = self.wall_mark.max(end);
         if let Some((_, stack)) = self.episode {
@@ -385,6 +477,143 @@ pub fn split_missed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn wait(sp: usize) -> WaitKey {
+        WaitKey {
+            nr: 202,
+            arg0: 0x1000,
+            sp,
+            pc: 0x7000,
+        }
+    }
+
+    /// Wall tick `n` (one every 10 ms), where the thread's CPU clock reads `cpu`; `found` is
+    /// what a look finds, `None` if the tick must not look. Returns the samples written and
+    /// whether the thread must be asked.
+    fn tick(
+        book: &mut Book,
+        n: u64,
+        cpu: u64,
+        found: Option<Whereabouts>,
+    ) -> (Vec<WallSample>, bool) {
+        let mut out = Vec::new();
+        let ask = book.on_tick(
+            n * 10 * MS,
+            cpu,
+            || found.or_else(|| panic!("tick {n} looked at the thread")),
+            &mut |w| out.push(w),
+        );
+        (out, ask)
+    }
+
+    #[test]
+    fn a_thread_settled_in_one_wait_is_taken_back_to_it_without_a_look_for_a_few_ticks() {
+        let mut book = Book::new(1, 0);
+        let k = wait(0x5000);
+        book.remember(k, 42);
+        book.stack = 7;
+        book.last_cpu = Some((7, 0));
+        let blocked_in = |n| Some(Whereabouts::Blocked(wait(n)));
+        let running = |wall_ns| WallSample {
+            stack: 7,
+            state: ThreadState::Running,
+            wall_ns,
+        };
+        // Each tick the thread ran 1 ms (a request) and went back to the same wait.
+        tick(&mut book, 1, MS, Some(Whereabouts::Running));
+        assert!(!tick(&mut book, 2, 2 * MS, blocked_in(0x5000)).1);
+        let (out, _) = tick(&mut book, 3, 3 * MS, blocked_in(0x5000));
+        assert_eq!(out, vec![blocked(42, 10 * MS)]);
+        // Found there twice: the next three ticks do not look; what the thread ran of each
+        // interval is charged to its latest CPU sample's stack, the rest to the wait.
+        // The running time is held until the next look, in one sample.
+        let (out, _) = tick(&mut book, 4, 4 * MS, None);
+        assert_eq!(out, vec![blocked(42, 10 * MS)]);
+        for n in 5..7 {
+            let (out, ask) = tick(&mut book, n, n * MS, None);
+            assert_eq!(out, vec![blocked(42, 9 * MS)], "tick {n}");
+            assert!(!ask);
+        }
+        // Then it is looked at again: still there, so it is trusted again.
+        let (out, _) = tick(&mut book, 7, 7 * MS, blocked_in(0x5000));
+        assert_eq!(out, vec![blocked(42, 9 * MS), running(3 * MS)]);
+        let (out, _) = tick(&mut book, 8, 8 * MS, None);
+        assert_eq!(out, vec![blocked(42, 10 * MS)]);
+        // A new CPU stack: what was held at the old one is written.
+        book.last_cpu = Some((8, 0));
+        let (out, _) = tick(&mut book, 9, 9 * MS, None);
+        assert_eq!(out, vec![blocked(42, 9 * MS), running(MS)]);
+        let mut out = Vec::new();
+        book.flush(95 * MS, &mut |w| out.push(w));
+        assert_eq!(
+            out,
+            vec![
+                WallSample {
+                    stack: 8,
+                    state: ThreadState::Running,
+                    wall_ns: MS
+                },
+                blocked(42, 14 * MS)
+            ]
+        );
+        // Found running: trusted again after the look (it goes back to its wait)...
+        book.settled = Some((k, 2, TRUSTED_TICKS));
+        tick(&mut book, 10, 10 * MS, Some(Whereabouts::Running));
+        assert_eq!(book.settled, Some((k, 2, 0)));
+        tick(&mut book, 11, 11 * MS, None);
+        // ... but found in another wait, it must settle there again.
+        book.settled = Some((k, 2, TRUSTED_TICKS));
+        tick(&mut book, 12, 12 * MS, blocked_in(0x6000));
+        assert_eq!(book.settled, Some((wait(0x6000), 1, 0)));
+    }
+
+    #[test]
+    fn a_condition_variable_waited_on_through_either_futex_word_is_one_wait() {
+        let mut book = Book::new(1, 0);
+        let k = wait(0x5000);
+        let other_word = WaitKey {
+            arg0: k.arg0 + 4,
+            ..k
+        };
+        book.remember(k, 42);
+        book.remember(other_word, 42);
+        book.cpu_seen = 1;
+        tick(&mut book, 1, 2 * MS, Some(Whereabouts::Blocked(k)));
+        tick(&mut book, 2, 3 * MS, Some(Whereabouts::Blocked(other_word)));
+        // Settled: the next tick takes it back there without a look.
+        let (out, _) = tick(&mut book, 3, 4 * MS, None);
+        assert_eq!(out, vec![blocked(42, 10 * MS)]);
+    }
+
+    #[test]
+    fn a_wait_taken_on_trust_is_looked_at_once_the_thread_stops_running() {
+        let mut book = Book::new(1, 0);
+        let k = wait(0x5000);
+        book.remember(k, 42);
+        book.cpu_seen = 1;
+        book.settled = Some((k, 2, 0));
+        // Taken on trust after running a little...
+        let (out, _) = tick(&mut book, 1, 2 * MS, None);
+        assert!(out.is_empty());
+        // ... then it did not run: looked at, and found in another wait, never seen: asked.
+        let (out, ask) = tick(
+            &mut book,
+            2,
+            2 * MS,
+            Some(Whereabouts::Blocked(wait(0x6000))),
+        );
+        assert_eq!(out, vec![blocked(42, 10 * MS)]);
+        assert!(ask);
+        // A wait a look found is not looked at again while the thread does not run.
+        let mut book = Book::new(1, 0);
+        book.remember(k, 42);
+        book.cpu_seen = 1;
+        tick(&mut book, 1, 2 * MS, Some(Whereabouts::Blocked(k)));
+        let (out, _) = tick(&mut book, 2, 2 * MS, None);
+        assert!(out.is_empty());
+    }
 
     #[test]
     fn a_stretch_without_samples_is_new_once_until_the_next_sample() {

@@ -33,6 +33,14 @@ impl WaitKey {
     pub fn matches(&self, rip: usize, rsp: usize) -> bool {
         rsp == self.sp && (rip == self.pc || rip.wrapping_add(2) == self.pc)
     }
+
+    /// True if `other` is a wait in the same call at the same stack depth, whatever its first
+    /// argument: a thread that waits on a condition variable again and again waits on one of
+    /// its two futex words, then the other (glibc's condition variables take turns between
+    /// two groups of waiters, 4 bytes apart).
+    pub fn same_place(&self, other: &WaitKey) -> bool {
+        self.nr == other.nr && self.sp == other.sp && self.pc == other.pc
+    }
 }
 
 /// What a thread is doing now.

@@ -63,19 +63,18 @@ impl SwitchWatch {
             return None;
         }
         self.window = Some(now);
-        if self.seen.is_some_and(|(seen_cpu, _)| seen_cpu == cpu) {
-            return None; // did not run: nothing new to learn
-        }
-        let count = switches()?;
         let Some((before_cpu, before_count)) = self.seen else {
-            self.seen = Some((cpu, count));
+            self.seen = switches().map(|count| (cpu, count));
             return None;
         };
         let ran = cpu.saturating_sub(before_cpu);
         if ran < MIN_CPU_NS {
-            // Too little to tell; keep counting from where the window started.
+            // Did not run, or too little to tell (and not worth a `/proc` read: a server's
+            // pool threads are most of a sampler's reads); keep counting from where the
+            // window started.
             return None;
         }
+        let count = switches()?;
         self.seen = Some((cpu, count));
         let rate = count.saturating_sub(before_count) as f64 * 1e9 / ran as f64;
         match clock {
@@ -165,8 +164,11 @@ mod tests {
         let mut w = SwitchWatch::default();
         let perf = ClockKind::PerfTaskClock;
         w.on_tick(0, 0, perf, || stat(10));
-        // 40 switches in 1 ms of CPU would be 40,000 a CPU second: not enough CPU to tell.
-        assert_eq!(w.on_tick(300 * MS, MS, perf, || stat(50)), None);
+        // 1 ms of CPU is not enough to tell: not even worth reading the count.
+        assert_eq!(
+            w.on_tick(300 * MS, MS, perf, || panic!("too little CPU to read")),
+            None
+        );
         // Counted on from the first reading: 60 switches in 3 ms of CPU.
         assert_eq!(
             w.on_tick(600 * MS, 3 * MS, perf, || stat(70)),

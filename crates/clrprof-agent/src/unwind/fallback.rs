@@ -102,6 +102,11 @@ impl Unwinder {
     /// Nothing to re-read.
     pub fn refresh_modules_for(&mut self, _addr: usize) {}
 
+    /// No libraries are tracked on this platform.
+    pub fn libraries_may_have_changed(&self) -> bool {
+        false
+    }
+
     /// Always `None`: no modules on this platform.
     pub fn locate(&mut self, _addr: usize) -> Option<NativeFunction> {
         None
