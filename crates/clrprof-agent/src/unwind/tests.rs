@@ -170,6 +170,88 @@ fn a_remembered_walk_is_used_only_where_every_word_it_read_is_the_same() {
     assert_eq!(stats.memo_frames, 0);
 }
 
+/// Frame-pointer frames, reported as CFI ones for pcs from 0x30_0000 on (a native library's).
+struct CfiFrom30;
+
+impl FrameRules for CfiFrom30 {
+    fn cfi(&mut self, at: FrameAt, reader: &mut StackReader<'_>) -> Option<Step> {
+        (at.pc >= 0x30_0000).then(|| frame_pointer_step(reader, at.sp, at.bp))
+    }
+
+    fn managed(&mut self, _at: FrameAt, _reader: &mut StackReader<'_>) -> Option<Step> {
+        None
+    }
+}
+
+/// The native frames under the program's code are remembered from where the program's last
+/// frame leads into them: a walk that reaches them from other callers (a recursion at
+/// another depth) takes them as they are while every word they read is the same.
+#[test]
+fn the_native_frames_under_the_program_are_remembered_for_walks_from_other_callers() {
+    let at = |i: usize| FAKE_SP + i * 8;
+    let hi = at(64);
+    let mut base = vec![0usize; 64];
+    base[30] = at(40);
+    base[31] = 0x30_1000; // the program's outermost frame returns into the native base
+    base[40] = at(48);
+    base[41] = 0x30_2000;
+    base[48] = at(56);
+    base[49] = 0x30_3000;
+    // words 56, 57: zero, the outermost frame (its "CFI" says so)
+    let mut shallow = base.clone();
+    shallow[20] = at(30);
+    shallow[21] = 0x10_1000;
+    let shallow_regs = Regs {
+        rip: 0x10_0500,
+        rsp: FAKE_SP,
+        rbp: at(20),
+    };
+    let mut deeper = base.clone();
+    deeper[14] = at(30);
+    deeper[15] = 0x10_1100;
+    let deeper_regs = Regs {
+        rip: 0x10_0600,
+        rsp: FAKE_SP,
+        rbp: at(14),
+    };
+    let mut window = Vec::new();
+    let mut tail = Tail::default();
+    let mut walk_once = |words: &[usize], regs: Regs, tail: &mut Tail| {
+        let mut out = Vec::new();
+        let copy = bytes_of(words);
+        let stats = walk(
+            regs,
+            &copy,
+            Chain::default(),
+            Some(tail),
+            hi,
+            &mut out,
+            &mut window,
+            &mut CfiFrom30,
+            7,
+        );
+        (out, stats)
+    };
+    let (out, stats) = walk_once(&shallow, shallow_regs, &mut tail);
+    assert_eq!(out, [0x10_0500, 0x10_1000, 0x30_1000, 0x30_2000, 0x30_3000]);
+    assert_eq!((stats.memo_frames, stats.cfi_frames), (0, 3));
+    assert_eq!(stats.stop, Stop::EndOfStack);
+    // Another first caller, the same native base: its frames are remembered.
+    let (out, stats) = walk_once(&deeper, deeper_regs, &mut tail);
+    assert_eq!(out, [0x10_0600, 0x10_1100, 0x30_1000, 0x30_2000, 0x30_3000]);
+    assert_eq!((stats.memo_frames, stats.cfi_frames), (2, 0));
+    assert_eq!(stats.stop, Stop::EndOfStack);
+    // A word of the base changed: walked again.
+    deeper[49] = 0x30_4000;
+    let moved = Regs {
+        rip: 0x10_0610,
+        ..deeper_regs
+    };
+    let (out, stats) = walk_once(&deeper, moved, &mut tail);
+    assert_eq!(out, [0x10_0610, 0x10_1100, 0x30_1000, 0x30_2000, 0x30_4000]);
+    assert_eq!(stats.memo_frames, 0);
+}
+
 #[test]
 fn frame_pointer_chain_stops_at_max_frames() {
     let n = MAX_FRAMES + 50;
