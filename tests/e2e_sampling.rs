@@ -452,14 +452,24 @@ fn runtime_stubs_are_named_by_kind() {
     };
     let resolve = leaf_cpu("[stub: interface resolve]");
     let unnamed = leaf_cpu("[runtime stub]");
-    assert!(
-        resolve * 5 > all,
-        "{resolve} of {all} ns in the interface resolve stub"
-    );
-    assert!(
-        unnamed * 100 < all,
-        "{unnamed} of {all} ns in stubs not named by kind"
-    );
+    if Dotnet::get().major_minor() >= (5, 0) {
+        assert!(
+            resolve * 5 > all,
+            "{resolve} of {all} ns in the interface resolve stub"
+        );
+        assert!(
+            unnamed * 100 < all,
+            "{unnamed} of {all} ns in stubs not named by kind"
+        );
+    } else {
+        // CoreCLR 3.1's perf map can crash a program as it exits: `record` does not ask for
+        // it, and the stubs are one nameless frame, where the same time goes.
+        assert_eq!(resolve, 0);
+        assert!(
+            unnamed * 5 > all,
+            "{unnamed} of {all} ns in the nameless runtime stub"
+        );
+    }
     // `record` asked for the runtime's perf map, and left no file of it behind.
     let pid = trace.session.as_ref().expect("a session").pid;
     for dir in [std::env::temp_dir(), std::path::PathBuf::from("/tmp")] {

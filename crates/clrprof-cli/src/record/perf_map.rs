@@ -2,12 +2,21 @@
 //! (precode, interface dispatch, vtable calls, ...: see the agent's `sampler/stubs.rs`).
 //!
 //! `record` asks every .NET process of its tree for it (`DOTNET_PerfMapEnabled=3`, the map
-//! alone, on .NET 8 and later; `COMPlus_PerfMapEnabled=1` on CoreCLR 3.1, which reads no
-//! `DOTNET_` settings), written into `record`'s private directory where the runtime lets it
-//! choose (`DOTNET_PerfMapJitDumpPath`, .NET 5 and later), so that it goes with that directory.
-//! CoreCLR 3.1 writes it into its `TMPDIR` (with a `perfinfo-PID.map` beside it), where
-//! `record` removes the files of the processes it saw once they have ended. A program whose
-//! environment already says something of the perf map is left as it is, and its files too.
+//! alone, on .NET 8 and later), written into `record`'s private directory where the runtime
+//! lets it choose (`DOTNET_PerfMapJitDumpPath`, .NET 5 and later), so that it goes with that
+//! directory; a runtime that writes it into its `TMPDIR` instead (with a `perfinfo-PID.map`
+//! beside it) has the files of the processes `record` saw removed once they have ended.
+//!
+//! CoreCLR 3.1 is not asked (it reads `COMPlus_PerfMapEnabled` only, which `record` leaves
+//! alone): its perf map can crash the program as it exits. The runtime closes the map at
+//! shutdown while other threads may still be writing to it (a method compiled, a stub made),
+//! and such a thread reads the freed map (dotnet/coreclr#27072, fixed in .NET 5). Measured
+//! here: `HttpServer` under `wrk` on 3.1.23, ended by a segmentation fault in
+//! `PerfMap::WriteLine` on a pool thread once in nine runs of the bench. On 3.1 the runtime's
+//! stubs are one nameless `[runtime stub]`, unless the user sets `COMPlus_PerfMapEnabled`.
+//!
+//! A program whose environment already says something of the perf map is left as it is, and
+//! its files too.
 //! Writing the map costs the runtime a line per compiled method and per block of stubs: not
 //! measurable on the tests' programs. Under a file-size limit (`ulimit -f`) the map is not
 //! asked for: a runtime whose map grows past the limit dies of `SIGXFSZ` (it does not handle
@@ -33,7 +42,6 @@ impl PerfMaps {
             return PerfMaps { ours: false };
         }
         cmd.env("DOTNET_PerfMapEnabled", "3")
-            .env("COMPlus_PerfMapEnabled", "1")
             .env("DOTNET_PerfMapJitDumpPath", dir);
         PerfMaps { ours: true }
     }
