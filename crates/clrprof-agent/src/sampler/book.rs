@@ -59,6 +59,15 @@ fn blocked(stack: u32, wall_ns: u64) -> WallSample {
     }
 }
 
+/// A running thread's wall-clock sample.
+fn running_at(stack: u32, wall_ns: u64) -> WallSample {
+    WallSample {
+        stack,
+        state: ThreadState::Running,
+        wall_ns,
+    }
+}
+
 /// A wall-clock sample to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WallSample {
@@ -178,11 +187,7 @@ impl Book {
         if self.asking.is_some() || self.pending_wall == 0 {
             return None;
         }
-        Some(WallSample {
-            stack,
-            state: ThreadState::Running,
-            wall_ns: std::mem::take(&mut self.pending_wall),
-        })
+        Some(running_at(stack, std::mem::take(&mut self.pending_wall)))
     }
 
     /// Whether the thread should be looked at on a tick at `now`: always, but for a thread in a
@@ -320,11 +325,7 @@ impl Book {
     fn write_trusted_running(&mut self, emit: &mut impl FnMut(WallSample)) {
         let (stack, wall_ns) = std::mem::take(&mut self.trusted_running);
         if wall_ns > 0 {
-            emit(WallSample {
-                stack,
-                state: ThreadState::Running,
-                wall_ns,
-            });
+            emit(running_at(stack, wall_ns));
         }
     }
 
@@ -361,11 +362,10 @@ impl Book {
     fn running(&mut self, wall_ns: u64, emit: &mut impl FnMut(WallSample)) {
         self.pending_wall += wall_ns;
         if self.stack != 0 && self.pending_wall > 0 {
-            emit(WallSample {
-                stack: self.stack,
-                state: ThreadState::Running,
-                wall_ns: std::mem::take(&mut self.pending_wall),
-            });
+            emit(running_at(
+                self.stack,
+                std::mem::take(&mut self.pending_wall),
+            ));
         }
     }
 
@@ -424,11 +424,10 @@ impl Book {
             self.pending_wall += tail;
         }
         if self.pending_wall > 0 {
-            emit(WallSample {
-                stack: self.stack,
-                state: ThreadState::Running,
-                wall_ns: std::mem::take(&mut self.pending_wall),
-            });
+            emit(running_at(
+                self.stack,
+                std::mem::take(&mut self.pending_wall),
+            ));
         }
     }
 
@@ -516,11 +515,7 @@ mod tests {
         book.stack = 7;
         book.last_cpu = Some((7, 0));
         let blocked_in = |n| Some(Whereabouts::Blocked(wait(n)));
-        let running = |wall_ns| WallSample {
-            stack: 7,
-            state: ThreadState::Running,
-            wall_ns,
-        };
+        let running = |wall_ns| running_at(7, wall_ns);
         // Each tick the thread ran 1 ms (a request) and went back to the same wait.
         tick(&mut book, 1, MS, Some(Whereabouts::Running));
         assert!(!tick(&mut book, 2, 2 * MS, blocked_in(0x5000)).1);
@@ -547,17 +542,7 @@ mod tests {
         assert_eq!(out, vec![blocked(42, 9 * MS), running(MS)]);
         let mut out = Vec::new();
         book.flush(95 * MS, &mut |w| out.push(w));
-        assert_eq!(
-            out,
-            vec![
-                WallSample {
-                    stack: 8,
-                    state: ThreadState::Running,
-                    wall_ns: MS
-                },
-                blocked(42, 14 * MS)
-            ]
-        );
+        assert_eq!(out, vec![running_at(8, MS), blocked(42, 14 * MS)]);
         // Found running: trusted again after the look (it goes back to its wait)...
         book.settled = Some((k, 2, TRUSTED_TICKS));
         tick(&mut book, 10, 10 * MS, Some(Whereabouts::Running));

@@ -43,7 +43,7 @@ const MODULE_REFRESH_NS: u64 = 1_000_000_000;
 /// CPU on a server at 100 Hz. Code the loader did not map (the runtime's code heaps and
 /// stubs) makes the map be read when an address in it is first met (see `not_code`,
 /// `in_anonymous_code`).
-const MODULE_REREAD_NS: u64 = 30_000_000_000;
+const MODULE_REREAD: std::time::Duration = std::time::Duration::from_secs(30);
 /// How often, at most, an address in no known mapping makes the memory map be re-read.
 const ANONYMOUS_REFRESH_NS: u64 = 50_000_000;
 /// How long a frame in a library the memory map does not show yet waits to be named.
@@ -97,8 +97,6 @@ pub struct StackBuilder {
     agent_code: (usize, usize),
     modules_generation: u64,
     modules_checked_ns: u64,
-    /// When the periodic check last read the memory map.
-    modules_read_ns: u64,
     /// When an unknown address last made the memory map be re-read.
     anonymous_refreshed_ns: u64,
     /// Addresses found where a return address was expected that hold no code (a library's
@@ -132,7 +130,6 @@ impl StackBuilder {
             agent_code: (0, 0),
             modules_generation: u64::MAX,
             modules_checked_ns: 0,
-            modules_read_ns: 0,
             anonymous_refreshed_ns: 0,
             library_data: FxHashSet::default(),
             callers: Vec::with_capacity(crate::async_chains::MAX_CALLERS),
@@ -145,7 +142,7 @@ impl StackBuilder {
     }
 
     /// Re-reads the memory map when the loader loaded or unloaded a library since (checked
-    /// every [`MODULE_REFRESH_NS`]; read every [`MODULE_REREAD_NS`] in any case), and finds the
+    /// every [`MODULE_REFRESH_NS`]; read every [`MODULE_REREAD`] in any case), and finds the
     /// agent's own code in it.
     pub fn refresh_modules(&mut self, now: u64) {
         let first = self.modules_generation == u64::MAX;
@@ -153,13 +150,9 @@ impl StackBuilder {
             return;
         }
         self.modules_checked_ns = now;
-        if !first
-            && !self.unwinder.libraries_may_have_changed()
-            && now.saturating_sub(self.modules_read_ns) < MODULE_REREAD_NS
-        {
+        if !first && !self.unwinder.modules().reread_due(MODULE_REREAD) {
             return;
         }
-        self.modules_read_ns = now;
         self.unwinder.refresh_modules();
         let generation = self.unwinder.modules().generation();
         if generation != self.modules_generation {

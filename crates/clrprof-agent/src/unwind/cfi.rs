@@ -58,13 +58,6 @@ impl Unwinder {
         changed
     }
 
-    /// Whether the dynamic loader loaded or unloaded a library since the module list was last
-    /// read (see [`ModuleMap::libraries_may_have_changed`]): a cheap check, without reading the
-    /// memory map.
-    pub fn libraries_may_have_changed(&self) -> bool {
-        self.modules.libraries_may_have_changed()
-    }
-
     /// Makes the walks remembered so far unusable: the modules changed, or the runtime unloaded
     /// code (the same addresses may hold other code, with other frames).
     pub fn forget_walks(&mut self) {

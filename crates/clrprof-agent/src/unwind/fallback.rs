@@ -34,6 +34,11 @@ impl ModuleMap {
         0
     }
 
+    /// Never: there is nothing to read.
+    pub fn reread_due(&self, _every: std::time::Duration) -> bool {
+        false
+    }
+
     /// Always false.
     pub fn contains_native(&self, _addr: usize) -> bool {
         false
@@ -101,11 +106,6 @@ impl Unwinder {
 
     /// Nothing to re-read.
     pub fn refresh_modules_for(&mut self, _addr: usize) {}
-
-    /// No libraries are tracked on this platform.
-    pub fn libraries_may_have_changed(&self) -> bool {
-        false
-    }
 
     /// Always `None`: no modules on this platform.
     pub fn locate(&mut self, _addr: usize) -> Option<NativeFunction> {

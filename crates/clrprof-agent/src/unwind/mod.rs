@@ -156,14 +156,30 @@ pub struct Tail {
 const CALLER_MEMOS: usize = 6;
 
 impl Tail {
-    /// A memo to fill: the oldest one (its buffers reused: no allocation once a thread has
-    /// its memos), or a new one while there are fewer than [`CALLER_MEMOS`].
-    fn oldest_memo(&mut self) -> CallerMemo {
-        if self.callers.len() >= CALLER_MEMOS {
+    /// Remembers a walk from the frame whose pc, sp and bp are `key`: what it found (`frames`,
+    /// `stop`) in the unwinder's state `epoch`, and the words it read, which `reads` puts into
+    /// the memo's buffer. The oldest memo's buffers are reused: no allocation once a thread has
+    /// [`CALLER_MEMOS`] of them.
+    fn remember(
+        &mut self,
+        key: (usize, usize, usize),
+        frames: &[usize],
+        stop: Stop,
+        epoch: u64,
+        reads: impl FnOnce(&mut Vec<(usize, Option<usize>)>),
+    ) {
+        let mut memo = if self.callers.len() >= CALLER_MEMOS {
             self.callers.pop().unwrap_or_default()
         } else {
             CallerMemo::default()
-        }
+        };
+        memo.key = key;
+        reads(&mut memo.reads);
+        memo.frames.clear();
+        memo.frames.extend_from_slice(frames);
+        memo.stop = stop;
+        memo.epoch = epoch;
+        self.callers.insert(0, memo);
     }
 }
 
@@ -665,27 +681,18 @@ fn walk(
                     .iter()
                     .any(|m| m.key == below_key && m.epoch == epoch)
             {
-                let mut memo = t.oldest_memo();
-                memo.key = below_key;
-                memo.reads.clear();
-                memo.reads
-                    .extend_from_slice(&reads[logged.min(reads.len())..]);
-                memo.frames.clear();
-                memo.frames.extend_from_slice(&out[below_from..]);
-                memo.stop = stats.stop;
-                memo.epoch = epoch;
-                t.callers.insert(0, memo);
+                let below_reads = &reads[logged.min(reads.len())..];
+                t.remember(below_key, &out[below_from..], stats.stop, epoch, |r| {
+                    r.clear();
+                    r.extend_from_slice(below_reads);
+                });
             }
-            // The oldest memo's buffers are reused: no allocation once a thread has its
-            // memos.
-            let mut memo = t.oldest_memo();
-            memo.key = key;
-            t.reads = std::mem::replace(&mut memo.reads, reads);
-            memo.frames.clear();
-            memo.frames.extend_from_slice(&out[from..]);
-            memo.stop = stats.stop;
-            memo.epoch = epoch;
-            t.callers.insert(0, memo);
+            // This walk's log becomes the memo's reads; the memo's old buffer is the next log.
+            let mut spare = Vec::new();
+            t.remember(key, &out[from..], stats.stop, epoch, |r| {
+                spare = std::mem::replace(r, reads);
+            });
+            t.reads = spare;
         }
     }
     stats.live_reads = reader.live_reads;

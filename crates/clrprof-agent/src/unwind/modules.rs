@@ -397,6 +397,13 @@ impl ModuleMap {
             .is_none_or(|t| t.elapsed() >= REFRESH_INTERVAL)
     }
 
+    /// Whether the memory map should be read again: a native library may have been loaded or
+    /// unloaded since it was last read (see [`Self::libraries_may_have_changed`]), or that was
+    /// `every` ago or more.
+    pub fn reread_due(&self, every: Duration) -> bool {
+        self.libraries_may_have_changed() || self.last_refresh.is_none_or(|t| t.elapsed() >= every)
+    }
+
     /// Whether a native library may have been loaded or unloaded since the map was last read:
     /// the loader's counters moved (where they cannot be read, once the refresh interval has
     /// passed). Code the runtime maps itself has no unwind tables, so only the loader's

@@ -129,28 +129,37 @@ fn frame_pointer_rule_for_pcs_in_no_module() {
     assert_eq!(out.len(), MAX_FRAMES);
 }
 
+/// One walk of the stack `words` (at fake addresses, see [`synthetic_stack`]) with `tail`.
+fn walk_with(
+    words: &[usize],
+    regs: Regs,
+    hi: usize,
+    tail: &mut Tail,
+    rules: &mut dyn FrameRules,
+) -> (Vec<usize>, UnwindStats) {
+    let mut out = Vec::new();
+    let stats = walk(
+        regs,
+        &bytes_of(words),
+        Chain::default(),
+        Some(tail),
+        hi,
+        &mut out,
+        &mut Vec::new(),
+        rules,
+        7,
+    );
+    (out, stats)
+}
+
 /// A walk beyond the first frame is remembered: the same callers with the same words give the
 /// same frames without walking them again, and a word that changed walks them again.
 #[test]
 fn a_remembered_walk_is_used_only_where_every_word_it_read_is_the_same() {
     let (mut words, regs, hi) = synthetic_stack();
-    let mut window = Vec::new();
     let mut tail = Tail::default();
-    let mut walk_once = |words: &[usize], regs: Regs, tail: &mut Tail| {
-        let mut out = Vec::new();
-        let copy = bytes_of(words);
-        let stats = walk(
-            regs,
-            &copy,
-            Chain::default(),
-            Some(tail),
-            hi,
-            &mut out,
-            &mut window,
-            &mut NoRules,
-            7,
-        );
-        (out, stats)
+    let walk_once = |words: &[usize], regs: Regs, tail: &mut Tail| {
+        walk_with(words, regs, hi, tail, &mut NoRules)
     };
     let (first, stats) = walk_once(&words, regs, &mut tail);
     assert_eq!(first, [0x10_0500, 0x10_1000, 0x10_2000]);
@@ -214,23 +223,9 @@ fn the_native_frames_under_the_program_are_remembered_for_walks_from_other_calle
         rsp: FAKE_SP,
         rbp: at(14),
     };
-    let mut window = Vec::new();
     let mut tail = Tail::default();
-    let mut walk_once = |words: &[usize], regs: Regs, tail: &mut Tail| {
-        let mut out = Vec::new();
-        let copy = bytes_of(words);
-        let stats = walk(
-            regs,
-            &copy,
-            Chain::default(),
-            Some(tail),
-            hi,
-            &mut out,
-            &mut window,
-            &mut CfiFrom30,
-            7,
-        );
-        (out, stats)
+    let walk_once = |words: &[usize], regs: Regs, tail: &mut Tail| {
+        walk_with(words, regs, hi, tail, &mut CfiFrom30)
     };
     let (out, stats) = walk_once(&shallow, shallow_regs, &mut tail);
     assert_eq!(out, [0x10_0500, 0x10_1000, 0x30_1000, 0x30_2000, 0x30_3000]);
