@@ -362,7 +362,7 @@ fn process_files(pid: u32) -> Vec<(String, std::path::PathBuf)> {
 /// Waits for the agent's connection.
 fn accept(listener: &UnixListener, timeout: Duration) -> Option<UnixStream> {
     let deadline = Instant::now() + timeout;
-    let stream = record::accept_agent(listener, || Instant::now() < deadline).ok()??;
+    let stream = record::accept_agent(listener, None, || Instant::now() < deadline).ok()??;
     stream.set_nonblocking(false).ok()?;
     Some(stream)
 }

@@ -53,10 +53,12 @@ pub fn writer_served(request: u32) {
     sys::futex_wake(&SERVED);
 }
 
-/// The writer: waits up to `timeout_ns` or until a handler (or [`wake_writer`]) wakes it.
-pub fn writer_wait(timeout_ns: u64) {
+/// The writer: waits up to `timeout_ns` or until a handler (or [`wake_writer`]) wakes it; not
+/// at all if `hurried()` (asked after the wake count is read: what a waker set before it
+/// counted its wake is seen).
+pub fn writer_wait(timeout_ns: u64, hurried: impl FnOnce() -> bool) {
     let seen = WAKE.load(Ordering::Acquire);
-    if ASKED.load(Ordering::Acquire) == SERVED.load(Ordering::Acquire) {
+    if ASKED.load(Ordering::Acquire) == SERVED.load(Ordering::Acquire) && !hurried() {
         sys::futex_wait(&WAKE, seen, timeout_ns);
     }
 }

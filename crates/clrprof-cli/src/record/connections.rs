@@ -2,7 +2,7 @@
 //! tree, and their streams copied into the trace.
 
 use std::io::{Read, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -101,19 +101,22 @@ impl Tree {
     }
 }
 
-/// Accepts the agents of the tree's processes until `stop`, each on a thread of its own, and
-/// waits for those threads.
+/// Accepts the agents of the tree's processes until `stop` (set before `woken` becomes
+/// readable), each on a thread of its own, and waits for those threads.
 pub(super) fn accept_all(
     listener: &UnixListener,
     tree: &Arc<Tree>,
     progress: &Arc<Progress>,
     stop: &AtomicBool,
+    woken: &UnixStream,
     abandon: &Arc<AtomicBool>,
 ) {
     let started = Instant::now();
     let mut connections = Vec::new();
     loop {
-        let stream = match accept_agent(listener, || !stop.load(Ordering::Acquire)) {
+        let stream = match accept_agent(listener, Some(woken.as_fd()), || {
+            !stop.load(Ordering::Acquire)
+        }) {
             Ok(Some(stream)) => stream,
             Ok(None) => break,
             Err(e) => {
@@ -400,11 +403,14 @@ impl AgentSocket {
 }
 
 /// Waits for the agent's connection on the non-blocking `listener` while `waiting()` says to
-/// go on (asked every 2 ms, so that a recording ends soon after its last stream); `None`
-/// once it says to stop. A connection is taken as soon as
-/// it comes: the agent waits for its verdict inside the runtime's startup.
+/// go on; `None` once it says to stop. A connection is taken as soon as it comes: the agent
+/// waits for its verdict inside the runtime's startup. With a `wake` descriptor, which becomes
+/// readable once `waiting()` turns false, the wait sleeps until one of the two is ready (and
+/// looks at `waiting()` every half second regardless): a recording's acceptor then costs the
+/// machine nothing while the program runs. Without, `waiting()` is asked every 2 ms.
 pub(crate) fn accept_agent(
     listener: &UnixListener,
+    wake: Option<BorrowedFd<'_>>,
     mut waiting: impl FnMut() -> bool,
 ) -> std::io::Result<Option<UnixStream>> {
     loop {
@@ -414,8 +420,15 @@ pub(crate) fn accept_agent(
                 if !waiting() {
                     return Ok(None);
                 }
-                let mut ready = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
-                match poll(&mut ready, PollTimeout::from(2u8)) {
+                let mut ready = vec![PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+                let timeout = match wake {
+                    Some(fd) => {
+                        ready.push(PollFd::new(fd, PollFlags::POLLIN));
+                        PollTimeout::from(500u16)
+                    }
+                    None => PollTimeout::from(2u8),
+                };
+                match poll(&mut ready, timeout) {
                     Ok(_) | Err(nix::errno::Errno::EINTR) => {}
                     Err(e) => return Err(e.into()),
                 }

@@ -30,6 +30,8 @@ pub use options::{EventChoice, ProcessFilter, RecordOptions};
 pub(crate) use options::{costly_choices, is_cheap};
 pub(crate) use progress::{Progress, print_messages, status_line, status_text, warn_problem};
 
+use std::io::Write;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -141,6 +143,9 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
         root,
         filter: opts.processes.clone(),
     });
+    // Written to once `stop` is set: the acceptor sleeps until a connection or this comes.
+    let (wake_acceptor, acceptor_woken) =
+        UnixStream::pair().context("cannot create the acceptor's wake-up socket")?;
     let acceptor = {
         let (progress, stop, abandon, tree) = (
             Arc::clone(&progress),
@@ -148,7 +153,16 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
             Arc::clone(&abandon),
             Arc::clone(&tree),
         );
-        std::thread::spawn(move || accept_all(&listener, &tree, &progress, &stop, &abandon))
+        std::thread::spawn(move || {
+            accept_all(
+                &listener,
+                &tree,
+                &progress,
+                &stop,
+                &acceptor_woken,
+                &abandon,
+            )
+        })
     };
     let ticks = if opts.alloc_ticks() {
         let progress = Arc::clone(&progress);
@@ -222,6 +236,8 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
     };
     let duration = started.elapsed();
     stop.store(true, Ordering::Release);
+    // If this write fails the acceptor still sees `stop` at its next look, half a second on.
+    let _ = (&wake_acceptor).write_all(&[1]);
     acceptor
         .join()
         .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))?;
