@@ -53,9 +53,10 @@ pub struct RecordArgs {
     /// Sample mode: the per-thread CPU clock that triggers CPU samples: `perf` (a perf
     /// task-clock event on every thread: the exact rate, but each switch of a thread costs it
     /// some microseconds) or `timer` (a CPU-time timer: free per switch, at most the kernel's
-    /// tick rate); default: a perf event on each thread but those that wait often (more than
-    /// 200 times a second), which get the timer; the timer everywhere where the kernel refuses
-    /// perf events that count kernel time.
+    /// tick rate); default: every thread starts on its timer and gets a perf event once seen
+    /// switched at most 1,500 times per second of its CPU (a computing thread), back to the
+    /// timer above 3,000 (a thread that waits and wakes often); the timer everywhere where the
+    /// kernel refuses perf events that count kernel time.
     #[arg(long, value_enum, value_name = "CLOCK")]
     pub cpu_clock: Option<CpuClockChoice>,
     /// Trace mode: disable JIT inlining so that every call is counted (slower program).

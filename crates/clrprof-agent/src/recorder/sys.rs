@@ -305,6 +305,78 @@ pub fn native_symbol(_address: usize) -> Option<NativeSymbol> {
     None
 }
 
+/// A file mapped read-only into memory: its bytes without reading them, each page read from
+/// the page cache only when first touched (a module's unwind tables are searched, not read
+/// through). The file must not shrink while mapped: a shared library does not, and if it did
+/// the program's own mapping of it would fault alike.
+#[cfg(target_os = "linux")]
+pub struct MappedFile {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value alone; sharing `&[u8]` views of it
+// across threads is as safe as sharing any immutable slice.
+#[cfg(target_os = "linux")]
+unsafe impl Send for MappedFile {}
+// SAFETY: as above: nothing writes to the mapping.
+#[cfg(target_os = "linux")]
+unsafe impl Sync for MappedFile {}
+
+#[cfg(target_os = "linux")]
+impl MappedFile {
+    /// Maps the whole of `file` (`None` if it is empty or the kernel refuses).
+    pub fn map(file: &std::fs::File) -> Option<MappedFile> {
+        use std::os::fd::AsRawFd;
+        let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+        if len == 0 {
+            return None;
+        }
+        // SAFETY: a fresh private read-only mapping chosen by the kernel (no fixed address, so
+        // nothing existing is replaced); the descriptor is valid for the call, and the mapping
+        // outlives it by design.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return None;
+        }
+        Some(MappedFile {
+            ptr: std::ptr::NonNull::new(ptr.cast())?,
+            len,
+        })
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl std::ops::Deref for MappedFile {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `ptr` is a live readable mapping of `len` bytes until `drop`, and nothing
+        // writes to it.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping `map` made; no slice of it outlives `self`
+        // (they borrow it).
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -354,5 +426,21 @@ mod tests {
         let s = native_symbol(libc::getpid as *const () as usize).expect("dladdr knows libc");
         assert!(s.library.contains("libc"), "{s:?}");
         assert!(!s.symbol.is_empty());
+    }
+
+    #[test]
+    fn a_mapped_file_holds_the_file_s_bytes_and_an_empty_one_is_not_mapped() {
+        let dir = std::env::temp_dir();
+        let path = dir.join(format!("clrprof-mapped-{}", std::process::id()));
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let mapped = MappedFile::map(&std::fs::File::open(&path).unwrap()).unwrap();
+        // The mapping outlives the file's name.
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(&mapped[..], &bytes[..]);
+        let empty = dir.join(format!("clrprof-mapped-empty-{}", std::process::id()));
+        std::fs::write(&empty, b"").unwrap();
+        assert!(MappedFile::map(&std::fs::File::open(&empty).unwrap()).is_none());
+        std::fs::remove_file(&empty).unwrap();
     }
 }

@@ -33,6 +33,7 @@ use crate::unwind::{Chain, MethodShapes, Regs, Stop, Tail, Unwinder};
 
 use super::gone_code::Forget;
 use super::known_stacks::{Callers, KnownStacks};
+use super::mappings::{MapSnapshot, mapping_of};
 use super::method_shapes::{RuntimeShapes, code_owner};
 
 /// How often the loader's counters are checked for newly loaded or unloaded libraries (a
@@ -89,8 +90,6 @@ pub struct StackBuilder {
     /// Frames given before their module could be named: id, address and when, named once it
     /// can be.
     unnamed: Vec<(u64, usize, u64)>,
-    /// The module map's generation whose new modules were handed to a reader.
-    read_generation: u64,
     frames: Vec<usize>,
     path: Vec<FrameRef>,
     /// The executable mapping of the agent itself.
@@ -102,6 +101,8 @@ pub struct StackBuilder {
     /// Addresses found where a return address was expected that hold no code (a library's
     /// data, a stack, the heap).
     library_data: FxHashSet<usize>,
+    /// The memory map of a recent moment: the stacks of adopted threads are found in it.
+    maps: MapSnapshot,
     /// Scratch: a sample's async callers.
     callers: Vec<usize>,
     /// Stacks and callers interned before, by their code addresses (see [`Self::intern`]).
@@ -124,7 +125,6 @@ impl StackBuilder {
             modules: HashMap::default(),
             next_native: 0,
             unnamed: Vec::new(),
-            read_generation: u64::MAX,
             frames: Vec::with_capacity(MAX_FRAMES),
             path: Vec::with_capacity(MAX_FRAMES),
             agent_code: (0, 0),
@@ -132,6 +132,7 @@ impl StackBuilder {
             modules_checked_ns: 0,
             anonymous_refreshed_ns: 0,
             library_data: FxHashSet::default(),
+            maps: MapSnapshot::default(),
             callers: Vec::with_capacity(crate::async_chains::MAX_CALLERS),
             known: KnownStacks::default(),
             stubs: super::stubs::StubMap::default(),
@@ -166,7 +167,6 @@ impl StackBuilder {
                 .modules()
                 .module_at(here)
                 .map_or((0, 0), |m| (m.start, m.end));
-            self.read_new_modules();
         }
     }
 
@@ -223,7 +223,10 @@ impl StackBuilder {
         let mut unknown = false;
         if stack_hi == 0 {
             // Its first capture tells where its stack is; the handler walks it from now on.
-            let (lo, hi) = mapping_containing(rsp).unwrap_or((1, 1));
+            let (lo, hi) = self
+                .maps
+                .holding(rsp, capture.ts)
+                .map_or((1, 1), |m| (m.start, m.end));
             slot.stack_lo.store(lo, Ordering::Relaxed);
             slot.stack_hi.store(hi, Ordering::Release);
             stack_hi = hi;
@@ -450,7 +453,7 @@ impl StackBuilder {
 
     /// The `NativeFrame` id of the native function containing `ip`, defined on first use.
     ///
-    /// An address in a module whose symbols are still being read (see [`Self::read_new_modules`])
+    /// An address in a module whose symbols are still being read (see [`Self::read_module_of`])
     /// or that the memory map does not show yet gets a frame of its own at once, named when
     /// the module has been read ([`Self::name_unnamed`]): the sampler goes on reading the
     /// threads' captures meanwhile.
@@ -478,12 +481,13 @@ impl StackBuilder {
     /// re-read for it now and then: see [`Unwinder::refresh_modules_for`]).
     fn must_wait_to_name(&mut self, ip: usize) -> bool {
         self.unwinder.refresh_modules_for(ip);
-        if self.unwinder.modules().generation() != self.read_generation {
-            self.read_new_modules();
-        }
         let modules = self.unwinder.modules();
         if modules.contains_code(ip) {
-            !modules.names_ready(ip)
+            let unread = !modules.names_ready(ip);
+            if unread {
+                self.read_module_of(ip);
+            }
+            unread
         } else {
             // In a library the map does not show yet, or in no file: code the runtime made
             // since the map was read (a stub, a helper), named once the map shows it.
@@ -519,33 +523,28 @@ impl StackBuilder {
         }
     }
 
-    /// Hands the native modules mapped since the last look to a thread of their own, which
-    /// reads their symbols and unwind sections (the sampler reads them itself if no thread
-    /// can be started). Its CPU is the profiler's, counted with the sampler's.
-    fn read_new_modules(&mut self) {
-        self.read_generation = self.unwinder.modules().generation();
-        let readers = self.unwinder.modules().unread_modules();
-        if readers.is_empty() {
+    /// Hands the native module containing `ip`, the first time a stack passes through it, to
+    /// a thread of its own, which reads its symbols and unwind sections (the sampler reads
+    /// them itself if no thread can be started). Its CPU is the profiler's, counted with the
+    /// sampler's.
+    fn read_module_of(&mut self, ip: usize) {
+        let Some(reader) = self.unwinder.modules().reader_for(ip) else {
             return;
-        }
-        let readers = Arc::new(readers);
-        let theirs = Arc::clone(&readers);
+        };
+        let reader = Arc::new(reader);
+        let theirs = Arc::clone(&reader);
         let s = self.session;
         let started = std::thread::Builder::new()
             .name("clrprof-symbols".into())
             .spawn(move || {
                 let _own = threads::mark_agent_thread();
-                for reader in theirs.iter() {
-                    reader.read();
-                }
+                theirs.read();
                 s.sampler_stats
                     .symbols_cpu_ns
                     .fetch_add(sys::own_cpu_ns(), Ordering::Relaxed);
             });
         if started.is_err() {
-            for reader in readers.iter() {
-                reader.read();
-            }
+            reader.read();
         }
     }
 
@@ -764,51 +763,5 @@ fn trace_frame(f: &FrameRef) -> Frame {
             il,
         },
         FrameRef::Native(id) => Frame::of(FrameKind::Native, id),
-    }
-}
-
-/// A mapping of this process (a line of `/proc/self/maps`).
-struct Mapping {
-    start: usize,
-    end: usize,
-    executable: bool,
-}
-
-/// The mapping of this process that holds `addr`.
-fn mapping_of(addr: usize) -> Option<Mapping> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    maps.lines().find_map(|line| {
-        let mut fields = line.split_whitespace();
-        let (start, end) = fields.next()?.split_once('-')?;
-        let start = usize::from_str_radix(start, 16).ok()?;
-        let end = usize::from_str_radix(end, 16).ok()?;
-        let executable = fields.next()?.contains('x');
-        (start <= addr && addr < end).then_some(Mapping {
-            start,
-            end,
-            executable,
-        })
-    })
-}
-
-/// The `[start, end)` of the mapping of this process that holds `addr` (`/proc/self/maps`).
-pub fn mapping_containing(addr: usize) -> Option<(usize, usize)> {
-    mapping_of(addr).map(|m| (m.start, m.end))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finds_the_mapping_of_a_stack_address() {
-        let local = 0u64;
-        let addr = &local as *const u64 as usize;
-        let (lo, hi) = mapping_containing(addr).expect("the stack is mapped");
-        assert!(lo <= addr && addr < hi);
-        assert!(mapping_containing(0).is_none());
-        assert!(!mapping_of(addr).unwrap().executable);
-        let code = finds_the_mapping_of_a_stack_address as fn() as *const () as usize;
-        assert!(mapping_of(code).unwrap().executable);
     }
 }

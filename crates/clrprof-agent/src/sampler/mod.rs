@@ -30,6 +30,7 @@ mod book;
 mod frames;
 mod gone_code;
 mod known_stacks;
+mod mappings;
 mod method_shapes;
 mod procfs;
 mod stubs;
@@ -83,7 +84,7 @@ pub struct SamplerStats {
     /// cost, outside the program's threads.
     pub cpu_ns: AtomicU64,
     /// CPU time the threads that read native modules' symbols used (see
-    /// `StackBuilder::read_new_modules`), once each is done.
+    /// `StackBuilder::read_module_of`), once each is done.
     pub symbols_cpu_ns: AtomicU64,
     /// CPU time the signal handlers used on the program's threads: the profiler's cost too,
     /// never counted as the program's.

@@ -54,9 +54,9 @@ impl ModuleMap {
         None
     }
 
-    /// Nothing to read ahead.
-    pub fn unread_modules(&self) -> Vec<ModuleReader> {
-        Vec::new()
+    /// Nothing to read.
+    pub fn reader_for(&self, _addr: usize) -> Option<ModuleReader> {
+        None
     }
 
     /// Always true: naming reads nothing.

@@ -21,8 +21,64 @@ use object::{Endianness, ReadCache, ReadRef, elf};
 use super::{ModuleInfo, NativeFunction, NativeSymbol};
 use crate::recorder::sys;
 
-/// Section data handed to framehop (shared, so re-registering a module copies nothing).
-pub(super) type Bytes = Arc<[u8]>;
+/// An image's bytes, or a range of them (a section): its file mapped into memory, or the
+/// vDSO's copy. Shared, so handing sections to framehop (again, when it is rebuilt) copies
+/// nothing.
+#[derive(Clone)]
+pub(super) struct Bytes {
+    whole: Arc<Whole>,
+    range: Range<usize>,
+}
+
+/// What a [`Bytes`] is a range of.
+enum Whole {
+    Mapped(sys::MappedFile),
+    Copied(Box<[u8]>),
+}
+
+impl Bytes {
+    fn new(whole: Whole) -> Bytes {
+        let len = match &whole {
+            Whole::Mapped(m) => m.len(),
+            Whole::Copied(c) => c.len(),
+        };
+        Bytes {
+            whole: Arc::new(whole),
+            range: 0..len,
+        }
+    }
+
+    /// The bytes at `offset..offset + len` of these, if they are all there.
+    fn slice(&self, offset: u64, len: u64) -> Option<Bytes> {
+        let start = self
+            .range
+            .start
+            .checked_add(usize::try_from(offset).ok()?)?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        (end <= self.range.end).then(|| Bytes {
+            whole: Arc::clone(&self.whole),
+            range: start..end,
+        })
+    }
+}
+
+impl Default for Bytes {
+    fn default() -> Bytes {
+        Bytes::new(Whole::Copied(Box::default()))
+    }
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        let whole: &[u8] = match &*self.whole {
+            Whole::Mapped(m) => m,
+            Whole::Copied(c) => c,
+        };
+        &whole[self.range.clone()]
+    }
+}
 
 /// Re-reading `/proc/self/maps` because of an unknown address happens at most this often.
 const REFRESH_INTERVAL: Duration = Duration::from_millis(100);
@@ -56,6 +112,9 @@ struct Image {
     name: String,
     source: Source,
     loads: Vec<Load>,
+    /// The file mapped into memory, on first use; `None` when it cannot be, or no longer
+    /// holds what the process mapped.
+    mapped: OnceLock<Option<Bytes>>,
     /// Unwind sections, read on first use; `None` when unavailable.
     cfi: OnceLock<Option<Arc<Cfi>>>,
     /// Function symbols, read on first use; `None` when unavailable.
@@ -66,8 +125,8 @@ struct Image {
     handed_out: AtomicBool,
 }
 
-/// What a native module's frames are named with, read ahead of need on a thread of its own
-/// ([`ModuleMap::unread_modules`]): reading a module's symbol table and unwind sections takes
+/// What a native module's frames are named with, read on a thread of its own when a stack
+/// first passes through it ([`ModuleMap::reader_for`]): reading a module's symbol table and unwind sections takes
 /// milliseconds (tens for the runtime's own library), and the sampler, which must read every
 /// thread's captures before their rings fill, should not be the one to wait for it.
 pub struct ModuleReader {
@@ -84,7 +143,7 @@ impl ModuleReader {
         let image = &self.image;
         let _ = image.cfi(self.start, self.end, self.offset);
         let _ = image.symbols(self.start, self.end, self.offset);
-        let _ = image.build_id(self.start, self.end);
+        let _ = image.build_id(self.start, self.end, self.offset);
     }
 }
 
@@ -313,7 +372,7 @@ impl ModuleMap {
         let image = m.image.as_ref()?;
         let mut function = NativeFunction {
             library: image.name.clone(),
-            build_id: image.build_id(m.start, m.end),
+            build_id: image.build_id(m.start, m.end, m.offset),
             svma: None,
             start: None,
             name: None,
@@ -350,21 +409,19 @@ impl ModuleMap {
         m.image.as_ref()?.symbols(m.start, m.end, m.offset)
     }
 
-    /// The native modules mapped now that were never handed to a [`ModuleReader`]: read them
-    /// (on another thread) before their frames need names.
-    pub fn unread_modules(&self) -> Vec<ModuleReader> {
-        self.mappings
-            .iter()
-            .filter_map(|m| {
-                let image = m.image.as_ref()?;
-                (!image.handed_out.swap(true, Ordering::AcqRel)).then(|| ModuleReader {
-                    image: Arc::clone(image),
-                    start: m.start,
-                    end: m.end,
-                    offset: m.offset,
-                })
-            })
-            .collect()
+    /// The reader of the native module containing `addr`, if it was never handed out: read
+    /// it (on another thread) before its frames are named. Only modules a stack passes through
+    /// are read: a process maps many libraries whose code no sample meets (the agent's own,
+    /// most of the C++ runtime's), and their symbol tables would cost milliseconds each.
+    pub fn reader_for(&self, addr: usize) -> Option<ModuleReader> {
+        let m = &self.mappings[self.find(addr)?];
+        let image = m.image.as_ref()?;
+        (!image.handed_out.swap(true, Ordering::AcqRel)).then(|| ModuleReader {
+            image: Arc::clone(image),
+            start: m.start,
+            end: m.end,
+            offset: m.offset,
+        })
     }
 
     /// True if naming `addr` ([`Self::locate`]) reads nothing more: its module's symbol
@@ -524,6 +581,7 @@ impl Image {
                 deleted: entry.deleted,
             },
             loads,
+            mapped: OnceLock::new(),
             cfi: OnceLock::new(),
             symbols: OnceLock::new(),
             build_id: OnceLock::new(),
@@ -540,8 +598,9 @@ impl Image {
         let loads = program_loads(bytes.as_slice())?;
         Some(Arc::new(Image {
             name: "[vdso]".to_owned(),
-            source: Source::Memory(bytes.into()),
+            source: Source::Memory(Bytes::new(Whole::Copied(bytes.into()))),
             loads,
+            mapped: OnceLock::new(),
             cfi: OnceLock::new(),
             symbols: OnceLock::new(),
             build_id: OnceLock::new(),
@@ -575,16 +634,7 @@ impl Image {
     fn cfi(&self, start: usize, end: usize, offset: u64) -> Option<Arc<Cfi>> {
         self.cfi
             .get_or_init(|| {
-                let cfi = match &self.source {
-                    Source::Memory(bytes) => Cfi::read(&bytes[..]),
-                    Source::File { path, deleted } => {
-                        let file = open_mapped(path, *deleted, start, end)?;
-                        if !matches_memory(&file, start, end, offset) {
-                            return None;
-                        }
-                        Cfi::read(&ReadCache::new(file))
-                    }
-                };
+                let cfi = Cfi::read(&self.bytes(start, end, offset)?);
                 cfi.filter(Cfi::has_cfi).map(Arc::new)
             })
             .clone()
@@ -596,17 +646,12 @@ impl Image {
         self.symbols
             .get_or_init(|| {
                 let debug_root = Path::new(DEBUG_ROOT);
-                match &self.source {
-                    Source::Memory(bytes) => SymbolTable::read(&bytes[..], None, debug_root),
-                    Source::File { path, deleted } => {
-                        let file = open_mapped(path, *deleted, start, end)?;
-                        if !matches_memory(&file, start, end, offset) {
-                            return None;
-                        }
-                        let cache = ReadCache::new(file);
-                        SymbolTable::read(&cache, Some(Path::new(path)), debug_root)
-                    }
-                }
+                let bytes = self.bytes(start, end, offset)?;
+                let path = match &self.source {
+                    Source::Memory(_) => None,
+                    Source::File { path, .. } => Some(Path::new(path)),
+                };
+                SymbolTable::read(&bytes[..], path, debug_root)
             })
             .as_ref()
     }
@@ -615,17 +660,33 @@ impl Image {
 impl Image {
     /// The GNU build id in lowercase hexadecimal, read on first use (empty if it has none or
     /// the file cannot be read).
-    fn build_id(&self, start: usize, end: usize) -> Arc<str> {
+    fn build_id(&self, start: usize, end: usize, offset: u64) -> Arc<str> {
         self.build_id
             .get_or_init(|| {
-                let id = match &self.source {
-                    Source::Memory(bytes) => build_id(&bytes[..]),
-                    Source::File { path, deleted } => open_mapped(path, *deleted, start, end)
-                        .and_then(|file| build_id(&ReadCache::new(file))),
-                };
+                let id = self
+                    .bytes(start, end, offset)
+                    .and_then(|bytes| build_id(&bytes[..]));
                 build_id_hex(&id.unwrap_or_default()).into()
             })
             .clone()
+    }
+
+    /// The image's bytes: the vDSO's copy, or its file mapped into memory on first use, if
+    /// the file still holds the bytes mapped at `[start, end)` from file offset `offset`.
+    fn bytes(&self, start: usize, end: usize, offset: u64) -> Option<Bytes> {
+        match &self.source {
+            Source::Memory(bytes) => Some(bytes.clone()),
+            Source::File { path, deleted } => self
+                .mapped
+                .get_or_init(|| {
+                    let file = open_mapped(path, *deleted, start, end)?;
+                    if !matches_memory(&file, start, end, offset) {
+                        return None;
+                    }
+                    sys::MappedFile::map(&file).map(|m| Bytes::new(Whole::Mapped(m)))
+                })
+                .clone(),
+        }
     }
 }
 
@@ -675,7 +736,8 @@ fn program_loads<'data, R: ReadRef<'data>>(data: R) -> Option<Vec<Load>> {
 impl Cfi {
     /// Reads the unwind sections of an ELF image (`.debug_frame` only when there is no
     /// `.eh_frame`).
-    fn read<'data, R: ReadRef<'data>>(data: R) -> Option<Cfi> {
+    fn read(image: &Bytes) -> Option<Cfi> {
+        let data: &[u8] = image;
         let header = elf::FileHeader64::<Endianness>::parse(data).ok()?;
         let endian = header.endian().ok()?;
         let sections = header.sections(endian, data).ok()?;
@@ -686,8 +748,8 @@ impl Cfi {
         };
         let bytes = |name: &[u8]| -> Option<Bytes> {
             let (_, s) = sections.section_by_name(endian, name)?;
-            let data = s.data(endian, data).ok()?;
-            (!data.is_empty()).then(|| Bytes::from(data))
+            let (offset, len) = s.file_range(endian)?;
+            (len > 0).then(|| image.slice(offset, len)).flatten()
         };
         let with_range = |name: &[u8]| Some((bytes(name)?, range(name)?));
         let eh_frame = with_range(b".eh_frame");

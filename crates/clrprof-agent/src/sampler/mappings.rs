@@ -1,0 +1,139 @@
+//! The process's memory map as the sampler asks it: which mapping holds an address (the
+//! stack of a thread adopted without its bounds, or whether an address is code at all).
+//!
+//! `/proc/self/maps` is long in a .NET process (the runtime's double-mapped code makes
+//! thousands of lines) and costs up to a millisecond a read, so one read serves every
+//! question about a moment it describes: [`MapSnapshot`] answers for a capture taken before
+//! it was read, as a fresh read would.
+
+/// A mapping of this process (a line of `/proc/self/maps`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: usize,
+    pub end: usize,
+    pub executable: bool,
+}
+
+/// Every mapping of the process as one read of `/proc/self/maps` found them, and when.
+#[derive(Default)]
+pub struct MapSnapshot {
+    /// `CLOCK_MONOTONIC` before the read (0: never read).
+    read_at: u64,
+    /// By start address.
+    mappings: Vec<Mapping>,
+}
+
+impl MapSnapshot {
+    /// The mapping that held `addr` at `ts` (`CLOCK_MONOTONIC`): from the latest read if it
+    /// was made after `ts` (what a fresh read would say of that moment), else from a new read.
+    pub fn holding(&mut self, addr: usize, ts: u64) -> Option<Mapping> {
+        if self.read_at == 0 || ts > self.read_at {
+            self.read_at = crate::recorder::sys::monotonic_ns();
+            self.mappings = read_mappings();
+        }
+        find(&self.mappings, addr)
+    }
+}
+
+/// The mapping in `mappings` (sorted by start) that holds `addr`.
+fn find(mappings: &[Mapping], addr: usize) -> Option<Mapping> {
+    let i = mappings
+        .partition_point(|m| m.start <= addr)
+        .checked_sub(1)?;
+    let m = mappings[i];
+    (addr < m.end).then_some(m)
+}
+
+/// The mapping of this process that holds `addr` now.
+pub fn mapping_of(addr: usize) -> Option<Mapping> {
+    find(&read_mappings(), addr)
+}
+
+/// Every mapping of this process now, by start address (empty if the map cannot be read).
+fn read_mappings() -> Vec<Mapping> {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return Vec::new();
+    };
+    let mut mappings: Vec<Mapping> = maps.lines().filter_map(parse_line).collect();
+    mappings.sort_unstable_by_key(|m| m.start);
+    mappings
+}
+
+/// One line of `/proc/self/maps`: `start-end perms ...`.
+fn parse_line(line: &str) -> Option<Mapping> {
+    let mut fields = line.split_whitespace();
+    let (start, end) = fields.next()?.split_once('-')?;
+    Some(Mapping {
+        start: usize::from_str_radix(start, 16).ok()?,
+        end: usize::from_str_radix(end, 16).ok()?,
+        executable: fields.next()?.contains('x'),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_mapping_of_a_stack_address() {
+        let local = 0u64;
+        let addr = &local as *const u64 as usize;
+        let m = mapping_of(addr).expect("the stack is mapped");
+        assert!(m.start <= addr && addr < m.end);
+        assert!(!m.executable);
+        assert!(mapping_of(0).is_none());
+        let code = finds_the_mapping_of_a_stack_address as fn() as *const () as usize;
+        assert!(mapping_of(code).unwrap().executable);
+    }
+
+    #[test]
+    fn a_snapshot_answers_for_moments_before_it_and_reads_again_for_later_ones() {
+        let local = 0u64;
+        let addr = &local as *const u64 as usize;
+        let mut snapshot = MapSnapshot::default();
+        let before = crate::recorder::sys::monotonic_ns();
+        let m = snapshot.holding(addr, before).expect("the stack is mapped");
+        let read_at = snapshot.read_at;
+        assert!(read_at >= before);
+        // A moment before the read: the same read answers.
+        assert_eq!(snapshot.holding(addr, before), Some(m));
+        assert_eq!(snapshot.read_at, read_at);
+        // A mapping made since is found by a new read, for a moment after the first.
+        let fresh = vec![0u8; 64 << 20];
+        let inside = fresh.as_ptr() as usize + (32 << 20);
+        let later = crate::recorder::sys::monotonic_ns();
+        let found = snapshot
+            .holding(inside, later)
+            .expect("the new mapping is found");
+        assert!(snapshot.read_at > read_at);
+        assert!(found.start <= inside && inside < found.end);
+    }
+
+    #[test]
+    fn lines_parse_and_garbage_does_not() {
+        assert_eq!(
+            parse_line("7f00-7f10 r-xp 00000000 08:01 123 /lib/x.so"),
+            Some(Mapping {
+                start: 0x7f00,
+                end: 0x7f10,
+                executable: true
+            })
+        );
+        assert_eq!(parse_line("nonsense"), None);
+        let ms = [
+            Mapping {
+                start: 0x1000,
+                end: 0x2000,
+                executable: false,
+            },
+            Mapping {
+                start: 0x3000,
+                end: 0x4000,
+                executable: true,
+            },
+        ];
+        assert_eq!(find(&ms, 0x2000), None);
+        assert_eq!(find(&ms, 0x3fff), Some(ms[1]));
+        assert_eq!(find(&ms, 0xfff), None);
+    }
+}
