@@ -28,11 +28,11 @@ const READ_CHUNK: usize = 1 << 20;
 pub struct StubMap {
     /// The map file, once found.
     file: Option<File>,
-    /// Where the next read starts, and the bytes of a line cut by the last read.
+    /// Where the next read starts.
     offset: u64,
-    partial: Vec<u8>,
-    /// The read buffer, kept between reads.
-    buf: Vec<u8>,
+    /// The bytes read and not parsed yet (a line the last read cut), in a buffer kept
+    /// between reads.
+    pending: Vec<u8>,
     /// Start to (end, kind).
     stubs: BTreeMap<usize, (usize, &'static str)>,
 }
@@ -70,27 +70,27 @@ impl StubMap {
         if file.metadata().is_ok_and(|m| m.len() <= self.offset) {
             return;
         }
-        self.buf.resize(READ_CHUNK, 0);
+        // Read after the cut line the last read left, into the buffer kept between reads (a
+        // buffer made anew each time was a fresh mapping of a megabyte to fault in).
         let Ok(n) = file
             .seek(SeekFrom::Start(self.offset))
-            .and_then(|_| file.read(&mut self.buf))
+            .and_then(|_| file.take(READ_CHUNK as u64).read_to_end(&mut self.pending))
         else {
             return;
         };
         self.offset += n as u64;
-        let mut text = std::mem::take(&mut self.partial);
-        text.extend_from_slice(&self.buf[..n]);
         // .NET 8.0.4 ends some lines with a NUL instead of a newline.
-        let complete = text
+        let complete = self
+            .pending
             .iter()
             .rposition(|&b| b == b'\n' || b == 0)
             .map_or(0, |i| i + 1);
-        for line in text[..complete].split(|&b| b == b'\n' || b == 0) {
+        for line in self.pending[..complete].split(|&b| b == b'\n' || b == 0) {
             if let Some((start, size, kind)) = std::str::from_utf8(line).ok().and_then(parse) {
                 self.stubs.insert(start, (start.saturating_add(size), kind));
             }
         }
-        self.partial = text[complete..].to_vec();
+        self.pending.drain(..complete);
     }
 }
 
@@ -169,5 +169,26 @@ mod tests {
         assert_eq!(map.known(0x1060 + 0x100), Some("[stub: precode]"));
         assert_eq!(map.known(0x1000 + STUB_REACH), None);
         assert_eq!(map.known(0xfff), None);
+    }
+
+    #[test]
+    fn a_map_read_while_it_grows_keeps_the_line_it_cut() {
+        use std::io::Write;
+        let path = std::env::temp_dir().join(format!("clrprof-stubs-{}.map", std::process::id()));
+        let mut out = File::create(&path).unwrap();
+        out.write_all(b"0x1000 20 stub<1> GenerateResolveStub<RESOLVE_STUB>\n0x2000 4 [Fo")
+            .unwrap();
+        let mut map = StubMap {
+            file: Some(File::open(&path).unwrap()),
+            ..StubMap::default()
+        };
+        assert_eq!(map.kind_at(0x1004), Some("[stub: interface resolve]"));
+        assert_eq!(map.kind_at(0x3004), None);
+        // The runtime finishes the method's line and lists a stub, its line ended by a NUL.
+        out.write_all(b"o]\n0x3000 10 stub<2> GenerateLookupStub<LOOKUP_STUB>\0")
+            .unwrap();
+        assert_eq!(map.kind_at(0x3004), Some("[stub: interface lookup]"));
+        assert!(map.pending.is_empty());
+        std::fs::remove_file(&path).unwrap();
     }
 }
