@@ -225,7 +225,7 @@ impl StackBuilder {
             // Its first capture tells where its stack is; the handler walks it from now on.
             let (lo, hi) = self
                 .maps
-                .holding(rsp, capture.ts)
+                .holding(rsp, capture.ts, self.unwinder.modules().latest_read())
                 .map_or((1, 1), |m| (m.start, m.end));
             slot.stack_lo.store(lo, Ordering::Relaxed);
             slot.stack_hi.store(hi, Ordering::Release);

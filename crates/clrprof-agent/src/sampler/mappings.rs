@@ -4,7 +4,7 @@
 //! `/proc/self/maps` is long in a .NET process (the runtime's double-mapped code makes
 //! thousands of lines) and costs up to a millisecond a read, so one read serves every
 //! question about a moment it describes: [`MapSnapshot`] answers for a capture taken before
-//! it was read, as a fresh read would.
+//! it was read, as a fresh read would, from its own read or from the module map's latest.
 
 /// A mapping of this process (a line of `/proc/self/maps`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,11 +25,25 @@ pub struct MapSnapshot {
 
 impl MapSnapshot {
     /// The mapping that held `addr` at `ts` (`CLOCK_MONOTONIC`): from the latest read if it
-    /// was made after `ts` (what a fresh read would say of that moment), else from a new read.
-    pub fn holding(&mut self, addr: usize, ts: u64) -> Option<Mapping> {
+    /// was made after `ts` (what a fresh read would say of that moment), its own or `latest`
+    /// (another reader's text of the map and when it was read), else from a new read.
+    pub fn holding(
+        &mut self,
+        addr: usize,
+        ts: u64,
+        latest: Option<(u64, &str)>,
+    ) -> Option<Mapping> {
         if self.read_at == 0 || ts > self.read_at {
-            self.read_at = crate::recorder::sys::monotonic_ns();
-            self.mappings = read_mappings();
+            match latest.filter(|&(at, _)| at >= ts && at > self.read_at) {
+                Some((at, text)) => {
+                    self.read_at = at;
+                    self.mappings = parse_all(text);
+                }
+                None => {
+                    self.read_at = crate::recorder::sys::monotonic_ns();
+                    self.mappings = read_mappings();
+                }
+            }
         }
         find(&self.mappings, addr)
     }
@@ -51,10 +65,12 @@ pub fn mapping_of(addr: usize) -> Option<Mapping> {
 
 /// Every mapping of this process now, by start address (empty if the map cannot be read).
 fn read_mappings() -> Vec<Mapping> {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
-        return Vec::new();
-    };
-    let mut mappings: Vec<Mapping> = maps.lines().filter_map(parse_line).collect();
+    std::fs::read_to_string("/proc/self/maps").map_or_else(|_| Vec::new(), |t| parse_all(&t))
+}
+
+/// Every mapping a text of `/proc/self/maps` lists, by start address.
+fn parse_all(text: &str) -> Vec<Mapping> {
+    let mut mappings: Vec<Mapping> = text.lines().filter_map(parse_line).collect();
     mappings.sort_unstable_by_key(|m| m.start);
     mappings
 }
@@ -92,21 +108,41 @@ mod tests {
         let addr = &local as *const u64 as usize;
         let mut snapshot = MapSnapshot::default();
         let before = crate::recorder::sys::monotonic_ns();
-        let m = snapshot.holding(addr, before).expect("the stack is mapped");
+        let m = snapshot
+            .holding(addr, before, None)
+            .expect("the stack is mapped");
         let read_at = snapshot.read_at;
         assert!(read_at >= before);
         // A moment before the read: the same read answers.
-        assert_eq!(snapshot.holding(addr, before), Some(m));
+        assert_eq!(snapshot.holding(addr, before, None), Some(m));
         assert_eq!(snapshot.read_at, read_at);
         // A mapping made since is found by a new read, for a moment after the first.
         let fresh = vec![0u8; 64 << 20];
         let inside = fresh.as_ptr() as usize + (32 << 20);
         let later = crate::recorder::sys::monotonic_ns();
         let found = snapshot
-            .holding(inside, later)
+            .holding(inside, later, None)
             .expect("the new mapping is found");
         assert!(snapshot.read_at > read_at);
         assert!(found.start <= inside && inside < found.end);
+        // Another reader's text, read after the moment asked about, is taken instead of a
+        // read; one read before it is not.
+        let text = "1000-2000 rw-p 00000000 00:00 0 \n";
+        let moment = snapshot.read_at + 1;
+        assert_eq!(
+            snapshot.holding(0x1800, moment, Some((moment - 1, text))),
+            None
+        );
+        let newer = snapshot.read_at + 10;
+        assert_eq!(
+            snapshot.holding(0x1800, newer - 5, Some((newer, text))),
+            Some(Mapping {
+                start: 0x1000,
+                end: 0x2000,
+                executable: false
+            })
+        );
+        assert_eq!(snapshot.read_at, newer);
     }
 
     #[test]

@@ -59,6 +59,11 @@ impl ModuleMap {
         None
     }
 
+    /// No memory map is read here.
+    pub fn latest_read(&self) -> Option<(u64, &str)> {
+        None
+    }
+
     /// Always true: naming reads nothing.
     pub fn names_ready(&self, _addr: usize) -> bool {
         true

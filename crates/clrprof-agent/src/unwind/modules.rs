@@ -193,6 +193,9 @@ pub struct ModuleMap {
     last_refresh: Option<Instant>,
     /// The loader's library counters when the map was last read (see [`sys::library_loads`]).
     loads_seen: Option<(u64, u64)>,
+    /// The text of the latest read of `/proc/self/maps` and `CLOCK_MONOTONIC` before it: the
+    /// sampler finds other mappings in it too (see [`Self::latest_read`]).
+    text: (u64, String),
 }
 
 impl Default for ModuleMap {
@@ -210,6 +213,7 @@ impl ModuleMap {
             generation: 0,
             last_refresh: None,
             loads_seen: None,
+            text: (0, String::new()),
         };
         map.refresh();
         map
@@ -222,6 +226,7 @@ impl ModuleMap {
         self.last_refresh = Some(Instant::now());
         // Read before the map: a library the loader counts later is looked for again.
         self.loads_seen = sys::library_loads();
+        let read_at = sys::monotonic_ns();
         let Ok(text) = std::fs::read_to_string("/proc/self/maps") else {
             return false;
         };
@@ -271,10 +276,17 @@ impl ModuleMap {
         let changed = kept_native != old_native || kept_native != new_native;
         self.mappings = mappings;
         self.files = files;
+        self.text = (read_at, text);
         if changed {
             self.generation += 1;
         }
         changed
+    }
+
+    /// The text of the latest read of `/proc/self/maps`, every mapping's line, and
+    /// `CLOCK_MONOTONIC` just before it was read (`None` before any read).
+    pub fn latest_read(&self) -> Option<(u64, &str)> {
+        (self.text.0 != 0).then_some((self.text.0, self.text.1.as_str()))
     }
 
     /// Finds (or creates) the image of a maps line.
