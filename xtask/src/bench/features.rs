@@ -304,7 +304,9 @@ pub(super) fn section(runtime: &str, measured: &[Measured]) -> String {
          recording without it: both configurations run once per round, alternating, their \
          order rotating from round to round; a ratio is the median of the per-round ratios to \
          the first configuration of the workload (min-max over the rounds), of work time and \
-         of the process's CPU time (`cpu_ms`: every thread, the profiler's included).\n\n",
+         of the process's CPU time (`cpu_ms`: every thread, the profiler's included). Where the \
+         bench starts the program itself (no profiler, or the agent alone), its peak resident \
+         memory (`VmHWM`, read when its work is done) is the median over the rounds.\n\n",
     );
     let mut configs: Vec<Config> = Vec::new();
     for m in measured {
@@ -364,7 +366,18 @@ fn row(m: &Measured, i: usize, c: Config) -> String {
         .iter()
         .filter_map(|r| r.contended_waits.map(|n| n as f64))
         .collect();
-    let per_run = median(&waits).map_or(String::new(), |n| format!("{n:.0} contended waits"));
+    let rss: Vec<f64> = m.runs[i]
+        .iter()
+        .filter_map(|r| r.peak_rss_kib.map(|k| k as f64))
+        .collect();
+    let per_run = [
+        median(&waits).map(|n| format!("{n:.0} contended waits")),
+        median(&rss).map(|k| format!("peak resident memory {:.1} MB", k / 1024.0)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(", ");
     if i == 0 {
         return format!(
             "{name} {work_ms:.1} | 1 | spread {:.1}% | {cpu_ms:.1} | 1 | | 1 | {per_run} |\n",
@@ -396,6 +409,7 @@ mod tests {
             contended_waits,
             requests: None,
             sampler_us_per_sample: None,
+            peak_rss_kib: None,
             wall_ms: work_ms + 100.0,
             checksum: "1".into(),
             detail: Detail::Nothing,

@@ -68,6 +68,9 @@ pub struct Run {
     /// The sampler thread's own CPU per sample it wrote (its symbol reading left out), in
     /// microseconds, as the clrprof trace says (sample mode).
     pub sampler_us_per_sample: Option<f64>,
+    /// The program's peak resident memory (`VmHWM`) when its work was done, in KiB, where the
+    /// bench started the program itself (not through `clrprof record` or `perf`).
+    pub peak_rss_kib: Option<u64>,
     /// The whole process, start to exit.
     pub wall_ms: f64,
     pub checksum: String,
@@ -385,6 +388,10 @@ fn run_workload_into(
     }
     let (work, _) = proc.expect_line("`work_ms=`", WORK_TIMEOUT, |l| l.starts_with("work_ms="))?;
     let (cpu, _) = proc.expect_line("`cpu_ms=`", WORK_TIMEOUT, |l| l.starts_with("cpu_ms="))?;
+    // Read while the program still runs (it prints more, then exits).
+    let peak_rss_kib = (config.clrprof_args().is_none() && config != Config::Perf1000)
+        .then(|| peak_rss_kib(proc.pid()))
+        .flatten();
     let requests = match load {
         Load::Own => None,
         Load::Http { .. } => {
@@ -513,12 +520,26 @@ fn run_workload_into(
             contended_waits,
             requests,
             sampler_us_per_sample,
+            peak_rss_kib,
             wall_ms: exited.wall_ms,
             checksum,
             detail,
         },
         warnings,
     ))
+}
+
+/// The peak resident memory (`VmHWM`) of process `pid` so far, in KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Times in ms, per configuration, in round order.
