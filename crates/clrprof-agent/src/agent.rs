@@ -338,6 +338,9 @@ impl Session {
                     value,
                 )));
         }
+        // The CLI starts its own event sessions (CoreCLR 3.1) when these reach it: before the
+        // program's first events, not a writer's period later.
+        self.out.send_now();
         for w in &self.config.warnings {
             self.warn(w.clone());
         }

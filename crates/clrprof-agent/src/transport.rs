@@ -192,6 +192,14 @@ impl Transport {
         true
     }
 
+    /// Has the writer send what is buffered now rather than at the end of its period: records
+    /// the CLI waits for (the session's start, which tells it whether to start its own event
+    /// sessions before the program runs).
+    pub fn send_now(&self) {
+        self.shared.hurried.store(true, Ordering::Relaxed);
+        termination::wake_writer();
+    }
+
     /// Wakes the writer when the buffer just went past half its size (`len` bytes now), so
     /// that a burst is written out before it fills the buffer. Once per filling: the wake is
     /// a system call.
