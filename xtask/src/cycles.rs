@@ -39,7 +39,6 @@ const KNOWN: &[(&str, &[&str])] = &[
             "statics",
         ],
     ),
-    ("clrprof-agent", &["recorder::cct", "recorder::threads"]),
     (
         "clrprof-analysis",
         &[

@@ -759,7 +759,7 @@ impl Profiler for Agent {
             count.thread_ended(s, t.0);
         }
         if let Some(slot) = threads::find_managed(t.0) {
-            if let (Some(s), Some(state)) = (self.session(), slot.trace_state()) {
+            if let (Some(s), Some(state)) = (self.session(), cct::state_of(slot)) {
                 s.dump_call_tree(state);
             }
             slot.mark_dead();

@@ -265,7 +265,7 @@ impl Session {
         }
         self.stop_sampler();
         for slot in threads::used() {
-            if let Some(state) = slot.trace_state() {
+            if let Some(state) = cct::state_of(slot) {
                 self.dump_call_tree(state);
             }
         }

@@ -22,7 +22,8 @@
 use core::alloc::Layout;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use super::{sys, threads, tls};
+use super::threads::{self, ThreadSlot};
+use super::{sys, tls};
 
 /// Nodes per allocation chunk.
 pub const CHUNK_NODES: usize = 4096;
@@ -216,6 +217,15 @@ impl Node {
     }
 }
 
+/// The trace-mode state of `slot`'s thread, if it has one.
+pub fn state_of(slot: &ThreadSlot) -> Option<&'static ThreadState> {
+    let p = slot.trace.load(Ordering::Acquire).cast::<ThreadState>();
+    // SAFETY: the slot's pointer is null or a leaked `ThreadState` (stored by
+    // `create_for_current_thread`), freed only by the sampler after it released the slot, so a
+    // non-null pointer read from a used slot is live.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
 /// The calling thread's state, if it has one.
 pub fn current_state() -> Option<&'static ThreadState> {
     let p = tls::thread_state();
@@ -258,7 +268,7 @@ fn create_for_current_thread() -> Option<&'static ThreadState> {
         .current
         .store(&state.root as *const Node as *mut Node, Ordering::Release);
     slot.trace.store(
-        state as *const ThreadState as *mut ThreadState,
+        (state as *const ThreadState).cast_mut().cast::<()>(),
         Ordering::Release,
     );
     tls::set_thread_state(state as *const ThreadState as usize);

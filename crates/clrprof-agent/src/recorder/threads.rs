@@ -8,7 +8,6 @@
 
 use core::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use super::cct::ThreadState;
 use super::ring::CaptureRing;
 use super::{sys, tls};
 
@@ -36,8 +35,9 @@ pub struct ThreadSlot {
     pub stack_lo: AtomicUsize,
     /// See `stack_lo`.
     pub stack_hi: AtomicUsize,
-    /// The thread's calling context tree (trace mode), null until its first hooked call.
-    pub trace: AtomicPtr<ThreadState>,
+    /// The thread's calling context tree (trace mode), null until its first hooked call: a
+    /// `cct::ThreadState`, read through `cct::state_of` (the slots know nothing of trace mode).
+    pub trace: AtomicPtr<()>,
     /// The thread's CPU clock (sample mode), as `cpu_clock` encodes it.
     clock: AtomicU64,
     /// The ring buffer of the thread's perf event, where the kernel says where each period
@@ -146,14 +146,6 @@ impl ThreadSlot {
     /// True once the thread ended but the sampler has not released the slot yet.
     pub fn is_dead(&self) -> bool {
         self.state.load(Ordering::Acquire) == DEAD
-    }
-
-    /// The thread's trace-mode state, if it has one.
-    pub fn trace_state(&self) -> Option<&'static ThreadState> {
-        let p = self.trace.load(Ordering::Acquire);
-        // SAFETY: trace states are leaked boxes (see `cct`), freed only by the sampler after
-        // it released this slot, so a non-null pointer read from a used slot is live.
-        (!p.is_null()).then(|| unsafe { &*p })
     }
 
     /// Marks the thread as ended (now); the sampler releases the slot on its next tick.

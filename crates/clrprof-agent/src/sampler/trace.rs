@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use clrprof_sdk::FunctionId;
 use clrprof_trace::{FrameKind, Sample, ThreadState};
 
-use crate::recorder::cct::Node;
+use crate::recorder::cct::{self, Node};
 use crate::recorder::sys;
 use crate::recorder::threads::{self, MAX_THREADS, ThreadSlot};
 use crate::session::Session;
@@ -67,7 +67,7 @@ impl TraceTicker {
             if !slot.is_live() {
                 continue;
             }
-            let Some(state) = slot.trace_state() else {
+            let Some(state) = cct::state_of(slot) else {
                 continue;
             };
             let Some((cpu, wall)) = self.deltas(i, slot, now) else {
