@@ -233,7 +233,7 @@ fn a_killed_record_leaves_a_readable_partial_trace() {
     let mut rec = Interactive::start(&["--mode", "none", "--events", "exception"]);
     rec.send("round 5");
     rec.expect("rounds 5: total 5, caught 5");
-    // The agent sends at least every 100 ms, clrprof seals a block at least every 250 ms.
+    // The agent sends every 10 ms, clrprof seals a block at least every 250 ms.
     std::thread::sleep(Duration::from_millis(1000));
     rec.signal_clrprof("-KILL");
     std::thread::sleep(Duration::from_millis(200));
