@@ -6,6 +6,8 @@
 //! question about a moment it describes: [`MapSnapshot`] answers for a capture taken before
 //! it was read, as a fresh read would, from its own read or from the module map's latest.
 
+use crate::unwind::MapsLine;
+
 /// A mapping of this process (a line of `/proc/self/maps`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mapping {
@@ -75,14 +77,12 @@ fn parse_all(text: &str) -> Vec<Mapping> {
     mappings
 }
 
-/// One line of `/proc/self/maps`: `start-end perms ...`.
+/// The range and permission of one line of `/proc/self/maps`.
 fn parse_line(line: &str) -> Option<Mapping> {
-    let mut fields = line.split_whitespace();
-    let (start, end) = fields.next()?.split_once('-')?;
-    Some(Mapping {
-        start: usize::from_str_radix(start, 16).ok()?,
-        end: usize::from_str_radix(end, 16).ok()?,
-        executable: fields.next()?.contains('x'),
+    MapsLine::parse(line).map(|l| Mapping {
+        start: l.start,
+        end: l.end,
+        executable: l.executable,
     })
 }
 

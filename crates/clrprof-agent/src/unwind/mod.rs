@@ -95,6 +95,7 @@ mod cfi;
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
 mod fallback;
 pub mod managed;
+mod maps_line;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod modules;
 #[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
@@ -107,6 +108,7 @@ mod tests;
 pub use cfi::Unwinder;
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
 pub use fallback::{ModuleMap, ModuleReader, Unwinder};
+pub use maps_line::MapsLine;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub use modules::{ModuleMap, ModuleReader};
 

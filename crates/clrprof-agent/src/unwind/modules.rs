@@ -18,7 +18,7 @@ use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindSection};
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
 use object::{Endianness, ReadCache, ReadRef, elf};
 
-use super::{ModuleInfo, NativeFunction, NativeSymbol};
+use super::{MapsLine, ModuleInfo, NativeFunction, NativeSymbol};
 use crate::recorder::sys;
 
 /// An image's bytes, or a range of them (a section): its file mapped into memory, or the
@@ -531,52 +531,6 @@ fn same_image(a: &Option<Arc<Image>>, b: &Option<Arc<Image>>) -> bool {
         (None, None) => true,
         _ => false,
     }
-}
-
-/// The fields of one `/proc/self/maps` line that matter here.
-struct MapsLine<'a> {
-    start: usize,
-    end: usize,
-    executable: bool,
-    offset: u64,
-    dev: &'a str,
-    inode: u64,
-    path: &'a str,
-    deleted: bool,
-}
-
-impl<'a> MapsLine<'a> {
-    /// Parses `start-end perms offset dev inode [path]`.
-    fn parse(line: &'a str) -> Option<MapsLine<'a>> {
-        let (range, rest) = field(line)?;
-        let (perms, rest) = field(rest)?;
-        let (offset, rest) = field(rest)?;
-        let (dev, rest) = field(rest)?;
-        let (inode, rest) = field(rest)?;
-        let (start, end) = range.split_once('-')?;
-        let mut path = rest.trim();
-        let deleted = path.ends_with(" (deleted)");
-        if deleted {
-            path = path.trim_end_matches(" (deleted)");
-        }
-        Some(MapsLine {
-            start: usize::from_str_radix(start, 16).ok()?,
-            end: usize::from_str_radix(end, 16).ok()?,
-            executable: perms.as_bytes().get(2) == Some(&b'x'),
-            offset: u64::from_str_radix(offset, 16).ok()?,
-            dev,
-            inode: inode.parse().ok()?,
-            path,
-            deleted,
-        })
-    }
-}
-
-/// Splits off the first space-separated field.
-fn field(s: &str) -> Option<(&str, &str)> {
-    let s = s.trim_start_matches(' ');
-    let end = s.find(' ').unwrap_or(s.len());
-    (end > 0).then(|| (&s[..end], &s[end..]))
 }
 
 impl Image {
