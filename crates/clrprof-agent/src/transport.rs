@@ -18,7 +18,8 @@ use clrprof_trace::{Allocation, Contention, Event, EventKind, Record, Sample};
 
 use crate::recorder::termination;
 
-/// How often the writer thread drains the buffer (sooner when [`Transport::send_now`] asks).
+/// How often the writer thread drains the buffer (sooner when [`Transport::send_now`] wakes it:
+/// a writer not waiting yet when woken keeps to its period, at most this late).
 /// A longer period with a wake-up when the buffer is half full was tried: the writer then kept
 /// up with bursts that a small buffer must drop (the tests that check that every dropped
 /// event is counted need some dropped), for 100 wake-ups a second saved (under 0.2% of a core).
@@ -79,8 +80,6 @@ struct Shared {
     hard_capacity: usize,
     stats: TransportStats,
     stop: AtomicBool,
-    /// Whether [`Transport::send_now`] asked for a drain not done yet (cleared when it swaps).
-    hurried: AtomicBool,
     /// The sink and a spare buffer; held by whoever is writing.
     sink: Mutex<(Box<dyn Write + Send>, Vec<u8>, bool)>,
 }
@@ -100,7 +99,6 @@ impl Transport {
             hard_capacity: capacity * 4,
             stats: TransportStats::default(),
             stop: AtomicBool::new(false),
-            hurried: AtomicBool::new(false),
             sink: Mutex::new((sink, Vec::with_capacity(capacity), true)),
         });
         let transport = Arc::new(Transport {
@@ -115,9 +113,7 @@ impl Transport {
                 termination::block_on_this_thread();
                 termination::set_serving(true);
                 while !for_thread.shared.stop.load(Ordering::Acquire) {
-                    termination::writer_wait(DRAIN_EVERY.as_nanos() as u64, || {
-                        for_thread.shared.hurried.load(Ordering::Relaxed)
-                    });
+                    termination::writer_wait(DRAIN_EVERY.as_nanos() as u64);
                     // A termination signal's handler waits for what was recorded before it.
                     let request = termination::writer_request();
                     for_thread.drain();
@@ -196,7 +192,6 @@ impl Transport {
     /// the CLI waits for (the session's start, which tells it whether to start its own event
     /// sessions before the program runs).
     pub fn send_now(&self) {
-        self.shared.hurried.store(true, Ordering::Relaxed);
         termination::wake_writer();
     }
 
@@ -239,7 +234,6 @@ impl Transport {
         {
             let mut buf = s.buffer.lock().unwrap_or_else(|e| e.into_inner());
             std::mem::swap(&mut *buf, spare);
-            s.hurried.store(false, Ordering::Relaxed);
         }
         if spare.is_empty() {
             return;

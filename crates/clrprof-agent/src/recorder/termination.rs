@@ -53,12 +53,10 @@ pub fn writer_served(request: u32) {
     sys::futex_wake(&SERVED);
 }
 
-/// The writer: waits up to `timeout_ns` or until a handler (or [`wake_writer`]) wakes it; not
-/// at all if `hurried()` (asked after the wake count is read: what a waker set before it
-/// counted its wake is seen).
-pub fn writer_wait(timeout_ns: u64, hurried: impl FnOnce() -> bool) {
+/// The writer: waits up to `timeout_ns` or until a handler (or [`wake_writer`]) wakes it.
+pub fn writer_wait(timeout_ns: u64) {
     let seen = WAKE.load(Ordering::Acquire);
-    if ASKED.load(Ordering::Acquire) == SERVED.load(Ordering::Acquire) && !hurried() {
+    if ASKED.load(Ordering::Acquire) == SERVED.load(Ordering::Acquire) {
         sys::futex_wait(&WAKE, seen, timeout_ns);
     }
 }
