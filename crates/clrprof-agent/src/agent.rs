@@ -15,10 +15,11 @@ use clrprof_trace::{
 };
 
 use crate::config::{AgentConfig, AllocMode, Config, Mode};
+use crate::coverage::Coverage;
 use crate::exceptions;
+use crate::features::{Features, Running};
 use crate::recorder::published::Published;
 use crate::recorder::{cct, hooks, sys, threads};
-use crate::sampler::Sampler;
 use crate::session::Session;
 use crate::start_error::StartError;
 use crate::transport::Transport;
@@ -29,7 +30,7 @@ pub struct Agent;
 
 /// The current session. An attach after a detach publishes a new one (when the runtime kept
 /// the library loaded in between).
-static SESSION: Published<Session> = Published::new();
+static SESSION: Published<Running> = Published::new();
 
 /// How the agent was loaded, and so where its settings come from.
 enum Origin {
@@ -60,7 +61,12 @@ fn b(v: bool) -> u64 {
 
 impl Agent {
     fn session(&self) -> Option<&'static Session> {
-        SESSION.get().filter(|s| !s.ended())
+        self.running().map(|r| &r.session)
+    }
+
+    /// The running session with its features, until it ends.
+    fn running(&self) -> Option<&'static Running> {
+        SESSION.get().filter(|r| !r.session.ended())
     }
 
     /// Records a callback's event whose args take work to compute, computing them only if a
@@ -134,27 +140,37 @@ impl Agent {
                     .into(),
             );
         }
-        crate::coverage::start(&config);
-        crate::async_chains::start(&config, attached);
-        if let Err(e) = crate::count::start(&config) {
+        let coverage = Coverage::new(&config);
+        let chains = crate::async_chains::start(&config, attached);
+        let count = crate::count::start(&config).unwrap_or_else(|e| {
             config.mode = Mode::Sample;
             config.warnings.push(e);
-        }
+            None
+        });
+        let features = Features::new(count, coverage, chains);
         let out = Transport::start(sink, config.buffer_bytes);
         crate::recorder::termination::install();
-        let session = SESSION.publish(Session::new(info, config, out, start_ns, attached));
-        session.configure();
+        let running = SESSION.publish(Running {
+            session: Session::new(info, config, out, start_ns, attached),
+            features,
+        });
+        running.configure();
+        let session = &running.session;
         if session.config.export.is_some() {
-            crate::export::say_what_the_runtime_lacks(&session.config);
+            crate::export::say_what_the_runtime_lacks(
+                &session.config,
+                running.features.alloc_ticks.reads_ticks(),
+                running.features.contention.reads_events(),
+            );
         }
         if from_cli.is_none() {
             crate::recorder::exit::on_exit(write_exit_status);
         }
         if let Some(from_cli) = from_cli {
-            crate::detach::watch(session, from_cli);
+            crate::detach::watch(running, from_cli);
         }
         if attached_export {
-            crate::export::control::listen(session);
+            crate::export::control::listen(running);
         }
         Ok(())
     }
@@ -250,7 +266,7 @@ pub(crate) fn command_line() -> String {
 
 /// At `exit`, the status the process passed, as the stream's last record.
 fn write_exit_status(status: i32) {
-    if let Some(s) = SESSION.get() {
+    if let Some(s) = SESSION.get().map(|r| &r.session) {
         s.out
             .push_record(&Record::ProcessExit(clrprof_trace::ProcessExit {
                 ts: s.now(),
@@ -261,17 +277,19 @@ fn write_exit_status(status: i32) {
     crate::export::finish();
 }
 
-impl Session {
+impl Running {
     /// Chooses the runtime callbacks, installs hooks, starts sampling, announces the session.
     fn configure(&'static self) {
+        let s = &self.session;
+        let features = &self.features;
         // Before the event mask: reading the ticks in process needs stack snapshots.
-        let tick_reader = crate::alloc_ticks::start(self);
-        let contention_reader = crate::contention::start(self);
+        let tick_reader = features.alloc_ticks.start(s);
+        let contention_reader = features.contention.start(s);
         let (low, high) = self.event_masks();
-        let mut mask_ok = if self.info.version() >= 5 {
-            self.info.set_event_mask2(low, high)
+        let mut mask_ok = if s.info.version() >= 5 {
+            s.info.set_event_mask2(low, high)
         } else {
-            self.info.set_event_mask(
+            s.info.set_event_mask(
                 low | if high.is_empty() {
                     EventMask::empty()
                 } else {
@@ -280,84 +298,83 @@ impl Session {
             )
         };
         if let Err(e) = &mask_ok {
-            self.warn(format!(
+            s.warn(format!(
                 "the runtime refused the event mask ({e}); retrying without optional events"
             ));
-            mask_ok = self.info.set_event_mask(low);
+            mask_ok = s.info.set_event_mask(low);
         }
-        let toggles = matches!(mask_ok, Ok(())) && self.info.version() >= 5;
+        let toggles = matches!(mask_ok, Ok(())) && s.info.version() >= 5;
         if let Err(e) = mask_ok {
-            self.message(
+            s.message(
                 MessageLevel::Error,
                 format!("the runtime refused the event mask: {e}"),
             );
         }
         crate::event_mask::configured(low, high, toggles);
-        crate::heap::configured(self, low, high, toggles);
+        crate::heap::configured(s, low, high, toggles);
 
-        if self.config.mode == Mode::Trace {
-            cct::set_node_budget(self.config.max_nodes);
-            if let Err(e) = hooks::install(&self.info) {
-                self.message(
+        if s.config.mode == Mode::Trace {
+            cct::set_node_budget(s.config.max_nodes);
+            if let Err(e) = hooks::install(&s.info) {
+                s.message(
                     MessageLevel::Error,
                     format!("trace mode is unavailable: {e}"),
                 );
             }
         }
 
-        let runtime = crate::runtime_version::describe(&self.info);
+        let runtime = crate::runtime_version::describe(&s.info);
         let start_unix_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
-            .saturating_sub(self.now());
-        self.out.push_record(&Record::SessionStart(SessionStart {
+            .saturating_sub(s.now());
+        s.out.push_record(&Record::SessionStart(SessionStart {
             pid: std::process::id(),
             agent_version: crate::agent::AGENT_VERSION.into(),
             runtime,
-            info_version: self.info.version() as u16,
+            info_version: s.info.version() as u16,
             callback_version: clrprof_sdk::callback_versions_asked()
                 .last()
                 .map_or(0, |&v| v as u16),
             start_unix_ns,
             event_mask: u64::from(low.bits()),
             event_mask_high: u64::from(high.bits()),
-            config: self.config.raw.clone(),
+            config: s.config.raw.clone(),
             command_line: command_line(),
         }));
         if let Some(reader) = tick_reader {
             // Right after SessionStart: the CLI waits for it to know who reads the ticks.
-            self.out
-                .push_record(&Record::Counter(reader.counter(self.now())));
+            s.out.push_record(&Record::Counter(reader.counter(s.now())));
         }
         if let Some(value) = contention_reader {
             // Right after SessionStart: the CLI waits for it to know who reads the events.
-            self.out
+            s.out
                 .push_record(&Record::Counter(clrprof_trace::Counter::named(
                     clrprof_trace::protocol::CONTENTION_READER_COUNTER,
-                    self.now(),
+                    s.now(),
                     value,
                 )));
         }
         // The CLI starts its own event sessions (CoreCLR 3.1) when these reach it: before the
         // program's first events, not a writer's period later.
-        self.out.send_now();
-        for w in &self.config.warnings {
-            self.warn(w.clone());
+        s.out.send_now();
+        for w in &s.config.warnings {
+            s.warn(w.clone());
         }
-        if !self.attached {
+        if !s.attached {
             // An attached agent records InitializeForAttach instead.
-            self.callback(callbacks::Initialize {});
+            s.callback(callbacks::Initialize {});
         }
-        crate::heap::start_heap_thread(self);
-        if self.config.mode != Mode::None {
-            let sampler = Sampler::start(self);
-            *self.sampler.lock().unwrap_or_else(|e| e.into_inner()) = sampler;
+        crate::heap::start_heap_thread(s);
+        if s.config.mode != Mode::None {
+            features.sampling.start(s, features.chains.as_ref());
         }
     }
 
     /// The callbacks to ask the runtime for.
     fn event_masks(&self) -> (EventMask, HighEventMask) {
-        let c = &self.config;
+        let s = &self.session;
+        let c = &s.config;
         // Class loads always: the canonical classes the runtime loads are how the namer tells
         // which instantiation a body of shared generic code belongs to (`Two<int, __Canon>`).
         // They are recorded as events only with `--events class`.
@@ -392,22 +409,14 @@ impl Session {
         if on(EventCategory::Exception) {
             low |= EventMask::MONITOR_EXCEPTIONS | EventMask::ENABLE_STACK_SNAPSHOT;
         }
-        let (heap_low, heap_high) = crate::heap::event_mask(&c.heap_snapshots);
-        low |= heap_low;
-        high |= heap_high;
-        if crate::contention::reads_events() {
-            // The waiting stack is walked on the waiting thread.
-            low |= EventMask::ENABLE_STACK_SNAPSHOT;
-        }
+        let (features_low, features_high) = self.features.event_mask(s);
+        low |= features_low;
+        high |= features_high;
         match c.alloc {
             AllocMode::Off => {}
             // No ObjectAllocated: the runtime's ticks come through the agent's EventPipe
-            // session, on the allocating thread, whose stack it walks (or through the CLI).
-            AllocMode::Ticks => {
-                if crate::alloc_ticks::reads_ticks() {
-                    low |= EventMask::ENABLE_STACK_SNAPSHOT;
-                }
-            }
+            // session (see `AllocTicks`), or through the CLI.
+            AllocMode::Ticks => {}
             AllocMode::Sampled | AllocMode::All => {
                 low |= EventMask::ENABLE_OBJECT_ALLOCATED
                     | EventMask::MONITOR_OBJECT_ALLOCATED
@@ -423,22 +432,13 @@ impl Session {
                 low |= EventMask::DISABLE_INLINING;
             }
         }
-        if let Some(coverage) = crate::coverage::get() {
-            low |= coverage.event_mask();
-        }
-        if let Some(count) = crate::count::get() {
-            low |= count.event_mask();
-        }
-        if let Some(chains) = crate::async_chains::get() {
-            low |= chains.event_mask();
-        }
-        if self.attached {
+        if s.attached {
             // Cache searches come with `jit` but are not allowed after attach: JIT events are.
             low.remove(EventMask::MONITOR_CACHE_SEARCHES);
             let refused = low - EventMask::ALLOWABLE_AFTER_ATTACH;
             let refused_high = high - HighEventMask::ALLOWABLE_AFTER_ATTACH;
             if !refused.is_empty() || !refused_high.is_empty() {
-                self.warn(format!(
+                s.warn(format!(
                     "the runtime does not allow {refused:?} {refused_high:?} after attach; \
                      those events are not recorded"
                 ));
@@ -452,7 +452,7 @@ impl Session {
             // their functions. Recorded as events only when asked for. The runtime does not
             // report dynamic-method unloads to an attached profiler.
             low |= EventMask::MONITOR_MODULE_LOADS;
-            if !self.attached {
+            if !s.attached {
                 high |= HighEventMask::MONITOR_DYNAMIC_FUNCTION_UNLOADS;
             }
         }
@@ -466,19 +466,19 @@ impl Profiler for Agent {
     }
 
     fn shutdown(&self) -> Result<()> {
-        if let Some(s) = self.session() {
+        if let Some(r) = self.running() {
+            let s = &r.session;
             crate::heap::snapshot_at_exit(s);
             crate::heap::finish(s);
             s.callback(callbacks::Shutdown {});
-            crate::alloc_ticks::stop(s);
-            crate::contention::stop(s);
-            if let Some(coverage) = crate::coverage::get() {
+            r.stop_features();
+            if let Some(coverage) = &r.features.coverage {
                 coverage.write(s);
             }
-            if let Some(count) = crate::count::get() {
+            if let Some(count) = &r.features.count {
                 count.write(s);
             }
-            s.end("shutdown");
+            r.end("shutdown");
             crate::export::finish();
         }
         Ok(())
@@ -546,14 +546,17 @@ impl Profiler for Agent {
         })
     }
     fn module_load_finished(&self, m: ModuleId, status: HResult) -> Result<()> {
-        if let (Some(s), Some(coverage)) = (self.session(), crate::coverage::get()) {
-            coverage.module_loaded(&s.info, m);
-        }
-        if let (Some(s), Some(count)) = (self.session(), crate::count::get()) {
-            count.module_loaded(&s.info, m);
-        }
-        if let (Some(s), Some(chains)) = (self.session(), crate::async_chains::get()) {
-            chains.module_loaded(s, m);
+        if let Some(r) = self.running() {
+            let (s, f) = (&r.session, &r.features);
+            if let Some(coverage) = &f.coverage {
+                coverage.module_loaded(&s.info, m);
+            }
+            if let Some(count) = &f.count {
+                count.module_loaded(&s.info, m);
+            }
+            if let Some(chains) = &f.chains {
+                chains.module_loaded(s, m);
+            }
         }
         self.callback(callbacks::ModuleLoadFinished {
             module: self.mid(m),
@@ -630,16 +633,17 @@ impl Profiler for Agent {
         })
     }
     fn jit_compilation_started(&self, f: FunctionId, safe: bool) -> Result<()> {
-        let Some(s) = self.session() else {
+        let Some(r) = self.running() else {
             return Ok(());
         };
+        let s = &r.session;
         let wanted = s.wants(K::JIT_COMPILATION_STARTED);
-        let coverage = crate::coverage::get();
-        let count = crate::count::get();
+        let coverage = r.features.coverage.as_ref();
+        let count = r.features.count.as_ref();
         if let Some(count) = count {
             count.compilation_started(f);
         }
-        if let Some(chains) = crate::async_chains::get() {
+        if let Some(chains) = &r.features.chains {
             chains.compilation_started(s, f);
         }
         if !wanted && coverage.is_none() && count.is_none() {
@@ -689,11 +693,12 @@ impl Profiler for Agent {
         self.callback(callbacks::JITCachedFunctionSearchStarted {
             function: self.fid(f),
         })?;
-        let Some(s) = self.session() else {
+        let Some(r) = self.running() else {
             return Ok(true);
         };
-        let count = crate::count::get().is_none_or(|c| c.may_use_precompiled(&s.info, f));
-        let chains = crate::async_chains::get().is_none_or(|c| c.may_use_precompiled(&s.info, f));
+        let (s, features) = (&r.session, &r.features);
+        let count = (features.count.as_ref()).is_none_or(|c| c.may_use_precompiled(&s.info, f));
+        let chains = (features.chains.as_ref()).is_none_or(|c| c.may_use_precompiled(&s.info, f));
         Ok(count && chains)
     }
     fn jit_cached_function_search_finished(
@@ -721,10 +726,12 @@ impl Profiler for Agent {
         })
     }
     fn jit_inlining(&self, caller: FunctionId, callee: FunctionId) -> Result<bool> {
-        let Some(s) = self.session() else {
+        let Some(r) = self.running() else {
             return Ok(true);
         };
-        let inline = crate::count::get().is_none_or(|c| c.may_inline(&s.info, caller, callee));
+        let s = &r.session;
+        let inline =
+            (r.features.count.as_ref()).is_none_or(|c| c.may_inline(&s.info, caller, callee));
         if inline && s.wants(K::JIT_INLINING) {
             let caller = s.defs.function(&s.info, &s.out, caller);
             let callee = s.defs.function(&s.info, &s.out, callee);
@@ -738,7 +745,7 @@ impl Profiler for Agent {
         if let Some(slot) = threads::register_current(t.0) {
             crate::recorder::cpu_clock::arm_slot(slot, crate::recorder::capture::SAMPLE_SIGNAL);
         }
-        if let Some(count) = crate::count::get() {
+        if let Some(count) = self.running().and_then(|r| r.features.count.as_ref()) {
             count.thread_started(t.0);
         }
         crate::heap::runtime_started();
@@ -755,8 +762,10 @@ impl Profiler for Agent {
     fn thread_destroyed(&self, t: ThreadId) -> Result<()> {
         self.callback(callbacks::ThreadDestroyed { thread: t.as_u64() })?;
         crate::statics::thread_destroyed(t);
-        if let (Some(s), Some(count)) = (self.session(), crate::count::get()) {
-            count.thread_ended(s, t.0);
+        if let Some(r) = self.running()
+            && let Some(count) = &r.features.count
+        {
+            count.thread_ended(&r.session, t.0);
         }
         if let Some(slot) = threads::find_managed(t.0) {
             if let (Some(s), Some(state)) = (self.session(), cct::state_of(slot)) {
@@ -1154,8 +1163,8 @@ impl Profiler for Agent {
     }
     fn profiler_detach_succeeded(&self) -> Result<()> {
         // The last callback before the runtime unloads the library.
-        if let Some(s) = SESSION.get() {
-            s.detached();
+        if let Some(r) = SESSION.get() {
+            r.detached();
         }
         Ok(())
     }
@@ -1293,9 +1302,10 @@ impl Profiler for Agent {
     }
     fn event_pipe_event_delivered(&self, e: &EventPipeEvent<'_>) -> Result<()> {
         // Only the agent's own session (`--alloc ticks`) delivers events.
-        if let Some(s) = self.session() {
-            crate::alloc_ticks::event_delivered(s, e);
-            crate::contention::event_delivered(s, e);
+        if let Some(r) = self.running() {
+            let (s, f) = (&r.session, &r.features);
+            f.alloc_ticks.event_delivered(s, e);
+            f.contention.event_delivered(s, e);
         }
         self.callback(callbacks::EventPipeEventDelivered {
             provider: e.provider.0 as u64,

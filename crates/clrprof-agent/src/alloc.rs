@@ -24,9 +24,7 @@
 //! its name. The record itself goes into the transport's fixed buffer, and is dropped and
 //! counted (`allocations_dropped`) if that is full.
 
-use clrprof_trace::counters::CounterName;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use clrprof_sdk::{ClassId, FunctionId, ObjectId};
 use clrprof_trace::{Allocation, FrameKind, IlPosition};
@@ -40,35 +38,6 @@ use crate::stacks::{self, Frame, ManagedFrame};
 const MAX_ALLOC_FRAMES: usize = 256;
 /// Objects at least this large go to the large object heap (the runtime's default).
 const LOH_THRESHOLD: u64 = 85_000;
-
-/// Allocation counters, written into the trace.
-#[derive(Default)]
-pub struct AllocStats {
-    /// Allocation records written.
-    pub written: AtomicU64,
-    /// Allocation records dropped because the transport's buffer was full.
-    pub dropped: AtomicU64,
-}
-
-/// The process's allocation counters.
-pub static STATS: AllocStats = AllocStats {
-    written: AtomicU64::new(0),
-    dropped: AtomicU64::new(0),
-};
-
-/// The counters, for `Session::write_counters`.
-pub fn counters() -> [(CounterName, u64); 2] {
-    [
-        (
-            CounterName::AllocationsWritten,
-            STATS.written.load(Ordering::Relaxed),
-        ),
-        (
-            CounterName::AllocationsDropped,
-            STATS.dropped.load(Ordering::Relaxed),
-        ),
-    ]
-}
 
 thread_local! {
     /// Bytes this thread may still allocate before its next sample; 0 = not drawn yet.
@@ -150,14 +119,9 @@ pub fn intern_managed(s: &Session, frames: &[ManagedFrame], truncated: bool) -> 
         .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f))
 }
 
-/// Sends an allocation record, or counts it as dropped if the transport's buffer is full.
+/// Sends an allocation record (the transport counts it written or dropped).
 pub fn write(s: &Session, record: &Allocation) {
-    let counter = if s.out.push_allocation(record) {
-        &STATS.written
-    } else {
-        &STATS.dropped
-    };
-    counter.fetch_add(1, Ordering::Relaxed);
+    s.out.push_allocation(record);
 }
 
 /// Counts `size` bytes down this thread's countdown; true if this allocation is sampled.

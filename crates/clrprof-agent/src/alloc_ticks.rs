@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use clrprof_events::gc::{AllocationKind, AllocationTick};
 use clrprof_events::{Payload, PointerSize, keyword, level};
+use clrprof_sdk::flags::{EventMask, HighEventMask};
 use clrprof_sdk::info::EventPipeLevel;
 use clrprof_sdk::{ClassId, EventPipeEvent, FunctionId};
 use clrprof_trace::Allocation;
@@ -38,16 +39,14 @@ use clrprof_trace::protocol::{ALLOCATION_TICK_BYTES, TickReader};
 use crate::config::AllocMode;
 use crate::recorder::sys;
 use crate::runtime_events::{RuntimeSession, is_runtime_provider};
-use crate::session::Session;
+use crate::session::{Feature, Session};
 use crate::stacks::ManagedFrame;
 
 /// Deepest stack taken from an event's own frames.
 const MAX_EVENT_FRAMES: usize = 256;
 
-/// The agent's EventPipe session, once started.
-static SESSION: RuntimeSession = RuntimeSession::new("allocation ticks");
-
 /// What happened to the ticks, written into the trace.
+#[derive(Default)]
 struct TickStats {
     /// Ticks delivered to the agent.
     delivered: AtomicU64,
@@ -59,149 +58,163 @@ struct TickStats {
     unresolved_frames: AtomicU64,
 }
 
-static STATS: TickStats = TickStats {
-    delivered: AtomicU64::new(0),
-    unreadable: AtomicU64::new(0),
-    other_thread: AtomicU64::new(0),
-    unresolved_frames: AtomicU64::new(0),
-};
-
-/// The counters, for `Session::write_counters`: with `alloc=ticks`, who reads the ticks, and
-/// what became of them when the agent does.
-pub fn counters(s: &Session) -> Vec<(CounterName, u64)> {
-    let Some(reader) = reader(s) else {
-        return Vec::new();
-    };
-    let mut counters = vec![(TickReader::COUNTER, reader.value())];
-    if reader == TickReader::Agent {
-        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        counters.extend([
-            (CounterName::AllocationTicks, load(&STATS.delivered)),
-            (
-                CounterName::AllocationTicksUnreadable,
-                load(&STATS.unreadable),
-            ),
-            (
-                CounterName::AllocationTicksOtherThread,
-                load(&STATS.other_thread),
-            ),
-            (
-                CounterName::AllocationTicksUnresolvedFrames,
-                load(&STATS.unresolved_frames),
-            ),
-        ]);
-    }
-    counters
+/// The allocation ticks feature of one session: its EventPipe session and what became of the
+/// ticks.
+pub struct AllocTicks {
+    /// The agent's EventPipe session, once started.
+    session: RuntimeSession,
+    stats: TickStats,
 }
 
-/// Who reads the ticks (`None` without `alloc=ticks`).
-fn reader(s: &Session) -> Option<TickReader> {
-    (s.config.alloc == AllocMode::Ticks).then(|| {
-        if reads_ticks() {
-            TickReader::Agent
+impl Default for AllocTicks {
+    fn default() -> Self {
+        AllocTicks {
+            session: RuntimeSession::new("allocation ticks"),
+            stats: TickStats::default(),
+        }
+    }
+}
+
+impl AllocTicks {
+    /// Who reads the ticks (`None` without `alloc=ticks`).
+    fn reader(&self, s: &Session) -> Option<TickReader> {
+        (s.config.alloc == AllocMode::Ticks).then(|| {
+            if self.reads_ticks() {
+                TickReader::Agent
+            } else {
+                TickReader::Cli
+            }
+        })
+    }
+
+    /// With `alloc=ticks`: starts the in-process session (the runtime provider's GC keyword at
+    /// verbose level, where the ticks are); says who reads the ticks, for the CLI (`None`
+    /// without `alloc=ticks`).
+    pub fn start(&self, s: &Session) -> Option<TickReader> {
+        if s.config.alloc != AllocMode::Ticks {
+            return None;
+        }
+        self.session
+            .start(s, keyword::GC, EventPipeLevel(level::VERBOSE));
+        self.reader(s)
+    }
+
+    /// Whether the agent reads the ticks (its session started).
+    pub fn reads_ticks(&self) -> bool {
+        self.session.started()
+    }
+
+    /// Handles one event of the agent's session: a `GCAllocationTick` becomes an
+    /// `Allocation`.
+    pub fn event_delivered(&self, s: &Session, event: &EventPipeEvent<'_>) {
+        if event.event_id != AllocationTick::EVENT_ID
+            || s.config.alloc != AllocMode::Ticks
+            || !is_runtime_provider(s, event.provider)
+        {
+            return;
+        }
+        self.stats.delivered.fetch_add(1, Ordering::Relaxed);
+        // The payload is read where it lies: nothing allocated inside the allocation.
+        let Ok(tick) = AllocationTick::read(event.event_version, event.data, PointerSize::NATIVE)
+        else {
+            self.stats.unreadable.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let on_this_thread = event.thread.is_null()
+            || matches!(s.info.get_current_thread_id(), Ok(t) if t == event.thread);
+        let stack = if on_this_thread {
+            crate::alloc::current_stack(s)
         } else {
-            TickReader::Cli
+            self.stats.other_thread.fetch_add(1, Ordering::Relaxed);
+            self.event_stack(s, event.stack)
+        };
+        let class = ClassId(tick.type_id() as usize);
+        s.defs.class(&s.info, &s.out, class);
+        let mut flags = Allocation::TICK;
+        if tick.allocation_kind() == AllocationKind::LARGE {
+            flags |= Allocation::LARGE_OBJECT_HEAP;
         }
-    })
-}
-
-/// With `alloc=ticks`: starts the in-process session (the runtime provider's GC keyword at
-/// verbose level, where the ticks are); says who reads the ticks, for the CLI (`None` without
-/// `alloc=ticks`).
-pub fn start(s: &Session) -> Option<TickReader> {
-    if s.config.alloc != AllocMode::Ticks {
-        return None;
-    }
-    // An attach after a detach counts its own ticks.
-    for counter in [
-        &STATS.delivered,
-        &STATS.unreadable,
-        &STATS.other_thread,
-        &STATS.unresolved_frames,
-    ] {
-        counter.store(0, Ordering::Relaxed);
-    }
-    SESSION.start(s, keyword::GC, EventPipeLevel(level::VERBOSE));
-    reader(s)
-}
-
-/// Whether the agent reads the ticks (its session started).
-pub fn reads_ticks() -> bool {
-    SESSION.started()
-}
-
-/// Stops the session, if one runs (at shutdown).
-pub fn stop(s: &Session) {
-    SESSION.stop(s);
-}
-
-/// Handles one event of the agent's session: a `GCAllocationTick` becomes an `Allocation`.
-pub fn event_delivered(s: &Session, event: &EventPipeEvent<'_>) {
-    if event.event_id != AllocationTick::EVENT_ID
-        || s.config.alloc != AllocMode::Ticks
-        || !is_runtime_provider(s, event.provider)
-    {
-        return;
-    }
-    STATS.delivered.fetch_add(1, Ordering::Relaxed);
-    // The payload is read where it lies: nothing allocated inside the allocation.
-    let Ok(tick) = AllocationTick::read(event.event_version, event.data, PointerSize::NATIVE)
-    else {
-        STATS.unreadable.fetch_add(1, Ordering::Relaxed);
-        return;
-    };
-    let on_this_thread = event.thread.is_null()
-        || matches!(s.info.get_current_thread_id(), Ok(t) if t == event.thread);
-    let stack = if on_this_thread {
-        crate::alloc::current_stack(s)
-    } else {
-        STATS.other_thread.fetch_add(1, Ordering::Relaxed);
-        event_stack(s, event.stack)
-    };
-    let class = ClassId(tick.type_id() as usize);
-    s.defs.class(&s.info, &s.out, class);
-    let mut flags = Allocation::TICK;
-    if tick.allocation_kind() == AllocationKind::LARGE {
-        flags |= Allocation::LARGE_OBJECT_HEAP;
-    }
-    if matches!(s.info.is_array_class(class), Ok(Some(_))) {
-        flags |= Allocation::ARRAY;
-    }
-    crate::alloc::write(
-        s,
-        &Allocation {
-            ts: s.now(),
-            tid: sys::gettid(),
-            class: class.as_u64(),
-            size: tick.allocation_amount64(),
-            stack,
-            interval: ALLOCATION_TICK_BYTES,
-            flags,
-            array_length: 0,
-        },
-    );
-}
-
-/// The stack EventPipe attached to an event (return addresses, innermost first), as managed
-/// functions; addresses in no managed function are left out and counted.
-fn event_stack(s: &Session, ips: &[usize]) -> u32 {
-    let mut frames = [ManagedFrame::default(); MAX_EVENT_FRAMES];
-    let mut depth = 0;
-    for &ip in ips {
-        if depth == frames.len() {
-            break;
+        if matches!(s.info.is_array_class(class), Ok(Some(_))) {
+            flags |= Allocation::ARRAY;
         }
-        // A return address: the byte before it is inside the calling method.
-        match s.info.get_function_from_ip(ip.saturating_sub(1)) {
-            Ok(f) if f != FunctionId::NULL => {
-                frames[depth] = ManagedFrame { function: f.0, ip };
-                depth += 1;
+        crate::alloc::write(
+            s,
+            &Allocation {
+                ts: s.now(),
+                tid: sys::gettid(),
+                class: class.as_u64(),
+                size: tick.allocation_amount64(),
+                stack,
+                interval: ALLOCATION_TICK_BYTES,
+                flags,
+                array_length: 0,
+            },
+        );
+    }
+
+    /// The stack EventPipe attached to an event (return addresses, innermost first), as
+    /// managed functions; addresses in no managed function are left out and counted.
+    fn event_stack(&self, s: &Session, ips: &[usize]) -> u32 {
+        let mut frames = [ManagedFrame::default(); MAX_EVENT_FRAMES];
+        let mut depth = 0;
+        for &ip in ips {
+            if depth == frames.len() {
+                break;
             }
-            _ => {
-                STATS.unresolved_frames.fetch_add(1, Ordering::Relaxed);
+            // A return address: the byte before it is inside the calling method.
+            match s.info.get_function_from_ip(ip.saturating_sub(1)) {
+                Ok(f) if f != FunctionId::NULL => {
+                    frames[depth] = ManagedFrame { function: f.0, ip };
+                    depth += 1;
+                }
+                _ => {
+                    self.stats.unresolved_frames.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
+        let truncated = depth == frames.len() && ips.len() > depth;
+        crate::alloc::intern_managed(s, &frames[..depth], truncated)
     }
-    let truncated = depth == frames.len() && ips.len() > depth;
-    crate::alloc::intern_managed(s, &frames[..depth], truncated)
+}
+
+impl Feature for AllocTicks {
+    fn event_mask(&self, s: &Session) -> (EventMask, HighEventMask) {
+        // The ticks' stacks are walked on the allocating thread, inside the event.
+        let snapshots = s.config.alloc == AllocMode::Ticks && self.reads_ticks();
+        let low = if snapshots {
+            EventMask::ENABLE_STACK_SNAPSHOT
+        } else {
+            EventMask::empty()
+        };
+        (low, HighEventMask::empty())
+    }
+
+    fn stop(&self, s: &Session) {
+        self.session.stop(s);
+    }
+
+    /// With `alloc=ticks`, who reads the ticks, and what became of them when the agent does.
+    fn counters(&self, s: &Session) -> Vec<(CounterName, u64)> {
+        let Some(reader) = self.reader(s) else {
+            return Vec::new();
+        };
+        let mut counters = vec![(TickReader::COUNTER, reader.value())];
+        if reader == TickReader::Agent {
+            let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            let t = &self.stats;
+            counters.extend([
+                (CounterName::AllocationTicks, load(&t.delivered)),
+                (CounterName::AllocationTicksUnreadable, load(&t.unreadable)),
+                (
+                    CounterName::AllocationTicksOtherThread,
+                    load(&t.other_thread),
+                ),
+                (
+                    CounterName::AllocationTicksUnresolvedFrames,
+                    load(&t.unresolved_frames),
+                ),
+            ]);
+        }
+        counters
+    }
 }

@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use clrprof_events::contention::{ContentionFlags, ContentionStart, ContentionStop};
 use clrprof_events::{Payload, PointerSize, keyword, level};
+use clrprof_sdk::flags::{EventMask, HighEventMask};
 use clrprof_sdk::info::EventPipeLevel;
 use clrprof_sdk::{EventPipeEvent, ObjectId};
 use clrprof_trace::Contention;
@@ -37,12 +38,10 @@ use clrprof_trace::protocol::CONTENTION_READER_COUNTER;
 
 use crate::recorder::sys;
 use crate::runtime_events::{RuntimeSession, is_runtime_provider};
-use crate::session::Session;
-
-/// The agent's EventPipe session, once started.
-static SESSION: RuntimeSession = RuntimeSession::new("contention events");
+use crate::session::{Feature, Session};
 
 /// What happened to the events, written into the trace.
+#[derive(Default)]
 struct Stats {
     starts: AtomicU64,
     written: AtomicU64,
@@ -51,17 +50,29 @@ struct Stats {
     unreadable: AtomicU64,
 }
 
-static STATS: Stats = Stats {
-    starts: AtomicU64::new(0),
-    written: AtomicU64::new(0),
-    dropped: AtomicU64::new(0),
-    unpaired: AtomicU64::new(0),
-    unreadable: AtomicU64::new(0),
-};
+/// The last contention feature's number in this process: a wait that an earlier session's
+/// feature saw start (one detached while a thread waited) is not a later one's, although the
+/// thread keeps it.
+static LAST_GENERATION: AtomicU64 = AtomicU64::new(0);
 
-/// The contention session's number in this process: a wait kept by an earlier session (one
-/// that was detached while a thread waited) is not this one's.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// The contention feature of one session: its EventPipe session, its number in the process
+/// and what became of the events.
+pub struct ContentionEvents {
+    /// The agent's EventPipe session, once started.
+    session: RuntimeSession,
+    generation: u64,
+    stats: Stats,
+}
+
+impl Default for ContentionEvents {
+    fn default() -> Self {
+        ContentionEvents {
+            session: RuntimeSession::new("contention events"),
+            generation: LAST_GENERATION.fetch_add(1, Ordering::Relaxed) + 1,
+            stats: Stats::default(),
+        }
+    }
+}
 
 /// A wait that started on this thread and has not stopped yet.
 #[derive(Clone, Copy)]
@@ -99,152 +110,154 @@ thread_local! {
     static WAIT: Cell<Pending> = const { Cell::new(IDLE) };
 }
 
-/// With `contention=1`: starts the in-process session on the runtime provider's contention
-/// keyword; returns who reads the events, for the CLI (`None` without `contention=1`): 1 the
-/// agent, 0 the CLI.
-pub fn start(s: &Session) -> Option<u64> {
-    if !s.config.contention {
-        return None;
+impl ContentionEvents {
+    /// With `contention=1`: starts the in-process session on the runtime provider's
+    /// contention keyword; returns who reads the events, for the CLI (`None` without
+    /// `contention=1`): 1 the agent, 0 the CLI.
+    pub fn start(&self, s: &Session) -> Option<u64> {
+        if !s.config.contention {
+            return None;
+        }
+        self.session
+            .start(s, keyword::CONTENTION, EventPipeLevel(level::INFORMATIONAL));
+        Some(self.reader())
     }
-    // An attach after a detach counts its own events, and forgets the waits the previous
-    // session saw start but not stop.
-    for counter in [
-        &STATS.starts,
-        &STATS.written,
-        &STATS.dropped,
-        &STATS.unpaired,
-        &STATS.unreadable,
-    ] {
-        counter.store(0, Ordering::Relaxed);
-    }
-    GENERATION.fetch_add(1, Ordering::Relaxed);
-    SESSION.start(s, keyword::CONTENTION, EventPipeLevel(level::INFORMATIONAL));
-    Some(reader())
-}
 
-/// 1 when the agent reads the events, 0 when the CLI does.
-fn reader() -> u64 {
-    u64::from(SESSION.started())
-}
-
-/// Whether the agent reads the contention events (its session started).
-pub fn reads_events() -> bool {
-    SESSION.started()
-}
-
-/// Stops the session, if one runs (at shutdown and detach).
-pub fn stop(s: &Session) {
-    SESSION.stop(s);
-}
-
-/// The counters, for `Session::write_counters`.
-pub fn counters(s: &Session) -> Vec<(CounterName, u64)> {
-    if !s.config.contention {
-        return Vec::new();
+    /// 1 when the agent reads the events, 0 when the CLI does.
+    fn reader(&self) -> u64 {
+        u64::from(self.reads_events())
     }
-    let mut counters = vec![(CONTENTION_READER_COUNTER, reader())];
-    if reads_events() {
-        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        counters.extend([
-            (CounterName::ContentionEvents, load(&STATS.starts)),
-            (CounterName::ContentionWritten, load(&STATS.written)),
-            (CounterName::ContentionDropped, load(&STATS.dropped)),
-            (CounterName::ContentionUnpaired, load(&STATS.unpaired)),
-            (CounterName::ContentionUnreadable, load(&STATS.unreadable)),
-        ]);
-    }
-    counters
-}
 
-/// Handles one event of the agent's sessions: contention starts and stops.
-pub fn event_delivered(s: &Session, event: &EventPipeEvent<'_>) {
-    if !s.config.contention
-        || !reads_events()
-        || ![ContentionStart::EVENT_ID, ContentionStop::EVENT_ID].contains(&event.event_id)
-        || !is_runtime_provider(s, event.provider)
-    {
-        return;
+    /// Whether the agent reads the contention events (its session started).
+    pub fn reads_events(&self) -> bool {
+        self.session.started()
     }
-    if event.event_id == ContentionStart::EVENT_ID {
-        started(s, event);
-    } else {
-        stopped(s, event);
-    }
-}
 
-fn started(s: &Session, event: &EventPipeEvent<'_>) {
-    STATS.starts.fetch_add(1, Ordering::Relaxed);
-    let ts = s.now();
-    let Ok(start) = ContentionStart::read(event.event_version, event.data, PointerSize::NATIVE)
-    else {
-        STATS.unreadable.fetch_add(1, Ordering::Relaxed);
-        return;
-    };
-    let generation = GENERATION.load(Ordering::Relaxed);
-    if WAIT.with(Cell::get).is_pending(generation) {
-        // The previous wait never stopped.
-        STATS.unpaired.fetch_add(1, Ordering::Relaxed);
-    }
-    let stack = crate::alloc::current_stack(s);
-    let mut class = 0;
-    if let Some(object) = start.associated_object_id().filter(|&o| o != 0) {
-        // The thread is in cooperative mode here: the object stays where it is.
-        if let Ok(c) = s.info.get_class_from_object(ObjectId(object as usize)) {
-            s.defs.class(&s.info, &s.out, c);
-            class = c.as_u64();
+    /// Handles one event of the agent's sessions: contention starts and stops.
+    pub fn event_delivered(&self, s: &Session, event: &EventPipeEvent<'_>) {
+        if !s.config.contention
+            || !self.reads_events()
+            || ![ContentionStart::EVENT_ID, ContentionStop::EVENT_ID].contains(&event.event_id)
+            || !is_runtime_provider(s, event.provider)
+        {
+            return;
+        }
+        if event.event_id == ContentionStart::EVENT_ID {
+            self.started(s, event);
+        } else {
+            self.stopped(s, event);
         }
     }
-    let mut flags = 0;
-    if start.flags() == ContentionFlags::NATIVE {
-        flags |= Contention::NATIVE;
-    }
-    WAIT.with(|w| {
-        w.set(Pending {
-            active: true,
-            generation,
-            ts,
-            stack,
-            class,
-            lock_id: start.lock_id().unwrap_or(0),
-            owner_tid: start
-                .lock_owner_thread_id()
-                .and_then(|t| u32::try_from(t).ok())
-                .unwrap_or(0),
-            flags,
+
+    fn started(&self, s: &Session, event: &EventPipeEvent<'_>) {
+        self.stats.starts.fetch_add(1, Ordering::Relaxed);
+        let ts = s.now();
+        let Ok(start) = ContentionStart::read(event.event_version, event.data, PointerSize::NATIVE)
+        else {
+            self.stats.unreadable.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let generation = self.generation;
+        if WAIT.with(Cell::get).is_pending(generation) {
+            // The previous wait never stopped.
+            self.stats.unpaired.fetch_add(1, Ordering::Relaxed);
+        }
+        let stack = crate::alloc::current_stack(s);
+        let mut class = 0;
+        if let Some(object) = start.associated_object_id().filter(|&o| o != 0) {
+            // The thread is in cooperative mode here: the object stays where it is.
+            if let Ok(c) = s.info.get_class_from_object(ObjectId(object as usize)) {
+                s.defs.class(&s.info, &s.out, c);
+                class = c.as_u64();
+            }
+        }
+        let mut flags = 0;
+        if start.flags() == ContentionFlags::NATIVE {
+            flags |= Contention::NATIVE;
+        }
+        WAIT.with(|w| {
+            w.set(Pending {
+                active: true,
+                generation,
+                ts,
+                stack,
+                class,
+                lock_id: start.lock_id().unwrap_or(0),
+                owner_tid: start
+                    .lock_owner_thread_id()
+                    .and_then(|t| u32::try_from(t).ok())
+                    .unwrap_or(0),
+                flags,
+            });
         });
-    });
+    }
+
+    fn stopped(&self, s: &Session, event: &EventPipeEvent<'_>) {
+        let now = s.now();
+        let wait = WAIT.with(|w| w.replace(IDLE));
+        if !wait.is_pending(self.generation) {
+            self.stats.unpaired.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let stop = ContentionStop::read(event.event_version, event.data, PointerSize::NATIVE);
+        let mut flags = wait.flags;
+        let duration_ns = match stop.ok().and_then(|s| s.duration_ns()) {
+            Some(ns) if ns.is_finite() && ns >= 0.0 => ns as u64,
+            _ => {
+                flags |= Contention::MEASURED;
+                now.saturating_sub(wait.ts)
+            }
+        };
+        let record = Contention {
+            ts: wait.ts,
+            tid: sys::gettid(),
+            duration_ns,
+            stack: wait.stack,
+            class: wait.class,
+            lock_id: wait.lock_id,
+            owner_tid: wait.owner_tid,
+            flags,
+        };
+        let counter = if s.out.push_contention(&record) {
+            &self.stats.written
+        } else {
+            &self.stats.dropped
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
-fn stopped(s: &Session, event: &EventPipeEvent<'_>) {
-    let now = s.now();
-    let wait = WAIT.with(|w| w.replace(IDLE));
-    if !wait.is_pending(GENERATION.load(Ordering::Relaxed)) {
-        STATS.unpaired.fetch_add(1, Ordering::Relaxed);
-        return;
+impl Feature for ContentionEvents {
+    fn event_mask(&self, _s: &Session) -> (EventMask, HighEventMask) {
+        // The waiting stack is walked on the waiting thread.
+        let low = if self.reads_events() {
+            EventMask::ENABLE_STACK_SNAPSHOT
+        } else {
+            EventMask::empty()
+        };
+        (low, HighEventMask::empty())
     }
-    let stop = ContentionStop::read(event.event_version, event.data, PointerSize::NATIVE);
-    let mut flags = wait.flags;
-    let duration_ns = match stop.ok().and_then(|s| s.duration_ns()) {
-        Some(ns) if ns.is_finite() && ns >= 0.0 => ns as u64,
-        _ => {
-            flags |= Contention::MEASURED;
-            now.saturating_sub(wait.ts)
+
+    fn stop(&self, s: &Session) {
+        self.session.stop(s);
+    }
+
+    fn counters(&self, s: &Session) -> Vec<(CounterName, u64)> {
+        if !s.config.contention {
+            return Vec::new();
         }
-    };
-    let record = Contention {
-        ts: wait.ts,
-        tid: sys::gettid(),
-        duration_ns,
-        stack: wait.stack,
-        class: wait.class,
-        lock_id: wait.lock_id,
-        owner_tid: wait.owner_tid,
-        flags,
-    };
-    let counter = if s.out.push_contention(&record) {
-        &STATS.written
-    } else {
-        &STATS.dropped
-    };
-    counter.fetch_add(1, Ordering::Relaxed);
+        let mut counters = vec![(CONTENTION_READER_COUNTER, self.reader())];
+        if self.reads_events() {
+            let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            let t = &self.stats;
+            counters.extend([
+                (CounterName::ContentionEvents, load(&t.starts)),
+                (CounterName::ContentionWritten, load(&t.written)),
+                (CounterName::ContentionDropped, load(&t.dropped)),
+                (CounterName::ContentionUnpaired, load(&t.unpaired)),
+                (CounterName::ContentionUnreadable, load(&t.unreadable)),
+            ]);
+        }
+        counters
+    }
 }

@@ -33,9 +33,9 @@ use clrprof_trace::counters::CounterName;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
-use clrprof_sdk::flags::EventMask;
+use clrprof_sdk::flags::{EventMask, HighEventMask};
 use clrprof_sdk::il::calls::{self, ThreadCounters};
 use clrprof_sdk::il::{Method, OpCode, append_local};
 use clrprof_sdk::metadata::MetaDataEmit;
@@ -47,16 +47,13 @@ use crate::config::{Config, CountLayout, Mode};
 use crate::instrument::{MethodKey, Methods, ModuleFilter, install, lock};
 use crate::recorder::counters::{BLOCK_COUNTERS, Block, CounterMemory};
 use crate::recorder::sys;
-use crate::session::Session;
+use crate::session::{Feature, Session};
 
-/// The session's count state, in count mode.
-static COUNTING: OnceLock<Counting> = OnceLock::new();
-
-/// Turns count mode on if `config` asks for it (once, at initialization, on the program's
-/// main thread, which is registered here). `Err` says why count mode is unavailable.
-pub fn start(config: &Config) -> std::result::Result<(), String> {
+/// Count mode's state if `config` asks for it (at initialization, on the program's main
+/// thread, which is registered here). `Err` says why count mode is unavailable.
+pub fn start(config: &Config) -> std::result::Result<Option<Counting>, String> {
     if config.mode != Mode::Count || config.coverage {
-        return Ok(());
+        return Ok(None);
     }
     let memory = CounterMemory::reserve().ok_or_else(|| {
         "count mode is unavailable: the system refused the address space for the counters \
@@ -75,16 +72,8 @@ pub fn start(config: &Config) -> std::result::Result<(), String> {
         emits: Mutex::new(HashMap::new()),
         stats: CountStats::default(),
     };
-    let _ = COUNTING.set(c);
-    if let Some(c) = get() {
-        c.thread_started(0);
-    }
-    Ok(())
-}
-
-/// The session's count state, in count mode.
-pub fn get() -> Option<&'static Counting> {
-    COUNTING.get()
+    c.thread_started(0);
+    Ok(Some(c))
 }
 
 /// What count mode did, for the trace's counters.
@@ -183,17 +172,6 @@ fn call_kind(op: OpCode) -> CallKind {
 }
 
 impl Counting {
-    /// The callbacks and codegen settings count mode needs.
-    pub fn event_mask(&self) -> EventMask {
-        let mut mask = EventMask::MONITOR_JIT_COMPILATION
-            | EventMask::MONITOR_MODULE_LOADS
-            | EventMask::MONITOR_CACHE_SEARCHES;
-        if self.filter.needs_jit_for_framework() {
-            mask |= EventMask::DISABLE_ALL_NGEN_IMAGES;
-        }
-        mask
-    }
-
     /// `ModuleLoadFinished`.
     pub fn module_loaded(&self, info: &ProfilerInfo, module: ModuleId) {
         self.filter.module_loaded(info, module);
@@ -540,12 +518,31 @@ impl Counting {
                 sites,
             }));
     }
+}
 
-    /// The counters of the trace.
-    pub fn counters(&self) -> [(CounterName, u64); 5] {
+fn invalid(reason: String) -> Error {
+    Error::InvalidData {
+        context: "count mode",
+        reason,
+    }
+}
+
+impl Feature for Counting {
+    /// The callbacks and codegen settings count mode needs.
+    fn event_mask(&self, _s: &Session) -> (EventMask, HighEventMask) {
+        let mut mask = EventMask::MONITOR_JIT_COMPILATION
+            | EventMask::MONITOR_MODULE_LOADS
+            | EventMask::MONITOR_CACHE_SEARCHES;
+        if self.filter.needs_jit_for_framework() {
+            mask |= EventMask::DISABLE_ALL_NGEN_IMAGES;
+        }
+        (mask, HighEventMask::empty())
+    }
+
+    fn counters(&self, _s: &Session) -> Vec<(CounterName, u64)> {
         let s = &self.stats;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        [
+        vec![
             (CounterName::CountMethods, load(&s.methods)),
             (CounterName::CountMethodsFailed, load(&s.methods_failed)),
             (CounterName::CountInlinesRefused, load(&s.inlines_refused)),
@@ -555,12 +552,5 @@ impl Counting {
             ),
             (CounterName::CountThreadsUnmapped, load(&s.threads_unmapped)),
         ]
-    }
-}
-
-fn invalid(reason: String) -> Error {
-    Error::InvalidData {
-        context: "count mode",
-        reason,
     }
 }

@@ -13,10 +13,9 @@
 //! may run after shutdown). Several instantiations of a generic method share one body and so
 //! one set of counters. Methods the JIT never compiled are reported with zero counts.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use clrprof_sdk::flags::EventMask;
+use clrprof_sdk::flags::{EventMask, HighEventMask};
 use clrprof_sdk::il::{BasicBlock, Method, counters};
 use clrprof_sdk::info::FunctionInfo;
 use clrprof_sdk::{FunctionId, ModuleId, ProfilerInfo, Result, Token};
@@ -25,22 +24,7 @@ use clrprof_trace::{CoverageBlock, CoverageMethod, Record};
 use crate::config::Config;
 pub use crate::instrument::MethodKey;
 use crate::instrument::{Methods, ModuleFilter, install};
-use crate::session::Session;
-
-/// The session's coverage state, when coverage is on.
-static COVERAGE: OnceLock<Coverage> = OnceLock::new();
-
-/// Turns coverage on if `config` asks for it (once, at initialization).
-pub fn start(config: &Config) {
-    if let Some(c) = Coverage::new(config) {
-        let _ = COVERAGE.set(c);
-    }
-}
-
-/// The session's coverage state, if coverage is on.
-pub fn get() -> Option<&'static Coverage> {
-    COVERAGE.get()
-}
+use crate::session::{Feature, Session};
 
 /// The IL range of a block in the original body: start and end offsets.
 type IlRange = (u32, u32);
@@ -66,17 +50,6 @@ impl Coverage {
             filter: ModuleFilter::new(&config.cover_include, &config.cover_exclude),
             methods: Methods::default(),
         })
-    }
-
-    /// The callbacks and codegen settings coverage needs.
-    pub fn event_mask(&self) -> EventMask {
-        let mut mask = EventMask::MONITOR_JIT_COMPILATION
-            | EventMask::MONITOR_MODULE_LOADS
-            | EventMask::DISABLE_INLINING;
-        if self.filter.needs_jit_for_framework() {
-            mask |= EventMask::DISABLE_ALL_NGEN_IMAGES;
-        }
-        mask
     }
 
     /// `ModuleLoadFinished`.
@@ -231,4 +204,17 @@ fn instrument(
     counters::add_block_counters(&mut method, &blocks, counters);
     let map = install(info, function, module, token, &mut method)?;
     Ok(Some((Instrumented { ranges, counters }, map)))
+}
+
+impl Feature for Coverage {
+    /// The callbacks and codegen settings coverage needs.
+    fn event_mask(&self, _s: &Session) -> (EventMask, HighEventMask) {
+        let mut mask = EventMask::MONITOR_JIT_COMPILATION
+            | EventMask::MONITOR_MODULE_LOADS
+            | EventMask::DISABLE_INLINING;
+        if self.filter.needs_jit_for_framework() {
+            mask |= EventMask::DISABLE_ALL_NGEN_IMAGES;
+        }
+        (mask, HighEventMask::empty())
+    }
 }

@@ -17,8 +17,8 @@ use std::io::Write;
 use clrprof_trace::MessageLevel;
 use clrprof_trace::callbacks;
 
+use crate::features::Running;
 use crate::recorder::capture;
-use crate::session::Session;
 use crate::start_error::StartError;
 
 /// How long the runtime should wait before checking that no thread is inside the agent. The
@@ -55,13 +55,14 @@ pub fn connect(path: &str) -> Result<(Box<dyn Write + Send>, FromCli), StartErro
 }
 
 /// Starts the thread that waits for the CLI to ask for the detach.
-pub fn watch(session: &'static Session, from_cli: FromCli) {
+pub fn watch(running: &'static Running, from_cli: FromCli) {
+    let session = &running.session;
     let handle = std::thread::Builder::new()
         .name("clrprof-control".into())
         .spawn(move || {
             let _own = crate::recorder::threads::mark_agent_thread();
             wait_for_detach_request(from_cli);
-            let _ = session.request_detach();
+            let _ = running.request_detach();
         });
     match handle {
         Ok(handle) => *session.control.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle),
@@ -90,31 +91,31 @@ fn wait_for_detach_request(from_cli: FromCli) {
     match from_cli {}
 }
 
-impl Session {
-    /// On the control thread: stops collecting and asks the runtime to unload the agent.
-    /// Stops collecting and asks the runtime to unload the agent; true if the runtime agreed
+impl Running {
+    /// On the control thread: stops collecting and asks the runtime to unload the agent; true
+    /// if the runtime agreed
     /// (it confirms with `ProfilerDetachSucceeded` later). In export mode the last period is
     /// sent first, as at exit.
     pub(crate) fn request_detach(&self) -> bool {
-        self.stop_sampler();
-        // An EventPipe session of the agent's would call into it after it is unloaded.
-        crate::alloc_ticks::stop(self);
-        crate::contention::stop(self);
+        // The sampler thread, and the EventPipe sessions of the agent's, which would call into
+        // it after it is unloaded.
+        self.stop_features();
+        let session = &self.session;
         capture::uninstall();
         // The library stays loaded after the detach: the next attach must find every thread
         // slot free, not as this session left it.
         crate::recorder::threads::release_all();
-        if self.config.export.is_some() {
-            self.out.drain();
+        if session.config.export.is_some() {
+            session.out.drain();
             crate::export::finish();
         }
-        if let Err(e) = self.info.request_profiler_detach(DETACH_CHECK_MS) {
-            self.message(
+        if let Err(e) = session.info.request_profiler_detach(DETACH_CHECK_MS) {
+            session.message(
                 MessageLevel::Error,
                 format!("the runtime refused to detach the agent ({e}); it stays loaded, recording nothing"),
             );
             self.end("detach refused");
-            self.out.close();
+            session.out.close();
             return false;
         }
         true
@@ -123,8 +124,9 @@ impl Session {
     /// In `ProfilerDetachSucceeded`, the last callback: finishes the trace and closes the
     /// connection, after the control thread has ended.
     pub fn detached(&self) {
-        self.callback(callbacks::ProfilerDetachSucceeded {});
-        let control = self
+        let session = &self.session;
+        session.callback(callbacks::ProfilerDetachSucceeded {});
+        let control = session
             .control
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -133,6 +135,6 @@ impl Session {
             let _ = control.join();
         }
         self.end("detach");
-        self.out.close();
+        session.out.close();
     }
 }

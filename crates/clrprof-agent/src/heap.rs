@@ -64,7 +64,7 @@ use clrprof_trace::{
 
 use crate::config::HeapSnapshots;
 use crate::recorder::{snapshot_signal, sys};
-use crate::session::Session;
+use crate::session::{Feature, Session};
 
 /// How long `Shutdown` waits for the at-exit collection.
 const EXIT_GC_TIMEOUT: Duration = Duration::from_secs(30);
@@ -143,19 +143,6 @@ static STATE: HeapState = HeapState {
 
 /// The event mask without the heap walk, set by `configure`.
 static BASE_MASK: OnceLock<(EventMask, HighEventMask)> = OnceLock::new();
-
-/// The event mask bits snapshots need at startup: the walk (so that the runtime turns
-/// concurrent GC off, which lets it be turned on again later), and the collections' start and
-/// end without a walk once it is off.
-pub fn event_mask(s: &HeapSnapshots) -> (EventMask, HighEventMask) {
-    match s {
-        HeapSnapshots::Off => (EventMask::empty(), HighEventMask::empty()),
-        _ => (
-            EventMask::MONITOR_GC | EventMask::MONITOR_SUSPENDS,
-            HighEventMask::BASIC_GC,
-        ),
-    }
-}
 
 /// Called by `configure` with the mask it set (`low` has the walk if snapshots are on).
 /// `toggles` is false where the mask cannot be changed later (no `SetEventMask2`): the walk
@@ -399,21 +386,6 @@ pub fn finish(s: &Session) -> Option<u32> {
     Some(snapshot)
 }
 
-/// The heap counters, for the session's `Counter` records.
-pub fn counters() -> impl Iterator<Item = (CounterName, u64)> {
-    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    [
-        (CounterName::HeapWalksUnused, load(&STATE.walks_unused)),
-        (
-            CounterName::HeapWalkCallbacksUnused,
-            load(&STATE.walk_callbacks_unused),
-        ),
-        (CounterName::HeapWalkEnables, load(&STATE.walk_enables)),
-        (CounterName::HeapWalkRefusals, load(&STATE.walk_refusals)),
-    ]
-    .into_iter()
-}
-
 /// Turns the runtime's heap walk on (with suspension callbacks, for the pause) or off.
 /// Returns false if the runtime refused.
 fn set_walk(s: &Session, on: bool) -> bool {
@@ -574,6 +546,38 @@ fn forced_snapshot(s: &Session, collect: impl FnOnce()) {
         write_resume(s);
     }
     settle_walk(s);
+}
+
+/// Heap snapshots as one of the session's features. Their state is the process's (the heap
+/// thread and the runtime's walk outlive a session), so the feature is its view.
+pub struct Snapshots;
+
+impl Feature for Snapshots {
+    /// The event mask bits snapshots need at startup: the walk (so that the runtime turns
+    /// concurrent GC off, which lets it be turned on again later), and the collections' start
+    /// and end without a walk once it is off.
+    fn event_mask(&self, s: &Session) -> (EventMask, HighEventMask) {
+        match s.config.heap_snapshots {
+            HeapSnapshots::Off => (EventMask::empty(), HighEventMask::empty()),
+            _ => (
+                EventMask::MONITOR_GC | EventMask::MONITOR_SUSPENDS,
+                HighEventMask::BASIC_GC,
+            ),
+        }
+    }
+
+    fn counters(&self, _s: &Session) -> Vec<(CounterName, u64)> {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        vec![
+            (CounterName::HeapWalksUnused, load(&STATE.walks_unused)),
+            (
+                CounterName::HeapWalkCallbacksUnused,
+                load(&STATE.walk_callbacks_unused),
+            ),
+            (CounterName::HeapWalkEnables, load(&STATE.walk_enables)),
+            (CounterName::HeapWalkRefusals, load(&STATE.walk_refusals)),
+        ]
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use clrprof_sdk::info::{CodeInfo, IlOffset, IlToNativeMap, JitedFunction};
 use clrprof_trace::IlPosition;
 use rustc_hash::FxHashMap;
 
-use crate::sampler::GoneCode;
+use crate::sampler::gone_code::GoneCode;
 
 /// A code version's native-to-IL map: `(first native offset, one past the last, position)`,
 /// by first native offset.

@@ -35,6 +35,7 @@ pub mod detach;
 pub mod event_mask;
 pub mod exceptions;
 pub mod export;
+pub mod features;
 pub mod gc;
 pub mod heap;
 pub mod il_positions;

@@ -1,9 +1,13 @@
-//! One profiling session: what `Initialize` set up and every callback uses.
+//! One profiling session: what `Initialize` set up and every callback uses, and the
+//! [`Feature`] interface through which the session stops what its features run and writes
+//! their counters at its end. The features themselves sit above the session (see
+//! [`crate::features`]): they use it; it knows them only as features.
 
 use clrprof_trace::counters::CounterName;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use clrprof_sdk::flags::{EventMask, HighEventMask};
 use clrprof_sdk::{FunctionId, ProfilerInfo};
 use clrprof_trace::callbacks::CallbackArgs;
 use clrprof_trace::{CallTreeNode, Counter, Event, EventKind, Message, MessageLevel, Record};
@@ -14,9 +18,30 @@ use crate::exceptions::ExceptionReader;
 use crate::il_positions::CallbackPositions;
 use crate::recorder::cct::{self, ThreadState};
 use crate::recorder::{sys, threads};
-use crate::sampler::{GoneCode, Sampler, SamplerStats};
+use crate::sampler::gone_code::GoneCode;
+use crate::sampler::stats::SamplerStats;
 use crate::stacks::StackInterner;
 use crate::transport::Transport;
+
+/// One thing a session does beside its core (sampling, reading allocation ticks, counting
+/// calls, ...): it owns its state, asks for the runtime callbacks it needs and reports its own
+/// counters. The session stops each feature and writes its counters when it ends.
+pub trait Feature: Send + Sync {
+    /// The runtime callbacks (and codegen settings) the feature needs, given the session's
+    /// configuration.
+    fn event_mask(&self, _s: &Session) -> (EventMask, HighEventMask) {
+        (EventMask::empty(), HighEventMask::empty())
+    }
+
+    /// Stops what the feature runs beside the program (threads, EventPipe sessions): at the
+    /// session's end, and before a detach. Stopping twice does nothing more.
+    fn stop(&self, _s: &Session) {}
+
+    /// The feature's counters, written at the session's end.
+    fn counters(&self, _s: &Session) -> Vec<(CounterName, u64)> {
+        Vec::new()
+    }
+}
 
 /// Everything a running session needs.
 pub struct Session {
@@ -34,8 +59,6 @@ pub struct Session {
     pub sampler_stats: SamplerStats,
     /// Every stack written so far (samples and allocations share it).
     pub stacks: StackInterner,
-    /// The sampler thread, while it runs.
-    pub sampler: Mutex<Option<Sampler>>,
     /// Code the runtime unloaded, for the sampler to forget.
     pub gone_code: GoneCode,
     /// Where the frames of stacks taken in callbacks and events were in their IL.
@@ -82,7 +105,6 @@ impl Session {
             exceptions: ExceptionReader::default(),
             sampler_stats: SamplerStats::default(),
             stacks: StackInterner::default(),
-            sampler: Mutex::new(None),
             gone_code: GoneCode::default(),
             il_positions: CallbackPositions::default(),
             attached,
@@ -145,45 +167,30 @@ impl Session {
         self.message(MessageLevel::Warning, text);
     }
 
-    /// Writes the current value of every counter.
-    pub fn write_counters(&self) {
+    /// Writes the current value of every counter: the session's own, then each feature's.
+    pub fn write_counters(&self, features: &[&dyn Feature]) {
         let ts = self.now();
         let t = self.out.stats();
-        let s = &self.sampler_stats;
         let c = &cct::STATS;
         let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         let counters = [
             (CounterName::EventsWritten, load(&t.events_written)),
             (CounterName::EventsDropped, load(&t.events_dropped)),
             (CounterName::SamplesWritten, load(&t.samples_written)),
-            (
-                CounterName::SamplesDropped,
-                load(&t.samples_dropped) + load(&s.missed),
-            ),
             (CounterName::RecordsDropped, load(&t.records_dropped)),
             (CounterName::BytesLost, load(&t.bytes_lost)),
-            (CounterName::SamplerTicks, load(&s.ticks)),
-            (CounterName::SamplerCpuNs, load(&s.cpu_ns)),
-            (CounterName::SymbolsCpuNs, load(&s.symbols_cpu_ns)),
-            (CounterName::HandlerCpuNs, load(&s.handler_cpu_ns)),
-            (CounterName::CpuSamples, load(&s.cpu_samples)),
-            (CounterName::WallSamples, load(&s.wall_samples)),
-            (CounterName::SamplesMissed, load(&s.missed)),
-            (CounterName::CpuMissedNs, load(&s.cpu_missed_ns)),
-            (CounterName::MissedCarriers, load(&s.missed_carriers)),
-            (CounterName::CpuUnsampledNs, load(&s.cpu_unsampled_ns)),
-            (CounterName::SamplerQuestions, load(&s.questions)),
-            (CounterName::AgentSamples, load(&s.agent_samples)),
-            (CounterName::AgentCpuNs, load(&s.agent_cpu_ns)),
-            (CounterName::ClocksRearmed, load(&s.rearmed)),
-            (CounterName::ClockUpgrades, load(&s.clock_upgrades)),
-            (CounterName::TimerBlindStretches, load(&s.timer_blind)),
-            (CounterName::ClockDowngrades, load(&s.clock_downgrades)),
+            (
+                CounterName::AllocationsWritten,
+                load(&t.allocations_written),
+            ),
+            (
+                CounterName::AllocationsDropped,
+                load(&t.allocations_dropped),
+            ),
             (
                 CounterName::PerfSignalsLate,
                 crate::recorder::capture::PERF_SIGNALS_LATE.load(Ordering::Relaxed),
             ),
-            (CounterName::StacksTruncated, load(&s.truncated)),
             (CounterName::CallTreeNodes, load(&c.nodes)),
             (CounterName::CallTreeNodesDropped, load(&c.nodes_dropped)),
             (CounterName::CallsUnrecorded, load(&c.calls_unrecorded)),
@@ -195,17 +202,11 @@ impl Session {
             ),
             (CounterName::PanicsCaught, clrprof_sdk::panics_caught()),
         ];
-        let count = crate::count::get().map(|c| c.counters());
-        let chains = crate::async_chains::get().map(|c| c.counters());
+        let sampler = self.sampler_stats.counters(load(&t.samples_dropped));
         for (name, value) in counters
             .into_iter()
-            .chain(crate::alloc::counters())
-            .chain(crate::heap::counters())
-            .chain(crate::statics::counters(self))
-            .chain(crate::alloc_ticks::counters(self))
-            .chain(crate::contention::counters(self))
-            .chain(count.into_iter().flatten())
-            .chain(chains.into_iter().flatten())
+            .chain(sampler)
+            .chain(features.iter().flat_map(|f| f.counters(self)))
         {
             self.out
                 .push_record(&Record::Counter(Counter::named(name, ts, value)));
@@ -246,30 +247,26 @@ impl Session {
         }
     }
 
-    /// Stops the sampler thread, if it runs, and waits for it.
-    pub fn stop_sampler(&self) {
-        let sampler = self
-            .sampler
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(sampler) = sampler {
-            sampler.stop();
+    /// Stops every feature's threads and sessions (see [`Feature::stop`]).
+    pub fn stop_features(&self, features: &[&dyn Feature]) {
+        for f in features {
+            f.stop(self);
         }
     }
 
-    /// Ends the session: stops sampling, writes call trees and counters, flushes everything.
-    pub fn end(&self, reason: &str) {
+    /// Ends the session: stops its features, writes call trees and counters, flushes
+    /// everything.
+    pub fn end(&self, reason: &str, features: &[&dyn Feature]) {
         if self.ended.swap(true, Ordering::AcqRel) {
             return;
         }
-        self.stop_sampler();
+        self.stop_features(features);
         for slot in threads::used() {
             if let Some(state) = cct::state_of(slot) {
                 self.dump_call_tree(state);
             }
         }
-        self.write_counters();
+        self.write_counters(features);
         self.out
             .push_record(&Record::SessionEnd(clrprof_trace::SessionEnd {
                 ts: self.now(),

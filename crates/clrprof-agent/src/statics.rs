@@ -34,7 +34,7 @@ use clrprof_sdk::{AppDomainId, ClassId, ThreadId};
 use clrprof_trace::{HeapStatic, Record};
 
 use crate::config::HeapSnapshots;
-use crate::session::Session;
+use crate::session::{Feature, Session};
 
 /// The most static fields kept (of all loaded classes).
 pub const MAX_FIELDS: usize = 65_536;
@@ -226,27 +226,32 @@ pub fn snapshot(s: &Session, snapshot: u32) {
     }
 }
 
-/// The counters of static fields, for the session's `Counter` records (none without heap
-/// snapshots).
-pub fn counters(s: &Session) -> Vec<(CounterName, u64)> {
-    if !wanted(s) {
-        return Vec::new();
+/// The static fields of heap snapshots as one of the session's features (their table is the
+/// process's: classes stay loaded across sessions).
+pub struct StaticFields;
+
+impl Feature for StaticFields {
+    /// The counters of static fields (none without heap snapshots).
+    fn counters(&self, s: &Session) -> Vec<(CounterName, u64)> {
+        if !wanted(s) {
+            return Vec::new();
+        }
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        vec![
+            (
+                CounterName::HeapStaticFields,
+                lock(&STATICS.fields).len() as u64,
+            ),
+            (
+                CounterName::HeapStaticFieldsDropped,
+                load(&STATICS.fields_dropped),
+            ),
+            (
+                CounterName::HeapStaticsDropped,
+                load(&STATICS.records_dropped),
+            ),
+            (CounterName::HeapStaticsUnset, load(&STATICS.unset)),
+            (CounterName::HeapStaticsFailed, load(&STATICS.failed)),
+        ]
     }
-    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    vec![
-        (
-            CounterName::HeapStaticFields,
-            lock(&STATICS.fields).len() as u64,
-        ),
-        (
-            CounterName::HeapStaticFieldsDropped,
-            load(&STATICS.fields_dropped),
-        ),
-        (
-            CounterName::HeapStaticsDropped,
-            load(&STATICS.records_dropped),
-        ),
-        (CounterName::HeapStaticsUnset, load(&STATICS.unset)),
-        (CounterName::HeapStaticsFailed, load(&STATICS.failed)),
-    ]
 }

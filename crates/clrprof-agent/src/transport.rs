@@ -38,6 +38,10 @@ pub struct TransportStats {
     pub samples_written: AtomicU64,
     /// Samples dropped because the buffer was full.
     pub samples_dropped: AtomicU64,
+    /// Allocation records accepted.
+    pub allocations_written: AtomicU64,
+    /// Allocation records dropped because the buffer was full.
+    pub allocations_dropped: AtomicU64,
     /// Other records (names, call trees, ...) dropped at the hard limit.
     pub records_dropped: AtomicU64,
     /// Bytes handed to the sink.
@@ -160,14 +164,21 @@ impl Transport {
         }
     }
 
-    /// Appends an allocation; never allocates or grows the buffer. False if it was dropped
-    /// (the caller counts it).
+    /// Appends an allocation; never allocates or grows the buffer. False if it was dropped;
+    /// counted either way.
     pub fn push_allocation(&self, allocation: &Allocation) -> bool {
         let mut bytes = [0u8; Allocation::ENCODED_LEN];
-        match allocation.encode_into(&mut bytes) {
+        let sent = match allocation.encode_into(&mut bytes) {
             Some(n) => self.append_bounded(&bytes[..n]),
             None => false,
-        }
+        };
+        let counter = if sent {
+            &self.shared.stats.allocations_written
+        } else {
+            &self.shared.stats.allocations_dropped
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        sent
     }
 
     /// Sends a contention record; false (and nothing sent) if the buffer is full.

@@ -32,10 +32,10 @@ mod probes;
 
 use clrprof_trace::counters::CounterName;
 use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
 
-use clrprof_sdk::flags::EventMask;
+use clrprof_sdk::flags::{EventMask, HighEventMask};
 use clrprof_sdk::il::{Method, append_local};
 use clrprof_sdk::metadata::{MetaDataEmit, MetaDataImport};
 use clrprof_sdk::{Error, FunctionId, ModuleId, ProfilerInfo, Result, Token};
@@ -43,7 +43,7 @@ use clrprof_sdk::{Error, FunctionId, ModuleId, ProfilerInfo, Result, Token};
 use crate::config::{Config, Mode};
 use crate::instrument::{MethodKey, Methods, ModuleFilter, install, lock};
 use crate::recorder::chains::{self, ChainTable};
-use crate::session::Session;
+use crate::session::{Feature, Session};
 
 /// The name of the field added to every state machine type.
 pub const CHAIN_FIELD: &str = "<clrprof>async_chain";
@@ -56,18 +56,14 @@ const CHAIN_FIELD_SIG: [u8; 2] = [0x06, 0x08];
 /// How many async callers a sample gets at most (a deeper chain is cut there).
 pub const MAX_CALLERS: usize = 256;
 
-static CHAINS: OnceLock<AsyncChains> = OnceLock::new();
-
-/// Turns async chains on if `config` asks for them (at startup only).
-pub fn start(config: &Config, attached: bool) {
+/// Async chains' state if `config` asks for them (at startup only).
+pub fn start(config: &Config, attached: bool) -> Option<AsyncChains> {
     if config.mode != Mode::Sample || !config.async_chains || config.coverage || attached {
-        return;
+        return None;
     }
     chains::start();
-    let Some(table) = chains::table() else {
-        return;
-    };
-    let _ = CHAINS.set(AsyncChains {
+    let table = chains::table()?;
+    Some(AsyncChains {
         filter: ModuleFilter::new(&[], &[]),
         table,
         fields: Mutex::new(HashMap::new()),
@@ -79,12 +75,7 @@ pub fn start(config: &Config, attached: bool) {
         by_function: Mutex::new(HashMap::new()),
         module_tokens: Mutex::new(HashMap::new()),
         stats: AsyncStats::default(),
-    });
-}
-
-/// The session's async chain state, when on.
-pub fn get() -> Option<&'static AsyncChains> {
-    CHAINS.get()
+    })
 }
 
 /// What async chains did, for the trace's counters.
@@ -137,15 +128,6 @@ pub struct AsyncChains {
 }
 
 impl AsyncChains {
-    /// The callbacks async chains need from the start: module loads. The JIT's callbacks
-    /// (every compilation and inlining decision) and the searches for precompiled code (one
-    /// per precompiled method the program calls, the framework's included), which cost
-    /// startup time even when the agent answers them at once, are turned on only when a
-    /// module that needs them loads ([`Self::module_loaded`]).
-    pub fn event_mask(&self) -> EventMask {
-        EventMask::MONITOR_MODULE_LOADS
-    }
-
     /// `ModuleLoadFinished`: gives every state machine type of a program module the chain
     /// field.
     pub fn module_loaded(&self, session: &Session, module: ModuleId) {
@@ -355,27 +337,6 @@ impl AsyncChains {
         }
         Some(method)
     }
-
-    /// The trace's counters about async chains.
-    pub fn counters(&self) -> Vec<(CounterName, u64)> {
-        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let s = &self.stats;
-        vec![
-            (CounterName::AsyncTypes, load(&s.types)),
-            (CounterName::AsyncMethods, load(&s.methods)),
-            (CounterName::AsyncFailed, load(&s.failed)),
-            (
-                CounterName::AsyncPrecompiledRefused,
-                load(&s.precompiled_refused),
-            ),
-            (CounterName::AsyncChainsDropped, load(&self.table.dropped)),
-            (CounterName::AsyncSamplesSpliced, load(&s.samples_spliced)),
-            (
-                CounterName::AsyncSamplesUnmatched,
-                load(&s.samples_unmatched),
-            ),
-        ]
-    }
 }
 
 /// Whether the assembly file at `path` holds precompiled (ReadyToRun) code: its CLI header
@@ -489,6 +450,37 @@ fn invalid(reason: &str) -> Error {
     Error::InvalidData {
         context: "async chains",
         reason: reason.into(),
+    }
+}
+
+impl Feature for AsyncChains {
+    /// The callbacks async chains need from the start: module loads. The JIT's callbacks
+    /// (every compilation and inlining decision) and the searches for precompiled code (one
+    /// per precompiled method the program calls, the framework's included), which cost
+    /// startup time even when the agent answers them at once, are turned on only when a
+    /// module that needs them loads ([`AsyncChains::module_loaded`]).
+    fn event_mask(&self, _s: &Session) -> (EventMask, HighEventMask) {
+        (EventMask::MONITOR_MODULE_LOADS, HighEventMask::empty())
+    }
+
+    fn counters(&self, _s: &Session) -> Vec<(CounterName, u64)> {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let s = &self.stats;
+        vec![
+            (CounterName::AsyncTypes, load(&s.types)),
+            (CounterName::AsyncMethods, load(&s.methods)),
+            (CounterName::AsyncFailed, load(&s.failed)),
+            (
+                CounterName::AsyncPrecompiledRefused,
+                load(&s.precompiled_refused),
+            ),
+            (CounterName::AsyncChainsDropped, load(&self.table.dropped)),
+            (CounterName::AsyncSamplesSpliced, load(&s.samples_spliced)),
+            (
+                CounterName::AsyncSamplesUnmatched,
+                load(&s.samples_unmatched),
+            ),
+        ]
     }
 }
 

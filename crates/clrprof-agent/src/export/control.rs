@@ -10,11 +10,11 @@
 #[cfg(target_os = "linux")]
 use clrprof_trace::protocol;
 
-use crate::session::Session;
+use crate::features::Running;
 
 /// Starts the thread that waits for `clrprof attach --stop` (Linux; elsewhere export mode runs
 /// until the process ends, and says so).
-pub fn listen(session: &'static Session) {
+pub fn listen(running: &'static Running) {
     #[cfg(target_os = "linux")]
     {
         use std::os::linux::net::SocketAddrExt;
@@ -37,7 +37,7 @@ pub fn listen(session: &'static Session) {
             .name("clrprof-control".into())
             .spawn(move || {
                 let _own = crate::recorder::threads::mark_agent_thread();
-                serve(session, &listener);
+                serve(running, &listener);
             });
         if let Err(e) = spawned {
             super::tell(&format!(
@@ -47,14 +47,14 @@ pub fn listen(session: &'static Session) {
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = session;
+        let _ = running;
         super::tell("`clrprof attach --stop` needs Linux; export mode runs until the process ends");
     }
 }
 
 /// Answers connections until one asks to stop and the stop is done.
 #[cfg(target_os = "linux")]
-fn serve(session: &'static Session, listener: &std::os::unix::net::UnixListener) {
+fn serve(running: &'static Running, listener: &std::os::unix::net::UnixListener) {
     use std::io::{Read, Write};
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else {
@@ -65,7 +65,7 @@ fn serve(session: &'static Session, listener: &std::os::unix::net::UnixListener)
         if stream.read_exact(&mut byte).is_err() || byte[0] != protocol::EXPORT_STOP {
             continue;
         }
-        if session.request_detach() {
+        if running.request_detach() {
             let _ = stream.write_all(&[protocol::EXPORT_STOPPED]);
         }
         return;

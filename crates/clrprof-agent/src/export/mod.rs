@@ -418,7 +418,7 @@ pub fn finish() {
 /// allocation and lock profiles need the runtime's events in process, which CoreCLR 3.1 does
 /// not offer a profiler), says so once on standard error. Profiles left out by default are
 /// left out silently (docs/continuous-profiling.md says which runtimes give which).
-pub fn say_what_the_runtime_lacks(config: &AgentConfig) {
+pub fn say_what_the_runtime_lacks(config: &AgentConfig, reads_ticks: bool, reads_contention: bool) {
     let Some(settings) = &config.export else {
         return;
     };
@@ -426,10 +426,10 @@ pub fn say_what_the_runtime_lacks(config: &AgentConfig) {
         return;
     }
     let mut lacking = Vec::new();
-    if settings.wants(ExportProfile::Alloc) && !crate::alloc_ticks::reads_ticks() {
+    if settings.wants(ExportProfile::Alloc) && !reads_ticks {
         lacking.push(ExportProfile::Alloc.name());
     }
-    if settings.wants(ExportProfile::Lock) && !crate::contention::reads_events() {
+    if settings.wants(ExportProfile::Lock) && !reads_contention {
         lacking.push(ExportProfile::Lock.name());
     }
     if !lacking.is_empty() {

@@ -22,6 +22,7 @@ use clrprof_trace::{FrameKind, IlPosition, NativeFrameDef, NativeModuleDef, Reco
 
 use clrprof_sdk::FunctionId;
 
+use crate::async_chains::AsyncChains;
 use crate::defs::runtime_id;
 use crate::recorder::ring::Capture;
 use crate::recorder::ring::MAX_FRAMES;
@@ -79,6 +80,8 @@ pub enum Resolved {
 /// The sampler's unwinder, name caches and scratch buffers.
 pub struct StackBuilder {
     session: &'static Session,
+    /// Async chains, where they are on: their callers are spliced into the stacks.
+    chains: Option<&'static AsyncChains>,
     unwinder: Unwinder,
     shapes: RuntimeShapes,
     ips: HashMap<usize, FrameRef>,
@@ -114,10 +117,17 @@ pub struct StackBuilder {
 }
 
 impl StackBuilder {
+    /// The same builder, splicing the async callers of `chains` into its stacks.
+    pub fn splicing(mut self, chains: Option<&'static AsyncChains>) -> StackBuilder {
+        self.chains = chains;
+        self
+    }
+
     /// A builder for `session`'s samples.
     pub fn new(session: &'static Session) -> StackBuilder {
         let mut builder = StackBuilder {
             session,
+            chains: None,
             unwinder: Unwinder::new(),
             shapes: RuntimeShapes::new(session.info.clone()),
             ips: HashMap::default(),
@@ -430,7 +440,7 @@ impl StackBuilder {
     fn async_callers(&mut self, chain: u32) -> (Option<usize>, Vec<usize>) {
         let mut callers = std::mem::take(&mut self.callers);
         callers.clear();
-        let Some(chains) = crate::async_chains::get().filter(|_| chain != 0) else {
+        let Some(chains) = self.chains.filter(|_| chain != 0) else {
             return (None, callers);
         };
         let Some(method) = chains.chain(chain, &mut callers) else {

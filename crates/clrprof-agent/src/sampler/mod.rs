@@ -28,17 +28,18 @@
 
 mod book;
 mod frames;
-mod gone_code;
+pub mod gone_code;
 mod known_stacks;
 mod mappings;
 mod method_shapes;
 mod procfs;
+pub mod stats;
 mod stubs;
 mod switches;
 mod trace;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -46,77 +47,32 @@ use clrprof_trace::{
     Record, Sample, SampleClock, SamplerInfo, StackCut, ThreadOsName, ThreadState,
 };
 
+use crate::async_chains::AsyncChains;
 use crate::config::{CpuClockChoice, Mode};
 use crate::recorder::cpu_clock::{self, Armed, Chosen, ClockKind, Policy};
 use crate::recorder::ring::{ASKED, BY_PERF, BY_TIMER, CPU, IN_KERNEL, MODE_KNOWN};
 use crate::recorder::threads::{self, MAX_THREADS, ThreadSlot};
 use crate::recorder::{capture, sys};
-use crate::session::Session;
+use crate::session::{Feature, Session};
 use book::{Book, WallSample, split_missed};
 use frames::{Resolved, StackBuilder};
 use trace::TraceTicker;
 
 pub use gone_code::GoneCode;
 use gone_code::GoneSeen;
+pub use stats::SamplerStats;
 
 /// The name of the counter of the profiler's CPU on one thread, before its OS thread id.
 pub const THREAD_PROFILER_CPU: &str = clrprof_trace::counters::THREAD_PROFILER_CPU_PREFIX;
 /// CPU a thread on a CPU-time timer uses without a sample before the sampler looks at its timer:
 /// a few ticks at the slowest usual tick rate (100 Hz). A timer no longer set was not re-armed
 /// (its signal was lost); one still set is blind to the thread (see `watch_clock`).
-const TIMER_LATE_NS: u64 = 40_000_000;
+pub(crate) const TIMER_LATE_NS: u64 = 40_000_000;
 /// How often the sampler looks for threads the runtime did not announce.
 const THREAD_SCAN_NS: u64 = 1_000_000_000;
 /// A thread's name is read when it is first seen and again after this many wall ticks (the
 /// runtime names some of its threads once they run).
 const RENAME_AFTER_TICKS: u32 = 50;
-
-/// Sampler counters, reported in the trace.
-#[derive(Default)]
-pub struct SamplerStats {
-    /// Wall-clock ticks (sample mode) or ticks (trace mode) run.
-    pub ticks: AtomicU64,
-    /// Captures lost because a thread's ring was full, and questions never answered.
-    pub missed: AtomicU64,
-    /// Stacks cut because they were deeper than the limit.
-    pub truncated: AtomicU64,
-    /// CPU time the sampler thread itself used, with its symbol readers': the profiler's own
-    /// cost, outside the program's threads.
-    pub cpu_ns: AtomicU64,
-    /// CPU time the threads that read native modules' symbols used (see
-    /// `StackBuilder::read_module_of`), once each is done.
-    pub symbols_cpu_ns: AtomicU64,
-    /// CPU time the signal handlers used on the program's threads: the profiler's cost too,
-    /// never counted as the program's.
-    pub handler_cpu_ns: AtomicU64,
-    /// CPU time of the program's threads in the periods whose captures were dropped (see
-    /// `Book::on_cpu_capture`): carried by each thread's latest stack.
-    pub cpu_missed_ns: AtomicU64,
-    /// Sample records written to carry that CPU (CPU samples in the trace that the sampler
-    /// did not take).
-    pub missed_carriers: AtomicU64,
-    /// CPU threads used after their last sample (see `StackCut::Unsampled`).
-    pub cpu_unsampled_ns: AtomicU64,
-    /// CPU samples written.
-    pub cpu_samples: AtomicU64,
-    /// Wall-clock samples written.
-    pub wall_samples: AtomicU64,
-    /// Questions sent to blocked threads (one signal each).
-    pub questions: AtomicU64,
-    /// CPU samples that found the agent's own code running (a callback): not written.
-    pub agent_samples: AtomicU64,
-    /// The CPU those samples stand for: the profiler's work on the program's threads.
-    pub agent_cpu_ns: AtomicU64,
-    /// Perf events the sampler re-armed because their signal's details were lost.
-    pub rearmed: AtomicU64,
-    /// Threads moved from the CPU-time timer back to a perf event (adaptive policy).
-    pub clock_upgrades: AtomicU64,
-    /// Threads moved from a perf event to the timer (they wait often).
-    pub clock_downgrades: AtomicU64,
-    /// Stretches of [`TIMER_LATE_NS`] of a thread's CPU that its CPU-time timer, still set, did
-    /// not sample: the thread ran only between the kernel's ticks.
-    pub timer_blind: AtomicU64,
-}
 
 /// A running sampler thread.
 pub struct Sampler {
@@ -124,9 +80,32 @@ pub struct Sampler {
     handle: Option<JoinHandle<()>>,
 }
 
+/// Sampling as one of the session's features: the sampler thread, while it runs.
+#[derive(Default)]
+pub struct Sampling(Mutex<Option<Sampler>>);
+
+impl Sampling {
+    /// Starts the sampler thread for `session` (which must live for the rest of the process),
+    /// splicing the async callers of `chains` into its stacks where they are on.
+    pub fn start(&self, session: &'static Session, chains: Option<&'static AsyncChains>) {
+        let sampler = Sampler::start(session, chains);
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = sampler;
+    }
+}
+
+impl Feature for Sampling {
+    /// Stops the sampler thread, if it runs, and waits for it.
+    fn stop(&self, _s: &Session) {
+        let sampler = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(sampler) = sampler {
+            sampler.stop();
+        }
+    }
+}
+
 impl Sampler {
     /// Starts sampling for `session` (which must live for the rest of the process).
-    pub fn start(session: &'static Session) -> Option<Sampler> {
+    fn start(session: &'static Session, chains: Option<&'static AsyncChains>) -> Option<Sampler> {
         if session.config.mode.samples() && !capture::install() {
             session.warn(
                 "stack sampling is not supported on this platform; no samples will be recorded",
@@ -152,7 +131,7 @@ impl Sampler {
                 let _own = threads::mark_agent_thread();
                 match session.config.mode {
                     Mode::Sample | Mode::Count => {
-                        SampleLoop::new(session, clock.flatten()).run(&stop_flag)
+                        SampleLoop::new(session, clock.flatten(), chains).run(&stop_flag)
                     }
                     Mode::Trace => run_trace(session, &stop_flag),
                     Mode::None => {}
@@ -166,7 +145,7 @@ impl Sampler {
     }
 
     /// Stops the thread and waits for it. In sample mode every CPU clock is disarmed by then.
-    pub fn stop(mut self) {
+    fn stop(mut self) {
         self.stop.store(true, Ordering::Release);
         capture::WAKE.fetch_add(1, Ordering::AcqRel);
         sys::futex_wake(&capture::WAKE);
@@ -312,12 +291,16 @@ fn choose_clock(session: &Session) -> Option<Chosen> {
 }
 
 impl SampleLoop {
-    fn new(session: &'static Session, clock: Option<Chosen>) -> SampleLoop {
+    fn new(
+        session: &'static Session,
+        clock: Option<Chosen>,
+        chains: Option<&'static AsyncChains>,
+    ) -> SampleLoop {
         let period_ns = 1_000_000_000 / u64::from(session.config.rate_hz.max(1));
         let wall_rate = session.config.wall_rate().max(1);
         SampleLoop {
             session,
-            stacks: StackBuilder::new(session),
+            stacks: StackBuilder::new(session).splicing(chains),
             books: (0..MAX_THREADS).map(|_| Book::default()).collect(),
             task_files: (0..MAX_THREADS)
                 .map(|_| procfs::TaskFiles::default())
