@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
-use clrprof_analysis::events::file_name;
+use clrprof_analysis::file_names::file_name;
 use clrprof_analysis::trace::{LoadedTrace, load};
 use clrprof_e2e::*;
 use clrprof_symbols::{DEBUG_ROOT, SymbolFiles, SymbolTable, TableSource, build_id_hex, demangle};

@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use clrprof_analysis::events::file_name;
+use clrprof_analysis::file_names::file_name;
 use clrprof_analysis::trace::{LoadedTrace, load};
 use clrprof_e2e::*;
 use clrprof_symbols::{

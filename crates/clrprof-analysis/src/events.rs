@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 use clrprof_trace::{Callback, Event, EventKind as K};
 use serde::Serialize;
 
-use crate::memory::gc::GcRecord;
-use crate::trace::Names;
+use crate::file_names::file_name;
+use crate::memory::gc_record::GcRecord;
+use crate::names::Names;
+use crate::runtime_names::{gc_reason_name, generations_in, highest_generation};
 
 /// Aggregates events as they are read.
 #[derive(Debug, Default)]
@@ -185,111 +187,4 @@ pub struct InlinedSummary {
     pub caller: String,
     /// Times the JIT reported it.
     pub count: u64,
-}
-
-/// The highest small-object generation (0, 1 or 2) in a `GarbageCollectionStarted`
-/// generations mask.
-pub(crate) fn highest_generation(mask: u32) -> u32 {
-    (0..=2).rev().find(|g| mask & (1 << g) != 0).unwrap_or(0)
-}
-
-/// Every generation in a generations mask (3 is the large object heap, 4 the pinned one).
-pub(crate) fn generations_in(mask: u32) -> Vec<u32> {
-    (0..32).filter(|g| mask & (1 << g) != 0).collect()
-}
-
-/// Name of a `COR_PRF_GC_REASON`.
-pub fn gc_reason_name(reason: u64) -> String {
-    match reason {
-        0 => "other".into(),
-        1 => "induced".into(),
-        n => format!("reason{n}"),
-    }
-}
-
-/// Name of a `COR_PRF_SUSPEND_REASON`.
-pub fn suspend_reason_name(reason: u64) -> String {
-    match reason {
-        0 => "other",
-        1 => "gc",
-        2 => "appdomain-shutdown",
-        3 => "code-pitching",
-        4 => "shutdown",
-        6 => "inproc-debugger",
-        7 => "gc-prep",
-        8 => "rejit",
-        9 => "profiler",
-        _ => return format!("reason{reason}"),
-    }
-    .into()
-}
-
-/// The last component of a path (either separator).
-pub fn file_name(path: &str) -> String {
-    path.rsplit(['/', '\\']).next().unwrap_or(path).to_string()
-}
-
-/// Options of the `dotnet` host that take a value (`dotnet exec --runtimeconfig x.json
-/// app.dll`).
-const HOST_OPTIONS_WITH_VALUE: &[&str] = &[
-    "--runtimeconfig",
-    "--depsfile",
-    "--additionalprobingpath",
-    "--additional-deps",
-    "--fx-version",
-    "--roll-forward",
-    "--roll-forward-on-no-candidate-fx",
-];
-
-/// The program a command line runs, by its file name: the application the `dotnet` host
-/// runs (`dotnet exec --runtimeconfig x.json cecil.exe in.dll` runs `cecil.exe`, whatever its
-/// arguments), an SDK command as `dotnet run`, else the executable itself (an application
-/// host, `./app`). Empty for an empty command line.
-pub fn program_name(command_line: &str) -> String {
-    let mut words = command_line.split_whitespace();
-    let Some(first) = words.next() else {
-        return String::new();
-    };
-    let exe = file_name(first);
-    if exe != "dotnet" && exe != "dotnet.exe" {
-        return exe;
-    }
-    while let Some(w) = words.next() {
-        if w == "exec" {
-            continue;
-        }
-        if HOST_OPTIONS_WITH_VALUE.contains(&w) {
-            words.next();
-            continue;
-        }
-        if w.starts_with('-') {
-            continue;
-        }
-        let app = file_name(w);
-        let is_file = w.contains(['/', '\\']) || app.contains('.');
-        return if is_file { app } else { format!("{exe} {w}") };
-    }
-    exe
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_program_of_a_command_line_is_the_application_dotnet_runs() {
-        assert_eq!(program_name("dotnet Shop.dll"), "Shop.dll");
-        assert_eq!(
-            program_name("/usr/bin/dotnet /opt/cecil/cecil.exe /tmp/in.dll -o out.dll"),
-            "cecil.exe"
-        );
-        assert_eq!(
-            program_name("dotnet exec --runtimeconfig a.json --depsfile a.deps.json a.dll x.dll"),
-            "a.dll"
-        );
-        assert_eq!(program_name("dotnet run --project x"), "dotnet run");
-        assert_eq!(program_name("/srv/app/MyService --port 80"), "MyService");
-        assert_eq!(program_name("dotnet"), "dotnet");
-        assert_eq!(program_name(""), "");
-    }
 }

@@ -7,7 +7,7 @@ use clrprof_trace::{
     NativeTargetDef, ThreadDef,
 };
 
-use crate::events::file_name;
+use crate::file_names::file_name;
 
 /// Every definition in a trace, by id.
 #[derive(Debug, Default)]

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::events::file_name;
+use crate::file_names::file_name;
 use crate::trace::LoadedTrace;
 
 mod cobertura;

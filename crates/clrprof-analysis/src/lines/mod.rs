@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 use clrprof_trace::IlPosition;
 use serde::Serialize;
 
-use crate::coverage::{MethodSource, ModuleSymbols, SymbolStatus};
 use crate::names::Names;
+use clrprof_symbols::managed::{MethodSource, ModuleSymbols, SymbolStatus};
 
 pub(crate) use clrprof_symbols::managed::HIDDEN_LINE;
 

@@ -362,7 +362,7 @@ impl LoadedTrace {
         if let Some(s) = &self.session {
             p.pid = s.pid;
             p.start_unix_ns = s.start_unix_ns;
-            p.name = crate::events::program_name(&s.command_line);
+            p.name = crate::file_names::program_name(&s.command_line);
         }
         p.duration_ns = self.duration_ns();
         let pid = p.pid;

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 pub use super::snapshot::{GENERATION_NAMES, NON_GC, SnapshotData, StaticRoot};
 
-use crate::trace::Names;
+use crate::names::Names;
 
 /// One type of a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -15,12 +15,12 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::events::{gc_reason_name, highest_generation, suspend_reason_name};
 use crate::model::{CallTree, FrameIndex, Profile, ThreadProfile};
+use crate::names::Names;
 use crate::query::{NodeMark, Query, Selection};
 use crate::runtime::timeline::{Span, Subject, Timeline, Track};
 use crate::runtime::{RuntimeViews, load_name};
-use crate::trace::Names;
+use crate::runtime_names::{gc_reason_name, highest_generation, suspend_reason_name};
 use crate::{Analysis, Error, Render};
 
 /// Chrome trace event output.

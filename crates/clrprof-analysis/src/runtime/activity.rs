@@ -12,8 +12,9 @@ use clrprof_trace::{Callback, Event};
 use serde::Serialize;
 
 use super::timeline::{Span, Subject, Timeline, Track};
-use crate::events::{file_name, suspend_reason_name};
-use crate::trace::Names;
+use crate::file_names::file_name;
+use crate::names::Names;
+use crate::runtime_names::suspend_reason_name;
 
 /// `COR_PRF_TRANSITION_CALL` (the other reason is `COR_PRF_TRANSITION_RETURN`).
 const TRANSITION_CALL: u64 = 0;

@@ -15,7 +15,7 @@ use clrprof_trace::ExceptionInfo;
 use serde::Serialize;
 
 use super::timeline::{Span, Subject, Timeline, Track};
-use crate::trace::Names;
+use crate::names::Names;
 
 /// How many distinct messages a group keeps.
 const MAX_MESSAGES: usize = 10;

@@ -26,8 +26,8 @@ pub use timeline::{Span, Subject, Timeline, Track};
 
 pub(crate) use activity::load_name;
 
-use crate::memory::gc::GcRecord;
-use crate::trace::Names;
+use crate::memory::gc_record::GcRecord;
+use crate::names::Names;
 
 /// One view of the runtime's activity, as `clrprof report --exceptions` etc. select it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

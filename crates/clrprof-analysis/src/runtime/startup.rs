@@ -11,8 +11,8 @@ use clrprof_events::bytes::u32_at;
 use serde::Serialize;
 
 use super::activity::{ActivityBuilder, LoadRecord, load_name};
+use crate::names::Names;
 use crate::pe::PeImage;
-use crate::trace::Names;
 
 /// The startup view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -18,7 +18,7 @@ use clrprof_trace::{
 
 use crate::events::{EventSummary, EventSummaryBuilder};
 use crate::integrity::Integrity;
-use crate::memory::{HeapKeep, MemoryRecords};
+use crate::memory::records::{HeapKeep, MemoryRecords};
 pub use crate::names::Names;
 use crate::runtime::{RuntimeBuilder, RuntimeViews};
 
@@ -88,7 +88,7 @@ pub struct LoadedTrace {
     /// Count mode's counted methods and counts (format 1.4).
     pub counts: crate::counts::CountRecords,
     /// What symbol files named, when [`LoadedTrace::name_native_frames`] was asked to.
-    pub native_naming: Option<crate::native::NativeNaming>,
+    pub native_naming: Option<crate::native_naming::NativeNaming>,
     /// What reading found cut, damaged or unreadable, and left out.
     pub integrity: Integrity,
     /// How stacks of async continuations are shown in every profile built from this trace

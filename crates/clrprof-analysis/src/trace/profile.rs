@@ -9,7 +9,7 @@ use clrprof_trace::{FrameKind as TraceFrameKind, StackCut, ThreadState};
 
 use super::{LoadedTrace, Names, SummedSamples, mode_known_cpu_ns};
 use crate::builder::ProfileBuilder;
-use crate::events::file_name;
+use crate::file_names::file_name;
 use crate::model::{
     CallNodeRecord, CallTree, FrameIndex, FrameKind, Profile, ProfileKind, Sample, SampleKind,
     StackIndex,
@@ -206,7 +206,7 @@ impl LoadedTrace {
         if let Some(s) = &self.session {
             p.pid = s.pid;
             p.start_unix_ns = s.start_unix_ns;
-            p.name = crate::events::program_name(&s.command_line);
+            p.name = crate::file_names::program_name(&s.command_line);
             if let Some(config) = &self.config {
                 p.sample_interval_ns = 1_000_000_000 / u64::from(config.rate_hz.max(1));
             }

@@ -174,7 +174,7 @@ impl Html {
         let program = t
             .session
             .as_ref()
-            .map(|s| crate::events::program_name(&s.command_line))
+            .map(|s| crate::file_names::program_name(&s.command_line))
             .unwrap_or_default();
         let mut doc = Document {
             title: title(&program),

@@ -10,10 +10,10 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::model::{Profile, SampleKind};
+use crate::names::Names;
 use crate::output::chrome::span_name;
 use crate::runtime::RuntimeViews;
 use crate::runtime::timeline::{Span, Track};
-use crate::trace::Names;
 
 use super::flame::FrameTable;
 
