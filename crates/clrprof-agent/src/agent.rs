@@ -310,8 +310,8 @@ impl Running {
                 format!("the runtime refused the event mask: {e}"),
             );
         }
-        crate::event_mask::configured(low, high, toggles);
-        crate::heap::configured(s, low, high, toggles);
+        s.event_mask.configured(low, high, toggles);
+        features.heap.configured(s, low, high, toggles);
 
         if s.config.mode == Mode::Trace {
             cct::set_node_budget(s.config.max_nodes);
@@ -365,7 +365,7 @@ impl Running {
             // An attached agent records InitializeForAttach instead.
             s.callback(callbacks::Initialize {});
         }
-        crate::heap::start_heap_thread(s);
+        features.heap.start_heap_thread(s);
         if s.config.mode != Mode::None {
             features.sampling.start(s, features.chains.as_ref());
         }
@@ -468,8 +468,8 @@ impl Profiler for Agent {
     fn shutdown(&self) -> Result<()> {
         if let Some(r) = self.running() {
             let s = &r.session;
-            crate::heap::snapshot_at_exit(s);
-            crate::heap::finish(s);
+            r.features.heap.snapshot_at_exit(s);
+            r.features.heap.finish(s);
             s.callback(callbacks::Shutdown {});
             r.stop_features();
             if let Some(coverage) = &r.features.coverage {
@@ -598,11 +598,12 @@ impl Profiler for Agent {
         self.callback(callbacks::ClassLoadStarted { class: c.as_u64() })
     }
     fn class_load_finished(&self, c: ClassId, status: HResult) -> Result<()> {
-        if let Some(s) = self.session() {
+        if let Some(r) = self.running() {
+            let s = &r.session;
             if status.is_ok() {
                 // A class the namer cannot look at is only a class it cannot name code after.
                 let _ = s.defs.namer().class_loaded(&s.info, c);
-                crate::statics::class_loaded(s, c);
+                r.features.heap.statics.class_loaded(s, c);
             }
             if s.wants(K::CLASS_LOAD_FINISHED) {
                 s.defs.class(&s.info, &s.out, c);
@@ -614,10 +615,10 @@ impl Profiler for Agent {
         })
     }
     fn class_unload_started(&self, c: ClassId) -> Result<()> {
-        if let Some(s) = self.session() {
+        if let Some(r) = self.running() {
             // The ClassID can be reused: drop what is kept under it.
-            s.defs.forget_class(c);
-            crate::statics::class_unloaded(c);
+            r.session.defs.forget_class(c);
+            r.features.heap.statics.class_unloaded(c);
         }
         self.callback(callbacks::ClassUnloadStarted { class: c.as_u64() })
     }
@@ -745,12 +746,13 @@ impl Profiler for Agent {
         if let Some(slot) = threads::register_current(t.0) {
             crate::recorder::cpu_clock::arm_slot(slot, crate::recorder::capture::SAMPLE_SIGNAL);
         }
-        if let Some(count) = self.running().and_then(|r| r.features.count.as_ref()) {
-            count.thread_started(t.0);
-        }
-        crate::heap::runtime_started();
-        if let Some(s) = self.session() {
-            crate::statics::thread_created(s, t);
+        if let Some(r) = self.running() {
+            let (s, f) = (&r.session, &r.features);
+            if let Some(count) = &f.count {
+                count.thread_started(t.0);
+            }
+            f.heap.runtime_started();
+            f.heap.statics.thread_created(s, t);
             s.out.push_record(&Record::ThreadDef(ThreadDef {
                 tid: sys::gettid(),
                 managed_id: t.as_u64(),
@@ -761,7 +763,9 @@ impl Profiler for Agent {
     }
     fn thread_destroyed(&self, t: ThreadId) -> Result<()> {
         self.callback(callbacks::ThreadDestroyed { thread: t.as_u64() })?;
-        crate::statics::thread_destroyed(t);
+        if let Some(r) = self.running() {
+            r.features.heap.statics.thread_destroyed(t);
+        }
         if let Some(r) = self.running()
             && let Some(count) = &r.features.count
         {
@@ -839,8 +843,8 @@ impl Profiler for Agent {
         })
     }
     fn runtime_suspend_started(&self, reason: SuspendReason) -> Result<()> {
-        if let Some(s) = self.session() {
-            crate::heap::suspend_started(s);
+        if let Some(r) = self.running() {
+            r.features.heap.suspend_started(&r.session);
         }
         self.callback(callbacks::RuntimeSuspendStarted {
             reason: u64::from(reason.0),
@@ -853,15 +857,15 @@ impl Profiler for Agent {
         self.callback(callbacks::RuntimeSuspendAborted {})
     }
     fn runtime_resume_started(&self) -> Result<()> {
-        if let Some(s) = self.session() {
-            crate::heap::resume_started(s);
+        if let Some(r) = self.running() {
+            r.features.heap.resume_started(&r.session);
         }
         self.callback(callbacks::RuntimeResumeStarted {})
     }
     fn runtime_resume_finished(&self) -> Result<()> {
         self.callback(callbacks::RuntimeResumeFinished {})?;
-        if let Some(s) = self.session() {
-            crate::heap::resume_finished(s);
+        if let Some(r) = self.running() {
+            r.features.heap.resume_finished(&r.session);
         }
         Ok(())
     }
@@ -900,8 +904,8 @@ impl Profiler for Agent {
         })
     }
     fn object_references(&self, o: ObjectId, c: ClassId, refs: &[ObjectId]) -> Result<()> {
-        if let Some(s) = self.session() {
-            crate::heap::object_references(s, o, c, refs);
+        if let Some(r) = self.running() {
+            r.features.heap.object_references(&r.session, o, c, refs);
         }
         self.callback(callbacks::ObjectReferences {
             object: o.as_u64(),
@@ -1054,13 +1058,14 @@ impl Profiler for Agent {
         })
     }
     fn garbage_collection_started(&self, generations: Generations, reason: GcReason) -> Result<()> {
-        if let Some(s) = self.session() {
+        if let Some(r) = self.running() {
+            let s = &r.session;
             if s.wants(K::GARBAGE_COLLECTION_STARTED)
                 && let Ok(bounds) = s.info.get_generation_bounds()
             {
                 crate::gc::write_generation_sizes(s, 0, &bounds);
             }
-            crate::heap::gc_started(s);
+            r.features.heap.gc_started(s);
         }
         self.callback(callbacks::GarbageCollectionStarted {
             generations_collected_mask: u64::from(generations.bits()),
@@ -1074,18 +1079,19 @@ impl Profiler for Agent {
         })
     }
     fn garbage_collection_finished(&self) -> Result<()> {
-        if let Some(s) = self.session() {
+        if let Some(r) = self.running() {
+            let s = &r.session;
             // One `GetGenerationBounds` for both the sizes and a heap snapshot's ranges.
             let sizes = s.wants(K::GARBAGE_COLLECTION_FINISHED);
-            if (sizes || crate::heap::wants_bounds())
+            if (sizes || r.features.heap.wants_bounds())
                 && let Ok(bounds) = s.info.get_generation_bounds()
             {
                 if sizes {
                     crate::gc::write_generation_sizes(s, 1, &bounds);
                 }
-                crate::heap::gc_finished(s, &bounds);
+                r.features.heap.gc_finished(s, &bounds);
             } else {
-                crate::heap::gc_finished(s, &[]);
+                r.features.heap.gc_finished(s, &[]);
             }
         }
         self.callback(callbacks::GarbageCollectionFinished {})
@@ -1103,8 +1109,10 @@ impl Profiler for Agent {
         flags: &[GcRootFlags],
         ids: &[usize],
     ) -> Result<()> {
-        if let Some(s) = self.session() {
-            crate::heap::root_references(s, roots, kinds, flags, ids);
+        if let Some(r) = self.running() {
+            r.features
+                .heap
+                .root_references(&r.session, roots, kinds, flags, ids);
         }
         self.callback(callbacks::RootReferences2 {
             root_count: roots.len() as u64,

@@ -17,7 +17,6 @@ use crate::coverage::Coverage;
 use crate::heap;
 use crate::sampler::Sampling;
 use crate::session::{Feature, Session};
-use crate::statics::StaticFields;
 
 /// What a session does beside its core, each feature with its own state.
 pub struct Features {
@@ -31,10 +30,8 @@ pub struct Features {
     pub alloc_ticks: AllocTicks,
     /// `--contention` read in process.
     pub contention: ContentionEvents,
-    /// Heap snapshots.
+    /// Heap snapshots, with the static fields they name.
     pub heap: heap::Snapshots,
-    /// The static fields in heap snapshots.
-    pub statics: StaticFields,
     /// The sampler thread (sample, count and trace mode).
     pub sampling: Sampling,
 }
@@ -53,8 +50,7 @@ impl Features {
             chains,
             alloc_ticks: AllocTicks::default(),
             contention: ContentionEvents::default(),
-            heap: heap::Snapshots,
-            statics: StaticFields,
+            heap: heap::Snapshots::default(),
             sampling: Sampling::default(),
         }
     }
@@ -67,7 +63,6 @@ impl Features {
             &self.alloc_ticks,
             &self.contention,
             &self.heap,
-            &self.statics,
         ];
         if let Some(c) = &self.count {
             all.push(c);

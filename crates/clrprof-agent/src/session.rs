@@ -14,6 +14,7 @@ use clrprof_trace::{CallTreeNode, Counter, Event, EventKind, Message, MessageLev
 
 use crate::config::{Config, Mode};
 use crate::defs::Definitions;
+use crate::event_mask::CurrentMask;
 use crate::exceptions::ExceptionReader;
 use crate::il_positions::CallbackPositions;
 use crate::recorder::cct::{self, ThreadState};
@@ -63,6 +64,8 @@ pub struct Session {
     pub gone_code: GoneCode,
     /// Where the frames of stacks taken in callbacks and events were in their IL.
     pub il_positions: CallbackPositions,
+    /// The runtime's event mask as last set, for the features that change it later.
+    pub event_mask: CurrentMask,
     /// True if the agent was attached to a running program (`clrprof attach`).
     pub attached: bool,
     /// The thread that waits for the CLI to ask for a detach (attach only).
@@ -107,6 +110,7 @@ impl Session {
             stacks: StackInterner::default(),
             gone_code: GoneCode::default(),
             il_positions: CallbackPositions::default(),
+            event_mask: CurrentMask::default(),
             attached,
             control: Mutex::new(None),
             wanted,

@@ -34,7 +34,7 @@ use clrprof_sdk::{AppDomainId, ClassId, ThreadId};
 use clrprof_trace::{HeapStatic, Record};
 
 use crate::config::HeapSnapshots;
-use crate::session::{Feature, Session};
+use crate::session::Session;
 
 /// The most static fields kept (of all loaded classes).
 pub const MAX_FIELDS: usize = 65_536;
@@ -47,7 +47,10 @@ struct Field {
     name: String,
 }
 
-struct Statics {
+/// The static fields of heap snapshots: the loaded classes' static fields of reference types
+/// and the threads whose thread statics are read, kept from the session's start.
+#[derive(Default)]
+pub struct StaticFields {
     fields: Mutex<Vec<Field>>,
     /// Managed threads alive (their thread statics are read).
     threads: Mutex<Vec<ThreadId>>,
@@ -59,16 +62,6 @@ struct Statics {
     failed: AtomicU64,
 }
 
-static STATICS: Statics = Statics {
-    fields: Mutex::new(Vec::new()),
-    threads: Mutex::new(Vec::new()),
-    domain: OnceLock::new(),
-    fields_dropped: AtomicU64::new(0),
-    records_dropped: AtomicU64::new(0),
-    unset: AtomicU64::new(0),
-    failed: AtomicU64::new(0),
-};
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -77,162 +70,159 @@ fn wanted(s: &Session) -> bool {
     s.config.heap_snapshots != HeapSnapshots::Off
 }
 
-/// `ThreadCreated`: the thread's statics are read from now on.
-pub fn thread_created(s: &Session, thread: ThreadId) {
-    if wanted(s) {
-        add_thread(thread);
-    }
-}
-
-fn add_thread(thread: ThreadId) {
-    let mut threads = lock(&STATICS.threads);
-    if !threads.contains(&thread) {
-        threads.push(thread);
-    }
-}
-
-/// `ThreadDestroyed`.
-pub fn thread_destroyed(thread: ThreadId) {
-    lock(&STATICS.threads).retain(|&t| t != thread);
-}
-
-/// `ClassLoadFinished` (successful): keeps the class's static fields of reference types.
-pub fn class_loaded(s: &Session, class: ClassId) {
-    if !wanted(s) {
-        return;
-    }
-    // The loading thread is a managed one (the main thread is announced by no
-    // `ThreadCreated`: it is seen here first).
-    if let Ok(thread) = s.info.get_current_thread_id()
-        && !thread.is_null()
-    {
-        add_thread(thread);
-        if STATICS.domain.get().is_none()
-            && let Ok(domain) = s.info.get_thread_app_domain(thread)
-        {
-            let _ = STATICS.domain.set(domain);
+impl StaticFields {
+    /// `ThreadCreated`: the thread's statics are read from now on.
+    pub fn thread_created(&self, s: &Session, thread: ThreadId) {
+        if wanted(s) {
+            self.add_thread(thread);
         }
     }
-    let Ok(ci) = s.info.get_class_id_info2(class) else {
-        return;
-    };
-    if ci.token.is_nil() {
-        return; // arrays and other classes without a TypeDef
-    }
-    let Ok(Some(import)) = s.defs.namer().metadata(&s.info, ci.module) else {
-        return;
-    };
-    if ci.type_args.is_empty()
-        && import
-            .enum_generic_params(ci.token)
-            .is_ok_and(|p| !p.is_empty())
-    {
-        return; // a generic type definition: only its instantiations have statics
-    }
-    let Ok(tokens) = import.enum_fields(ci.token) else {
-        return;
-    };
-    let mut found = Vec::new();
-    for field in tokens {
-        let Ok(props) = import.get_field_props(field) else {
-            continue;
-        };
-        if props.attributes & sys::fdStatic == 0
-            || props.attributes & sys::fdLiteral != 0
-            || !holds_reference(&props.signature)
-        {
-            continue;
-        }
-        let Ok(kind) = s.info.get_static_field_info(class, field) else {
-            continue;
-        };
-        if let Some(statics) = ReferenceStatic::new(class, field, &props.signature, kind) {
-            found.push(Field {
-                statics,
-                name: props.name,
-            });
+
+    fn add_thread(&self, thread: ThreadId) {
+        let mut threads = lock(&self.threads);
+        if !threads.contains(&thread) {
+            threads.push(thread);
         }
     }
-    if found.is_empty() {
-        return;
-    }
-    let mut fields = lock(&STATICS.fields);
-    let room = MAX_FIELDS.saturating_sub(fields.len());
-    if found.len() > room {
-        STATICS
-            .fields_dropped
-            .fetch_add((found.len() - room) as u64, Ordering::Relaxed);
-        found.truncate(room);
-    }
-    fields.extend(found);
-}
 
-/// `ClassUnloadStarted`: the ClassID can be reused.
-pub fn class_unloaded(class: ClassId) {
-    lock(&STATICS.fields).retain(|f| f.statics.class() != class);
-}
+    /// `ThreadDestroyed`.
+    pub fn thread_destroyed(&self, thread: ThreadId) {
+        lock(&self.threads).retain(|&t| t != thread);
+    }
 
-/// In `GarbageCollectionFinished` of snapshot `snapshot`'s collection (the program is
-/// suspended): writes a `HeapStatic` for every static field that holds an object.
-pub fn snapshot(s: &Session, snapshot: u32) {
-    let Some(&domain) = STATICS.domain.get() else {
-        return;
-    };
-    let threads = lock(&STATICS.threads).clone();
-    let fields = lock(&STATICS.fields);
-    let mut written = 0usize;
-    let mut write = |f: &Field, thread: ThreadId| {
-        let object = match s.info.read_reference_static(&f.statics, domain, thread) {
-            Ok(object) => object,
-            Err(e) if e.is(sys::hresult::CORPROF_E_DATAINCOMPLETE) => {
-                STATICS.unset.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            // A thread that has not allocated the class's thread statics: E_INVALIDARG.
-            Err(e) if !thread.is_null() && e.is(sys::hresult::E_INVALIDARG) => {
-                STATICS.unset.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            Err(_) => {
-                STATICS.failed.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-        };
-        if object.is_null() {
+    /// `ClassLoadFinished` (successful): keeps the class's static fields of reference types.
+    pub fn class_loaded(&self, s: &Session, class: ClassId) {
+        if !wanted(s) {
             return;
         }
-        if written == MAX_RECORDS {
-            STATICS.records_dropped.fetch_add(1, Ordering::Relaxed);
+        // The loading thread is a managed one (the main thread is announced by no
+        // `ThreadCreated`: it is seen here first).
+        if let Ok(thread) = s.info.get_current_thread_id()
+            && !thread.is_null()
+        {
+            self.add_thread(thread);
+            if self.domain.get().is_none()
+                && let Ok(domain) = s.info.get_thread_app_domain(thread)
+            {
+                let _ = self.domain.set(domain);
+            }
+        }
+        let Ok(ci) = s.info.get_class_id_info2(class) else {
+            return;
+        };
+        if ci.token.is_nil() {
+            return; // arrays and other classes without a TypeDef
+        }
+        let Ok(Some(import)) = s.defs.namer().metadata(&s.info, ci.module) else {
+            return;
+        };
+        if ci.type_args.is_empty()
+            && import
+                .enum_generic_params(ci.token)
+                .is_ok_and(|p| !p.is_empty())
+        {
+            return; // a generic type definition: only its instantiations have statics
+        }
+        let Ok(tokens) = import.enum_fields(ci.token) else {
+            return;
+        };
+        let mut found = Vec::new();
+        for field in tokens {
+            let Ok(props) = import.get_field_props(field) else {
+                continue;
+            };
+            if props.attributes & sys::fdStatic == 0
+                || props.attributes & sys::fdLiteral != 0
+                || !holds_reference(&props.signature)
+            {
+                continue;
+            }
+            let Ok(kind) = s.info.get_static_field_info(class, field) else {
+                continue;
+            };
+            if let Some(statics) = ReferenceStatic::new(class, field, &props.signature, kind) {
+                found.push(Field {
+                    statics,
+                    name: props.name,
+                });
+            }
+        }
+        if found.is_empty() {
             return;
         }
-        written += 1;
-        s.defs.class(&s.info, &s.out, f.statics.class());
-        s.out.push_record_or_drain(&Record::HeapStatic(HeapStatic {
-            snapshot,
-            object: object.as_u64(),
-            class: f.statics.class().as_u64(),
-            field: f.name.clone(),
-            thread: thread.as_u64(),
-        }));
-    };
-    for f in fields.iter() {
-        if f.statics.is_thread_static() {
-            for &thread in &threads {
-                write(f, thread);
+        let mut fields = lock(&self.fields);
+        let room = MAX_FIELDS.saturating_sub(fields.len());
+        if found.len() > room {
+            self.fields_dropped
+                .fetch_add((found.len() - room) as u64, Ordering::Relaxed);
+            found.truncate(room);
+        }
+        fields.extend(found);
+    }
+
+    /// `ClassUnloadStarted`: the ClassID can be reused.
+    pub fn class_unloaded(&self, class: ClassId) {
+        lock(&self.fields).retain(|f| f.statics.class() != class);
+    }
+
+    /// In `GarbageCollectionFinished` of snapshot `snapshot`'s collection (the program is
+    /// suspended): writes a `HeapStatic` for every static field that holds an object.
+    pub fn snapshot(&self, s: &Session, snapshot: u32) {
+        let Some(&domain) = self.domain.get() else {
+            return;
+        };
+        let threads = lock(&self.threads).clone();
+        let fields = lock(&self.fields);
+        let mut written = 0usize;
+        let mut write = |f: &Field, thread: ThreadId| {
+            let object = match s.info.read_reference_static(&f.statics, domain, thread) {
+                Ok(object) => object,
+                Err(e) if e.is(sys::hresult::CORPROF_E_DATAINCOMPLETE) => {
+                    self.unset.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                // A thread that has not allocated the class's thread statics: E_INVALIDARG.
+                Err(e) if !thread.is_null() && e.is(sys::hresult::E_INVALIDARG) => {
+                    self.unset.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                Err(_) => {
+                    self.failed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+            };
+            if object.is_null() {
+                return;
             }
-        } else {
-            write(f, ThreadId::NULL);
+            if written == MAX_RECORDS {
+                self.records_dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            written += 1;
+            s.defs.class(&s.info, &s.out, f.statics.class());
+            s.out.push_record_or_drain(&Record::HeapStatic(HeapStatic {
+                snapshot,
+                object: object.as_u64(),
+                class: f.statics.class().as_u64(),
+                field: f.name.clone(),
+                thread: thread.as_u64(),
+            }));
+        };
+        for f in fields.iter() {
+            if f.statics.is_thread_static() {
+                for &thread in &threads {
+                    write(f, thread);
+                }
+            } else {
+                write(f, ThreadId::NULL);
+            }
         }
     }
 }
 
-/// The static fields of heap snapshots as one of the session's features (their table is the
-/// process's: classes stay loaded across sessions).
-pub struct StaticFields;
-
-impl Feature for StaticFields {
+impl StaticFields {
     /// The counters of static fields (none without heap snapshots).
-    fn counters(&self, s: &Session) -> Vec<(CounterName, u64)> {
+    pub fn counters(&self, s: &Session) -> Vec<(CounterName, u64)> {
         if !wanted(s) {
             return Vec::new();
         }
@@ -240,18 +230,15 @@ impl Feature for StaticFields {
         vec![
             (
                 CounterName::HeapStaticFields,
-                lock(&STATICS.fields).len() as u64,
+                lock(&self.fields).len() as u64,
             ),
             (
                 CounterName::HeapStaticFieldsDropped,
-                load(&STATICS.fields_dropped),
+                load(&self.fields_dropped),
             ),
-            (
-                CounterName::HeapStaticsDropped,
-                load(&STATICS.records_dropped),
-            ),
-            (CounterName::HeapStaticsUnset, load(&STATICS.unset)),
-            (CounterName::HeapStaticsFailed, load(&STATICS.failed)),
+            (CounterName::HeapStaticsDropped, load(&self.records_dropped)),
+            (CounterName::HeapStaticsUnset, load(&self.unset)),
+            (CounterName::HeapStaticsFailed, load(&self.failed)),
         ]
     }
 }

@@ -168,7 +168,9 @@ impl AsyncChains {
         }
         let mut monitored = lock(&self.monitored);
         if !monitored.contains(needed) {
-            crate::event_mask::change(info, |low, high| (low | needed, high))
+            session
+                .event_mask
+                .change(info, |low, high| (low | needed, high))
                 .map_err(|e| invalid(&format!("the runtime's callbacks it needs: {e}")))?;
             *monitored |= needed;
         }
