@@ -178,15 +178,9 @@ impl AllocTicks {
 }
 
 impl Feature for AllocTicks {
-    fn event_mask(&self, s: &Session) -> (EventMask, HighEventMask) {
-        // The ticks' stacks are walked on the allocating thread, inside the event.
-        let snapshots = s.config.alloc == AllocMode::Ticks && self.reads_ticks();
-        let low = if snapshots {
-            EventMask::ENABLE_STACK_SNAPSHOT
-        } else {
-            EventMask::empty()
-        };
-        (low, HighEventMask::empty())
+    /// The ticks' stacks are walked on the allocating thread, inside the event.
+    fn event_mask(&self, _s: &Session) -> (EventMask, HighEventMask) {
+        self.session.event_mask()
     }
 
     fn stop(&self, s: &Session) {

@@ -228,14 +228,9 @@ impl ContentionEvents {
 }
 
 impl Feature for ContentionEvents {
+    /// The waiting stack is walked on the waiting thread.
     fn event_mask(&self, _s: &Session) -> (EventMask, HighEventMask) {
-        // The waiting stack is walked on the waiting thread.
-        let low = if self.reads_events() {
-            EventMask::ENABLE_STACK_SNAPSHOT
-        } else {
-            EventMask::empty()
-        };
-        (low, HighEventMask::empty())
+        self.session.event_mask()
     }
 
     fn stop(&self, s: &Session) {

@@ -530,13 +530,11 @@ fn invalid(reason: String) -> Error {
 impl Feature for Counting {
     /// The callbacks and codegen settings count mode needs.
     fn event_mask(&self, _s: &Session) -> (EventMask, HighEventMask) {
-        let mut mask = EventMask::MONITOR_JIT_COMPILATION
-            | EventMask::MONITOR_MODULE_LOADS
-            | EventMask::MONITOR_CACHE_SEARCHES;
-        if self.filter.needs_jit_for_framework() {
-            mask |= EventMask::DISABLE_ALL_NGEN_IMAGES;
-        }
-        (mask, HighEventMask::empty())
+        self.filter.event_mask(
+            EventMask::MONITOR_JIT_COMPILATION
+                | EventMask::MONITOR_MODULE_LOADS
+                | EventMask::MONITOR_CACHE_SEARCHES,
+        )
     }
 
     fn counters(&self, _s: &Session) -> Vec<(CounterName, u64)> {

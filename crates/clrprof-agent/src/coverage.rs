@@ -209,12 +209,10 @@ fn instrument(
 impl Feature for Coverage {
     /// The callbacks and codegen settings coverage needs.
     fn event_mask(&self, _s: &Session) -> (EventMask, HighEventMask) {
-        let mut mask = EventMask::MONITOR_JIT_COMPILATION
-            | EventMask::MONITOR_MODULE_LOADS
-            | EventMask::DISABLE_INLINING;
-        if self.filter.needs_jit_for_framework() {
-            mask |= EventMask::DISABLE_ALL_NGEN_IMAGES;
-        }
-        (mask, HighEventMask::empty())
+        self.filter.event_mask(
+            EventMask::MONITOR_JIT_COMPILATION
+                | EventMask::MONITOR_MODULE_LOADS
+                | EventMask::DISABLE_INLINING,
+        )
     }
 }

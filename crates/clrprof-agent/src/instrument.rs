@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use clrprof_sdk::flags::{EventMask, HighEventMask};
 use clrprof_sdk::il::Method;
 use clrprof_sdk::{FunctionId, ModuleId, ProfilerInfo, Result, Token};
 
@@ -54,6 +55,16 @@ impl ModuleFilter {
     /// assemblies an include list may name are JIT-compiled and can be instrumented.
     pub fn needs_jit_for_framework(&self) -> bool {
         !self.include.is_empty()
+    }
+
+    /// The callbacks `needed` by a feature that rewrites the IL of this filter's modules, with
+    /// precompiled code turned off where the framework must be JIT-compiled.
+    pub fn event_mask(&self, needed: EventMask) -> (EventMask, HighEventMask) {
+        let mut mask = needed;
+        if self.needs_jit_for_framework() {
+            mask |= EventMask::DISABLE_ALL_NGEN_IMAGES;
+        }
+        (mask, HighEventMask::empty())
     }
 
     /// `ModuleLoadFinished`: notes where the framework lives (the first module loaded is the

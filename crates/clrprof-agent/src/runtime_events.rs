@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use clrprof_events::RUNTIME_PROVIDER;
 use clrprof_sdk::EventPipeProviderId;
+use clrprof_sdk::flags::{EventMask, HighEventMask};
 use clrprof_sdk::info::{EventPipeLevel, EventPipeProviderConfig, EventPipeSessionId};
 
 use crate::session::Session;
@@ -81,6 +82,17 @@ impl RuntimeSession {
     /// Whether the session started: the agent reads these events.
     pub fn started(&self) -> bool {
         self.started.load(Ordering::Acquire)
+    }
+
+    /// What the agent needs of the runtime's callbacks while the session runs: stack
+    /// snapshots, for the stacks it walks inside the events, on their threads.
+    pub fn event_mask(&self) -> (EventMask, HighEventMask) {
+        let low = if self.started() {
+            EventMask::ENABLE_STACK_SNAPSHOT
+        } else {
+            EventMask::empty()
+        };
+        (low, HighEventMask::empty())
     }
 
     /// Stops the session, if one runs (at shutdown and detach).

@@ -183,6 +183,7 @@ impl Session {
             (CounterName::SamplesWritten, load(&t.samples_written)),
             (CounterName::RecordsDropped, load(&t.records_dropped)),
             (CounterName::BytesLost, load(&t.bytes_lost)),
+            (CounterName::WriterCpuNs, self.out.writer_cpu_ns()),
             (
                 CounterName::AllocationsWritten,
                 load(&t.allocations_written),

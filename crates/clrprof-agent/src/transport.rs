@@ -9,7 +9,7 @@
 //! without names is much less useful than one missing a few events.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -18,12 +18,32 @@ use clrprof_trace::{Allocation, Contention, Event, EventKind, Record, Sample};
 
 use crate::recorder::termination;
 
-/// How often the writer thread drains the buffer (sooner when [`Transport::send_now`] wakes it:
-/// a writer not waiting yet when woken keeps to its period, at most this late).
-/// A longer period with a wake-up when the buffer is half full was tried: the writer then kept
-/// up with bursts that a small buffer must drop (the tests that check that every dropped
-/// event is counted need some dropped), for 100 wake-ups a second saved (under 0.2% of a core).
-const DRAIN_EVERY: Duration = Duration::from_millis(10);
+/// How often the writer thread drains the buffer at the most: while records come fast enough
+/// to fill a quarter of the buffer in that time (see [`drain_period`]).
+const DRAIN_EVERY_MIN: Duration = Duration::from_millis(10);
+/// How long the writer waits at the most between drains: while few records come. Sooner when
+/// [`Transport::send_now`] (or a termination signal) wakes it.
+///
+/// Each wake-up of the writer costs it a sleep and a timer (on a virtual machine 30 us and
+/// more of CPU): at a fixed 10 ms that was a third of the sampler's own CPU on a program
+/// sampled at 100 Hz, for records that fill a megabyte buffer in minutes. A wake-up when the
+/// buffer is half full was tried instead: the writer then kept up with bursts that a small
+/// buffer must drop (the tests that check that every dropped event is counted need some).
+const DRAIN_EVERY_MAX: Duration = Duration::from_millis(100);
+
+/// The writer's next period after a drain that sent `sent` bytes of what came in `elapsed`:
+/// the time the records take, at that pace, to fill a quarter of the `capacity` buffer,
+/// between [`DRAIN_EVERY_MIN`] and [`DRAIN_EVERY_MAX`].
+fn drain_period(sent: usize, elapsed: Duration, capacity: usize) -> Duration {
+    if sent == 0 {
+        return DRAIN_EVERY_MAX;
+    }
+    let quarter = (capacity / 4).max(1) as f64;
+    let fill = elapsed.as_secs_f64() * quarter / sent as f64;
+    Duration::from_secs_f64(
+        fill.clamp(DRAIN_EVERY_MIN.as_secs_f64(), DRAIN_EVERY_MAX.as_secs_f64()),
+    )
+}
 
 /// Counters of what went through, and what did not.
 #[derive(Default)]
@@ -44,6 +64,8 @@ pub struct TransportStats {
     pub allocations_dropped: AtomicU64,
     /// Other records (names, call trees, ...) dropped at the hard limit.
     pub records_dropped: AtomicU64,
+    /// The writer thread's id (0 until it runs), for its CPU time.
+    pub writer_tid: AtomicU32,
     /// Bytes handed to the sink.
     pub bytes_sent: AtomicU64,
     /// Bytes lost because the sink failed (the CLI went away).
@@ -114,20 +136,39 @@ impl Transport {
             .name("clrprof-writer".into())
             .spawn(move || {
                 let _own = crate::recorder::threads::mark_agent_thread();
+                for_thread
+                    .shared
+                    .stats
+                    .writer_tid
+                    .store(crate::recorder::sys::gettid(), Ordering::Release);
                 termination::block_on_this_thread();
                 termination::set_serving(true);
+                let mut period = DRAIN_EVERY_MIN;
+                let mut last = crate::recorder::sys::monotonic_ns();
                 while !for_thread.shared.stop.load(Ordering::Acquire) {
-                    termination::writer_wait(DRAIN_EVERY.as_nanos() as u64);
+                    termination::writer_wait(period.as_nanos() as u64);
                     // A termination signal's handler waits for what was recorded before it.
                     let request = termination::writer_request();
-                    for_thread.drain();
+                    let sent = for_thread.drain();
                     termination::writer_served(request);
+                    let now = crate::recorder::sys::monotonic_ns();
+                    let elapsed = Duration::from_nanos(now.saturating_sub(last));
+                    period = drain_period(sent, elapsed, capacity);
+                    last = now;
                 }
                 termination::set_serving(false);
             })
             .ok();
         *transport.writer.lock().unwrap_or_else(|e| e.into_inner()) = handle;
         transport
+    }
+
+    /// The CPU the writer thread has used so far (0 where it cannot be read).
+    pub fn writer_cpu_ns(&self) -> u64 {
+        match self.shared.stats.writer_tid.load(Ordering::Acquire) {
+            0 => 0,
+            tid => crate::recorder::sys::thread_cpu_ns(tid).unwrap_or(0),
+        }
     }
 
     /// The counters.
@@ -237,8 +278,8 @@ impl Transport {
         record.encode(&mut buf);
     }
 
-    /// Writes out everything buffered so far (on the calling thread).
-    pub fn drain(&self) {
+    /// Writes out everything buffered so far (on the calling thread); returns how many bytes.
+    pub fn drain(&self) -> usize {
         let s = &self.shared;
         let mut sink = s.sink.lock().unwrap_or_else(|e| e.into_inner());
         let (writer, spare, healthy) = &mut *sink;
@@ -246,8 +287,9 @@ impl Transport {
             let mut buf = s.buffer.lock().unwrap_or_else(|e| e.into_inner());
             std::mem::swap(&mut *buf, spare);
         }
-        if spare.is_empty() {
-            return;
+        let sent = spare.len();
+        if sent == 0 {
+            return 0;
         }
         if *healthy && writer.write_all(spare).and_then(|_| writer.flush()).is_ok() {
             s.stats
@@ -263,6 +305,7 @@ impl Transport {
         if spare.capacity() > s.capacity {
             spare.shrink_to(s.capacity);
         }
+        sent
     }
 
     /// Stops the writer thread after a last drain. Records pushed afterwards are kept in
@@ -296,6 +339,19 @@ impl Transport {
 mod tests {
     use super::*;
     use clrprof_trace::{Counter, EventKind, Reader};
+
+    #[test]
+    fn the_writer_drains_as_often_as_a_quarter_of_the_buffer_fills() {
+        let ms = Duration::from_millis;
+        // Nothing came: the longest wait.
+        assert_eq!(drain_period(0, ms(10), 1 << 20), DRAIN_EVERY_MAX);
+        // 64 KiB in 10 ms fills a quarter of 1 MiB in 40 ms.
+        let p = drain_period(64 << 10, ms(10), 1 << 20);
+        assert!(p > ms(39) && p < ms(41), "{p:?}");
+        // A flood: as often as possible; a trickle: as seldom as allowed.
+        assert_eq!(drain_period(1 << 20, ms(10), 1 << 20), DRAIN_EVERY_MIN);
+        assert_eq!(drain_period(100, ms(100), 1 << 20), DRAIN_EVERY_MAX);
+    }
 
     #[derive(Clone, Default)]
     struct Shared(Arc<Mutex<Vec<u8>>>);

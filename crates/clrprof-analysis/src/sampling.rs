@@ -123,6 +123,8 @@ pub struct SamplingInfo {
     pub sampler_cpu_ns: u64,
     /// The part of it the threads that read native modules' symbols used (once per module).
     pub symbols_cpu_ns: u64,
+    /// CPU the agent's writer thread used sending the records (0 before the agent reported it).
+    pub writer_cpu_ns: u64,
     /// CPU the profiler's callbacks used on the program's threads, as sampled (not in
     /// `program_cpu_ns`).
     pub agent_cpu_ns: u64,
@@ -147,10 +149,14 @@ impl SamplingInfo {
         (samples > 0).then(|| self.sampler_cpu_ns.saturating_sub(self.symbols_cpu_ns) / samples)
     }
 
-    /// The profiler's CPU (handlers, sampler, callbacks, work the runtime did for it) as a share of the program's.
+    /// The profiler's CPU (handlers, sampler, writer, callbacks, work the runtime did for it)
+    /// as a share of the program's.
     pub fn overhead_share(&self) -> f64 {
-        let own =
-            self.handler_cpu_ns + self.sampler_cpu_ns + self.agent_cpu_ns + self.induced_cpu_ns;
+        let own = self.handler_cpu_ns
+            + self.sampler_cpu_ns
+            + self.writer_cpu_ns
+            + self.agent_cpu_ns
+            + self.induced_cpu_ns;
         if self.program_cpu_ns == 0 {
             0.0
         } else {

@@ -62,6 +62,9 @@ counter_names! {
     SamplerCpuNs = "sampler_cpu_ns",
     /// The part of it spent reading native modules' symbols.
     SymbolsCpuNs = "symbols_cpu_ns",
+    /// CPU the agent's writer thread used: sending the records to the CLI (or the trace file,
+    /// or export mode's aggregation).
+    WriterCpuNs = "writer_cpu_ns",
     /// CPU spent in the sampling signal handlers.
     HandlerCpuNs = "handler_cpu_ns",
     /// CPU samples taken.

@@ -655,6 +655,7 @@ fn trace_counts(trace: &Path) -> Result<TraceCounts> {
     let reader = Reader::new(BufReader::new(file))
         .with_context(|| format!("cannot read the trace {}", trace.display()))?;
     let (mut handlers, mut sampler, mut contended_waits) = (0u64, 0u64, 0u64);
+    let mut writer = 0u64;
     let (mut symbols, mut samples) = (0u64, 0u64);
     for record in reader {
         match record? {
@@ -662,6 +663,7 @@ fn trace_counts(trace: &Path) -> Result<TraceCounts> {
                 "handler_cpu_ns" => handlers = c.value,
                 "sampler_cpu_ns" => sampler = c.value,
                 "symbols_cpu_ns" => symbols = c.value,
+                "writer_cpu_ns" => writer = c.value,
                 "cpu_samples" | "wall_samples" => samples += c.value,
                 _ => {}
             },
@@ -670,7 +672,7 @@ fn trace_counts(trace: &Path) -> Result<TraceCounts> {
         }
     }
     Ok(TraceCounts {
-        profiler_cpu_ms: (handlers + sampler) as f64 / 1e6,
+        profiler_cpu_ms: (handlers + sampler + writer) as f64 / 1e6,
         contended_waits,
         sampler_us_per_sample: (samples > 0)
             .then(|| sampler.saturating_sub(symbols) as f64 / 1e3 / samples as f64),

@@ -49,8 +49,11 @@ pub fn writer_request() -> u32 {
 
 /// The writer: everything recorded before `request` has been sent.
 pub fn writer_served(request: u32) {
-    SERVED.store(request, Ordering::Release);
-    sys::futex_wake(&SERVED);
+    // Only a termination signal's handler waits on SERVED, and only after asking: a drain
+    // that served no new request wakes no one (and makes no system call).
+    if SERVED.swap(request, Ordering::AcqRel) != request {
+        sys::futex_wake(&SERVED);
+    }
 }
 
 /// The writer: waits up to `timeout_ns` or until a handler (or [`wake_writer`]) wakes it.

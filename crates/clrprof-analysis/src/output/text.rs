@@ -698,11 +698,12 @@ fn write_sampling(
         .map(|ns| format!(" ({} a sample)", units::duration(ns)))
         .unwrap_or_default();
     let text = format!(
-        "Profiler CPU: {:.2}% of the program's (signal handlers {}, sampler {}{per_sample}, symbol reading {}, callbacks {}{induced}), not counted as the program's; {missed}",
+        "Profiler CPU: {:.2}% of the program's (signal handlers {}, sampler {}{per_sample}, symbol reading {}, writer {}, callbacks {}{induced}), not counted as the program's; {missed}",
         100.0 * s.overhead_share(),
         units::duration(s.handler_cpu_ns),
         units::duration(s.sampler_cpu_ns.saturating_sub(s.symbols_cpu_ns)),
         units::duration(s.symbols_cpu_ns),
+        units::duration(s.writer_cpu_ns),
         units::duration(s.agent_cpu_ns),
     );
     write_wrapped(out, width, "", "  ", &text)?;

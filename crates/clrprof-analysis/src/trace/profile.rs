@@ -376,6 +376,7 @@ fn summarize_sampling(
         handler_cpu_ns: counter(CounterName::HandlerCpuNs),
         sampler_cpu_ns: counter(CounterName::SamplerCpuNs),
         symbols_cpu_ns: counter(CounterName::SymbolsCpuNs),
+        writer_cpu_ns: counter(CounterName::WriterCpuNs),
         agent_cpu_ns: counter(CounterName::AgentCpuNs),
         induced_cpu_ns: 0,
         ended_early: ended.values().sum(),
