@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use clrprof_events::csharp::runtime_type_name;
-use clrprof_events::gc::{AllocationKind, AllocationTick, GcEnd};
+use clrprof_events::gc::{AllocationKind, AllocationTick, GcEnd, GcStart};
 use clrprof_events::{Payload, keyword, level};
 use clrprof_ipc::nettrace::{self, EventMetadata};
 use clrprof_trace::protocol::{ALLOCATION_TICK_BYTES, ALLOCATION_TICKS_FROM_COUNTER, TickReader};
@@ -50,6 +50,7 @@ pub(crate) fn start(
 /// Which events the conversion needs.
 fn wanted(m: &EventMetadata) -> bool {
     AllocationTick::is(&m.provider, m.event_id)
+        || GcStart::is(&m.provider, m.event_id)
         || GcEnd::is(&m.provider, m.event_id)
         || is_rundown_method(m)
 }
@@ -87,10 +88,11 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
     let mut defined_classes = HashSet::new();
     let mut allocations = Vec::new();
     let mut first_tick = None;
-    let mut first_gc_end = None;
+    let mut first_gc = None;
     for e in &trace.events {
-        if read_event::<GcEnd>(&trace, e).is_some() {
-            first_gc_end = Some(first_gc_end.map_or(e.timestamp, |t: u64| t.min(e.timestamp)));
+        // Either end of a collection (see `ticks_from`).
+        if read_event::<GcStart>(&trace, e).is_some() || read_event::<GcEnd>(&trace, e).is_some() {
+            first_gc = Some(first_gc.map_or(e.timestamp, |t: u64| t.min(e.timestamp)));
             continue;
         }
         let tick = match read_event::<AllocationTick<'_>>(&trace, e) {
@@ -138,7 +140,7 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
         }));
     }
     summary.unresolved_frames = stacks.unresolved_frames();
-    summary.from_ns = ticks_from(first_gc_end, first_tick)
+    summary.from_ns = ticks_from(first_gc, first_tick)
         .filter(|_| trace.trace.is_some())
         .map(|ts| clock.session_ts(ts));
     out.extend(allocations);
@@ -162,11 +164,13 @@ pub(crate) fn tick_records(bytes: &[u8], agent: &AgentIds) -> (Vec<Record>, Tick
     (out, summary)
 }
 
-/// When the ticks began (stream timestamps), if a collection ended before the first tick (or
-/// there was none): the GC reads which events are on when it collects, not when a session
-/// starts.
-fn ticks_from(first_gc_end: Option<u64>, first_tick: Option<u64>) -> Option<u64> {
-    match (first_gc_end, first_tick) {
+/// When the ticks began (stream timestamps), if a collection's event (`GCStart` or `GCEnd`)
+/// came before the first tick (or there was no tick): the GC reads which events are on when it
+/// collects, not when a session starts. Either event serves: some streams hold the first
+/// collection's end without its start (about one attach in seven here), and a background
+/// collection lets the program run (and allocate, and tick) before its end.
+fn ticks_from(first_gc: Option<u64>, first_tick: Option<u64>) -> Option<u64> {
+    match (first_gc, first_tick) {
         (Some(gc), Some(tick)) if gc < tick => Some(gc),
         (Some(gc), None) => Some(gc),
         _ => None,

@@ -128,6 +128,55 @@ impl<'a> AllocationTick<'a> {
     }
 }
 
+/// A `GCStart` payload: version 0 has `Count` u32 and `Reason` u32; version 1 (CoreCLR 3.1
+/// writes version 2) `Count` u32, `Depth` u32, `Reason` u32, `Type` u32 and `ClrInstanceID`
+/// u16; version 2 adds `ClientSequenceNumber` u64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcStart {
+    count: u32,
+    depth: Option<u32>,
+    reason: u32,
+}
+
+impl<'a> Payload<'a> for GcStart {
+    const PROVIDER: &'static str = RUNTIME_PROVIDER;
+    const EVENT_ID: u32 = 1;
+    const NAME: &'static str = "GCStart";
+
+    fn read(version: u32, payload: &'a [u8], pointer: PointerSize) -> Result<Self, PayloadError> {
+        let mut f = Fields::new::<Self>(version, payload, pointer);
+        let count = f.u32("Count")?;
+        let depth = if version == 0 {
+            None
+        } else {
+            Some(f.u32("Depth")?)
+        };
+        let reason = f.u32("Reason")?;
+        Ok(GcStart {
+            count,
+            depth,
+            reason,
+        })
+    }
+}
+
+impl GcStart {
+    /// `Count`: the collection's number (1 for the process's first).
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// `Depth`: the generation collected (version 1 and later).
+    pub fn depth(&self) -> Option<u32> {
+        self.depth
+    }
+
+    /// `Reason`: why the collection ran (1: induced).
+    pub fn reason(&self) -> u32 {
+        self.reason
+    }
+}
+
 /// A `GCEnd` payload: version 0 has `Count` u32 and `Depth` u16; version 1 (CoreCLR 3.1 and
 /// later) `Count` u32, `Depth` u32 and `ClrInstanceID` u16.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,6 +280,25 @@ mod tests {
         let mut p = tick(4, 0, "A");
         p.extend([1, 2, 3]);
         assert_eq!(read(5, &p).unwrap().object_size(), Some(4_024));
+    }
+
+    #[test]
+    fn gc_start_of_every_version() {
+        let p = Writer::default()
+            .u32(7)
+            .u32(1)
+            .u32(1)
+            .u32(0)
+            .u16(1)
+            .u64(9)
+            .0;
+        let e = GcStart::read(2, &p, PointerSize::Eight).unwrap();
+        assert_eq!((e.count(), e.depth(), e.reason()), (7, Some(1), 1));
+        let p = Writer::default().u32(3).u32(0).0;
+        let e = GcStart::read(0, &p, PointerSize::Eight).unwrap();
+        assert_eq!((e.count(), e.depth(), e.reason()), (3, None, 0));
+        assert!(GcStart::read(1, &p, PointerSize::Eight).is_err());
+        assert!(GcStart::is(RUNTIME_PROVIDER, 1));
     }
 
     #[test]
