@@ -79,19 +79,17 @@ pub fn object_allocated(s: &Session, object: ObjectId, class: ClassId) {
         },
         _ => 0,
     };
-    write(
-        s,
-        &Allocation {
-            ts: s.now(),
-            tid: sys::gettid(),
-            class: class.as_u64(),
-            size,
-            stack,
-            interval,
-            flags,
-            array_length,
-        },
-    );
+    // The transport counts it written or dropped.
+    s.out.push_allocation(&Allocation {
+        ts: s.now(),
+        tid: sys::gettid(),
+        class: class.as_u64(),
+        size,
+        stack,
+        interval,
+        flags,
+        array_length,
+    });
 }
 
 /// The calling thread's managed stack (`DoStackSnapshot` on the current thread), interned:
@@ -117,11 +115,6 @@ pub fn intern_managed(s: &Session, frames: &[ManagedFrame], truncated: bool) -> 
     }));
     s.stacks
         .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f))
-}
-
-/// Sends an allocation record (the transport counts it written or dropped).
-pub fn write(s: &Session, record: &Allocation) {
-    s.out.push_allocation(record);
 }
 
 /// Counts `size` bytes down this thread's countdown; true if this allocation is sampled.

@@ -137,19 +137,16 @@ impl AllocTicks {
         if matches!(s.info.is_array_class(class), Ok(Some(_))) {
             flags |= Allocation::ARRAY;
         }
-        crate::alloc::write(
-            s,
-            &Allocation {
-                ts: s.now(),
-                tid: sys::gettid(),
-                class: class.as_u64(),
-                size: tick.allocation_amount64(),
-                stack,
-                interval: ALLOCATION_TICK_BYTES,
-                flags,
-                array_length: 0,
-            },
-        );
+        s.out.push_allocation(&Allocation {
+            ts: s.now(),
+            tid: sys::gettid(),
+            class: class.as_u64(),
+            size: tick.allocation_amount64(),
+            stack,
+            interval: ALLOCATION_TICK_BYTES,
+            flags,
+            array_length: 0,
+        });
     }
 
     /// The stack EventPipe attached to an event (return addresses, innermost first), as

@@ -18,7 +18,7 @@ use clrprof_symbols::{SymbolFiles, build_id_hex, demangle};
 use crate::file_names::file_name;
 use crate::trace::LoadedTrace;
 
-pub use crate::native_naming::{NativeNaming, SymbolFileUse};
+use crate::native_naming::{NativeNaming, SymbolFileUse};
 
 impl LoadedTrace {
     /// Names the native frames that have no name but a function address, from `files` (every

@@ -45,7 +45,7 @@ pub struct SessionJson {
     pub samples_dropped: u64,
     /// What `--symbols` named, when it was given.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub native_symbols: Option<crate::native::NativeNaming>,
+    pub native_symbols: Option<crate::native_naming::NativeNaming>,
     /// What reading found cut short, damaged or unreadable, and left out of every figure.
     pub integrity: Integrity,
     /// The same, in sentences for people (empty for a whole trace).

@@ -11,8 +11,6 @@ use serde::Serialize;
 use crate::runtime_names::{gc_reason_name, generations_in, highest_generation};
 use crate::trace::LoadedTrace;
 
-pub use super::gc_record::GcRecord;
-
 /// One collection in the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GcRow {
