@@ -272,7 +272,7 @@ impl LoadedTrace {
                 reasons,
             })
             .collect();
-        rows.sort_by(|a, b| b.wall_ns.cmp(&a.wall_ns).then(a.tid.cmp(&b.tid)));
+        rows.sort_by(|a, b| b.wall_ns.cmp(&a.wall_ns).then_with(|| a.tid.cmp(&b.tid)));
         rows
     }
 }

@@ -126,14 +126,25 @@ impl SymbolTable {
     }
 
     /// Sorts and deduplicates the candidates and packs them.
-    fn build(mut candidates: Vec<Candidate<'_>>, source: TableSource) -> Option<SymbolTable> {
-        candidates.sort_unstable_by(|a, b| {
-            a.start
-                .cmp(&b.start)
-                .then(a.rank.cmp(&b.rank))
-                .then(a.name.cmp(&b.name))
+    fn build(candidates: Vec<Candidate<'_>>, source: TableSource) -> Option<SymbolTable> {
+        // Sorted by small keys rather than moving whole candidates around; names are compared
+        // only between aliases of one address (sorting the candidates themselves, with a name
+        // comparison at every step, was most of a table's build).
+        let mut order: Vec<(u64, u32, u32)> = candidates
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.start, c.rank, i as u32))
+            .collect();
+        order.sort_unstable_by(|a, b| {
+            (a.0, a.1).cmp(&(b.0, b.1)).then_with(|| {
+                candidates[a.2 as usize]
+                    .name
+                    .cmp(&candidates[b.2 as usize].name)
+            })
         });
-        candidates.dedup_by_key(|c| c.start); // keeps the first: the best-ranked alias
+        order.dedup_by_key(|k| k.0); // keeps the first: the best-ranked alias
+        let candidates: Vec<&Candidate<'_>> =
+            order.iter().map(|k| &candidates[k.2 as usize]).collect();
         if candidates.is_empty() {
             return None;
         }

@@ -195,6 +195,87 @@ fn own_pid() -> libc::pid_t {
     }
 }
 
+/// What the kernel says of one address of this process's memory map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MappingAnswer {
+    /// The mapping `[start, end)` holds the address; `executable` if it may run code.
+    Held {
+        start: usize,
+        end: usize,
+        executable: bool,
+    },
+    /// No mapping holds it.
+    Unmapped,
+    /// The kernel cannot answer one address at a time (before Linux 6.11): read the whole map.
+    Unsupported,
+}
+
+/// Asks the kernel which mapping holds `addr`, with the `PROCMAP_QUERY` ioctl on `maps`, an
+/// open `/proc/self/maps` (Linux 6.11 and later): one system call instead of reading and
+/// parsing every line of the map.
+#[cfg(target_os = "linux")]
+pub fn query_mapping(maps: &std::fs::File, addr: usize) -> MappingAnswer {
+    use std::os::fd::AsRawFd;
+    /// `struct procmap_query` of `<linux/fs.h>`.
+    #[repr(C)]
+    #[derive(Default)]
+    struct ProcmapQuery {
+        size: u64,
+        query_flags: u64,
+        query_addr: u64,
+        vma_start: u64,
+        vma_end: u64,
+        vma_flags: u64,
+        vma_page_size: u64,
+        vma_offset: u64,
+        inode: u64,
+        dev_major: u32,
+        dev_minor: u32,
+        vma_name_size: u32,
+        build_id_size: u32,
+        vma_name_addr: u64,
+        build_id_addr: u64,
+    }
+    const _: () = assert!(core::mem::size_of::<ProcmapQuery>() == 104);
+    /// `_IOWR('f', 17, struct procmap_query)`.
+    const PROCMAP_QUERY: u64 =
+        (3 << 30) | ((core::mem::size_of::<ProcmapQuery>() as u64) << 16) | (0x66 << 8) | 17;
+    /// `PROCMAP_QUERY_VMA_EXECUTABLE`.
+    const VMA_EXECUTABLE: u64 = 4;
+    let mut query = ProcmapQuery {
+        size: core::mem::size_of::<ProcmapQuery>() as u64,
+        query_addr: addr as u64,
+        ..ProcmapQuery::default()
+    };
+    // SAFETY: `query` is a valid, initialized `struct procmap_query` whose `size` says how
+    // large it is; no name or build id buffer is passed (their sizes and addresses are 0), so
+    // the kernel writes only into `query`. A file that is not a maps file fails with an error.
+    let rc = unsafe { libc::ioctl(maps.as_raw_fd(), PROCMAP_QUERY as _, &raw mut query) };
+    if rc == 0 {
+        return match (
+            usize::try_from(query.vma_start),
+            usize::try_from(query.vma_end),
+        ) {
+            (Ok(start), Ok(end)) if start <= addr && addr < end => MappingAnswer::Held {
+                start,
+                end,
+                executable: query.vma_flags & VMA_EXECUTABLE != 0,
+            },
+            _ => MappingAnswer::Unsupported,
+        };
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::ENOENT) => MappingAnswer::Unmapped,
+        _ => MappingAnswer::Unsupported,
+    }
+}
+
+/// One address at a time is not available on this platform.
+#[cfg(not(target_os = "linux"))]
+pub fn query_mapping(_maps: &std::fs::File, _addr: usize) -> MappingAnswer {
+    MappingAnswer::Unsupported
+}
+
 /// Reading memory safely is not available on this platform.
 #[cfg(not(target_os = "linux"))]
 pub fn read_process_memory(_addr: usize, _buf: &mut [u8]) -> bool {

@@ -34,7 +34,7 @@ use crate::unwind::{Chain, MethodShapes, Regs, Stop, Tail, Unwinder};
 
 use super::gone_code::Forget;
 use super::known_stacks::{Callers, KnownStacks};
-use super::mappings::{MapSnapshot, mapping_of};
+use super::mappings::MapSnapshot;
 use super::method_shapes::{RuntimeShapes, code_owner};
 
 /// How often the loader's counters are checked for newly loaded or unloaded libraries (a
@@ -649,7 +649,7 @@ impl StackBuilder {
         if self.library_data.contains(&ip) {
             return true;
         }
-        let data = !mapping_of(ip).is_some_and(|m| m.executable);
+        let data = !self.maps.now(ip).is_some_and(|m| m.executable);
         if data {
             self.library_data.insert(ip);
         } else {

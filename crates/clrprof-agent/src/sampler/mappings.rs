@@ -1,11 +1,16 @@
 //! The process's memory map as the sampler asks it: which mapping holds an address (the
 //! stack of a thread adopted without its bounds, or whether an address is code at all).
 //!
-//! `/proc/self/maps` is long in a .NET process (the runtime's double-mapped code makes
-//! thousands of lines) and costs up to a millisecond a read, so one read serves every
-//! question about a moment it describes: [`MapSnapshot`] answers for a capture taken before
-//! it was read, as a fresh read would, from its own read or from the module map's latest.
+//! Where the kernel answers for one address (`PROCMAP_QUERY`, Linux 6.11 and later), one
+//! system call does. Elsewhere `/proc/self/maps` is read whole: it is long in a .NET process
+//! (the runtime's double-mapped code) and costs up to a millisecond a read, so one read
+//! serves every question about a moment it describes: [`MapSnapshot`] answers for a capture
+//! taken before it was read, as a fresh read would, from its own read or from the module map's
+//! latest.
 
+use std::fs::File;
+
+use crate::recorder::sys::{self, MappingAnswer};
 use crate::unwind::MapsLine;
 
 /// A mapping of this process (a line of `/proc/self/maps`).
@@ -16,19 +21,33 @@ pub struct Mapping {
     pub executable: bool,
 }
 
-/// Every mapping of the process as one read of `/proc/self/maps` found them, and when.
+/// Every mapping of the process as one read of `/proc/self/maps` found them, and when; and the
+/// open map the kernel is asked one address at a time, where it can be.
 #[derive(Default)]
 pub struct MapSnapshot {
     /// `CLOCK_MONOTONIC` before the read (0: never read).
     read_at: u64,
     /// By start address.
     mappings: Vec<Mapping>,
+    query: Query,
+}
+
+/// Whether the kernel answers for one address.
+#[derive(Default)]
+enum Query {
+    /// Not tried yet.
+    #[default]
+    Untried,
+    /// Yes, through this open `/proc/self/maps`.
+    Open(File),
+    /// No (an older kernel, or the map cannot be opened).
+    Unsupported,
 }
 
 impl MapSnapshot {
     /// The mapping that held `addr` at `ts` (`CLOCK_MONOTONIC`): from the latest read if it
     /// was made after `ts` (what a fresh read would say of that moment), its own or `latest`
-    /// (another reader's text of the map and when it was read), else from a new read.
+    /// (another reader's text of the map and when it was read), else from the kernel now.
     pub fn holding(
         &mut self,
         addr: usize,
@@ -41,13 +60,47 @@ impl MapSnapshot {
                     self.read_at = at;
                     self.mappings = parse_all(text);
                 }
-                None => {
-                    self.read_at = crate::recorder::sys::monotonic_ns();
-                    self.mappings = read_mappings();
-                }
+                None => return self.now(addr),
             }
         }
         find(&self.mappings, addr)
+    }
+
+    /// The mapping that holds `addr` now: the kernel's answer for that address, or a new read
+    /// of the whole map where the kernel cannot answer for one.
+    pub fn now(&mut self, addr: usize) -> Option<Mapping> {
+        if let Some(answer) = self.ask(addr) {
+            return answer;
+        }
+        self.read_at = sys::monotonic_ns();
+        self.mappings = read_mappings();
+        find(&self.mappings, addr)
+    }
+
+    /// The kernel's answer for `addr` (`None`: it cannot answer one address at a time).
+    fn ask(&mut self, addr: usize) -> Option<Option<Mapping>> {
+        if matches!(self.query, Query::Untried) {
+            self.query = File::open("/proc/self/maps").map_or(Query::Unsupported, Query::Open);
+        }
+        let Query::Open(maps) = &self.query else {
+            return None;
+        };
+        match sys::query_mapping(maps, addr) {
+            MappingAnswer::Held {
+                start,
+                end,
+                executable,
+            } => Some(Some(Mapping {
+                start,
+                end,
+                executable,
+            })),
+            MappingAnswer::Unmapped => Some(None),
+            MappingAnswer::Unsupported => {
+                self.query = Query::Unsupported;
+                None
+            }
+        }
     }
 }
 
@@ -58,11 +111,6 @@ fn find(mappings: &[Mapping], addr: usize) -> Option<Mapping> {
         .checked_sub(1)?;
     let m = mappings[i];
     (addr < m.end).then_some(m)
-}
-
-/// The mapping of this process that holds `addr` now.
-pub fn mapping_of(addr: usize) -> Option<Mapping> {
-    find(&read_mappings(), addr)
 }
 
 /// Every mapping of this process now, by start address (empty if the map cannot be read).
@@ -90,23 +138,45 @@ fn parse_line(line: &str) -> Option<Mapping> {
 mod tests {
     use super::*;
 
+    /// A snapshot that reads the whole map, as on a kernel without `PROCMAP_QUERY`.
+    fn reading() -> MapSnapshot {
+        MapSnapshot {
+            query: Query::Unsupported,
+            ..MapSnapshot::default()
+        }
+    }
+
     #[test]
-    fn finds_the_mapping_of_a_stack_address() {
+    fn finds_the_mapping_of_a_stack_address_with_either_way_of_asking() {
         let local = 0u64;
         let addr = &local as *const u64 as usize;
-        let m = mapping_of(addr).expect("the stack is mapped");
+        let code = finds_the_mapping_of_a_stack_address_with_either_way_of_asking as fn()
+            as *const () as usize;
+        // A mapping of its own (the heap's end moves as reading the map allocates).
+        let block = vec![0u8; 64 << 20];
+        let in_block = block.as_ptr() as usize + (32 << 20);
+        let m = reading().now(addr).expect("the stack is mapped");
         assert!(m.start <= addr && addr < m.end);
         assert!(!m.executable);
-        assert!(mapping_of(0).is_none());
-        let code = finds_the_mapping_of_a_stack_address as fn() as *const () as usize;
-        assert!(mapping_of(code).unwrap().executable);
+        assert!(reading().now(0).is_none());
+        assert!(reading().now(code).unwrap().executable);
+        // The kernel's answer for one address is the whole map's, wherever it can answer.
+        let mut asking = MapSnapshot::default();
+        if asking.ask(addr).is_none() {
+            eprintln!("this kernel cannot answer one address at a time: read the map only");
+            return;
+        }
+        for a in [addr, code, in_block, 0, 0x1000, usize::MAX >> 17] {
+            assert_eq!(asking.now(a), reading().now(a), "{a:#x}");
+        }
+        assert_eq!(asking.read_at, 0, "no whole read where the kernel answers");
     }
 
     #[test]
     fn a_snapshot_answers_for_moments_before_it_and_reads_again_for_later_ones() {
         let local = 0u64;
         let addr = &local as *const u64 as usize;
-        let mut snapshot = MapSnapshot::default();
+        let mut snapshot = reading();
         let before = crate::recorder::sys::monotonic_ns();
         let m = snapshot
             .holding(addr, before, None)

@@ -245,8 +245,11 @@ impl LoadedTrace {
                         array_length_max: s.array_length_max,
                     })
                     .collect();
-                allocated_by
-                    .sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.function.cmp(&b.function)));
+                allocated_by.sort_by(|a, b| {
+                    b.bytes
+                        .cmp(&a.bytes)
+                        .then_with(|| a.function.cmp(&b.function))
+                });
                 AllocationRow {
                     type_name: self.names.class(class),
                     count: round(sum.count),
@@ -259,7 +262,11 @@ impl LoadedTrace {
                 }
             })
             .collect();
-        type_rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.type_name.cmp(&b.type_name)));
+        type_rows.sort_by(|a, b| {
+            b.bytes
+                .cmp(&a.bytes)
+                .then_with(|| a.type_name.cmp(&b.type_name))
+        });
         let mut stack_rows: Vec<AllocationStackRow> = stacks
             .into_iter()
             .map(|(stack, s)| AllocationStackRow {
@@ -272,7 +279,7 @@ impl LoadedTrace {
                 bytes: round(s.bytes),
             })
             .collect();
-        stack_rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.frames.cmp(&b.frames)));
+        stack_rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames)));
         stack_rows.truncate(top);
         AllocReport {
             mode: if agg.ticks {
