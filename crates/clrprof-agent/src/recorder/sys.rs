@@ -206,15 +206,95 @@ pub enum MappingAnswer {
     },
     /// No mapping holds it.
     Unmapped,
-    /// The kernel cannot answer one address at a time (before Linux 6.11): read the whole map.
+}
+
+/// One mapping as the kernel describes it to `PROCMAP_QUERY`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueriedMapping {
+    pub start: usize,
+    pub end: usize,
+    pub executable: bool,
+    /// Offset in the mapped file.
+    pub offset: u64,
+    pub dev_major: u32,
+    pub dev_minor: u32,
+    pub inode: u64,
+    /// How many bytes of the name buffer hold its name (without the final NUL).
+    pub name_len: usize,
+}
+
+/// `/proc/self/maps` asked one address at a time with the `PROCMAP_QUERY` ioctl (Linux 6.11
+/// and later): one system call where reading the map means formatting and parsing every line.
+/// Opened at the first question; once the kernel cannot answer, every question gets `None`
+/// (then read the whole map).
+#[derive(Debug, Default)]
+pub struct MapsQuery(QueryState);
+
+#[derive(Debug, Default)]
+enum QueryState {
+    #[default]
+    Untried,
+    Open(std::fs::File),
     Unsupported,
 }
 
-/// Asks the kernel which mapping holds `addr`, with the `PROCMAP_QUERY` ioctl on `maps`, an
-/// open `/proc/self/maps` (Linux 6.11 and later): one system call instead of reading and
-/// parsing every line of the map.
+impl MapsQuery {
+    /// A query that never answers (as on a kernel without `PROCMAP_QUERY`).
+    pub fn unsupported() -> MapsQuery {
+        MapsQuery(QueryState::Unsupported)
+    }
+
+    /// Which mapping holds `addr` (`None` if the kernel cannot answer).
+    pub fn mapping(&mut self, addr: usize) -> Option<MappingAnswer> {
+        let answer = match procmap_query(self.file()?, addr, false, &mut []) {
+            Ok(Some(m)) if m.start <= addr && addr < m.end => Some(MappingAnswer::Held {
+                start: m.start,
+                end: m.end,
+                executable: m.executable,
+            }),
+            Ok(None) => Some(MappingAnswer::Unmapped),
+            Ok(Some(_)) | Err(()) => None,
+        };
+        self.answered(answer.is_some()).then_some(answer).flatten()
+    }
+
+    /// The first executable mapping that holds `addr` or lies above it, with its name (a path,
+    /// `[vdso]`, ...) in `name` (its first `name_len` bytes): `Some(None)` if there is none,
+    /// `None` if the kernel cannot answer.
+    pub fn next_code(&mut self, addr: usize, name: &mut [u8]) -> Option<Option<QueriedMapping>> {
+        let answer = procmap_query(self.file()?, addr, true, name);
+        self.answered(answer.is_ok()).then(|| answer.ok().flatten())
+    }
+
+    fn file(&mut self) -> Option<&std::fs::File> {
+        if matches!(self.0, QueryState::Untried) {
+            self.0 = std::fs::File::open("/proc/self/maps")
+                .map_or(QueryState::Unsupported, QueryState::Open);
+        }
+        match &self.0 {
+            QueryState::Open(file) => Some(file),
+            _ => None,
+        }
+    }
+
+    /// Notes whether the kernel answered; true if it did.
+    fn answered(&mut self, yes: bool) -> bool {
+        if !yes {
+            self.0 = QueryState::Unsupported;
+        }
+        yes
+    }
+}
+
+/// `PROCMAP_QUERY` for `addr`: the mapping that holds it, or with `next_code` the first
+/// executable one at or above it; its name goes to `name` (none if `name` is empty).
 #[cfg(target_os = "linux")]
-pub fn query_mapping(maps: &std::fs::File, addr: usize) -> MappingAnswer {
+fn procmap_query(
+    maps: &std::fs::File,
+    addr: usize,
+    next_code: bool,
+    name: &mut [u8],
+) -> Result<Option<QueriedMapping>, ()> {
     use std::os::fd::AsRawFd;
     /// `struct procmap_query` of `<linux/fs.h>`.
     #[repr(C)]
@@ -240,40 +320,70 @@ pub fn query_mapping(maps: &std::fs::File, addr: usize) -> MappingAnswer {
     /// `_IOWR('f', 17, struct procmap_query)`.
     const PROCMAP_QUERY: u64 =
         (3 << 30) | ((core::mem::size_of::<ProcmapQuery>() as u64) << 16) | (0x66 << 8) | 17;
-    /// `PROCMAP_QUERY_VMA_EXECUTABLE`.
+    /// `PROCMAP_QUERY_VMA_EXECUTABLE`: as a query flag, only executable mappings match; in
+    /// `vma_flags`, the mapping is executable.
     const VMA_EXECUTABLE: u64 = 4;
+    /// `PROCMAP_QUERY_COVERING_OR_NEXT_VMA`.
+    const COVERING_OR_NEXT: u64 = 0x10;
+    let name_size = u32::try_from(name.len()).unwrap_or(u32::MAX);
     let mut query = ProcmapQuery {
         size: core::mem::size_of::<ProcmapQuery>() as u64,
+        query_flags: if next_code {
+            COVERING_OR_NEXT | VMA_EXECUTABLE
+        } else {
+            0
+        },
         query_addr: addr as u64,
+        vma_name_size: name_size,
+        vma_name_addr: if name_size == 0 {
+            0
+        } else {
+            name.as_mut_ptr() as u64
+        },
         ..ProcmapQuery::default()
     };
     // SAFETY: `query` is a valid, initialized `struct procmap_query` whose `size` says how
-    // large it is; no name or build id buffer is passed (their sizes and addresses are 0), so
-    // the kernel writes only into `query`. A file that is not a maps file fails with an error.
+    // large it is; the name buffer, if any, is `name`, borrowed mutably for the call, and the
+    // kernel writes at most `vma_name_size` bytes into it; no build id buffer is passed. A file
+    // that is not a maps file fails with an error.
     let rc = unsafe { libc::ioctl(maps.as_raw_fd(), PROCMAP_QUERY as _, &raw mut query) };
-    if rc == 0 {
-        return match (
-            usize::try_from(query.vma_start),
-            usize::try_from(query.vma_end),
-        ) {
-            (Ok(start), Ok(end)) if start <= addr && addr < end => MappingAnswer::Held {
-                start,
-                end,
-                executable: query.vma_flags & VMA_EXECUTABLE != 0,
-            },
-            _ => MappingAnswer::Unsupported,
+    if rc != 0 {
+        return match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::ENOENT) => Ok(None),
+            _ => Err(()),
         };
     }
-    match std::io::Error::last_os_error().raw_os_error() {
-        Some(libc::ENOENT) => MappingAnswer::Unmapped,
-        _ => MappingAnswer::Unsupported,
-    }
+    let (Ok(start), Ok(end)) = (
+        usize::try_from(query.vma_start),
+        usize::try_from(query.vma_end),
+    ) else {
+        return Err(());
+    };
+    // The size the kernel returns counts the final NUL (0: the mapping has no name).
+    let name_len = (query.vma_name_size as usize)
+        .saturating_sub(1)
+        .min(name.len());
+    Ok(Some(QueriedMapping {
+        start,
+        end,
+        executable: query.vma_flags & VMA_EXECUTABLE != 0,
+        offset: query.vma_offset,
+        dev_major: query.dev_major,
+        dev_minor: query.dev_minor,
+        inode: query.inode,
+        name_len,
+    }))
 }
 
 /// One address at a time is not available on this platform.
 #[cfg(not(target_os = "linux"))]
-pub fn query_mapping(_maps: &std::fs::File, _addr: usize) -> MappingAnswer {
-    MappingAnswer::Unsupported
+fn procmap_query(
+    _maps: &std::fs::File,
+    _addr: usize,
+    _next_code: bool,
+    _name: &mut [u8],
+) -> Result<Option<QueriedMapping>, ()> {
+    Err(())
 }
 
 /// Reading memory safely is not available on this platform.

@@ -8,9 +8,7 @@
 //! taken before it was read, as a fresh read would, from its own read or from the module map's
 //! latest.
 
-use std::fs::File;
-
-use crate::recorder::sys::{self, MappingAnswer};
+use crate::recorder::sys::{self, MappingAnswer, MapsQuery};
 use crate::unwind::MapsLine;
 
 /// A mapping of this process (a line of `/proc/self/maps`).
@@ -29,19 +27,7 @@ pub struct MapSnapshot {
     read_at: u64,
     /// By start address.
     mappings: Vec<Mapping>,
-    query: Query,
-}
-
-/// Whether the kernel answers for one address.
-#[derive(Default)]
-enum Query {
-    /// Not tried yet.
-    #[default]
-    Untried,
-    /// Yes, through this open `/proc/self/maps`.
-    Open(File),
-    /// No (an older kernel, or the map cannot be opened).
-    Unsupported,
+    query: MapsQuery,
 }
 
 impl MapSnapshot {
@@ -79,13 +65,7 @@ impl MapSnapshot {
 
     /// The kernel's answer for `addr` (`None`: it cannot answer one address at a time).
     fn ask(&mut self, addr: usize) -> Option<Option<Mapping>> {
-        if matches!(self.query, Query::Untried) {
-            self.query = File::open("/proc/self/maps").map_or(Query::Unsupported, Query::Open);
-        }
-        let Query::Open(maps) = &self.query else {
-            return None;
-        };
-        match sys::query_mapping(maps, addr) {
+        match self.query.mapping(addr)? {
             MappingAnswer::Held {
                 start,
                 end,
@@ -96,10 +76,6 @@ impl MapSnapshot {
                 executable,
             })),
             MappingAnswer::Unmapped => Some(None),
-            MappingAnswer::Unsupported => {
-                self.query = Query::Unsupported;
-                None
-            }
         }
     }
 }
@@ -141,7 +117,7 @@ mod tests {
     /// A snapshot that reads the whole map, as on a kernel without `PROCMAP_QUERY`.
     fn reading() -> MapSnapshot {
         MapSnapshot {
-            query: Query::Unsupported,
+            query: MapsQuery::unsupported(),
             ..MapSnapshot::default()
         }
     }

@@ -193,10 +193,44 @@ pub struct ModuleMap {
     last_refresh: Option<Instant>,
     /// The loader's library counters when the map was last read (see [`sys::library_loads`]).
     loads_seen: Option<(u64, u64)>,
-    /// The text of the latest read of `/proc/self/maps` and `CLOCK_MONOTONIC` before it: the
-    /// sampler finds other mappings in it too (see [`Self::latest_read`]).
+    /// The text of the latest whole read of `/proc/self/maps` and `CLOCK_MONOTONIC` before it:
+    /// the sampler finds other mappings in it too (see [`Self::latest_read`]). Empty where
+    /// the kernel lists the executable mappings alone (see [`Self::refresh`]).
     text: (u64, String),
+    /// The map, asked for its executable mappings alone where the kernel can.
+    query: sys::MapsQuery,
 }
+
+/// An executable mapping as `PROCMAP_QUERY` describes it, with the fields a maps line has.
+struct QueriedLine {
+    start: usize,
+    end: usize,
+    offset: u64,
+    dev: String,
+    inode: u64,
+    path: String,
+    deleted: bool,
+}
+
+impl QueriedLine {
+    fn as_line(&self) -> MapsLine<'_> {
+        MapsLine {
+            start: self.start,
+            end: self.end,
+            executable: true,
+            offset: self.offset,
+            dev: &self.dev,
+            inode: self.inode,
+            path: &self.path,
+            deleted: self.deleted,
+        }
+    }
+}
+
+/// Room for a mapping's name: a path of `PATH_MAX` bytes and the kernel's ` (deleted)`.
+const NAME_ROOM: usize = 4096 + 16;
+/// More executable mappings than any process has: a listing that goes on is cut here.
+const MAX_CODE_MAPPINGS: usize = 1 << 16;
 
 impl Default for ModuleMap {
     fn default() -> Self {
@@ -207,6 +241,11 @@ impl Default for ModuleMap {
 impl ModuleMap {
     /// Reads `/proc/self/maps` (an unreadable one leaves the map empty).
     pub fn new() -> ModuleMap {
+        ModuleMap::asking(sys::MapsQuery::default())
+    }
+
+    /// Reads the memory map, asking `query` for its executable mappings where it answers.
+    pub(super) fn asking(query: sys::MapsQuery) -> ModuleMap {
         let mut map = ModuleMap {
             mappings: Vec::new(),
             files: HashMap::new(),
@@ -214,9 +253,39 @@ impl ModuleMap {
             last_refresh: None,
             loads_seen: None,
             text: (0, String::new()),
+            query,
         };
         map.refresh();
         map
+    }
+
+    /// The executable mappings, by start address, as the kernel lists them one at a time
+    /// (`None` where it cannot).
+    fn query_code(&mut self) -> Option<Vec<QueriedLine>> {
+        let mut lines = Vec::new();
+        let mut name = vec![0u8; NAME_ROOM];
+        let mut addr = 0;
+        while lines.len() < MAX_CODE_MAPPINGS {
+            let Some(m) = self.query.next_code(addr, &mut name)? else {
+                break;
+            };
+            let full = String::from_utf8_lossy(&name[..m.name_len]);
+            let path = full.strip_suffix(" (deleted)");
+            lines.push(QueriedLine {
+                start: m.start,
+                end: m.end,
+                offset: m.offset,
+                dev: format!("{:02x}:{:02x}", m.dev_major, m.dev_minor),
+                inode: m.inode,
+                path: path.unwrap_or(&full).to_owned(),
+                deleted: path.is_some(),
+            });
+            if m.end <= addr {
+                break; // no progress: never happens, but never loop
+            }
+            addr = m.end;
+        }
+        Some(lines)
     }
 
     /// Re-reads `/proc/self/maps`, keeping what is known about mappings that did not
@@ -227,8 +296,20 @@ impl ModuleMap {
         // Read before the map: a library the loader counts later is looked for again.
         self.loads_seen = sys::library_loads();
         let read_at = sys::monotonic_ns();
-        let Ok(text) = std::fs::read_to_string("/proc/self/maps") else {
-            return false;
+        // The kernel lists the executable mappings alone where it can (a few dozen of the
+        // hundreds of lines, each of which the whole map formats: reading it was most of this
+        // refresh); else the whole map is read.
+        let queried = self.query_code();
+        let text = match queried {
+            Some(_) => String::new(),
+            None => match std::fs::read_to_string("/proc/self/maps") {
+                Ok(text) => text,
+                Err(_) => return false,
+            },
+        };
+        let entries: Vec<MapsLine<'_>> = match &queried {
+            Some(lines) => lines.iter().map(QueriedLine::as_line).collect(),
+            None => text.lines().filter_map(MapsLine::parse).collect(),
         };
         let old_len = self.mappings.len();
         let old_native = self.mappings.iter().filter(|m| m.image.is_some()).count();
@@ -236,10 +317,7 @@ impl ModuleMap {
         let mut files = HashMap::with_capacity(self.files.len());
         let mut mappings = Vec::with_capacity(old_len);
         let mut kept_native = 0;
-        for line in text.lines() {
-            let Some(entry) = MapsLine::parse(line) else {
-                continue;
-            };
+        for entry in &entries {
             if !entry.executable || entry.start >= entry.end {
                 continue;
             }
@@ -249,7 +327,7 @@ impl ModuleMap {
             {
                 continue; // not sorted or overlapping: never happens, but stay consistent
             }
-            let image = self.image_for(&entry, &mut files);
+            let image = self.image_for(entry, &mut files);
             // Reuse the old state of an identical mapping (both lists are sorted).
             while old.next_if(|m| m.start < entry.start).is_some() {}
             let same = old.next_if(|m| {
@@ -272,11 +350,16 @@ impl ModuleMap {
                 }
             }));
         }
+        drop(entries);
         let new_native = mappings.iter().filter(|m| m.image.is_some()).count();
         let changed = kept_native != old_native || kept_native != new_native;
         self.mappings = mappings;
         self.files = files;
-        self.text = (read_at, text);
+        self.text = if queried.is_some() {
+            (0, String::new())
+        } else {
+            (read_at, text)
+        };
         if changed {
             self.generation += 1;
         }
@@ -284,7 +367,8 @@ impl ModuleMap {
     }
 
     /// The text of the latest read of `/proc/self/maps`, every mapping's line, and
-    /// `CLOCK_MONOTONIC` just before it was read (`None` before any read).
+    /// `CLOCK_MONOTONIC` just before it was read (`None` before any whole read, and where the
+    /// kernel lists the executable mappings alone).
     pub fn latest_read(&self) -> Option<(u64, &str)> {
         (self.text.0 != 0).then_some((self.text.0, self.text.1.as_str()))
     }

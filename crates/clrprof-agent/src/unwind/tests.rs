@@ -596,9 +596,43 @@ mod linux {
 
     #[test]
     fn refresh_sees_new_mappings() {
+        refresh_sees_new_mappings_with(ModuleMap::new());
+        refresh_sees_new_mappings_with(ModuleMap::asking(sys::MapsQuery::unsupported()));
+    }
+
+    #[test]
+    fn the_kernels_list_of_code_makes_the_map_the_whole_text_makes() {
+        let asked = ModuleMap::new();
+        let read = ModuleMap::asking(sys::MapsQuery::unsupported());
+        assert!(read.latest_read().is_some(), "the whole map was read");
+        if asked.latest_read().is_some() {
+            eprintln!("this kernel cannot list mappings one at a time: nothing to compare");
+            return;
+        }
+        let ranges = asked.native_ranges();
+        assert_eq!(ranges, read.native_ranges());
+        assert!(ranges.len() > 2, "{ranges:?}");
+        for &(lo, hi) in &ranges {
+            for addr in [lo, hi - 1] {
+                let (a, r) = (asked.module_at(addr), read.module_at(addr));
+                assert_eq!(
+                    a.map(|m| (m.start, m.end, m.path, m.load_bias)),
+                    r.map(|m| (m.start, m.end, m.path, m.load_bias)),
+                    "{addr:#x}"
+                );
+            }
+        }
+        let getpid = libc::getpid as *const () as usize;
+        assert!(
+            asked
+                .module_at(getpid)
+                .is_some_and(|m| m.path.contains("libc"))
+        );
+    }
+
+    fn refresh_sees_new_mappings_with(mut map: ModuleMap) {
         use std::os::fd::AsRawFd;
 
-        let mut map = ModuleMap::new();
         let len = 4096;
         let map_exec = |fd: i32| {
             let flags = if fd < 0 { libc::MAP_ANONYMOUS } else { 0 };
