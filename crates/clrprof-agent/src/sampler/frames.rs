@@ -27,7 +27,7 @@ use crate::defs::runtime_id;
 use crate::recorder::ring::Capture;
 use crate::recorder::ring::MAX_FRAMES;
 use crate::recorder::sys;
-use crate::recorder::threads::{self, ThreadSlot};
+use crate::recorder::threads::ThreadSlot;
 use crate::session::Session;
 use crate::stacks::Frame;
 use crate::unwind::{Chain, MethodShapes, Regs, Stop, Tail, Unwinder};
@@ -36,6 +36,7 @@ use super::gone_code::Forget;
 use super::known_stacks::{Callers, KnownStacks};
 use super::mappings::MapSnapshot;
 use super::method_shapes::{RuntimeShapes, code_owner};
+use super::module_reading::ModuleReading;
 
 /// How often the loader's counters are checked for newly loaded or unloaded libraries (a
 /// change makes the memory map be read again).
@@ -114,6 +115,8 @@ pub struct StackBuilder {
     stubs: super::stubs::StubMap,
     /// The stack of the thread whose capture is being resolved, `[lo, hi)`.
     stack: (usize, usize),
+    /// Reads native modules on a thread of its own.
+    reading: ModuleReading,
 }
 
 impl StackBuilder {
@@ -147,6 +150,7 @@ impl StackBuilder {
             known: KnownStacks::default(),
             stubs: super::stubs::StubMap::default(),
             stack: (0, 0),
+            reading: ModuleReading::default(),
         };
         builder.refresh_modules(sys::monotonic_ns());
         builder
@@ -534,27 +538,10 @@ impl StackBuilder {
     }
 
     /// Hands the native module containing `ip`, the first time a stack passes through it, to
-    /// a thread of its own, which reads its symbols and unwind sections (the sampler reads
-    /// them itself if no thread can be started). Its CPU is the profiler's, counted with the
-    /// sampler's.
+    /// the module reading thread (see [`ModuleReading`]).
     fn read_module_of(&mut self, ip: usize) {
-        let Some(reader) = self.unwinder.modules().reader_for(ip) else {
-            return;
-        };
-        let reader = Arc::new(reader);
-        let theirs = Arc::clone(&reader);
-        let s = self.session;
-        let started = std::thread::Builder::new()
-            .name("clrprof-symbols".into())
-            .spawn(move || {
-                let _own = threads::mark_agent_thread();
-                theirs.read();
-                s.sampler_stats
-                    .symbols_cpu_ns
-                    .fetch_add(sys::own_cpu_ns(), Ordering::Relaxed);
-            });
-        if started.is_err() {
-            reader.read();
+        if let Some(reader) = self.unwinder.modules().reader_for(ip) {
+            self.reading.read(self.session, reader);
         }
     }
 

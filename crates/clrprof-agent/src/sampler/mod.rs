@@ -32,6 +32,7 @@ pub mod gone_code;
 mod known_stacks;
 mod mappings;
 mod method_shapes;
+mod module_reading;
 mod procfs;
 pub mod stats;
 mod stubs;
