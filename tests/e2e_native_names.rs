@@ -259,7 +259,7 @@ fn compare_with_a_stripped_copy(dotnet: &'static Dotnet, table: &SymbolTable, bu
     assert!(nameable >= MIN_FUNCTIONS, "{no_symbol:#x?}");
     let by_name = starts_by_name(table);
     let mut files = SymbolFiles::open(std::slice::from_ref(&original)).unwrap();
-    let naming = trace.name_native_frames(&mut files).clone();
+    let naming = clrprof_analysis::native::name_frames(&mut trace, &mut files).clone();
     assert_eq!(naming.named as usize, nameable, "{naming:?}");
     assert_eq!(naming.files.len(), 1, "{naming:?}");
     assert_eq!(naming.files[0].module, LIB);

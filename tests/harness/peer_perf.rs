@@ -205,7 +205,7 @@ pub fn flat_of_trace(trace: &Path) -> Result<(Flat, Option<u32>), String> {
     let loaded = clrprof_analysis::trace::load(trace)
         .map_err(|e| format!("cannot read {}: {e}", trace.display()))?;
     let pid = loaded.session.as_ref().map(|s| s.pid);
-    Ok((clrprof_flat(&loaded.profile()), pid))
+    Ok((clrprof_flat(&clrprof_analysis::profile::of(&loaded)), pid))
 }
 
 /// The name of every runtime stub in a flat profile.

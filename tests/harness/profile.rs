@@ -10,7 +10,7 @@ use crate::Recording;
 /// The recording's trace and its profile.
 pub fn profile_of(rec: &Recording) -> (LoadedTrace, Profile) {
     let trace = load(&rec.trace).expect("the trace loads");
-    let profile = trace.profile();
+    let profile = clrprof_analysis::profile::of(&trace);
     (trace, profile)
 }
 

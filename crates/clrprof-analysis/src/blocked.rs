@@ -175,106 +175,103 @@ pub struct ThreadWall {
     pub reasons: BTreeMap<&'static str, u64>,
 }
 
-impl LoadedTrace {
-    /// Whether the trace has wall-clock samples (sample and count modes since format 1.2).
-    pub fn has_wall_samples(&self) -> bool {
-        self.sampler.is_some()
-            && (self
-                .samples
-                .iter()
-                .any(|s| s.state != ThreadState::Cpu && s.wall_ns > 0)
-                || self.summed_wall().next().is_some())
-    }
-
-    /// The reason of a blocked sample of thread `tid` at `stack`.
-    fn blocked_reason(
-        &self,
-        tid: u32,
-        stack: u32,
-        lock_sites: &HashSet<(u32, u64)>,
-        names: &mut HashMap<(FrameKind, u64), String>,
-    ) -> Reason {
-        let path = self.stack_path(stack);
-        for (i, &f) in path.iter().enumerate() {
-            if !matches!(f.0, FrameKind::Managed | FrameKind::Native) {
-                continue;
-            }
-            let name = names.entry(f).or_insert_with(|| self.frame_name(f));
-            if let Some(r) = frame_reason(name, i == 0) {
-                return r;
-            }
-        }
-        let innermost_managed = path.iter().find(|f| f.0 == FrameKind::Managed);
-        match innermost_managed {
-            Some(&(_, function)) if lock_sites.contains(&(tid, function)) => Reason::Lock,
-            _ => Reason::Wait,
-        }
-    }
-
-    /// A thread's name: the program's, else the kernel's, else `main` for the first thread.
-    fn thread_label(&self, tid: u32) -> String {
-        let name = self.names.name_of_tid(tid);
-        if !name.is_empty() {
-            return name;
-        }
-        if let Some(os) = self.names.thread_os_names.get(&tid) {
-            return os.clone();
-        }
-        match &self.session {
-            Some(s) if s.pid == tid => "main".into(),
-            _ => String::new(),
-        }
-    }
-
-    /// Per thread: its wall time, running and blocked by reason; threads by wall time
-    /// (largest first), then by id.
-    pub fn wall_by_reason(&self) -> Vec<ThreadWall> {
-        // (thread, innermost managed frame outside Monitor) of every contended wait.
-        let mut lock_sites = HashSet::new();
-        for c in &self.contention {
-            let site = self.stack_path(c.stack).into_iter().find(|&f| {
-                f.0 == FrameKind::Managed
-                    && !self.frame_name(f).starts_with("System.Threading.Monitor.")
-            });
-            if let Some((_, function)) = site {
-                lock_sites.insert((c.tid, function));
-            }
-        }
-        let mut names = HashMap::new();
-        let mut reasons: HashMap<(u32, u32), Reason> = HashMap::new();
-        let mut threads: BTreeMap<u32, BTreeMap<&'static str, u64>> = BTreeMap::new();
-        let each = self
+/// Whether the trace has wall-clock samples (sample and count modes since format 1.2).
+pub fn has_wall_samples(t: &LoadedTrace) -> bool {
+    t.sampler.is_some()
+        && (t
             .samples
             .iter()
-            .filter(|s| s.state != ThreadState::Cpu && s.wall_ns > 0)
-            .map(|s| (s.tid, s.stack, s.state, s.wall_ns));
-        for (tid, stack, state, wall_ns) in each.chain(self.summed_wall()) {
-            let reason = if state == ThreadState::Running {
-                Reason::Running
-            } else {
-                *reasons
-                    .entry((tid, stack))
-                    .or_insert_with(|| self.blocked_reason(tid, stack, &lock_sites, &mut names))
-            };
-            let row = threads
-                .entry(tid)
-                .or_insert_with(|| Reason::ALL.iter().map(|r| (r.as_str(), 0)).collect());
-            let slot = row.entry(reason.as_str()).or_default();
-            *slot = slot.saturating_add(wall_ns);
+            .any(|s| s.state != ThreadState::Cpu && s.wall_ns > 0)
+            || t.summed_wall().next().is_some())
+}
+
+/// The reason of a blocked sample of thread `tid` at `stack`.
+fn blocked_reason(
+    t: &LoadedTrace,
+    tid: u32,
+    stack: u32,
+    lock_sites: &HashSet<(u32, u64)>,
+    names: &mut HashMap<(FrameKind, u64), String>,
+) -> Reason {
+    let path = t.stack_path(stack);
+    for (i, &f) in path.iter().enumerate() {
+        if !matches!(f.0, FrameKind::Managed | FrameKind::Native) {
+            continue;
         }
-        let mut rows: Vec<ThreadWall> = threads
-            .into_iter()
-            .map(|(tid, reasons)| ThreadWall {
-                tid,
-                name: self.thread_label(tid),
-                service: false,
-                wall_ns: reasons.values().fold(0u64, |n, v| n.saturating_add(*v)),
-                reasons,
-            })
-            .collect();
-        rows.sort_by(|a, b| b.wall_ns.cmp(&a.wall_ns).then_with(|| a.tid.cmp(&b.tid)));
-        rows
+        let name = names.entry(f).or_insert_with(|| t.frame_name(f));
+        if let Some(r) = frame_reason(name, i == 0) {
+            return r;
+        }
     }
+    let innermost_managed = path.iter().find(|f| f.0 == FrameKind::Managed);
+    match innermost_managed {
+        Some(&(_, function)) if lock_sites.contains(&(tid, function)) => Reason::Lock,
+        _ => Reason::Wait,
+    }
+}
+
+/// A thread's name: the program's, else the kernel's, else `main` for the first thread.
+fn thread_label(t: &LoadedTrace, tid: u32) -> String {
+    let name = t.names.name_of_tid(tid);
+    if !name.is_empty() {
+        return name;
+    }
+    if let Some(os) = t.names.thread_os_names.get(&tid) {
+        return os.clone();
+    }
+    match &t.session {
+        Some(s) if s.pid == tid => "main".into(),
+        _ => String::new(),
+    }
+}
+
+/// Per thread: its wall time, running and blocked by reason; threads by wall time
+/// (largest first), then by id.
+pub fn wall_by_reason(t: &LoadedTrace) -> Vec<ThreadWall> {
+    // (thread, innermost managed frame outside Monitor) of every contended wait.
+    let mut lock_sites = HashSet::new();
+    for c in &t.contention {
+        let site = t.stack_path(c.stack).into_iter().find(|&f| {
+            f.0 == FrameKind::Managed && !t.frame_name(f).starts_with("System.Threading.Monitor.")
+        });
+        if let Some((_, function)) = site {
+            lock_sites.insert((c.tid, function));
+        }
+    }
+    let mut names = HashMap::new();
+    let mut reasons: HashMap<(u32, u32), Reason> = HashMap::new();
+    let mut threads: BTreeMap<u32, BTreeMap<&'static str, u64>> = BTreeMap::new();
+    let each = t
+        .samples
+        .iter()
+        .filter(|s| s.state != ThreadState::Cpu && s.wall_ns > 0)
+        .map(|s| (s.tid, s.stack, s.state, s.wall_ns));
+    for (tid, stack, state, wall_ns) in each.chain(t.summed_wall()) {
+        let reason = if state == ThreadState::Running {
+            Reason::Running
+        } else {
+            *reasons
+                .entry((tid, stack))
+                .or_insert_with(|| blocked_reason(t, tid, stack, &lock_sites, &mut names))
+        };
+        let row = threads
+            .entry(tid)
+            .or_insert_with(|| Reason::ALL.iter().map(|r| (r.as_str(), 0)).collect());
+        let slot = row.entry(reason.as_str()).or_default();
+        *slot = slot.saturating_add(wall_ns);
+    }
+    let mut rows: Vec<ThreadWall> = threads
+        .into_iter()
+        .map(|(tid, reasons)| ThreadWall {
+            tid,
+            name: thread_label(t, tid),
+            service: false,
+            wall_ns: reasons.values().fold(0u64, |n, v| n.saturating_add(*v)),
+            reasons,
+        })
+        .collect();
+    rows.sort_by(|a, b| b.wall_ns.cmp(&a.wall_ns).then_with(|| a.tid.cmp(&b.tid)));
+    rows
 }
 
 fn ms(ns: u64) -> String {

@@ -55,171 +55,166 @@ pub struct ContentionReport {
     pub notes: Vec<String>,
 }
 
-impl LoadedTrace {
-    /// Whether the trace has contention records.
-    pub fn has_contention(&self) -> bool {
-        !self.contention.is_empty()
-    }
+/// Whether the trace has contention records.
+pub fn has_contention(t: &LoadedTrace) -> bool {
+    !t.contention.is_empty()
+}
 
-    /// Whether contention was recorded (`record --contention`), even if none happened.
-    pub fn recorded_contention(&self) -> bool {
-        self.counters
-            .contains_key(clrprof_trace::protocol::CONTENTION_READER_COUNTER.as_str())
-            || self.has_contention()
-    }
+/// Whether contention was recorded (`record --contention`), even if none happened.
+pub fn recorded(t: &LoadedTrace) -> bool {
+    t.counters
+        .contains_key(clrprof_trace::protocol::CONTENTION_READER_COUNTER.as_str())
+        || has_contention(t)
+}
 
-    /// Where a waiting stack waited: its innermost managed frame outside `Monitor`.
-    fn wait_site(&self, stack: u32) -> String {
-        self.stack_path(stack)
-            .into_iter()
-            .filter(|f| f.0 == FrameKind::Managed)
-            .map(|f| self.frame_name(f))
-            .find(|name| !name.starts_with("System.Threading.Monitor."))
-            .unwrap_or_else(|| "[no managed frame]".into())
-    }
+/// Where a waiting stack waited: its innermost managed frame outside `Monitor`.
+fn wait_site(t: &LoadedTrace, stack: u32) -> String {
+    t.stack_path(stack)
+        .into_iter()
+        .filter(|f| f.0 == FrameKind::Managed)
+        .map(|f| t.frame_name(f))
+        .find(|name| !name.starts_with("System.Threading.Monitor."))
+        .unwrap_or_else(|| "[no managed frame]".into())
+}
 
-    fn lock_type(&self, c: &Contention) -> String {
-        match c.class {
-            0 if c.flags & Contention::NATIVE != 0 => "[runtime lock]".into(),
-            0 => "[unknown type]".into(),
-            class => self.names.class(class),
+fn lock_type(t: &LoadedTrace, c: &Contention) -> String {
+    match c.class {
+        0 if c.flags & Contention::NATIVE != 0 => "[runtime lock]".into(),
+        0 => "[unknown type]".into(),
+        class => t.names.class(class),
+    }
+}
+
+/// The contention view.
+pub fn report(t: &LoadedTrace) -> ContentionReport {
+    type Group = (u64, u64, u64, BTreeSet<u64>, BTreeSet<u32>, BTreeSet<u32>);
+    let mut groups: HashMap<(String, String), Group> = HashMap::new();
+    let mut sites: HashMap<u32, String> = HashMap::new();
+    let (mut count, mut total) = (0u64, 0u64);
+    for c in &t.contention {
+        let site = sites
+            .entry(c.stack)
+            .or_insert_with(|| wait_site(t, c.stack))
+            .clone();
+        let g = groups.entry((lock_type(t, c), site)).or_default();
+        g.0 += 1;
+        g.1 = g.1.saturating_add(c.duration_ns);
+        g.2 = g.2.max(c.duration_ns);
+        g.3.insert(c.lock_id);
+        g.4.insert(c.tid);
+        if c.owner_tid != 0 {
+            g.5.insert(c.owner_tid);
         }
+        count += 1;
+        total = total.saturating_add(c.duration_ns);
     }
-
-    /// The contention view.
-    pub fn contention_report(&self) -> ContentionReport {
-        type Group = (u64, u64, u64, BTreeSet<u64>, BTreeSet<u32>, BTreeSet<u32>);
-        let mut groups: HashMap<(String, String), Group> = HashMap::new();
-        let mut sites: HashMap<u32, String> = HashMap::new();
-        let (mut count, mut total) = (0u64, 0u64);
-        for c in &self.contention {
-            let site = sites
-                .entry(c.stack)
-                .or_insert_with(|| self.wait_site(c.stack))
-                .clone();
-            let g = groups.entry((self.lock_type(c), site)).or_default();
-            g.0 += 1;
-            g.1 = g.1.saturating_add(c.duration_ns);
-            g.2 = g.2.max(c.duration_ns);
-            g.3.insert(c.lock_id);
-            g.4.insert(c.tid);
-            if c.owner_tid != 0 {
-                g.5.insert(c.owner_tid);
-            }
-            count += 1;
-            total = total.saturating_add(c.duration_ns);
+    let name = |tid: &u32| {
+        let n = t.names.name_of_tid(*tid);
+        if n.is_empty() || n == tid.to_string() {
+            format!("tid {tid}")
+        } else {
+            format!("{n} (tid {tid})")
         }
-        let name = |tid: &u32| {
-            let n = self.names.name_of_tid(*tid);
-            if n.is_empty() || n == tid.to_string() {
-                format!("tid {tid}")
-            } else {
-                format!("{n} (tid {tid})")
-            }
-        };
-        let mut locks: Vec<LockRow> = groups
-            .into_iter()
-            .map(
-                |((lock_type, site), (n, sum, max, ids, waiters, holders))| LockRow {
-                    lock_type,
-                    site,
-                    count: n,
-                    total_wait_ns: sum,
-                    longest_wait_ns: max,
-                    locks: ids.len() as u64,
-                    waiters: waiters.iter().map(name).collect(),
-                    holders: holders.iter().map(name).collect(),
-                },
-            )
-            .collect();
-        locks.sort_by(|a, b| {
-            (b.total_wait_ns, &a.lock_type, &a.site).cmp(&(a.total_wait_ns, &b.lock_type, &b.site))
+    };
+    let mut locks: Vec<LockRow> = groups
+        .into_iter()
+        .map(
+            |((lock_type, site), (n, sum, max, ids, waiters, holders))| LockRow {
+                lock_type,
+                site,
+                count: n,
+                total_wait_ns: sum,
+                longest_wait_ns: max,
+                locks: ids.len() as u64,
+                waiters: waiters.iter().map(name).collect(),
+                holders: holders.iter().map(name).collect(),
+            },
+        )
+        .collect();
+    locks.sort_by(|a, b| {
+        (b.total_wait_ns, &a.lock_type, &a.site).cmp(&(a.total_wait_ns, &b.lock_type, &b.site))
+    });
+    let mut notes = Vec::new();
+    if t.contention
+        .iter()
+        .any(|c| c.flags & Contention::MEASURED != 0)
+    {
+        notes.push(
+            "waits measured between the runtime's ContentionStart and ContentionStop events \
+             (this runtime's stop event carries no duration)"
+                .to_string(),
+        );
+    }
+    if t.contention
+        .iter()
+        .any(|c| c.class == 0 && c.flags & Contention::NATIVE == 0)
+    {
+        notes.push(
+            "lock type and holder unknown: this runtime's contention events carry neither \
+             (CoreCLR 3.1; .NET 8 names both)"
+                .to_string(),
+        );
+    }
+    let dropped = t.counter(CounterName::ContentionDropped);
+    let unpaired = t.counter(CounterName::ContentionUnpaired);
+    if dropped > 0 {
+        notes.push(format!(
+            "{dropped} contended acquisitions were dropped (the agent's buffer was full)"
+        ));
+    }
+    if unpaired > 0 {
+        notes.push(format!(
+            "{unpaired} contention events had no partner (a start without a stop or a stop \
+             without a start) and are left out"
+        ));
+    }
+    ContentionReport {
+        count,
+        total_wait_ns: total,
+        locks,
+        dropped,
+        notes,
+    }
+}
+
+/// The wait for locks as a weighted-stack profile: per thread, one wall-clock sample per
+/// waiting stack and lock type, weighed with the time waited, the lock's type as a
+/// `[lock: T]` frame at the leaf. Rendered with the `wall` metric by every profile format.
+pub fn profile(t: &LoadedTrace) -> Profile {
+    let mut sites: HashMap<(u32, u32, String), (u64, u64, u64)> = HashMap::new();
+    for c in &t.contention {
+        let e = sites
+            .entry((c.tid, t.functions_stack(c.stack), lock_type(t, c)))
+            .or_insert((0, c.ts, 0));
+        e.0 = e.0.saturating_add(c.duration_ns);
+        e.1 = e.1.min(c.ts);
+        e.2 += 1;
+    }
+    let mut sites: Vec<_> = sites.into_iter().collect();
+    sites
+        .sort_unstable_by(|a, b| (a.0.0, a.1.1, a.0.1, &a.0.2).cmp(&(b.0.0, b.1.1, b.0.1, &b.0.2)));
+    let mut b = ProfileBuilder::new(ProfileKind::Sample);
+    let mut model = ModelStacks::new(&t.names, &t.stacks, t.stack_view);
+    let mut types: HashMap<String, FrameIndex> = HashMap::new();
+    for ((tid, stack, lock_type), (wait_ns, first_ns, n)) in sites {
+        let leaf = *types.entry(lock_type.clone()).or_insert_with(|| {
+            b.intern_frame(&format!("[lock: {lock_type}]"), "", ModelFrameKind::Type)
         });
-        let mut notes = Vec::new();
-        if self
-            .contention
-            .iter()
-            .any(|c| c.flags & Contention::MEASURED != 0)
-        {
-            notes.push(
-                "waits measured between the runtime's ContentionStart and ContentionStop events \
-                 (this runtime's stop event carries no duration)"
-                    .to_string(),
-            );
-        }
-        if self
-            .contention
-            .iter()
-            .any(|c| c.class == 0 && c.flags & Contention::NATIVE == 0)
-        {
-            notes.push(
-                "lock type and holder unknown: this runtime's contention events carry neither \
-                 (CoreCLR 3.1; .NET 8 names both)"
-                    .to_string(),
-            );
-        }
-        let dropped = self.counter(CounterName::ContentionDropped);
-        let unpaired = self.counter(CounterName::ContentionUnpaired);
-        if dropped > 0 {
-            notes.push(format!(
-                "{dropped} contended acquisitions were dropped (the agent's buffer was full)"
-            ));
-        }
-        if unpaired > 0 {
-            notes.push(format!(
-                "{unpaired} contention events had no partner (a start without a stop or a stop \
-                 without a start) and are left out"
-            ));
-        }
-        ContentionReport {
-            count,
-            total_wait_ns: total,
-            locks,
-            dropped,
-            notes,
-        }
+        let stack = model.stack_with_leaf(&mut b, stack, leaf);
+        let thread = b.thread(tid, &t.names.name_of_tid(tid));
+        b.add_sample(
+            thread,
+            Sample {
+                time_ns: first_ns,
+                stack,
+                kind: SampleKind::Wall,
+                wall_ns: wait_ns,
+                count: n,
+                ..Sample::default()
+            },
+        );
     }
-
-    /// The wait for locks as a weighted-stack profile: per thread, one wall-clock sample per
-    /// waiting stack and lock type, weighed with the time waited, the lock's type as a
-    /// `[lock: T]` frame at the leaf. Rendered with the `wall` metric by every profile format.
-    pub fn contention_profile(&self) -> Profile {
-        let mut sites: HashMap<(u32, u32, String), (u64, u64, u64)> = HashMap::new();
-        for c in &self.contention {
-            let e = sites
-                .entry((c.tid, self.functions_stack(c.stack), self.lock_type(c)))
-                .or_insert((0, c.ts, 0));
-            e.0 = e.0.saturating_add(c.duration_ns);
-            e.1 = e.1.min(c.ts);
-            e.2 += 1;
-        }
-        let mut sites: Vec<_> = sites.into_iter().collect();
-        sites.sort_unstable_by(|a, b| {
-            (a.0.0, a.1.1, a.0.1, &a.0.2).cmp(&(b.0.0, b.1.1, b.0.1, &b.0.2))
-        });
-        let mut b = ProfileBuilder::new(ProfileKind::Sample);
-        let mut model = ModelStacks::new(&self.names, &self.stacks, self.stack_view);
-        let mut types: HashMap<String, FrameIndex> = HashMap::new();
-        for ((tid, stack, lock_type), (wait_ns, first_ns, n)) in sites {
-            let leaf = *types.entry(lock_type.clone()).or_insert_with(|| {
-                b.intern_frame(&format!("[lock: {lock_type}]"), "", ModelFrameKind::Type)
-            });
-            let stack = model.stack_with_leaf(&mut b, stack, leaf);
-            let thread = b.thread(tid, &self.names.name_of_tid(tid));
-            b.add_sample(
-                thread,
-                Sample {
-                    time_ns: first_ns,
-                    stack,
-                    kind: SampleKind::Wall,
-                    wall_ns: wait_ns,
-                    count: n,
-                    ..Sample::default()
-                },
-            );
-        }
-        self.finish_profile(b)
-    }
+    t.finish_profile(b)
 }
 
 /// Nanoseconds as milliseconds with two decimals.
@@ -233,14 +228,14 @@ pub fn write_contention_text(
     top: usize,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
-    if !t.recorded_contention() {
+    if !recorded(t) {
         writeln!(
             out,
             "Nothing to show: the trace has no lock contention (record with --contention)"
         )?;
         return Ok(());
     }
-    let r = t.contention_report();
+    let r = report(t);
     writeln!(
         out,
         "Lock contention: {} contended acquisitions, {} waited in all",
@@ -290,9 +285,6 @@ pub fn write_contention_json(
         "session".into(),
         serde_json::to_value(crate::session::session_json(t))?,
     );
-    doc.insert(
-        "contention".into(),
-        serde_json::to_value(t.contention_report())?,
-    );
+    doc.insert("contention".into(), serde_json::to_value(report(t))?);
     crate::output::write_json(&serde_json::Value::Object(doc), pretty, out)
 }

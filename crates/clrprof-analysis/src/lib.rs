@@ -52,6 +52,7 @@ mod names;
 pub mod native;
 pub mod native_naming;
 pub mod output;
+pub mod profile;
 pub use clrprof_symbols::managed::pe;
 pub mod query;
 pub mod report;

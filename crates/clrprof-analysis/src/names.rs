@@ -38,7 +38,7 @@ pub struct Names {
     /// Native modules by id (format 1.3).
     pub native_modules: HashMap<u64, NativeModuleDef>,
     /// Names that symbol files gave native frames the agent could not name, by frame id
-    /// (see [`LoadedTrace::name_native_frames`]).
+    /// (see [`crate::native::name_frames`]).
     pub native_names: HashMap<u64, String>,
     /// App domain names by id.
     pub app_domains: HashMap<u64, String>,

@@ -20,59 +20,57 @@ use crate::trace::LoadedTrace;
 
 use crate::native_naming::{NativeNaming, SymbolFileUse};
 
-impl LoadedTrace {
-    /// Names the native frames that have no name but a function address, from `files` (every
-    /// output then shows those names), and says what it did (also kept in
-    /// [`LoadedTrace::native_naming`]).
-    pub fn name_native_frames(&mut self, files: &mut SymbolFiles) -> &NativeNaming {
-        let names = &mut self.names;
-        names.native_names.clear();
-        let mut naming = NativeNaming::default();
-        let mut used: BTreeMap<String, SymbolFileUse> = BTreeMap::new();
-        let mut ids: Vec<u64> = names.natives.keys().copied().collect();
-        ids.sort_unstable();
-        for id in ids {
-            let frame = &names.natives[&id];
-            if !frame.symbol.is_empty() || frame.library.is_empty() {
-                continue;
-            }
-            let module = names
-                .native_modules
-                .get(&frame.module)
-                .filter(|_| frame.function != 0);
-            let found = module.and_then(|m| {
-                let found = files.table(&parse_hex(&m.build_id)?, &file_name(&m.path))?;
-                let (symbol, _) = found.table.lookup(frame.function)?;
-                Some((m, found.path.display().to_string(), demangle(symbol)))
-            });
-            let Some((module, path, name)) = found else {
-                naming.unnamed += 1;
-                continue;
-            };
-            naming.named += 1;
-            used.entry(path.clone())
-                .or_insert_with(|| SymbolFileUse {
-                    path,
-                    module: file_name(&module.path),
-                    build_id: module.build_id.clone(),
-                    frames: 0,
-                })
-                .frames += 1;
-            names.native_names.insert(id, name);
+/// Names the native frames that have no name but a function address, from `files` (every
+/// output then shows those names), and says what it did (also kept in
+/// [`LoadedTrace::native_naming`]).
+pub fn name_frames<'t>(t: &'t mut LoadedTrace, files: &mut SymbolFiles) -> &'t NativeNaming {
+    let names = &mut t.names;
+    names.native_names.clear();
+    let mut naming = NativeNaming::default();
+    let mut used: BTreeMap<String, SymbolFileUse> = BTreeMap::new();
+    let mut ids: Vec<u64> = names.natives.keys().copied().collect();
+    ids.sort_unstable();
+    for id in ids {
+        let frame = &names.natives[&id];
+        if !frame.symbol.is_empty() || frame.library.is_empty() {
+            continue;
         }
-        naming.files = used.into_values().collect();
-        let modules: HashSet<&str> = names
+        let module = names
             .native_modules
-            .values()
-            .map(|m| m.build_id.as_str())
-            .collect();
-        naming.unmatched = files
-            .given_files()
-            .filter(|(_, id)| !modules.contains(build_id_hex(id).as_str()))
-            .map(|(path, _)| path.display().to_string())
-            .collect();
-        self.native_naming.insert(naming)
+            .get(&frame.module)
+            .filter(|_| frame.function != 0);
+        let found = module.and_then(|m| {
+            let found = files.table(&parse_hex(&m.build_id)?, &file_name(&m.path))?;
+            let (symbol, _) = found.table.lookup(frame.function)?;
+            Some((m, found.path.display().to_string(), demangle(symbol)))
+        });
+        let Some((module, path, name)) = found else {
+            naming.unnamed += 1;
+            continue;
+        };
+        naming.named += 1;
+        used.entry(path.clone())
+            .or_insert_with(|| SymbolFileUse {
+                path,
+                module: file_name(&module.path),
+                build_id: module.build_id.clone(),
+                frames: 0,
+            })
+            .frames += 1;
+        names.native_names.insert(id, name);
     }
+    naming.files = used.into_values().collect();
+    let modules: HashSet<&str> = names
+        .native_modules
+        .values()
+        .map(|m| m.build_id.as_str())
+        .collect();
+    naming.unmatched = files
+        .given_files()
+        .filter(|(_, id)| !modules.contains(build_id_hex(id).as_str()))
+        .map(|(path, _)| path.display().to_string())
+        .collect();
+    t.native_naming.insert(naming)
 }
 
 /// The bytes of a hexadecimal build id (`None` if empty or not hexadecimal).
@@ -98,7 +96,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("clrprof-native-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut files = SymbolFiles::open(std::slice::from_ref(&dir)).unwrap();
-        let naming = t.name_native_frames(&mut files).clone();
+        let naming = name_frames(&mut t, &mut files).clone();
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(
             naming,

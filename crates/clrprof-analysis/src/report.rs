@@ -83,13 +83,13 @@ pub fn json_with(
     snapshot: Option<u32>,
     progress: &mut dyn FnMut(&str),
 ) -> Result<ReportJson, Error> {
-    let profile = t.has_cpu_data().then(|| t.profile());
+    let profile = t.has_cpu_data().then(|| crate::profile::of(t));
     let cpu = match &profile {
         Some(p) => Some(json_report(p, query, options)?),
         None => None,
     };
-    let wall_by_reason = t.has_wall_samples().then(|| {
-        let mut rows = t.wall_by_reason();
+    let wall_by_reason = crate::blocked::has_wall_samples(t).then(|| {
+        let mut rows = crate::blocked::wall_by_reason(t);
         if let Some(p) = &profile {
             crate::blocked::mark_services(&mut rows, p);
         }
@@ -100,19 +100,22 @@ pub fn json_with(
         events: t.events.clone(),
         runtime: t.runtime.clone(),
         cpu,
-        alloc: t.has_allocations().then(|| {
+        alloc: crate::memory::alloc::has_allocations(t).then(|| {
             // `--top 0`: every stack.
-            t.alloc_report(match query.top {
-                Some(0) => usize::MAX,
-                top => top.unwrap_or(ALLOC_STACKS),
-            })
+            crate::memory::alloc::report(
+                t,
+                match query.top {
+                    Some(0) => usize::MAX,
+                    top => top.unwrap_or(ALLOC_STACKS),
+                },
+            )
         }),
-        gc: (!t.memory.gcs.is_empty()).then(|| t.gc_report()),
+        gc: (!t.memory.gcs.is_empty()).then(|| crate::memory::gc::report(t)),
         heap: (snapshot.is_some() || t.memory.snapshots.iter().any(|s| s.complete))
-            .then(|| t.heap_json(snapshot, HEAP_RETAINERS, progress))
+            .then(|| crate::memory::heap_json(t, snapshot, HEAP_RETAINERS, progress))
             .transpose()?,
         wall_by_reason,
-        contention: t.recorded_contention().then(|| t.contention_report()),
+        contention: crate::contention::recorded(t).then(|| crate::contention::report(t)),
         messages: messages(t),
         counters: t.counters.clone(),
     })
@@ -148,7 +151,7 @@ pub fn write_text(
     out: &mut dyn Write,
 ) -> Result<(), Error> {
     // A metric or thread the profile does not have is refused before anything is written.
-    let profile = t.has_cpu_data().then(|| t.profile());
+    let profile = t.has_cpu_data().then(|| crate::profile::of(t));
     if let Some(p) = &profile {
         query.resolve_metric(p)?;
         crate::query::Selection::new(p, query)?;
@@ -328,12 +331,12 @@ pub fn write_text(
         let metric = query.resolve_metric(&profile)?;
         writeln!(out, "\nProfile by {}", metric.description())?;
         options.render(&profile, query, out)?;
-        if metric == crate::query::Metric::Wall && t.has_wall_samples() {
+        if metric == crate::query::Metric::Wall && crate::blocked::has_wall_samples(t) {
             let top = match query.top {
                 Some(0) => usize::MAX,
                 top => top.unwrap_or(TEXT_ROWS),
             };
-            let mut rows = t.wall_by_reason();
+            let mut rows = crate::blocked::wall_by_reason(t);
             crate::blocked::mark_services(&mut rows, &profile);
             // The threads asked for, each in its row whatever `--top` says; else the
             // program's threads and the runtime's service threads in one row.
@@ -442,7 +445,7 @@ pub fn write_view_json(
 
 /// Writes the Chrome trace timeline: CPU slices (if any) and the runtime's activity.
 pub fn write_chrome(t: &LoadedTrace, query: &Query, out: &mut dyn Write) -> Result<(), Error> {
-    let profile = t.has_cpu_data().then(|| t.profile());
+    let profile = t.has_cpu_data().then(|| crate::profile::of(t));
     crate::output::Chrome.render_trace(
         profile.as_ref(),
         &t.runtime,

@@ -39,7 +39,7 @@ fn outputs(t: &LoadedTrace) -> Vec<(String, Vec<u8>)> {
         let mut bytes = Vec::new();
         format
             .renderer()
-            .render(&t.profile(), &q, &mut bytes)
+            .render(&clrprof_analysis::profile::of(t), &q, &mut bytes)
             .unwrap();
         out.push((format!("{format:?}"), bytes));
     }
@@ -108,7 +108,7 @@ fn summed_samples_change_no_figure_and_keep_memory_bounded() {
             let t = read_detail(file, HeapKeep::Last, detail).unwrap();
             let mut text = Vec::new();
             report::write_text(&t, &Query::default(), &Text::default(), &mut text).unwrap();
-            t.profile()
+            clrprof_analysis::profile::of(&t)
                 .threads
                 .iter()
                 .flat_map(|t| &t.samples)

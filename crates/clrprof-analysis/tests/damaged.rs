@@ -23,7 +23,11 @@ fn report_on(bytes: &[u8]) -> (Option<usize>, usize) {
             report::write_text(&t, &Query::default(), &Text::default(), &mut sink).unwrap();
             sink.clear();
             report::write_json(&t, &Query::default(), &Json::default(), &mut sink).unwrap();
-            t.profile().threads.iter().map(|t| t.samples.len()).sum()
+            clrprof_analysis::profile::of(&t)
+                .threads
+                .iter()
+                .map(|t| t.samples.len())
+                .sum()
         })
     })
 }

@@ -365,7 +365,8 @@ fn diff(opts: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     let (before, after) = Status::during(|show| -> Result<_> {
         let mut analyse = |spec: &str| -> Result<memory::HeapReport> {
             let (t, n) = diff_side(opts, spec)?;
-            let s = t.snapshot(n).with_context(|| format!("--diff {spec}"))?;
+            let s = clrprof_analysis::memory::snapshot(&t, n)
+                .with_context(|| format!("--diff {spec}"))?;
             Ok(memory::heap::analyze(s, &t.names, 0, show))
         };
         Ok((analyse(&opts.diff[0])?, analyse(&opts.diff[1])?))
@@ -398,7 +399,7 @@ fn contention(
         }
         Format::Json => write_contention_json(loaded, opts.pretty, out)?,
         Format::Folded | Format::Flamegraph | Format::Speedscope | Format::Pprof => {
-            if !loaded.has_contention() {
+            if !clrprof_analysis::contention::has_contention(loaded) {
                 bail!(
                     "{} has no lock contention; record with --contention",
                     file.display()
@@ -408,9 +409,11 @@ fn contention(
                 metric: Some(clrprof_analysis::query::Metric::Wall),
                 ..opts.query.clone()
             };
-            opts.format
-                .renderer()
-                .render(&loaded.contention_profile(), &q, out)?;
+            opts.format.renderer().render(
+                &clrprof_analysis::contention::profile(loaded),
+                &q,
+                out,
+            )?;
         }
         other => bail!(
             "--contention writes text, json, folded, flamegraph, speedscope or pprof, not {other:?}"
@@ -430,18 +433,18 @@ fn source_lines(
     let mut source = SourceLines::new(roots);
     let tids = match &opts.query.thread {
         Some(selector) => Some(clrprof_analysis::query::thread_ids(
-            &loaded.profile(),
+            &clrprof_analysis::profile::of(loaded),
             selector,
         )?),
         None => None,
     };
     let profile = if opts.alloc {
-        if !loaded.has_allocations() {
+        if !clrprof_analysis::memory::alloc::has_allocations(loaded) {
             bail!("the trace has no allocations; record with --alloc");
         }
         lines::alloc_lines(loaded, tids.as_deref(), &mut source)
     } else if opts.contention {
-        if !loaded.has_contention() {
+        if !clrprof_analysis::contention::has_contention(loaded) {
             bail!("the trace has no lock contention; record with --contention");
         }
         lines::contention_lines(loaded, tids.as_deref(), &mut source)
@@ -558,7 +561,7 @@ fn report_tree(
     if let Some(files) = symbols {
         for p in &mut all {
             let label = process_label(p);
-            let naming = p.trace.name_native_frames(files);
+            let naming = clrprof_analysis::native::name_frames(&mut p.trace, files);
             say!("clrprof: {label}: {}", naming.summary());
         }
         say_source_notes(files);
@@ -577,16 +580,16 @@ fn report_tree(
                 .iter()
                 .filter(|p| {
                     if opts.alloc {
-                        p.trace.has_allocations()
+                        clrprof_analysis::memory::alloc::has_allocations(&p.trace)
                     } else {
                         p.trace.has_cpu_data()
                     }
                 })
                 .map(|p| {
                     let profile = if opts.alloc {
-                        p.trace.alloc_profile()
+                        clrprof_analysis::memory::alloc::profile(&p.trace)
                     } else {
-                        p.trace.profile()
+                        clrprof_analysis::profile::of(&p.trace)
                     };
                     (process_label(p), profile)
                 })
@@ -719,7 +722,7 @@ fn report_one(
         }
     }
     if let Some(files) = symbols {
-        let naming = loaded.name_native_frames(files);
+        let naming = clrprof_analysis::native::name_frames(&mut loaded, files);
         say_source_notes(files);
         // The whole text and JSON reports say it in their header; other outputs have none.
         let header = opts.view.is_none()
@@ -767,18 +770,22 @@ fn report_one(
                 memory::write_gc_text(&loaded, out)?;
             }
             if opts.heap {
-                let h = Status::during(|show| loaded.heap_json(opts.snapshot, top.min(10), show))?;
+                let h = Status::during(|show| {
+                    clrprof_analysis::memory::heap_json(&loaded, opts.snapshot, top.min(10), show)
+                })?;
                 memory::write_heap_text(&h, top, out)?;
             }
         }
         Format::Folded | Format::Flamegraph | Format::Speedscope | Format::Pprof if opts.alloc => {
-            if !loaded.has_allocations() {
+            if !clrprof_analysis::memory::alloc::has_allocations(&loaded) {
                 bail!("{} has no allocations; record with --alloc", file.display());
             }
             // The same renderers as for CPU profiles, weighted by bytes (or objects).
-            opts.format
-                .renderer()
-                .render(&loaded.alloc_profile(), q, out)?;
+            opts.format.renderer().render(
+                &clrprof_analysis::memory::alloc::profile(&loaded),
+                q,
+                out,
+            )?;
         }
         Format::Text => {
             let text = Text {
@@ -816,7 +823,9 @@ fn report_one(
                     file.display()
                 );
             }
-            other.renderer().render(&loaded.profile(), q, out)?;
+            other
+                .renderer()
+                .render(&clrprof_analysis::profile::of(&loaded), q, out)?;
         }
     }
     Ok(())

@@ -1,5 +1,5 @@
 //! Allocations by type, by allocating method and by allocating stack, and the allocation
-//! profile ([`LoadedTrace::alloc_profile`]) that every output format renders, weighted by
+//! profile ([`profile`]) that every output format renders, weighted by
 //! allocated bytes or objects.
 //!
 //! With `--alloc all` every allocation is a record and every number is exact. With
@@ -206,181 +206,160 @@ fn round(v: f64) -> u64 {
     v.round() as u64
 }
 
-impl LoadedTrace {
-    /// True if the trace has allocation records (`--alloc`).
-    pub fn has_allocations(&self) -> bool {
-        !self.memory.allocations.is_empty()
-    }
+/// True if the trace has allocation records (`--alloc`).
+pub fn has_allocations(t: &LoadedTrace) -> bool {
+    !t.memory.allocations.is_empty()
+}
 
-    /// The allocation report: every type, and the `top` stacks by bytes.
-    pub fn alloc_report(&self, top: usize) -> AllocReport {
-        let agg = aggregate(self);
-        let mut types: HashMap<u64, (Sum, HashMap<String, Sum>)> = HashMap::new();
-        let mut stacks: HashMap<u32, Sum> = HashMap::new();
-        let mut total = Sum::default();
-        for (&(stack, class), sum) in &agg.by_site {
-            let allocator = self
-                .stack_path(stack)
-                .first()
-                .map_or_else(|| "[no managed frame]".to_string(), |&f| self.frame_name(f));
-            let (ty, methods) = types.entry(class).or_default();
-            for s in [
-                &mut *ty,
-                methods.entry(allocator).or_default(),
-                stacks.entry(stack).or_default(),
-                &mut total,
-            ] {
-                s.merge(sum);
-            }
-        }
-        let mut type_rows: Vec<AllocationRow> = types
-            .into_iter()
-            .map(|(class, (sum, methods))| {
-                let mut allocated_by: Vec<AllocatingMethod> = methods
-                    .into_iter()
-                    .map(|(function, s)| AllocatingMethod {
-                        function,
-                        count: round(s.count),
-                        bytes: round(s.bytes),
-                        array_length_max: s.array_length_max,
-                    })
-                    .collect();
-                allocated_by.sort_by(|a, b| {
-                    b.bytes
-                        .cmp(&a.bytes)
-                        .then_with(|| a.function.cmp(&b.function))
-                });
-                AllocationRow {
-                    type_name: self.names.class(class),
-                    count: round(sum.count),
-                    bytes: round(sum.bytes),
-                    estimated: agg.sampled,
-                    large_object_heap: round(sum.loh),
-                    array: agg.arrays.get(&class).copied().unwrap_or(false),
-                    array_length_max: sum.array_length_max,
-                    allocated_by,
-                }
-            })
-            .collect();
-        type_rows.sort_by(|a, b| {
-            b.bytes
-                .cmp(&a.bytes)
-                .then_with(|| a.type_name.cmp(&b.type_name))
-        });
-        let mut stack_rows: Vec<AllocationStackRow> = stacks
-            .into_iter()
-            .map(|(stack, s)| AllocationStackRow {
-                frames: self
-                    .stack_path(stack)
-                    .into_iter()
-                    .map(|f| self.frame_name(f))
-                    .collect(),
-                count: round(s.count),
-                bytes: round(s.bytes),
-            })
-            .collect();
-        stack_rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames)));
-        stack_rows.truncate(top);
-        AllocReport {
-            mode: if agg.ticks {
-                AllocMode::Ticks
-            } else if agg.sampled {
-                AllocMode::Sampled
-            } else {
-                AllocMode::All
-            },
-            interval_bytes: agg.interval,
-            records: self.memory.allocations.len() as u64,
-            dropped: self.counter(CounterName::AllocationsDropped),
-            total_count: round(total.count),
-            total_bytes: round(total.bytes),
-            types: type_rows,
-            stacks: stack_rows,
-            profiler_records: agg.induced_records,
-            profiler_bytes: round(agg.induced.bytes),
-            ticks_from_ns: self
-                .counters
-                .get(clrprof_trace::protocol::ALLOCATION_TICKS_FROM_COUNTER.as_str())
-                .copied(),
+/// The allocation report: every type, and the `top` stacks by bytes.
+pub fn report(t: &LoadedTrace, top: usize) -> AllocReport {
+    let agg = aggregate(t);
+    let mut types: HashMap<u64, (Sum, HashMap<String, Sum>)> = HashMap::new();
+    let mut stacks: HashMap<u32, Sum> = HashMap::new();
+    let mut total = Sum::default();
+    for (&(stack, class), sum) in &agg.by_site {
+        let allocator = t
+            .stack_path(stack)
+            .first()
+            .map_or_else(|| "[no managed frame]".to_string(), |&f| t.frame_name(f));
+        let (ty, methods) = types.entry(class).or_default();
+        for s in [
+            &mut *ty,
+            methods.entry(allocator).or_default(),
+            stacks.entry(stack).or_default(),
+            &mut total,
+        ] {
+            s.merge(sum);
         }
     }
-
-    /// The allocations as a weighted-stack profile ([`ProfileKind::Alloc`]): per thread, one sample
-    /// per allocating stack and type, weighed by the bytes and objects allocated there
-    /// (estimated when sampled), the type as a `[type]` frame at the leaf. Every output format
-    /// renders it as it renders a CPU profile, with the metric `bytes` (default) or `objects`.
-    pub fn alloc_profile(&self) -> Profile {
-        let mut sites: HashMap<(u32, u32, u64), (Sum, u64)> = HashMap::new();
-        let mut induced = Sum::default();
-        for a in &self.memory.allocations {
-            if self.induced.contains(&a.stack) {
-                induced.add(a);
-                continue;
-            }
-            let (sum, first_ns) = sites
-                .entry((a.tid, self.functions_stack(a.stack), a.class))
-                .or_insert((Sum::default(), a.ts));
-            sum.add(a);
-            *first_ns = (*first_ns).min(a.ts);
-        }
-        let mut sites: Vec<_> = sites.into_iter().collect();
-        sites.sort_unstable_by_key(|&((tid, stack, class), (_, first))| (tid, first, stack, class));
-
-        let mut b = ProfileBuilder::new(ProfileKind::Alloc);
-        let mut model = ModelStacks::new(&self.names, &self.stacks, self.stack_view);
-        let mut types: HashMap<u64, FrameIndex> = HashMap::new();
-        for ((tid, stack, class), (sum, first_ns)) in sites {
-            let leaf = *types.entry(class).or_insert_with(|| {
-                let name = format!("[{}]", self.names.class(class));
-                b.intern_frame(&name, "", ModelFrameKind::Type)
+    let mut type_rows: Vec<AllocationRow> = types
+        .into_iter()
+        .map(|(class, (sum, methods))| {
+            let mut allocated_by: Vec<AllocatingMethod> = methods
+                .into_iter()
+                .map(|(function, s)| AllocatingMethod {
+                    function,
+                    count: round(s.count),
+                    bytes: round(s.bytes),
+                    array_length_max: s.array_length_max,
+                })
+                .collect();
+            allocated_by.sort_by(|a, b| {
+                b.bytes
+                    .cmp(&a.bytes)
+                    .then_with(|| a.function.cmp(&b.function))
             });
-            let stack = model.stack_with_leaf(&mut b, stack, leaf);
-            let thread = b.thread(tid, &self.names.name_of_tid(tid));
-            b.add_sample(
-                thread,
-                Sample {
-                    time_ns: first_ns,
-                    stack,
-                    kind: SampleKind::Alloc,
-                    bytes: round(sum.bytes),
-                    objects: round(sum.count),
-                    ..Sample::default()
-                },
-            );
-        }
-        if induced.bytes > 0.0 {
-            b.note(format!(
-                "{} allocated by the runtime's event source set-up for the profiler's event session are the profiler's, not shown",
-                super::text::bytes(round(induced.bytes))
-            ));
-        }
-        let dropped = self.counter(CounterName::AllocationsDropped);
-        if dropped > 0 {
-            b.note(format!(
-                "{dropped} allocation records were dropped (the agent's buffer was full)"
-            ));
-        }
-        self.finish_profile(b)
+            AllocationRow {
+                type_name: t.names.class(class),
+                count: round(sum.count),
+                bytes: round(sum.bytes),
+                estimated: agg.sampled,
+                large_object_heap: round(sum.loh),
+                array: agg.arrays.get(&class).copied().unwrap_or(false),
+                array_length_max: sum.array_length_max,
+                allocated_by,
+            }
+        })
+        .collect();
+    type_rows.sort_by(|a, b| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then_with(|| a.type_name.cmp(&b.type_name))
+    });
+    let mut stack_rows: Vec<AllocationStackRow> = stacks
+        .into_iter()
+        .map(|(stack, s)| AllocationStackRow {
+            frames: t
+                .stack_path(stack)
+                .into_iter()
+                .map(|f| t.frame_name(f))
+                .collect(),
+            count: round(s.count),
+            bytes: round(s.bytes),
+        })
+        .collect();
+    stack_rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames)));
+    stack_rows.truncate(top);
+    AllocReport {
+        mode: if agg.ticks {
+            AllocMode::Ticks
+        } else if agg.sampled {
+            AllocMode::Sampled
+        } else {
+            AllocMode::All
+        },
+        interval_bytes: agg.interval,
+        records: t.memory.allocations.len() as u64,
+        dropped: t.counter(CounterName::AllocationsDropped),
+        total_count: round(total.count),
+        total_bytes: round(total.bytes),
+        types: type_rows,
+        stacks: stack_rows,
+        profiler_records: agg.induced_records,
+        profiler_bytes: round(agg.induced.bytes),
+        ticks_from_ns: t
+            .counters
+            .get(clrprof_trace::protocol::ALLOCATION_TICKS_FROM_COUNTER.as_str())
+            .copied(),
     }
+}
 
-    /// Builds a profile of this trace's program: its pid, name, duration and thread names.
-    pub(crate) fn finish_profile(&self, b: ProfileBuilder) -> Profile {
-        let mut p = b.build();
-        if let Some(s) = &self.session {
-            p.pid = s.pid;
-            p.start_unix_ns = s.start_unix_ns;
-            p.name = crate::file_names::program_name(&s.command_line);
+/// The allocations as a weighted-stack profile ([`ProfileKind::Alloc`]): per thread, one sample
+/// per allocating stack and type, weighed by the bytes and objects allocated there
+/// (estimated when sampled), the type as a `[type]` frame at the leaf. Every output format
+/// renders it as it renders a CPU profile, with the metric `bytes` (default) or `objects`.
+pub fn profile(t: &LoadedTrace) -> Profile {
+    let mut sites: HashMap<(u32, u32, u64), (Sum, u64)> = HashMap::new();
+    let mut induced = Sum::default();
+    for a in &t.memory.allocations {
+        if t.induced.contains(&a.stack) {
+            induced.add(a);
+            continue;
         }
-        p.duration_ns = self.duration_ns();
-        let pid = p.pid;
-        crate::threads::name_threads(
-            &mut p,
-            |tid| self.names.thread_os_names.get(&tid).cloned(),
-            pid,
-        );
-        self.start_stacks(&mut p);
-        p
+        let (sum, first_ns) = sites
+            .entry((a.tid, t.functions_stack(a.stack), a.class))
+            .or_insert((Sum::default(), a.ts));
+        sum.add(a);
+        *first_ns = (*first_ns).min(a.ts);
     }
+    let mut sites: Vec<_> = sites.into_iter().collect();
+    sites.sort_unstable_by_key(|&((tid, stack, class), (_, first))| (tid, first, stack, class));
+
+    let mut b = ProfileBuilder::new(ProfileKind::Alloc);
+    let mut model = ModelStacks::new(&t.names, &t.stacks, t.stack_view);
+    let mut types: HashMap<u64, FrameIndex> = HashMap::new();
+    for ((tid, stack, class), (sum, first_ns)) in sites {
+        let leaf = *types.entry(class).or_insert_with(|| {
+            let name = format!("[{}]", t.names.class(class));
+            b.intern_frame(&name, "", ModelFrameKind::Type)
+        });
+        let stack = model.stack_with_leaf(&mut b, stack, leaf);
+        let thread = b.thread(tid, &t.names.name_of_tid(tid));
+        b.add_sample(
+            thread,
+            Sample {
+                time_ns: first_ns,
+                stack,
+                kind: SampleKind::Alloc,
+                bytes: round(sum.bytes),
+                objects: round(sum.count),
+                ..Sample::default()
+            },
+        );
+    }
+    if induced.bytes > 0.0 {
+        b.note(format!(
+            "{} allocated by the runtime's event source set-up for the profiler's event session are the profiler's, not shown",
+            super::text::bytes(round(induced.bytes))
+        ));
+    }
+    let dropped = t.counter(CounterName::AllocationsDropped);
+    if dropped > 0 {
+        b.note(format!(
+            "{dropped} allocation records were dropped (the agent's buffer was full)"
+        ));
+    }
+    t.finish_profile(b)
 }
 
 #[cfg(test)]

@@ -102,84 +102,82 @@ pub fn percentile(sorted: &[u64], p: u32) -> u64 {
     sorted[rank.min(sorted.len()) - 1]
 }
 
-impl LoadedTrace {
-    /// The GC report.
-    pub fn gc_report(&self) -> GcReport {
-        let m = &self.memory;
-        let pauses_known = !m.suspensions.is_empty();
-        let mut rows = Vec::with_capacity(m.gcs.len());
-        let mut count_by_generation = [0u64; 3];
-        for (i, g) in m.gcs.iter().enumerate() {
-            let generation = highest_generation(g.generations_mask);
-            count_by_generation[generation as usize] += 1;
-            let pause_ns = m
-                .suspensions
-                .iter()
-                .find(|&&(start, end)| start <= g.start_ns && g.start_ns <= end)
-                .map(|&(start, end)| end.saturating_sub(start));
-            let freed_bytes = match (&g.before, &g.after) {
-                (Some(b), Some(a)) => Some(total(b).saturating_sub(total(a))),
-                _ => None,
-            };
-            rows.push(GcRow {
-                index: i as u64 + 1,
-                generation,
-                generations: generations_in(g.generations_mask),
-                reason: gc_reason_name(g.reason),
-                start_ns: g.start_ns,
-                pause_ns,
-                duration_ns: g.end_ns.map(|e| e.saturating_sub(g.start_ns)),
-                heap_before: g.before.clone(),
-                heap_after: g.after.clone(),
-                freed_bytes,
-                survived_bytes: match g.survived {
-                    [0, 0] => None,
-                    [v1, 0] => Some(v1),
-                    [_, v2] => Some(v2),
-                },
-                finalizable_queued: g.finalizable_queued,
-                handles_created: g.handles_created,
-                handles_destroyed: g.handles_destroyed,
-                allocated_objects: (!g.allocated_by_class.is_empty()).then(|| {
-                    g.allocated_by_class
-                        .iter()
-                        .fold(0u64, |a, &(_, n)| a.saturating_add(n))
-                }),
-            });
-        }
-        let mut by_class: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
-        for &(class, n) in m.gcs.iter().flat_map(|g| &g.allocated_by_class) {
-            let c = by_class.entry(class).or_default();
-            *c = c.saturating_add(n);
-        }
-        let mut allocated_by_class: Vec<ClassCountRow> = by_class
-            .into_iter()
-            .map(|(class, count)| ClassCountRow {
-                type_name: self.names.class(class),
-                count,
-            })
-            .collect();
-        allocated_by_class.sort_by(|a, b| {
-            b.count
-                .cmp(&a.count)
-                .then_with(|| a.type_name.cmp(&b.type_name))
+/// The GC report.
+pub fn report(t: &LoadedTrace) -> GcReport {
+    let m = &t.memory;
+    let pauses_known = !m.suspensions.is_empty();
+    let mut rows = Vec::with_capacity(m.gcs.len());
+    let mut count_by_generation = [0u64; 3];
+    for (i, g) in m.gcs.iter().enumerate() {
+        let generation = highest_generation(g.generations_mask);
+        count_by_generation[generation as usize] += 1;
+        let pause_ns = m
+            .suspensions
+            .iter()
+            .find(|&&(start, end)| start <= g.start_ns && g.start_ns <= end)
+            .map(|&(start, end)| end.saturating_sub(start));
+        let freed_bytes = match (&g.before, &g.after) {
+            (Some(b), Some(a)) => Some(total(b).saturating_sub(total(a))),
+            _ => None,
+        };
+        rows.push(GcRow {
+            index: i as u64 + 1,
+            generation,
+            generations: generations_in(g.generations_mask),
+            reason: gc_reason_name(g.reason),
+            start_ns: g.start_ns,
+            pause_ns,
+            duration_ns: g.end_ns.map(|e| e.saturating_sub(g.start_ns)),
+            heap_before: g.before.clone(),
+            heap_after: g.after.clone(),
+            freed_bytes,
+            survived_bytes: match g.survived {
+                [0, 0] => None,
+                [v1, 0] => Some(v1),
+                [_, v2] => Some(v2),
+            },
+            finalizable_queued: g.finalizable_queued,
+            handles_created: g.handles_created,
+            handles_destroyed: g.handles_destroyed,
+            allocated_objects: (!g.allocated_by_class.is_empty()).then(|| {
+                g.allocated_by_class
+                    .iter()
+                    .fold(0u64, |a, &(_, n)| a.saturating_add(n))
+            }),
         });
-        let mut pauses: Vec<u64> = rows.iter().filter_map(|r| r.pause_ns).collect();
-        pauses.sort_unstable();
-        let total_pause = pauses.iter().fold(0u64, |a, &b| a.saturating_add(b));
-        let duration = self.duration_ns();
-        GcReport {
-            gcs: rows,
-            count_by_generation,
-            pause_p50_ns: percentile(&pauses, 50),
-            pause_p90_ns: percentile(&pauses, 90),
-            pause_p99_ns: percentile(&pauses, 99),
-            pause_max_ns: pauses.last().copied().unwrap_or(0),
-            pause_total_ns: total_pause,
-            time_in_gc_percent: crate::top::percent(total_pause, duration),
-            pauses_known,
-            allocated_by_class,
-        }
+    }
+    let mut by_class: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    for &(class, n) in m.gcs.iter().flat_map(|g| &g.allocated_by_class) {
+        let c = by_class.entry(class).or_default();
+        *c = c.saturating_add(n);
+    }
+    let mut allocated_by_class: Vec<ClassCountRow> = by_class
+        .into_iter()
+        .map(|(class, count)| ClassCountRow {
+            type_name: t.names.class(class),
+            count,
+        })
+        .collect();
+    allocated_by_class.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| a.type_name.cmp(&b.type_name))
+    });
+    let mut pauses: Vec<u64> = rows.iter().filter_map(|r| r.pause_ns).collect();
+    pauses.sort_unstable();
+    let total_pause = pauses.iter().fold(0u64, |a, &b| a.saturating_add(b));
+    let duration = t.duration_ns();
+    GcReport {
+        gcs: rows,
+        count_by_generation,
+        pause_p50_ns: percentile(&pauses, 50),
+        pause_p90_ns: percentile(&pauses, 90),
+        pause_p99_ns: percentile(&pauses, 99),
+        pause_max_ns: pauses.last().copied().unwrap_or(0),
+        pause_total_ns: total_pause,
+        time_in_gc_percent: crate::top::percent(total_pause, duration),
+        pauses_known,
+        allocated_by_class,
     }
 }
 

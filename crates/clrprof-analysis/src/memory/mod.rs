@@ -80,44 +80,42 @@ impl MemoryRecords {
     }
 }
 
-impl LoadedTrace {
-    /// The snapshot numbered `number`, or the last complete one.
-    pub fn snapshot(&self, number: Option<u32>) -> Result<&SnapshotData, Error> {
-        let found = match number {
-            Some(n) => self.memory.snapshots.iter().find(|s| s.number == n),
-            None => self.memory.snapshots.iter().rev().find(|s| s.complete),
-        };
-        if let Some(s) = found.filter(|s| s.released) {
-            return Err(Error::NoSuchSnapshot(format!(
-                "heap snapshot {} was not loaded (load the trace with HeapKeep naming it)",
-                s.number
-            )));
-        }
-        found.ok_or_else(|| {
-            let have = self.memory.snapshots.len();
-            Error::NoSuchSnapshot(match number {
-                Some(n) => format!("there is no heap snapshot {n} (the trace has {have})"),
-                None if have == 0 => {
-                    "the trace has no heap snapshot; record with --heap-snapshot".into()
-                }
-                None => "the trace has no complete heap snapshot".into(),
-            })
-        })
+/// The snapshot numbered `number`, or the last complete one.
+pub fn snapshot(t: &LoadedTrace, number: Option<u32>) -> Result<&SnapshotData, Error> {
+    let found = match number {
+        Some(n) => t.memory.snapshots.iter().find(|s| s.number == n),
+        None => t.memory.snapshots.iter().rev().find(|s| s.complete),
+    };
+    if let Some(s) = found.filter(|s| s.released) {
+        return Err(Error::NoSuchSnapshot(format!(
+            "heap snapshot {} was not loaded (load the trace with HeapKeep naming it)",
+            s.number
+        )));
     }
+    found.ok_or_else(|| {
+        let have = t.memory.snapshots.len();
+        Error::NoSuchSnapshot(match number {
+            Some(n) => format!("there is no heap snapshot {n} (the trace has {have})"),
+            None if have == 0 => {
+                "the trace has no heap snapshot; record with --heap-snapshot".into()
+            }
+            None => "the trace has no complete heap snapshot".into(),
+        })
+    })
+}
 
-    /// The heap part of the report for snapshot `number` (default: the last complete one).
-    pub fn heap_json(
-        &self,
-        number: Option<u32>,
-        top: usize,
-        progress: &mut dyn FnMut(&str),
-    ) -> Result<HeapJson, Error> {
-        let s = self.snapshot(number)?;
-        Ok(HeapJson {
-            snapshots: self.memory.snapshot_summaries(),
-            report: heap::analyze(s, &self.names, top, progress),
-        })
-    }
+/// The heap part of the report for snapshot `number` (default: the last complete one).
+pub fn heap_json(
+    t: &LoadedTrace,
+    number: Option<u32>,
+    top: usize,
+    progress: &mut dyn FnMut(&str),
+) -> Result<HeapJson, Error> {
+    let s = snapshot(t, number)?;
+    Ok(HeapJson {
+        snapshots: t.memory.snapshot_summaries(),
+        report: heap::analyze(s, &t.names, top, progress),
+    })
 }
 
 #[cfg(test)]
@@ -230,7 +228,7 @@ mod tests {
         records.extend((0..3).map(|_| allocation(10, 40, 2, 0)));
         records.extend((0..2).map(|_| allocation(11, 124, 3, 0)));
         let t = trace(records);
-        let r = t.alloc_report(10);
+        let r = crate::memory::alloc::report(&t, 10);
         assert_eq!(r.mode, clrprof_trace::config::AllocMode::All);
         assert_eq!((r.total_count, r.total_bytes), (5, 3 * 40 + 2 * 124));
         assert_eq!(r.types[0].type_name, "byte[]");
@@ -238,9 +236,12 @@ mod tests {
         assert!(!r.types[0].estimated);
         assert_eq!(r.types[1].allocated_by[0].function, "App.Make()");
         assert_eq!(r.stacks[0].frames, ["App.Fill()", "App.Main()"]);
-        let (metric, folded) =
-            crate::output::folded_lines(&t.alloc_profile(), &crate::Query::default(), false)
-                .unwrap();
+        let (metric, folded) = crate::output::folded_lines(
+            &crate::memory::alloc::profile(&t),
+            &crate::Query::default(),
+            false,
+        )
+        .unwrap();
         assert_eq!(metric, crate::Metric::Bytes);
         assert_eq!(
             folded,
@@ -253,7 +254,9 @@ mod tests {
             metric: Some(crate::Metric::Objects),
             ..Default::default()
         };
-        let (_, folded) = crate::output::folded_lines(&t.alloc_profile(), &objects, false).unwrap();
+        let (_, folded) =
+            crate::output::folded_lines(&crate::memory::alloc::profile(&t), &objects, false)
+                .unwrap();
         assert_eq!(
             folded,
             [
@@ -262,7 +265,11 @@ mod tests {
             ]
         );
         // pprof: allocation sample types, the type as a label too.
-        let p = crate::output::pprof_encode(&t.alloc_profile(), &crate::Query::default()).unwrap();
+        let p = crate::output::pprof_encode(
+            &crate::memory::alloc::profile(&t),
+            &crate::Query::default(),
+        )
+        .unwrap();
         let name = |i: i64| p.string_table[i as usize].as_str();
         let types: Vec<&str> = p.sample_type.iter().map(|t| name(t.r#type)).collect();
         assert_eq!(types, ["alloc_objects", "alloc_space"]);
@@ -283,7 +290,8 @@ mod tests {
             metric: Some(crate::Metric::Cpu),
             ..Default::default()
         };
-        let err = crate::output::folded_lines(&t.alloc_profile(), &cpu, false).unwrap_err();
+        let err = crate::output::folded_lines(&crate::memory::alloc::profile(&t), &cpu, false)
+            .unwrap_err();
         assert!(
             err.to_string().contains("not available for allocation"),
             "{err}"
@@ -294,7 +302,7 @@ mod tests {
     fn sampled_allocations_are_scaled_up() {
         // One sampled 24-byte object with a 1 MiB interval stands for about 1 MiB.
         let t = trace(vec![class(10, "Small"), allocation(10, 24, 0, 1 << 20)]);
-        let r = t.alloc_report(10);
+        let r = crate::memory::alloc::report(&t, 10);
         assert_eq!(r.mode, clrprof_trace::config::AllocMode::Sampled);
         assert!(r.types[0].estimated);
         let bytes = r.types[0].bytes as f64;
@@ -329,7 +337,7 @@ mod tests {
             ev(530, EventKind::GARBAGE_COLLECTION_FINISHED, &[]),
         ]);
         assert_eq!(t.memory.unpaired_gc_ends, 1);
-        let r = t.gc_report();
+        let r = crate::memory::gc::report(&t);
         assert_eq!(r.gcs.len(), 2);
         let g = &r.gcs[0];
         assert_eq!((g.generation, g.reason.as_str()), (2, "induced"));
@@ -356,17 +364,19 @@ mod tests {
         let counts: Vec<usize> = last.memory.snapshots.iter().map(|s| s.objects()).collect();
         assert_eq!(counts, [1, 2, 3]);
         assert_eq!(
-            last.heap_json(None, 5, &mut |_| {}).unwrap().report.objects,
+            heap_json(&last, None, 5, &mut |_| {})
+                .unwrap()
+                .report
+                .objects,
             3
         );
-        let err = last.heap_json(Some(1), 5, &mut |_| {}).unwrap_err();
+        let err = heap_json(&last, Some(1), 5, &mut |_| {}).unwrap_err();
         assert!(err.to_string().contains("not loaded"), "{err}");
-        assert!(last.heap_json(Some(9), 5, &mut |_| {}).is_err());
+        assert!(heap_json(&last, Some(9), 5, &mut |_| {}).is_err());
 
         let first = crate::trace::read_with(&bytes[..], HeapKeep::Numbers(vec![1])).unwrap();
         assert_eq!(
-            first
-                .heap_json(Some(1), 5, &mut |_| {})
+            heap_json(&first, Some(1), 5, &mut |_| {})
                 .unwrap()
                 .report
                 .objects,
@@ -401,7 +411,7 @@ mod tests {
         assert_eq!(counts, [(1, 1, true), (2, 1, true), (3, 1, true)]);
         // Every snapshot starts at ts 0 here, before the suspension: no pause is known.
         assert!(summaries.iter().all(|s| s.pause_ns.is_none()));
-        assert!(none.heap_json(None, 5, &mut |_| {}).is_err());
+        assert!(heap_json(&none, None, 5, &mut |_| {}).is_err());
         let mut text = Vec::new();
         write_hints(&none, &mut text).unwrap();
         let text = String::from_utf8(text).unwrap();

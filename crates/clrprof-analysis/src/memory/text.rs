@@ -31,11 +31,11 @@ pub fn bytes(n: u64) -> String {
 
 /// The text allocation section: top types (with their allocating methods) and top stacks.
 pub fn write_alloc_text(t: &LoadedTrace, top: usize, out: &mut dyn Write) -> Result<(), Error> {
-    if !t.has_allocations() {
+    if !crate::memory::alloc::has_allocations(t) {
         writeln!(out, "Allocations: none recorded (record with --alloc)")?;
         return Ok(());
     }
-    let r = t.alloc_report(top);
+    let r = crate::memory::alloc::report(t, top);
     let ticks = r.mode == AllocMode::Ticks;
     // Ticks say how many bytes, not how many objects.
     let objects = |n: u64| if ticks { "-".to_string() } else { count(n) };
@@ -177,7 +177,7 @@ pub fn write_unpaired_gc_ends(t: &LoadedTrace, out: &mut dyn Write) -> Result<()
 
 /// The text GC section: one line per collection, pause percentiles and time in GC.
 pub fn write_gc_text(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
-    let r = t.gc_report();
+    let r = crate::memory::gc::report(t);
     if r.gcs.is_empty() {
         writeln!(
             out,
@@ -475,7 +475,7 @@ pub fn write_diff_json(
 /// A line at the end of the plain text report pointing at the memory reports the trace has.
 pub fn write_hints(t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
     let mut hints = Vec::new();
-    if t.has_allocations() {
+    if crate::memory::alloc::has_allocations(t) {
         hints.push(format!(
             "{} allocation records (--alloc)",
             count(t.memory.allocations.len() as u64)

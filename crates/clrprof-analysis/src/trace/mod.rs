@@ -22,8 +22,6 @@ use crate::memory::records::{HeapKeep, MemoryRecords};
 pub use crate::names::Names;
 use crate::runtime::{RuntimeBuilder, RuntimeViews};
 
-mod profile;
-
 /// Why a trace could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -87,7 +85,7 @@ pub struct LoadedTrace {
     pub sampler: Option<SamplerInfo>,
     /// Count mode's counted methods and counts (format 1.4).
     pub counts: crate::counts::CountRecords,
-    /// What symbol files named, when [`LoadedTrace::name_native_frames`] was asked to.
+    /// What symbol files named, when [`crate::native::name_frames`] was asked to.
     pub native_naming: Option<crate::native_naming::NativeNaming>,
     /// What reading found cut, damaged or unreadable, and left out.
     pub integrity: Integrity,
@@ -113,11 +111,11 @@ pub struct LoadedTrace {
     pub(crate) same_functions: HashMap<u32, u32>,
     pub(crate) samples: Vec<TraceSample>,
     /// Samples summed per thread, stack and state ([`SampleDetail::Summed`]).
-    summed: HashMap<(u32, u32, u8), SummedSamples>,
+    pub(crate) summed: HashMap<(u32, u32, u8), SummedSamples>,
     /// Each thread's CPU samples by the clock that took them (format 1.8).
-    clocks: HashMap<u32, crate::sampling::ClockTally>,
+    pub(crate) clocks: HashMap<u32, crate::sampling::ClockTally>,
     last_sample_ts: u64,
-    call_tree: Vec<CallTreeNode>,
+    pub(crate) call_tree: Vec<CallTreeNode>,
 }
 
 /// How the loader keeps a trace's samples.
@@ -135,19 +133,19 @@ pub enum SampleDetail {
 
 /// Samples of one thread with one stack and state, summed.
 #[derive(Debug, Clone, Copy)]
-struct SummedSamples {
-    count: u64,
-    cpu_ns: u64,
-    sys_ns: u64,
-    mode_known_cpu_ns: u64,
-    wall_ns: u64,
-    first_ts: u64,
-    last_ts: u64,
+pub(crate) struct SummedSamples {
+    pub(crate) count: u64,
+    pub(crate) cpu_ns: u64,
+    pub(crate) sys_ns: u64,
+    pub(crate) mode_known_cpu_ns: u64,
+    pub(crate) wall_ns: u64,
+    pub(crate) first_ts: u64,
+    pub(crate) last_ts: u64,
 }
 
 /// The CPU of a sample that tells whether the thread was in the kernel: a CPU sample of a perf
 /// event that counts kernel time (format 1.8).
-fn mode_known_cpu_ns(s: &TraceSample) -> u64 {
+pub(crate) fn mode_known_cpu_ns(s: &TraceSample) -> u64 {
     if s.state == ThreadState::Cpu && s.clock == clrprof_trace::SampleClock::Perf {
         s.cpu_ns
     } else {
@@ -698,6 +696,25 @@ impl LoadedTrace {
     pub(crate) fn frame_name(&self, frame: (TraceFrameKind, u64)) -> String {
         crate::stack_frames::frame_name(&self.names, frame)
     }
+
+    /// Builds a profile of this trace's program: its pid, name, duration and thread names.
+    pub(crate) fn finish_profile(&self, b: crate::ProfileBuilder) -> crate::Profile {
+        let mut p = b.build();
+        if let Some(s) = &self.session {
+            p.pid = s.pid;
+            p.start_unix_ns = s.start_unix_ns;
+            p.name = crate::file_names::program_name(&s.command_line);
+        }
+        p.duration_ns = self.duration_ns();
+        let pid = p.pid;
+        crate::threads::name_threads(
+            &mut p,
+            |tid| self.names.thread_os_names.get(&tid).cloned(),
+            pid,
+        );
+        self.start_stacks(&mut p);
+        p
+    }
 }
 
 #[cfg(test)]
@@ -783,19 +800,19 @@ pub(crate) mod tests {
             )
         );
         assert_eq!(t.mode(), Mode::Count);
-        let p = t.profile();
+        let p = crate::profile::of(&t);
         assert_eq!(p.kind, ProfileKind::Count);
         assert_eq!(p.sample_interval_ns, 4_000_000);
         // No CPU profiling: a profile of samples, if any.
         let t = with_config("version=1;mode=none;rate=1000", &[]);
         assert_eq!(t.mode(), Mode::None);
-        assert_eq!(t.profile().kind, ProfileKind::Sample);
+        assert_eq!(crate::profile::of(&t).kind, ProfileKind::Sample);
         // Without a configuration (written without the CLI), the records say.
         let t = with_config("", &[]);
         assert_eq!((t.config.as_ref(), t.mode()), (None, Mode::Sample));
         let t = with_config("", &[node(1, 0, 0x100, 1)]);
         assert_eq!(t.mode(), Mode::Trace);
-        assert_eq!(t.profile().kind, ProfileKind::Trace);
+        assert_eq!(crate::profile::of(&t).kind, ProfileKind::Trace);
         assert_eq!(trace(Vec::new(), &[]).mode(), Mode::Trace);
     }
 
@@ -819,7 +836,7 @@ pub(crate) mod tests {
         assert_eq!(t.names.function(0x220), "Two<A, B>.M(A, B) #2");
         assert_eq!(t.names.function(0x230), "Two<A, B>.M(A, B) #3");
         assert_eq!(t.names.function(0x300), "Two<A, B>.M(A, B)");
-        let p = t.profile();
+        let p = crate::profile::of(&t);
         let calls_of = |name: &str| -> u64 {
             let tree = p.threads[0].call_tree.as_ref().unwrap();
             tree.nodes

@@ -45,10 +45,10 @@ pub(super) fn lines_data(t: &LoadedTrace, max_rows: usize) -> Vec<LinesData> {
     if t.has_cpu_data() {
         profiles.push(cpu_lines(t, None, &mut source_lines));
     }
-    if t.has_allocations() {
+    if crate::memory::alloc::has_allocations(t) {
         profiles.push(alloc_lines(t, None, &mut source_lines));
     }
-    if t.has_contention() {
+    if crate::contention::has_contention(t) {
         profiles.push(contention_lines(t, None, &mut source_lines));
     }
     if !t.throw_sites.is_empty() {

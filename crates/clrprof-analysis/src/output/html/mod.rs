@@ -170,7 +170,7 @@ impl Html {
     /// The whole report of a trace: everything the trace holds. `query`'s thread and filter
     /// are not applied (the page selects threads and searches itself).
     pub fn render_trace(&self, t: &LoadedTrace, out: &mut dyn Write) -> Result<(), Error> {
-        let profile = t.has_cpu_data().then(|| t.profile());
+        let profile = t.has_cpu_data().then(|| crate::profile::of(t));
         let program = t
             .session
             .as_ref()
@@ -191,10 +191,10 @@ impl Html {
             doc.notes = p.notes.clone();
             self.flames(&mut doc, p)?;
         }
-        if t.has_allocations() {
-            let alloc = t.alloc_profile();
+        if crate::memory::alloc::has_allocations(t) {
+            let alloc = crate::memory::alloc::profile(t);
             self.flames(&mut doc, &alloc)?;
-            let mut r = t.alloc_report(50);
+            let mut r = crate::memory::alloc::report(t, 50);
             self.cut(&mut r.types, "allocated types", &mut doc.limits);
             doc.alloc = Some(r);
         }
@@ -223,10 +223,10 @@ impl Html {
         doc.native = r.native.clone();
         doc.suspensions = r.suspensions.clone();
         if !t.memory.gcs.is_empty() {
-            doc.gc = Some(t.gc_report());
+            doc.gc = Some(crate::memory::gc::report(t));
         }
         if t.memory.snapshots.iter().any(|s| s.complete) {
-            let mut h = t.heap_json(None, 20, &mut |_| {})?;
+            let mut h = crate::memory::heap_json(t, None, 20, &mut |_| {})?;
             self.cut(&mut h.report.types, "heap types", &mut doc.limits);
             doc.heap = Some(h);
         }
