@@ -12,9 +12,7 @@ use serde::Serialize;
 
 use crate::Error;
 use crate::builder::ProfileBuilder;
-use crate::model::{
-    FrameIndex, FrameKind as ModelFrameKind, Profile, ProfileKind, Sample, SampleKind,
-};
+use crate::model::{FrameIndex, Profile, ProfileKind, Sample, SampleKind};
 use crate::stack_frames::ModelStacks;
 use crate::trace::LoadedTrace;
 
@@ -197,10 +195,9 @@ pub fn profile(t: &LoadedTrace) -> Profile {
     let mut model = ModelStacks::new(&t.names, &t.stacks, t.stack_view);
     let mut types: HashMap<String, FrameIndex> = HashMap::new();
     for ((tid, stack, lock_type), (wait_ns, first_ns, n)) in sites {
-        let leaf = *types.entry(lock_type.clone()).or_insert_with(|| {
-            b.intern_frame(&format!("[lock: {lock_type}]"), "", ModelFrameKind::Type)
+        let stack = model.stack_with_type(&mut b, stack, &mut types, lock_type.clone(), || {
+            format!("[lock: {lock_type}]")
         });
-        let stack = model.stack_with_leaf(&mut b, stack, leaf);
         let thread = b.thread(tid, &t.names.name_of_tid(tid));
         b.add_sample(
             thread,

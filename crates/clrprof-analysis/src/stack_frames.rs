@@ -171,14 +171,20 @@ impl<'t> ModelStacks<'t> {
         self.stacks.get(&id).and_then(|&(s, _)| s)
     }
 
-    /// The model's stack for trace stack `id` with `leaf` called from its innermost frame
-    /// (what was allocated there, the lock waited for).
-    pub(crate) fn stack_with_leaf(
+    /// The model's stack for trace stack `id` with a type's frame called from its innermost
+    /// frame (what was allocated there, the lock waited for): the frame of `key` in `types`,
+    /// made with the name `name` gives the first time.
+    pub(crate) fn stack_with_type<K: std::hash::Hash + Eq>(
         &mut self,
         b: &mut ProfileBuilder,
         id: u32,
-        leaf: FrameIndex,
+        types: &mut HashMap<K, FrameIndex>,
+        key: K,
+        name: impl FnOnce() -> String,
     ) -> Option<StackIndex> {
+        let leaf = *types
+            .entry(key)
+            .or_insert_with(|| b.intern_frame(&name(), "", crate::model::FrameKind::Type));
         let parent = self.stack(b, id);
         Some(b.intern_stack(parent, leaf))
     }

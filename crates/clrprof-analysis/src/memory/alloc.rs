@@ -17,9 +17,7 @@ use clrprof_trace::config::AllocMode;
 use serde::Serialize;
 
 use crate::builder::ProfileBuilder;
-use crate::model::{
-    FrameIndex, FrameKind as ModelFrameKind, Profile, ProfileKind, Sample, SampleKind,
-};
+use crate::model::{FrameIndex, Profile, ProfileKind, Sample, SampleKind};
 use crate::stack_frames::ModelStacks;
 use crate::trace::LoadedTrace;
 
@@ -329,11 +327,9 @@ pub fn profile(t: &LoadedTrace) -> Profile {
     let mut model = ModelStacks::new(&t.names, &t.stacks, t.stack_view);
     let mut types: HashMap<u64, FrameIndex> = HashMap::new();
     for ((tid, stack, class), (sum, first_ns)) in sites {
-        let leaf = *types.entry(class).or_insert_with(|| {
-            let name = format!("[{}]", t.names.class(class));
-            b.intern_frame(&name, "", ModelFrameKind::Type)
+        let stack = model.stack_with_type(&mut b, stack, &mut types, class, || {
+            format!("[{}]", t.names.class(class))
         });
-        let stack = model.stack_with_leaf(&mut b, stack, leaf);
         let thread = b.thread(tid, &t.names.name_of_tid(tid));
         b.add_sample(
             thread,
