@@ -68,13 +68,12 @@ impl ProfileBuilder {
             module: module.to_owned(),
             kind,
         };
-        if let Some(&id) = self.frame_ids.get(&frame) {
-            return id;
-        }
-        let id = FrameIndex(self.profile.frames.len() as u32);
-        self.profile.frames.push(frame.clone());
-        self.frame_ids.insert(frame, id);
-        id
+        intern(
+            &mut self.frame_ids,
+            &mut self.profile.frames,
+            frame,
+            FrameIndex,
+        )
     }
 
     /// The stack made of `parent` with `frame` called from it, adding it if new.
@@ -110,13 +109,12 @@ impl ProfileBuilder {
             file: file.to_owned(),
             line,
         };
-        if let Some(&id) = self.line_ids.get(&key) {
-            return id;
-        }
-        let id = LineIndex(self.profile.source_lines.len() as u32);
-        self.profile.source_lines.push(key.clone());
-        self.line_ids.insert(key, id);
-        id
+        intern(
+            &mut self.line_ids,
+            &mut self.profile.source_lines,
+            key,
+            LineIndex,
+        )
     }
 
     /// The stack of `frames` (root first); `None` for an empty slice.
@@ -291,4 +289,20 @@ fn thread_by_name(b: &mut ProfileBuilder, name: &str) -> usize {
     }
     let tid = b.profile.threads.len() as u32 + 1;
     b.thread(tid, name)
+}
+
+/// The index of `value` in `list`, adding it (and its index to `ids`) if new.
+fn intern<T: Clone + Eq + std::hash::Hash, I: Copy>(
+    ids: &mut HashMap<T, I>,
+    list: &mut Vec<T>,
+    value: T,
+    index: fn(u32) -> I,
+) -> I {
+    if let Some(&id) = ids.get(&value) {
+        return id;
+    }
+    let id = index(list.len() as u32);
+    list.push(value.clone());
+    ids.insert(value, id);
+    id
 }

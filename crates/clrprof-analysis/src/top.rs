@@ -101,18 +101,7 @@ impl TopTable {
             stack.extend(node.children.iter().map(|&c| (c, false)));
         }
 
-        let mut rows: Vec<FunctionRow> = rows
-            .into_values()
-            .filter(|r| r.total_weight > 0 || r.calls.is_some_and(|c| c > 0))
-            .collect();
-        sort_rows(profile, &mut rows);
-        let omitted = truncate(&mut rows, top);
-        TopTable {
-            metric,
-            grand_total: tree.total().get(metric),
-            rows,
-            omitted,
-        }
+        TopTable::of_rows(profile, rows, metric, tree.total().get(metric), top)
     }
 
     /// The top table of a count-mode profile: weights from the merged tree as
@@ -159,6 +148,17 @@ impl TopTable {
                 grand_total = grand_total.saturating_add(calls);
             }
         }
+        TopTable::of_rows(profile, rows, metric, grand_total, top)
+    }
+
+    /// The table of `rows` that have a weight or calls, sorted, the first `top` kept.
+    fn of_rows(
+        profile: &Profile,
+        rows: HashMap<Label, FunctionRow>,
+        metric: Metric,
+        grand_total: u64,
+        top: Option<usize>,
+    ) -> TopTable {
         let mut rows: Vec<FunctionRow> = rows
             .into_values()
             .filter(|r| r.total_weight > 0 || r.calls.is_some_and(|c| c > 0))

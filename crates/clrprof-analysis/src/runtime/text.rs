@@ -83,6 +83,18 @@ fn more(out: &mut dyn Write, shown: usize, total: usize, flag: &str) -> io::Resu
     Ok(())
 }
 
+/// One load: when it started, how long it took, what kind of thing and its name.
+fn load_row(out: &mut dyn Write, l: &super::Load) -> io::Result<()> {
+    writeln!(
+        out,
+        "  {:>10}  {:>10}  {:<9}  {}",
+        ms(l.start_ns),
+        ms(l.duration_ns),
+        l.kind,
+        l.name
+    )
+}
+
 fn exceptions(v: &RuntimeViews, rows: usize, out: &mut dyn Write) -> io::Result<()> {
     let total: u64 = v.exceptions.iter().map(|x| x.count).sum();
     let rethrows: u64 = v.exceptions.iter().map(|x| x.rethrows).sum();
@@ -272,14 +284,7 @@ fn loads(v: &RuntimeViews, rows: usize, out: &mut dyn Write) -> io::Result<()> {
     )?;
     let mut shown = 0;
     for l in v.loads.iter().filter(|l| l.kind != "class").take(rows) {
-        writeln!(
-            out,
-            "  {:>10}  {:>10}  {:<9}  {}",
-            ms(l.start_ns),
-            ms(l.duration_ns),
-            l.kind,
-            l.name
-        )?;
+        load_row(out, l)?;
         shown += 1;
     }
     let others = v.loads.iter().filter(|l| l.kind != "class").count();
@@ -287,14 +292,7 @@ fn loads(v: &RuntimeViews, rows: usize, out: &mut dyn Write) -> io::Result<()> {
     let mut classes: Vec<_> = v.loads.iter().filter(|l| l.kind == "class").collect();
     classes.sort_by_key(|l| std::cmp::Reverse(l.duration_ns));
     for l in classes.iter().take(rows.min(10)) {
-        writeln!(
-            out,
-            "  {:>10}  {:>10}  {:<9}  {}",
-            ms(l.start_ns),
-            ms(l.duration_ns),
-            l.kind,
-            l.name
-        )?;
+        load_row(out, l)?;
     }
     Ok(())
 }
