@@ -270,7 +270,7 @@ pub fn wall_by_reason(t: &LoadedTrace) -> Vec<ThreadWall> {
             reasons,
         })
         .collect();
-    rows.sort_by(|a, b| b.wall_ns.cmp(&a.wall_ns).then_with(|| a.tid.cmp(&b.tid)));
+    rows.sort_by(|a, b| b.wall_ns.cmp(&a.wall_ns).then(a.tid.cmp(&b.tid)));
     rows
 }
 

@@ -195,21 +195,16 @@ pub fn profile(t: &LoadedTrace) -> Profile {
     let mut model = ModelStacks::new(&t.names, &t.stacks, t.stack_view);
     let mut types: HashMap<String, FrameIndex> = HashMap::new();
     for ((tid, stack, lock_type), (wait_ns, first_ns, n)) in sites {
-        let stack = model.stack_with_type(&mut b, stack, &mut types, lock_type.clone(), || {
-            format!("[lock: {lock_type}]")
-        });
-        let thread = b.thread(tid, &t.names.name_of_tid(tid));
-        b.add_sample(
-            thread,
-            Sample {
-                time_ns: first_ns,
-                stack,
-                kind: SampleKind::Wall,
-                wall_ns: wait_ns,
-                count: n,
-                ..Sample::default()
-            },
-        );
+        let name = || format!("[lock: {lock_type}]");
+        let sample = Sample {
+            time_ns: first_ns,
+            kind: SampleKind::Wall,
+            wall_ns: wait_ns,
+            count: n,
+            ..Sample::default()
+        };
+        let key = lock_type.clone();
+        model.add_under_type(&mut b, &t.names, tid, stack, &mut types, key, name, sample);
     }
     t.finish_profile(b)
 }

@@ -326,7 +326,7 @@ fn summarize_sampling(
             });
         }
     }
-    rates.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then_with(|| a.tid.cmp(&b.tid)));
+    rates.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.tid.cmp(&b.tid)));
     rates.truncate(3);
     // Records that carry the CPU of missed samples on a thread's stacks are CPU samples
     // in the trace, not samples taken.
@@ -338,11 +338,7 @@ fn summarize_sampling(
             samples: n,
         })
         .collect();
-    ended_early_by_reason.sort_by(|a, b| {
-        b.samples
-            .cmp(&a.samples)
-            .then_with(|| a.reason.cmp(&b.reason))
-    });
+    ended_early_by_reason.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.reason.cmp(&b.reason)));
     let all_clocks = clocks
         .values()
         .fold(crate::sampling::ClockTally::default(), |a, b| a.merged(b));

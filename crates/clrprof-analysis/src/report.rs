@@ -269,7 +269,7 @@ pub fn write_text(
             shown.sort_by(|a, b| {
                 b.duration_ns
                     .cmp(&a.duration_ns)
-                    .then_with(|| a.index.cmp(&b.index))
+                    .then(a.index.cmp(&b.index))
             });
             shown.truncate(SUMMARY_ROWS);
             shown.sort_by_key(|g| g.index);

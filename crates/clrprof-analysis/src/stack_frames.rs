@@ -171,22 +171,28 @@ impl<'t> ModelStacks<'t> {
         self.stacks.get(&id).and_then(|&(s, _)| s)
     }
 
-    /// The model's stack for trace stack `id` with a type's frame called from its innermost
-    /// frame (what was allocated there, the lock waited for): the frame of `key` in `types`,
-    /// made with the name `name` gives the first time.
-    pub(crate) fn stack_with_type<K: std::hash::Hash + Eq>(
+    /// Adds `sample` to thread `tid` (named from `names`) at trace stack `id` with a type's
+    /// frame called from its innermost frame (what was allocated there, the lock waited for):
+    /// the frame of `key` in `types`, made with the name `name` gives the first time.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn add_under_type<K: std::hash::Hash + Eq>(
         &mut self,
         b: &mut ProfileBuilder,
+        names: &Names,
+        tid: u32,
         id: u32,
         types: &mut HashMap<K, FrameIndex>,
         key: K,
         name: impl FnOnce() -> String,
-    ) -> Option<StackIndex> {
+        sample: crate::model::Sample,
+    ) {
         let leaf = *types
             .entry(key)
-            .or_insert_with(|| b.intern_frame(&name(), "", crate::model::FrameKind::Type));
+            .or_insert_with(|| b.intern_frame(&name(), "", FrameKind::Type));
         let parent = self.stack(b, id);
-        Some(b.intern_stack(parent, leaf))
+        let stack = Some(b.intern_stack(parent, leaf));
+        let thread = b.thread(tid, &names.name_of_tid(tid));
+        b.add_sample(thread, crate::model::Sample { stack, ..sample });
     }
 }
 

@@ -184,10 +184,10 @@ fn sort_rows(profile: &Profile, rows: &mut [FunctionRow]) {
     rows.sort_by(|a, b| {
         b.self_weight
             .cmp(&a.self_weight)
-            .then_with(|| b.total_weight.cmp(&a.total_weight))
-            .then_with(|| b.calls.cmp(&a.calls))
+            .then(b.total_weight.cmp(&a.total_weight))
+            .then(b.calls.cmp(&a.calls))
             .then_with(|| a.label.name(profile).cmp(&b.label.name(profile)))
-            .then_with(|| a.label.cmp(&b.label))
+            .then(a.label.cmp(&b.label))
     });
 }
 

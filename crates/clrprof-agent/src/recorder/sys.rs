@@ -287,103 +287,100 @@ impl MapsQuery {
 }
 
 /// `PROCMAP_QUERY` for `addr`: the mapping that holds it, or with `next_code` the first
-/// executable one at or above it; its name goes to `name` (none if `name` is empty).
-#[cfg(target_os = "linux")]
+/// executable one at or above it; its name goes to `name` (none if `name` is empty). `Err`
+/// where the kernel cannot answer (and on other systems).
 fn procmap_query(
     maps: &std::fs::File,
     addr: usize,
     next_code: bool,
     name: &mut [u8],
 ) -> Result<Option<QueriedMapping>, ()> {
-    use std::os::fd::AsRawFd;
-    /// `struct procmap_query` of `<linux/fs.h>`.
-    #[repr(C)]
-    #[derive(Default)]
-    struct ProcmapQuery {
-        size: u64,
-        query_flags: u64,
-        query_addr: u64,
-        vma_start: u64,
-        vma_end: u64,
-        vma_flags: u64,
-        vma_page_size: u64,
-        vma_offset: u64,
-        inode: u64,
-        dev_major: u32,
-        dev_minor: u32,
-        vma_name_size: u32,
-        build_id_size: u32,
-        vma_name_addr: u64,
-        build_id_addr: u64,
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (maps, addr, next_code, name);
+        Err(())
     }
-    const _: () = assert!(core::mem::size_of::<ProcmapQuery>() == 104);
-    /// `_IOWR('f', 17, struct procmap_query)`.
-    const PROCMAP_QUERY: u64 =
-        (3 << 30) | ((core::mem::size_of::<ProcmapQuery>() as u64) << 16) | (0x66 << 8) | 17;
-    /// `PROCMAP_QUERY_VMA_EXECUTABLE`: as a query flag, only executable mappings match; in
-    /// `vma_flags`, the mapping is executable.
-    const VMA_EXECUTABLE: u64 = 4;
-    /// `PROCMAP_QUERY_COVERING_OR_NEXT_VMA`.
-    const COVERING_OR_NEXT: u64 = 0x10;
-    let name_size = u32::try_from(name.len()).unwrap_or(u32::MAX);
-    let mut query = ProcmapQuery {
-        size: core::mem::size_of::<ProcmapQuery>() as u64,
-        query_flags: if next_code {
-            COVERING_OR_NEXT | VMA_EXECUTABLE
-        } else {
-            0
-        },
-        query_addr: addr as u64,
-        vma_name_size: name_size,
-        vma_name_addr: if name_size == 0 {
-            0
-        } else {
-            name.as_mut_ptr() as u64
-        },
-        ..ProcmapQuery::default()
-    };
-    // SAFETY: `query` is a valid, initialized `struct procmap_query` whose `size` says how
-    // large it is; the name buffer, if any, is `name`, borrowed mutably for the call, and the
-    // kernel writes at most `vma_name_size` bytes into it; no build id buffer is passed. A file
-    // that is not a maps file fails with an error.
-    let rc = unsafe { libc::ioctl(maps.as_raw_fd(), PROCMAP_QUERY as _, &raw mut query) };
-    if rc != 0 {
-        return match std::io::Error::last_os_error().raw_os_error() {
-            Some(libc::ENOENT) => Ok(None),
-            _ => Err(()),
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        /// `struct procmap_query` of `<linux/fs.h>`.
+        #[repr(C)]
+        #[derive(Default)]
+        struct ProcmapQuery {
+            size: u64,
+            query_flags: u64,
+            query_addr: u64,
+            vma_start: u64,
+            vma_end: u64,
+            vma_flags: u64,
+            vma_page_size: u64,
+            vma_offset: u64,
+            inode: u64,
+            dev_major: u32,
+            dev_minor: u32,
+            vma_name_size: u32,
+            build_id_size: u32,
+            vma_name_addr: u64,
+            build_id_addr: u64,
+        }
+        const _: () = assert!(core::mem::size_of::<ProcmapQuery>() == 104);
+        /// `_IOWR('f', 17, struct procmap_query)`.
+        const PROCMAP_QUERY: u64 =
+            (3 << 30) | ((core::mem::size_of::<ProcmapQuery>() as u64) << 16) | (0x66 << 8) | 17;
+        /// `PROCMAP_QUERY_VMA_EXECUTABLE`: as a query flag, only executable mappings match; in
+        /// `vma_flags`, the mapping is executable.
+        const VMA_EXECUTABLE: u64 = 4;
+        /// `PROCMAP_QUERY_COVERING_OR_NEXT_VMA`.
+        const COVERING_OR_NEXT: u64 = 0x10;
+        let name_size = u32::try_from(name.len()).unwrap_or(u32::MAX);
+        let mut query = ProcmapQuery {
+            size: core::mem::size_of::<ProcmapQuery>() as u64,
+            query_flags: if next_code {
+                COVERING_OR_NEXT | VMA_EXECUTABLE
+            } else {
+                0
+            },
+            query_addr: addr as u64,
+            vma_name_size: name_size,
+            vma_name_addr: if name_size == 0 {
+                0
+            } else {
+                name.as_mut_ptr() as u64
+            },
+            ..ProcmapQuery::default()
         };
+        // SAFETY: `query` is a valid, initialized `struct procmap_query` whose `size` says how
+        // large it is; the name buffer, if any, is `name`, borrowed mutably for the call, and the
+        // kernel writes at most `vma_name_size` bytes into it; no build id buffer is passed. A file
+        // that is not a maps file fails with an error.
+        let rc = unsafe { libc::ioctl(maps.as_raw_fd(), PROCMAP_QUERY as _, &raw mut query) };
+        if rc != 0 {
+            return match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::ENOENT) => Ok(None),
+                _ => Err(()),
+            };
+        }
+        let (Ok(start), Ok(end)) = (
+            usize::try_from(query.vma_start),
+            usize::try_from(query.vma_end),
+        ) else {
+            return Err(());
+        };
+        // The size the kernel returns counts the final NUL (0: the mapping has no name).
+        let name_len = (query.vma_name_size as usize)
+            .saturating_sub(1)
+            .min(name.len());
+        Ok(Some(QueriedMapping {
+            start,
+            end,
+            executable: query.vma_flags & VMA_EXECUTABLE != 0,
+            offset: query.vma_offset,
+            dev_major: query.dev_major,
+            dev_minor: query.dev_minor,
+            inode: query.inode,
+            name_len,
+        }))
     }
-    let (Ok(start), Ok(end)) = (
-        usize::try_from(query.vma_start),
-        usize::try_from(query.vma_end),
-    ) else {
-        return Err(());
-    };
-    // The size the kernel returns counts the final NUL (0: the mapping has no name).
-    let name_len = (query.vma_name_size as usize)
-        .saturating_sub(1)
-        .min(name.len());
-    Ok(Some(QueriedMapping {
-        start,
-        end,
-        executable: query.vma_flags & VMA_EXECUTABLE != 0,
-        offset: query.vma_offset,
-        dev_major: query.dev_major,
-        dev_minor: query.dev_minor,
-        inode: query.inode,
-        name_len,
-    }))
-}
-
-/// One address at a time is not available on this platform.
-#[cfg(not(target_os = "linux"))]
-fn procmap_query(
-    _maps: &std::fs::File,
-    _addr: usize,
-    _next_code: bool,
-    _name: &mut [u8],
-) -> Result<Option<QueriedMapping>, ()> {
-    Err(())
 }
 
 /// Reading memory safely is not available on this platform.

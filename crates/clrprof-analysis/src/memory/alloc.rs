@@ -242,11 +242,7 @@ pub fn report(t: &LoadedTrace, top: usize) -> AllocReport {
                     array_length_max: s.array_length_max,
                 })
                 .collect();
-            allocated_by.sort_by(|a, b| {
-                b.bytes
-                    .cmp(&a.bytes)
-                    .then_with(|| a.function.cmp(&b.function))
-            });
+            allocated_by.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.function.cmp(&b.function)));
             AllocationRow {
                 type_name: t.names.class(class),
                 count: round(sum.count),
@@ -259,11 +255,7 @@ pub fn report(t: &LoadedTrace, top: usize) -> AllocReport {
             }
         })
         .collect();
-    type_rows.sort_by(|a, b| {
-        b.bytes
-            .cmp(&a.bytes)
-            .then_with(|| a.type_name.cmp(&b.type_name))
-    });
+    type_rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.type_name.cmp(&b.type_name)));
     let mut stack_rows: Vec<AllocationStackRow> = stacks
         .into_iter()
         .map(|(stack, s)| AllocationStackRow {
@@ -276,7 +268,7 @@ pub fn report(t: &LoadedTrace, top: usize) -> AllocReport {
             bytes: round(s.bytes),
         })
         .collect();
-    stack_rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames)));
+    stack_rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.frames.cmp(&b.frames)));
     stack_rows.truncate(top);
     AllocReport {
         mode: if agg.ticks {
@@ -327,20 +319,16 @@ pub fn profile(t: &LoadedTrace) -> Profile {
     let mut model = ModelStacks::new(&t.names, &t.stacks, t.stack_view);
     let mut types: HashMap<u64, FrameIndex> = HashMap::new();
     for ((tid, stack, class), (sum, first_ns)) in sites {
-        let stack = model.stack_with_type(&mut b, stack, &mut types, class, || {
-            format!("[{}]", t.names.class(class))
-        });
-        let thread = b.thread(tid, &t.names.name_of_tid(tid));
-        b.add_sample(
-            thread,
-            Sample {
-                time_ns: first_ns,
-                stack,
-                kind: SampleKind::Alloc,
-                bytes: round(sum.bytes),
-                objects: round(sum.count),
-                ..Sample::default()
-            },
+        let name = || format!("[{}]", t.names.class(class));
+        let sample = Sample {
+            time_ns: first_ns,
+            kind: SampleKind::Alloc,
+            bytes: round(sum.bytes),
+            objects: round(sum.count),
+            ..Sample::default()
+        };
+        model.add_under_type(
+            &mut b, &t.names, tid, stack, &mut types, class, name, sample,
         );
     }
     if induced.bytes > 0.0 {

@@ -158,11 +158,7 @@ pub fn report(t: &LoadedTrace) -> GcReport {
             count,
         })
         .collect();
-    allocated_by_class.sort_by(|a, b| {
-        b.count
-            .cmp(&a.count)
-            .then_with(|| a.type_name.cmp(&b.type_name))
-    });
+    allocated_by_class.sort_by(|a, b| b.count.cmp(&a.count).then(a.type_name.cmp(&b.type_name)));
     let mut pauses: Vec<u64> = rows.iter().filter_map(|r| r.pause_ns).collect();
     pauses.sort_unstable();
     let total_pause = pauses.iter().fold(0u64, |a, &b| a.saturating_add(b));

@@ -183,7 +183,7 @@ pub fn diff(before: &HeapReport, after: &HeapReport) -> Vec<HeapDiffRow> {
         b.shallow_bytes_delta
             .abs()
             .cmp(&a.shallow_bytes_delta.abs())
-            .then_with(|| a.type_name.cmp(&b.type_name))
+            .then(a.type_name.cmp(&b.type_name))
     });
     out
 }
@@ -542,8 +542,8 @@ pub fn analyze(
     types.sort_by(|a, b| {
         b.retained_bytes
             .cmp(&a.retained_bytes)
-            .then_with(|| b.shallow_bytes.cmp(&a.shallow_bytes))
-            .then_with(|| a.type_name.cmp(&b.type_name))
+            .then(b.shallow_bytes.cmp(&a.shallow_bytes))
+            .then(a.type_name.cmp(&b.type_name))
     });
 
     // Top retainers, with a shortest path from a root (breadth-first parents).
@@ -559,7 +559,7 @@ pub fn analyze(
     candidates.sort_by(|&a, &b| {
         retained[b as usize]
             .cmp(&retained[a as usize])
-            .then_with(|| a.cmp(&b))
+            .then(a.cmp(&b))
     });
     let mut parent = vec![NONE; total];
     let mut queue: std::collections::VecDeque<u32> = std::collections::VecDeque::new();
@@ -626,7 +626,7 @@ pub fn analyze(
     unreached_types.sort_by(|a, b| {
         b.objects
             .cmp(&a.objects)
-            .then_with(|| a.type_name.cmp(&b.type_name))
+            .then(a.type_name.cmp(&b.type_name))
     });
     HeapReport {
         snapshot: s.number,

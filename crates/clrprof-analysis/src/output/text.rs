@@ -467,7 +467,7 @@ fn write_call_sites(
         y.calls
             .cmp(&x.calls)
             .then_with(|| p.frame(x.caller).name.cmp(&p.frame(y.caller).name))
-            .then_with(|| x.il_offset.cmp(&y.il_offset))
+            .then(x.il_offset.cmp(&y.il_offset))
     });
     let shown = match top {
         Some(0) => sites.len(),
