@@ -24,6 +24,10 @@ use crate::unwind::managed::{CODE_WINDOW, PROLOGUE_BYTES, Shape, decode_prologue
 const NOT_MANAGED_KEPT: usize = 1 << 16;
 /// Code windows kept (the bytes at interrupted instructions and before return addresses).
 const CODE_KEPT: usize = 1 << 16;
+/// Bytes of whole code blocks kept (see [`RuntimeShapes::code_at`]), at most.
+const BLOCK_BYTES_KEPT: usize = 8 << 20;
+/// Code blocks larger than this are read a window at a time.
+const BLOCK_MAX: usize = 64 << 10;
 /// Native-to-IL maps kept (one per code version seen in a stack), at most.
 const IL_MAPS_KEPT: usize = 1 << 16;
 
@@ -66,6 +70,10 @@ pub struct RuntimeShapes {
     ranges: BTreeMap<usize, Range>,
     not_managed: FxHashSet<usize>,
     code: FxHashMap<usize, Option<[u8; CODE_WINDOW]>>,
+    /// The bytes of whole code blocks of methods with metadata, by block start (`None`: the
+    /// block could not be read), and how many bytes they hold.
+    blocks: FxHashMap<usize, Option<Box<[u8]>>>,
+    block_bytes: usize,
     /// Native-to-IL maps by code version start.
     il_maps: FxHashMap<usize, IlMap>,
 }
@@ -78,6 +86,8 @@ impl RuntimeShapes {
             ranges: BTreeMap::new(),
             not_managed: FxHashSet::default(),
             code: FxHashMap::default(),
+            blocks: FxHashMap::default(),
+            block_bytes: 0,
             il_maps: FxHashMap::default(),
         }
     }
@@ -105,6 +115,35 @@ impl RuntimeShapes {
         }
         self.not_managed.clear();
         self.code.clear();
+        self.blocks.clear();
+        self.block_bytes = 0;
+    }
+
+    /// The code bytes at `addr` from the whole code block of a method with metadata that
+    /// holds them, read once (a method's code does not change until the runtime unloads it:
+    /// every instruction sampled in it after the first costs no read). `None` where the
+    /// window is not inside such a known block (generated code, whose memory can hold other
+    /// code before the runtime says it was collected, is read each time).
+    fn code_in_block(&mut self, addr: usize) -> Option<[u8; CODE_WINDOW]> {
+        let (&block, range) = self.ranges.range(..=addr).next_back()?;
+        let end = range.end;
+        let fits = addr.checked_add(CODE_WINDOW).is_some_and(|e| e <= end);
+        if range.owner.generated || !fits || end - block > BLOCK_MAX {
+            return None;
+        }
+        if !self.blocks.contains_key(&block) {
+            if self.block_bytes + (end - block) > BLOCK_BYTES_KEPT {
+                self.blocks.clear();
+                self.block_bytes = 0;
+            }
+            let mut bytes = vec![0u8; end - block].into_boxed_slice();
+            let read = sys::read_process_memory(block, &mut bytes).then_some(bytes);
+            self.block_bytes += read.as_ref().map_or(0, |b| b.len());
+            self.blocks.insert(block, read);
+        }
+        let bytes = self.blocks.get(&block)?.as_ref()?;
+        let at = addr - block;
+        bytes.get(at..at + CODE_WINDOW)?.try_into().ok()
     }
 
     /// Where in its method's IL the managed code at `pc` is (for a caller, `pc` is its return
@@ -225,6 +264,9 @@ impl MethodShapes for RuntimeShapes {
     fn code_at(&mut self, addr: usize) -> Option<[u8; CODE_WINDOW]> {
         if let Some(known) = self.code.get(&addr) {
             return *known;
+        }
+        if let Some(code) = self.code_in_block(addr) {
+            return Some(code);
         }
         if self.code.len() >= CODE_KEPT {
             self.code.clear();
