@@ -3,10 +3,11 @@
 //! Producers (callbacks on the program's threads, the sampler thread) append encoded records
 //! to an in-memory buffer under a short lock (a copy of a few dozen bytes). A writer thread
 //! swaps the buffer for an empty one every 10 to 100 ms (as often as a quarter of it fills at
-//! the current pace, see [`drain_period`]) and writes it to the CLI's socket (or a file). If the CLI is slow, the writer blocks, not the program: the buffer fills and
-//! further events and samples are dropped and counted. Events and samples never make the
-//! buffer grow; definitions (names) may grow it up to four times its size, because a trace
-//! without names is much less useful than one missing a few events.
+//! the current pace, see [`drain_period`]) and writes it to the CLI's socket (or a file). If
+//! the CLI is slow, the writer blocks, not the program: the buffer fills and further events
+//! and samples are dropped and counted. Events and samples never make the buffer grow;
+//! definitions (names) may grow it up to four times its size, because a trace without names
+//! is much less useful than one missing a few events.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};

@@ -201,22 +201,18 @@ pub fn of(t: &LoadedTrace) -> Profile {
     }
 
     let mut p = b.build();
-    if let Some(s) = &t.session {
-        p.pid = s.pid;
-        p.start_unix_ns = s.start_unix_ns;
-        p.name = crate::file_names::program_name(&s.command_line);
-        if let Some(config) = &t.config {
-            p.sample_interval_ns = 1_000_000_000 / u64::from(config.rate_hz.max(1));
-        }
+    t.describe_program(&mut p);
+    if t.session.is_some()
+        && let Some(config) = &t.config
+    {
+        p.sample_interval_ns = 1_000_000_000 / u64::from(config.rate_hz.max(1));
     }
-    p.duration_ns = t.duration_ns();
     p.samples_dropped = t.counter(CounterName::SamplesDropped);
     p.ended = t
         .recording_end
         .as_ref()
         .map(|r| crate::ending::program_end(r.exit_code, r.signal));
-    let pid = t.session.as_ref().map_or(0, |s| s.pid);
-    crate::threads::name_threads(&mut p, |tid| names.thread_os_names.get(&tid).cloned(), pid);
+    let pid = p.pid;
     crate::threads::mark_service_threads(&mut p, pid);
     if let Some(info) = t.sampler.as_ref().filter(|_| mode == ProfileKind::Sample) {
         let mut sampling = summarize_sampling(

@@ -195,19 +195,6 @@ fn own_pid() -> libc::pid_t {
     }
 }
 
-/// What the kernel says of one address of this process's memory map.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MappingAnswer {
-    /// The mapping `[start, end)` holds the address; `executable` if it may run code.
-    Held {
-        start: usize,
-        end: usize,
-        executable: bool,
-    },
-    /// No mapping holds it.
-    Unmapped,
-}
-
 /// One mapping as the kernel describes it to `PROCMAP_QUERY`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueriedMapping {
@@ -244,17 +231,12 @@ impl MapsQuery {
         MapsQuery(QueryState::Unsupported)
     }
 
-    /// Which mapping holds `addr` (`None` if the kernel cannot answer).
-    pub fn mapping(&mut self, addr: usize) -> Option<MappingAnswer> {
-        let answer = match procmap_query(self.file()?, addr, false, &mut []) {
-            Ok(Some(m)) if m.start <= addr && addr < m.end => Some(MappingAnswer::Held {
-                start: m.start,
-                end: m.end,
-                executable: m.executable,
-            }),
-            Ok(None) => Some(MappingAnswer::Unmapped),
-            Ok(Some(_)) | Err(()) => None,
-        };
+    /// The mapping that holds `addr` (without its name): `Some(None)` if none does, `None`
+    /// if the kernel cannot answer.
+    pub fn mapping(&mut self, addr: usize) -> Option<Option<QueriedMapping>> {
+        let answer = procmap_query(self.file()?, addr, false, &mut [])
+            .ok()
+            .filter(|m| m.is_none_or(|m| m.start <= addr && addr < m.end));
         self.answered(answer.is_some()).then_some(answer).flatten()
     }
 

@@ -8,7 +8,7 @@
 //! taken before it was read, as a fresh read would, from its own read or from the module map's
 //! latest.
 
-use crate::recorder::sys::{self, MappingAnswer, MapsQuery};
+use crate::recorder::sys::{self, MapsQuery};
 use crate::unwind::MapsLine;
 
 /// A mapping of this process (a line of `/proc/self/maps`).
@@ -65,18 +65,12 @@ impl MapSnapshot {
 
     /// The kernel's answer for `addr` (`None`: it cannot answer one address at a time).
     fn ask(&mut self, addr: usize) -> Option<Option<Mapping>> {
-        match self.query.mapping(addr)? {
-            MappingAnswer::Held {
-                start,
-                end,
-                executable,
-            } => Some(Some(Mapping {
-                start,
-                end,
-                executable,
-            })),
-            MappingAnswer::Unmapped => Some(None),
-        }
+        let found = self.query.mapping(addr)?;
+        Some(found.map(|m| Mapping {
+            start: m.start,
+            end: m.end,
+            executable: m.executable,
+        }))
     }
 }
 

@@ -3,12 +3,15 @@
 //! which must read every thread's captures before their rings fill, should not be the one to
 //! wait for them.
 //!
-//! One thread, started when the first module is to be read, takes the modules in turn and
-//! ends when the sampler's builder goes away. (A thread per module cost a thread's creation,
-//! stack and guard page each: about a tenth of the sampler's CPU on a short program.)
+//! One thread, started when the first module is to be read, takes the modules in turn; when
+//! the sampler's builder goes away it finishes the module at hand and ends, and the sampler
+//! waits for it (the agent's code must not run on after a detach). (A thread per module cost
+//! a thread's creation, stack and guard page each: about a tenth of the sampler's CPU on a
+//! short program.)
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Sender};
+use std::thread::JoinHandle;
 
 use crate::recorder::{sys, threads};
 use crate::session::Session;
@@ -17,7 +20,7 @@ use crate::unwind::ModuleReader;
 /// Hands modules to the reading thread.
 #[derive(Default)]
 pub(super) struct ModuleReading {
-    queue: Option<Sender<ModuleReader>>,
+    thread: Option<(Sender<ModuleReader>, JoinHandle<()>)>,
 }
 
 impl ModuleReading {
@@ -25,22 +28,36 @@ impl ModuleReading {
     /// if no thread can be started. Its CPU is the profiler's, counted with the sampler's
     /// (`symbols_cpu_ns`).
     pub fn read(&mut self, session: &'static Session, reader: ModuleReader) {
-        if self.queue.is_none() {
-            self.queue = start(session);
+        if self.thread.is_none() {
+            self.thread = start(session);
         }
-        let Some(queue) = &self.queue else {
+        let Some((queue, _)) = &self.thread else {
             reader.read();
             return;
         };
         if let Err(mpsc::SendError(reader)) = queue.send(reader) {
-            self.queue = None;
+            self.stop();
             reader.read();
+        }
+    }
+
+    /// Ends the reading thread (after the module at hand) and waits for it.
+    fn stop(&mut self) {
+        if let Some((queue, thread)) = self.thread.take() {
+            drop(queue);
+            let _ = thread.join();
         }
     }
 }
 
+impl Drop for ModuleReading {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// Starts the reading thread; `None` if it cannot be.
-fn start(session: &'static Session) -> Option<Sender<ModuleReader>> {
+fn start(session: &'static Session) -> Option<(Sender<ModuleReader>, JoinHandle<()>)> {
     let (queue, modules) = mpsc::channel::<ModuleReader>();
     std::thread::Builder::new()
         .name("clrprof-symbols".into())
@@ -58,5 +75,5 @@ fn start(session: &'static Session) -> Option<Sender<ModuleReader>> {
             }
         })
         .ok()
-        .map(|_| queue)
+        .map(|thread| (queue, thread))
 }

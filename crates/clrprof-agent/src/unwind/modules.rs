@@ -350,16 +350,12 @@ impl ModuleMap {
                 }
             }));
         }
-        drop(entries);
         let new_native = mappings.iter().filter(|m| m.image.is_some()).count();
         let changed = kept_native != old_native || kept_native != new_native;
         self.mappings = mappings;
         self.files = files;
-        self.text = if queried.is_some() {
-            (0, String::new())
-        } else {
-            (read_at, text)
-        };
+        // A listing of executable mappings alone is no text for others to read.
+        self.text = (if queried.is_some() { 0 } else { read_at }, text);
         if changed {
             self.generation += 1;
         }

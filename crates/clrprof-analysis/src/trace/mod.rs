@@ -697,9 +697,18 @@ impl LoadedTrace {
         crate::stack_frames::frame_name(&self.names, frame)
     }
 
-    /// Builds a profile of this trace's program: its pid, name, duration and thread names.
+    /// Builds a profile of this trace's program (see [`Self::describe_program`]), its stacks
+    /// starting where the trace was asked to start them.
     pub(crate) fn finish_profile(&self, b: crate::ProfileBuilder) -> crate::Profile {
         let mut p = b.build();
+        self.describe_program(&mut p);
+        self.start_stacks(&mut p);
+        p
+    }
+
+    /// Says on `p` which program it is a profile of: its pid, start, name, duration and
+    /// thread names.
+    pub(crate) fn describe_program(&self, p: &mut crate::Profile) {
         if let Some(s) = &self.session {
             p.pid = s.pid;
             p.start_unix_ns = s.start_unix_ns;
@@ -707,13 +716,7 @@ impl LoadedTrace {
         }
         p.duration_ns = self.duration_ns();
         let pid = p.pid;
-        crate::threads::name_threads(
-            &mut p,
-            |tid| self.names.thread_os_names.get(&tid).cloned(),
-            pid,
-        );
-        self.start_stacks(&mut p);
-        p
+        crate::threads::name_threads(p, |tid| self.names.thread_os_names.get(&tid).cloned(), pid);
     }
 }
 
