@@ -183,9 +183,20 @@ pub struct Collector {
 }
 
 impl Collector {
-    /// Starts a Collector whose OTLP receiver listens on free loopback ports.
+    /// Starts a Collector whose OTLP receiver listens on free loopback ports. A port found
+    /// free can be taken by another test's server before the Collector binds it: then new
+    /// ports are chosen (a few times).
     pub fn start() -> Collector {
-        Collector::start_on(Ports::free())
+        let mut attempts = 0;
+        loop {
+            match Collector::try_start_on(Ports::free()) {
+                Ok(collector) => return collector,
+                Err(log) if attempts < 4 && log.contains("address already in use") => {
+                    attempts += 1;
+                }
+                Err(log) => panic!("the Collector exited before listening\n{log}"),
+            }
+        }
     }
 
     /// Starts a Collector whose OTLP receiver listens on `ports`, and waits until it accepts
@@ -195,6 +206,12 @@ impl Collector {
     /// If the binary is missing (run `cargo xtask setup`), or the Collector exits or does not
     /// listen within a minute.
     pub fn start_on(ports: Ports) -> Collector {
+        Collector::try_start_on(ports)
+            .unwrap_or_else(|log| panic!("the Collector exited before listening\n{log}"))
+    }
+
+    /// [`Self::start_on`], with the Collector's log as the error if it exits before listening.
+    fn try_start_on(ports: Ports) -> Result<Collector, String> {
         let bin = collector_bin();
         assert!(
             bin.is_file(),
@@ -221,24 +238,22 @@ impl Collector {
             ports,
             forwarded,
         };
-        collector.wait_until_listening(Duration::from_secs(60));
-        collector
+        collector.wait_until_listening(Duration::from_secs(60))?;
+        Ok(collector)
     }
 
-    fn wait_until_listening(&mut self, timeout: Duration) {
+    /// Waits until the Collector listens; its exit status and log if it exits first.
+    fn wait_until_listening(&mut self, timeout: Duration) -> Result<(), String> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Ok(Some(status)) = self.guard.child_mut().try_wait() {
-                panic!(
-                    "the Collector exited ({status}) before listening\n{}",
-                    self.log()
-                );
+                return Err(format!("({status})\n{}", self.log()));
             }
             if self.log().contains("Everything is ready")
                 && TcpStream::connect(("127.0.0.1", self.ports.http)).is_ok()
                 && TcpStream::connect(("127.0.0.1", self.ports.grpc)).is_ok()
             {
-                return;
+                return Ok(());
             }
             assert!(
                 Instant::now() < deadline,
