@@ -4,7 +4,9 @@
 //!
 //! Arrays: a first call with capacity 0 and a null array reports the count, a second call
 //! fills an array of that size. [`read_array`] does that, and retries if the count grew in
-//! between (a method got a new code version, a thread started).
+//! between (a method got a new code version, a thread started). [`read_array_with_room`]
+//! first offers room for a usual count, for getters that cost the runtime real work on each
+//! call (it decodes a method's debug information anew to count its IL-to-native map).
 
 use core::ptr;
 
@@ -36,6 +38,35 @@ pub(crate) fn read_array<T: Copy + Default>(
     if hr < 0 && hr != E_NOT_SUFFICIENT_BUFFER {
         return Err(failed(method, hr));
     }
+    fill(method, needed, f)
+}
+
+/// Reads an array as [`read_array`] does, with a first call that offers room for `room`
+/// elements instead of asking for the count: where they suffice, that one call is all.
+pub(crate) fn read_array_with_room<T: Copy + Default>(
+    method: &'static str,
+    room: u32,
+    mut f: impl FnMut(u32, &mut u32, *mut T) -> HRESULT,
+) -> Result<Vec<T>> {
+    let mut items = vec![T::default(); room as usize];
+    let mut count = 0u32;
+    let hr = f(room, &mut count, items.as_mut_ptr());
+    if hr >= 0 && count <= room {
+        items.truncate(count as usize);
+        return Ok(items);
+    }
+    if hr < 0 && hr != E_NOT_SUFFICIENT_BUFFER {
+        return Err(failed(method, hr));
+    }
+    fill(method, count.max(room.saturating_mul(2)), f)
+}
+
+/// Fills an array of `needed` elements, and a larger one while the count grows.
+fn fill<T: Copy + Default>(
+    method: &'static str,
+    mut needed: u32,
+    mut f: impl FnMut(u32, &mut u32, *mut T) -> HRESULT,
+) -> Result<Vec<T>> {
     for _ in 0..ATTEMPTS {
         if needed == 0 {
             return Ok(Vec::new());
@@ -114,5 +145,40 @@ mod tests {
         .unwrap();
         assert_eq!(v, (0..v.len() as u32).collect::<Vec<_>>());
         assert!(v.len() >= 3);
+    }
+
+    /// A getter over `data` that copies what fits and reports how many there are; counts
+    /// its calls.
+    fn getter(data: &[u32], calls: &mut u32) -> impl FnMut(u32, &mut u32, *mut u32) -> HRESULT {
+        move |cap, count, out| {
+            *calls += 1;
+            let n = data.len().min(cap as usize);
+            if !out.is_null() {
+                // SAFETY: `out` has `cap >= n` elements.
+                unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), out, n) };
+            }
+            *count = data.len() as u32;
+            0
+        }
+    }
+
+    #[test]
+    fn arrays_with_room_take_one_call_where_they_fit() {
+        for len in [0, 5, 8] {
+            let data: Vec<u32> = (0..len).collect();
+            let mut calls = 0;
+            let v = read_array_with_room("m", 8, getter(&data, &mut calls)).unwrap();
+            assert_eq!(v, data);
+            assert_eq!(calls, 1);
+        }
+    }
+
+    #[test]
+    fn arrays_with_too_little_room_are_asked_for_again() {
+        let data: Vec<u32> = (0..20).collect();
+        let mut calls = 0;
+        let v = read_array_with_room("m", 8, getter(&data, &mut calls)).unwrap();
+        assert_eq!(v, data);
+        assert_eq!(calls, 2);
     }
 }

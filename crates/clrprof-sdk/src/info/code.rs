@@ -4,10 +4,17 @@ use core::ptr;
 
 use clrprof_sys::*;
 
-use super::buffers::read_array;
+use super::buffers::read_array_with_room;
 use super::{ProfilerInfo, ok};
 use crate::error::Result;
 use crate::ids::{FunctionId, ReJitId};
+
+/// Room first offered for a code version's blocks (one, or a few with funclets or cold code).
+const CODE_BLOCKS_ROOM: u32 = 8;
+/// ... for a method's code versions (tiers, OSR: a handful).
+const CODE_VERSIONS_ROOM: u32 = 8;
+/// ... for an IL-to-native map (a few entries per statement: most methods' maps fit).
+const IL_MAP_ROOM: u32 = 256;
 
 /// One contiguous block of a function's native code (`COR_PRF_CODE_INFO`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
@@ -120,10 +127,14 @@ impl ProfilerInfo {
     pub fn get_code_info2(&self, function: FunctionId) -> Result<Vec<CodeInfo>> {
         const M: &str = "ICorProfilerInfo2::GetCodeInfo2";
         let vt = self.vt::<ICorProfilerInfo2Vtbl>(2, M)?;
-        let infos = read_array(M, |cap, count, out: *mut COR_PRF_CODE_INFO| {
-            // SAFETY: `this` is live; `out` is null with `cap == 0` or has `cap` elements.
-            unsafe { (vt.GetCodeInfo2)(self.this(), function.0, cap, count, out) }
-        })?;
+        let infos = read_array_with_room(
+            M,
+            CODE_BLOCKS_ROOM,
+            |cap, count, out: *mut COR_PRF_CODE_INFO| {
+                // SAFETY: `this` is live; `out` is null with `cap == 0` or has `cap` elements.
+                unsafe { (vt.GetCodeInfo2)(self.this(), function.0, cap, count, out) }
+            },
+        )?;
         Ok(infos.into_iter().map(CodeInfo::from).collect())
     }
 
@@ -133,10 +144,14 @@ impl ProfilerInfo {
     pub fn get_code_info3(&self, function: FunctionId, rejit: ReJitId) -> Result<Vec<CodeInfo>> {
         const M: &str = "ICorProfilerInfo4::GetCodeInfo3";
         let vt = self.vt::<ICorProfilerInfo4Vtbl>(4, M)?;
-        let infos = read_array(M, |cap, count, out: *mut COR_PRF_CODE_INFO| {
-            // SAFETY: `this` is live; `out` is null with `cap == 0` or has `cap` elements.
-            unsafe { (vt.GetCodeInfo3)(self.this(), function.0, rejit.0, cap, count, out) }
-        })?;
+        let infos = read_array_with_room(
+            M,
+            CODE_BLOCKS_ROOM,
+            |cap, count, out: *mut COR_PRF_CODE_INFO| {
+                // SAFETY: `this` is live; `out` is null with `cap == 0` or has `cap` elements.
+                unsafe { (vt.GetCodeInfo3)(self.this(), function.0, rejit.0, cap, count, out) }
+            },
+        )?;
         Ok(infos.into_iter().map(CodeInfo::from).collect())
     }
 
@@ -146,10 +161,14 @@ impl ProfilerInfo {
     pub fn get_code_info4(&self, code_start: usize) -> Result<Vec<CodeInfo>> {
         const M: &str = "ICorProfilerInfo9::GetCodeInfo4";
         let vt = self.vt::<ICorProfilerInfo9Vtbl>(9, M)?;
-        let infos = read_array(M, |cap, count, out: *mut COR_PRF_CODE_INFO| {
-            // SAFETY: `this` is live; `out` is null with `cap == 0` or has `cap` elements.
-            unsafe { (vt.GetCodeInfo4)(self.this(), code_start, cap, count, out) }
-        })?;
+        let infos = read_array_with_room(
+            M,
+            CODE_BLOCKS_ROOM,
+            |cap, count, out: *mut COR_PRF_CODE_INFO| {
+                // SAFETY: `this` is live; `out` is null with `cap == 0` or has `cap` elements.
+                unsafe { (vt.GetCodeInfo4)(self.this(), code_start, cap, count, out) }
+            },
+        )?;
         Ok(infos.into_iter().map(CodeInfo::from).collect())
     }
 
@@ -162,7 +181,7 @@ impl ProfilerInfo {
     ) -> Result<Vec<usize>> {
         const M: &str = "ICorProfilerInfo9::GetNativeCodeStartAddresses";
         let vt = self.vt::<ICorProfilerInfo9Vtbl>(9, M)?;
-        read_array(M, |cap, count, out: *mut UINT_PTR| {
+        read_array_with_room(M, CODE_VERSIONS_ROOM, |cap, count, out: *mut UINT_PTR| {
             // SAFETY: `this` is live; `out` is null with `cap == 0` or has `cap` elements.
             unsafe {
                 (vt.GetNativeCodeStartAddresses)(self.this(), function.0, rejit.0, cap, count, out)
@@ -175,10 +194,14 @@ impl ProfilerInfo {
     pub fn get_il_to_native_mapping(&self, function: FunctionId) -> Result<Vec<IlToNativeMap>> {
         const M: &str = "ICorProfilerInfo::GetILToNativeMapping";
         let vt = self.vt::<ICorProfilerInfoVtbl>(1, M)?;
-        let map = read_array(M, |cap, count, out: *mut COR_DEBUG_IL_TO_NATIVE_MAP| {
-            // SAFETY: `this` is live; `out` is null with `cap == 0` or has `cap` elements.
-            unsafe { (vt.GetILToNativeMapping)(self.this(), function.0, cap, count, out) }
-        })?;
+        let map = read_array_with_room(
+            M,
+            IL_MAP_ROOM,
+            |cap, count, out: *mut COR_DEBUG_IL_TO_NATIVE_MAP| {
+                // SAFETY: `this` is live; `out` is null with `cap == 0` or has `cap` elements.
+                unsafe { (vt.GetILToNativeMapping)(self.this(), function.0, cap, count, out) }
+            },
+        )?;
         Ok(map.into_iter().map(IlToNativeMap::from).collect())
     }
 
@@ -191,10 +214,16 @@ impl ProfilerInfo {
     ) -> Result<Vec<IlToNativeMap>> {
         const M: &str = "ICorProfilerInfo4::GetILToNativeMapping2";
         let vt = self.vt::<ICorProfilerInfo4Vtbl>(4, M)?;
-        let map = read_array(M, |cap, count, out: *mut COR_DEBUG_IL_TO_NATIVE_MAP| {
-            // SAFETY: `this` is live; `out` is null with `cap == 0` or has `cap` elements.
-            unsafe { (vt.GetILToNativeMapping2)(self.this(), function.0, rejit.0, cap, count, out) }
-        })?;
+        let map = read_array_with_room(
+            M,
+            IL_MAP_ROOM,
+            |cap, count, out: *mut COR_DEBUG_IL_TO_NATIVE_MAP| {
+                // SAFETY: `this` is live; `out` is null with `cap == 0` or has `cap` elements.
+                unsafe {
+                    (vt.GetILToNativeMapping2)(self.this(), function.0, rejit.0, cap, count, out)
+                }
+            },
+        )?;
         Ok(map.into_iter().map(IlToNativeMap::from).collect())
     }
 
@@ -203,10 +232,14 @@ impl ProfilerInfo {
     pub fn get_il_to_native_mapping3(&self, code_start: usize) -> Result<Vec<IlToNativeMap>> {
         const M: &str = "ICorProfilerInfo9::GetILToNativeMapping3";
         let vt = self.vt::<ICorProfilerInfo9Vtbl>(9, M)?;
-        let map = read_array(M, |cap, count, out: *mut COR_DEBUG_IL_TO_NATIVE_MAP| {
-            // SAFETY: `this` is live; `out` is null with `cap == 0` or has `cap` elements.
-            unsafe { (vt.GetILToNativeMapping3)(self.this(), code_start, cap, count, out) }
-        })?;
+        let map = read_array_with_room(
+            M,
+            IL_MAP_ROOM,
+            |cap, count, out: *mut COR_DEBUG_IL_TO_NATIVE_MAP| {
+                // SAFETY: `this` is live; `out` is null with `cap == 0` or has `cap` elements.
+                unsafe { (vt.GetILToNativeMapping3)(self.this(), code_start, cap, count, out) }
+            },
+        )?;
         Ok(map.into_iter().map(IlToNativeMap::from).collect())
     }
 }
