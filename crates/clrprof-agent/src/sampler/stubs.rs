@@ -13,7 +13,6 @@
 //! yet: the runtime lists a stub as it makes it, before anything can run in it. A stub made
 //! before the map was asked for (after an `attach`) stays a nameless `[runtime stub]`.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::PathBuf;
 
@@ -33,8 +32,10 @@ pub struct StubMap {
     /// The bytes read and not parsed yet (a line the last read cut), in a buffer kept
     /// between reads.
     pending: Vec<u8>,
-    /// Start to (end, kind).
-    stubs: BTreeMap<usize, (usize, &'static str)>,
+    /// (start, end, kind), sorted by start up to `sorted` (the runtime lists most stubs at
+    /// rising addresses; what a read adds is sorted in when next looked up).
+    stubs: Vec<(usize, usize, &'static str)>,
+    sorted: usize,
 }
 
 impl StubMap {
@@ -48,8 +49,13 @@ impl StubMap {
         self.known(ip)
     }
 
-    fn known(&self, ip: usize) -> Option<&'static str> {
-        let (&start, &(end, kind)) = self.stubs.range(..=ip).next_back()?;
+    fn known(&mut self, ip: usize) -> Option<&'static str> {
+        if self.sorted < self.stubs.len() {
+            self.stubs.sort_unstable_by_key(|&(start, _, _)| start);
+            self.sorted = self.stubs.len();
+        }
+        let after = self.stubs.partition_point(|&(start, _, _)| start <= ip);
+        let &(start, end, kind) = self.stubs.get(after.checked_sub(1)?)?;
         // The size some runtimes write is too short for some stubs (.NET 8.0.4 gives its
         // interface resolve stubs 0x18 bytes; their code runs on to 0xb3 and more): an address
         // a little past a stub's listed end, with no other stub listed before it, is that
@@ -86,8 +92,8 @@ impl StubMap {
             .rposition(|&b| b == b'\n' || b == 0)
             .map_or(0, |i| i + 1);
         for line in self.pending[..complete].split(|&b| b == b'\n' || b == 0) {
-            if let Some((start, size, kind)) = std::str::from_utf8(line).ok().and_then(parse) {
-                self.stubs.insert(start, (start.saturating_add(size), kind));
+            if let Some((start, size, kind)) = parse(line) {
+                self.stubs.push((start, start.saturating_add(size), kind));
             }
         }
         self.pending.drain(..complete);
@@ -111,35 +117,46 @@ fn map_path() -> Option<PathBuf> {
     dirs.map(|d| d.join(&name)).find(|p| p.is_file())
 }
 
-/// A stub line of the perf map: its start, size and kind; `None` for any other line.
-fn parse(line: &str) -> Option<(usize, usize, &'static str)> {
-    let mut fields = line.split(' ');
+/// A stub line of the perf map: its start, size and kind; `None` for any other line (most
+/// lines are compiled methods: they are passed over on their third field, unread).
+fn parse(line: &[u8]) -> Option<(usize, usize, &'static str)> {
+    let mut fields = line.splitn(4, |&b| b == b' ');
     let address = fields.next()?;
     let size = fields.next()?;
-    if !fields.next()?.starts_with("stub<") {
+    if !fields.next()?.starts_with(b"stub<") {
         return None;
     }
     let kind = fields.next()?;
-    let address = address.strip_prefix("0x").unwrap_or(address);
-    let start = usize::from_str_radix(address, 16).ok()?;
-    let size = usize::from_str_radix(size, 16).ok()?;
-    Some((start, size, kind_name(kind)))
+    let address = address.strip_prefix(b"0x").unwrap_or(address);
+    Some((hex(address)?, hex(size)?, kind_name(kind)))
+}
+
+/// A hexadecimal number (either case), `None` if empty, too long or not hexadecimal.
+fn hex(digits: &[u8]) -> Option<usize> {
+    if digits.is_empty() || digits.len() > 2 * size_of::<usize>() {
+        return None;
+    }
+    digits.iter().try_fold(0usize, |n, &d| {
+        let v = (d as char).to_digit(16)?;
+        Some(n << 4 | v as usize)
+    })
 }
 
 /// A readable name for the kind the runtime writes (`GenerateDispatchStub<...>`, ...).
-fn kind_name(kind: &str) -> &'static str {
-    let (what, owner) = kind.split_once('<').unwrap_or((kind, ""));
+fn kind_name(kind: &[u8]) -> &'static str {
+    let at = kind.iter().position(|&b| b == b'<').unwrap_or(kind.len());
+    let (what, owner) = (&kind[..at], &kind[at..]);
     match what {
-        "AllocateTemporaryEntryPoints" if owner.starts_with("PRECODE_FIXUP") => {
+        b"AllocateTemporaryEntryPoints" if owner.starts_with(b"<PRECODE_FIXUP") => {
             "[stub: precode fixup]"
         }
-        "AllocateTemporaryEntryPoints" => "[stub: precode]",
-        "GenerateDispatchStub" | "GenerateDispatchStubLong" => "[stub: interface dispatch]",
-        "GenerateResolveStub" => "[stub: interface resolve]",
-        "GenerateLookupStub" => "[stub: interface lookup]",
-        "GenerateVTableCallStub" => "[stub: vtable call]",
-        "getNextJumpStub" => "[stub: jump]",
-        "LoadHelperTable" => "[stub: JIT helper]",
+        b"AllocateTemporaryEntryPoints" => "[stub: precode]",
+        b"GenerateDispatchStub" | b"GenerateDispatchStubLong" => "[stub: interface dispatch]",
+        b"GenerateResolveStub" => "[stub: interface resolve]",
+        b"GenerateLookupStub" => "[stub: interface lookup]",
+        b"GenerateVTableCallStub" => "[stub: vtable call]",
+        b"getNextJumpStub" => "[stub: jump]",
+        b"LoadHelperTable" => "[stub: JIT helper]",
         _ => "[stub: other]",
     }
 }
@@ -151,24 +168,34 @@ mod tests {
     #[test]
     fn reads_the_stub_lines_of_both_runtimes_maps() {
         assert_eq!(
-            parse("0x7f5e1ebf2250 60 stub<905> AllocateTemporaryEntryPoints<PRECODE_STUB>"),
+            parse(b"0x7f5e1ebf2250 60 stub<905> AllocateTemporaryEntryPoints<PRECODE_STUB>"),
             Some((0x7f5e_1ebf_2250, 0x60, "[stub: precode]"))
         );
         assert_eq!(
-            parse("00007F4A12340000 18 stub<3> GenerateResolveStub<GenerateResolveStub>"),
+            parse(b"00007F4A12340000 18 stub<3> GenerateResolveStub<GenerateResolveStub>"),
             Some((0x7f4a_1234_0000, 0x18, "[stub: interface resolve]"))
         );
         assert_eq!(
-            parse("0x7f5e1ea48ae0 a3 int64 [KernelTime] KernelTime::Arith(int64)[QuickJitted]"),
+            parse(b"0x7f5e1ea48ae0 a3 int64 [KernelTime] KernelTime::Arith(int64)[QuickJitted]"),
             None
         );
         let mut map = StubMap::default();
-        map.stubs.insert(0x1000, (0x1060, "[stub: precode]"));
+        map.stubs.push((0x3000, 0x3010, "[stub: jump]"));
+        map.stubs.push((0x1000, 0x1060, "[stub: precode]"));
         assert_eq!(map.known(0x1000), Some("[stub: precode]"));
         assert_eq!(map.known(0x105f), Some("[stub: precode]"));
         assert_eq!(map.known(0x1060 + 0x100), Some("[stub: precode]"));
         assert_eq!(map.known(0x1000 + STUB_REACH), None);
         assert_eq!(map.known(0xfff), None);
+        assert_eq!(map.known(0x3008), Some("[stub: jump]"));
+        assert_eq!(
+            parse(b"0x1000 1g stub<1> GenerateLookupStub<LOOKUP_STUB>"),
+            None
+        );
+        assert_eq!(
+            parse(b"0x1000 10 stub<1> AllocateTemporaryEntryPoints<PRECODE_FIXUP>"),
+            Some((0x1000, 0x10, "[stub: precode fixup]"))
+        );
     }
 
     #[test]
