@@ -52,7 +52,7 @@ use crate::async_chains::AsyncChains;
 use crate::config::{CpuClockChoice, Mode};
 use crate::recorder::cpu_clock::{self, Armed, Chosen, ClockKind, Policy};
 use crate::recorder::ring::{ASKED, BY_PERF, BY_TIMER, CPU, IN_KERNEL, MODE_KNOWN};
-use crate::recorder::threads::{self, MAX_THREADS, ThreadSlot};
+use crate::recorder::threads::{self, ThreadSlot};
 use crate::recorder::{capture, sys};
 use crate::session::{Feature, Session};
 use book::{Book, WallSample, split_missed};
@@ -235,16 +235,36 @@ struct CaptureClock {
     dropped_at: u64,
 }
 
+/// What the sampler keeps for each thread slot in use, made when the slot is first used (a
+/// table for every possible slot was nearly half a megabyte to fault in, and to free, on every
+/// run, however few threads the program had).
+struct PerSlot<T>(Vec<T>);
+
+impl<T> Default for PerSlot<T> {
+    fn default() -> Self {
+        PerSlot(Vec::new())
+    }
+}
+
+impl<T: Default> PerSlot<T> {
+    fn at(&mut self, slot: usize) -> &mut T {
+        if slot >= self.0.len() {
+            self.0.resize_with(slot + 1, T::default);
+        }
+        &mut self.0[slot]
+    }
+}
+
 /// Sample mode's loop and what it keeps.
 struct SampleLoop {
     session: &'static Session,
     stacks: StackBuilder,
-    books: Vec<Book>,
+    books: PerSlot<Book>,
     clock: Option<Chosen>,
     period_ns: u64,
     wall_period_ns: u64,
     /// Each slot's thread's `/proc` files, once opened.
-    task_files: Vec<procfs::TaskFiles>,
+    task_files: PerSlot<procfs::TaskFiles>,
     /// The process's own name: a thread called the same has no name of its own.
     process_name: String,
     /// Scratch list of thread ids.
@@ -302,10 +322,8 @@ impl SampleLoop {
         SampleLoop {
             session,
             stacks: StackBuilder::new(session).splicing(chains),
-            books: (0..MAX_THREADS).map(|_| Book::default()).collect(),
-            task_files: (0..MAX_THREADS)
-                .map(|_| procfs::TaskFiles::default())
-                .collect(),
+            books: PerSlot::default(),
+            task_files: PerSlot::default(),
             clock,
             period_ns,
             wall_period_ns: 1_000_000_000 / u64::from(wall_rate),
@@ -432,12 +450,12 @@ impl SampleLoop {
                     },
                     capture.regs,
                 );
-                let resolved = self
-                    .stacks
-                    .resolve_capture(slot, capture, &mut self.books[i].tail);
+                let resolved =
+                    self.stacks
+                        .resolve_capture(slot, capture, &mut self.books.at(i).tail);
                 slot.ring.pop();
                 let handler = clock.exit.saturating_sub(clock.enter);
-                self.books[i].profiler_ns = self.books[i].profiler_ns.saturating_add(handler);
+                self.books.at(i).profiler_ns = self.books.at(i).profiler_ns.saturating_add(handler);
                 self.session
                     .sampler_stats
                     .handler_cpu_ns
@@ -469,15 +487,19 @@ impl SampleLoop {
         resolved: Resolved,
     ) {
         let stats = &self.session.sampler_stats;
-        let tid = self.books[i].tid;
+        let tid = self.books.at(i).tid;
         let stack = match resolved {
             Resolved::Program(stack) => stack,
             Resolved::Agent => 0,
         };
         if flags & CPU != 0 {
             let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
-            let (cpu, missed) =
-                self.books[i].on_cpu_capture(clock.enter, clock.exit, armed_at, clock.dropped_at);
+            let (cpu, missed) = self.books.at(i).on_cpu_capture(
+                clock.enter,
+                clock.exit,
+                armed_at,
+                clock.dropped_at,
+            );
             // A perf event tells whether its period ended in the kernel: the whole sample is
             // then the kernel's (as `perf` counts a sample), else the user code's.
             let (by, sys) = if flags & BY_PERF != 0 && flags & MODE_KNOWN != 0 {
@@ -498,7 +520,7 @@ impl SampleLoop {
             match resolved {
                 Resolved::Program(stack) => {
                     stats.cpu_samples.fetch_add(1, Ordering::Relaxed);
-                    self.books[i].last_cpu = Some((stack, ts));
+                    self.books.at(i).last_cpu = Some((stack, ts));
                     self.session.out.push_sample(&Sample {
                         ts: self.session.since_start(ts),
                         tid,
@@ -513,19 +535,19 @@ impl SampleLoop {
                 Resolved::Agent => {
                     stats.agent_samples.fetch_add(1, Ordering::Relaxed);
                     stats.agent_cpu_ns.fetch_add(cpu, Ordering::Relaxed);
-                    self.books[i].profiler_ns = self.books[i].profiler_ns.saturating_add(cpu);
+                    self.books.at(i).profiler_ns = self.books.at(i).profiler_ns.saturating_add(cpu);
                 }
             }
         } else {
-            self.books[i].on_asked_overhead(clock.enter, clock.exit);
+            self.books.at(i).on_asked_overhead(clock.enter, clock.exit);
         }
         if stack == 0 {
             return;
         }
         let held = if flags & ASKED != 0 {
-            self.books[i].on_answer(regs[0], regs[1], stack)
+            self.books.at(i).on_answer(regs[0], regs[1], stack)
         } else {
-            self.books[i].on_stack(stack)
+            self.books.at(i).on_stack(stack)
         };
         if let Some(w) = held {
             emit_wall(self.session, tid, sys::monotonic_ns(), w);
@@ -539,10 +561,10 @@ impl SampleLoop {
                 continue;
             }
             self.ensure_book(i, slot, now);
-            if !self.books[i].due(now) {
+            if !self.books.at(i).due(now) {
                 continue;
             }
-            let tid = self.books[i].tid;
+            let tid = self.books.at(i).tid;
             let Some(cpu) = sys::thread_cpu_ns(tid) else {
                 // Gone without being announced (a native thread): its slot is released.
                 slot.mark_dead();
@@ -552,8 +574,8 @@ impl SampleLoop {
             self.review_clock(i, slot, now, cpu);
             let session = self.session;
             let mut emit = |w: WallSample| emit_wall(session, tid, now, w);
-            let book = &mut self.books[i];
-            let file = &mut self.task_files[i];
+            let book = self.books.at(i);
+            let file = self.task_files.at(i);
             if book.on_tick(now, cpu, || procfs::whereabouts(tid, file), &mut emit) {
                 if capture::ask(slot) {
                     session
@@ -580,7 +602,7 @@ impl SampleLoop {
             return;
         };
         let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
-        let book = &mut self.books[i];
+        let book = self.books.at(i);
         // A CPU-time timer fires at the scheduler's tick only (every 4 ms at 250 Hz, 10 ms at
         // 100 Hz): a thread on one goes several periods without a sample by design.
         let late = match armed.kind {
@@ -621,7 +643,7 @@ impl SampleLoop {
             slot.due_cpu.store(0, Ordering::Relaxed);
         }
         if stuck && cpu_clock::rearm(armed, self.period_ns) {
-            self.books[i].clock_count = None;
+            self.books.at(i).clock_count = None;
             self.session
                 .sampler_stats
                 .rearmed
@@ -640,7 +662,7 @@ impl SampleLoop {
     /// wherever it is: the default policy moves such a thread to one at once (its switch rate
     /// may move it back later, as any thread's). Counted once per stretch either way.
     fn timer_blind(&mut self, i: usize, slot: &'static ThreadSlot, cpu: u64) {
-        if !self.books[i].new_stretch_without_sample() {
+        if !self.books.at(i).new_stretch_without_sample() {
             return;
         }
         let stats = &self.session.sampler_stats;
@@ -661,9 +683,11 @@ impl SampleLoop {
         let Some(armed) = Armed::of(slot) else {
             return;
         };
-        let tid = self.books[i].tid;
-        let files = &mut self.task_files[i];
-        let to = self.books[i]
+        let tid = self.books.at(i).tid;
+        let files = self.task_files.at(i);
+        let to = self
+            .books
+            .at(i)
             .switch_rate
             .on_tick(now, cpu, armed.kind, || procfs::switches_in(tid, files));
         if let Some(to) = to
@@ -681,12 +705,12 @@ impl SampleLoop {
     /// Makes sure slot `i`'s book is about its current thread.
     fn ensure_book(&mut self, i: usize, slot: &ThreadSlot, now: u64) {
         let tid = slot.tid.load(Ordering::Acquire);
-        if self.books[i].tid == tid {
+        if self.books.at(i).tid == tid {
             return;
         }
         let born = slot.born_at.load(Ordering::Acquire);
-        self.books[i] = Book::new(tid, if born == 0 { now } else { born.min(now) });
-        self.task_files[i] = procfs::TaskFiles::default();
+        *self.books.at(i) = Book::new(tid, if born == 0 { now } else { born.min(now) });
+        *self.task_files.at(i) = procfs::TaskFiles::default();
         self.name_thread(tid);
     }
 
@@ -715,7 +739,7 @@ impl SampleLoop {
         }
         let stats = &self.session.sampler_stats;
         stats.cpu_missed_ns.fetch_add(missed, Ordering::Relaxed);
-        let parts = split_missed(missed, self.books[i].last_cpu, after.map(|s| (s, ts)));
+        let parts = split_missed(missed, self.books.at(i).last_cpu, after.map(|s| (s, ts)));
         let parts = match parts {
             [None, _] => [
                 Some((self.stacks.marker(StackCut::Missed), ts, missed)),
@@ -742,7 +766,7 @@ impl SampleLoop {
 
     /// Writes what slot `i`'s book still holds, up to when its thread ended (or `now`).
     fn flush_book(&mut self, i: usize, slot: &ThreadSlot, now: u64) {
-        let tid = self.books[i].tid;
+        let tid = self.books.at(i).tid;
         if tid == 0 {
             return;
         }
@@ -754,7 +778,7 @@ impl SampleLoop {
         // before the sampler caught up): their CPU is the thread's too.
         let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
         let dropped_at = slot.ring.dropped_at.load(Ordering::Acquire);
-        let missed = self.books[i].take_missed_tail(armed_at, dropped_at);
+        let missed = self.books.at(i).take_missed_tail(armed_at, dropped_at);
         self.emit_missed(i, tid, missed, sys::monotonic_ns(), None);
         // The CPU after the thread's last sample, up to its end (as it read its clock then)
         // or now: no sample saw it (a timer fires at the tick only), so it stands under a
@@ -767,7 +791,7 @@ impl SampleLoop {
         if self.clock.is_some()
             && let Some(end_cpu) = end_cpu
         {
-            let tail = self.books[i].take_unsampled(end_cpu, armed_at);
+            let tail = self.books.at(i).take_unsampled(end_cpu, armed_at);
             if tail > 0 {
                 self.session
                     .sampler_stats
@@ -779,11 +803,13 @@ impl SampleLoop {
             }
         }
         let session = self.session;
-        self.books[i].flush(end, &mut |w| emit_wall(session, tid, end, w));
+        self.books
+            .at(i)
+            .flush(end, &mut |w| emit_wall(session, tid, end, w));
         // What the profiler cost this thread, beside what its samples stand for: together
         // they are the thread's CPU (but for its start before its clock was armed, and the
         // last period no capture ended).
-        let profiler_ns = std::mem::take(&mut self.books[i].profiler_ns);
+        let profiler_ns = std::mem::take(&mut self.books.at(i).profiler_ns);
         if profiler_ns > 0 {
             session
                 .out
@@ -802,8 +828,8 @@ impl SampleLoop {
             if slot.is_dead() {
                 cpu_clock::disarm_slot(slot);
                 self.flush_book(i, slot, now);
-                self.books[i] = Book::default();
-                self.task_files[i] = procfs::TaskFiles::default();
+                *self.books.at(i) = Book::default();
+                *self.task_files.at(i) = procfs::TaskFiles::default();
                 while slot.ring.oldest().is_some() {
                     slot.ring.pop();
                 }
