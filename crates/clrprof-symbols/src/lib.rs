@@ -79,7 +79,7 @@ pub use debug::{build_id, build_id_hex, read_build_id};
 pub use demangle::demangle;
 pub use files::{FoundTable, SymbolFiles, SymbolFilesError};
 pub use store::{StoreFileKind, StoreKey, SymbolSource, store_keys};
-pub use table::{DEBUG_ROOT, SymbolTable, TableSource};
+pub use table::{DEBUG_ROOT, MapFile, SymbolTable, TableSource};
 
 /// Longest demangled name kept, in bytes.
 pub const MAX_NAME: usize = 1024;

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::fs::File;
+use std::ops::Deref;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 
@@ -28,6 +29,16 @@ pub enum TableSource {
     MiniDebugInfo,
     /// Only the exported symbols.
     Dynsym,
+}
+
+/// Maps a file into memory, read-only; `None` where it cannot (or will not: the file is then
+/// read through a cache).
+pub type MapFile<'a> = &'a dyn Fn(&File) -> Option<Box<dyn Deref<Target = [u8]>>>;
+
+/// A separate debug file, mapped or read.
+enum DebugFile {
+    Mapped(Box<dyn Deref<Target = [u8]>>),
+    Read(ReadCache<File>),
 }
 
 /// One function: its first address (as the ELF file numbers it), its length and where its
@@ -67,8 +78,19 @@ impl SymbolTable {
         path: Option<&Path>,
         debug_root: &Path,
     ) -> Option<SymbolTable> {
+        SymbolTable::read_mapping(data, path, debug_root, &|_| None)
+    }
+
+    /// Reads the symbols as [`Self::read`] does, a separate debug file through `map` where it
+    /// maps it into memory (its tables are then searched where they lie instead of copied).
+    pub fn read_mapping<'d, R: ReadRef<'d>>(
+        data: R,
+        path: Option<&Path>,
+        debug_root: &Path,
+        map: MapFile<'_>,
+    ) -> Option<SymbolTable> {
         std::panic::catch_unwind(AssertUnwindSafe(|| {
-            SymbolTable::read_unguarded(data, path, debug_root)
+            SymbolTable::read_unguarded(data, path, debug_root, map)
         }))
         .ok()
         .flatten()
@@ -78,6 +100,7 @@ impl SymbolTable {
         data: R,
         path: Option<&Path>,
         debug_root: &Path,
+        map: MapFile<'_>,
     ) -> Option<SymbolTable> {
         let header = Header::parse(data).ok()?;
         let endian = header.endian().ok()?;
@@ -102,9 +125,17 @@ impl SymbolTable {
         // borrow their strings.
         let debug_file = path
             .and_then(|p| find_debug_file(endian, data, &sections, p, debug_root))
-            .map(ReadCache::new);
-        if let Some(cache) = &debug_file {
-            collect_file(cache, elf::SHT_SYMTAB, &mut candidates);
+            .map(|file| match map(&file) {
+                Some(mapped) => DebugFile::Mapped(mapped),
+                None => DebugFile::Read(ReadCache::new(file)),
+            });
+        if let Some(debug_file) = &debug_file {
+            match debug_file {
+                DebugFile::Mapped(bytes) => {
+                    collect_file(&bytes[..], elf::SHT_SYMTAB, &mut candidates)
+                }
+                DebugFile::Read(cache) => collect_file(cache, elf::SHT_SYMTAB, &mut candidates),
+            }
             if candidates.len() > exported {
                 return build(candidates, TableSource::DebugFile);
             }

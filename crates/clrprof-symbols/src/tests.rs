@@ -196,6 +196,24 @@ fn separate_debug_files() {
         Some(("from_build_id".into(), 1))
     );
 
+    // Mapped by the caller (as the agent maps it) rather than read through a cache: the same
+    // table.
+    let maps = std::cell::Cell::new(0);
+    let image = std::fs::read(&module).unwrap();
+    let mapped = SymbolTable::read_mapping(&image[..], Some(&module), &debug_root, &|file| {
+        use std::io::{Read, Seek};
+        maps.set(maps.get() + 1);
+        let mut bytes = Vec::new();
+        (&*file).rewind().ok()?;
+        (&*file).read_to_end(&mut bytes).ok()?;
+        Some(Box::new(bytes))
+    })
+    .unwrap();
+    assert_eq!(maps.get(), 1);
+    assert_eq!(mapped.source(), TableSource::DebugFile);
+    assert_eq!(name_at(&mapped, 0x1201), Some(("from_build_id".into(), 1)));
+    assert_eq!(name_at(&mapped, 0x1101), Some(("exported".into(), 1)));
+
     // A debug file of another build is ignored.
     std::fs::write(
         &by_id,

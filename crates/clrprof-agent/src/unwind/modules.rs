@@ -697,7 +697,10 @@ impl Image {
                     Source::Memory(_) => None,
                     Source::File { path, .. } => Some(Path::new(path)),
                 };
-                SymbolTable::read(&bytes[..], path, debug_root)
+                SymbolTable::read_mapping(&bytes[..], path, debug_root, &|file| {
+                    let mapped = sys::MappedFile::map(file)?;
+                    Some(Box::new(mapped))
+                })
             })
             .as_ref()
     }
