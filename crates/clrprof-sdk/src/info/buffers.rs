@@ -48,17 +48,10 @@ pub(crate) fn read_array_with_room<T: Copy + Default>(
     room: u32,
     mut f: impl FnMut(u32, &mut u32, *mut T) -> HRESULT,
 ) -> Result<Vec<T>> {
-    let mut items = vec![T::default(); room as usize];
-    let mut count = 0u32;
-    let hr = f(room, &mut count, items.as_mut_ptr());
-    if hr >= 0 && count <= room {
-        items.truncate(count as usize);
-        return Ok(items);
+    match attempt(method, room, &mut f)? {
+        Ok(items) => Ok(items),
+        Err(next) => fill(method, next, f),
     }
-    if hr < 0 && hr != E_NOT_SUFFICIENT_BUFFER {
-        return Err(failed(method, hr));
-    }
-    fill(method, count.max(room.saturating_mul(2)), f)
 }
 
 /// Fills an array of `needed` elements, and a larger one while the count grows.
@@ -71,22 +64,35 @@ fn fill<T: Copy + Default>(
         if needed == 0 {
             return Ok(Vec::new());
         }
-        let mut items = vec![T::default(); needed as usize];
-        let mut count = 0u32;
-        let hr = f(needed, &mut count, items.as_mut_ptr());
-        if hr >= 0 && count <= needed {
-            items.truncate(count as usize);
-            return Ok(items);
+        match attempt(method, needed, &mut f)? {
+            Ok(items) => return Ok(items),
+            Err(next) => needed = next,
         }
-        if hr < 0 && hr != E_NOT_SUFFICIENT_BUFFER {
-            return Err(failed(method, hr));
-        }
-        needed = count.max(needed.saturating_mul(2));
     }
     Err(Error::InvalidData {
         context: method,
         reason: format!("the array kept growing (last count {needed})"),
     })
+}
+
+/// One call with room for `capacity` elements: the array if it fit, else how many to make
+/// room for next.
+fn attempt<T: Copy + Default>(
+    method: &'static str,
+    capacity: u32,
+    f: &mut impl FnMut(u32, &mut u32, *mut T) -> HRESULT,
+) -> Result<core::result::Result<Vec<T>, u32>> {
+    let mut items = vec![T::default(); capacity as usize];
+    let mut count = 0u32;
+    let hr = f(capacity, &mut count, items.as_mut_ptr());
+    if hr >= 0 && count <= capacity {
+        items.truncate(count as usize);
+        return Ok(Ok(items));
+    }
+    if hr < 0 && hr != E_NOT_SUFFICIENT_BUFFER {
+        return Err(failed(method, hr));
+    }
+    Ok(Err(count.max(capacity.saturating_mul(2))))
 }
 
 /// Converts a Win32 `BOOL` to `bool`.
