@@ -86,15 +86,13 @@ impl StubMap {
         };
         self.offset += n as u64;
         // .NET 8.0.4 ends some lines with a NUL instead of a newline.
-        let complete = self
-            .pending
-            .iter()
-            .rposition(|&b| b == b'\n' || b == 0)
-            .map_or(0, |i| i + 1);
-        for line in self.pending[..complete].split(|&b| b == b'\n' || b == 0) {
-            if let Some((start, size, kind)) = parse(line) {
+        let complete = memchr::memrchr2(b'\n', 0, &self.pending).map_or(0, |i| i + 1);
+        let mut line_start = 0;
+        for line_end in memchr::memchr2_iter(b'\n', 0, &self.pending[..complete]) {
+            if let Some((start, size, kind)) = parse(&self.pending[line_start..line_end]) {
                 self.stubs.push((start, start.saturating_add(size), kind));
             }
+            line_start = line_end + 1;
         }
         self.pending.drain(..complete);
     }
