@@ -15,7 +15,7 @@ use clrprof_e2e::{
     describe_command,
 };
 
-use crate::util::{find_on_path, is_executable, workspace_root};
+use crate::util::{find_on_path, is_executable, shown};
 
 /// Where Go's official installer puts it, when it is not on PATH.
 const GO_INSTALL_DIR: &str = "/usr/local/go/bin";
@@ -133,14 +133,6 @@ fn run(cmd: &mut Command) -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn shown(path: &Path) -> String {
-    let root = workspace_root();
-    path.strip_prefix(&root)
-        .unwrap_or(path)
-        .display()
-        .to_string()
 }
 
 #[cfg(test)]

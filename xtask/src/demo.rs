@@ -5,12 +5,11 @@
 //! writes the HTML report (its path printed first), prints the text report, and writes a flame
 //! graph and a speedscope profile to `target/demo/`.
 
-use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, Result};
 
-use crate::util::{build_release, catch_panic, run as run_cmd, workspace_root};
+use crate::util::{build_release, catch_panic, run as run_cmd, shown, workspace_root};
 
 pub fn run() -> Result<()> {
     crate::setup::run_for_demo()?;
@@ -19,7 +18,7 @@ pub fn run() -> Result<()> {
     let clrprof = build_release(&["clrprof-cli", "clrprof-agent"])?.join("clrprof");
 
     let source = root.join("examples").join("demo").join("Demo.cs");
-    println!("demo: compiling {}", shown(&source, &root));
+    println!("demo: compiling {}", shown(&source));
     let program = catch_panic("compiling the demo program", || {
         clrprof_e2e::compile_file(&source)
     })?;
@@ -55,7 +54,7 @@ pub fn run() -> Result<()> {
         html.display()
     );
 
-    println!("\ndemo: clrprof report {} --top 15\n", shown(&trace, &root));
+    println!("\ndemo: clrprof report {} --top 15\n", shown(&trace));
     let mut report = Command::new(&clrprof);
     report.arg("report").arg(&trace).args(["--top", "15"]);
     run_cmd(report)?;
@@ -70,29 +69,19 @@ pub fn run() -> Result<()> {
         run_cmd(export)?;
     }
     println!("\ndemo: done.");
-    println!(
-        "  HTML report {}  (open it in a browser)",
-        shown(&html, &root)
-    );
-    println!("  trace       {}", shown(&trace, &root));
+    println!("  HTML report {}  (open it in a browser)", shown(&html));
+    println!("  trace       {}", shown(&trace));
     println!(
         "  flame graph {}  (open it in a browser)",
-        shown(&flamegraph, &root)
+        shown(&flamegraph)
     );
     println!(
         "  speedscope  {}  (drop it on https://www.speedscope.app)",
-        shown(&speedscope, &root)
+        shown(&speedscope)
     );
     println!(
         "  more views: target/release/clrprof report {} --tree, --metric wall, --format json",
-        shown(&trace, &root)
+        shown(&trace)
     );
     Ok(())
-}
-
-fn shown(path: &Path, root: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .display()
-        .to_string()
 }

@@ -40,7 +40,7 @@ use clrprof_e2e::{
     describe_command, otlp_protos_py_dir, otlp_protos_py_requirements, speedscope_schema_path,
 };
 
-use crate::util::{find_on_path, is_executable, workspace_root};
+use crate::util::{find_on_path, is_executable, shown};
 
 pub fn run() -> Result<()> {
     run_for_demo()?;
@@ -228,14 +228,6 @@ fn runtime_ready(root: &Path, version: &str) -> bool {
         && root.join("host").join("fxr").is_dir()
         && fx.join("libcoreclr.so").is_file()
         && fx.join("System.Private.CoreLib.dll").is_file()
-}
-
-fn shown(path: &Path) -> String {
-    let root = workspace_root();
-    path.strip_prefix(&root)
-        .unwrap_or(path)
-        .display()
-        .to_string()
 }
 
 fn ensure_dotnet(runtime: &PinnedRuntime) -> Result<()> {

@@ -39,6 +39,15 @@ pub fn is_executable(path: &Path) -> bool {
     }
 }
 
+/// `path` relative to the workspace root (unchanged if it lies outside), for messages.
+pub fn shown(path: &Path) -> String {
+    let root = workspace_root();
+    path.strip_prefix(&root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
 /// Runs `cmd` with inherited stdio; fails if it cannot start or exits unsuccessfully.
 pub fn run(mut cmd: Command) -> Result<()> {
     let shown = describe_command(&cmd);
