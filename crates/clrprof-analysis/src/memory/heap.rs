@@ -145,36 +145,18 @@ pub struct HeapDiffRow {
 /// unchanged types are left out.
 pub fn diff(before: &HeapReport, after: &HeapReport) -> Vec<HeapDiffRow> {
     let mut rows: HashMap<&str, HeapDiffRow> = HashMap::new();
-    let blank = |t: &str| HeapDiffRow {
-        type_name: t.to_string(),
-        count_before: 0,
-        count_after: 0,
-        count_delta: 0,
-        shallow_bytes_delta: 0,
-        retained_bytes_delta: 0,
-    };
-    for t in &before.types {
-        let r = rows
-            .entry(&t.type_name)
-            .or_insert_with(|| blank(&t.type_name));
-        r.count_before = t.count;
-        r.count_delta = r.count_delta.saturating_sub(t.count as i64);
-        r.shallow_bytes_delta = r.shallow_bytes_delta.saturating_sub(t.shallow_bytes as i64);
-        r.retained_bytes_delta = r
-            .retained_bytes_delta
-            .saturating_sub(t.retained_bytes as i64);
-    }
-    for t in &after.types {
-        let r = rows
-            .entry(&t.type_name)
-            .or_insert_with(|| blank(&t.type_name));
-        r.count_after = t.count;
-        r.count_delta = r.count_delta.saturating_add(t.count as i64);
-        r.shallow_bytes_delta = r.shallow_bytes_delta.saturating_add(t.shallow_bytes as i64);
-        r.retained_bytes_delta = r
-            .retained_bytes_delta
-            .saturating_add(t.retained_bytes as i64);
-    }
+    tally(
+        &mut rows,
+        before,
+        |r| &mut r.count_before,
+        i64::saturating_sub,
+    );
+    tally(
+        &mut rows,
+        after,
+        |r| &mut r.count_after,
+        i64::saturating_add,
+    );
     let mut out: Vec<HeapDiffRow> = rows
         .into_values()
         .filter(|r| r.count_delta != 0 || r.shallow_bytes_delta != 0 || r.retained_bytes_delta != 0)
@@ -186,6 +168,31 @@ pub fn diff(before: &HeapReport, after: &HeapReport) -> Vec<HeapDiffRow> {
             .then(a.type_name.cmp(&b.type_name))
     });
     out
+}
+
+/// Enters one snapshot's types in the rows of [`diff`]: `count` is the row's object count in
+/// this snapshot; `change` moves each delta by the snapshot's value (subtracting the first
+/// snapshot's, adding the second's).
+fn tally<'a>(
+    rows: &mut HashMap<&'a str, HeapDiffRow>,
+    report: &'a HeapReport,
+    count: fn(&mut HeapDiffRow) -> &mut u64,
+    change: fn(i64, i64) -> i64,
+) {
+    for t in &report.types {
+        let r = rows.entry(&t.type_name).or_insert_with(|| HeapDiffRow {
+            type_name: t.type_name.clone(),
+            count_before: 0,
+            count_after: 0,
+            count_delta: 0,
+            shallow_bytes_delta: 0,
+            retained_bytes_delta: 0,
+        });
+        *count(r) = t.count;
+        r.count_delta = change(r.count_delta, t.count as i64);
+        r.shallow_bytes_delta = change(r.shallow_bytes_delta, t.shallow_bytes as i64);
+        r.retained_bytes_delta = change(r.retained_bytes_delta, t.retained_bytes as i64);
+    }
 }
 
 const NONE: u32 = u32::MAX;
