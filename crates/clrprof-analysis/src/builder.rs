@@ -212,6 +212,17 @@ fn split_module(spec: &str) -> (&str, &str) {
     }
 }
 
+/// Interns frames written `Module!Function` (see [`split_module`]) as managed frames.
+fn intern_managed_frames(b: &mut ProfileBuilder, frames: &[&str]) -> Vec<FrameIndex> {
+    frames
+        .iter()
+        .map(|f| {
+            let (name, module) = split_module(f);
+            b.intern_frame(name, module, FrameKind::Managed)
+        })
+        .collect()
+}
+
 impl Profile {
     /// A sampling profile from `(thread name, frames root first, cpu_ns, wall_ns)` rows,
     /// one sample per row: handy in tests and examples.
@@ -228,13 +239,7 @@ impl Profile {
             if clock.len() <= t {
                 clock.resize(t + 1, 0);
             }
-            let ids: Vec<FrameIndex> = frames
-                .iter()
-                .map(|f| {
-                    let (name, module) = split_module(f);
-                    b.intern_frame(name, module, FrameKind::Managed)
-                })
-                .collect();
+            let ids = intern_managed_frames(&mut b, frames);
             let stack = b.intern_stack_path(&ids);
             clock[t] = clock[t].saturating_add(*wall_ns);
             b.add_sample(
@@ -267,13 +272,7 @@ impl Profile {
                 wall.resize(t + 1, 0);
             }
             wall[t] = wall[t].saturating_add(values.self_wall_ns);
-            let ids: Vec<FrameIndex> = frames
-                .iter()
-                .map(|f| {
-                    let (name, module) = split_module(f);
-                    b.intern_frame(name, module, FrameKind::Managed)
-                })
-                .collect();
+            let ids = intern_managed_frames(&mut b, frames);
             b.add_call_path(t, &ids, *values);
         }
         let mut p = b.build();
