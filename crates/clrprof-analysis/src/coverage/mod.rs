@@ -138,6 +138,16 @@ pub struct AssemblySymbols {
     pub methods: usize,
 }
 
+/// The assembly a module's path names: its file name without the extension.
+fn assembly_name(module_path: &str) -> String {
+    let file = file_name(module_path);
+    Path::new(&file)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or(&file)
+        .to_string()
+}
+
 /// The source file a symbol file names; if it is not there (the build moved), a file of the
 /// same name next to the module.
 fn locate_source(recorded: &str, module: &Path) -> String {
@@ -178,12 +188,7 @@ impl CoverageReport {
                     .get(&m.module)
                     .map(|d| d.path.clone())
                     .unwrap_or_default();
-                let file = file_name(&module_path);
-                let assembly = Path::new(&file)
-                    .file_stem()
-                    .and_then(|s| s.to_str())
-                    .unwrap_or(&file)
-                    .to_string();
+                let assembly = assembly_name(&module_path);
                 let mut method = MethodCoverage {
                     assembly,
                     type_name: m.type_name.clone(),
@@ -233,12 +238,7 @@ impl CoverageReport {
         let symbols = symbols
             .into_iter()
             .map(|(module_path, s)| {
-                let file = file_name(&module_path);
-                let assembly = Path::new(&file)
-                    .file_stem()
-                    .and_then(|s| s.to_str())
-                    .unwrap_or(&file)
-                    .to_string();
+                let assembly = assembly_name(&module_path);
                 AssemblySymbols {
                     methods: methods
                         .iter()
