@@ -149,14 +149,7 @@ pub fn thread_increment(base_local: u16, k: u32) -> Vec<(OpCode, Operand)> {
         code.push(ldc_i4((k * 8) as i32));
         code.push(op(OpCode::ADD, Operand::None));
     }
-    code.extend([
-        op(OpCode::DUP, Operand::None),
-        op(OpCode::LDIND_I8, Operand::None),
-        ldc_i4(1),
-        op(OpCode::CONV_I8, Operand::None),
-        op(OpCode::ADD, Operand::None),
-        op(OpCode::STIND_I8, Operand::None),
-    ]);
+    code.extend(counters::add_one_at_address());
     code
 }
 

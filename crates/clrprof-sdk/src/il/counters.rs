@@ -59,9 +59,23 @@ pub fn block_ranges(method: &Method, blocks: &[BasicBlock]) -> Result<Vec<(u32, 
 
 /// The probe that increments the counter at `address`.
 pub fn increment(address: usize) -> [(OpCode, Operand); 8] {
+    let [dup, load, one, widen, add, store] = add_one_at_address();
     [
         op(OpCode::LDC_I8, Operand::I8(address as i64)),
         op(OpCode::CONV_U, Operand::None),
+        dup,
+        load,
+        one,
+        widen,
+        add,
+        store,
+    ]
+}
+
+/// Adds 1 to the `i64` counter whose address is on top of the stack (and pops the address):
+/// `dup; ldind.i8; ldc.i4.1; conv.i8; add; stind.i8`, a plain load-add-store.
+pub(crate) fn add_one_at_address() -> [(OpCode, Operand); 6] {
+    [
         op(OpCode::DUP, Operand::None),
         op(OpCode::LDIND_I8, Operand::None),
         ldc_i4(1),
