@@ -105,6 +105,16 @@ impl SigRenderer<'_> {
         Ok(())
     }
 
+    /// The type arguments of a generic instantiation at `depth`, each rendered on its own.
+    fn type_args(&self, args: &[TypeSig], depth: usize) -> Result<Vec<String>> {
+        args.iter()
+            .map(|a| {
+                let mut s = String::new();
+                self.write(a, depth + 1, &mut s).map(|()| s)
+            })
+            .collect()
+    }
+
     fn write(&self, t: &TypeSig, depth: usize, out: &mut String) -> Result<()> {
         if depth > MAX_NAME_DEPTH {
             return Err(too_deep("signature type"));
@@ -118,13 +128,7 @@ impl SigRenderer<'_> {
                 self.named(*token, &[], depth, out)?
             }
             TypeSig::GenericInst { generic, args, .. } => {
-                let args = args
-                    .iter()
-                    .map(|a| {
-                        let mut s = String::new();
-                        self.write(a, depth + 1, &mut s).map(|()| s)
-                    })
-                    .collect::<Result<Vec<_>>>()?;
+                let args = self.type_args(args, depth)?;
                 self.named(*generic, &args, depth, out)?
             }
             TypeSig::Var(n) => match self.class_args.get(*n as usize) {
@@ -207,13 +211,7 @@ impl SigRenderer<'_> {
                 None => out.push_str(&format!("<internal {handle:#x}>")),
             },
             TypeSig::InternalGenericInst { generic, args } => {
-                let args = args
-                    .iter()
-                    .map(|a| {
-                        let mut s = String::new();
-                        self.write(a, depth + 1, &mut s).map(|()| s)
-                    })
-                    .collect::<Result<Vec<_>>>()?;
+                let args = self.type_args(args, depth)?;
                 match self.scope.internal(*generic) {
                     Some(name) => out.push_str(&instantiate(&name, &args)),
                     None => {
