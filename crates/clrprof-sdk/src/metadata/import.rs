@@ -375,23 +375,34 @@ impl MetaDataImport {
         method: &'static str,
         mut call: impl FnMut(*mut HCORENUM, *mut mdToken, u32, *mut u32) -> HRESULT,
     ) -> Result<Vec<Token>> {
+        let rows = self.enumerate(method, |h, [buf], cap, n| call(h, buf, cap, n))?;
+        Ok(rows.into_iter().map(|[t]| t).collect())
+    }
+
+    /// Runs an `Enum*` method that fills `COLUMNS` parallel token arrays to the end:
+    /// `call(&mut hEnum, buffers, capacity, &mut fetched)`; a row per token fetched.
+    fn enumerate<const COLUMNS: usize>(
+        &self,
+        method: &'static str,
+        mut call: impl FnMut(*mut HCORENUM, [*mut mdToken; COLUMNS], u32, *mut u32) -> HRESULT,
+    ) -> Result<Vec<[Token; COLUMNS]>> {
         let mut guard = EnumGuard {
             import: self,
             handle: core::ptr::null_mut(),
         };
         let mut out = Vec::new();
-        let mut buf = [0 as mdToken; ENUM_BATCH];
+        let mut bufs = [[0 as mdToken; ENUM_BATCH]; COLUMNS];
         loop {
             let mut fetched = 0u32;
             let hr = call(
                 &mut guard.handle,
-                buf.as_mut_ptr(),
+                bufs.each_mut().map(|buf| buf.as_mut_ptr()),
                 ENUM_BATCH as u32,
                 &mut fetched,
             );
             check(method, hr)?;
             let n = (fetched as usize).min(ENUM_BATCH);
-            out.extend(buf[..n].iter().map(|&t| Token(t)));
+            out.extend((0..n).map(|i| core::array::from_fn(|c| Token(bufs[c][i]))));
             if n == 0 || hr == sys::S_FALSE {
                 return Ok(out);
             }
@@ -681,39 +692,17 @@ impl MetaDataImport {
     /// `EnumMethodImpls`: the (body, declaration) pairs of explicit interface implementations
     /// and overrides in a TypeDef.
     pub fn enum_method_impls(&self, type_def: Token) -> Result<Vec<(Token, Token)>> {
-        let mut guard = EnumGuard {
-            import: self,
-            handle: core::ptr::null_mut(),
-        };
-        let mut out = Vec::new();
-        let mut bodies = [0 as mdToken; ENUM_BATCH];
-        let mut decls = [0 as mdToken; ENUM_BATCH];
-        loop {
-            let mut fetched = 0u32;
-            // SAFETY: the guard's handle, two buffers of ENUM_BATCH tokens and a valid count.
-            let hr = unsafe {
-                (self.v1().EnumMethodImpls)(
-                    self.this(),
-                    &mut guard.handle,
-                    type_def.0,
-                    bodies.as_mut_ptr(),
-                    decls.as_mut_ptr(),
-                    ENUM_BATCH as u32,
-                    &mut fetched,
-                )
-            };
-            check("IMetaDataImport::EnumMethodImpls", hr)?;
-            let n = (fetched as usize).min(ENUM_BATCH);
-            out.extend(
-                bodies[..n]
-                    .iter()
-                    .zip(&decls[..n])
-                    .map(|(&b, &d)| (Token(b), Token(d))),
-            );
-            if n == 0 || hr == sys::S_FALSE {
-                return Ok(out);
-            }
-        }
+        let rows = self.enumerate(
+            "IMetaDataImport::EnumMethodImpls",
+            |h, [bodies, decls], cap, n| {
+                // SAFETY: `h` is the guard's handle, `bodies` and `decls` each hold `cap`
+                // tokens, `n` is valid.
+                unsafe {
+                    (self.v1().EnumMethodImpls)(self.this(), h, type_def.0, bodies, decls, cap, n)
+                }
+            },
+        )?;
+        Ok(rows.into_iter().map(|[body, decl]| (body, decl)).collect())
     }
 
     /// `GetMemberRefProps`.
