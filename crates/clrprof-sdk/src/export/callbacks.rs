@@ -3,7 +3,6 @@
 
 use core::ffi::c_void;
 use core::marker::PhantomData;
-use core::ptr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use clrprof_sys::{self as sys, BOOL, GUID, HRESULT, ULONG};
@@ -16,7 +15,9 @@ use crate::info::ProfilerInfo;
 use crate::types::*;
 use crate::wide::from_wide;
 
-use super::{flag, guid, run, run_out, slice, wide_cstr};
+use super::{
+    ComObject, add_ref, flag, guid, query_interface, release, run, run_out, slice, wide_cstr,
+};
 use crate::callback_interfaces::{AssemblyReferenceProvider, FunctionControl};
 
 // ---------------------------------------------------------------------------------------------
@@ -89,56 +90,19 @@ macro_rules! shim {
     };
 }
 
-pub(super) unsafe extern "system" fn query_interface<P: Profiler>(
-    this: *mut c_void,
-    riid: *const GUID,
-    ppv: *mut *mut c_void,
-) -> HRESULT {
-    if ppv.is_null() {
-        return sys::E_POINTER;
+impl<P: Profiler> ComObject for CallbackObject<P> {
+    fn refs(&self) -> &AtomicU32 {
+        &self.refs
     }
-    // SAFETY: `ppv` is non-null and COM requires it to be writable.
-    unsafe { ppv.write(ptr::null_mut()) };
-    // SAFETY: `riid` is null or points at the caller's GUID.
-    let Some(iid) = (unsafe { riid.as_ref() }) else {
-        return sys::E_POINTER;
-    };
-    let Some(version) = CALLBACK_IIDS.iter().position(|known| known == iid) else {
-        return sys::E_NOINTERFACE;
-    };
-    VERSIONS_ASKED.fetch_or(1 << version, Ordering::Relaxed);
-    // SAFETY: `this` is null or our `CallbackObject<P>` (see `shim!`).
-    let Some(object) = (unsafe { this.cast::<CallbackObject<P>>().as_ref() }) else {
-        return sys::E_POINTER;
-    };
-    object.refs.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: checked non-null and writable above.
-    unsafe { ppv.write(this) };
-    sys::S_OK
-}
 
-unsafe extern "system" fn add_ref<P: Profiler>(this: *mut c_void) -> ULONG {
-    // SAFETY: `this` is null or our `CallbackObject<P>` (see `shim!`).
-    match unsafe { this.cast::<CallbackObject<P>>().as_ref() } {
-        Some(object) => object.refs.fetch_add(1, Ordering::Relaxed).wrapping_add(1),
-        None => 0,
-    }
-}
-
-unsafe extern "system" fn release<P: Profiler>(this: *mut c_void) -> ULONG {
-    // SAFETY: `this` is null or our `CallbackObject<P>` (see `shim!`).
-    match unsafe { this.cast::<CallbackObject<P>>().as_ref() } {
-        // Reaching zero frees nothing: see the module documentation.
-        Some(object) => release_count(&object.refs),
-        None => 0,
-    }
-}
-
-/// Decrements a reference count without going below zero; returns the new count.
-pub(super) fn release_count(refs: &AtomicU32) -> ULONG {
-    match refs.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| n.checked_sub(1)) {
-        Ok(previous) => previous - 1,
-        Err(_) => 0,
+    /// Every version of `ICorProfilerCallback`, each one asked for noted in
+    /// [`VERSIONS_ASKED`].
+    fn answers(iid: &GUID) -> bool {
+        let Some(version) = CALLBACK_IIDS.iter().position(|known| known == iid) else {
+            return false;
+        };
+        VERSIONS_ASKED.fetch_or(1 << version, Ordering::Relaxed);
+        true
     }
 }
 
@@ -695,9 +659,9 @@ impl<P: Profiler> CallbackVtbl<P> {
 
     const V1: sys::ICorProfilerCallbackVtbl = sys::ICorProfilerCallbackVtbl {
         base__: sys::IUnknownVtbl {
-            QueryInterface: query_interface::<P>,
-            AddRef: add_ref::<P>,
-            Release: release::<P>,
+            QueryInterface: query_interface::<CallbackObject<P>>,
+            AddRef: add_ref::<CallbackObject<P>>,
+            Release: release::<CallbackObject<P>>,
         },
         Initialize: initialize::<P>,
         Shutdown: shutdown::<P>,

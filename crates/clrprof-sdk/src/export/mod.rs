@@ -40,7 +40,7 @@ mod callbacks;
 
 pub use crate::callback_interfaces::{AssemblyReferenceProvider, FunctionControl};
 pub use callbacks::callback_versions_asked;
-use callbacks::{CallbackObject, CallbackVtbl, query_interface, release_count};
+use callbacks::{CallbackObject, CallbackVtbl};
 
 use core::ffi::c_void;
 use core::marker::PhantomData;
@@ -254,7 +254,7 @@ impl<P: Profiler> Export<P> {
         let factory = ptr::from_ref(&self.factory).cast_mut().cast::<c_void>();
         // SAFETY: `factory` is our ClassFactory, inside `self` (a static); `riid` and `ppv`
         // are as the caller guaranteed.
-        unsafe { factory_query_interface(factory, riid, ppv) }
+        unsafe { query_interface::<ClassFactory>(factory, riid, ppv) }
     }
 
     /// The callback object, creating the profiler on first use (may panic in `make`).
@@ -291,7 +291,35 @@ pub fn instance<P: Exported>() -> Option<&'static P> {
     P::export().instance.get()
 }
 
-unsafe extern "system" fn factory_query_interface(
+/// One of our COM objects, the class factory or the callback object: a vtable pointer first,
+/// then a reference count. Each lives in a static, so their `IUnknown` methods
+/// ([`query_interface`], [`add_ref`], [`release`]) count references but never free anything.
+trait ComObject {
+    /// The object's reference count.
+    fn refs(&self) -> &AtomicU32;
+
+    /// Whether `QueryInterface` hands the object out as the interface `iid`.
+    fn answers(iid: &GUID) -> bool;
+}
+
+impl ComObject for ClassFactory {
+    fn refs(&self) -> &AtomicU32 {
+        &self.refs
+    }
+
+    /// `IUnknown` and `IClassFactory`.
+    fn answers(iid: &GUID) -> bool {
+        *iid == sys::IID_IUnknown || *iid == sys::IID_IClassFactory
+    }
+}
+
+/// `IUnknown::QueryInterface` of a `T`: `this` itself, with a reference added, for an
+/// interface it [answers](ComObject::answers).
+///
+/// # Safety
+/// `this` must be null or point at a live `T`; `riid` null or a GUID; `ppv` null or valid for
+/// writing a pointer.
+unsafe extern "system" fn query_interface<T: ComObject>(
     this: *mut c_void,
     riid: *const GUID,
     ppv: *mut *mut c_void,
@@ -299,39 +327,58 @@ unsafe extern "system" fn factory_query_interface(
     if ppv.is_null() {
         return sys::E_POINTER;
     }
-    // SAFETY: non-null, and COM requires it to be writable.
+    // SAFETY: non-null, and the caller guarantees it is writable.
     unsafe { ppv.write(ptr::null_mut()) };
-    // SAFETY: `riid` is null or points at the caller's GUID.
+    // SAFETY: the caller guarantees `riid` is null or points at a GUID.
     let Some(iid) = (unsafe { riid.as_ref() }) else {
         return sys::E_POINTER;
     };
-    if *iid != sys::IID_IUnknown && *iid != sys::IID_IClassFactory {
+    if !T::answers(iid) {
         return sys::E_NOINTERFACE;
     }
-    // SAFETY: the factory vtable is only reachable through our `ClassFactory` objects.
-    let Some(factory) = (unsafe { this.cast::<ClassFactory>().as_ref() }) else {
+    // SAFETY: the caller guarantees `this` is null or a live `T`.
+    let Some(object) = (unsafe { this.cast::<T>().as_ref() }) else {
         return sys::E_POINTER;
     };
-    factory.refs.fetch_add(1, Ordering::Relaxed);
+    object.refs().fetch_add(1, Ordering::Relaxed);
     // SAFETY: checked non-null and writable above.
     unsafe { ppv.write(this) };
     sys::S_OK
 }
 
-unsafe extern "system" fn factory_add_ref(this: *mut c_void) -> ULONG {
-    // SAFETY: `this` is null or our `ClassFactory`.
-    match unsafe { this.cast::<ClassFactory>().as_ref() } {
-        Some(factory) => factory.refs.fetch_add(1, Ordering::Relaxed).wrapping_add(1),
+/// `IUnknown::AddRef` of a `T`: the new count.
+///
+/// # Safety
+/// `this` must be null or point at a live `T`.
+unsafe extern "system" fn add_ref<T: ComObject>(this: *mut c_void) -> ULONG {
+    // SAFETY: the caller guarantees `this` is null or a live `T`.
+    match unsafe { this.cast::<T>().as_ref() } {
+        Some(object) => object
+            .refs()
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1),
         None => 0,
     }
 }
 
-unsafe extern "system" fn factory_release(this: *mut c_void) -> ULONG {
-    // SAFETY: `this` is null or our `ClassFactory`.
-    match unsafe { this.cast::<ClassFactory>().as_ref() } {
-        // The factory is part of a static: nothing to free.
-        Some(factory) => release_count(&factory.refs),
+/// `IUnknown::Release` of a `T`: the new count. Reaching zero frees nothing (the object is
+/// part of a static: see the module documentation).
+///
+/// # Safety
+/// `this` must be null or point at a live `T`.
+unsafe extern "system" fn release<T: ComObject>(this: *mut c_void) -> ULONG {
+    // SAFETY: the caller guarantees `this` is null or a live `T`.
+    match unsafe { this.cast::<T>().as_ref() } {
+        Some(object) => release_count(object.refs()),
         None => 0,
+    }
+}
+
+/// Decrements a reference count without going below zero; returns the new count.
+fn release_count(refs: &AtomicU32) -> ULONG {
+    match refs.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| n.checked_sub(1)) {
+        Ok(previous) => previous - 1,
+        Err(_) => 0,
     }
 }
 
@@ -358,7 +405,7 @@ unsafe extern "system" fn factory_create_instance<P: Profiler>(
         let object = ptr::from_ref(export.object()).cast_mut().cast::<c_void>();
         // SAFETY: `object` is a `CallbackObject<P>` in a static; `riid` and `ppv` come from
         // the caller under COM's rules.
-        unsafe { query_interface::<P>(object, riid, ppv) }
+        unsafe { query_interface::<CallbackObject<P>>(object, riid, ppv) }
     })
 }
 
@@ -373,9 +420,9 @@ struct FactoryVtbl<P>(PhantomData<fn() -> P>);
 impl<P: Profiler> FactoryVtbl<P> {
     const VTBL: sys::IClassFactoryVtbl = sys::IClassFactoryVtbl {
         base__: sys::IUnknownVtbl {
-            QueryInterface: factory_query_interface,
-            AddRef: factory_add_ref,
-            Release: factory_release,
+            QueryInterface: query_interface::<ClassFactory>,
+            AddRef: add_ref::<ClassFactory>,
+            Release: release::<ClassFactory>,
         },
         CreateInstance: factory_create_instance::<P>,
         LockServer: factory_lock_server,
