@@ -14,6 +14,21 @@
     clippy::upper_case_acronyms
 )]
 
+/// Declares a C enum: a type alias for the integer it is passed as, then one constant of that
+/// type per enumerator, all with their names in the IDL or header.
+macro_rules! idl_enum {
+    (
+        $(#[$attr:meta])*
+        $name:ident: $repr:ty {
+            $( $(#[$vattr:meta])* $variant:ident = $value:expr; )*
+        }
+    ) => {
+        $(#[$attr])*
+        pub type $name = $repr;
+        $( $(#[$vattr])* pub const $variant: $name = $value; )*
+    };
+}
+
 pub mod callback;
 pub mod consts;
 pub mod corhdr;
