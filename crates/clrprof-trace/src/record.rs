@@ -28,6 +28,25 @@ macro_rules! int_fields {
 
 int_fields!(u8, u16, u32, u64, i32);
 
+/// A one-byte code of an enum that has `to_u8` and `from_u8`.
+macro_rules! byte_code_fields {
+    ($($t:ident),*) => {$(
+        impl Field for $t {
+            fn len(&self) -> usize {
+                1
+            }
+            fn put<S: Sink>(&self, s: &mut S) {
+                s.put(&[self.to_u8()]);
+            }
+            fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
+                f.u8(name).map($t::from_u8)
+            }
+        }
+    )*};
+}
+
+byte_code_fields!(FrameKind, ThreadState, MessageLevel, SampleClock);
+
 /// `[u64]`: `u32` count and the elements (at most [`MAX_U64_LIST`], which a payload can hold;
 /// the count is checked against the bytes left before anything is allocated).
 impl Field for Vec<u64> {
@@ -190,18 +209,6 @@ impl FrameKind {
     }
 }
 
-impl Field for FrameKind {
-    fn len(&self) -> usize {
-        1
-    }
-    fn put<S: Sink>(&self, s: &mut S) {
-        s.put(&[self.to_u8()]);
-    }
-    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
-        f.u8(name).map(FrameKind::from_u8)
-    }
-}
-
 /// Why a stack ends early: the `frame` of a [`FrameKind::Truncated`] node, the outermost
 /// node of a stack the unwinder could not follow to the thread's start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -315,18 +322,6 @@ impl ThreadState {
     }
 }
 
-impl Field for ThreadState {
-    fn len(&self) -> usize {
-        1
-    }
-    fn put<S: Sink>(&self, s: &mut S) {
-        s.put(&[self.to_u8()]);
-    }
-    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
-        f.u8(name).map(ThreadState::from_u8)
-    }
-}
-
 /// How much a [`Message`] matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MessageLevel {
@@ -372,18 +367,6 @@ impl MessageLevel {
     }
 }
 
-impl Field for MessageLevel {
-    fn len(&self) -> usize {
-        1
-    }
-    fn put<S: Sink>(&self, s: &mut S) {
-        s.put(&[self.to_u8()]);
-    }
-    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
-        f.u8(name).map(MessageLevel::from_u8)
-    }
-}
-
 /// Which per-thread CPU clock took a CPU [`Sample`] (format 1.8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum SampleClock {
@@ -424,18 +407,6 @@ impl SampleClock {
             3 => SampleClock::PerfUserOnly,
             v => SampleClock::Other(v),
         }
-    }
-}
-
-impl Field for SampleClock {
-    fn len(&self) -> usize {
-        1
-    }
-    fn put<S: Sink>(&self, s: &mut S) {
-        s.put(&[self.to_u8()]);
-    }
-    fn take(f: &mut Fields<'_>, name: &'static str) -> Result<Self, FieldError> {
-        f.u8(name).map(SampleClock::from_u8)
     }
 }
 
