@@ -155,15 +155,7 @@ impl ProfilerInfo {
     pub fn get_function_from_ip2(&self, ip: usize) -> Result<JitedFunction> {
         const M: &str = "ICorProfilerInfo4::GetFunctionFromIP2";
         let vt = self.vt::<ICorProfilerInfo4Vtbl>(4, M)?;
-        let (mut function, mut rejit) = (0usize, 0usize);
-        // SAFETY: `this` is live; the runtime only looks `ip` up in its code tables.
-        ok(M, unsafe {
-            (vt.GetFunctionFromIP2)(self.this(), ip as LPCBYTE, &mut function, &mut rejit)
-        })?;
-        Ok(JitedFunction {
-            function: FunctionId(function),
-            rejit: ReJitId(rejit),
-        })
+        self.jited_function_at(M, vt.GetFunctionFromIP2, ip)
     }
 
     /// True for methods without metadata: IL stubs, `DynamicMethod`s
@@ -185,10 +177,27 @@ impl ProfilerInfo {
     pub fn get_function_from_ip3(&self, ip: usize) -> Result<JitedFunction> {
         const M: &str = "ICorProfilerInfo8::GetFunctionFromIP3";
         let vt = self.vt::<ICorProfilerInfo8Vtbl>(8, M)?;
+        self.jited_function_at(M, vt.GetFunctionFromIP3, ip)
+    }
+
+    /// Calls `get`, `GetFunctionFromIP2` or `GetFunctionFromIP3` (named `method`), which take
+    /// the same arguments: the function and ReJIT version whose code contains `ip`.
+    fn jited_function_at(
+        &self,
+        method: &'static str,
+        get: unsafe extern "system" fn(
+            *mut c_void,
+            LPCBYTE,
+            *mut FunctionID,
+            *mut ReJITID,
+        ) -> HRESULT,
+        ip: usize,
+    ) -> Result<JitedFunction> {
         let (mut function, mut rejit) = (0usize, 0usize);
-        // SAFETY: `this` is live; the runtime only looks `ip` up in its code tables.
-        ok(M, unsafe {
-            (vt.GetFunctionFromIP3)(self.this(), ip as LPCBYTE, &mut function, &mut rejit)
+        // SAFETY: `this` is live and `get` is a method of its vtable; the runtime only looks
+        // `ip` up in its code tables.
+        ok(method, unsafe {
+            get(self.this(), ip as LPCBYTE, &mut function, &mut rejit)
         })?;
         Ok(JitedFunction {
             function: FunctionId(function),
