@@ -496,6 +496,17 @@ trait Payload: Sized {
         write_record_header(s, Self::KIND, self.payload_len());
         self.write_payload(s);
     }
+
+    /// Writes the record, whose encoded size is `len`, at the start of `buf` without
+    /// allocating: the bytes written, or `None` if `buf` is shorter than `len`.
+    fn write_record_into(&self, buf: &mut [u8], len: usize) -> Option<usize> {
+        if buf.len() < len {
+            return None;
+        }
+        let mut sink = SliceSink::new(buf);
+        self.write_record(&mut sink);
+        sink.finish()
+    }
 }
 
 fn write_record_header<S: Sink>(s: &mut S, kind: RecordKind, payload_len: usize) {
@@ -1062,12 +1073,7 @@ impl Contention {
     /// Returns the bytes written, or `None` if `buf` is shorter than
     /// [`ENCODED_LEN`](Self::ENCODED_LEN).
     pub fn encode_into(&self, buf: &mut [u8]) -> Option<usize> {
-        if buf.len() < Contention::ENCODED_LEN {
-            return None;
-        }
-        let mut sink = SliceSink::new(buf);
-        self.write_record(&mut sink);
-        sink.finish()
+        self.write_record_into(buf, Contention::ENCODED_LEN)
     }
 }
 
@@ -1085,12 +1091,7 @@ impl Allocation {
     /// Returns the bytes written, or `None` if `buf` is shorter than
     /// [`ENCODED_LEN`](Self::ENCODED_LEN).
     pub fn encode_into(&self, buf: &mut [u8]) -> Option<usize> {
-        if buf.len() < Allocation::ENCODED_LEN {
-            return None;
-        }
-        let mut sink = SliceSink::new(buf);
-        self.write_record(&mut sink);
-        sink.finish()
+        self.write_record_into(buf, Allocation::ENCODED_LEN)
     }
 }
 
@@ -1268,12 +1269,7 @@ impl Sample {
     /// Returns the bytes written ([`ENCODED_LEN`](Self::ENCODED_LEN)), or `None` if `buf` is
     /// shorter.
     pub fn encode_into(&self, buf: &mut [u8]) -> Option<usize> {
-        if buf.len() < Sample::ENCODED_LEN {
-            return None;
-        }
-        let mut sink = SliceSink::new(buf);
-        self.write_record(&mut sink);
-        sink.finish()
+        self.write_record_into(buf, Sample::ENCODED_LEN)
     }
 }
 
