@@ -32,6 +32,39 @@ use super::{
     TAILCALL_INFO_HANDLER, run_fast_handler, run_info_handler,
 };
 
+/// Saves `xmm0`–`xmm7` (128 bits each, legacy SSE `movups`) to the 128 bytes at `rsp`: part
+/// of the template of the trampolines that keep every argument register.
+macro_rules! save_xmm0_to_xmm7 {
+    () => {
+        concat!(
+            "movups xmmword ptr [rsp], xmm0\n",
+            "movups xmmword ptr [rsp + 16], xmm1\n",
+            "movups xmmword ptr [rsp + 32], xmm2\n",
+            "movups xmmword ptr [rsp + 48], xmm3\n",
+            "movups xmmword ptr [rsp + 64], xmm4\n",
+            "movups xmmword ptr [rsp + 80], xmm5\n",
+            "movups xmmword ptr [rsp + 96], xmm6\n",
+            "movups xmmword ptr [rsp + 112], xmm7\n",
+        )
+    };
+}
+
+/// Restores `xmm0`–`xmm7` from the 128 bytes at `rsp`, as `save_xmm0_to_xmm7!` saved them.
+macro_rules! restore_xmm0_to_xmm7 {
+    () => {
+        concat!(
+            "movups xmm0, xmmword ptr [rsp]\n",
+            "movups xmm1, xmmword ptr [rsp + 16]\n",
+            "movups xmm2, xmmword ptr [rsp + 32]\n",
+            "movups xmm3, xmmword ptr [rsp + 48]\n",
+            "movups xmm4, xmmword ptr [rsp + 64]\n",
+            "movups xmm5, xmmword ptr [rsp + 80]\n",
+            "movups xmm6, xmmword ptr [rsp + 96]\n",
+            "movups xmm7, xmmword ptr [rsp + 112]\n",
+        )
+    };
+}
+
 /// The SDK's fast-path enter hook: calls [`EltHandlers::enter`](super::EltHandlers) with the id
 /// found in `r14` and the caller's stack pointer found in `r15`.
 ///
@@ -71,26 +104,12 @@ pub unsafe extern "system" fn enter_trampoline(_function_id_or_client_id: Functi
         "push r9",
         "and rsp, -16",
         "sub rsp, 128",
-        "movups xmmword ptr [rsp], xmm0",
-        "movups xmmword ptr [rsp + 16], xmm1",
-        "movups xmmword ptr [rsp + 32], xmm2",
-        "movups xmmword ptr [rsp + 48], xmm3",
-        "movups xmmword ptr [rsp + 64], xmm4",
-        "movups xmmword ptr [rsp + 80], xmm5",
-        "movups xmmword ptr [rsp + 96], xmm6",
-        "movups xmmword ptr [rsp + 112], xmm7",
+        save_xmm0_to_xmm7!(),
         "mov rdi, r14",
         "mov rsi, r15",
         "mov rdx, rax",
         "call {run}@PLT",
-        "movups xmm0, xmmword ptr [rsp]",
-        "movups xmm1, xmmword ptr [rsp + 16]",
-        "movups xmm2, xmmword ptr [rsp + 32]",
-        "movups xmm3, xmmword ptr [rsp + 48]",
-        "movups xmm4, xmmword ptr [rsp + 64]",
-        "movups xmm5, xmmword ptr [rsp + 80]",
-        "movups xmm6, xmmword ptr [rsp + 96]",
-        "movups xmm7, xmmword ptr [rsp + 112]",
+        restore_xmm0_to_xmm7!(),
         "lea rsp, [rbp - 48]",
         "pop r9",
         "pop r8",
@@ -207,23 +226,9 @@ macro_rules! with_info_wrapper {
                 "mov rbp, rsp",
                 "and rsp, -16",
                 "sub rsp, 128",
-                "movups xmmword ptr [rsp], xmm0",
-                "movups xmmword ptr [rsp + 16], xmm1",
-                "movups xmmword ptr [rsp + 32], xmm2",
-                "movups xmmword ptr [rsp + 48], xmm3",
-                "movups xmmword ptr [rsp + 64], xmm4",
-                "movups xmmword ptr [rsp + 80], xmm5",
-                "movups xmmword ptr [rsp + 96], xmm6",
-                "movups xmmword ptr [rsp + 112], xmm7",
+                save_xmm0_to_xmm7!(),
                 "call {run}@PLT",
-                "movups xmm0, xmmword ptr [rsp]",
-                "movups xmm1, xmmword ptr [rsp + 16]",
-                "movups xmm2, xmmword ptr [rsp + 32]",
-                "movups xmm3, xmmword ptr [rsp + 48]",
-                "movups xmm4, xmmword ptr [rsp + 64]",
-                "movups xmm5, xmmword ptr [rsp + 80]",
-                "movups xmm6, xmmword ptr [rsp + 96]",
-                "movups xmm7, xmmword ptr [rsp + 112]",
+                restore_xmm0_to_xmm7!(),
                 "mov rsp, rbp",
                 "pop rbp",
                 "2:",
