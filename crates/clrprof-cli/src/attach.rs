@@ -260,26 +260,7 @@ impl RuntimeEvents {
         progress: &Arc<Progress>,
         given_up: &Arc<AtomicBool>,
     ) -> Result<RuntimeEvents> {
-        let ticks = if rec.alloc_ticks() {
-            let progress = Arc::clone(progress);
-            let reader = move || progress.tick_reader();
-            Some(
-                crate::alloc_ticks::start(pid, Arc::clone(given_up), reader)
-                    .context("cannot start the EventPipe reader thread")?,
-            )
-        } else {
-            None
-        };
-        let contention = if rec.contention {
-            let progress = Arc::clone(progress);
-            let cli_reads = move || progress.contention_cli();
-            Some(
-                crate::contention::start(pid, Arc::clone(given_up), cli_reads)
-                    .context("cannot start the EventPipe reader thread")?,
-            )
-        } else {
-            None
-        };
+        let (ticks, contention) = record::start_event_sessions(rec, pid, progress, given_up)?;
         Ok(RuntimeEvents { ticks, contention })
     }
 

@@ -164,26 +164,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
             )
         })
     };
-    let ticks = if opts.alloc_ticks() {
-        let progress = Arc::clone(&progress);
-        let reader = move || progress.tick_reader();
-        Some(
-            crate::alloc_ticks::start(root, Arc::clone(&stop), reader)
-                .context("cannot start the EventPipe reader thread")?,
-        )
-    } else {
-        None
-    };
-    let contention = if opts.contention {
-        let progress = Arc::clone(&progress);
-        let cli_reads = move || progress.contention_cli();
-        Some(
-            crate::contention::start(root, Arc::clone(&stop), cli_reads)
-                .context("cannot start the EventPipe reader thread")?,
-        )
-    } else {
-        None
-    };
+    let (ticks, contention) = start_event_sessions(opts, root, &progress, &stop)?;
     // Wait for the program on a thread of its own, so that its end is seen at once while the
     // status line keeps ticking.
     let (exited_tx, exited) = std::sync::mpsc::channel();
@@ -488,6 +469,39 @@ fn session_events(session: EventSession, trace: &TraceFile, lost: &str) -> Optio
             None
         }
     }
+}
+
+/// Starts the sessions that read the runtime's allocation ticks and contention events of
+/// process `pid` over its diagnostics socket, where the agent cannot (CoreCLR 3.1): a thread
+/// for each kind `opts` asks for, which learns from the agent's first records (through
+/// `progress`) who reads those events. `stop` tells them to stop waiting.
+pub(crate) fn start_event_sessions(
+    opts: &RecordOptions,
+    pid: u32,
+    progress: &Arc<Progress>,
+    stop: &Arc<AtomicBool>,
+) -> Result<(Option<EventSession>, Option<EventSession>)> {
+    let ticks = if opts.alloc_ticks() {
+        let progress = Arc::clone(progress);
+        let reader = move || progress.tick_reader();
+        Some(
+            crate::alloc_ticks::start(pid, Arc::clone(stop), reader)
+                .context("cannot start the EventPipe reader thread")?,
+        )
+    } else {
+        None
+    };
+    let contention = if opts.contention {
+        let progress = Arc::clone(progress);
+        let cli_reads = move || progress.contention_cli();
+        Some(
+            crate::contention::start(pid, Arc::clone(stop), cli_reads)
+                .context("cannot start the EventPipe reader thread")?,
+        )
+    } else {
+        None
+    };
+    Ok((ticks, contention))
 }
 
 /// Appends the allocation samples of the program's EventPipe session to the trace.
