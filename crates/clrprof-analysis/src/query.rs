@@ -91,12 +91,7 @@ impl Metric {
     pub fn column(self) -> &'static str {
         match self {
             Metric::Cpu => "CPU",
-            Metric::Sys => "sys",
-            Metric::Wall => "wall",
-            Metric::Samples => "samples",
-            Metric::Calls => "calls",
-            Metric::Bytes => "bytes",
-            Metric::Objects => "objects",
+            other => other.as_str(),
         }
     }
 
