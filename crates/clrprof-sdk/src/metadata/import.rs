@@ -409,6 +409,21 @@ impl MetaDataImport {
         }
     }
 
+    /// Runs a method that points at a blob of the module's heap, `call(&mut blob, &mut len)`,
+    /// and copies the blob.
+    fn read_blob(
+        &self,
+        method: &'static str,
+        call: impl FnOnce(*mut sys::PCCOR_SIGNATURE, *mut u32) -> HRESULT,
+    ) -> Result<Vec<u8>> {
+        let mut ptr: sys::PCCOR_SIGNATURE = core::ptr::null();
+        let mut len = 0u32;
+        check(method, call(&mut ptr, &mut len))?;
+        // SAFETY: on success the runtime points at `len` bytes of the blob heap, alive while
+        // the module is; we copy them at once.
+        Ok(unsafe { copy_blob(ptr, len) })
+    }
+
     // ----- Scope -----
 
     /// `GetScopeProps`: the module's name and MVID.
@@ -510,29 +525,19 @@ impl MetaDataImport {
     /// `GetTypeSpecFromToken`: the TypeSpec's signature blob (parse with
     /// [`super::TypeSig::parse`]).
     pub fn get_type_spec_from_token(&self, type_spec: Token) -> Result<Vec<u8>> {
-        let mut ptr: sys::PCCOR_SIGNATURE = core::ptr::null();
-        let mut len = 0u32;
-        // SAFETY: the out-pointers are valid locals.
-        let hr = unsafe {
-            (self.v1().GetTypeSpecFromToken)(self.this(), type_spec.0, &mut ptr, &mut len)
-        };
-        check("IMetaDataImport::GetTypeSpecFromToken", hr)?;
-        // SAFETY: on success the runtime points at `len` bytes of the blob heap, alive while
-        // the module is; we copy them at once.
-        Ok(unsafe { copy_blob(ptr, len) })
+        self.read_blob("IMetaDataImport::GetTypeSpecFromToken", |ptr, len| {
+            // SAFETY: `ptr` and `len` are valid out-pointers.
+            unsafe { (self.v1().GetTypeSpecFromToken)(self.this(), type_spec.0, ptr, len) }
+        })
     }
 
     /// `GetSigFromToken`: a standalone signature (e.g. a method body's locals; parse with
     /// [`super::signature::parse_locals`]).
     pub fn get_sig_from_token(&self, signature: Token) -> Result<Vec<u8>> {
-        let mut ptr: sys::PCCOR_SIGNATURE = core::ptr::null();
-        let mut len = 0u32;
-        // SAFETY: the out-pointers are valid locals.
-        let hr =
-            unsafe { (self.v1().GetSigFromToken)(self.this(), signature.0, &mut ptr, &mut len) };
-        check("IMetaDataImport::GetSigFromToken", hr)?;
-        // SAFETY: as in `get_type_spec_from_token`.
-        Ok(unsafe { copy_blob(ptr, len) })
+        self.read_blob("IMetaDataImport::GetSigFromToken", |ptr, len| {
+            // SAFETY: `ptr` and `len` are valid out-pointers.
+            unsafe { (self.v1().GetSigFromToken)(self.this(), signature.0, ptr, len) }
+        })
     }
 
     /// `FindTypeDefByName`: `name` is `Namespace.Name` for a top-level type (pass
