@@ -752,15 +752,7 @@ impl SampleLoop {
             }
         };
         for (stack, at, cpu) in parts.into_iter().flatten() {
-            emit(
-                self.session,
-                self.session.since_start(at),
-                tid,
-                stack,
-                cpu,
-                0,
-                ThreadState::Cpu,
-            );
+            emit_cpu(self.session, self.session.since_start(at), tid, stack, cpu);
         }
     }
 
@@ -799,7 +791,7 @@ impl SampleLoop {
                     .fetch_add(tail, Ordering::Relaxed);
                 let stack = self.stacks.marker(StackCut::Unsampled);
                 let ts = self.session.since_start(sys::monotonic_ns());
-                emit(self.session, ts, tid, stack, tail, 0, ThreadState::Cpu);
+                emit_cpu(self.session, ts, tid, stack, tail);
             }
         }
         let session = self.session;
@@ -845,34 +837,24 @@ fn emit_wall(session: &Session, tid: u32, now: u64, w: WallSample) {
         .sampler_stats
         .wall_samples
         .fetch_add(1, Ordering::Relaxed);
-    emit(
-        session,
-        session.since_start(now),
+    session.out.push_sample(&Sample {
+        ts: session.since_start(now),
         tid,
-        w.stack,
-        0,
-        w.wall_ns,
-        w.state,
-    );
+        stack: w.stack,
+        wall_ns: w.wall_ns,
+        state: w.state,
+        ..Sample::default()
+    });
 }
 
-/// Writes a sample.
-fn emit(
-    session: &Session,
-    ts: u64,
-    tid: u32,
-    stack: u32,
-    cpu_ns: u64,
-    wall_ns: u64,
-    state: ThreadState,
-) {
+/// Writes a CPU sample of thread `tid` at `ts` (since the session's start).
+fn emit_cpu(session: &Session, ts: u64, tid: u32, stack: u32, cpu_ns: u64) {
     session.out.push_sample(&Sample {
         ts,
         tid,
         stack,
         cpu_ns,
-        wall_ns,
-        state,
+        state: ThreadState::Cpu,
         ..Sample::default()
     });
 }

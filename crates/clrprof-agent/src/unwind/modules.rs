@@ -620,19 +620,11 @@ impl Image {
         let file = open_mapped(entry.path, entry.deleted, entry.start, entry.end)?;
         let cache = ReadCache::new(file);
         let loads = program_loads(&cache)?;
-        Some(Arc::new(Image {
-            name: entry.path.to_owned(),
-            source: Source::File {
-                path: entry.path.to_owned(),
-                deleted: entry.deleted,
-            },
-            loads,
-            mapped: OnceLock::new(),
-            cfi: OnceLock::new(),
-            symbols: OnceLock::new(),
-            build_id: OnceLock::new(),
-            handed_out: AtomicBool::new(false),
-        }))
+        let source = Source::File {
+            path: entry.path.to_owned(),
+            deleted: entry.deleted,
+        };
+        Some(Image::new(entry.path.to_owned(), source, loads))
     }
 
     /// Reads the vDSO image from memory.
@@ -642,16 +634,22 @@ impl Image {
             return None;
         }
         let loads = program_loads(bytes.as_slice())?;
-        Some(Arc::new(Image {
-            name: "[vdso]".to_owned(),
-            source: Source::Memory(Bytes::new(Whole::Copied(bytes.into()))),
+        let source = Source::Memory(Bytes::new(Whole::Copied(bytes.into())));
+        Some(Image::new("[vdso]".to_owned(), source, loads))
+    }
+
+    /// An image of which nothing is read yet but its program headers.
+    fn new(name: String, source: Source, loads: Vec<Load>) -> Arc<Image> {
+        Arc::new(Image {
+            name,
+            source,
             loads,
             mapped: OnceLock::new(),
             cfi: OnceLock::new(),
             symbols: OnceLock::new(),
             build_id: OnceLock::new(),
             handed_out: AtomicBool::new(false),
-        }))
+        })
     }
 
     /// The load bias of a mapping of file offset `offset` at `start`, from the `PT_LOAD`
