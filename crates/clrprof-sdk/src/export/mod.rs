@@ -241,11 +241,10 @@ impl<P: Profiler> Export<P> {
         riid: *const GUID,
         ppv: *mut *mut c_void,
     ) -> HRESULT {
-        if ppv.is_null() {
-            return sys::E_POINTER;
+        // SAFETY: the caller guarantees `ppv` is null or writable.
+        if let Err(hr) = unsafe { clear_out(ppv) } {
+            return hr;
         }
-        // SAFETY: non-null, and the caller guarantees it is writable.
-        unsafe { ppv.write(ptr::null_mut()) };
         // SAFETY: the caller guarantees `rclsid` is null or a valid GUID.
         match unsafe { rclsid.as_ref() } {
             Some(clsid) if *clsid == self.clsid => {}
@@ -313,6 +312,20 @@ impl ComObject for ClassFactory {
     }
 }
 
+/// Clears a COM out-pointer first thing, as COM asks of every method that answers through
+/// one: `Err(E_POINTER)` if it is null.
+///
+/// # Safety
+/// `ppv` must be null or valid for writing a pointer.
+unsafe fn clear_out(ppv: *mut *mut c_void) -> Result<(), HRESULT> {
+    if ppv.is_null() {
+        return Err(sys::E_POINTER);
+    }
+    // SAFETY: non-null, and the caller guarantees it is writable.
+    unsafe { ppv.write(ptr::null_mut()) };
+    Ok(())
+}
+
 /// `IUnknown::QueryInterface` of a `T`: `this` itself, with a reference added, for an
 /// interface it [answers](ComObject::answers).
 ///
@@ -324,11 +337,10 @@ unsafe extern "system" fn query_interface<T: ComObject>(
     riid: *const GUID,
     ppv: *mut *mut c_void,
 ) -> HRESULT {
-    if ppv.is_null() {
-        return sys::E_POINTER;
+    // SAFETY: the caller guarantees `ppv` is null or writable.
+    if let Err(hr) = unsafe { clear_out(ppv) } {
+        return hr;
     }
-    // SAFETY: non-null, and the caller guarantees it is writable.
-    unsafe { ppv.write(ptr::null_mut()) };
     // SAFETY: the caller guarantees `riid` is null or points at a GUID.
     let Some(iid) = (unsafe { riid.as_ref() }) else {
         return sys::E_POINTER;
@@ -388,11 +400,10 @@ unsafe extern "system" fn factory_create_instance<P: Profiler>(
     riid: *const GUID,
     ppv: *mut *mut c_void,
 ) -> HRESULT {
-    if ppv.is_null() {
-        return sys::E_POINTER;
+    // SAFETY: COM requires `ppv` to be null or writable.
+    if let Err(hr) = unsafe { clear_out(ppv) } {
+        return hr;
     }
-    // SAFETY: non-null, and COM requires it to be writable.
-    unsafe { ppv.write(ptr::null_mut()) };
     if !outer.is_null() {
         return sys::CLASS_E_NOAGGREGATION;
     }
