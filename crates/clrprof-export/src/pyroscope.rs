@@ -59,7 +59,6 @@ pub struct RawSample {
 pub fn pprof_profile(period: &PeriodProfiles, profile_type: ProfileType) -> pprof::Profile {
     let samples = period.profile(profile_type);
     let mut b = PprofBuilder::default();
-    b.strings.push(String::new());
     let sample_type = profile_type
         .value_types()
         .iter()
@@ -84,20 +83,18 @@ pub fn pprof_profile(period: &PeriodProfiles, profile_type: ProfileType) -> ppro
         .counters()
         .map(|(name, value)| b.string(&format!("{name}={value}")))
         .collect();
-    pprof::Profile {
+    let mut profile = pprof::Profile {
         sample_type,
         sample,
-        mapping: b.mappings,
-        location: b.locations,
-        function: b.functions,
-        string_table: b.strings,
         time_nanos: i64::try_from(period.start_unix_nano()).unwrap_or(i64::MAX),
         duration_nanos: i64::try_from(period.duration_nano()).unwrap_or(i64::MAX),
         period_type,
         period: every,
         comment,
         ..Default::default()
-    }
+    };
+    b.tables.fill(&mut profile);
+    profile
 }
 
 fn period_of(b: &mut PprofBuilder, samples: &TypeProfile) -> (Option<pprof::ValueType>, i64) {
@@ -110,37 +107,21 @@ fn period_of(b: &mut PprofBuilder, samples: &TypeProfile) -> (Option<pprof::Valu
     }
 }
 
+/// The profile's tables, with a function per name and source file and a location per frame.
 #[derive(Default)]
 struct PprofBuilder {
-    strings: Vec<String>,
-    string_index: HashMap<String, i64>,
-    mappings: Vec<pprof::Mapping>,
-    mapping_index: HashMap<String, u64>,
-    functions: Vec<pprof::Function>,
+    tables: pprof::Tables,
     function_index: HashMap<(i64, i64), u64>,
-    locations: Vec<pprof::Location>,
     location_index: HashMap<u32, u64>,
 }
 
 impl PprofBuilder {
     fn string(&mut self, s: &str) -> i64 {
-        if s.is_empty() {
-            return 0;
-        }
-        if let Some(&i) = self.string_index.get(s) {
-            return i;
-        }
-        let i = self.strings.len() as i64;
-        self.strings.push(s.to_string());
-        self.string_index.insert(s.to_string(), i);
-        i
+        self.tables.string(s)
     }
 
     fn value_type(&mut self, name: &str, unit: &str) -> pprof::ValueType {
-        pprof::ValueType {
-            r#type: self.string(name),
-            unit: self.string(unit),
-        }
+        self.tables.value_type(name, unit)
     }
 
     fn location(&mut self, period: &PeriodProfiles, frame_id: u32) -> u64 {
@@ -148,51 +129,19 @@ impl PprofBuilder {
             return id;
         }
         let frame = &period.frames()[frame_id as usize];
-        let mapping_id = if frame.module.is_empty() {
-            0
-        } else if let Some(&id) = self.mapping_index.get(&frame.module) {
-            id
-        } else {
-            let id = self.mappings.len() as u64 + 1;
-            let filename = self.string(&frame.module);
-            self.mappings.push(pprof::Mapping {
-                id,
-                filename,
-                has_functions: true,
-                ..Default::default()
-            });
-            self.mapping_index.insert(frame.module.clone(), id);
-            id
-        };
+        let mapping_id = self.tables.mapping(&frame.module);
         let name = self.string(&frame.function);
         let filename = frame.file.as_deref().map_or(0, |f| self.string(f));
         let function_id = match self.function_index.get(&(name, filename)) {
             Some(&id) => id,
             None => {
-                let id = self.functions.len() as u64 + 1;
-                self.functions.push(pprof::Function {
-                    id,
-                    name,
-                    system_name: name,
-                    filename,
-                    start_line: 0,
-                });
+                let id = self.tables.add_function(name, filename);
                 self.function_index.insert((name, filename), id);
                 id
             }
         };
-        let id = self.locations.len() as u64 + 1;
-        self.locations.push(pprof::Location {
-            id,
-            mapping_id,
-            address: 0,
-            line: vec![pprof::Line {
-                function_id,
-                line: frame.line.map_or(0, i64::from),
-                column: 0,
-            }],
-            is_folded: false,
-        });
+        let line = frame.line.map_or(0, i64::from);
+        let id = self.tables.add_location(function_id, line, mapping_id);
         self.location_index.insert(frame_id, id);
         id
     }

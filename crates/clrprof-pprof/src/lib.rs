@@ -4,9 +4,14 @@
 //! [`Profile::string_table`], whose entry 0 is the empty string.
 //!
 //! Shared by clrprof-analysis (`report --format pprof`) and clrprof-export (Pyroscope's push
-//! API), so that the messages are written once.
+//! API), so that the messages are written once, and so is the building of the tables samples
+//! refer to ([`Tables`]).
 
 #![forbid(unsafe_code)]
+
+mod tables;
+
+pub use tables::Tables;
 
 /// A profile: sample types, samples, and the tables they refer to.
 #[derive(Clone, PartialEq, prost::Message)]

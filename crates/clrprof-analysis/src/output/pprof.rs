@@ -43,109 +43,17 @@ pub(crate) fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// A profile's string table: index 0 is the empty string, each string is stored once.
-pub(crate) struct StringTable {
-    strings: Vec<String>,
-    index: HashMap<String, i64>,
-}
-
-impl StringTable {
-    pub(crate) fn new() -> StringTable {
-        StringTable {
-            strings: vec![String::new()],
-            index: HashMap::from([(String::new(), 0)]),
-        }
-    }
-
-    /// The index of `s`, added if new.
-    pub(crate) fn string(&mut self, s: &str) -> i64 {
-        if let Some(&i) = self.index.get(s) {
-            return i;
-        }
-        let i = self.strings.len() as i64;
-        self.strings.push(s.to_owned());
-        self.index.insert(s.to_owned(), i);
-        i
-    }
-
-    pub(crate) fn into_vec(self) -> Vec<String> {
-        self.strings
-    }
-}
-
-/// A profile's functions (one per function label) and locations (one per function and source
-/// line), ids from 1.
-#[derive(Default)]
-pub(crate) struct LocationTable {
-    pub(crate) functions: Vec<pb::Function>,
-    pub(crate) locations: Vec<pb::Location>,
-}
-
-impl LocationTable {
-    /// Adds a function named by string `name`, in source file string `filename` (0: none);
-    /// its id.
-    pub(crate) fn add_function(&mut self, name: i64, filename: i64) -> u64 {
-        let id = self.functions.len() as u64 + 1;
-        self.functions.push(pb::Function {
-            id,
-            name,
-            system_name: name,
-            filename,
-            ..pb::Function::default()
-        });
-        id
-    }
-
-    /// Adds a location of function `function_id` at source line `line` (0: unknown) in
-    /// mapping `mapping_id` (0: none); its id.
-    pub(crate) fn add_location(&mut self, function_id: u64, line: u32, mapping_id: u64) -> u64 {
-        let id = self.locations.len() as u64 + 1;
-        self.locations.push(pb::Location {
-            id,
-            mapping_id,
-            line: vec![pb::Line {
-                function_id,
-                line: i64::from(line),
-                ..pb::Line::default()
-            }],
-            ..pb::Location::default()
-        });
-        id
-    }
-}
-
+/// The profile's tables, with a function per label and a location per label and line.
 struct Tables<'p> {
     profile: &'p Profile,
-    strings: StringTable,
-    locations: LocationTable,
+    tables: pb::Tables,
     function_index: HashMap<Label, u64>,
     location_index: HashMap<(Label, Option<LineIndex>), u64>,
-    mappings: Vec<pb::Mapping>,
-    mapping_index: HashMap<String, u64>,
 }
 
 impl Tables<'_> {
     fn string(&mut self, s: &str) -> i64 {
-        self.strings.string(s)
-    }
-
-    fn mapping(&mut self, module: &str) -> u64 {
-        if module.is_empty() {
-            return 0;
-        }
-        if let Some(&id) = self.mapping_index.get(module) {
-            return id;
-        }
-        let id = self.mappings.len() as u64 + 1;
-        let filename = self.string(module);
-        self.mappings.push(pb::Mapping {
-            id,
-            filename,
-            has_functions: true,
-            ..pb::Mapping::default()
-        });
-        self.mapping_index.insert(module.to_owned(), id);
-        id
+        self.tables.string(s)
     }
 
     /// The location id of a function label.
@@ -163,26 +71,30 @@ impl Tables<'_> {
         let source = line.map(|l| profile.source_line(l));
         let function = match self.function_index.get(&label) {
             Some(&id) => {
-                let f = &mut self.locations.functions[id as usize - 1];
-                if f.filename == 0
-                    && let Some(source) = source
+                if let Some(source) = source
+                    && self
+                        .tables
+                        .function_mut(id)
+                        .is_some_and(|f| f.filename == 0)
                 {
-                    f.filename = self.strings.string(&source.file);
+                    let file = self.tables.string(&source.file);
+                    if let Some(f) = self.tables.function_mut(id) {
+                        f.filename = file;
+                    }
                 }
                 id
             }
             None => {
                 let name = self.string(&label.name(profile));
-                let filename = source.map_or(0, |s| self.strings.string(&s.file));
-                let id = self.locations.add_function(name, filename);
+                let filename = source.map_or(0, |s| self.tables.string(&s.file));
+                let id = self.tables.add_function(name, filename);
                 self.function_index.insert(label, id);
                 id
             }
         };
-        let mapping_id = self.mapping(label.module(profile));
-        let id = self
-            .locations
-            .add_location(function, source.map_or(0, |s| s.line), mapping_id);
+        let mapping_id = self.tables.mapping(label.module(profile));
+        let source_line = source.map_or(0, |s| i64::from(s.line));
+        let id = self.tables.add_location(function, source_line, mapping_id);
         self.location_index.insert((label, line), id);
         id
     }
@@ -202,12 +114,9 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
     let with_calls = matches!(profile.kind, ProfileKind::Trace | ProfileKind::Count);
     let mut t = Tables {
         profile,
-        strings: StringTable::new(),
-        locations: LocationTable::default(),
+        tables: pb::Tables::default(),
         function_index: HashMap::new(),
         location_index: HashMap::new(),
-        mappings: Vec::new(),
-        mapping_index: HashMap::new(),
     };
 
     // The sample types: (pprof's name, unit, the metric whose values they are).
@@ -369,13 +278,9 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
         comment.push(t.string(&note));
     }
 
-    Ok(pb::Profile {
+    let mut message = pb::Profile {
         sample_type,
         sample: samples,
-        mapping: t.mappings,
-        location: t.locations.locations,
-        function: t.locations.functions,
-        string_table: t.strings.into_vec(),
         time_nanos: to_i64(profile.start_unix_ns),
         duration_nanos: to_i64(profile.duration_ns),
         period_type: Some(period_type),
@@ -383,5 +288,7 @@ pub fn encode(profile: &Profile, query: &Query) -> Result<pb::Profile, Error> {
         comment,
         default_sample_type,
         ..pb::Profile::default()
-    })
+    };
+    t.tables.fill(&mut message);
+    Ok(message)
 }
