@@ -29,6 +29,38 @@ pub enum Metric {
     Objects,
 }
 
+/// The metric as `report --metric` offers it: its name, with the help `--help` shows.
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for Metric {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            Metric::Cpu,
+            Metric::Sys,
+            Metric::Wall,
+            Metric::Samples,
+            Metric::Calls,
+            Metric::Bytes,
+            Metric::Objects,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match self {
+            Metric::Cpu => "CPU time (threads that were not running weigh nothing)",
+            Metric::Sys => {
+                "The part of the CPU time spent in the kernel: page faults, system calls (sample \
+                 mode)"
+            }
+            Metric::Wall => "Elapsed time, running or blocked",
+            Metric::Samples => "Sample counts",
+            Metric::Calls => "Exact call counts (trace mode)",
+            Metric::Bytes => "Allocated bytes (with --alloc; the default there)",
+            Metric::Objects => "Allocated objects (with --alloc)",
+        };
+        Some(clap::builder::PossibleValue::new(self.as_str()).help(help))
+    }
+}
+
 impl Metric {
     /// The metric used when the user names none: CPU time in both CPU modes, bytes for
     /// allocations.

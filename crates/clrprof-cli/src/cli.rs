@@ -321,25 +321,6 @@ pub enum FormatArg {
     Html,
 }
 
-/// What `self`/`total` measure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MetricArg {
-    /// CPU time (threads that were not running weigh nothing).
-    Cpu,
-    /// The part of the CPU time spent in the kernel: page faults, system calls (sample mode).
-    Sys,
-    /// Elapsed time, running or blocked.
-    Wall,
-    /// Sample counts.
-    Samples,
-    /// Exact call counts (trace mode).
-    Calls,
-    /// Allocated bytes (with --alloc; the default there).
-    Bytes,
-    /// Allocated objects (with --alloc).
-    Objects,
-}
-
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// The trace to read (optional with `--diff` between two traces).
@@ -381,7 +362,7 @@ pub struct ReportArgs {
     pub top: Option<usize>,
     /// What to measure (default: cpu; with --alloc: bytes).
     #[arg(long, value_enum)]
-    pub metric: Option<MetricArg>,
+    pub metric: Option<clrprof_analysis::query::Metric>,
     /// JSON: indent for people.
     #[arg(long)]
     pub pretty: bool,

@@ -53,9 +53,9 @@ mod trace_file;
 use std::process::ExitCode;
 
 use clap::Parser;
-use clrprof_analysis::{Format, Metric, Query};
+use clrprof_analysis::{Format, Query};
 
-use cli::{Cli, Command, FormatArg, MetricArg};
+use cli::{Cli, Command, FormatArg};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -266,15 +266,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 all_frames: a.all_frames,
                 width: a.width,
                 query: Query {
-                    metric: a.metric.map(|m| match m {
-                        MetricArg::Cpu => Metric::Cpu,
-                        MetricArg::Sys => Metric::Sys,
-                        MetricArg::Wall => Metric::Wall,
-                        MetricArg::Samples => Metric::Samples,
-                        MetricArg::Calls => Metric::Calls,
-                        MetricArg::Bytes => Metric::Bytes,
-                        MetricArg::Objects => Metric::Objects,
-                    }),
+                    metric: a.metric,
                     thread: a.thread,
                     filter: a.filter,
                     top: a.top,
