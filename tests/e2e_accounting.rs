@@ -3,7 +3,7 @@
 //! event that lost events says how many, on a program that makes far more events than a small
 //! agent buffer holds (`--buffer-size 64`).
 
-use clrprof_e2e::{OutputExt, Recording, compile, record};
+use clrprof_e2e::{OutputExt, Recording, compile, record, reported};
 use serde_json::Value;
 
 /// How many the Flood program throws (see tests/programs/Flood.cs).
@@ -28,11 +28,7 @@ fn samples_written(rec: &Recording) -> u64 {
 
 /// The program's collections, as it printed them.
 fn collections(rec: &Recording) -> u64 {
-    let out = rec.output.stdout_str();
-    out.lines()
-        .find_map(|l| l.strip_prefix("flood: collections="))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no collection count in {out:?}"))
+    reported(&rec.output.stdout_str(), "flood: collections=")
 }
 
 fn num(v: &Value) -> u64 {

@@ -2,7 +2,7 @@
 //! documented at its top): `Outer` awaits `Middle`, which awaits `Inner`, whose continuation
 //! after `Task.Delay` runs `Work` on a thread-pool thread.
 
-use clrprof_e2e::{OutputExt, Program, Recording, compile, record};
+use clrprof_e2e::{OutputExt, Recording, compile, record_unchanged};
 
 /// `Work`'s frame, the leaf of every stack of the work.
 const WORK: &str = "AsyncChain.Program.Work(int)";
@@ -79,22 +79,10 @@ fn counter(rec: &Recording, name: &str) -> u64 {
     rec.report_json()["counters"][name].as_u64().unwrap_or(0)
 }
 
-fn recorded(program: &Program, args: &[&str], clrprof_args: &[&str]) -> Recording {
-    let plain = program.run(args);
-    plain.assert_success();
-    let rec = record(program, args, clrprof_args);
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
-    );
-    rec
-}
-
 #[test]
 fn continuations_carry_the_chain_of_the_async_methods_that_await_them() {
     let program = compile("AsyncChain");
-    let rec = recorded(&program, &[], &[]);
+    let rec = record_unchanged(&program, &[], &[]);
     // The four state machines got the field (the compiler's three structs and the class
     // written by hand, which this run leaves unused); the three that run, their probes.
     assert_eq!(counter(&rec, "async_types"), 4);
@@ -124,7 +112,7 @@ fn continuations_carry_the_chain_of_the_async_methods_that_await_them() {
 #[test]
 fn a_state_machine_that_is_a_class_carries_the_chain_too() {
     let program = compile("AsyncChain");
-    let rec = recorded(&program, &["class"], &[]);
+    let rec = record_unchanged(&program, &["class"], &[]);
     // The four state machines got the field; the three that run (`Inner`'s does not), their
     // probes.
     assert_eq!(counter(&rec, "async_types"), 4);
@@ -139,7 +127,7 @@ fn a_state_machine_that_is_a_class_carries_the_chain_too() {
 #[test]
 fn a_second_copy_of_the_assembly_in_another_load_context_carries_the_chain_too() {
     let program = compile("AsyncChain");
-    let rec = recorded(&program, &["twice"], &[]);
+    let rec = record_unchanged(&program, &["twice"], &[]);
     let out = rec.output.stdout_str();
     let totals: Vec<&str> = out.lines().map(|l| l.rsplit(' ').next().unwrap()).collect();
     assert_eq!(totals.len(), 2, "{out}");
@@ -155,7 +143,7 @@ fn a_second_copy_of_the_assembly_in_another_load_context_carries_the_chain_too()
 #[test]
 fn work_before_the_first_await_keeps_its_physical_stack() {
     let program = compile("AsyncChain");
-    let rec = recorded(&program, &["sync"], &[]);
+    let rec = record_unchanged(&program, &["sync"], &[]);
     let logical = folded(&rec, &[]);
     assert_mostly(&logical, "are on main's own stack", |f| {
         f.iter().all(|x| x != "[await]")
@@ -167,7 +155,7 @@ fn work_before_the_first_await_keeps_its_physical_stack() {
 #[test]
 fn no_async_leaves_the_program_without_probes() {
     let program = compile("AsyncChain");
-    let rec = recorded(&program, &[], &["--no-async"]);
+    let rec = record_unchanged(&program, &[], &["--no-async"]);
     assert_eq!(counter(&rec, "async_types"), 0);
     assert_eq!(counter(&rec, "async_methods"), 0);
     let logical = folded(&rec, &[]);

@@ -2,32 +2,20 @@
 //! at its top): 50 contended acquisitions of a `Contention.Ledger` by the thread `waiter` in
 //! `Program.Take()`, each while `holder` sleeps 20 ms inside the lock.
 
-use clrprof_e2e::{Dotnet, OutputExt, compile, record, thread_names};
+use clrprof_e2e::{Dotnet, OutputExt, compile, record, record_unchanged, reported, thread_names};
 
 /// `NAME N` (microseconds) from the program's stderr, in nanoseconds: its own measures of the
 /// time spent entering the lock (`waited_us`), sleeping (`slept_us`) and joining (`joined_us`).
 fn measured_ns(stderr: &[u8], name: &str) -> u64 {
-    String::from_utf8_lossy(stderr)
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-        .and_then(|n| n.trim().parse::<u64>().ok())
-        .unwrap_or_else(|| panic!("{name} in the program's stderr"))
-        * 1000
+    reported::<u64>(&String::from_utf8_lossy(stderr), &format!("{name} ")) * 1000
 }
 
 #[test]
 fn contended_locks_with_type_site_holder_and_wait() {
     let program = compile("Contention");
-    let plain = program.run(&[]);
-    plain.assert_success();
-    let rec = record(&program, &[], &["--contention"]);
-    rec.output.assert_success();
+    let rec = record_unchanged(&program, &[], &["--contention"]);
     let stderr = rec.output.stderr_str();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
-    );
-    assert_eq!(String::from_utf8_lossy(&plain.stdout), "entries 100\n");
+    assert_eq!(rec.output.stdout_str(), "entries 100\n");
     assert_eq!(
         String::from_utf8_lossy(&program.run(&["long"]).stdout),
         "entries 2\n"

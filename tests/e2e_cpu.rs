@@ -63,13 +63,7 @@ impl Tree {
 #[test]
 fn trace_mode_counts_every_fib_call() {
     let program = compile("Calls");
-    let rec = record(&program, &[], &["--mode", "trace"]);
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout_str(),
-        program.run(&[]).stdout_str(),
-        "profiled output differs"
-    );
+    let rec = record_unchanged(&program, &[], &["--mode", "trace"]);
     let json = rec.report_json_with(&["--metric", "calls"]);
     assert_eq!(json["mode"], "trace");
     assert_eq!(json["unit"], "calls");
@@ -217,15 +211,7 @@ fn sample_mode_finds_the_hot_method_and_splits_cpu_from_wall() {
     let sleeper = thread(&wall, "sleeper").expect("the sleeping thread is in the wall-clock view");
     // Its wall time covers its wait, as long as the program measured it (the wait lies within
     // the thread's life; wall-clock samples come every 10 ms), and no more than the recording.
-    let nap_ns: f64 = rec
-        .output
-        .stderr_str()
-        .lines()
-        .find_map(|l| l.strip_prefix("hot: sleeper nap_ns "))
-        .expect("Hot reports the sleeper's wait")
-        .trim()
-        .parse()
-        .unwrap();
+    let nap_ns: f64 = reported(&rec.output.stderr_str(), "hot: sleeper nap_ns ");
     let duration = wall["duration_ns"].as_f64().unwrap();
     let sleeper_wall_ns = sleeper["wall_ns"].as_f64().unwrap();
     assert!(
@@ -269,15 +255,7 @@ fn sample_mode_finds_the_hot_method_and_splits_cpu_from_wall() {
     // it comes after the reading), and its CPU samples, those in its wait included, stand
     // for no more than that. (A sample can land in the wait: entering and
     // leaving it takes CPU, and a sample stands for the CPU since the thread's previous one.)
-    let measured: f64 = rec
-        .output
-        .stderr_str()
-        .lines()
-        .find_map(|l| l.strip_prefix("hot: sleeper cpu_ns "))
-        .expect("Hot reports the sleeper's CPU")
-        .trim()
-        .parse()
-        .unwrap();
+    let measured: f64 = reported(&rec.output.stderr_str(), "hot: sleeper cpu_ns ");
     assert!(measured < 50e6, "the sleeper used {measured} ns of CPU");
     let sleeper_cpu = rec.report_json_with(&["--metric", "cpu", "--thread", "sleeper"]);
     let sampled = sleeper_cpu["total"].as_f64().unwrap();

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use clrprof_e2e::{
     ChildGuard, Dotnet, OutputExt, Recording, assert_tick_reader, compile, default_timeout, record,
-    record_command, report_json, signal_snapshot_when_ready, speedscope_schema, temp_dir,
+    record_command, record_unchanged, report_json, signal_snapshot_when_ready, speedscope_schema,
+    temp_dir,
 };
 use clrprof_sdk::flags::EventMask;
 use clrprof_trace::Record;
@@ -17,17 +18,8 @@ use serde_json::Value;
 
 /// Records `Memory.cs` in `mode` with `clrprof_args`, checking that it succeeded and printed
 /// what it prints unprofiled.
-fn record_unchanged(mode: &str, clrprof_args: &[&str]) -> Recording {
-    let program = compile("Memory");
-    let plain = program.run(&[mode]);
-    plain.assert_success();
-    let rec = record(&program, &[mode], clrprof_args);
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
-    );
-    rec
+fn record_memory(mode: &str, clrprof_args: &[&str]) -> Recording {
+    record_unchanged(&compile("Memory"), &[mode], clrprof_args)
 }
 
 /// The row of `allocations[]` for a type.
@@ -52,7 +44,7 @@ fn allocated_by<'a>(row: &'a Value, method: &str) -> Vec<&'a Value> {
 
 #[test]
 fn alloc_all_counts_every_allocation_with_its_method() {
-    let rec = record_unchanged("exact", &["--mode", "none", "--alloc", "all"]);
+    let rec = record_memory("exact", &["--mode", "none", "--alloc", "all"]);
 
     let json = rec.report_json();
     assert_eq!(json["allocation_mode"], "all");
@@ -166,7 +158,7 @@ fn read_pprof(path: &std::path::Path) -> clrprof_analysis::output::pprof_proto::
 
 #[test]
 fn alloc_sampled_estimates_are_within_15_percent() {
-    let rec = record_unchanged(
+    let rec = record_memory(
         "big",
         &["--mode", "none", "--alloc", "sampled", "--events", "gc"],
     );
@@ -202,16 +194,8 @@ fn alloc_sampled_estimates_are_within_15_percent() {
 
 #[test]
 fn alloc_ticks_give_bytes_per_type_and_allocating_stack_from_the_runtime_events() {
-    let program = compile("Memory");
-    let plain = program.run(&["big"]);
-    plain.assert_success();
     // `--alloc` without a method: ticks are the default.
-    let rec = record(&program, &["big"], &["--mode", "none", "--alloc"]);
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
-    );
+    let rec = record_memory("big", &["--mode", "none", "--alloc"]);
 
     let json = rec.report_json();
     assert_eq!(json["allocation_mode"], "ticks");
@@ -318,7 +302,7 @@ fn alloc_ticks_give_bytes_per_type_and_allocating_stack_from_the_runtime_events(
 /// spell them as C# does (facts of the mode `names` at the top of `tests/programs/Memory.cs`).
 #[test]
 fn alloc_ticks_name_types_and_frames_alike_on_every_runtime() {
-    let rec = record_unchanged("names", &["--mode", "none", "--alloc", "ticks"]);
+    let rec = record_memory("names", &["--mode", "none", "--alloc", "ticks"]);
     let json = rec.report_json();
     assert_eq!(json["allocation_mode"], "ticks");
     let in_process = assert_tick_reader(&json);
@@ -489,7 +473,7 @@ fn alloc_ticks_need_no_diagnostics_socket_where_the_agent_reads_them() {
 
 #[test]
 fn gc_report_shows_induced_gen2_collections_with_pauses() {
-    let rec = record_unchanged("gc", &["--mode", "none", "--events", "gc,suspension"]);
+    let rec = record_memory("gc", &["--mode", "none", "--events", "gc,suspension"]);
 
     let json = rec.report_json();
     let gcs = json["gc"]["gcs"].as_array().expect("gc.gcs[]");
@@ -585,7 +569,7 @@ fn heap_type<'a>(types: &'a Value, type_name: &str) -> &'a Value {
 
 #[test]
 fn heap_snapshots_show_retained_sizes_root_paths_and_growth() {
-    let rec = record_unchanged(
+    let rec = record_memory(
         "heap",
         &[
             "--mode",
@@ -696,18 +680,7 @@ fn heap_snapshots_show_retained_sizes_root_paths_and_growth() {
 
 #[test]
 fn heap_snapshot_at_exit_sees_the_final_heap() {
-    let program = compile("Memory");
-    let plain = program.run(&["heap"]);
-    let rec = record(
-        &program,
-        &["heap"],
-        &["--mode", "none", "--heap-snapshot", "at-exit"],
-    );
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
-    );
+    let rec = record_memory("heap", &["--mode", "none", "--heap-snapshot", "at-exit"]);
     let json = rec.report_json();
     let snapshots = json["heap"]["snapshots"].as_array().unwrap();
     assert_eq!(snapshots.len(), 1, "{snapshots:#?}");

@@ -44,13 +44,39 @@ fn cpu_samples(p: &Profile, t: &ThreadProfile) -> usize {
         .count()
 }
 
+/// Records the test program `name` with `args` at 1 kHz, checks that it succeeded and printed
+/// `stdout`, and loads its trace.
+#[track_caller]
+fn sampled(name: &str, args: &[&str], stdout: &str) -> (Recording, LoadedTrace, Profile) {
+    let rec = record(&compile(name), args, &["--rate", "1000"]);
+    rec.output.assert_success();
+    assert_eq!(rec.output.stdout_str(), stdout);
+    let (trace, p) = profile_of(&rec);
+    (rec, trace, p)
+}
+
+/// Checks that the spin/sleep worker's CPU is in the method that computes (at least 90% of the
+/// CPU of its samples whose stack is known).
+#[track_caller]
+fn assert_worker_cpu_is_in_compute(p: &Profile, worker: &ThreadProfile) {
+    let compute = cpu_in(p, worker, "SpinSleep.Compute()");
+    let known = known_cpu_ns(p, worker);
+    assert!(
+        compute * 100 >= known * 90,
+        "worker: {compute} of {known} ns of CPU in SpinSleep.Compute"
+    );
+}
+
+/// The share of `first`'s CPU in that of `first` and `second` on thread `t`.
+fn cpu_share(p: &Profile, t: &ThreadProfile, first: &str, second: &str) -> f64 {
+    let first = cpu_in(p, t, first) as f64;
+    let second = cpu_in(p, t, second) as f64;
+    first / (first + second)
+}
+
 #[test]
 fn idle_threads_cost_no_cpu_and_are_asked_once() {
-    let program = compile("Sampling");
-    let rec = record(&program, &["idle"], &["--rate", "1000"]);
-    rec.output.assert_success();
-    assert_eq!(rec.output.stdout_str(), "idle: done\n");
-    let (trace, p) = profile_of(&rec);
+    let (_rec, trace, p) = sampled("Sampling", &["idle"], "idle: done\n");
 
     let idle: Vec<&ThreadProfile> = p
         .threads
@@ -123,15 +149,7 @@ fn assert_worker_cpu_is_accounted(
     p: &Profile,
     worker: &ThreadProfile,
 ) {
-    let measured: u64 = rec
-        .output
-        .stderr_str()
-        .lines()
-        .find_map(|l| l.strip_prefix("spinsleep: worker cpu_ns "))
-        .expect("the worker reports its CPU")
-        .trim()
-        .parse()
-        .unwrap();
+    let measured: u64 = reported(&rec.output.stderr_str(), "spinsleep: worker cpu_ns ");
     let samples = cpu_samples(p, worker);
     assert!(samples > 50, "{samples} CPU samples of the worker");
     let sampled = cpu_ns(worker);
@@ -159,19 +177,10 @@ fn cpu_in(p: &Profile, t: &ThreadProfile, function: &str) -> u64 {
 
 #[test]
 fn cpu_is_charged_where_it_is_spent_and_sleeping_costs_nothing() {
-    let program = compile("Sampling");
-    let rec = record(&program, &["spinsleep"], &["--rate", "1000"]);
-    rec.output.assert_success();
-    assert_eq!(rec.output.stdout_str(), "spinsleep: done\n");
-    let (trace, p) = profile_of(&rec);
+    let (rec, trace, p) = sampled("Sampling", &["spinsleep"], "spinsleep: done\n");
 
     let worker = thread(&p, "worker");
-    let compute = cpu_in(&p, worker, "SpinSleep.Compute()");
-    let known = known_cpu_ns(&p, worker);
-    assert!(
-        compute * 100 >= known * 90,
-        "worker: {compute} of {known} ns of CPU in SpinSleep.Compute"
-    );
+    assert_worker_cpu_is_in_compute(&p, worker);
     assert_worker_cpu_is_accounted(&rec, &trace, &p, worker);
 
     let sleeper = thread(&p, "sleeper");
@@ -216,12 +225,7 @@ fn the_timer_clock_samples_the_same_truth() {
     let sampling = p.sampling.as_ref().unwrap();
     assert_eq!(sampling.cpu_clock, "thread CPU-time timer");
     let worker = thread(&p, "worker");
-    let compute = cpu_in(&p, worker, "SpinSleep.Compute()");
-    let known = known_cpu_ns(&p, worker);
-    assert!(
-        compute * 100 >= known * 90,
-        "worker: {compute} of {known} ns of CPU in SpinSleep.Compute"
-    );
+    assert_worker_cpu_is_in_compute(&p, worker);
     assert_worker_cpu_is_accounted(&rec, &trace, &p, worker);
     assert_eq!(cpu_samples(&p, thread(&p, "sleeper")), 0);
 }
@@ -233,20 +237,10 @@ fn the_hot_method_gets_its_true_share() {
     rec.output.assert_success();
     // The program measures how much CPU each method used (the thread's CPU clock around each
     // call).
-    let measured: f64 = rec
-        .output
-        .stderr_str()
-        .lines()
-        .find_map(|l| l.strip_prefix("hot: spin share "))
-        .expect("Hot reports its split")
-        .trim()
-        .parse()
-        .unwrap();
+    let measured: f64 = reported(&rec.output.stderr_str(), "hot: spin share ");
     let (_, p) = profile_of(&rec);
     let main = thread(&p, "main");
-    let spin = cpu_in(&p, main, "Hot.Spin(long)") as f64;
-    let other = cpu_in(&p, main, "Hot.Other(long)") as f64;
-    let share = spin / (spin + other);
+    let share = cpu_share(&p, main, "Hot.Spin(long)", "Hot.Other(long)");
     // About 1,500 samples: the sampled share is within 3 standard deviations (about 3 points).
     assert!(
         (share - measured).abs() < 0.03,
@@ -259,11 +253,7 @@ fn the_hot_method_gets_its_true_share() {
 
 #[test]
 fn stacks_of_waiting_threads_reach_their_start() {
-    let program = compile("Sampling");
-    let rec = record(&program, &["tasks"], &["--rate", "1000"]);
-    rec.output.assert_success();
-    assert_eq!(rec.output.stdout_str(), "tasks: done\n");
-    let (_, p) = profile_of(&rec);
+    let (_, _, p) = sampled("Sampling", &["tasks"], "tasks: done\n");
     let sampling = p.sampling.as_ref().expect("sampling facts");
     assert!(
         sampling.ended_early * 100 < sampling.samples,
@@ -312,11 +302,7 @@ fn stacks_of_waiting_threads_reach_their_start() {
 
 #[test]
 fn loop_methods_keep_their_callers_under_on_stack_replacement() {
-    let program = compile("Loops");
-    let rec = record(&program, &[], &["--rate", "1000"]);
-    rec.output.assert_success();
-    assert_eq!(rec.output.stdout_str(), "loops: done\n");
-    let (_, p) = profile_of(&rec);
+    let (_, _, p) = sampled("Loops", &[], "loops: done\n");
     let main = thread(&p, "main");
     // Each method's samples, and those of them where the frames above it are not its callers
     // (or where the method shows twice in a row: an OSR frame and the Tier0 frame it
@@ -367,29 +353,12 @@ fn sys_in(p: &Profile, t: &ThreadProfile, function: &str) -> (u64, u64) {
 #[test]
 fn kernel_time_is_charged_to_the_code_that_entered_the_kernel() {
     let program = compile("KernelTime");
-    let plain = program.run(&[]);
-    plain.assert_success();
-    let rec = record(&program, &[], &["--rate", "1000"]);
-    rec.output.assert_success();
-    assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
-    );
+    let rec = record_unchanged(&program, &[], &["--rate", "1000"]);
     // The program's own split of its CPU (user + system) between the two phases.
-    let measured: f64 = rec
-        .output
-        .stderr_str()
-        .lines()
-        .find_map(|l| l.strip_prefix("kernel: touch share "))
-        .expect("KernelTime reports its split")
-        .trim()
-        .parse()
-        .unwrap();
+    let measured: f64 = reported(&rec.output.stderr_str(), "kernel: touch share ");
     let (_, p) = profile_of(&rec);
     let main = thread(&p, "main");
-    let touch = cpu_in(&p, main, "KernelTime.Touch()") as f64;
-    let arith = cpu_in(&p, main, "KernelTime.Arith(long)") as f64;
-    let share = touch / (touch + arith);
+    let share = cpu_share(&p, main, "KernelTime.Touch()", "KernelTime.Arith(long)");
     // About 1,500 samples: within 3 standard deviations of a share near 0.4 (4 points).
     assert!(
         (share - measured).abs() < 0.04,
@@ -436,11 +405,7 @@ fn kernel_time_is_charged_to_the_code_that_entered_the_kernel() {
 /// most of its time in interface calls on three classes spends it in their resolve stub.
 #[test]
 fn runtime_stubs_are_named_by_kind() {
-    let program = compile("Dispatch");
-    let rec = record(&program, &[], &["--rate", "1000"]);
-    rec.output.assert_success();
-    assert_eq!(rec.output.stdout_str(), "dispatch: 29943200000\n");
-    let (trace, p) = profile_of(&rec);
+    let (_rec, trace, p) = sampled("Dispatch", &[], "dispatch: 29943200000\n");
     let main = thread(&p, "main");
     let all: u64 = main.samples.iter().map(|s| s.cpu_ns).sum();
     let leaf_cpu = |name: &str| -> u64 {

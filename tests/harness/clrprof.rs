@@ -148,6 +148,21 @@ pub fn record(program: &Program, args: &[&str], clrprof_args: &[&str]) -> Record
     record_with_env(program, args, clrprof_args, &[])
 }
 
+/// [`record`]s `program`, checking that both it and a plain run of it (the same `args`, no
+/// profiler) succeeded and that the profiled run printed what the plain one printed.
+#[track_caller]
+pub fn record_unchanged(program: &Program, args: &[&str], clrprof_args: &[&str]) -> Recording {
+    let plain = program.run(args);
+    plain.assert_success();
+    let rec = record(program, args, clrprof_args);
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout, plain.stdout,
+        "profiling changed the output"
+    );
+    rec
+}
+
 /// [`record`] with extra environment variables for the program (e.g. runtime settings such
 /// as `COMPlus_TieredCompilation=0`).
 #[track_caller]

@@ -46,7 +46,7 @@ pub use browser::{
 };
 pub use clrprof::{
     Recording, agent_lib, clrprof, clrprof_bin, coverage, example_lib, record, record_command,
-    record_with_env, report, report_json, report_json_with, report_with_env,
+    record_unchanged, record_with_env, report, report_json, report_json_with, report_with_env,
 };
 pub use collector::{
     COLLECTOR_BINARY, COLLECTOR_MODULES, COLLECTOR_VERSION, CaptureServer, Collector, Ports,
@@ -71,7 +71,7 @@ pub use process::{
     signal_snapshot_when_ready,
 };
 pub use profile::{assert_tick_reader, frame_names, profile_of, thread, thread_names};
-pub use programs::{LINES_LOOPS, TRACED_CALLS, line_markers, lines_loop_shares};
+pub use programs::{LINES_LOOPS, TRACED_CALLS, line_markers, lines_loop_shares, reported};
 pub use symbol_server::{SymbolServer, refusing_url};
 
 /// A fresh temporary directory for one test, deleted when dropped.

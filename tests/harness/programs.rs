@@ -2,6 +2,8 @@
 //! comment of the program that states them.
 
 use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::str::FromStr;
 
 use crate::compile::programs_dir;
 
@@ -17,6 +19,27 @@ pub fn line_markers(file: &str) -> BTreeMap<String, u32> {
             Some((name.trim().to_string(), i as u32 + 1))
         })
         .collect()
+}
+
+/// The value a test program printed after `prefix` on a line of `output` (its stdout or
+/// stderr), such as the `0.71` of `hot: spin share 0.71` for the prefix `hot: spin share `:
+/// the programs' own measures, which tests compare with what clrprof saw.
+///
+/// # Panics
+/// If no line starts with `prefix`, or what follows it is not a `T`.
+#[track_caller]
+pub fn reported<T: FromStr>(output: &str, prefix: &str) -> T
+where
+    T::Err: Debug,
+{
+    let value = output
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in the program's output:\n{output}"));
+    value
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("`{prefix}{value}`: {e:?}"))
 }
 
 /// The markers of `tests/programs/Lines.cs`'s three loops, in order.
