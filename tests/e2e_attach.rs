@@ -131,11 +131,7 @@ impl Attach {
 
     /// Sends it `signal` (`-TERM`), and waits for the detach; returns what it said.
     fn signal(self, signal: &str) -> String {
-        let status = Command::new("kill")
-            .args([signal, &self.guard.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
+        send_signal(signal, self.guard.id());
         self.wait()
     }
 

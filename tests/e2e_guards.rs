@@ -12,16 +12,6 @@ use std::process::{Command, Stdio};
 
 use clrprof_e2e::*;
 
-/// The files in `dir`, by name, sorted.
-fn files(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 /// A copy of test program `name` (its `.dll` and runtime config) in `dir`, so that a test may
 /// aim an output at it without risking the shared build.
 fn copy_program(name: &str, dir: &Path) -> PathBuf {
@@ -82,7 +72,10 @@ fn an_output_that_is_an_input_is_refused_before_anything_runs() {
         original,
         "the program is untouched"
     );
-    assert_eq!(files(dir.path()), ["Hello.dll", "Hello.runtimeconfig.json"]);
+    assert_eq!(
+        files_in(dir.path()),
+        ["Hello.dll", "Hello.runtimeconfig.json"]
+    );
 
     // Two outputs of one command, under two spellings of one name.
     let c = out_dir.path().join("c.txt");
@@ -134,25 +127,45 @@ fn an_output_that_is_an_input_is_refused_before_anything_runs() {
         );
     }
     assert_eq!(std::fs::read(&trace).unwrap(), recorded);
-    assert_eq!(files(out_dir.path()), ["link.clrprof", "t.clrprof"]);
+    assert_eq!(files_in(out_dir.path()), ["link.clrprof", "t.clrprof"]);
 }
 
-/// `clrprof record` of `Attachee` (stdin and stdout piped), and its output lines.
-struct Recorded {
+/// `clrprof record` or `clrprof coverage` of `Attachee` (stdin and stdout piped), and its
+/// output lines.
+struct UnderClrprof {
     guard: ChildGuard,
     stdout: BufReader<std::process::ChildStdout>,
 }
 
-impl Recorded {
-    fn start(trace: &Path, clrprof_args: &[&str]) -> Recorded {
-        let program = compile("Attachee");
-        let mut cmd = record_command(&program, &[], clrprof_args, trace);
+impl UnderClrprof {
+    /// `clrprof record <clrprof_args> -o <trace>` of `Attachee`, once it is ready.
+    fn record(trace: &Path, clrprof_args: &[&str]) -> UnderClrprof {
+        Self::ready(record_command(
+            &compile("Attachee"),
+            &[],
+            clrprof_args,
+            trace,
+        ))
+    }
+
+    /// `clrprof coverage <clrprof_args> -o <output>` of `Attachee`, once it is ready.
+    fn coverage(output: &Path, clrprof_args: &[&str]) -> UnderClrprof {
+        Self::ready(coverage_command(
+            &compile("Attachee"),
+            &[],
+            clrprof_args,
+            output,
+        ))
+    }
+
+    /// Starts `cmd` and waits until the program says it is ready.
+    fn ready(mut cmd: Command) -> UnderClrprof {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut guard = ChildGuard::spawn(&mut cmd);
         let stdout = BufReader::new(guard.child_mut().stdout.take().unwrap());
-        let mut me = Recorded { guard, stdout };
+        let mut me = UnderClrprof { guard, stdout };
         assert_eq!(me.send(None), "ready");
         me
     }
@@ -171,10 +184,7 @@ impl Recorded {
 
     /// The pid of the program clrprof started.
     fn program_pid(&self) -> u32 {
-        let children =
-            std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", self.guard.id()))
-                .unwrap();
-        children.split_whitespace().next().unwrap().parse().unwrap()
+        first_child(self.guard.id())
     }
 }
 
@@ -182,7 +192,7 @@ impl Recorded {
 fn a_second_recording_of_the_same_file_is_refused_and_a_trace_being_written_says_so() {
     let dir = temp_dir();
     let trace = dir.path().join("same.clrprof");
-    let mut first = Recorded::start(&trace, &["--mode", "none", "--events", "exception"]);
+    let mut first = UnderClrprof::record(&trace, &["--mode", "none", "--events", "exception"]);
     assert_eq!(first.send(Some("round 3")), "rounds 3: total 3, caught 3");
 
     let hello = compile("Hello");
@@ -202,7 +212,7 @@ fn a_second_recording_of_the_same_file_is_refused_and_a_trace_being_written_says
         second.describe()
     );
     assert_eq!(second.stdout_str(), "", "the second program never ran");
-    assert_eq!(files(dir.path()), ["same.clrprof.partial"]);
+    assert_eq!(files_in(dir.path()), ["same.clrprof.partial"]);
 
     // Read while it is written: the report says so, not that the program crashed.
     std::thread::sleep(std::time::Duration::from_millis(600));
@@ -225,7 +235,7 @@ fn a_second_recording_of_the_same_file_is_refused_and_a_trace_being_written_says
     assert_eq!(first.send(Some("exit")), "bye: total 3, caught 3");
     let out = first.guard.wait_with_output(default_timeout());
     assert_eq!(out.status.code(), Some(0), "{}", out.describe());
-    assert_eq!(files(dir.path()), ["same.clrprof"]);
+    assert_eq!(files_in(dir.path()), ["same.clrprof"]);
     let json = report_json(&trace);
     assert_eq!(json["events"]["ExceptionThrown"], 3);
     assert_eq!(json["session"]["integrity_notes"], serde_json::json!([]));
@@ -288,30 +298,9 @@ fn coverage_of_a_program_that_never_shut_down_keeps_the_file_it_would_replace() 
     assert_eq!(report_json(&raw)["session"]["program_end"], end.as_str());
 
     // The program killed from outside (the OOM killer, `kill -9`): the same.
-    let mut cmd = Command::new(clrprof_bin());
-    cmd.args(["coverage", "-o", s(&good), "--"])
-        .arg(&crash.dotnet.muxer)
-        .arg(compile("Attachee").dll)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    apply_env(&mut cmd);
-    let mut guard = ChildGuard::spawn(&mut cmd);
-    let mut stdout = BufReader::new(guard.child_mut().stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    assert_eq!(line, "ready\n");
-    let children =
-        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", guard.id())).unwrap();
-    let program = children.split_whitespace().next().unwrap();
-    assert!(
-        Command::new("kill")
-            .args(["-KILL", program])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let out = guard.wait_with_output(default_timeout());
+    let mut covered = UnderClrprof::coverage(&good, &[]);
+    send_signal("-KILL", covered.program_pid());
+    let out = covered.guard.wait_with_output(default_timeout());
     assert_eq!(out.status.code(), Some(128 + 9), "{}", out.describe());
     assert!(
         out.stderr_str()
@@ -326,51 +315,21 @@ fn coverage_of_a_program_that_never_shut_down_keeps_the_file_it_would_replace() 
         out.describe()
     );
     assert_eq!(std::fs::read(&good).unwrap(), kept);
-    assert_eq!(files(dir.path()), ["coverage.txt", "raw.clrprof"]);
+    assert_eq!(files_in(dir.path()), ["coverage.txt", "raw.clrprof"]);
 
     // Interrupted (SIGTERM to clrprof): the program gets it, its runtime shuts down, and the
     // coverage is the real one, with exactly the rounds it ran.
     let alone = {
         use std::os::unix::process::ExitStatusExt;
-        let (guard, _stdin) = attachee_with(&[], dir.path());
-        assert!(
-            Command::new("kill")
-                .args(["-TERM", &guard.id().to_string()])
-                .status()
-                .unwrap()
-                .success()
-        );
-        let mut guard = guard;
+        let (mut guard, _stdin) = attachee_with(&[], dir.path());
+        send_signal("-TERM", guard.id());
         let st = guard.wait_with_output(default_timeout()).status;
         st.code().unwrap_or_else(|| 128 + st.signal().unwrap())
     };
-    let mut cmd = Command::new(clrprof_bin());
-    cmd.args(["coverage", "--format", "json", "-o", s(&good), "--"])
-        .arg(&crash.dotnet.muxer)
-        .arg(compile("Attachee").dll)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    apply_env(&mut cmd);
-    let mut guard = ChildGuard::spawn(&mut cmd);
-    let mut stdout = BufReader::new(guard.child_mut().stdout.take().unwrap());
-    let mut stdin = guard.child_mut().stdin.take().unwrap();
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    assert_eq!(line, "ready\n");
-    writeln!(stdin, "round 2").unwrap();
-    stdin.flush().unwrap();
-    line.clear();
-    stdout.read_line(&mut line).unwrap();
-    assert_eq!(line, "rounds 2: total 2, caught 2\n");
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &guard.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let out = guard.wait_with_output(default_timeout());
+    let mut covered = UnderClrprof::coverage(&good, &["--format", "json"]);
+    assert_eq!(covered.send(Some("round 2")), "rounds 2: total 2, caught 2");
+    send_signal("-TERM", covered.guard.id());
+    let out = covered.guard.wait_with_output(default_timeout());
     assert_eq!(out.status.code(), Some(alone), "{}", out.describe());
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&good).unwrap()).unwrap();
     let throw = json["methods"]
@@ -496,7 +455,7 @@ fn a_directory_or_a_windows_executable_as_the_program_is_named_as_such() {
         r.describe()
     );
     assert_eq!(
-        files(dir.path()),
+        files_in(dir.path()),
         ["Hello.dll", "Hello.exe", "Hello.runtimeconfig.json"]
     );
 }
@@ -541,7 +500,7 @@ fn argument_limits_are_checked_by_the_cli_with_the_real_bound() {
         "{}",
         r.describe()
     );
-    assert!(files(dir.path()).is_empty());
+    assert!(files_in(dir.path()).is_empty());
 }
 
 #[test]
@@ -619,7 +578,7 @@ fn a_runtime_that_cannot_start_under_a_memory_limit_is_named() {
     );
     assert!(!err.contains("wrote"), "{err}");
     assert_eq!(std::fs::read(&out).unwrap(), b"yesterday");
-    assert_eq!(files(dir.path()), ["t.clrprof"]);
+    assert_eq!(files_in(dir.path()), ["t.clrprof"]);
 }
 
 /// Starts a copy of `Attachee` with `env`, waits for `ready`.
@@ -696,7 +655,7 @@ fn ps_and_attach_agree_on_a_process_with_diagnostics_disabled() {
 fn ps_and_attach_agree_on_a_process_clrprof_record_is_recording() {
     let dir = temp_dir();
     let trace = dir.path().join("r.clrprof");
-    let mut rec = Recorded::start(&trace, &["--mode", "none", "--events", "exception"]);
+    let mut rec = UnderClrprof::record(&trace, &["--mode", "none", "--events", "exception"]);
     let pid = rec.program_pid();
     let why = format!(
         "a profiler is already loaded in that process ({}), and only one can be: it is being \

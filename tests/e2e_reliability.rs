@@ -15,16 +15,6 @@ use clrprof_trace::{BLOCK_HEADER_LEN, BlockHeader, HEADER_LEN, Reader, Record};
 
 const YESTERDAY: &[u8] = b"yesterday's profile, which must survive";
 
-/// The files in `dir`, by name, sorted.
-fn files(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 #[test]
 fn commands_that_fail_leave_the_existing_file_as_it_was() {
     let dir = temp_dir();
@@ -49,7 +39,7 @@ fn commands_that_fail_leave_the_existing_file_as_it_was() {
 
     assert_eq!(std::fs::read(&out).unwrap(), YESTERDAY);
     assert_eq!(
-        files(dir.path()),
+        files_in(dir.path()),
         ["notes.txt", "out.clrprof"],
         "nothing left behind"
     );
@@ -74,7 +64,7 @@ fn a_complete_recording_replaces_the_file_and_leaves_nothing_else() {
         "{}",
         r.describe()
     );
-    assert_eq!(files(dir.path()), ["out.clrprof"]);
+    assert_eq!(files_in(dir.path()), ["out.clrprof"]);
     let bytes = std::fs::read(&out).unwrap();
     let reader = Reader::new(&bytes[..]).unwrap();
     assert_eq!(
@@ -148,28 +138,13 @@ impl Interactive {
 
     /// Sends `signal` to clrprof alone (not to the program).
     fn signal_clrprof(&mut self, signal: &str) {
-        let status = Command::new("kill")
-            .args([signal, &self.guard.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
+        send_signal(signal, self.guard.id());
     }
 
     /// Sends `signal` to the program alone, as a terminal's Ctrl-C does (to every process of
     /// the foreground group, the program included).
     fn signal_program(&mut self, signal: &str) {
-        let clrprof = self.guard.id();
-        let children =
-            std::fs::read_to_string(format!("/proc/{clrprof}/task/{clrprof}/children")).unwrap();
-        let program = children
-            .split_whitespace()
-            .next()
-            .expect("the program runs");
-        let status = Command::new("kill")
-            .args([signal, program])
-            .status()
-            .unwrap();
-        assert!(status.success());
+        send_signal(signal, first_child(self.guard.id()));
     }
 
     /// Waits for clrprof, which must exit with `code`, as the program did alone after
@@ -199,6 +174,21 @@ impl Interactive {
     }
 }
 
+/// The integrity note of a trace's JSON report, which must have exactly one.
+#[track_caller]
+fn only_integrity_note(json: &serde_json::Value) -> &str {
+    let notes = json["session"]["integrity_notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    notes[0].as_str().unwrap()
+}
+
+/// Checks that a trace's JSON report says, and only says, that the recording did not finish.
+#[track_caller]
+fn assert_only_note_is_unfinished(json: &serde_json::Value) {
+    let note = only_integrity_note(json);
+    assert!(note.starts_with("the recording did not finish"), "{note}");
+}
+
 /// The partial trace of an Attachee recording that ran `round 5` before clrprof was stopped:
 /// every one of the 5 exceptions is in it, it says the recording did not finish, and the file
 /// at the final name is untouched.
@@ -209,15 +199,7 @@ fn check_partial(rec: &Interactive) {
     let json = report_json(&partial);
     assert_eq!(json["events"]["ExceptionThrown"], 5, "{:#}", json["events"]);
     assert_eq!(json["session"]["program_end"], serde_json::Value::Null);
-    let notes = json["session"]["integrity_notes"].as_array().unwrap();
-    assert_eq!(notes.len(), 1, "{notes:?}");
-    assert!(
-        notes[0]
-            .as_str()
-            .unwrap()
-            .starts_with("the recording did not finish"),
-        "{notes:?}"
-    );
+    assert_only_note_is_unfinished(&json);
     let text = report(&partial, &[]);
     text.assert_success();
     assert!(
@@ -252,11 +234,7 @@ fn attachee_alone_under(signal: &str) -> (i32, String) {
     let stdout = alone.child_mut().stdout.take().unwrap();
     let mut lines = BufReader::new(stdout).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "ready");
-    let status = Command::new("kill")
-        .args([signal, &alone.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    send_signal(signal, alone.id());
     let out = alone.wait_with_output(default_timeout());
     match (out.status.code(), out.status.signal()) {
         (Some(code), _) => (code, format!("exit {code}")),
@@ -267,7 +245,7 @@ fn attachee_alone_under(signal: &str) -> (i32, String) {
 
 /// The entries of `dir` that are clrprof's private directories.
 fn private_dirs(dir: &Path) -> Vec<String> {
-    files(dir)
+    files_in(dir)
         .into_iter()
         .filter(|n| n.starts_with("clrprof-"))
         .collect()
@@ -430,15 +408,7 @@ fn a_file_size_limit_keeps_what_was_written_and_the_program_runs_on() {
     assert!(len <= 160 * 1024, "{len} bytes");
     // The file ends with a whole block: it reads with no damage, only unfinished.
     let json = report_json(&partial);
-    let notes = json["session"]["integrity_notes"].as_array().unwrap();
-    assert_eq!(notes.len(), 1, "{notes:?}");
-    assert!(
-        notes[0]
-            .as_str()
-            .unwrap()
-            .starts_with("the recording did not finish"),
-        "{notes:?}"
-    );
+    assert_only_note_is_unfinished(&json);
     assert!(json["session"]["records"].as_u64().unwrap() > 100);
 }
 
@@ -463,7 +433,7 @@ fn a_full_disk_keeps_what_was_written_and_the_program_runs_on() {
     let out = shell(&script, &program);
     assert_ne!(out.status.code(), Some(90), "{}", out.describe());
     check_write_failure(&out, &program, "No space left on device", &small);
-    assert_eq!(files(&kept), ["t.clrprof.partial"]);
+    assert_eq!(files_in(&kept), ["t.clrprof.partial"]);
     let json = report_json(&kept.join("t.clrprof.partial"));
     assert!(json["session"]["records"].as_u64().unwrap() > 100);
 }
@@ -541,9 +511,7 @@ fn a_flipped_byte_loses_its_block_and_every_figure_says_so() {
     std::fs::write(&damaged_path, &flipped).unwrap();
     let damaged = report_json(&damaged_path);
     assert_eq!(json_samples(&damaged), json_samples(&whole) - lost);
-    let notes = damaged["session"]["integrity_notes"].as_array().unwrap();
-    assert_eq!(notes.len(), 1, "{notes:?}");
-    let note = notes[0].as_str().unwrap();
+    let note = only_integrity_note(&damaged);
     assert!(
         note.starts_with(&format!(
             "1 of {} blocks damaged, skipped: the samples, events and allocations in them ({} records, recorded ",
@@ -619,9 +587,7 @@ fn a_cut_trace_reports_everything_before_the_cut() {
     let cut = report_json(&cut_path);
     assert_eq!(json_samples(&cut), kept);
     assert!(json_samples(&cut) < json_samples(&whole));
-    let notes = cut["session"]["integrity_notes"].as_array().unwrap();
-    assert_eq!(notes.len(), 1, "{notes:?}");
-    let note = notes[0].as_str().unwrap();
+    let note = only_integrity_note(&cut);
     assert!(
         note.starts_with(&format!(
             "the trace is cut short (truncated trace: block {cut_block} at byte {start} needs"
@@ -946,11 +912,7 @@ fn a_record_killed_at_any_moment_leaves_a_trace_that_reads() {
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
         let mut guard = ChildGuard::spawn(&mut cmd);
         std::thread::sleep(Duration::from_millis(delay_ms));
-        let status = Command::new("kill")
-            .args(["-KILL", &guard.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
+        send_signal("-KILL", guard.id());
         guard.kill(); // the program, left running
         assert_eq!(
             std::fs::read(&trace).unwrap(),
@@ -1009,7 +971,7 @@ fn bad_arguments_are_refused_before_anything_is_written() {
         assert!(!r.stderr_str().contains("panicked"), "{args:?}");
     }
     assert_eq!(std::fs::read(&out).unwrap(), YESTERDAY);
-    assert_eq!(files(dir.path()), ["out.clrprof"]);
+    assert_eq!(files_in(dir.path()), ["out.clrprof"]);
 }
 
 #[test]

@@ -216,6 +216,18 @@ pub fn record_command(
     command_under_clrprof("record", program, args, clrprof_args, trace)
 }
 
+/// The command [`coverage`] runs: `clrprof coverage <clrprof_args> -o <output> -- <dotnet>
+/// <dll> <args>`, with the tests' environment. For tests that interact with the program while
+/// its coverage is measured.
+pub fn coverage_command(
+    program: &Program,
+    args: &[&str],
+    clrprof_args: &[&str],
+    output: &Path,
+) -> Command {
+    command_under_clrprof("coverage", program, args, clrprof_args, output)
+}
+
 /// `clrprof <subcommand> <clrprof_args> -o <trace> -- <dotnet> <dll> <args>`.
 fn command_under_clrprof(
     subcommand: &str,

@@ -45,8 +45,9 @@ pub use browser::{
     CHROMIUM, PLAYWRIGHT_VERSION, artifacts_dir, browser_deps_dir, check_in_browser,
 };
 pub use clrprof::{
-    Recording, agent_lib, clrprof, clrprof_bin, coverage, example_lib, record, record_command,
-    record_unchanged, record_with_env, report, report_json, report_json_with, report_with_env,
+    Recording, agent_lib, clrprof, clrprof_bin, coverage, coverage_command, example_lib, record,
+    record_command, record_unchanged, record_with_env, report, report_json, report_json_with,
+    report_with_env,
 };
 pub use collector::{
     COLLECTOR_BINARY, COLLECTOR_MODULES, COLLECTOR_VERSION, CaptureServer, Collector, Ports,
@@ -67,8 +68,8 @@ pub use paths::{target_dir, workspace_root};
 pub use pdb::{PdbKind, with_portable_pdb};
 pub use probes::{ProbeRun, run_probe};
 pub use process::{
-    ChildGuard, OutputExt, default_timeout, describe_command, run_command, run_command_timeout,
-    signal_snapshot_when_ready,
+    ChildGuard, OutputExt, default_timeout, describe_command, first_child, run_command,
+    run_command_timeout, send_signal, signal_snapshot_when_ready,
 };
 pub use profile::{assert_tick_reader, frame_names, profile_of, thread, thread_names};
 pub use programs::{LINES_LOOPS, TRACED_CALLS, line_markers, lines_loop_shares, reported};
@@ -80,6 +81,16 @@ pub fn temp_dir() -> tempfile::TempDir {
         .prefix("clrprof-e2e-")
         .tempdir()
         .expect("cannot create a temporary directory")
+}
+
+/// The names of the files in `dir` (what a test left there), sorted.
+pub fn files_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 /// The speedscope release whose file format schema the tests validate against.

@@ -288,6 +288,30 @@ impl OutputExt for Output {
     }
 }
 
+/// Sends `signal` (as `kill` takes it: `-TERM`, `-KILL`) to process `pid`; `kill` must succeed.
+#[track_caller]
+pub fn send_signal(signal: &str, pid: impl std::fmt::Display) {
+    let pid = pid.to_string();
+    let status = Command::new("kill").args([signal, &pid]).status().unwrap();
+    assert!(status.success(), "kill {signal} {pid} failed");
+}
+
+/// The process id of the first child of process `pid` (the program a `clrprof` process
+/// started), from Linux's `/proc`.
+///
+/// # Panics
+/// If `pid` has no child.
+#[track_caller]
+pub fn first_child(pid: u32) -> u32 {
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+    children
+        .split_whitespace()
+        .next()
+        .unwrap_or_else(|| panic!("process {pid} has no child"))
+        .parse()
+        .unwrap()
+}
+
 /// Waits (at most 60 s) until a program writes its process id to `dir/pid`, then sends it
 /// `SIGUSR2`: the signal that asks clrprof's agent for a heap snapshot.
 #[track_caller]
@@ -303,9 +327,5 @@ pub fn signal_snapshot_when_ready(dir: &std::path::Path) {
         std::thread::sleep(Duration::from_millis(10));
     }
     let pid = std::fs::read_to_string(&pid_file).unwrap();
-    let kill = Command::new("kill")
-        .args(["-USR2", pid.trim()])
-        .status()
-        .unwrap();
-    assert!(kill.success(), "kill -USR2 {pid} failed");
+    send_signal("-USR2", pid.trim());
 }
