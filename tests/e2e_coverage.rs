@@ -45,12 +45,12 @@ const EXPECTED_LINES: &[(&str, u64)] = &[
     ("never", 0),
 ];
 
-/// Runs the program under `clrprof coverage`, checks its output is the uninstrumented one,
-/// and returns the recording (`trace` is the coverage file).
-fn covered(program: &Program, clrprof_args: &[&str], extension: &str) -> Recording {
-    let plain = program.run(&[]);
+/// Runs the program with `args` under `clrprof coverage`, checks its output is the
+/// uninstrumented one, and returns the recording (`trace` is the coverage file).
+fn covered(program: &Program, args: &[&str], clrprof_args: &[&str], extension: &str) -> Recording {
+    let plain = program.run(args);
     plain.assert_success();
-    let rec = coverage(program, &[], clrprof_args, extension);
+    let rec = coverage(program, args, clrprof_args, extension);
     rec.output.assert_success();
     assert_eq!(
         rec.output.stdout_str(),
@@ -65,6 +65,27 @@ fn covered(program: &Program, clrprof_args: &[&str], extension: &str) -> Recordi
         rec.output.describe()
     );
     rec
+}
+
+/// The coverage file of a `--format json` recording, parsed.
+fn coverage_json(rec: &Recording) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(&rec.trace).unwrap()).unwrap()
+}
+
+/// Checks that every marked line of `Coverage.cs` has, in the coverage `json`, the hits
+/// [`EXPECTED_LINES`] gives it (`what`: which coverage file, for the messages).
+#[track_caller]
+fn assert_expected_line_hits(json: &Value, markers: &BTreeMap<String, u32>, what: &str) {
+    for &(marker, expected) in EXPECTED_LINES {
+        let line = markers[marker].to_string();
+        let found: Vec<u64> = json["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["lines"].get(&line).and_then(Value::as_u64))
+            .collect();
+        assert_eq!(found, [expected], "{what}line {line} (@{marker})");
+    }
 }
 
 fn method<'a>(json: &'a Value, name: &str) -> &'a Value {
@@ -88,8 +109,7 @@ fn hits(m: &Value) -> Vec<u64> {
 #[test]
 fn exact_counts_per_line_and_block() {
     let program = compile("Coverage");
-    let rec = covered(&program, &["--format", "json"], "json");
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(&rec.trace).unwrap()).unwrap();
+    let json = coverage_json(&covered(&program, &[], &["--format", "json"], "json"));
 
     // Every method of the program, compiled or not, and nothing from the framework.
     let mut names: Vec<&str> = json["methods"]
@@ -114,16 +134,7 @@ fn exact_counts_per_line_and_block() {
     // Every marked line has the count its source says.
     let markers = markers();
     assert_eq!(markers.len(), EXPECTED_LINES.len());
-    for &(marker, expected) in EXPECTED_LINES {
-        let line = markers[marker].to_string();
-        let found: Vec<u64> = json["methods"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|m| m["lines"].get(&line).and_then(Value::as_u64))
-            .collect();
-        assert_eq!(found, [expected], "line {line} (@{marker})");
-    }
+    assert_expected_line_hits(&json, &markers, "");
 
     // Blocks, in IL order. Classify: the `x < 0` test, `return -1`, the `x == 0` test,
     // `return 0`, `return 1`.
@@ -164,7 +175,7 @@ fn lcov_cobertura_and_text_outputs() {
     let program = compile("Coverage");
     let markers = markers();
 
-    let lcov = covered(&program, &["--format", "lcov"], "info");
+    let lcov = covered(&program, &[], &["--format", "lcov"], "info");
     let text = std::fs::read_to_string(&lcov.trace).unwrap();
     // One source file: the program's, which exists.
     let sources: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("SF:")).collect();
@@ -207,7 +218,7 @@ fn lcov_cobertura_and_text_outputs() {
         "{summary}"
     );
 
-    let cobertura = covered(&program, &["--format", "cobertura"], "xml");
+    let cobertura = covered(&program, &[], &["--format", "cobertura"], "xml");
     let xml = std::fs::read_to_string(&cobertura.trace).unwrap();
     // Valid against Cobertura's DTD, by libxml2.
     let dtd = programs_dir()
@@ -228,7 +239,7 @@ fn lcov_cobertura_and_text_outputs() {
     assert!(xml.contains(&line), "{xml}");
     assert!(xml.contains("<method name=\"Pick&lt;T&gt;\" signature=\"(bool, T, T)\""));
 
-    let text = covered(&program, &[], "txt");
+    let text = covered(&program, &[], &[], "txt");
     let report = std::fs::read_to_string(&text.trace).unwrap();
     assert!(report.starts_with("Coverage: "), "{report}");
     assert!(report.contains("Coverage.Classify(int) [Coverage] 5/5 blocks, 10 calls"));
@@ -268,8 +279,7 @@ fn every_test_program_runs_unchanged_with_counters_in_every_block() {
             "{name}: {}",
             rec.output.describe()
         );
-        let json: Value =
-            serde_json::from_str(&std::fs::read_to_string(&rec.trace).unwrap()).unwrap();
+        let json = coverage_json(&rec);
         let methods = json["methods"].as_array().unwrap();
         // Main ran once, through its first block.
         let main = methods
@@ -286,23 +296,8 @@ fn every_test_program_runs_unchanged_with_counters_in_every_block() {
 #[test]
 fn include_and_exclude_choose_assemblies() {
     let program = compile("Hello");
-    let plain = program.run(&["a"]);
     let assemblies = |clrprof_args: &[&str]| -> Vec<(String, u64)> {
-        let rec = coverage(&program, &["a"], clrprof_args, "json");
-        rec.output.assert_success();
-        assert_eq!(
-            rec.output.stdout_str(),
-            plain.stdout_str(),
-            "{}",
-            rec.output.describe()
-        );
-        assert!(
-            !rec.output.stderr_str().contains("coverage:"),
-            "{}",
-            rec.output.describe()
-        );
-        let json: Value =
-            serde_json::from_str(&std::fs::read_to_string(&rec.trace).unwrap()).unwrap();
+        let json = coverage_json(&covered(&program, &["a"], clrprof_args, "json"));
         let mut seen: BTreeMap<String, u64> = BTreeMap::new();
         for m in json["methods"].as_array().unwrap() {
             *seen
@@ -340,9 +335,7 @@ fn all_lines(json: &Value) -> BTreeMap<String, Value> {
 #[test]
 fn portable_pdbs_beside_and_embedded_give_the_same_lines_as_mono_symbols() {
     let program = compile("Coverage");
-    let mdb = covered(&program, &["--format", "json"], "json");
-    let from_mdb: Value =
-        serde_json::from_str(&std::fs::read_to_string(&mdb.trace).unwrap()).unwrap();
+    let from_mdb = coverage_json(&covered(&program, &[], &["--format", "json"], "json"));
     let expected = all_lines(&from_mdb);
     assert_eq!(expected["Classify"].as_object().unwrap().len(), 5);
     let markers = markers();
@@ -350,14 +343,13 @@ fn portable_pdbs_beside_and_embedded_give_the_same_lines_as_mono_symbols() {
         let (_dir, converted) = with_portable_pdb(&program, kind);
         // Cecil wrote the assembly anew: no `.mdb` beside it.
         assert!(!converted.dll.with_extension("dll.mdb").exists());
-        let rec = covered(&converted, &["--format", "json"], "json");
+        let rec = covered(&converted, &[], &["--format", "json"], "json");
         assert!(
             !rec.output.stderr_str().contains("warning"),
             "{kind:?}: {}",
             rec.output.describe()
         );
-        let json: Value =
-            serde_json::from_str(&std::fs::read_to_string(&rec.trace).unwrap()).unwrap();
+        let json = coverage_json(&rec);
         assert_eq!(all_lines(&json), expected, "{kind:?}");
         let status = &json["symbols"][0]["status"]["kind"];
         assert_eq!(
@@ -367,18 +359,9 @@ fn portable_pdbs_beside_and_embedded_give_the_same_lines_as_mono_symbols() {
                 PdbKind::Embedded => "embedded_pdb",
             }
         );
-        for &(marker, hits) in EXPECTED_LINES {
-            let line = markers[marker].to_string();
-            let found: Vec<u64> = json["methods"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|m| m["lines"].get(&line).and_then(Value::as_u64))
-                .collect();
-            assert_eq!(found, [hits], "{kind:?}: line {line} (@{marker})");
-        }
+        assert_expected_line_hits(&json, &markers, &format!("{kind:?}: "));
         // genhtml reads the lcov made from them.
-        let lcov = covered(&converted, &["--format", "lcov"], "info");
+        let lcov = covered(&converted, &[], &["--format", "lcov"], "info");
         let text = std::fs::read_to_string(&lcov.trace).unwrap();
         assert!(text.contains("SF:") && text.contains("DA:"), "{text}");
     }
