@@ -63,9 +63,14 @@ fn exported(program: &Program, args: &[&str], vars: &[(&str, &str)]) -> Command 
     cmd
 }
 
+/// Starts `cmd` with its standard output and error piped.
+fn spawn(cmd: &mut Command) -> ChildGuard {
+    ChildGuard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()))
+}
+
 /// Runs `cmd`, returns its output and process id.
 fn run(cmd: &mut Command) -> (Output, u32) {
-    let mut child = ChildGuard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
+    let mut child = spawn(cmd);
     let pid = child.id();
     (child.wait_with_output(default_timeout()), pid)
 }
@@ -182,6 +187,32 @@ fn total(samples: &[Sample], sample_type: &str, keep: impl Fn(&Sample) -> bool) 
         .sum()
 }
 
+/// The `sample_type` total of the samples with `function` among their frames.
+fn total_under(samples: &[Sample], sample_type: &str, function: &str) -> i64 {
+    total(samples, sample_type, |s| {
+        s.frames.iter().any(|f| f == function)
+    })
+}
+
+/// `clrprof <clrprof_args> -- <dotnet> <program's dll>`, run to completion.
+fn clrprof_running(program: &Program, clrprof_args: &[&str]) -> Output {
+    let muxer = program.dotnet.muxer.display().to_string();
+    let dll = program.dll.display().to_string();
+    clrprof(&[clrprof_args, &["--", &muxer, &dll]].concat())
+}
+
+/// `clrprof record <clrprof_args>` of `program`, checking that both it and a plain run of the
+/// program succeeded and that the program printed what it prints unprofiled.
+#[track_caller]
+fn clrprof_record_unchanged(program: &Program, clrprof_args: &[&str]) -> Output {
+    let plain = program.run(&[]);
+    plain.assert_success();
+    let output = clrprof_running(program, &[&["record"], clrprof_args].concat());
+    output.assert_success();
+    assert_eq!(output.stdout, plain.stdout, "profiling changed the output");
+    output
+}
+
 /// Waits until the forwarded requests stop coming (none for a second), then returns them.
 fn settled(collector: &Collector) -> Vec<Vec<u8>> {
     let mut bodies = collector.forwarded.wait_for(1, FORWARD_TIMEOUT);
@@ -214,6 +245,18 @@ fn exit_line<'a>(stderr: &'a str, endpoint: &str) -> (&'a str, [u64; 5]) {
         line,
         numbers.try_into().unwrap_or_else(|_| panic!("{stderr}")),
     )
+}
+
+/// Waits for the exported `busy` run of Continuous in `child`, which must succeed and print only
+/// `done`; returns its standard error and the numbers of the agent's line at exit.
+#[track_caller]
+fn busy_ended(mut child: ChildGuard, endpoint: &str) -> (String, [u64; 5]) {
+    let output = child.wait_with_output(default_timeout());
+    output.assert_success();
+    assert_eq!(output.stdout_str(), "done\n");
+    let stderr = output.stderr_str();
+    let (_, numbers) = exit_line(&stderr, endpoint);
+    (stderr, numbers)
 }
 
 const MAIN: &str = "Continuous.Program.Main(string[])";
@@ -519,28 +562,21 @@ fn exported_lines_match(program: &Program, markers: &BTreeMap<String, u32>, symb
 #[test]
 fn record_export_runs_the_program_in_export_mode() {
     let program = compile("Continuous");
-    let plain = program.run(&[]);
-    plain.assert_success();
     let collector = Collector::start();
     let endpoint = collector.otlp_http_endpoint();
-    let muxer = program.dotnet.muxer.display().to_string();
-    let dll = program.dll.display().to_string();
-    let output = clrprof(&[
-        "record",
-        "--export",
-        &endpoint,
-        "--service",
-        "launched",
-        "--label",
-        "way=record",
-        "--period",
-        "1",
-        "--",
-        &muxer,
-        &dll,
-    ]);
-    output.assert_success();
-    assert_eq!(output.stdout, plain.stdout, "profiling changed the output");
+    let output = clrprof_record_unchanged(
+        &program,
+        &[
+            "--export",
+            &endpoint,
+            "--service",
+            "launched",
+            "--label",
+            "way=record",
+            "--period",
+            "1",
+        ],
+    );
     let stderr = output.stderr_str();
     assert!(
         stderr.starts_with(&format!(
@@ -567,7 +603,7 @@ fn record_export_runs_the_program_in_export_mode() {
         "no CPU in Spin: {samples:#?}"
     );
     // Export settings need --export, and --export takes no recording option.
-    let refused = clrprof(&["record", "--service", "x", "--", &muxer, &dll]);
+    let refused = clrprof_running(&program, &["record", "--service", "x"]);
     assert_eq!(refused.status.code(), Some(1));
     assert!(
         refused
@@ -576,18 +612,18 @@ fn record_export_runs_the_program_in_export_mode() {
         "{}",
         refused.stderr_str()
     );
-    let conflict = clrprof(&[
-        "record",
-        "--export",
-        &endpoint,
-        "--service",
-        "x",
-        "--rate",
-        "99",
-        "--",
-        &muxer,
-        &dll,
-    ]);
+    let conflict = clrprof_running(
+        &program,
+        &[
+            "record",
+            "--export",
+            &endpoint,
+            "--service",
+            "x",
+            "--rate",
+            "99",
+        ],
+    );
     assert_eq!(conflict.status.code(), Some(2), "{}", conflict.stderr_str());
     assert!(
         conflict.stderr_str().contains("cannot be used with"),
@@ -599,35 +635,28 @@ fn record_export_runs_the_program_in_export_mode() {
 #[test]
 fn record_export_with_a_trace_beside_ships_what_the_trace_holds() {
     let program = compile("Continuous");
-    let plain = program.run(&[]);
-    plain.assert_success();
     let collector = Collector::start();
     let endpoint = collector.otlp_http_endpoint();
     let dir = clrprof_e2e::temp_dir();
     let trace = dir.path().join("beside.clrprof");
     let trace_arg = trace.display().to_string();
-    let muxer = program.dotnet.muxer.display().to_string();
-    let dll = program.dll.display().to_string();
-    let output = clrprof(&[
-        "record",
-        "--export",
-        &endpoint,
-        "--service",
-        "beside",
-        "--period",
-        "1",
-        "--profiles",
-        "cpu,exceptions",
-        "--cpu-rate",
-        "1000",
-        "-o",
-        &trace_arg,
-        "--",
-        &muxer,
-        &dll,
-    ]);
-    output.assert_success();
-    assert_eq!(output.stdout, plain.stdout, "profiling changed the output");
+    let output = clrprof_record_unchanged(
+        &program,
+        &[
+            "--export",
+            &endpoint,
+            "--service",
+            "beside",
+            "--period",
+            "1",
+            "--profiles",
+            "cpu,exceptions",
+            "--cpu-rate",
+            "1000",
+            "-o",
+            &trace_arg,
+        ],
+    );
     let stderr = output.stderr_str();
     assert!(
         stderr.starts_with(&format!(
@@ -646,7 +675,7 @@ fn record_export_with_a_trace_beside_ships_what_the_trace_holds() {
     // profiles the Collector received as in the trace's report (every period was delivered,
     // so the two hold the same samples).
     let cpu_total = total(&samples, "cpu", |_| true);
-    let spin = total(&samples, "cpu", |s| s.frames.iter().any(|f| f == SPIN));
+    let spin = total_under(&samples, "cpu", SPIN);
     assert!(cpu_total > 0 && spin > 0, "{samples:#?}");
     let exported_share = spin as f64 / cpu_total as f64;
     let json = clrprof_e2e::report_json(&trace);
@@ -767,19 +796,11 @@ fn attach_export_ships_periods_from_a_running_process_until_stop() {
         assert_eq!(get("process.pid"), Some(pid.as_str()));
     }
     assert!(
-        total(&samples, "cpu", |s| s
-            .frames
-            .iter()
-            .any(|f| f == SPIN_OF_ATTACHEE))
-            > 0,
+        total_under(&samples, "cpu", SPIN_OF_ATTACHEE) > 0,
         "no CPU in {SPIN_OF_ATTACHEE}: {samples:#?}"
     );
     assert!(
-        total(&samples, "exceptions", |s| s
-            .frames
-            .iter()
-            .any(|f| f == SPIN_OF_ATTACHEE))
-            > 0,
+        total_under(&samples, "exceptions", SPIN_OF_ATTACHEE) > 0,
         "no exception thrown under {SPIN_OF_ATTACHEE}"
     );
 
@@ -827,11 +848,7 @@ fn attach_export_ships_periods_from_a_running_process_until_stop() {
         "{resources:?}"
     );
     assert!(
-        total(&again, "cpu", |s| s
-            .frames
-            .iter()
-            .any(|f| f == SPIN_OF_ATTACHEE))
-            > 0,
+        total_under(&again, "cpu", SPIN_OF_ATTACHEE) > 0,
         "no CPU in {SPIN_OF_ATTACHEE} the second time"
     );
     let bye = program.send("exit");
@@ -1044,15 +1061,11 @@ fn a_collector_that_comes_late_gets_the_waiting_periods_and_the_losses_are_count
             ("CLRPROF_EXPORT_PROFILES", "cpu"),
         ],
     );
-    let mut child = ChildGuard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
+    let child = spawn(&mut cmd);
     // Nobody listens for the first periods.
     std::thread::sleep(Duration::from_secs(3));
     let collector = Collector::start_on(ports);
-    let output = child.wait_with_output(default_timeout());
-    output.assert_success();
-    assert_eq!(output.stdout_str(), "done\n");
-    let stderr = output.stderr_str();
-    let (_, [periods, delivered, dropped, waiting, failed]) = exit_line(&stderr, &endpoint);
+    let (stderr, [periods, delivered, dropped, waiting, failed]) = busy_ended(child, &endpoint);
     assert!(failed >= 1, "{stderr}");
     assert!(delivered >= 1, "{stderr}");
     assert_eq!(delivered + dropped + waiting, periods, "{stderr}");
@@ -1093,18 +1106,14 @@ fn a_collector_stopped_for_two_periods_gets_them_later_and_the_program_is_unchan
             ("CLRPROF_EXPORT_PROFILES", "cpu"),
         ],
     );
-    let mut child = ChildGuard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
+    let child = spawn(&mut cmd);
     // Up for the first periods, down for two, up again for the rest (on the same port).
     first.forwarded.wait_for(1, FORWARD_TIMEOUT);
     std::thread::sleep(Duration::from_millis(500));
     first.stop();
     std::thread::sleep(Duration::from_secs(2));
     let second = Collector::start_on(ports);
-    let output = child.wait_with_output(default_timeout());
-    output.assert_success();
-    assert_eq!(output.stdout_str(), "done\n");
-    let stderr = output.stderr_str();
-    let (_, [periods, delivered, dropped, waiting, failed]) = exit_line(&stderr, &endpoint);
+    let (stderr, [periods, delivered, dropped, waiting, failed]) = busy_ended(child, &endpoint);
     // The sends of the two periods failed while it was down; the queue (4 periods) kept them,
     // and the Collector that came back got them: none lost.
     assert!(failed >= 1, "{stderr}");
@@ -1132,7 +1141,7 @@ fn a_collector_stopped_for_two_periods_gets_them_later_and_the_program_is_unchan
 /// Runs `cmd` and says how long after the program printed its last line (`done`) it exited.
 fn time_from_done_to_exit(cmd: &mut Command) -> (Output, Duration) {
     use std::io::{BufRead, BufReader};
-    let mut child = ChildGuard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
+    let mut child = spawn(cmd);
     let stdout = child.child_mut().stdout.take().unwrap();
     let done = std::thread::spawn(move || {
         let mut lines = Vec::new();
