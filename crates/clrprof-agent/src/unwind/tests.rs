@@ -39,17 +39,15 @@ fn synthetic_stack() -> (Vec<usize>, Regs, usize) {
     (words, regs, at(32))
 }
 
+/// `unwinder`'s unwind of the stack `copy` (up to `hi`) from `regs`, with no chain to follow and
+/// no managed shapes, appended to `out`.
+fn unwind_into(unwinder: &mut Unwinder, regs: Regs, copy: &[u8], hi: usize, out: &mut Vec<usize>) {
+    unwinder.unwind(regs, copy, Chain::default(), None, hi, out, &mut NoShapes);
+}
+
 fn run(unwinder: &mut Unwinder, regs: Regs, copy: &[u8], hi: usize) -> Vec<usize> {
     let mut out = Vec::new();
-    unwinder.unwind(
-        regs,
-        copy,
-        Chain::default(),
-        None,
-        hi,
-        &mut out,
-        &mut NoShapes,
-    );
+    unwind_into(unwinder, regs, copy, hi, &mut out);
     out
 }
 
@@ -103,29 +101,13 @@ fn frame_pointer_rule_for_pcs_in_no_module() {
     assert_eq!((stats.stop, stats.live_reads), (Stop::Unreadable, 1));
     // `out` is appended to, never beyond MAX_FRAMES.
     let mut out = vec![7; MAX_FRAMES - 1];
-    u.unwind(
-        regs,
-        &copy,
-        Chain::default(),
-        None,
-        hi,
-        &mut out,
-        &mut NoShapes,
-    );
+    unwind_into(&mut u, regs, &copy, hi, &mut out);
     assert_eq!(out.len(), MAX_FRAMES);
     assert_eq!(
         (out[MAX_FRAMES - 1], u.last_stats().stop),
         (0x10_0500, Stop::Limit)
     );
-    u.unwind(
-        regs,
-        &copy,
-        Chain::default(),
-        None,
-        hi,
-        &mut out,
-        &mut NoShapes,
-    );
+    unwind_into(&mut u, regs, &copy, hi, &mut out);
     assert_eq!(out.len(), MAX_FRAMES);
 }
 
@@ -207,22 +189,21 @@ fn the_native_frames_under_the_program_are_remembered_for_walks_from_other_calle
     base[48] = at(56);
     base[49] = 0x30_3000;
     // words 56, 57: zero, the outermost frame (its "CFI" says so)
-    let mut shallow = base.clone();
-    shallow[20] = at(30);
-    shallow[21] = 0x10_1000;
-    let shallow_regs = Regs {
-        rip: 0x10_0500,
-        rsp: FAKE_SP,
-        rbp: at(20),
+    // The base under one frame of the program's, at pc `rip`, whose frame record at word
+    // `record` returns to `ret` and leads into the base's first record.
+    let program_frame = |record: usize, ret: usize, rip: usize| {
+        let mut words = base.clone();
+        words[record] = at(30);
+        words[record + 1] = ret;
+        let regs = Regs {
+            rip,
+            rsp: FAKE_SP,
+            rbp: at(record),
+        };
+        (words, regs)
     };
-    let mut deeper = base.clone();
-    deeper[14] = at(30);
-    deeper[15] = 0x10_1100;
-    let deeper_regs = Regs {
-        rip: 0x10_0600,
-        rsp: FAKE_SP,
-        rbp: at(14),
-    };
+    let (shallow, shallow_regs) = program_frame(20, 0x10_1000, 0x10_0500);
+    let (mut deeper, deeper_regs) = program_frame(14, 0x10_1100, 0x10_0600);
     let mut tail = Tail::default();
     let walk_once = |words: &[usize], regs: Regs, tail: &mut Tail| {
         walk_with(words, regs, hi, tail, &mut CfiFrom30)
@@ -334,14 +315,12 @@ fn garbage_never_panics() {
                     _ => rsp.saturating_add(hi % (128 * 1024)),
                 };
                 let mut out = Vec::new();
-                unwinder.borrow_mut().unwind(
+                unwind_into(
+                    &mut unwinder.borrow_mut(),
                     Regs { rip, rsp, rbp },
                     &copy,
-                    Chain::default(),
-                    None,
                     stack_hi,
                     &mut out,
-                    &mut NoShapes,
                 );
                 prop_assert!(!out.is_empty() && out.len() <= MAX_FRAMES);
                 prop_assert_eq!(out[0], rip);
@@ -354,6 +333,7 @@ fn garbage_never_panics() {
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod linux {
     use super::super::*;
+    use super::unwind_into;
     use core::ffi::{c_int, c_void};
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -454,26 +434,10 @@ mod linux {
                 let (copy, hi) = copy_stack(regs.rsp, 256 * 1024);
                 let mut u = Unwinder::new();
                 let mut full = Vec::new();
-                u.unwind(
-                    regs,
-                    &copy,
-                    Chain::default(),
-                    None,
-                    hi,
-                    &mut full,
-                    &mut NoShapes,
-                );
+                unwind_into(&mut u, regs, &copy, hi, &mut full);
                 let full_stats = u.last_stats();
                 let mut short = Vec::new();
-                u.unwind(
-                    regs,
-                    &copy[..64],
-                    Chain::default(),
-                    None,
-                    hi,
-                    &mut short,
-                    &mut NoShapes,
-                );
+                unwind_into(&mut u, regs, &copy[..64], hi, &mut short);
                 let short_stats = u.last_stats();
                 let mut fp_only = Vec::new();
                 let mut window = Vec::new();
@@ -697,15 +661,7 @@ mod linux {
                 let started = std::time::Instant::now();
                 let mut u = Unwinder::new();
                 let mut out = Vec::with_capacity(MAX_FRAMES);
-                u.unwind(
-                    regs,
-                    &copy,
-                    Chain::default(),
-                    None,
-                    hi,
-                    &mut out,
-                    &mut NoShapes,
-                );
+                unwind_into(&mut u, regs, &copy, hi, &mut out);
                 let cold = started.elapsed();
                 let stats = u.last_stats();
                 eprintln!(
@@ -732,15 +688,7 @@ mod linux {
                     let started = std::time::Instant::now();
                     for _ in 0..rounds {
                         out.clear();
-                        u.unwind(
-                            regs,
-                            copy,
-                            Chain::default(),
-                            None,
-                            hi,
-                            &mut out,
-                            &mut NoShapes,
-                        );
+                        unwind_into(&mut u, regs, copy, hi, &mut out);
                     }
                     let per = started.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
                     eprintln!(
