@@ -21,6 +21,34 @@ fn top(profile: &Profile, query: &Query) -> (TopTable, Vec<(String, FunctionRow)
     (table, rows)
 }
 
+/// The query that keeps only the stacks with a frame matching `filter`.
+fn filtered(filter: &str) -> Query {
+    Query {
+        filter: Some(filter.into()),
+        ..Query::default()
+    }
+}
+
+/// The query of the thread `thread` names (a name or a tid).
+fn on_thread(thread: &str) -> Query {
+    Query {
+        thread: Some(thread.into()),
+        ..Query::default()
+    }
+}
+
+/// Renders `p` in every format, each of which must succeed.
+#[track_caller]
+fn assert_every_format_renders(p: &Profile) {
+    for format in clrprof_analysis::Format::ALL {
+        let mut out = Vec::new();
+        format
+            .renderer()
+            .render(p, &Query::default(), &mut out)
+            .unwrap_or_else(|e| panic!("{format}: {e}"));
+    }
+}
+
 fn row<'a>(rows: &'a [(String, FunctionRow)], name: &str) -> &'a FunctionRow {
     &rows
         .iter()
@@ -128,26 +156,17 @@ fn samples_without_managed_frames_get_their_own_row() {
 #[test]
 fn thread_selection_by_tid_and_name() {
     let p = sample_profile();
-    let by_name = Query {
-        thread: Some("worker".into()),
-        ..Query::default()
-    };
+    let by_name = on_thread("worker");
     let (table, rows) = top(&p, &by_name);
     assert_eq!(table.grand_total, 3 * MS);
     assert!(!has_row(&rows, "MyApp.Program.Main"));
     assert_eq!(row(&rows, "MyApp.Parser.ParseLine").self_weight, 3 * MS);
 
     let worker_tid = p.threads.iter().find(|t| t.name == "worker").unwrap().tid;
-    let by_tid = Query {
-        thread: Some(worker_tid.to_string()),
-        ..Query::default()
-    };
+    let by_tid = on_thread(&worker_tid.to_string());
     assert_eq!(top(&p, &by_tid).0, table);
 
-    let missing = Query {
-        thread: Some("nope".into()),
-        ..Query::default()
-    };
+    let missing = on_thread("nope");
     match Analysis::new(&p, &missing, false) {
         Err(Error::NoSuchThread {
             selector,
@@ -163,10 +182,7 @@ fn thread_selection_by_tid_and_name() {
 #[test]
 fn filter_keeps_only_stacks_with_a_matching_frame() {
     let p = sample_profile();
-    let q = Query {
-        filter: Some("Parser.".into()),
-        ..Query::default()
-    };
+    let q = filtered("Parser.");
     let (table, rows) = top(&p, &q);
     // ParseLine (6 + 3 ms) and ParseFile's own 1 ms.
     assert_eq!(table.grand_total, 10 * MS);
@@ -177,10 +193,7 @@ fn filter_keeps_only_stacks_with_a_matching_frame() {
     assert_eq!(row(&rows, "MyApp.Worker.Run").total_weight, 3 * MS);
 
     // Case-sensitive.
-    let q = Query {
-        filter: Some("parser.".into()),
-        ..Query::default()
-    };
+    let q = filtered("parser.");
     assert!(top(&p, &q).1.is_empty());
 }
 
@@ -288,10 +301,7 @@ fn calls_metric_is_trace_only() {
 #[test]
 fn trace_filter_keeps_callers_as_context() {
     let p = trace_profile();
-    let q = Query {
-        filter: Some("ParseLine".into()),
-        ..Query::default()
-    };
+    let q = filtered("ParseLine");
     let (table, rows) = top(&p, &q);
     assert_eq!(table.grand_total, 9 * MS);
     assert!(!has_row(&rows, "MyApp.Compute.Fib"));
@@ -423,13 +433,7 @@ fn huge_values_saturate_instead_of_panicking() {
     let (table, rows) = top(&p, &Query::default());
     assert_eq!(table.grand_total, u64::MAX);
     assert_eq!(row(&rows, "A").total_weight, u64::MAX);
-    for format in clrprof_analysis::Format::ALL {
-        let mut out = Vec::new();
-        format
-            .renderer()
-            .render(&p, &Query::default(), &mut out)
-            .unwrap_or_else(|e| panic!("{format}: {e}"));
-    }
+    assert_every_format_renders(&p);
 }
 
 #[test]
@@ -444,11 +448,5 @@ fn deep_recursion_renders_without_overflowing_the_stack() {
     assert_eq!(table.grand_total, 6);
     assert_eq!(row(&rows, "F0").total_weight, 6);
     assert_eq!(row(&rows, "F2").self_weight, 5);
-    for format in clrprof_analysis::Format::ALL {
-        let mut out = Vec::new();
-        format
-            .renderer()
-            .render(&p, &Query::default(), &mut out)
-            .unwrap_or_else(|e| panic!("{format}: {e}"));
-    }
+    assert_every_format_renders(&p);
 }
