@@ -3,6 +3,8 @@
 //! outcome of each answer (OK with a partial success, UNAVAILABLE, RESOURCE_EXHAUSTED with
 //! and without a retry delay, no answer at all).
 
+mod common;
+
 use std::io::Read;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -11,9 +13,9 @@ use base64::Engine;
 use clrprof_export::otlp;
 use clrprof_export::transport::OTLP_GRPC_METHOD;
 use clrprof_export::{
-    Auth, ExportConfig, Exporter, Frame, GrpcCode, Outcome, PeriodProfiles, ProfileType, Protocol,
-    Refusal, Resource, Sender, Unreachable,
+    Auth, ExportConfig, Exporter, GrpcCode, Outcome, Protocol, Refusal, Sender, Unreachable,
 };
+use common::{period, resource};
 use opentelemetry_proto::tonic::collector::profiles::v1development::{
     ExportProfilesPartialSuccess, ExportProfilesServiceResponse,
 };
@@ -129,21 +131,6 @@ fn exporter(endpoint: String, auth: Option<Auth>) -> Exporter {
         tenant: None,
         timeout: Duration::from_millis(1500),
     })
-}
-
-fn period() -> PeriodProfiles {
-    let mut p = PeriodProfiles::new(1, 2, 16);
-    p.add(
-        ProfileType::Cpu,
-        &[Frame::new("Main", "App.dll"), Frame::new("Work", "App.dll")],
-        &[10_000_000],
-    )
-    .unwrap();
-    p
-}
-
-fn resource() -> Resource {
-    Resource::of_this_process("svc", ".NET", "8.0.4")
 }
 
 /// `google.rpc.Status` with a `google.rpc.RetryInfo` of `seconds` (none: no details).

@@ -1,6 +1,8 @@
 //! The exporter's HTTP exchanges against small servers on loopback that answer as a backend
 //! in trouble would: what is sent (path, headers, body) and the typed outcome of each answer.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc;
@@ -9,9 +11,9 @@ use std::time::{Duration, Instant};
 use clrprof_export::otlp;
 use clrprof_export::pyroscope::PushRequest;
 use clrprof_export::{
-    Auth, ExportConfig, Exporter, Frame, Outcome, PeriodProfiles, ProfileType, Protocol, Refusal,
-    Resource, Sender, Unreachable,
+    Auth, ExportConfig, Exporter, Outcome, Protocol, Refusal, Sender, Unreachable,
 };
+use common::{period, resource};
 use opentelemetry_proto::tonic::collector::profiles::v1development::{
     ExportProfilesPartialSuccess, ExportProfilesServiceResponse,
 };
@@ -103,21 +105,6 @@ fn exporter(endpoint: String, protocol: Protocol, auth: Option<Auth>) -> Exporte
         tenant: Some("team-a".into()),
         timeout: Duration::from_millis(1500),
     })
-}
-
-fn period() -> PeriodProfiles {
-    let mut p = PeriodProfiles::new(1, 2, 16);
-    p.add(
-        ProfileType::Cpu,
-        &[Frame::new("Main", "App.dll"), Frame::new("Work", "App.dll")],
-        &[10_000_000],
-    )
-    .unwrap();
-    p
-}
-
-fn resource() -> Resource {
-    Resource::of_this_process("svc", ".NET", "8.0.4")
 }
 
 #[test]
