@@ -47,6 +47,22 @@ pub fn check_listing<V: Vtable>(listing: &str) {
     );
 }
 
+/// Asserts that `V`, an earlier version of the interface `listing` lists, declares exactly the
+/// methods of `listing` up to the last one of its own interface (`V::INTERFACE`).
+pub fn check_listing_prefix<V: Vtable>(listing: &str) {
+    check_listing::<V>(&listing_through(listing, V::INTERFACE));
+}
+
+/// `listing` cut off after the last method of `interface`, to check an intermediate version.
+fn listing_through(listing: &str, interface: &str) -> String {
+    let lines: Vec<&str> = listing.lines().collect();
+    let last = lines
+        .iter()
+        .rposition(|l| l.split_whitespace().next() == Some(interface))
+        .unwrap_or_else(|| panic!("{interface} is not in the listing"));
+    lines[..=last].join("\n")
+}
+
 /// Asserts that `method` sits in `slot` of `V`: used for slots observed on a real runtime.
 pub fn assert_slot<V: Vtable>(method: &str, slot: usize) {
     let found = V::all_slots().into_iter().find(|s| s.method == method);
