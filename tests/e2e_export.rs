@@ -808,7 +808,7 @@ fn attach_export_ships_periods_from_a_running_process_until_stop() {
     let received = collector.forwarded.wait_for(0, Duration::ZERO).len();
     assert_eq!(program.send("round 2"), "rounds 2: total 2, caught 2");
     let again = clrprof(&["attach", &pid, "--stop"]);
-    assert_eq!(again.status.code(), Some(1), "{}", again.describe());
+    again.assert_exit_code(1);
     assert!(
         again.stderr_str().contains(&format!(
             "process {pid} runs no export mode that `clrprof attach --export` started"
@@ -854,7 +854,7 @@ fn attach_export_ships_periods_from_a_running_process_until_stop() {
     let bye = program.send("exit");
     assert!(bye.starts_with("bye: total 2"), "{bye}");
     let out = program.guard.wait_with_output(default_timeout());
-    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    out.assert_exit_code(0);
 }
 
 #[test]

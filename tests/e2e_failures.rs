@@ -17,7 +17,7 @@ fn a_program_that_is_not_dotnet_is_reported_as_agent_never_started() {
         "/bin/echo",
         "hello",
     ]);
-    assert_eq!(out.status.code(), Some(125), "{}", out.describe());
+    out.assert_exit_code(125);
     assert_eq!(out.stdout_str(), "hello\n", "the program itself ran");
     let err = out.stderr_str();
     assert!(err.contains("the agent never started"), "{err}");
@@ -41,12 +41,8 @@ fn an_agent_the_runtime_refuses_is_reported() {
         program.dotnet.muxer.to_str().unwrap(),
         program.dll.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(125), "{}", out.describe());
-    assert!(
-        out.stderr_str().contains("the agent never started"),
-        "{}",
-        out.describe()
-    );
+    out.assert_exit_code(125);
+    out.assert_stderr_contains("the agent never started");
     assert_eq!(
         out.stdout_str(),
         program.run(&[]).stdout_str(),
@@ -71,12 +67,7 @@ fn a_runtime_told_to_load_no_profiler_is_named() {
         assert!(!err.contains("EnableDiagnostics"), "{err}");
         return;
     }
-    assert_eq!(
-        rec.output.status.code(),
-        Some(125),
-        "{}",
-        rec.output.describe()
-    );
+    rec.output.assert_exit_code(125);
     assert!(err.contains("the agent never started"), "{err}");
     // The cause first, and not a question whether the program is .NET at all.
     assert!(
@@ -109,11 +100,7 @@ fn a_missing_agent_is_an_error() {
         "/bin/true",
     ]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        out.stderr_str().contains("does not exist"),
-        "{}",
-        out.describe()
-    );
+    out.assert_stderr_contains("does not exist");
     assert!(!out.stderr_str().contains("panicked"));
 }
 
@@ -131,12 +118,8 @@ fn an_agent_writable_by_others_is_refused() {
         "--",
         "/bin/true",
     ]);
-    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
-    assert!(
-        out.stderr_str().contains("writable by other users"),
-        "{}",
-        out.describe()
-    );
+    out.assert_exit_code(1);
+    out.assert_stderr_contains("writable by other users");
 }
 
 #[test]
@@ -147,12 +130,7 @@ fn exit_codes_pass_through() {
         &["exit", "3"],
         &["--mode", "none", "--events", "exception"],
     );
-    assert_eq!(
-        rec.output.status.code(),
-        Some(3),
-        "{}",
-        rec.output.describe()
-    );
+    rec.output.assert_exit_code(3);
     assert_eq!(rec.output.stdout_str(), "crash: caught 3\n");
     let json = rec.report_json();
     assert_eq!(json["session"]["exit_code"], 3);
@@ -164,19 +142,9 @@ fn a_crashed_program_leaves_a_readable_trace() {
     let program = compile("Crash");
     let rec = record(&program, &[], &["--events", "exception"]);
     // FailFast aborts: clrprof exits like a shell would, 128 + SIGABRT.
-    assert_eq!(
-        rec.output.status.code(),
-        Some(134),
-        "{}",
-        rec.output.describe()
-    );
-    assert!(
-        rec.output
-            .stderr_str()
-            .contains("ended without shutting the profiler down"),
-        "{}",
-        rec.output.describe()
-    );
+    rec.output.assert_exit_code(134);
+    rec.output
+        .assert_stderr_contains("ended without shutting the profiler down");
     let json = rec.report_json();
     assert_eq!(json["session"]["ended_cleanly"], false);
     assert_eq!(
@@ -217,20 +185,12 @@ fn report_rejects_foreign_files_clearly_and_reads_cut_ones() {
     std::fs::write(&text, "just some text\n").unwrap();
     let out = report(&text, &[]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        out.stderr_str().contains("not a clrprof trace"),
-        "{}",
-        out.describe()
-    );
+    out.assert_stderr_contains("not a clrprof trace");
 
     let missing = dir.path().join("missing.clrprof");
     let out = report(&missing, &[]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        out.stderr_str().contains("cannot open"),
-        "{}",
-        out.describe()
-    );
+    out.assert_stderr_contains("cannot open");
 
     let mut future = bytes.clone();
     future[8] = 9; // major version 9
@@ -337,16 +297,16 @@ fn errors_are_said_once_before_any_output_with_the_program_s_own_status() {
 
     // A directory as the trace.
     let out = report(dir.path(), &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    out.assert_exit_code(1);
     assert_said_once(&out.stderr_str());
 
     // A metric the trace does not have: refused before the session block.
     let out = rec.report(&["--metric", "calls"]);
-    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    out.assert_exit_code(1);
     assert!(out.stdout.is_empty(), "{}", out.describe());
     assert!(out.stderr_str().contains("calls"), "{}", out.describe());
     let out = rec.report(&["--thread", "no-such-thread"]);
-    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    out.assert_exit_code(1);
     assert!(out.stdout.is_empty(), "{}", out.describe());
 
     // `svg` names the flame graph.
@@ -377,7 +337,7 @@ fn errors_are_said_once_before_any_output_with_the_program_s_own_status() {
             muxer,
             dll.to_str().unwrap(),
         ]);
-        assert_eq!(out.status.code(), Some(own_code), "{}", out.describe());
+        out.assert_exit_code(own_code);
         let err = out.stderr_str();
         assert!(
             err.contains("nothing was recorded") && err.contains(&format!("exit {own_code}")),
@@ -397,7 +357,7 @@ fn errors_are_said_once_before_any_output_with_the_program_s_own_status() {
         program.dotnet.muxer.to_str().unwrap(),
         program.dll.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    out.assert_exit_code(1);
     assert!(
         out.stdout.is_empty(),
         "the program did not run: {}",

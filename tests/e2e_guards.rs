@@ -89,12 +89,8 @@ fn an_output_that_is_an_input_is_refused_before_anything_runs() {
         "--",
         s(&dll),
     ]);
-    assert_eq!(r.status.code(), Some(1), "{}", r.describe());
-    assert!(
-        r.stderr_str().contains("-o and --trace are the same file"),
-        "{}",
-        r.describe()
-    );
+    r.assert_exit_code(1);
+    r.assert_stderr_contains("-o and --trace are the same file");
     assert!(!c.exists());
 
     // A report over the trace it reads, under its own name or through a link.
@@ -118,13 +114,8 @@ fn an_output_that_is_an_input_is_refused_before_anything_runs() {
         link,
     ] {
         let r = run(&["report", s(&trace), "-o", s(&o)]);
-        assert_eq!(r.status.code(), Some(1), "{}", r.describe());
-        assert!(
-            r.stderr_str()
-                .contains(&format!("-o {} is the trace read, {}", s(&o), s(&trace))),
-            "{}",
-            r.describe()
-        );
+        r.assert_exit_code(1);
+        r.assert_stderr_contains(&format!("-o {} is the trace read, {}", s(&o), s(&trace)));
     }
     assert_eq!(std::fs::read(&trace).unwrap(), recorded);
     assert_eq!(files_in(out_dir.path()), ["link.clrprof", "t.clrprof"]);
@@ -200,17 +191,13 @@ fn a_second_recording_of_the_same_file_is_refused_and_a_trace_being_written_says
         let mut cmd = record_command(&hello, &[], &["--mode", "none"], &trace);
         run_command(&mut cmd)
     };
-    assert_eq!(second.status.code(), Some(1), "{}", second.describe());
+    second.assert_exit_code(1);
     let partial = dir.path().join("same.clrprof.partial");
-    assert!(
-        second.stderr_str().contains(&format!(
-            "another clrprof is recording into {} right now (it is writing {})",
-            s(&trace),
-            s(&partial)
-        )),
-        "{}",
-        second.describe()
-    );
+    second.assert_stderr_contains(&format!(
+        "another clrprof is recording into {} right now (it is writing {})",
+        s(&trace),
+        s(&partial)
+    ));
     assert_eq!(second.stdout_str(), "", "the second program never ran");
     assert_eq!(files_in(dir.path()), ["same.clrprof.partial"]);
 
@@ -234,7 +221,7 @@ fn a_second_recording_of_the_same_file_is_refused_and_a_trace_being_written_says
 
     assert_eq!(first.send(Some("exit")), "bye: total 3, caught 3");
     let out = first.guard.wait_with_output(default_timeout());
-    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    out.assert_exit_code(0);
     assert_eq!(files_in(dir.path()), ["same.clrprof"]);
     let json = report_json(&trace);
     assert_eq!(json["events"]["ExceptionThrown"], 3);
@@ -276,7 +263,7 @@ fn coverage_of_a_program_that_never_shut_down_keeps_the_file_it_would_replace() 
         s(&crash.dotnet.muxer),
         s(&crash.dll),
     ]);
-    assert_eq!(r.status.code(), Some(code), "{}", r.describe());
+    r.assert_exit_code(code);
     let err = r.stderr_str();
     let end = clrprof_analysis::ending::program_end(-1, code - 128);
     assert!(
@@ -301,12 +288,9 @@ fn coverage_of_a_program_that_never_shut_down_keeps_the_file_it_would_replace() 
     let mut covered = UnderClrprof::coverage(&good, &[]);
     send_signal("-KILL", covered.program_pid());
     let out = covered.guard.wait_with_output(default_timeout());
-    assert_eq!(out.status.code(), Some(128 + 9), "{}", out.describe());
-    assert!(
-        out.stderr_str()
-            .contains("the program did not shut the runtime down (killed by signal 9 (SIGKILL))"),
-        "{}",
-        out.describe()
+    out.assert_exit_code(128 + 9);
+    out.assert_stderr_contains(
+        "the program did not shut the runtime down (killed by signal 9 (SIGKILL))",
     );
     assert!(
         out.stderr_str()
@@ -330,7 +314,7 @@ fn coverage_of_a_program_that_never_shut_down_keeps_the_file_it_would_replace() 
     assert_eq!(covered.send(Some("round 2")), "rounds 2: total 2, caught 2");
     send_signal("-TERM", covered.guard.id());
     let out = covered.guard.wait_with_output(default_timeout());
-    assert_eq!(out.status.code(), Some(alone), "{}", out.describe());
+    out.assert_exit_code(alone);
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&good).unwrap()).unwrap();
     let throw = json["methods"]
         .as_array()
@@ -384,7 +368,7 @@ fn a_closed_stderr_never_makes_clrprof_panic_and_the_exit_code_survives() {
         .stderr(closed_pipe());
     apply_env(&mut cmd);
     let out = run_command_keeping_stderr(&mut cmd);
-    assert_eq!(out.status.code(), Some(3), "{}", out.describe());
+    out.assert_exit_code(3);
     assert_eq!(report_json(&trace)["events"]["ExceptionThrown"], 3);
 
     // report: warnings go to the closed stderr, the report to stdout as always.
@@ -400,14 +384,14 @@ fn a_closed_stderr_never_makes_clrprof_panic_and_the_exit_code_survives() {
         .args(["--format", "json"])
         .stderr(closed_pipe());
     let out = run_command_keeping_stderr(&mut cmd);
-    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    out.assert_exit_code(0);
     assert_eq!(out.stdout, open.stdout);
     // An error to a closed stderr: exit 1, no panic (101).
     let mut cmd = Command::new(clrprof_bin());
     cmd.args(["report", "/nonexistent.clrprof"])
         .stderr(closed_pipe());
     let out = run_command_keeping_stderr(&mut cmd);
-    assert_eq!(out.status.code(), Some(1), "{}", out.describe());
+    out.assert_exit_code(1);
 }
 
 /// Runs `cmd` with the stderr it was given (stdin null, stdout captured).
@@ -421,15 +405,11 @@ fn a_directory_or_a_windows_executable_as_the_program_is_named_as_such() {
     let dir = temp_dir();
     let dll = copy_program("Hello", dir.path());
     let r = run(&["record", "--", s(dir.path())]);
-    assert_eq!(r.status.code(), Some(1), "{}", r.describe());
-    assert!(
-        r.stderr_str().contains(&format!(
-            "cannot start {}: it is a directory, not a program",
-            s(dir.path())
-        )),
-        "{}",
-        r.describe()
-    );
+    r.assert_exit_code(1);
+    r.assert_stderr_contains(&format!(
+        "cannot start {}: it is a directory, not a program",
+        s(dir.path())
+    ));
     // A Windows executable: the PE header's first bytes, executable, with the app beside it.
     let exe = dir.path().join("Hello.exe");
     std::fs::write(
@@ -443,7 +423,7 @@ fn a_directory_or_a_windows_executable_as_the_program_is_named_as_such() {
     }
     let out = dir.path().join("t.clrprof");
     let r = run(&["record", "-o", s(&out), "--", s(&exe)]);
-    assert_eq!(r.status.code(), Some(1), "{}", r.describe());
+    r.assert_exit_code(1);
     assert!(
         r.stderr_str().contains(&format!(
             "cannot start {}: it is a Windows executable (Exec format error); run the .NET app \
@@ -475,31 +455,18 @@ fn argument_limits_are_checked_by_the_cli_with_the_real_bound() {
         "--",
         "/bin/true",
     ]);
-    assert_eq!(r.status.code(), Some(2), "{}", r.describe());
-    assert!(
-        r.stderr_str()
-            .contains("the call tree needs at least 1 node"),
-        "{}",
-        r.describe()
-    );
+    r.assert_exit_code(2);
+    r.assert_stderr_contains("the call tree needs at least 1 node");
     let r = run(&["attach", "4194305", "--duration", "1e30"]);
-    assert_eq!(r.status.code(), Some(2), "{}", r.describe());
-    assert!(
-        r.stderr_str().contains(&format!(
-            "the longest duration is {} s",
-            std::time::Duration::MAX.as_secs()
-        )),
-        "{}",
-        r.describe()
-    );
+    r.assert_exit_code(2);
+    r.assert_stderr_contains(&format!(
+        "the longest duration is {} s",
+        std::time::Duration::MAX.as_secs()
+    ));
     // Within the bound: accepted, and the attach fails for its own reason.
     let r = run(&["attach", "4194305", "--duration", "99999999999"]);
-    assert_eq!(r.status.code(), Some(1), "{}", r.describe());
-    assert!(
-        r.stderr_str().contains("there is no process 4194305"),
-        "{}",
-        r.describe()
-    );
+    r.assert_exit_code(1);
+    r.assert_stderr_contains("there is no process 4194305");
     assert!(files_in(dir.path()).is_empty());
 }
 
@@ -557,13 +524,9 @@ fn a_runtime_that_cannot_start_under_a_memory_limit_is_named() {
         "the runtime starts under {limit} KiB: {}",
         alone.describe()
     );
-    assert!(
-        alone.stderr_str().contains("Failed to create CoreCLR"),
-        "{}",
-        alone.describe()
-    );
+    alone.assert_stderr_contains("Failed to create CoreCLR");
     let r = shell("\"$CLRPROF\" record -o \"$OUT\" -- \"$DOTNET\" \"$DLL\"");
-    assert_eq!(r.status.code(), Some(code), "{}", r.describe());
+    r.assert_exit_code(code);
     let err = r.stderr_str();
     assert!(
         err.contains(&format!(
@@ -674,18 +637,13 @@ fn ps_and_attach_agree_on_a_process_clrprof_record_is_recording() {
         "-o",
         s(&other),
     ]);
-    assert_eq!(r.status.code(), Some(1), "{}", r.describe());
-    assert!(
-        r.stderr_str()
-            .contains(&format!("cannot attach to process {pid}: {why}")),
-        "{}",
-        r.describe()
-    );
+    r.assert_exit_code(1);
+    r.assert_stderr_contains(&format!("cannot attach to process {pid}: {why}"));
     assert!(!other.exists());
     assert_eq!(rec.send(Some("round 1")), "rounds 1: total 1, caught 1");
     assert_eq!(rec.send(Some("exit")), "bye: total 1, caught 1");
     let out = rec.guard.wait_with_output(default_timeout());
-    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    out.assert_exit_code(0);
     assert_eq!(report_json(&trace)["events"]["ExceptionThrown"], 1);
 }
 
@@ -703,17 +661,13 @@ fn attach_refuses_to_write_over_a_file_the_process_runs() {
         "-o",
         s(&dll),
     ]);
-    assert_eq!(r.status.code(), Some(1), "{}", r.describe());
-    assert!(
-        r.stderr_str().contains(&format!(
-            "-o {} is a file process {} runs, {}",
-            s(&dll),
-            guard.id(),
-            s(&dll)
-        )),
-        "{}",
-        r.describe()
-    );
+    r.assert_exit_code(1);
+    r.assert_stderr_contains(&format!(
+        "-o {} is a file process {} runs, {}",
+        s(&dll),
+        guard.id(),
+        s(&dll)
+    ));
     assert_eq!(std::fs::read(&dll).unwrap(), before);
     assert!(
         !std::fs::read_to_string(format!("/proc/{}/maps", guard.id()))

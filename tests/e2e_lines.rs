@@ -116,11 +116,7 @@ fn each_loop_line_gets_its_share_with_every_kind_of_symbols() {
     );
     let unknown = rec.report(&["--source", "NoSuchMethod"]);
     assert!(!unknown.status.success());
-    assert!(
-        unknown.stderr_str().contains("no method with CPU samples"),
-        "{}",
-        unknown.describe()
-    );
+    unknown.assert_stderr_contains("no method with CPU samples");
     pprof_lists_the_hot_line(&rec);
     speedscope_names_the_method_s_file_and_first_line(&rec);
     html_shows_the_hot_lines(&rec);

@@ -24,18 +24,18 @@ fn commands_that_fail_leave_the_existing_file_as_it_was() {
 
     // A mistyped program name.
     let r = clrprof(&["record", "-o", o, "--", "/nonexistent/dotnet-app"]);
-    assert_eq!(r.status.code(), Some(1), "{}", r.describe());
+    r.assert_exit_code(1);
     assert!(r.stderr_str().contains("cannot start"), "{}", r.describe());
     // A program the agent cannot profile.
     let r = clrprof(&["record", "-o", o, "--", "/bin/echo", "hi"]);
-    assert_eq!(r.status.code(), Some(125), "{}", r.describe());
+    r.assert_exit_code(125);
     // A report of something that is not a trace, and a coverage run that cannot start.
     let notes = dir.path().join("notes.txt");
     std::fs::write(&notes, "just text\n").unwrap();
     let r = clrprof(&["report", notes.to_str().unwrap(), "-o", o]);
-    assert_eq!(r.status.code(), Some(1), "{}", r.describe());
+    r.assert_exit_code(1);
     let r = clrprof(&["coverage", "-o", o, "--", "/nonexistent/dotnet-app"]);
-    assert_eq!(r.status.code(), Some(1), "{}", r.describe());
+    r.assert_exit_code(1);
 
     assert_eq!(std::fs::read(&out).unwrap(), YESTERDAY);
     assert_eq!(
@@ -54,16 +54,8 @@ fn a_complete_recording_replaces_the_file_and_leaves_nothing_else() {
     let mut cmd = record_command(&program, &[], &["--mode", "none"], &out);
     let r = run_command(&mut cmd);
     r.assert_success();
-    assert!(
-        r.stderr_str().contains(&format!("wrote {}", out.display())),
-        "{}",
-        r.describe()
-    );
-    assert!(
-        r.stderr_str().contains("the program ended: exit 0"),
-        "{}",
-        r.describe()
-    );
+    r.assert_stderr_contains(&format!("wrote {}", out.display()));
+    r.assert_stderr_contains("the program ended: exit 0");
     assert_eq!(files_in(dir.path()), ["out.clrprof"]);
     let bytes = std::fs::read(&out).unwrap();
     let reader = Reader::new(&bytes[..]).unwrap();
@@ -363,7 +355,7 @@ fn shell(script: &str, program: &Program) -> Output {
 fn check_write_failure(out: &std::process::Output, program: &Program, error: &str, dir: &Path) {
     let alone = program.run(&[]);
     alone.assert_success();
-    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    out.assert_exit_code(0);
     assert_eq!(
         out.stdout_str(),
         alone.stdout_str(),
@@ -548,13 +540,7 @@ fn a_flipped_byte_loses_its_block_and_every_figure_says_so() {
     );
     let folded = report(&damaged_path, &["--format", "folded"]);
     folded.assert_success();
-    assert!(
-        folded
-            .stderr_str()
-            .contains(&format!("warning: {}: 1 of", damaged_path.display())),
-        "{}",
-        folded.describe()
-    );
+    folded.assert_stderr_contains(&format!("warning: {}: 1 of", damaged_path.display()));
 }
 
 #[test]
@@ -697,12 +683,7 @@ fn the_text_report_shows_the_top_25_and_says_how_many_more() {
 fn a_program_killed_by_a_signal_is_written_the_same_way_everywhere() {
     let program = compile("Crash");
     let rec = record(&program, &[], &["--events", "exception"]);
-    assert_eq!(
-        rec.output.status.code(),
-        Some(134),
-        "{}",
-        rec.output.describe()
-    );
+    rec.output.assert_exit_code(134);
     let end = "killed by signal 6 (SIGABRT)";
     assert!(
         rec.output

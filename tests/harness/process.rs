@@ -260,6 +260,12 @@ pub trait OutputExt {
     /// Panics (showing stdout and stderr) unless the process exited with status 0.
     #[track_caller]
     fn assert_success(&self) -> &Self;
+    /// Panics (showing stdout and stderr) unless the process exited with status `code`.
+    #[track_caller]
+    fn assert_exit_code(&self, code: i32) -> &Self;
+    /// Panics (showing the status, stdout and stderr) unless stderr contains `text`.
+    #[track_caller]
+    fn assert_stderr_contains(&self, text: &str) -> &Self;
 }
 
 impl OutputExt for Output {
@@ -284,6 +290,18 @@ impl OutputExt for Output {
     #[track_caller]
     fn assert_success(&self) -> &Self {
         assert!(self.status.success(), "process failed\n{}", self.describe());
+        self
+    }
+
+    #[track_caller]
+    fn assert_exit_code(&self, code: i32) -> &Self {
+        assert_eq!(self.status.code(), Some(code), "{}", self.describe());
+        self
+    }
+
+    #[track_caller]
+    fn assert_stderr_contains(&self, text: &str) -> &Self {
+        assert!(self.stderr_str().contains(text), "{}", self.describe());
         self
     }
 }
