@@ -33,11 +33,7 @@ const MIN_FUNCTIONS: usize = 20;
 fn record_on(dotnet: &'static Dotnet) -> (Recording, LoadedTrace) {
     let rec = record(&dotnet.compile("NativeWork"), &[], &[]);
     rec.output.assert_success();
-    assert!(
-        rec.output.stdout_str().contains(DONE),
-        "{}",
-        rec.output.describe()
-    );
+    rec.output.assert_stdout_contains(DONE);
     let trace = load(&rec.trace).expect("the trace loads");
     (rec, trace)
 }

@@ -715,12 +715,7 @@ fn a_program_killed_by_a_signal_is_written_the_same_way_everywhere() {
     assert_eq!(doc["otherData"]["program_end"], end);
     let svg = rec.report(&["--format", "flamegraph", "--metric", "wall"]);
     svg.assert_success();
-    assert!(
-        svg.stdout_str()
-            .contains(&format!("the program ended: {end}")),
-        "{}",
-        svg.describe()
-    );
+    svg.assert_stdout_contains(&format!("the program ended: {end}"));
     let pprof = rec.dir.path().join("crash.pb.gz");
     rec.report(&["--format", "pprof", "-o", pprof.to_str().unwrap()])
         .assert_success();

@@ -57,11 +57,7 @@ fn record_spin() -> Spin {
         &[("LD_LIBRARY_PATH", &dir)],
     );
     rec.output.assert_success();
-    assert!(
-        rec.output.stdout_str().contains(DONE),
-        "{}",
-        rec.output.describe()
-    );
+    rec.output.assert_stdout_contains(DONE);
     let trace = load(&rec.trace).expect("the trace loads");
     Spin {
         rec,

@@ -263,6 +263,9 @@ pub trait OutputExt {
     /// Panics (showing stdout and stderr) unless the process exited with status `code`.
     #[track_caller]
     fn assert_exit_code(&self, code: i32) -> &Self;
+    /// Panics (showing the status, stdout and stderr) unless stdout contains `text`.
+    #[track_caller]
+    fn assert_stdout_contains(&self, text: &str) -> &Self;
     /// Panics (showing the status, stdout and stderr) unless stderr contains `text`.
     #[track_caller]
     fn assert_stderr_contains(&self, text: &str) -> &Self;
@@ -296,6 +299,12 @@ impl OutputExt for Output {
     #[track_caller]
     fn assert_exit_code(&self, code: i32) -> &Self {
         assert_eq!(self.status.code(), Some(code), "{}", self.describe());
+        self
+    }
+
+    #[track_caller]
+    fn assert_stdout_contains(&self, text: &str) -> &Self {
+        assert!(self.stdout_str().contains(text), "{}", self.describe());
         self
     }
 
