@@ -4,7 +4,7 @@
 //! each static holds; `tests/programs/StaticsPlugin.cs` is the second assembly. A generic
 //! class's static cannot be named: the runtime gives no address for it.
 
-use clrprof_e2e::{OutputExt, Recording, compile, compile_source, programs_dir, record};
+use clrprof_e2e::{OutputExt, Recording, compile, compile_source, programs_dir, record_unchanged};
 use serde_json::Value;
 
 /// A node of the program: header, method table and a `long`.
@@ -19,13 +19,7 @@ fn recorded() -> (Recording, String) {
     let source = std::fs::read_to_string(programs_dir().join("StaticsPlugin.cs")).unwrap();
     let plugin = compile_source("StaticsPlugin", &source);
     let plugin = plugin.dll.to_str().unwrap();
-    let plain = program.run(&[plugin]);
-    plain.assert_success();
-    assert_eq!(
-        plain.stdout_str(),
-        "entries=1000 table=500 current=200 items=300 numbers=3000\n"
-    );
-    let rec = record(
+    let rec = record_unchanged(
         &program,
         &[plugin],
         &[
@@ -37,10 +31,9 @@ fn recorded() -> (Recording, String) {
             "every-gc",
         ],
     );
-    rec.output.assert_success();
     assert_eq!(
-        rec.output.stdout, plain.stdout,
-        "profiling changed the output"
+        rec.output.stdout_str(),
+        "entries=1000 table=500 current=200 items=300 numbers=3000\n"
     );
     let json = rec.report_json();
     let induced: Vec<&Value> = json["gc"]["gcs"]
@@ -68,6 +61,16 @@ fn retainer<'a>(retainers: &'a [Value], field: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no top retainer is {field}: {retainers:#?}"))
 }
 
+/// The top retainer that is the value of `field`, checking that it is a `type_name` whose path
+/// from the roots is the static itself, then that value.
+#[track_caller]
+fn static_value<'a>(retainers: &'a [Value], field: &str, type_name: &str) -> &'a Value {
+    let value = retainer(retainers, field);
+    assert_eq!(value["type"], type_name);
+    assert_eq!(path(value), [format!("root: {field}").as_str(), type_name]);
+    value
+}
+
 fn path(r: &Value) -> Vec<&str> {
     r["path"]
         .as_array()
@@ -90,13 +93,8 @@ fn heap_paths_and_top_retainers_name_static_fields() {
 
     // Each static's value, named by its field, with a path from the static itself, and the
     // bytes it alone keeps alive: its own subtree.
-    let entries = retainer(retainers, "static Statics.Cache.Entries");
     let dictionary = "System.Collections.Generic.Dictionary<int, Statics.Node>";
-    assert_eq!(entries["type"], dictionary);
-    assert_eq!(
-        path(entries),
-        ["root: static Statics.Cache.Entries", dictionary]
-    );
+    let entries = static_value(retainers, "static Statics.Cache.Entries", dictionary);
     // 1,103 buckets (int) and entries (24 bytes: hash code, next, key, value), 1,000 nodes.
     let buckets = (ARRAY + 1_103 * 4).div_ceil(8) * 8;
     assert_eq!(
@@ -105,22 +103,12 @@ fn heap_paths_and_top_retainers_name_static_fields() {
         "{entries:#}"
     );
 
-    let table = retainer(retainers, "static Statics.Cache.Table");
-    assert_eq!(table["type"], "Statics.Node[]");
-    assert_eq!(
-        path(table),
-        ["root: static Statics.Cache.Table", "Statics.Node[]"]
-    );
+    let table = static_value(retainers, "static Statics.Cache.Table", "Statics.Node[]");
     assert_eq!(shallow(table), ARRAY + 500 * 8);
     assert_eq!(table["retained_bytes"], ARRAY + 500 * 8 + 500 * NODE);
 
     let list = "System.Collections.Generic.List<Statics.Node>";
-    let current = retainer(retainers, "thread static Statics.Cache.Current");
-    assert_eq!(current["type"], list);
-    assert_eq!(
-        path(current),
-        ["root: thread static Statics.Cache.Current", list]
-    );
+    let current = static_value(retainers, "thread static Statics.Cache.Current", list);
     assert_eq!(
         current["retained_bytes"].as_u64().unwrap(),
         shallow(current) + ARRAY + 200 * 8 + 200 * NODE,
@@ -142,12 +130,7 @@ fn heap_paths_and_top_retainers_name_static_fields() {
         "{items:#}"
     );
 
-    let numbers = retainer(retainers, "static Plugin.Store.Numbers");
-    assert_eq!(numbers["type"], "int[]");
-    assert_eq!(
-        path(numbers),
-        ["root: static Plugin.Store.Numbers", "int[]"]
-    );
+    let numbers = static_value(retainers, "static Plugin.Store.Numbers", "int[]");
     assert_eq!(numbers["retained_bytes"], ARRAY + 3_000 * 4);
 
     // What a static holds is reached through it: the dictionary's entries.
