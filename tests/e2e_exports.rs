@@ -33,8 +33,6 @@ fn export(rec: &Recording, format: &str, extra: &[&str]) -> Vec<u8> {
 
 #[test]
 fn speedscope_output_validates_against_speedscope_schema() {
-    let schema = speedscope_schema();
-    let validator = jsonschema::validator_for(&schema).expect("speedscope's schema compiles");
     for (rec, hot, metric) in [
         (hot_sampled(), "Hot.Spin(long)", "cpu"),
         // Trace mode weighted by its exact call counts: by CPU, Fib's ~15 ms can fall between
@@ -43,14 +41,7 @@ fn speedscope_output_validates_against_speedscope_schema() {
     ] {
         let doc: Value =
             serde_json::from_slice(&export(&rec, "speedscope", &["--metric", metric])).unwrap();
-        let errors: Vec<String> = validator
-            .iter_errors(&doc)
-            .map(|e| format!("{e} at {}", e.instance_path))
-            .collect();
-        assert!(
-            errors.is_empty(),
-            "speedscope schema violations: {errors:#?}"
-        );
+        assert_valid_speedscope(&doc);
         let frames = doc["shared"]["frames"].as_array().unwrap();
         assert!(
             frames.iter().any(|f| f["name"] == hot),

@@ -4,13 +4,13 @@
 //! facts asserted are documented at the top of `tests/programs/Memory.cs`.
 
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use clrprof_e2e::{
-    ChildGuard, Dotnet, OutputExt, Recording, assert_tick_reader, compile, default_timeout, record,
-    record_command, record_unchanged, report_json, signal_snapshot_when_ready, speedscope_schema,
-    temp_dir,
+    ChildGuard, Dotnet, OutputExt, Program, Recording, assert_tick_reader, assert_valid_speedscope,
+    compile, default_timeout, record, record_command, record_unchanged, report_json,
+    signal_snapshot_when_ready, temp_dir,
 };
 use clrprof_sdk::flags::EventMask;
 use clrprof_trace::Record;
@@ -107,16 +107,7 @@ fn alloc_all_counts_every_allocation_with_its_method() {
     speedscope.assert_success();
     let doc: Value = serde_json::from_str(&speedscope.stdout_str()).unwrap();
     assert_eq!(doc["profiles"][0]["unit"], "bytes");
-    let schema = speedscope_schema();
-    let validator = jsonschema::validator_for(&schema).expect("speedscope's schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(&doc)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "speedscope schema violations: {errors:#?}"
-    );
+    assert_valid_speedscope(&doc);
     let pprof_path = rec.dir.path().join("alloc.pb.gz");
     let pprof = rec.report(&[
         "--alloc",
@@ -353,16 +344,23 @@ fn event_mask(trace: &Path) -> EventMask {
     EventMask::from_bits_retain(start.event_mask as u32)
 }
 
+/// `Memory.cs signal <dir>` run unprofiled, which must succeed: a `go` file in `dir` lets it go
+/// on at once; the files of the run (`go`, and the `pid` it writes) are removed after it.
+fn run_signal_mode_unprofiled(program: &Program, dir: &Path) -> Output {
+    std::fs::write(dir.join("go"), "").unwrap();
+    let plain = program.run(&["signal", dir.to_str().unwrap()]);
+    plain.assert_success();
+    std::fs::remove_file(dir.join("go")).unwrap();
+    std::fs::remove_file(dir.join("pid")).unwrap();
+    plain
+}
+
 #[test]
 fn alloc_ticks_need_no_diagnostics_socket_where_the_agent_reads_them() {
     let program = compile("Memory");
     let dir = temp_dir();
     let dir_arg = dir.path().to_str().unwrap();
-    std::fs::write(dir.path().join("go"), "").unwrap();
-    let plain = program.run(&["signal", dir_arg]);
-    plain.assert_success();
-    std::fs::remove_file(dir.path().join("go")).unwrap();
-    std::fs::remove_file(dir.path().join("pid")).unwrap();
+    let plain = run_signal_mode_unprofiled(&program, dir.path());
 
     // The program's runtime opens no diagnostics socket (looked for in its own TMPDIR while it
     // waits), yet loads the agent.
@@ -702,12 +700,7 @@ fn heap_snapshot_on_signal_while_the_program_runs() {
     let program = compile("Memory");
     let dir = temp_dir();
     let dir_arg = dir.path().to_str().unwrap();
-    // Unprofiled, the `go` file lets the program go on.
-    std::fs::write(dir.path().join("go"), "").unwrap();
-    let plain = program.run(&["signal", dir_arg]);
-    plain.assert_success();
-    std::fs::remove_file(dir.path().join("go")).unwrap();
-    std::fs::remove_file(dir.path().join("pid")).unwrap();
+    let plain = run_signal_mode_unprofiled(&program, dir.path());
 
     let trace = dir.path().join("signal.clrprof");
     let mut cmd = record_command(

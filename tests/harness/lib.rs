@@ -114,3 +114,21 @@ pub fn speedscope_schema() -> serde_json::Value {
         .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask setup`", path.display()));
     serde_json::from_str(&text).expect("speedscope's schema is JSON")
 }
+
+/// Checks `doc` against speedscope's file format schema ([`speedscope_schema`]).
+///
+/// # Panics
+/// With every violation, if there is any.
+#[track_caller]
+pub fn assert_valid_speedscope(doc: &serde_json::Value) {
+    let schema = speedscope_schema();
+    let validator = jsonschema::validator_for(&schema).expect("speedscope's schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "speedscope schema violations: {errors:#?}"
+    );
+}
