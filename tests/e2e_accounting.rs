@@ -3,7 +3,7 @@
 //! event that lost events says how many, on a program that makes far more events than a small
 //! agent buffer holds (`--buffer-size 64`).
 
-use clrprof_e2e::{OutputExt, Recording, compile, record, reported};
+use clrprof_e2e::{OutputExt, Recording, compile, record, reported, with_commas};
 use serde_json::Value;
 
 /// How many the Flood program throws (see tests/programs/Flood.cs).
@@ -124,8 +124,8 @@ fn assert_events_add_up(rec: &Recording, json: &Value) {
     let text = text.stdout_str();
     let thrown_line = format!(
         "\nExceptions ({} seen thrown, {} more lost;",
-        group(seen("ExceptionThrown")),
-        group(lost("ExceptionThrown"))
+        with_commas(seen("ExceptionThrown")),
+        with_commas(lost("ExceptionThrown"))
     );
     assert!(
         text.contains(&thrown_line),
@@ -135,30 +135,17 @@ fn assert_events_add_up(rec: &Recording, json: &Value) {
         let gc_line = format!(
             "\nGarbage collections ({} seen, {} more lost)",
             seen("GarbageCollectionStarted"),
-            group(lost("GarbageCollectionStarted"))
+            with_commas(lost("GarbageCollectionStarted"))
         );
         assert!(text.contains(&gc_line), "{gc_line:?} not in\n{text}");
     }
     assert!(
         text.contains(&format!(
             "ExceptionThrown (and {} lost)",
-            group(lost("ExceptionThrown"))
+            with_commas(lost("ExceptionThrown"))
         )),
         "{text}"
     );
-}
-
-/// `12345` as the reports write it: `12,345`.
-fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::process::Stdio;
 
 use clrprof_e2e::{
     ChildGuard, OutputExt, Recording, compile, default_timeout, record_command, record_with_env,
-    report_json, signal_snapshot_when_ready, temp_dir,
+    report_json, reported, signal_snapshot_when_ready, temp_dir, with_commas,
 };
 use clrprof_trace::{Reader, Record};
 use serde_json::Value;
@@ -36,29 +36,7 @@ fn counter(json: &Value, name: &str) -> u64 {
 
 /// The number after `label: ` on the program's standard error.
 fn stderr_number(output: &std::process::Output, label: &str) -> u64 {
-    let text = String::from_utf8_lossy(&output.stderr);
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix(label)?
-                .strip_prefix(": ")?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("no `{label}` in the program's output: {text}"))
-}
-
-/// `n` as the text report writes counts: `600,233`.
-fn with_commas(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    reported(&output.stderr_str(), &format!("{label}: "))
 }
 
 fn heap_type<'a>(types: &'a Value, type_name: &str) -> &'a Value {

@@ -93,6 +93,19 @@ pub fn files_in(dir: &std::path::Path) -> Vec<String> {
     names
 }
 
+/// `n` as the text reports write counts, its digits grouped by three: `600,233`.
+pub fn with_commas(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The speedscope release whose file format schema the tests validate against.
 pub const SPEEDSCOPE_VERSION: &str = "1.25.0";
 
