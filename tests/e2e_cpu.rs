@@ -6,18 +6,8 @@ use std::collections::HashMap;
 use clrprof_e2e::*;
 use serde_json::Value;
 
-/// Functions of a JSON report by name.
-fn functions(json: &Value) -> HashMap<String, Value> {
-    json["functions"]
-        .as_array()
-        .expect("functions[]")
-        .iter()
-        .map(|f| (f["name"].as_str().unwrap().to_string(), f.clone()))
-        .collect()
-}
-
 fn calls_of(json: &Value, name: &str) -> u64 {
-    functions(json)
+    functions_by_name(json)
         .get(name)
         .unwrap_or_else(|| panic!("no function {name}"))
         .get("calls")
@@ -85,7 +75,7 @@ fn trace_mode_gives_time_to_the_function_that_spends_it() {
 
     let wall = rec.report_json_with(&["--metric", "wall"]);
     assert_eq!(wall["unit"], "ns");
-    let functions = functions(&wall);
+    let functions = functions_by_name(&wall);
     let fib = functions["Calls.Fib(int)"]["total"].as_u64().unwrap();
     let main = functions["Calls.Main(string[])"]["total"].as_u64().unwrap();
     // Main does little else than call Fib (parse an int, print one line).
@@ -240,7 +230,7 @@ fn sample_mode_finds_the_hot_method_and_splits_cpu_from_wall() {
         ]
     };
     for &name in path {
-        let total = functions(&nap)
+        let total = functions_by_name(&nap)
             .get(name)
             .map(|f| f["total"].as_f64().unwrap())
             .unwrap_or(0.0);

@@ -14,20 +14,10 @@ use std::collections::HashMap;
 use clrprof_e2e::*;
 use serde_json::Value;
 
-/// Functions of a JSON report by name.
-fn functions(json: &Value) -> HashMap<String, Value> {
-    json["functions"]
-        .as_array()
-        .expect("functions[]")
-        .iter()
-        .map(|f| (f["name"].as_str().unwrap().to_string(), f.clone()))
-        .collect()
-}
-
 /// A number of a function of a JSON report (`calls`, `self`, `total`).
 #[track_caller]
 fn value_of(json: &Value, name: &str, key: &str) -> u64 {
-    let functions = functions(json);
+    let functions = functions_by_name(json);
     let f = functions.get(name).unwrap_or_else(|| {
         let mut names: Vec<&String> = functions.keys().collect();
         names.sort();
@@ -125,11 +115,15 @@ fn trace_mode_counts_each_generic_body_exactly() {
         ("Two<int, long>..ctor()", 1),
     ] {
         assert_eq!(value_of(&json, name, "calls"), calls, "{name}");
-        assert_eq!(functions(&json)[name]["module"], "Generics.dll", "{name}");
+        assert_eq!(
+            functions_by_name(&json)[name]["module"],
+            "Generics.dll",
+            "{name}"
+        );
     }
     // Every function of Two is one of the bodies above: none is named with the declared
     // parameters (the name a body gets when its instantiation is not known).
-    let two: Vec<String> = functions(&json)
+    let two: Vec<String> = functions_by_name(&json)
         .into_keys()
         .filter(|n| n.starts_with("Two<"))
         .collect();
@@ -149,7 +143,7 @@ fn trace_mode_keeps_conversion_operators_apart_by_return_type() {
         10
     );
     assert!(
-        !functions(&json).contains_key("Money.op_Implicit(Money)"),
+        !functions_by_name(&json).contains_key("Money.op_Implicit(Money)"),
         "an operator without its return type"
     );
 }
@@ -324,6 +318,6 @@ fn sample_mode_keeps_generic_bodies_apart() {
         "Money.op_Implicit(Money)",
         &format!("{DICTIONARY}<TKey, TValue>.{find}(TKey)"),
     ] {
-        assert!(!functions(&json).contains_key(merged), "{merged}");
+        assert!(!functions_by_name(&json).contains_key(merged), "{merged}");
     }
 }

@@ -141,6 +141,16 @@ impl Recording {
     }
 }
 
+/// The functions of a JSON report (`functions[]`), by name.
+pub fn functions_by_name(json: &serde_json::Value) -> HashMap<String, serde_json::Value> {
+    json["functions"]
+        .as_array()
+        .expect("functions[]")
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap().to_string(), f.clone()))
+        .collect()
+}
+
 /// Runs `clrprof record <clrprof_args> -o <temp>/<name>.clrprof -- <dotnet> <dll> <args>` to
 /// completion. Does not check the exit status.
 #[track_caller]

@@ -45,9 +45,9 @@ pub use browser::{
     CHROMIUM, PLAYWRIGHT_VERSION, artifacts_dir, browser_deps_dir, check_in_browser,
 };
 pub use clrprof::{
-    Recording, agent_lib, clrprof, clrprof_bin, coverage, coverage_command, example_lib, record,
-    record_command, record_unchanged, record_with_env, report, report_json, report_json_with,
-    report_with_env,
+    Recording, agent_lib, clrprof, clrprof_bin, coverage, coverage_command, example_lib,
+    functions_by_name, record, record_command, record_unchanged, record_with_env, report,
+    report_json, report_json_with, report_with_env,
 };
 pub use collector::{
     COLLECTOR_BINARY, COLLECTOR_MODULES, COLLECTOR_VERSION, CaptureServer, Collector, Ports,
