@@ -37,6 +37,19 @@ fn site_calls(json: &Value, caller: &str, callee: &str) -> u64 {
         .sum()
 }
 
+/// Checks the calls of each `(caller, callee, calls)` in `sites`, every call site from caller to
+/// callee summed; `context` ends each failure's message.
+#[track_caller]
+fn assert_site_calls(json: &Value, sites: &[(&str, &str, u64)], context: &str) {
+    for &(caller, callee, calls) in sites {
+        assert_eq!(
+            site_calls(json, caller, callee),
+            calls,
+            "{caller} -> {callee} {context}"
+        );
+    }
+}
+
 #[test]
 fn count_mode_counts_every_fib_call_with_inlining_on() {
     let program = compile("Calls");
@@ -101,7 +114,7 @@ fn count_mode_is_exact_across_threads_tail_calls_exceptions_and_tiers() {
         }
         // Count mode knows the caller named at each call site: Callee's caller is Caller,
         // even where the tail call made it replace Caller's frame.
-        for (caller, callee, calls) in [
+        let sites = &[
             ("Work.Run(int)", "Work.Step(int)", 6000),
             ("Work.Step(int)", "Work.Leaf(int)", 3000),
             ("Tail.Caller(long)", "Tail.Callee(long, long)", 100),
@@ -112,13 +125,8 @@ fn count_mode_is_exact_across_threads_tail_calls_exceptions_and_tiers() {
             ("Deep.Start()", "Deep.Recurse(int)", 1),
             ("Deep.Recurse(int)", "Deep.Recurse(int)", 59_999),
             ("Program.Main(string[])", "Work.Run(int)", 0),
-        ] {
-            assert_eq!(
-                site_calls(&json, caller, callee),
-                calls,
-                "{caller} -> {callee} {env:?}"
-            );
-        }
+        ];
+        assert_site_calls(&json, sites, &format!("{env:?}"));
         // Per thread: thread "t2" ran Run once, Step 2000 times, Leaf 1000 times.
         let t2 = rec.report_json_with(&["--metric", "calls", "--thread", "t2"]);
         assert_eq!(calls_of(&t2, "Work.Run(int)"), 1);
@@ -151,7 +159,7 @@ fn count_mode_counts_inlined_tiered_shared_generic_and_interrupted_calls() {
     ] {
         assert_eq!(calls_of(&json, name), calls, "{name}");
     }
-    for (caller, callee, calls) in [
+    let sites = &[
         ("Counted.Main(string[])", "Inl.Add(int, int)", 1),
         ("Counted.Main(string[])", "Tier.Loop(int)", 20),
         ("Tier.Loop(int)", "Inl.Add(int, int)", 2_000_000),
@@ -160,13 +168,8 @@ fn count_mode_counts_inlined_tiered_shared_generic_and_interrupted_calls() {
         ("Counted.Main(string[])", "Thrower.Middle(int)", 10),
         ("Thrower.Middle(int)", "Thrower.A()", 10),
         ("Thrower.Middle(int)", "Thrower.B()", 8),
-    ] {
-        assert_eq!(
-            site_calls(&json, caller, callee),
-            calls,
-            "{caller} -> {callee}"
-        );
-    }
+    ];
+    assert_site_calls(&json, sites, "");
     // The three call sites of Pick, one per instantiation, each with its own count.
     let mut picks: Vec<u64> = json["call_sites"]
         .as_array()
