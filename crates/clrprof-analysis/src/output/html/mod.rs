@@ -381,6 +381,18 @@ fn escape_html(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The JSON a page carries in its data script.
+    fn page_data(page: &str) -> serde_json::Value {
+        let data = page
+            .split_once(r#"<script type="application/json" id="data">"#)
+            .unwrap()
+            .1
+            .split_once("</script>")
+            .unwrap()
+            .0;
+        serde_json::from_str(data).unwrap()
+    }
+
     #[test]
     fn a_page_is_self_contained_and_its_data_cannot_close_the_script() {
         let p = Profile::from_stacks(&[
@@ -408,14 +420,7 @@ mod tests {
             assert!(!page.contains(outside), "{outside}");
         }
         assert!(page.contains("connect-src 'none'"));
-        let data = page
-            .split_once(r#"<script type="application/json" id="data">"#)
-            .unwrap()
-            .1
-            .split_once("</script>")
-            .unwrap()
-            .0;
-        let doc: serde_json::Value = serde_json::from_str(data).unwrap();
+        let doc = page_data(&page);
         assert_eq!(doc["flames"][0]["metric"], "cpu");
         assert_eq!(doc["flames"][0]["v"].as_array().unwrap().len(), 3);
         assert_eq!(doc["categories"][0]["name"], "managed");
@@ -455,14 +460,7 @@ mod tests {
         let mut out = Vec::new();
         html.render(&p, &Query::default(), &mut out).unwrap();
         let page = String::from_utf8(out).unwrap();
-        let data = page
-            .split_once(r#"<script type="application/json" id="data">"#)
-            .unwrap()
-            .1
-            .split_once("</script>")
-            .unwrap()
-            .0;
-        let doc: serde_json::Value = serde_json::from_str(data).unwrap();
+        let doc = page_data(&page);
         let cpu = &doc["flames"][0];
         let kept = cpu["f"].as_array().unwrap().len();
         assert_eq!(cpu["nodes"], 52_022);
