@@ -58,6 +58,24 @@ fn v1(obj: *mut c_void) -> &'static sys::ICorProfilerCallbackVtbl {
     unsafe { vtbl(obj) }
 }
 
+/// The callback vtable up to ICorProfilerCallback2.
+fn v2(obj: *mut c_void) -> &'static sys::ICorProfilerCallback2Vtbl {
+    // SAFETY: as above.
+    unsafe { vtbl(obj) }
+}
+
+/// The callback vtable up to ICorProfilerCallback3.
+fn v3(obj: *mut c_void) -> &'static sys::ICorProfilerCallback3Vtbl {
+    // SAFETY: as above.
+    unsafe { vtbl(obj) }
+}
+
+/// The callback vtable up to ICorProfilerCallback4.
+fn v4(obj: *mut c_void) -> &'static sys::ICorProfilerCallback4Vtbl {
+    // SAFETY: as above.
+    unsafe { vtbl(obj) }
+}
+
 /// The full callback vtable.
 fn v11(obj: *mut c_void) -> &'static sys::ICorProfilerCallback11Vtbl {
     // SAFETY: as above.
@@ -363,16 +381,7 @@ fn arguments_are_converted_to_typed_values() {
     let obj = create(&EXPORT);
     let p = EXPORT.instance().unwrap();
     let v = v11(obj);
-    let cb2 = &v
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__;
+    let cb2 = v2(obj);
     let cb1 = &cb2.base__;
 
     let refs = [0x10usize, 0x20];
@@ -460,17 +469,7 @@ fn gc_started_bool_array_becomes_generations() {
     static EXPORT: Export<Recorder> = Export::new(CLSID, Recorder::default);
     let obj = create(&EXPORT);
     let p = EXPORT.instance().unwrap();
-    let gc_started = v11(obj)
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .GarbageCollectionStarted;
+    let gc_started = v2(obj).GarbageCollectionStarted;
     let gen01: [BOOL; 4] = [1, 1, 0, 0];
     let full: [BOOL; 4] = [1, 1, 1, 1];
     // SAFETY: arrays of the stated length, or null.
@@ -803,15 +802,7 @@ fn initialize_for_attach_gets_client_data() {
     let obj = create(&EXPORT);
     let info = FakeUnknown::new(sys::IID_ICorProfilerInfo11);
     let mut data = *b"hello";
-    let cb3 = &v11(obj)
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__
-        .base__;
+    let cb3 = v3(obj);
     // SAFETY: live object; `data` holds 5 bytes.
     unsafe {
         assert_eq!(
@@ -928,7 +919,7 @@ fn rejit_parameters_go_through_function_control() {
         body: Mutex::new(Vec::new()),
     };
     let raw = ptr::from_ref(&control).cast_mut().cast::<c_void>();
-    let cb4 = &v11(obj).base__.base__.base__.base__.base__.base__.base__;
+    let cb4 = v4(obj);
     // SAFETY: `control` is a live COM object; null is refused.
     unsafe {
         assert_eq!(

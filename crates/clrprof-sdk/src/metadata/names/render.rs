@@ -310,26 +310,31 @@ mod tests {
         }
     }
 
-    fn render(blob: &[u8], class_args: &[&str], method_args: &[&str]) -> String {
+    /// `f` of a renderer over [`FakeScope`] with these generic arguments.
+    fn with_renderer<T>(
+        class_args: &[&str],
+        method_args: &[&str],
+        f: impl FnOnce(&SigRenderer<'_>) -> T,
+    ) -> T {
         let class_args: Vec<String> = class_args.iter().map(|s| s.to_string()).collect();
         let method_args: Vec<String> = method_args.iter().map(|s| s.to_string()).collect();
-        let r = SigRenderer {
+        f(&SigRenderer {
             scope: &FakeScope,
             class_args: &class_args,
             method_args: &method_args,
-        };
-        r.render(&TypeSig::parse(blob).unwrap()).unwrap()
+        })
+    }
+
+    fn render(blob: &[u8], class_args: &[&str], method_args: &[&str]) -> String {
+        with_renderer(class_args, method_args, |r| {
+            r.render(&TypeSig::parse(blob).unwrap()).unwrap()
+        })
     }
 
     fn params(blob: &[u8], class_args: &[&str], method_args: &[&str], outs: &[bool]) -> String {
-        let class_args: Vec<String> = class_args.iter().map(|s| s.to_string()).collect();
-        let method_args: Vec<String> = method_args.iter().map(|s| s.to_string()).collect();
-        let r = SigRenderer {
-            scope: &FakeScope,
-            class_args: &class_args,
-            method_args: &method_args,
-        };
-        r.params(&MethodSig::parse(blob).unwrap(), outs).unwrap()
+        with_renderer(class_args, method_args, |r| {
+            r.params(&MethodSig::parse(blob).unwrap(), outs).unwrap()
+        })
     }
 
     #[test]
