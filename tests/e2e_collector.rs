@@ -7,13 +7,12 @@
 
 use std::time::{Duration, Instant};
 
-use clrprof_e2e::Collector;
+use clrprof_e2e::{Collector, otlp_attributes};
 use clrprof_export::{
     ExportConfig, Exporter, Frame, GrpcCode, Outcome, PeriodProfiles, ProfileType, Protocol,
     QueueLimits, Refusal, Resource, RetryQueue, SamplingPeriod, Sender, Unreachable, ValueType,
 };
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
-use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use prost::Message;
 
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
@@ -265,28 +264,8 @@ fn the_collector_receives_exactly_what_was_sent(protocol: Protocol) {
 
     // The Collector forwards the attributes by reference to the dictionary's strings (v1.10's
     // `key_strindex` and `string_value_strindex`), which the exporter sends inline.
-    let string = |i: i32| d.string_table[i as usize].clone();
-    let attributes: Vec<(String, String)> = request.resource_profiles[0]
-        .resource
-        .as_ref()
-        .unwrap()
-        .attributes
-        .iter()
-        .map(|a| {
-            let key = if a.key.is_empty() {
-                string(a.key_strindex)
-            } else {
-                a.key.clone()
-            };
-            let value = match a.value.as_ref().and_then(|v| v.value.clone()) {
-                Some(Value::StringValue(s)) => s,
-                Some(Value::StringValueStrindex(i)) => string(i),
-                Some(Value::IntValue(i)) => i.to_string(),
-                other => panic!("{key}: unexpected value {other:?}"),
-            };
-            (key, value)
-        })
-        .collect();
+    let resource = request.resource_profiles[0].resource.as_ref().unwrap();
+    let attributes = otlp_attributes(&d.string_table, &resource.attributes);
     let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
         v.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

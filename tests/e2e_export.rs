@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use clrprof_e2e::{
     CaptureServer, ChildGuard, Collector, Dotnet, LINES_LOOPS, OutputExt, PdbKind, Ports, Program,
     agent_lib, clrprof, compile, default_timeout, free_port, line_markers, lines_loop_shares,
-    with_portable_pdb,
+    otlp_attributes, with_portable_pdb,
 };
 use clrprof_trace::protocol::AGENT_CLSID;
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
@@ -99,28 +99,12 @@ fn read(bodies: &[Vec<u8>]) -> (Vec<Sample>, Vec<BTreeMap<String, String>>) {
         let d = request.dictionary.as_ref().expect("a dictionary");
         let s = |i: i32| d.string_table[i as usize].clone();
         for rp in &request.resource_profiles {
-            let attributes = rp
-                .resource
-                .as_ref()
-                .expect("a resource")
-                .attributes
-                .iter()
-                .map(|a| {
-                    let key = if a.key.is_empty() {
-                        s(a.key_strindex)
-                    } else {
-                        a.key.clone()
-                    };
-                    let value = match a.value.as_ref().and_then(|v| v.value.clone()) {
-                        Some(Value::StringValue(v)) => v,
-                        Some(Value::StringValueStrindex(i)) => s(i),
-                        Some(Value::IntValue(i)) => i.to_string(),
-                        other => panic!("{key}: unexpected value {other:?}"),
-                    };
-                    (key, value)
-                })
-                .collect();
-            resources.push(attributes);
+            let resource = rp.resource.as_ref().expect("a resource");
+            resources.push(
+                otlp_attributes(&d.string_table, &resource.attributes)
+                    .into_iter()
+                    .collect(),
+            );
             for sp in &rp.scope_profiles {
                 for p in &sp.profiles {
                     let t = p.sample_type.expect("a sample type");

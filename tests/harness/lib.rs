@@ -30,6 +30,7 @@ mod compile;
 mod dotnet;
 mod facts;
 mod native_lib;
+mod otlp;
 mod otlp_py;
 mod paths;
 mod pdb;
@@ -60,6 +61,7 @@ pub use dotnet::{
 };
 pub use facts::ProfilingApi;
 pub use native_lib::{NativeLib, native_lib};
+pub use otlp::otlp_attributes;
 pub use otlp_py::{
     OTLP_PROTOS_PY_VERSION, PROTOBUF_PY_VERSION, decode_otlp_with_python, otlp_protos_py_dir,
     otlp_protos_py_requirements,
