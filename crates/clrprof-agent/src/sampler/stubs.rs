@@ -32,10 +32,8 @@ pub struct StubMap {
     /// The bytes read and not parsed yet (a line the last read cut), in a buffer kept
     /// between reads.
     pending: Vec<u8>,
-    /// (start, end, kind), sorted by start up to `sorted` (the runtime lists most stubs at
-    /// rising addresses; what a read adds is sorted in when next looked up).
+    /// (start, end, kind), sorted by start.
     stubs: Vec<(usize, usize, &'static str)>,
-    sorted: usize,
 }
 
 impl StubMap {
@@ -49,11 +47,7 @@ impl StubMap {
         self.known(ip)
     }
 
-    fn known(&mut self, ip: usize) -> Option<&'static str> {
-        if self.sorted < self.stubs.len() {
-            self.stubs.sort_unstable_by_key(|&(start, _, _)| start);
-            self.sorted = self.stubs.len();
-        }
+    fn known(&self, ip: usize) -> Option<&'static str> {
         let after = self.stubs.partition_point(|&(start, _, _)| start <= ip);
         let &(start, end, kind) = self.stubs.get(after.checked_sub(1)?)?;
         // The size some runtimes write is too short for some stubs (.NET 8.0.4 gives its
@@ -94,6 +88,8 @@ impl StubMap {
             }
             line_start = line_end + 1;
         }
+        // The runtime lists most stubs at rising addresses: this sorts runs already in order.
+        self.stubs.sort_unstable_by_key(|&(start, _, _)| start);
         self.pending.drain(..complete);
     }
 }
@@ -129,15 +125,9 @@ fn parse(line: &[u8]) -> Option<(usize, usize, &'static str)> {
     Some((hex(address)?, hex(size)?, kind_name(kind)))
 }
 
-/// A hexadecimal number (either case), `None` if empty, too long or not hexadecimal.
+/// A hexadecimal number.
 fn hex(digits: &[u8]) -> Option<usize> {
-    if digits.is_empty() || digits.len() > 2 * size_of::<usize>() {
-        return None;
-    }
-    digits.iter().try_fold(0usize, |n, &d| {
-        let v = (d as char).to_digit(16)?;
-        Some(n << 4 | v as usize)
-    })
+    usize::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
 }
 
 /// A readable name for the kind the runtime writes (`GenerateDispatchStub<...>`, ...).
@@ -178,8 +168,8 @@ mod tests {
             None
         );
         let mut map = StubMap::default();
-        map.stubs.push((0x3000, 0x3010, "[stub: jump]"));
         map.stubs.push((0x1000, 0x1060, "[stub: precode]"));
+        map.stubs.push((0x3000, 0x3010, "[stub: jump]"));
         assert_eq!(map.known(0x1000), Some("[stub: precode]"));
         assert_eq!(map.known(0x105f), Some("[stub: precode]"));
         assert_eq!(map.known(0x1060 + 0x100), Some("[stub: precode]"));
@@ -213,6 +203,11 @@ mod tests {
         out.write_all(b"o]\n0x3000 10 stub<2> GenerateLookupStub<LOOKUP_STUB>\0")
             .unwrap();
         assert_eq!(map.kind_at(0x3004), Some("[stub: interface lookup]"));
+        // A stub listed below those before it is found too.
+        out.write_all(b"0x800 10 stub<3> getNextJumpStub<JUMP_STUB>\n")
+            .unwrap();
+        assert_eq!(map.kind_at(0x804), Some("[stub: jump]"));
+        assert_eq!(map.kind_at(0x1004), Some("[stub: interface resolve]"));
         assert!(map.pending.is_empty());
         std::fs::remove_file(&path).unwrap();
     }
