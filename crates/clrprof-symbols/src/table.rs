@@ -158,24 +158,31 @@ impl SymbolTable {
 
     /// Sorts and deduplicates the candidates and packs them.
     fn build(candidates: Vec<Candidate<'_>>, source: TableSource) -> Option<SymbolTable> {
-        // Sorted by small keys rather than moving whole candidates around; names are compared
-        // only between aliases of one address (sorting the candidates themselves, with a name
-        // comparison at every step, was most of a table's build).
-        let mut order: Vec<(u64, u32, u32)> = candidates
+        // Sorted as packed integer keys (address, rank, index) rather than by a comparison
+        // that looks at the candidates: a module's `.dynsym` and `.symtab` list most functions
+        // twice, and comparing their names at every step of the sort was half of a table's
+        // build. Names are compared afterwards, among the best-ranked aliases of one address.
+        let mut order: Vec<u128> = candidates
             .iter()
             .enumerate()
-            .map(|(i, c)| (c.start, c.rank, i as u32))
+            .map(|(i, c)| (u128::from(c.start) << 64) | (u128::from(c.rank) << 32) | i as u128)
             .collect();
-        order.sort_unstable_by(|a, b| {
-            (a.0, a.1).cmp(&(b.0, b.1)).then_with(|| {
-                candidates[a.2 as usize]
-                    .name
-                    .cmp(&candidates[b.2 as usize].name)
-            })
-        });
-        order.dedup_by_key(|k| k.0); // keeps the first: the best-ranked alias
-        let candidates: Vec<&Candidate<'_>> =
-            order.iter().map(|k| &candidates[k.2 as usize]).collect();
+        order.sort_unstable();
+        let start_of = |k: u128| (k >> 64) as u64;
+        let rank_of = |k: u128| (k >> 32) as u32;
+        let candidate_of = |k: u128| &candidates[k as u32 as usize];
+        let mut best: Vec<&Candidate<'_>> = Vec::with_capacity(order.len());
+        for same_start in order.chunk_by(|a, b| start_of(*a) == start_of(*b)) {
+            // The best rank comes first; among its aliases, the least name.
+            let rank = rank_of(same_start[0]);
+            let chosen = same_start
+                .iter()
+                .take_while(|k| rank_of(**k) == rank)
+                .map(|k| candidate_of(*k))
+                .min_by(|a, b| a.name.cmp(&b.name));
+            best.extend(chosen);
+        }
+        let candidates = best;
         if candidates.is_empty() {
             return None;
         }

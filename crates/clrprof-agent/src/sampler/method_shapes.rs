@@ -128,7 +128,18 @@ impl RuntimeShapes {
         let (&block, range) = self.ranges.range(..=addr).next_back()?;
         let end = range.end;
         let fits = addr.checked_add(CODE_WINDOW).is_some_and(|e| e <= end);
-        if range.owner.generated || !fits || end - block > BLOCK_MAX {
+        if range.owner.generated || !fits {
+            return None;
+        }
+        let bytes = self.block_bytes(block, end)?;
+        let at = addr - block;
+        bytes.get(at..at + CODE_WINDOW)?.try_into().ok()
+    }
+
+    /// The bytes of the code block `[block, end)` of a method with metadata, read whole the
+    /// first time (`None`: larger than [`BLOCK_MAX`], or unreadable).
+    fn block_bytes(&mut self, block: usize, end: usize) -> Option<&[u8]> {
+        if end.checked_sub(block)? > BLOCK_MAX {
             return None;
         }
         if !self.blocks.contains_key(&block) {
@@ -141,9 +152,26 @@ impl RuntimeShapes {
             self.block_bytes += read.as_ref().map_or(0, |b| b.len());
             self.blocks.insert(block, read);
         }
-        let bytes = self.blocks.get(&block)?.as_ref()?;
-        let at = addr - block;
-        bytes.get(at..at + CODE_WINDOW)?.try_into().ok()
+        self.blocks.get(&block)?.as_deref()
+    }
+
+    /// The first bytes of the code version starting at `start`, whose code blocks are
+    /// `blocks`: from its first block, read whole (the unwinder reads code near return
+    /// addresses in it next: one read of the process's memory instead of two, each of which
+    /// waits for the memory map's lock while the JIT changes page protections), except for a
+    /// method without metadata, whose memory can hold other code before the runtime says it
+    /// was collected.
+    fn prologue(&mut self, start: usize, blocks: &[CodeInfo], generated: bool) -> Option<Shape> {
+        let first = blocks.iter().find(|b| b.start == start && b.size >= PROLOGUE_BYTES);
+        if let Some(b) = first.filter(|_| !generated)
+            && let Some(bytes) = self.block_bytes(b.start, b.start.saturating_add(b.size))
+        {
+            return decode_prologue(bytes.get(..PROLOGUE_BYTES)?);
+        }
+        let mut code = [0u8; PROLOGUE_BYTES];
+        sys::read_process_memory(start, &mut code)
+            .then(|| decode_prologue(&code))
+            .flatten()
     }
 
     /// Where in its method's IL the managed code at `pc` is (for a caller, `pc` is its return
@@ -235,10 +263,7 @@ impl RuntimeShapes {
             {
                 continue;
             }
-            let mut code = [0u8; PROLOGUE_BYTES];
-            let shape = sys::read_process_memory(start, &mut code)
-                .then(|| decode_prologue(&code))
-                .flatten();
+            let shape = self.prologue(start, &blocks, owner.generated);
             for b in &blocks {
                 self.ranges.insert(
                     b.start,
