@@ -158,7 +158,7 @@ pub fn attach(opts: &AttachOptions) -> Result<i32> {
             Arc::clone(&abandon),
             stream.try_clone()?,
         );
-        std::thread::spawn(move || record::copy_stream(reading, trace, &progress, &abandon))
+        std::thread::spawn(move || record::copy_stream(reading, pid, trace, &progress, &abandon))
     };
     // The runtime's events the agent leaves to clrprof (CoreCLR 3.1): their sessions start
     // before the recording is said to.

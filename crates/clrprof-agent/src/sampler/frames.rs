@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 
+use clrprof_trace::config::NativeNames;
 use clrprof_trace::{FrameKind, IlPosition, NativeFrameDef, NativeModuleDef, Record, StackCut};
 
 use clrprof_sdk::FunctionId;
@@ -152,6 +153,10 @@ impl StackBuilder {
             stack: (0, 0),
             reading: ModuleReading::default(),
         };
+        if session.config.native_names == NativeNames::Reader {
+            // The CLI names native functions from their modules' files.
+            builder.unwinder.leave_symbols_to_reader();
+        }
         builder.refresh_modules(sys::monotonic_ns());
         builder
     }

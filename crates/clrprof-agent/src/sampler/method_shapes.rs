@@ -162,7 +162,9 @@ impl RuntimeShapes {
     /// method without metadata, whose memory can hold other code before the runtime says it
     /// was collected.
     fn prologue(&mut self, start: usize, blocks: &[CodeInfo], generated: bool) -> Option<Shape> {
-        let first = blocks.iter().find(|b| b.start == start && b.size >= PROLOGUE_BYTES);
+        let first = blocks
+            .iter()
+            .find(|b| b.start == start && b.size >= PROLOGUE_BYTES);
         if let Some(b) = first.filter(|_| !generated)
             && let Some(bytes) = self.block_bytes(b.start, b.start.saturating_add(b.size))
         {

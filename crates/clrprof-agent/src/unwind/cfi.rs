@@ -40,6 +40,11 @@ impl Unwinder {
             epoch: 0,
         }
     }
+    /// Leaves naming native functions from their modules' symbols to the reader of the trace
+    /// (see `ModuleMap::leave_symbols_to_reader`).
+    pub fn leave_symbols_to_reader(&mut self) {
+        self.modules.leave_symbols_to_reader();
+    }
 
     /// The module map (for [`ModuleMap::native_ranges`] and [`ModuleMap::generation`]).
     pub fn modules(&self) -> &ModuleMap {

@@ -98,6 +98,11 @@ impl Unwinder {
     pub fn new() -> Unwinder {
         Unwinder::default()
     }
+    /// Leaves naming native functions from their modules' symbols to the reader of the trace
+    /// (see `ModuleMap::leave_symbols_to_reader`).
+    pub fn leave_symbols_to_reader(&mut self) {
+        // No module is read on this platform.
+    }
 
     /// The (empty) module map.
     pub fn modules(&self) -> &ModuleMap {

@@ -134,6 +134,8 @@ pub struct ModuleReader {
     start: usize,
     end: usize,
     offset: u64,
+    /// Whether the symbol table is read too (see [`ModuleMap::leave_symbols_to_reader`]).
+    symbols: bool,
 }
 
 impl ModuleReader {
@@ -142,7 +144,9 @@ impl ModuleReader {
     pub fn read(&self) {
         let image = &self.image;
         let _ = image.cfi(self.start, self.end, self.offset);
-        let _ = image.symbols(self.start, self.end, self.offset);
+        if self.symbols {
+            let _ = image.symbols(self.start, self.end, self.offset);
+        }
         let _ = image.build_id(self.start, self.end, self.offset);
     }
 }
@@ -155,7 +159,13 @@ struct Cfi {
     debug_frame: Option<Bytes>,
     text: Option<Range<u64>>,
     got: Option<Range<u64>>,
+    /// The procedure linkage table's stubs (`.plt`, `.plt.sec`): one FDE covers each whole
+    /// section, but every 16 bytes of it are a function of their own (`name@plt`).
+    plt: [Option<Range<u64>>; 2],
 }
+
+/// The size of a stub of the procedure linkage table.
+const PLT_STUB: u64 = 16;
 
 /// Whether a mapping's CFI is known to framehop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,6 +207,9 @@ pub struct ModuleMap {
     /// the sampler finds other mappings in it too (see [`Self::latest_read`]). Empty where
     /// the kernel lists the executable mappings alone (see [`Self::refresh`]).
     text: (u64, String),
+    /// The symbol tables of modules read from their files are left to the reader of the
+    /// trace ([`Self::leave_symbols_to_reader`]).
+    symbols_left_to_reader: bool,
     /// The map, asked for its executable mappings alone where the kernel can.
     query: sys::MapsQuery,
 }
@@ -253,10 +266,26 @@ impl ModuleMap {
             last_refresh: None,
             loads_seen: None,
             text: (0, String::new()),
+            symbols_left_to_reader: false,
             query,
         };
         map.refresh();
         map
+    }
+
+    /// Leaves naming the functions of modules read from their files to the reader of the trace
+    /// (the CLI, which names a frame from its module's path and build id and its function's
+    /// start, and reads the module's symbols out of the program's process): their symbol
+    /// tables are not read here, and [`Self::locate`] gives a function's start from the
+    /// unwind information alone. The vDSO and files deleted since they were mapped, which the
+    /// reader cannot open, are named here still.
+    pub fn leave_symbols_to_reader(&mut self) {
+        self.symbols_left_to_reader = true;
+    }
+
+    /// Whether `image`'s symbol table is read here (see [`Self::leave_symbols_to_reader`]).
+    fn reads_symbols(&self, image: &Image) -> bool {
+        !self.symbols_left_to_reader || !matches!(image.source, Source::File { deleted: false, .. })
     }
 
     /// The executable mappings, by start address, as the kernel lists them one at a time
@@ -474,8 +503,10 @@ impl ModuleMap {
         };
         let svma = (addr as u64).wrapping_sub(bias as u64);
         function.svma = Some(svma);
-        let symbol = image
-            .symbols(m.start, m.end, m.offset)
+        let symbol = self
+            .reads_symbols(image)
+            .then(|| image.symbols(m.start, m.end, m.offset))
+            .flatten()
             .and_then(|table| table.lookup(svma));
         if let Some((name, offset)) = symbol {
             function.start = Some(svma - offset);
@@ -513,6 +544,7 @@ impl ModuleMap {
             start: m.start,
             end: m.end,
             offset: m.offset,
+            symbols: self.reads_symbols(image),
         })
     }
 
@@ -523,7 +555,7 @@ impl ModuleMap {
             return true;
         };
         self.mappings[i].image.as_ref().is_none_or(|image| {
-            image.symbols.get().is_some()
+            (image.symbols.get().is_some() || !self.reads_symbols(image))
                 && image.cfi.get().is_some()
                 && image.build_id.get().is_some()
         })
@@ -811,6 +843,7 @@ impl Cfi {
             debug_frame,
             text: range(b".text"),
             got: range(b".got"),
+            plt: [range(b".plt"), range(b".plt.sec")],
         })
     }
 
@@ -818,10 +851,14 @@ impl Cfi {
         self.eh_frame.is_some() || self.debug_frame.is_some()
     }
 
-    /// Where the function containing `svma` starts: the initial location of the `.eh_frame`
-    /// FDE that covers it, found through `.eh_frame_hdr`'s binary-search table. `None` if the
-    /// module has no such table or no FDE covers the address. Never panics on bad data.
+    /// Where the function containing `svma` starts: in the procedure linkage table, its
+    /// stub's start; elsewhere the initial location of the `.eh_frame` FDE that covers it,
+    /// found through `.eh_frame_hdr`'s binary-search table. `None` if the module has no such
+    /// table or no FDE covers the address. Never panics on bad data.
     fn function_start(&self, svma: u64) -> Option<u64> {
+        if let Some(plt) = self.plt.iter().flatten().find(|r| r.contains(&svma)) {
+            return Some(svma - (svma - plt.start) % PLT_STUB);
+        }
         let (hdr, hdr_svma) = self.eh_frame_hdr.as_ref()?;
         let (eh_frame, eh_frame_svma) = self.eh_frame.as_ref()?;
         let mut bases = BaseAddresses::default()

@@ -185,3 +185,56 @@ fn unwind_information_tells_where_functions_start() {
     // Outside any function: nothing.
     assert_eq!(map.function_start_by_unwind_info(0x10), None);
 }
+
+#[test]
+fn a_map_that_leaves_symbols_to_the_reader_gives_starts_alone() {
+    // What the CLI names later: the module (path, build id) and the function's start, the
+    // same start the symbol table gives, read from the unwind information alone.
+    let named = ModuleMap::new();
+    let mut left = ModuleMap::new();
+    left.leave_symbols_to_reader();
+    let mut checked = 0;
+    for addr in [
+        libc::getpid as *const () as usize,
+        libc::qsort as *const () as usize,
+        local_marker_function as *const () as usize,
+    ] {
+        let (Some(by_name), Some(by_start)) = (named.locate(addr + 3), left.locate(addr + 3))
+        else {
+            panic!("{addr:#x} is in a module");
+        };
+        assert_eq!(by_start.name, None, "{by_start:?}");
+        assert_eq!(
+            (&by_start.library, &by_start.build_id, by_start.svma),
+            (&by_name.library, &by_name.build_id, by_name.svma)
+        );
+        if by_name.name.is_some() {
+            assert_eq!(by_start.start, by_name.start, "{by_name:?}");
+            checked += 1;
+        }
+        assert!(left.names_ready(addr), "nothing more to read before naming");
+    }
+    assert!(checked >= 2, "{checked}");
+    // A stub of the procedure linkage table is a function of its own, as its `name@plt`
+    // symbol is (one FDE covers the whole table).
+    let local = local_marker_function as *const () as usize;
+    let bias = named
+        .module_at(local)
+        .and_then(|m| m.load_bias)
+        .expect("a bias");
+    let stubs: Vec<u64> = named
+        .symbol_table(local)
+        .expect("the test binary's symbols")
+        .iter()
+        .filter(|(_, _, name)| name.ends_with(b"@plt"))
+        .map(|(start, _, _)| start)
+        .take(3)
+        .collect();
+    for start in &stubs {
+        let at = left
+            .locate(bias + *start as usize + 5)
+            .expect("in the test binary");
+        assert_eq!(at.start, Some(*start), "{at:?}");
+    }
+    eprintln!("{} stubs checked", stubs.len());
+}

@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use clrprof_trace::{Record, StreamDecoder, protocol};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
+use super::native_names::NativeNamer;
 use super::options::ProcessFilter;
 use super::progress::{Progress, note, note_from, set_problem};
 use crate::trace_file::{SEAL_EVERY, TraceFile};
@@ -178,6 +179,7 @@ fn receive_process(
         left_out: u8::from(!record),
     };
     let is_root = hello.pid == tree.root;
+    let pid = hello.pid;
     let section = tree.register(hello, !record, started.elapsed());
     {
         let mut trace = tree.lock_trace();
@@ -195,7 +197,7 @@ fn receive_process(
     progress.connected.store(true, Ordering::Release);
     let mut state = StreamState::default();
     copy_section(
-        stream, tree, section, is_root, progress, abandon, &mut state,
+        stream, tree, section, pid, is_root, progress, abandon, &mut state,
     );
     tree.update(section, |p| {
         p.ended = Some(started.elapsed());
@@ -214,12 +216,15 @@ struct StreamState {
     exit_code: Option<i32>,
 }
 
-/// Copies one process's stream into its section of the trace until it ends (or `abandon`
-/// is set). Like [`copy_stream`], a failed write does not stop the copy.
+/// Copies one process's stream (process `pid`'s) into its section of the trace until it ends
+/// (or `abandon` is set), naming its native functions. Like [`copy_stream`], a failed write
+/// does not stop the copy.
+#[allow(clippy::too_many_arguments)]
 fn copy_section(
     stream: UnixStream,
     tree: &Tree,
     section: u32,
+    pid: u32,
     is_root: bool,
     progress: &Progress,
     abandon: &AtomicBool,
@@ -227,6 +232,7 @@ fn copy_section(
 ) {
     let _ = stream.set_read_timeout(Some(SEAL_EVERY));
     let who = format!("the agent of process {section}");
+    let mut namer = NativeNamer::new(pid);
     pump(
         stream,
         progress,
@@ -244,7 +250,10 @@ fn copy_section(
             trace.section(section);
             while let Some(next) = decoder.next_record() {
                 let raw = next.map_err(|e| format!("{e}; its section stops there"))?;
-                trace.append(raw.bytes, &raw.record);
+                match namer.named(&raw.record) {
+                    Some(named) => trace.write(&named),
+                    None => trace.append(raw.bytes, &raw.record),
+                }
                 match &raw.record {
                     Record::SessionEnd(_) => state.clean = true,
                     Record::ProcessExit(e) => state.exit_code = Some(e.exit_code),
@@ -327,11 +336,13 @@ fn pump(
     }
 }
 
-/// Copies the agent's stream into the trace until it ends (or `abandon` is set), sealing a
-/// block at least every [`SEAL_EVERY`]. A failed write does not stop the copy: the agent's
-/// stream is read to its end, so that the program never waits on a full socket.
+/// Copies the agent's stream (process `pid`'s) into the trace until it ends (or `abandon` is
+/// set), naming its native functions and sealing a block at least every [`SEAL_EVERY`]. A
+/// failed write does not stop the copy: the agent's stream is read to its end, so that the
+/// program never waits on a full socket.
 pub(crate) fn copy_stream(
     stream: UnixStream,
+    pid: u32,
     trace: TraceFile,
     progress: &Progress,
     abandon: &AtomicBool,
@@ -339,6 +350,7 @@ pub(crate) fn copy_stream(
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(SEAL_EVERY))?;
     let trace = std::cell::RefCell::new(trace);
+    let mut namer = NativeNamer::new(pid);
     pump(
         stream,
         progress,
@@ -354,7 +366,10 @@ pub(crate) fn copy_stream(
             while let Some(next) = decoder.next_record() {
                 let raw = next.map_err(|e| format!("{e}; the trace stops there"))?;
                 trace.start(raw.header);
-                trace.append(raw.bytes, &raw.record);
+                match namer.named(&raw.record) {
+                    Some(named) => trace.write(&named),
+                    None => trace.append(raw.bytes, &raw.record),
+                }
                 note(progress, &raw.record);
             }
             trace.tick();

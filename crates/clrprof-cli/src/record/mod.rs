@@ -21,6 +21,7 @@
 
 mod connections;
 pub(crate) mod export;
+mod native_names;
 mod options;
 mod perf_map;
 mod progress;

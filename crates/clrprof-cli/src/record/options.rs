@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use clrprof_trace::EventCategory;
-use clrprof_trace::config::{AgentConfig, AllocMode, CpuClockChoice, HeapSnapshots, Mode};
+use clrprof_trace::config::{
+    AgentConfig, AllocMode, CpuClockChoice, HeapSnapshots, Mode, NativeNames,
+};
 use clrprof_trace::protocol;
 
 /// What to record, independent of the command-line syntax.
@@ -150,6 +152,12 @@ impl RecordOptions {
         }
         if let Some(kib) = self.buffer_kib {
             c.buffer_bytes = (kib as usize) << 10;
+        }
+        if !c.also_export {
+            // Native functions are named here, from their modules' files, as their frames
+            // arrive (see `record::native_names`): out of the program's process. Profiles the
+            // agent exports itself need the names in them.
+            c.native_names = NativeNames::Reader;
         }
         c
     }
@@ -325,11 +333,21 @@ mod tests {
         assert_eq!(c.alloc, AllocMode::All);
         assert_eq!(c.heap_snapshots, HeapSnapshots::EveryGc(1));
         assert!(c.contention);
+        // Native functions are named by the CLI, unless the agent exports profiles too.
+        assert_eq!(c.native_names, NativeNames::Reader);
         assert_eq!(
             c.encode(),
             "version=1;mode=count;rate=1000;cpu_clock=timer;max_nodes=1;alloc=all;\
-             heap_snapshot=every-gc;contention=1"
+             heap_snapshot=every-gc;contention=1;native_names=reader"
         );
+        let exporting = RecordOptions {
+            base: AgentConfig {
+                also_export: true,
+                ..AgentConfig::default()
+            },
+            ..opts.clone()
+        };
+        assert_eq!(exporting.agent_config().native_names, NativeNames::Agent);
         let warnings = costly_choices(&opts);
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].starts_with("`--alloc all`"));

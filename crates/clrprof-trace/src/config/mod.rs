@@ -12,7 +12,9 @@
 //! `cpu_clock=perf|timer`, `inline=1|0`, `max_nodes=N`, `buffer_kb=N`,
 //! `alloc=off|sampled|all|ticks`, `alloc_interval=BYTES`, `contention=1`, `async=0`,
 //! `heap_snapshot=off|at-exit|every-gc|N|on-signal`, `coverage=1`, `cover_include=A,B`,
-//! `cover_exclude=A,B`, `count_include=A,B`, `count_exclude=A,B`, and for benchmarks only
+//! `cover_exclude=A,B`, `count_include=A,B`, `count_exclude=A,B`, `native_names=agent|reader`
+//! (who names native functions: the agent, or the CLI that reads its stream), and for
+//! benchmarks only
 //! `handler_floor=1` (sample mode's signals with an empty handler and no sampler work) and
 //! `count_layout=thread|shared` (count mode's counters per thread or shared).
 //!
@@ -127,6 +129,23 @@ pub enum CountLayout {
 named_values!(CountLayout {
     Thread => "thread",
     Shared => "shared",
+});
+
+/// Who names the functions of native modules (in samples' and events' stacks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NativeNames {
+    /// The agent, from each module's symbol table, read in the program's process: a trace
+    /// the agent writes itself, and exported profiles, need the names in them.
+    Agent,
+    /// The reader of the agent's stream (`clrprof record` and `attach`): the agent sends each
+    /// frame's module (path and GNU build id) and function start, and the reader names it from
+    /// the module's file, out of the program's process.
+    Reader,
+}
+
+named_values!(NativeNames {
+    Agent => "agent",
+    Reader => "reader",
 });
 
 /// Which allocations to record with their stacks.
@@ -295,6 +314,8 @@ pub struct AgentConfig {
     /// A recording that exports too: the agent writes the trace and also ships the profiles
     /// of what it records, with the settings of the `CLRPROF_EXPORT_*` variables.
     pub also_export: bool,
+    /// Who names native functions.
+    pub native_names: NativeNames,
 }
 
 impl Default for AgentConfig {
@@ -322,6 +343,7 @@ impl Default for AgentConfig {
             count_layout: CountLayout::Thread,
             export: None,
             also_export: false,
+            native_names: NativeNames::Agent,
         }
     }
 }
@@ -373,6 +395,7 @@ mod tests {
             CpuClockChoice::from_name,
         );
         check(CountLayout::ALL, CountLayout::name, CountLayout::from_name);
+        check(NativeNames::ALL, NativeNames::name, NativeNames::from_name);
         assert_eq!(
             Mode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>(),
             ["sample", "trace", "count", "none"]

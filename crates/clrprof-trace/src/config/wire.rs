@@ -3,7 +3,7 @@
 
 use super::{
     AgentConfig, AllocMode, BUFFER_KIB, CONFIG_VERSION, CountLayout, CpuClockChoice, HeapSnapshots,
-    Mode, RATE_HZ,
+    Mode, NativeNames, RATE_HZ,
 };
 use crate::EventCategory;
 
@@ -85,6 +85,9 @@ impl AgentConfig {
         }
         if self.count_layout != d.count_layout {
             kv.push(("count_layout", self.count_layout.name().into()));
+        }
+        if self.native_names != d.native_names {
+            kv.push(("native_names", self.native_names.name().into()));
         }
         kv.iter()
             .map(|(k, v)| format!("{k}={v}"))
@@ -186,6 +189,12 @@ impl AgentConfig {
                         "unknown count layout `{value}` (thread or shared), ignored"
                     )),
                 },
+                "native_names" => match NativeNames::from_name(value) {
+                    Some(who) => c.native_names = who,
+                    None => warnings.push(format!(
+                        "unknown native_names `{value}` (agent or reader), ignored"
+                    )),
+                },
                 other => warnings.push(format!("unknown setting `{other}`, ignored")),
             }
         }
@@ -243,6 +252,7 @@ mod tests {
             // Not in the wire form (the environment gives it).
             export: None,
             also_export: true,
+            native_names: NativeNames::Reader,
         };
         let text = c.encode();
         assert!(text.starts_with("version=1;mode=count;rate=250;"), "{text}");
