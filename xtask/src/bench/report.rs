@@ -275,7 +275,10 @@ pub fn render(
          meanwhile, and its cost is the process CPU per request (`cpu_ms` over the requests), \
          compared round by round with the unprofiled server's; its work time is the client's. \
          The sampler's CPU per sample is its trace's `sampler_cpu_ns` less `symbols_cpu_ns` (its \
-         one-time reading of native modules' symbols) over the samples it wrote.",
+         one-time reading of native modules' unwind sections, and of their symbols where the \
+         agent names native functions itself) over the samples it wrote. Under `clrprof record` \
+         the symbol tables are read by `clrprof`, outside the program's process, and are in \
+         no figure of the program's CPU.",
     );
     push("");
     push("Configurations:");
