@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
+use clrprof_pprof::StringTable;
 use opentelemetry_proto::tonic::collector::profiles::v1development::{
     ExportProfilesServiceRequest, ExportProfilesServiceResponse,
 };
@@ -58,8 +59,7 @@ impl<K: Hash + Eq, V: Default> Table<K, V> {
 }
 
 struct Dictionary {
-    strings: Vec<String>,
-    string_index: HashMap<String, i32>,
+    strings: StringTable,
     mappings: Table<i32, pb::Mapping>,
     functions: Table<(i32, i32), pb::Function>,
     locations: Table<u32, pb::Location>,
@@ -70,8 +70,7 @@ struct Dictionary {
 impl Dictionary {
     fn new() -> Self {
         Dictionary {
-            strings: vec![String::new()],
-            string_index: HashMap::from([(String::new(), 0)]),
+            strings: StringTable::default(),
             mappings: Table::new(),
             functions: Table::new(),
             locations: Table::new(),
@@ -81,13 +80,7 @@ impl Dictionary {
     }
 
     fn string(&mut self, s: &str) -> i32 {
-        if let Some(&i) = self.string_index.get(s) {
-            return i;
-        }
-        let i = i32::try_from(self.strings.len()).expect("fewer than 2^31 strings");
-        self.strings.push(s.to_string());
-        self.string_index.insert(s.to_string(), i);
-        i
+        i32::try_from(self.strings.index(s)).expect("fewer than 2^31 strings")
     }
 
     fn value_type(&mut self, v: ValueType) -> pb::ValueType {
@@ -147,7 +140,7 @@ impl Dictionary {
             location_table: self.locations.rows,
             function_table: self.functions.rows,
             link_table: vec![pb::Link::default()],
-            string_table: self.strings,
+            string_table: self.strings.into_strings(),
             attribute_table: self.attributes.rows,
             stack_table: self.stacks.rows,
         }

@@ -11,7 +11,7 @@
 
 mod tables;
 
-pub use tables::Tables;
+pub use tables::{StringTable, Tables};
 
 /// A profile: sample types, samples, and the tables they refer to.
 #[derive(Clone, PartialEq, prost::Message)]

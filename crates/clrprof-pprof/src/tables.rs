@@ -8,40 +8,55 @@ use std::collections::HashMap;
 
 use crate::{Function, Line, Location, Mapping, Profile, ValueType};
 
-/// A profile's strings, mappings, functions and locations.
+/// A profile's strings, numbered in the order they were first added, the empty string first
+/// (index 0), each once: the string table of pprof and of OTLP's profiles alike.
 #[derive(Debug, Clone)]
-pub struct Tables {
+pub struct StringTable {
     strings: Vec<String>,
-    string_index: HashMap<String, i64>,
+    index: HashMap<String, usize>,
+}
+
+impl Default for StringTable {
+    fn default() -> Self {
+        StringTable {
+            strings: vec![String::new()],
+            index: HashMap::from([(String::new(), 0)]),
+        }
+    }
+}
+
+impl StringTable {
+    /// The index of string `s`, added if new (the empty string is 0).
+    pub fn index(&mut self, s: &str) -> usize {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.strings.len();
+        self.strings.push(s.to_owned());
+        self.index.insert(s.to_owned(), i);
+        i
+    }
+
+    /// The strings, by index.
+    pub fn into_strings(self) -> Vec<String> {
+        self.strings
+    }
+}
+
+/// A profile's strings, mappings, functions and locations.
+#[derive(Debug, Clone, Default)]
+pub struct Tables {
+    strings: StringTable,
     mappings: Vec<Mapping>,
     mapping_index: HashMap<String, u64>,
     functions: Vec<Function>,
     locations: Vec<Location>,
 }
 
-impl Default for Tables {
-    fn default() -> Self {
-        Tables {
-            strings: vec![String::new()],
-            string_index: HashMap::from([(String::new(), 0)]),
-            mappings: Vec::new(),
-            mapping_index: HashMap::new(),
-            functions: Vec::new(),
-            locations: Vec::new(),
-        }
-    }
-}
-
 impl Tables {
     /// The index of string `s`, added if new (the empty string is 0).
     pub fn string(&mut self, s: &str) -> i64 {
-        if let Some(&i) = self.string_index.get(s) {
-            return i;
-        }
-        let i = self.strings.len() as i64;
-        self.strings.push(s.to_owned());
-        self.string_index.insert(s.to_owned(), i);
-        i
+        self.strings.index(s) as i64
     }
 
     /// A value type of `kind` (`cpu`, `alloc_space`, ...) in `unit`.
@@ -114,7 +129,7 @@ impl Tables {
         profile.mapping = self.mappings;
         profile.location = self.locations;
         profile.function = self.functions;
-        profile.string_table = self.strings;
+        profile.string_table = self.strings.into_strings();
     }
 }
 
