@@ -57,13 +57,10 @@ pub fn connect(path: &str) -> Result<(Box<dyn Write + Send>, FromCli), StartErro
 /// Starts the thread that waits for the CLI to ask for the detach.
 pub fn watch(running: &'static Running, from_cli: FromCli) {
     let session = &running.session;
-    let handle = std::thread::Builder::new()
-        .name("clrprof-control".into())
-        .spawn(move || {
-            let _own = crate::recorder::threads::mark_agent_thread();
-            wait_for_detach_request(from_cli);
-            let _ = running.request_detach();
-        });
+    let handle = crate::recorder::threads::spawn_agent_thread("clrprof-control", move || {
+        wait_for_detach_request(from_cli);
+        let _ = running.request_detach();
+    });
     match handle {
         Ok(handle) => *session.control.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle),
         Err(e) => session.message(

@@ -484,36 +484,31 @@ impl Snapshots {
             return;
         }
         let signal = snapshot_signal::install();
-        let spawned = std::thread::Builder::new()
-            .name("clrprof-heap".into())
-            .spawn(move || {
-                let _own = crate::recorder::threads::mark_agent_thread();
-                let mut seen = snapshot_signal::REQUESTS.load(Ordering::Acquire);
-                let mut woken = snapshot_signal::WAKE.load(Ordering::Acquire);
-                while !s.ended() {
-                    // Settled before every wait: a wake that came before this thread first read
-                    // `WAKE` (the runtime's start, usually) is not left for the timeout.
-                    self.settle_walk(s);
-                    sys::futex_wait(&snapshot_signal::WAKE, woken, 200_000_000);
-                    woken = snapshot_signal::WAKE.load(Ordering::Acquire);
-                    if s.ended() {
-                        break;
-                    }
-                    let now = snapshot_signal::REQUESTS.load(Ordering::Acquire);
-                    if now != seen && signal {
-                        seen = now;
-                        self.forced_snapshot(s, || {
-                            // This thread never runs managed code: the runtime accepts ForceGC
-                            // from it.
-                            if let Err(e) = s.info.force_gc() {
-                                s.warn(format!(
-                                    "no heap snapshot on request: ForceGC failed ({e})"
-                                ));
-                            }
-                        });
-                    }
+        let spawned = crate::recorder::threads::spawn_agent_thread("clrprof-heap", move || {
+            let mut seen = snapshot_signal::REQUESTS.load(Ordering::Acquire);
+            let mut woken = snapshot_signal::WAKE.load(Ordering::Acquire);
+            while !s.ended() {
+                // Settled before every wait: a wake that came before this thread first read
+                // `WAKE` (the runtime's start, usually) is not left for the timeout.
+                self.settle_walk(s);
+                sys::futex_wait(&snapshot_signal::WAKE, woken, 200_000_000);
+                woken = snapshot_signal::WAKE.load(Ordering::Acquire);
+                if s.ended() {
+                    break;
                 }
-            });
+                let now = snapshot_signal::REQUESTS.load(Ordering::Acquire);
+                if now != seen && signal {
+                    seen = now;
+                    self.forced_snapshot(s, || {
+                        // This thread never runs managed code: the runtime accepts ForceGC
+                        // from it.
+                        if let Err(e) = s.info.force_gc() {
+                            s.warn(format!("no heap snapshot on request: ForceGC failed ({e})"));
+                        }
+                    });
+                }
+            }
+        });
         if spawned.is_err() {
             self.state.walk_always.store(true, Ordering::Release);
             s.warn("heap snapshots on request are unavailable: cannot start a thread");
@@ -527,14 +522,11 @@ impl Snapshots {
             return;
         }
         let (done, wait) = std::sync::mpsc::channel();
-        let spawned = std::thread::Builder::new()
-            .name("clrprof-heap".into())
-            .spawn(move || {
-                let _own = crate::recorder::threads::mark_agent_thread();
-                let mut outcome = Ok(());
-                self.forced_snapshot(s, || outcome = s.info.force_gc());
-                let _ = done.send(outcome);
-            });
+        let spawned = crate::recorder::threads::spawn_agent_thread("clrprof-heap", move || {
+            let mut outcome = Ok(());
+            self.forced_snapshot(s, || outcome = s.info.force_gc());
+            let _ = done.send(outcome);
+        });
         let outcome = match spawned {
             Ok(_) => wait.recv_timeout(EXIT_GC_TIMEOUT).ok(),
             Err(_) => None,

@@ -133,33 +133,30 @@ impl Transport {
             writer: Mutex::new(None),
         });
         let for_thread = Arc::clone(&transport);
-        let handle = std::thread::Builder::new()
-            .name("clrprof-writer".into())
-            .spawn(move || {
-                let _own = crate::recorder::threads::mark_agent_thread();
-                for_thread
-                    .shared
-                    .stats
-                    .writer_tid
-                    .store(crate::recorder::sys::gettid(), Ordering::Release);
-                termination::block_on_this_thread();
-                termination::set_serving(true);
-                let mut period = DRAIN_EVERY_MIN;
-                let mut last = crate::recorder::sys::monotonic_ns();
-                while !for_thread.shared.stop.load(Ordering::Acquire) {
-                    termination::writer_wait(period.as_nanos() as u64);
-                    // A termination signal's handler waits for what was recorded before it.
-                    let request = termination::writer_request();
-                    let sent = for_thread.drain();
-                    termination::writer_served(request);
-                    let now = crate::recorder::sys::monotonic_ns();
-                    let elapsed = Duration::from_nanos(now.saturating_sub(last));
-                    period = drain_period(sent, elapsed, capacity);
-                    last = now;
-                }
-                termination::set_serving(false);
-            })
-            .ok();
+        let handle = crate::recorder::threads::spawn_agent_thread("clrprof-writer", move || {
+            for_thread
+                .shared
+                .stats
+                .writer_tid
+                .store(crate::recorder::sys::gettid(), Ordering::Release);
+            termination::block_on_this_thread();
+            termination::set_serving(true);
+            let mut period = DRAIN_EVERY_MIN;
+            let mut last = crate::recorder::sys::monotonic_ns();
+            while !for_thread.shared.stop.load(Ordering::Acquire) {
+                termination::writer_wait(period.as_nanos() as u64);
+                // A termination signal's handler waits for what was recorded before it.
+                let request = termination::writer_request();
+                let sent = for_thread.drain();
+                termination::writer_served(request);
+                let now = crate::recorder::sys::monotonic_ns();
+                let elapsed = Duration::from_nanos(now.saturating_sub(last));
+                period = drain_period(sent, elapsed, capacity);
+                last = now;
+            }
+            termination::set_serving(false);
+        })
+        .ok();
         *transport.writer.lock().unwrap_or_else(|e| e.into_inner()) = handle;
         transport
     }

@@ -33,12 +33,9 @@ pub fn listen(running: &'static Running) {
                 return;
             }
         };
-        let spawned = std::thread::Builder::new()
-            .name("clrprof-control".into())
-            .spawn(move || {
-                let _own = crate::recorder::threads::mark_agent_thread();
-                serve(running, &listener);
-            });
+        let spawned = crate::recorder::threads::spawn_agent_thread("clrprof-control", move || {
+            serve(running, &listener);
+        });
         if let Err(e) = spawned {
             super::tell(&format!(
                 "cannot start the control thread ({e}); export mode runs until the process ends"

@@ -240,13 +240,10 @@ pub fn start(config: &AgentConfig) -> Option<Box<dyn Write + Send>> {
         *current = Some(Arc::clone(&shared));
     }
     let for_thread = Arc::clone(&shared);
-    let spawned = std::thread::Builder::new()
-        .name("clrprof-export".into())
-        .spawn(move || {
-            let _own = crate::recorder::threads::mark_agent_thread();
-            termination::block_on_this_thread();
-            ship_periods(&for_thread);
-        });
+    let spawned = crate::recorder::threads::spawn_agent_thread("clrprof-export", move || {
+        termination::block_on_this_thread();
+        ship_periods(&for_thread);
+    });
     if let Err(e) = spawned {
         tell(&format!(
             "cannot start the exporter thread ({e}); profiles are not sent"

@@ -190,13 +190,35 @@ static AGENT_THREADS: [AtomicU32; 8] = [const { AtomicU32::new(0) }; 8];
 
 /// Marks the calling thread as one of the agent's own until the returned guard is dropped
 /// (keep it for the thread's whole life).
-pub fn mark_agent_thread() -> AgentThread {
+fn mark_agent_thread() -> AgentThread {
     let tid = sys::gettid();
     AGENT_THREADS.iter().any(|t| {
         t.compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
     });
     AgentThread(tid)
+}
+
+/// Starts one of the agent's own threads, named `name`, running `f`: it is marked as the
+/// agent's (see [`mark_agent_thread`]) before this returns, so that the sampler, which adopts
+/// every thread of the process it finds unmarked, never takes it for the program's (it used
+/// to, now and then, in the instant between the thread's start and its marking itself: its
+/// CPU was then sampled as the program's).
+pub fn spawn_agent_thread<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<T>> {
+    let (marked, wait) = std::sync::mpsc::sync_channel::<()>(1);
+    let handle = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let _own = mark_agent_thread();
+            let _ = marked.send(());
+            f()
+        })?;
+    // An error means the thread ended (it panicked) before it could say so.
+    let _ = wait.recv();
+    Ok(handle)
 }
 
 /// One of the agent's own threads, see [`mark_agent_thread`].

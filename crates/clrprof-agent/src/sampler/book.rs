@@ -39,15 +39,18 @@ pub const LONG_WAIT_CHECK_NS: u64 = 80_000_000;
 
 /// A thread that the last looks found in the same wait this many times in a row...
 const SETTLED_LOOKS: u32 = 2;
-/// ... is taken to be back in it, without a look, on this many of the ticks that follow where
-/// it ran a little since the previous one (a server's pool thread, which wakes for each request
-/// and goes back to the same wait: its `/proc` reads were a fifth of the sampler's CPU on a
-/// server). Such a tick charges what the thread ran of the interval to its latest CPU sample's
-/// stack and the rest to the wait (a look charges the whole interval to what it sees at that
-/// instant). A look found the thread running does not unsettle it (it goes back to its
-/// wait when done); one that found it in another wait does. The next tick looks again; a wait
-/// begun on trust is looked at on the first tick the thread did not run at all, before it
-/// may last (see `Book::on_tick`).
+/// ... is taken to be back in it, without a look, on the next tick where it ran a little since
+/// the previous one (a server's pool thread, which wakes for each request and goes back to the
+/// same wait: its `/proc` reads were a fifth of the sampler's CPU on a server), and is then
+/// left alone, its CPU clock not even read, for this many ticks in all (reading another
+/// thread's CPU clock is a system call, and a server's pool threads were most of the sampler's
+/// 13 reads a tick on `HttpServer`). The tick that ends such a stretch charges what the
+/// thread ran in it to its latest CPU sample's stack and the rest to the wait, then looks
+/// again (a look charges the whole interval to what it sees at that instant, so it comes
+/// after the charge). A look found the thread running does not unsettle it (it goes back to
+/// its wait when done); one that found it in another wait does. A thread that did not run
+/// at all in the stretch is looked at before its wait may last (see `Book::on_tick`), and a
+/// CPU sample of it ends the stretch at once.
 const TRUSTED_TICKS: u32 = 3;
 
 /// A blocked thread's wall-clock sample.
@@ -105,9 +108,9 @@ pub struct Book {
     episode_seen: bool,
     /// When the current wait was found.
     episode_since: u64,
-    /// The wait the latest looks found, how many looks in a row found it, and on how many
-    /// ticks since the latest look it was taken on trust.
-    settled: Option<(WaitKey, u32, u32)>,
+    /// The wait the latest looks found, how many looks in a row found it, and whether it was
+    /// taken on trust since the latest look.
+    settled: Option<(WaitKey, u32, bool)>,
     /// What the thread ran on ticks that took its wait on trust, not written yet: the stack of
     /// its latest CPU sample then, and the time.
     trusted_running: (u32, u64),
@@ -190,12 +193,19 @@ impl Book {
         Some(running_at(stack, std::mem::take(&mut self.pending_wall)))
     }
 
-    /// Whether the thread should be looked at on a tick at `now`: always, but for a thread in a
-    /// long wait (see [`LONG_WAIT_NS`]).
-    pub fn due(&self, now: u64) -> bool {
-        self.episode.is_none()
-            || now.saturating_sub(self.episode_since) < LONG_WAIT_NS
-            || now.saturating_sub(self.wall_mark) >= LONG_WAIT_CHECK_NS
+    /// Whether the thread should be looked at on a tick at `now`, ticks coming every
+    /// `period_ns`: always, but for a thread taken back to its wait on trust (not until
+    /// [`TRUSTED_TICKS`] ticks have passed) and one in a long wait (see [`LONG_WAIT_NS`]).
+    pub fn due(&self, now: u64, period_ns: u64) -> bool {
+        if self.episode.is_none() {
+            return true;
+        }
+        let since = now.saturating_sub(self.episode_since);
+        if !self.episode_seen {
+            // Due on the tick TRUSTED_TICKS periods on, wherever the ticks' jitter put it.
+            return since >= u64::from(TRUSTED_TICKS) * period_ns - period_ns / 2;
+        }
+        since < LONG_WAIT_NS || now.saturating_sub(self.wall_mark) >= LONG_WAIT_CHECK_NS
     }
 
     /// The answer to a question: the thread was interrupted at `rip`/`rsp` and its stack is
@@ -230,20 +240,28 @@ impl Book {
         whereabouts: impl FnOnce() -> Option<Whereabouts>,
         emit: &mut impl FnMut(WallSample),
     ) -> bool {
-        let wall_ns = now.saturating_sub(self.wall_mark);
+        let mut wall_ns = now.saturating_sub(self.wall_mark);
         self.wall_mark = now;
         // Nothing is known of the first interval seen.
-        let ran_ns = if self.cpu_seen == 0 {
+        let mut ran_ns = if self.cpu_seen == 0 {
             0
         } else {
             cpu.saturating_sub(self.cpu_seen)
         };
         self.cpu_seen = cpu;
+        // A thread that ran most of the interval is running: no need to ask /proc.
+        let busy = ran_ns.saturating_mul(2) >= wall_ns;
         // A wait taken on trust is looked at once the thread stops running in it.
         let mut must_look = false;
         if let Some((base, stack)) = self.episode {
             if cpu == base && !self.episode_seen {
                 must_look = true;
+            } else if !self.episode_seen {
+                // The end of a stretch taken on trust, in which the thread ran: charged as a
+                // trusted tick charges, before anything looks.
+                let ran = self.charge_trusted_run(ran_ns, emit);
+                self.episode_wall += wall_ns.saturating_sub(ran);
+                (wall_ns, ran_ns) = (0, 0);
             } else if cpu == base {
                 // Still in the same wait: one sample per second of it is enough.
                 self.episode_wall += wall_ns;
@@ -268,25 +286,11 @@ impl Book {
             }
             return false;
         }
-        // A thread that ran most of the interval is running: no need to ask /proc.
-        let busy = ran_ns.saturating_mul(2) >= wall_ns;
         if !busy
             && !must_look
             && let Some(stack) = self.trusted_wait()
         {
-            // What it ran of the interval was at the stack of its latest CPU sample: held
-            // until the next look, in one sample while that stack stays the same.
-            let ran = match self.last_cpu {
-                Some((running, _)) if ran_ns > 0 => {
-                    if self.trusted_running.0 != running {
-                        self.write_trusted_running(emit);
-                        self.trusted_running.0 = running;
-                    }
-                    self.trusted_running.1 += ran_ns;
-                    ran_ns
-                }
-                _ => 0,
-            };
+            let ran = self.charge_trusted_run(ran_ns, emit);
             self.begin_episode(cpu, stack, now, wall_ns.saturating_sub(ran), false);
             return false;
         }
@@ -296,12 +300,14 @@ impl Book {
             (Some(Whereabouts::Blocked(key)), Some((settled, looks, _)))
                 if key.same_place(&settled) =>
             {
-                Some((key, looks + 1, 0))
+                Some((key, looks + 1, false))
             }
-            (Some(Whereabouts::Blocked(key)), _) => Some((key, 1, 0)),
+            (Some(Whereabouts::Blocked(key)), _) => Some((key, 1, false)),
             // Found running (an interval it ran in, but less than half of it): it goes back
             // to its wait when it is done, as often before.
-            (Some(Whereabouts::Running), Some((settled, looks, _))) => Some((settled, looks, 0)),
+            (Some(Whereabouts::Running), Some((settled, looks, _))) => {
+                Some((settled, looks, false))
+            }
             _ => None,
         };
         match found {
@@ -318,6 +324,23 @@ impl Book {
                 self.running(wall_ns, emit);
                 false
             }
+        }
+    }
+
+    /// What a thread taken to be back in its wait on trust ran of an interval (`ran_ns`): at
+    /// the stack of its latest CPU sample, held until the next look, in one sample while that
+    /// stack stays the same. Returns the part so charged.
+    fn charge_trusted_run(&mut self, ran_ns: u64, emit: &mut impl FnMut(WallSample)) -> u64 {
+        match self.last_cpu {
+            Some((running, _)) if ran_ns > 0 => {
+                if self.trusted_running.0 != running {
+                    self.write_trusted_running(emit);
+                    self.trusted_running.0 = running;
+                }
+                self.trusted_running.1 += ran_ns;
+                ran_ns
+            }
+            _ => 0,
         }
     }
 
@@ -340,14 +363,15 @@ impl Book {
     }
 
     /// The stack of the wait the thread is taken to be back in without a look (see
-    /// [`TRUSTED_TICKS`]), if it settled in one and has not been trusted long enough.
+    /// [`TRUSTED_TICKS`]), if it settled in one and was not taken there on trust since the
+    /// latest look.
     fn trusted_wait(&mut self) -> Option<u32> {
         let (key, looks, trusted) = self.settled?;
-        if looks < SETTLED_LOOKS || trusted >= TRUSTED_TICKS {
+        if looks < SETTLED_LOOKS || trusted {
             return None;
         }
         let stack = self.known_wait(key)?;
-        self.settled = Some((key, looks, trusted + 1));
+        self.settled = Some((key, looks, true));
         Some(stack)
     }
 
@@ -521,37 +545,51 @@ mod tests {
         assert!(!tick(&mut book, 2, 2 * MS, blocked_in(0x5000)).1);
         let (out, _) = tick(&mut book, 3, 3 * MS, blocked_in(0x5000));
         assert_eq!(out, vec![blocked(42, 10 * MS)]);
-        // Found there twice: the next three ticks do not look; what the thread ran of each
-        // interval is charged to its latest CPU sample's stack, the rest to the wait.
-        // The running time is held until the next look, in one sample.
+        // Found there twice: the next tick does not look, and the two after it are skipped
+        // (not due, the clock not even read); what the thread ran of that stretch is charged
+        // to its latest CPU sample's stack, the rest to the wait. The running time is held
+        // until the next look, in one sample.
         let (out, _) = tick(&mut book, 4, 4 * MS, None);
         assert_eq!(out, vec![blocked(42, 10 * MS)]);
-        for n in 5..7 {
-            let (out, ask) = tick(&mut book, n, n * MS, None);
-            assert_eq!(out, vec![blocked(42, 9 * MS)], "tick {n}");
-            assert!(!ask);
-        }
-        // Then it is looked at again: still there, so it is trusted again.
+        assert!(!book.due(50 * MS, 10 * MS));
+        assert!(!book.due(64 * MS, 10 * MS));
+        assert!(book.due(66 * MS, 10 * MS));
+        // Then it is looked at again, after the stretch is charged: still there, so it is
+        // trusted again.
         let (out, _) = tick(&mut book, 7, 7 * MS, blocked_in(0x5000));
-        assert_eq!(out, vec![blocked(42, 9 * MS), running(3 * MS)]);
+        assert_eq!(out, vec![blocked(42, 36 * MS), running(4 * MS)]);
+        assert!(book.due(80 * MS, 10 * MS));
         let (out, _) = tick(&mut book, 8, 8 * MS, None);
-        assert_eq!(out, vec![blocked(42, 10 * MS)]);
+        assert!(out.is_empty());
         // A new CPU stack: what was held at the old one is written.
         book.last_cpu = Some((8, 0));
-        let (out, _) = tick(&mut book, 9, 9 * MS, None);
-        assert_eq!(out, vec![blocked(42, 9 * MS), running(MS)]);
+        let (out, ask) = tick(&mut book, 11, 10 * MS, blocked_in(0x5000));
+        assert_eq!(
+            out,
+            vec![running(MS), blocked(42, 37 * MS), running_at(8, 2 * MS)]
+        );
+        assert!(!ask);
         let mut out = Vec::new();
-        book.flush(95 * MS, &mut |w| out.push(w));
-        assert_eq!(out, vec![running_at(8, MS), blocked(42, 14 * MS)]);
+        book.flush(115 * MS, &mut |w| out.push(w));
+        assert_eq!(out, vec![blocked(42, 5 * MS)]);
+        // A tick of a thread that did not run in such a stretch looks where it is.
+        let mut book = Book::new(1, 0);
+        book.remember(k, 42);
+        book.cpu_seen = MS;
+        book.last_cpu = Some((7, 0));
+        book.settled = Some((k, 2, false));
+        tick(&mut book, 1, 2 * MS, None);
+        let (out, _) = tick(&mut book, 4, 2 * MS, blocked_in(0x5000));
+        assert_eq!(out, vec![blocked(42, 9 * MS), running(MS)]);
         // Found running: trusted again after the look (it goes back to its wait)...
-        book.settled = Some((k, 2, TRUSTED_TICKS));
+        book.settled = Some((k, 2, true));
         tick(&mut book, 10, 10 * MS, Some(Whereabouts::Running));
-        assert_eq!(book.settled, Some((k, 2, 0)));
+        assert_eq!(book.settled, Some((k, 2, false)));
         tick(&mut book, 11, 11 * MS, None);
         // ... but found in another wait, it must settle there again.
-        book.settled = Some((k, 2, TRUSTED_TICKS));
+        book.settled = Some((k, 2, true));
         tick(&mut book, 12, 12 * MS, blocked_in(0x6000));
-        assert_eq!(book.settled, Some((wait(0x6000), 1, 0)));
+        assert_eq!(book.settled, Some((wait(0x6000), 1, false)));
     }
 
     #[test]
@@ -578,7 +616,7 @@ mod tests {
         let k = wait(0x5000);
         book.remember(k, 42);
         book.cpu_seen = 1;
-        book.settled = Some((k, 2, 0));
+        book.settled = Some((k, 2, false));
         // Taken on trust after running a little...
         let (out, _) = tick(&mut book, 1, 2 * MS, None);
         assert!(out.is_empty());

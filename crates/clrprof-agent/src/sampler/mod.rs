@@ -126,17 +126,13 @@ impl Sampler {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = Arc::clone(&stop);
-        let handle = std::thread::Builder::new()
-            .name("clrprof-sampler".into())
-            .spawn(move || {
-                let _own = threads::mark_agent_thread();
-                match session.config.mode {
-                    Mode::Sample | Mode::Count => {
-                        SampleLoop::new(session, clock.flatten(), chains).run(&stop_flag)
-                    }
-                    Mode::Trace => run_trace(session, &stop_flag),
-                    Mode::None => {}
+        let handle =
+            threads::spawn_agent_thread("clrprof-sampler", move || match session.config.mode {
+                Mode::Sample | Mode::Count => {
+                    SampleLoop::new(session, clock.flatten(), chains).run(&stop_flag)
                 }
+                Mode::Trace => run_trace(session, &stop_flag),
+                Mode::None => {}
             })
             .ok()?;
         Some(Sampler {
@@ -561,7 +557,7 @@ impl SampleLoop {
                 continue;
             }
             self.ensure_book(i, slot, now);
-            if !self.books.at(i).due(now) {
+            if !self.books.at(i).due(now, self.wall_period_ns) {
                 continue;
             }
             let tid = self.books.at(i).tid;

@@ -59,21 +59,18 @@ impl Drop for ModuleReading {
 /// Starts the reading thread; `None` if it cannot be.
 fn start(session: &'static Session) -> Option<(Sender<ModuleReader>, JoinHandle<()>)> {
     let (queue, modules) = mpsc::channel::<ModuleReader>();
-    std::thread::Builder::new()
-        .name("clrprof-symbols".into())
-        .spawn(move || {
-            let _own = threads::mark_agent_thread();
-            let mut counted = 0;
-            for reader in modules {
-                reader.read();
-                let used = sys::own_cpu_ns();
-                session
-                    .sampler_stats
-                    .symbols_cpu_ns
-                    .fetch_add(used.saturating_sub(counted), Ordering::Relaxed);
-                counted = used;
-            }
-        })
-        .ok()
-        .map(|thread| (queue, thread))
+    threads::spawn_agent_thread("clrprof-symbols", move || {
+        let mut counted = 0;
+        for reader in modules {
+            reader.read();
+            let used = sys::own_cpu_ns();
+            session
+                .sampler_stats
+                .symbols_cpu_ns
+                .fetch_add(used.saturating_sub(counted), Ordering::Relaxed);
+            counted = used;
+        }
+    })
+    .ok()
+    .map(|thread| (queue, thread))
 }
