@@ -75,10 +75,11 @@ fn targets<'a>(all_names: &'a [String]) -> Vec<Target<'a>> {
             ),
             measure: Box::new(|rt| {
                 let w = workload(rt, "HttpServer")?;
+                let pairs = w.cpu_per_request_ratios(Config::Sample1000).len();
                 let ours = w.median_cpu_per_request_ratio(Config::Sample1000)?;
                 let theirs = w.median_cpu_per_request_ratio(Config::EventPipe1000)?;
                 Some((
-                    format!("{ours:.3}x (eventpipe-1000: {theirs:.3}x)"),
+                    format!("{ours:.3}x over {pairs} paired runs (eventpipe-1000: {theirs:.3}x)"),
                     ours <= SERVER_CPU_PER_REQUEST_MAX && ours < theirs,
                 ))
             }),
@@ -248,7 +249,7 @@ pub fn render(
     push("");
     push("## Method");
     push("");
-    push(
+    push(&format!(
         "The machine is shared and noisy, so results are ratios measured within one run, never \
          absolute times. Each workload is a C# program in `bench/programs/` that prints `ready` \
          from `Main`, waits for a line on stdin, does about 1-3 s of deterministic work, then \
@@ -274,12 +275,19 @@ pub fn render(
          production is not saturated), then sends a stop line; the server reports the requests it answered \
          meanwhile, and its cost is the process CPU per request (`cpu_ms` over the requests), \
          compared round by round with the unprofiled server's; its work time is the client's. \
+         That cost moves by about 5% from one run of the same configuration to the next (the \
+         thread pool's workers spin on `sched_yield` between requests, and how much they spin \
+         and how many of them there are settles differently each run), so in every round the \
+         configurations of its target (`none`, `sample-1000`, `eventpipe-1000`) run {passes} \
+         more times, each pass in a rotated order, and that target is the median over all \
+         these same-pass pairs. \
          The sampler's CPU per sample is its trace's `sampler_cpu_ns` less `symbols_cpu_ns` (its \
          one-time reading of native modules' unwind sections, and of their symbols where the \
          agent names native functions itself) over the samples it wrote. Under `clrprof record` \
          the symbol tables are read by `clrprof`, outside the program's process, and are in \
          no figure of the program's CPU.",
-    );
+        passes = super::SERVER_PASSES
+    ));
     push("");
     push("Configurations:");
     push("");

@@ -25,6 +25,10 @@ pub struct RuntimeFeatures {
 pub struct WorkloadResults {
     pub name: String,
     pub runs: Vec<Vec<Run>>,
+    /// A server workload's extra runs of the configurations its CPU-per-request target
+    /// compares (see [`super::SERVER_PASSES`]), by configuration, in the order they ran: the
+    /// k-th of each configuration ran in the same pass.
+    pub server_runs: Vec<Vec<Run>>,
     pub warnings: Vec<String>,
 }
 
@@ -34,6 +38,7 @@ impl WorkloadResults {
         WorkloadResults {
             name: name.to_string(),
             runs: vec![Vec::new(); Config::ALL.len()],
+            server_runs: vec![Vec::new(); Config::ALL.len()],
             warnings: Vec::new(),
         }
     }
@@ -86,20 +91,28 @@ impl WorkloadResults {
         ))
     }
 
-    /// The process CPU per request served (us) of each run of a server workload.
+    /// The process CPU per request served (us) of each run of a server workload: the
+    /// matrix's runs, then the extra passes'.
     pub fn cpu_per_request(&self, config: Config) -> Vec<f64> {
         self.runs(config)
             .iter()
+            .chain(&self.server_runs[config_index(config)])
             .filter_map(|r| Some(r.cpu_ms? * 1e3 / (r.requests? as f64).max(1.0)))
             .collect()
     }
 
-    /// Per-round ratios of `config`'s CPU per request to the unprofiled run's, median.
-    pub fn median_cpu_per_request_ratio(&self, config: Config) -> Option<f64> {
-        median(&per_round_ratios(
+    /// The ratios of `config`'s CPU per request to the unprofiled run's of the same pass
+    /// (see [`Self::cpu_per_request`]).
+    pub fn cpu_per_request_ratios(&self, config: Config) -> Vec<f64> {
+        per_round_ratios(
             &self.cpu_per_request(config),
             &self.cpu_per_request(Config::None),
-        ))
+        )
+    }
+
+    /// [`Self::cpu_per_request_ratios`], median.
+    pub fn median_cpu_per_request_ratio(&self, config: Config) -> Option<f64> {
+        median(&self.cpu_per_request_ratios(config))
     }
 
     /// The sampler thread's CPU per sample (us), median over the runs.
@@ -124,7 +137,7 @@ impl WorkloadResults {
     }
 }
 
-fn config_index(config: Config) -> usize {
+pub fn config_index(config: Config) -> usize {
     Config::ALL
         .iter()
         .position(|c| *c == config)
