@@ -118,7 +118,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub matrix: bool,
     /// Only the agreement check: each workload's (or those of --workloads) flat CPU profile
-    /// under sample-1000 against Linux perf's (two perf runs, one clrprof run).
+    /// under sample-1000 against Linux perf's (three clrprof runs against two sides of three
+    /// perf runs, each side pooled).
     #[arg(long)]
     pub peer: bool,
     /// Only the lock contention benchmark: the Contention workload under sample-100, without
