@@ -344,6 +344,12 @@ fn measure(
         .iter()
         .map(|p| WorkloadResults::new(&p.name))
         .collect();
+    // The configurations a server workload runs SERVER_PASSES times more, of those asked for.
+    let compared: Vec<Config> = configs
+        .iter()
+        .copied()
+        .filter(|c| SERVER_COMPARED.contains(c))
+        .collect();
     for round in 0..rounds {
         for (program, result) in programs.iter().zip(results.iter_mut()) {
             for (_, config) in rotated(configs, round) {
@@ -356,11 +362,6 @@ fn measure(
             if load_of(&program.name) == Load::Own {
                 continue;
             }
-            let compared: Vec<Config> = configs
-                .iter()
-                .copied()
-                .filter(|c| SERVER_COMPARED.contains(c))
-                .collect();
             for pass in 0..SERVER_PASSES {
                 let tag = format!(" (extra pass {}/{SERVER_PASSES})", pass + 1);
                 for (_, config) in rotated(&compared, round + pass + 1) {
