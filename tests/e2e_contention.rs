@@ -152,7 +152,7 @@ fn contended_locks_with_type_site_holder_and_wait() {
 /// `holder` sleeps, `waiter` waits for the lock, `poller` for a socket, the main thread joins
 /// them; each within 10% of
 /// what the program measured itself. In `long` mode each of them is one wait of about a second,
-/// which wall-clock samples (every 10 ms) resolve to a tick or two at its ends.
+/// which wall-clock samples (every 50 ms by default) resolve to a tick or two at its ends.
 #[test]
 fn wall_time_is_split_by_reason() {
     let program = compile("Contention");

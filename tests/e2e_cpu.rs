@@ -200,7 +200,7 @@ fn sample_mode_finds_the_hot_method_and_splits_cpu_from_wall() {
     let wall = rec.report_json_with(&["--metric", "wall"]);
     let sleeper = thread(&wall, "sleeper").expect("the sleeping thread is in the wall-clock view");
     // Its wall time covers its wait, as long as the program measured it (the wait lies within
-    // the thread's life; wall-clock samples come every 10 ms), and no more than the recording.
+    // the thread's life; wall-clock samples come every 50 ms), and no more than the recording.
     let nap_ns: f64 = reported(&rec.output.stderr_str(), "hot: sleeper nap_ns ");
     let duration = wall["duration_ns"].as_f64().unwrap();
     let sleeper_wall_ns = sleeper["wall_ns"].as_f64().unwrap();

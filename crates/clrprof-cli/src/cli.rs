@@ -47,7 +47,7 @@ pub struct RecordArgs {
     #[arg(long, default_value_t = 1000, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub rate: u32,
     /// Sample mode: wall-clock samples per second and thread (default: a fifth of --rate, at
-    /// most 100).
+    /// most 20).
     #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub wall_rate: Option<u32>,
     /// Sample mode: the per-thread CPU clock that triggers CPU samples: `perf` (a perf
@@ -161,7 +161,7 @@ pub struct AttachArgs {
     #[arg(long, default_value_t = 1000, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub rate: u32,
     /// Sample mode: wall-clock samples per second and thread (default: a fifth of --rate, at
-    /// most 100).
+    /// most 20).
     #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub wall_rate: Option<u32>,
     /// Record allocations with their stacks from the runtime's allocation ticks (one per ~100 KB
