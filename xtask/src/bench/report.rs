@@ -269,11 +269,13 @@ pub fn render(
          `wall` is the whole process, from start to exit (runtime startup and shutdown, trace \
          writing, and for EventPipe the session's start, stop and rundown). Every runtime runs \
          the whole matrix. The server workload (`HttpServer`) is driven by a real HTTP client \
-         instead: after the go line the bench runs `wrk` against it on loopback for a few seconds \
-         (16 connections, each sending its next request 4 ms after an answer: about 3,500 \
-         requests a second, a third of what the server answers flat out, as a server in \
-         production is not saturated), then sends a stop line; the server reports the requests it answered \
-         meanwhile, and its cost is the process CPU per request (`cpu_ms` over the requests), \
+         instead: the bench runs `wrk` against it on loopback (16 connections, each sending its \
+         next request 4 ms after an answer: about 3,500 requests a second, a third of what the \
+         server answers flat out, as a server in production is not saturated) for {warmup} s \
+         before the go line (a server in production has served for a while: the runtime has \
+         compiled its request path again at its higher tier) and for {seconds} s after it, then \
+         sends a stop line; the server reports the requests it answered between the two lines, \
+         and its cost is the process CPU per request (`cpu_ms` over the requests), \
          compared round by round with the unprofiled server's; its work time is the client's. \
          That cost moves by about 5% from one run of the same configuration to the next (the \
          thread pool's workers spin on `sched_yield` between requests, and how much they spin \
@@ -286,7 +288,9 @@ pub fn render(
          agent names native functions itself) over the samples it wrote. Under `clrprof record` \
          the symbol tables are read by `clrprof`, outside the program's process, and are in \
          no figure of the program's CPU.",
-        passes = super::SERVER_PASSES
+        passes = super::SERVER_PASSES,
+        warmup = super::workloads::HTTP_WARMUP_SECONDS,
+        seconds = super::workloads::HTTP_SECONDS,
     ));
     push("");
     push("Configurations:");

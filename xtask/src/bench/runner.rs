@@ -379,8 +379,13 @@ fn run_workload_into(
     } else {
         None
     };
+    if let (Load::Http { warmup, .. }, Some(port)) = (load, port)
+        && let Err(e) = http_load(port, warmup, &tools.scratch)
+    {
+        return Err(proc.failure(&format!("the HTTP client failed warming up: {e:#}")));
+    }
     proc.send_line("go")?;
-    if let (Load::Http { seconds }, Some(port)) = (load, port) {
+    if let (Load::Http { seconds, .. }, Some(port)) = (load, port) {
         if let Err(e) = http_load(port, seconds, &tools.scratch) {
             return Err(proc.failure(&format!("the HTTP client failed: {e:#}")));
         }
