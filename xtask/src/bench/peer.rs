@@ -50,19 +50,20 @@ pub(super) fn run(tools: &Tools, programs: &[Program], runtime: &str) -> Result<
         out.push_str(&format!("Not measured: {why}.\n\n"));
         return Ok(out);
     }
-    out.push_str(
+    out.push_str(&format!(
         "Each workload's flat CPU profile (each function's share of the self CPU time, names \
          normalized, kernel time charged to the user frame that entered the kernel) under \
          `sample-1000` and under Linux `perf record -e task-clock -c 1000000 -g`, every method \
          JIT-compiled and the runtime's perf map written for both; agreement is the histogram \
          intersection of two flat profiles (1: the same). Two perf runs tell how much two \
-         samplings of one program agree by chance; the target is clrprof at most 0.03 below \
-         that, on every workload. Whole runs (start-up included); each side is three runs, \
-         interleaved, whose profiles are pooled (each function's share averaged over the \
-         runs): clrprof against two perf sides, each of three runs.\n\n\
+         samplings of one program agree by chance; the target is clrprof at most {SLACK} below \
+         that, on every workload. Whole runs (start-up included); each side is \
+         {RUNS_PER_SIDE} runs, interleaved, whose profiles are pooled (each function's share \
+         averaged over the runs): clrprof against two perf sides, each of {RUNS_PER_SIDE} \
+         runs.\n\n\
          | workload | perf with perf | clrprof with perf | target | largest differences (clrprof, perf) |\n\
          |---|--:|--:|---|---|\n",
-    );
+    ));
     let mut all_met = true;
     for program in programs {
         // perf itself can fail on a run (perf 6.1 once died of SIGSEGV finishing a recording

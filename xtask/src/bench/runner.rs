@@ -379,13 +379,17 @@ fn run_workload_into(
     } else {
         None
     };
-    if let (Load::Http { warmup, .. }, Some(port)) = (load, port)
+    let http = match (load, port) {
+        (Load::Http { warmup, seconds }, Some(port)) => Some((port, warmup, seconds)),
+        _ => None,
+    };
+    if let Some((port, warmup, _)) = http
         && let Err(e) = http_load(port, warmup, &tools.scratch)
     {
         return Err(proc.failure(&format!("the HTTP client failed warming up: {e:#}")));
     }
     proc.send_line("go")?;
-    if let (Load::Http { seconds, .. }, Some(port)) = (load, port) {
+    if let Some((port, _, seconds)) = http {
         if let Err(e) = http_load(port, seconds, &tools.scratch) {
             return Err(proc.failure(&format!("the HTTP client failed: {e:#}")));
         }
