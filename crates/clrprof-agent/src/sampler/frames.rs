@@ -34,7 +34,7 @@ use crate::stacks::Frame;
 use crate::unwind::{Chain, MethodShapes, Regs, Stop, Tail, Unwinder};
 
 use super::gone_code::Forget;
-use super::known_stacks::{Callers, KnownStacks};
+use super::known_stacks::{Callers, KnownStacks, Lookup};
 use super::mappings::MapSnapshot;
 use super::method_shapes::{RuntimeShapes, code_owner};
 use super::module_reading::ModuleReading;
@@ -317,12 +317,13 @@ impl StackBuilder {
         let Some((&leaf, callers)) = ips.split_first().filter(|_| async_chain == 0) else {
             return self.intern_new(ips, cut, ts, async_chain);
         };
-        if let Some(id) = self.known.whole(ips, cut) {
-            return id;
-        }
+        let whole_key = match self.known.whole(ips, cut) {
+            Lookup::Known(id) => return id,
+            Lookup::Unknown(key) => key,
+        };
         let above = match self.known.callers(callers, cut) {
-            Some(above) => above,
-            None => {
+            Lookup::Known(above) => above,
+            Lookup::Unknown(key) => {
                 let above = self.intern_callers(callers, cut, ts);
                 // Generated code can be collected and its memory reused before the runtime
                 // says so (see `Self::resolve`): callers in it are named again each time.
@@ -331,7 +332,7 @@ impl StackBuilder {
                     .iter()
                     .any(|f| matches!(f, FrameRef::Generated(..)))
                 {
-                    self.known.remember_callers(callers, cut, above);
+                    self.known.remember_callers(key, callers, cut, above);
                 }
                 above
             }
@@ -350,7 +351,7 @@ impl StackBuilder {
                 |f| s.defs.define_function(&s.info, &s.out, f),
             )
         };
-        self.known.remember_whole(ips, cut, id);
+        self.known.remember_whole(whole_key, ips, cut, id);
         id
     }
 

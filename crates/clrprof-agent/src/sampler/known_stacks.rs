@@ -10,10 +10,16 @@
 //!   instruction almost every time while its callers stay the same, so its samples differ in
 //!   one address only. Its callers' node is looked up here, and only the innermost frame is
 //!   named and interned below it.
+//!
+//! A stack is kept (its addresses copied) the second time it is met, not the first: a deep
+//! recursion is sampled in a new stack almost every time, and keeping each of those cost more
+//! than it saved (on `bench/programs/Fib.cs` at 1 kHz, a tenth of the sampler's CPU went to
+//! growing its heap for stacks never met again). Until then only the stack's 64-bit hash is
+//! remembered.
 
 use std::hash::{Hash, Hasher};
 
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 use clrprof_trace::StackCut;
 
@@ -22,8 +28,8 @@ const KEPT: usize = 1 << 16;
 
 /// The caches; `F` is the sampler's resolved frame.
 pub(super) struct KnownStacks<F> {
-    whole: FxHashMap<u64, Entry<u32>>,
-    callers: FxHashMap<u64, Entry<Callers<F>>>,
+    whole: Cache<u32>,
+    callers: Cache<Callers<F>>,
 }
 
 /// The interned callers of a stack: the node of their path (with the marker of how the stack
@@ -35,17 +41,77 @@ pub(super) struct Callers<F> {
     pub innermost: Option<F>,
 }
 
+/// A stack's hash: what a lookup that found nothing hands to the `remember` after it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct StackKey(u64);
+
+/// What a lookup found.
+pub(super) enum Lookup<V> {
+    Known(V),
+    Unknown(StackKey),
+}
+
+/// One cache: the stacks kept, and the hashes of those met once.
+struct Cache<V> {
+    kept: FxHashMap<u64, Entry<V>>,
+    met_once: FxHashSet<u64>,
+}
+
 struct Entry<V> {
     ips: Box<[usize]>,
     cut: Option<StackCut>,
     value: V,
 }
 
+impl<V> Default for Cache<V> {
+    fn default() -> Self {
+        Cache {
+            kept: FxHashMap::default(),
+            met_once: FxHashSet::default(),
+        }
+    }
+}
+
+impl<V: Copy> Cache<V> {
+    fn clear(&mut self) {
+        self.kept.clear();
+        self.met_once.clear();
+    }
+
+    fn lookup(&self, ips: &[usize], cut: Option<StackCut>) -> Lookup<V> {
+        let key = key(ips, cut);
+        match self.kept.get(&key.0) {
+            Some(e) if e.cut == cut && *e.ips == *ips => Lookup::Known(e.value),
+            _ => Lookup::Unknown(key),
+        }
+    }
+
+    fn remember(&mut self, key: StackKey, ips: &[usize], cut: Option<StackCut>, value: V) {
+        if self.met_once.len() >= KEPT {
+            self.met_once.clear();
+        }
+        if self.met_once.insert(key.0) {
+            return;
+        }
+        if self.kept.len() >= KEPT {
+            self.kept.clear();
+        }
+        self.kept.insert(
+            key.0,
+            Entry {
+                ips: ips.into(),
+                cut,
+                value,
+            },
+        );
+    }
+}
+
 impl<F: Copy> Default for KnownStacks<F> {
     fn default() -> Self {
         KnownStacks {
-            whole: FxHashMap::default(),
-            callers: FxHashMap::default(),
+            whole: Cache::default(),
+            callers: Cache::default(),
         }
     }
 }
@@ -58,82 +124,93 @@ impl<F: Copy> KnownStacks<F> {
     }
 
     /// The id of the stack of `ips` (innermost first) that ended as `cut`, if known.
-    pub fn whole(&self, ips: &[usize], cut: Option<StackCut>) -> Option<u32> {
-        lookup(&self.whole, ips, cut)
+    pub fn whole(&self, ips: &[usize], cut: Option<StackCut>) -> Lookup<u32> {
+        self.whole.lookup(ips, cut)
     }
 
-    /// Remembers the id of a whole stack.
-    pub fn remember_whole(&mut self, ips: &[usize], cut: Option<StackCut>, id: u32) {
-        remember(&mut self.whole, ips, cut, id);
+    /// Remembers the id of a whole stack that [`Self::whole`] did not know as `key` (kept
+    /// the second time).
+    pub fn remember_whole(&mut self, key: StackKey, ips: &[usize], cut: Option<StackCut>, id: u32) {
+        self.whole.remember(key, ips, cut, id);
     }
 
     /// The interned callers `ips` (every address of a stack but the innermost) of a stack that
     /// ended as `cut`, if known.
-    pub fn callers(&self, ips: &[usize], cut: Option<StackCut>) -> Option<Callers<F>> {
-        lookup(&self.callers, ips, cut)
+    pub fn callers(&self, ips: &[usize], cut: Option<StackCut>) -> Lookup<Callers<F>> {
+        self.callers.lookup(ips, cut)
     }
 
-    /// Remembers interned callers.
-    pub fn remember_callers(&mut self, ips: &[usize], cut: Option<StackCut>, callers: Callers<F>) {
-        remember(&mut self.callers, ips, cut, callers);
+    /// Remembers interned callers that [`Self::callers`] did not know as `key` (kept the
+    /// second time).
+    pub fn remember_callers(
+        &mut self,
+        key: StackKey,
+        ips: &[usize],
+        cut: Option<StackCut>,
+        callers: Callers<F>,
+    ) {
+        self.callers.remember(key, ips, cut, callers);
     }
 }
 
-fn key(ips: &[usize], cut: Option<StackCut>) -> u64 {
+fn key(ips: &[usize], cut: Option<StackCut>) -> StackKey {
     let mut h = FxHasher::default();
     ips.hash(&mut h);
     cut.map(StackCut::to_u64).hash(&mut h);
-    h.finish()
-}
-
-fn lookup<V: Copy>(
-    map: &FxHashMap<u64, Entry<V>>,
-    ips: &[usize],
-    cut: Option<StackCut>,
-) -> Option<V> {
-    map.get(&key(ips, cut))
-        .filter(|e| e.cut == cut && *e.ips == *ips)
-        .map(|e| e.value)
-}
-
-fn remember<V>(map: &mut FxHashMap<u64, Entry<V>>, ips: &[usize], cut: Option<StackCut>, value: V) {
-    if map.len() >= KEPT {
-        map.clear();
-    }
-    map.insert(
-        key(ips, cut),
-        Entry {
-            ips: ips.into(),
-            cut,
-            value,
-        },
-    );
+    StackKey(h.finish())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn found<V: Copy>(lookup: Lookup<V>) -> Option<V> {
+        match lookup {
+            Lookup::Known(v) => Some(v),
+            Lookup::Unknown(_) => None,
+        }
+    }
+
+    fn unknown<V>(lookup: Lookup<V>) -> StackKey {
+        match lookup {
+            Lookup::Known(_) => panic!("known already"),
+            Lookup::Unknown(key) => key,
+        }
+    }
+
     #[test]
-    fn stacks_are_known_by_every_address_and_how_they_ended() {
+    fn stacks_are_known_by_every_address_and_how_they_ended_once_met_twice() {
         let mut known = KnownStacks::<u8>::default();
-        known.remember_whole(&[1, 2, 3], None, 7);
-        assert_eq!(known.whole(&[1, 2, 3], None), Some(7));
-        assert_eq!(known.whole(&[1, 2], None), None);
-        assert_eq!(known.whole(&[1, 2, 3], Some(StackCut::TooDeep)), None);
-        known.remember_callers(
-            &[2, 3],
-            None,
-            Callers {
-                node: 5,
-                innermost: Some(9),
-            },
+        for _ in 0..2 {
+            let key = unknown(known.whole(&[1, 2, 3], None));
+            known.remember_whole(key, &[1, 2, 3], None, 7);
+        }
+        assert_eq!(found(known.whole(&[1, 2, 3], None)), Some(7));
+        assert_eq!(found(known.whole(&[1, 2], None)), None);
+        assert_eq!(
+            found(known.whole(&[1, 2, 3], Some(StackCut::TooDeep))),
+            None
         );
-        let callers = known.callers(&[2, 3], None).unwrap();
+        let callers = Callers {
+            node: 5,
+            innermost: Some(9),
+        };
+        let key = unknown(known.callers(&[2, 3], None));
+        known.remember_callers(key, &[2, 3], None, callers);
+        assert!(found(known.callers(&[2, 3], None)).is_none(), "met once");
+        known.remember_callers(key, &[2, 3], None, callers);
+        let callers = found(known.callers(&[2, 3], None)).unwrap();
         assert_eq!((callers.node, callers.innermost), (5, Some(9)));
-        assert!(known.callers(&[3], None).is_none());
+        assert!(found(known.callers(&[3], None)).is_none());
         known.clear();
-        assert_eq!(known.whole(&[1, 2, 3], None), None);
-        assert!(known.callers(&[2, 3], None).is_none());
+        assert_eq!(found(known.whole(&[1, 2, 3], None)), None);
+        assert!(found(known.callers(&[2, 3], None)).is_none());
+        let key = unknown(known.whole(&[1, 2, 3], None));
+        known.remember_whole(key, &[1, 2, 3], None, 7);
+        assert_eq!(
+            found(known.whole(&[1, 2, 3], None)),
+            None,
+            "met once since cleared"
+        );
     }
 }
