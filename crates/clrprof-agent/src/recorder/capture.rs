@@ -4,8 +4,8 @@
 //! signal's `siginfo` and the slot's question counter:
 //!
 //! - its CPU clock passed a period (a perf overflow or a CPU-time timer, see
-//!   [`super::cpu_clock`]): a CPU sample, taken where the CPU is being spent; a perf event is
-//!   re-armed here;
+//!   [`super::cpu_clock`]): a CPU sample, taken where the CPU is being spent; a timer is set
+//!   again here (and a perf event's period drawn again now and then);
 //! - the sampler asked where the thread is (`tgkill`, after bumping the slot's `asked`
 //!   counter): the stack of a thread that blocked where the sampler has not seen it block yet.
 //!
@@ -42,7 +42,7 @@ pub const SAMPLE_SIGNAL: i32 = libc::SIGPROF;
 #[cfg(not(unix))]
 pub const SAMPLE_SIGNAL: i32 = 0;
 
-/// Benchmarks only: the handler re-arms the clock and returns, capturing nothing (see
+/// Benchmarks only: the handler sees to the clock and returns, capturing nothing (see
 /// `handler_floor` in the agent's configuration).
 static FLOOR: AtomicBool = AtomicBool::new(false);
 
@@ -50,7 +50,7 @@ static FLOOR: AtomicBool = AtomicBool::new(false);
 /// where the period ended.
 pub static PERF_SIGNALS_LATE: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
 
-/// Makes the handler an empty one that only re-arms the thread's clock (or a real one again).
+/// Makes the handler an empty one that only sees to the thread's clock (or a real one again).
 pub fn set_floor(on: bool) {
     FLOOR.store(on, Ordering::Release);
 }
@@ -204,15 +204,17 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
     let cpu_enter = super::sys::own_cpu_ns();
     let ts = super::sys::monotonic_ns();
     let armed = cpu_clock::Armed::of(slot);
-    // The signal of the clock the slot holds is re-armed once the stack is captured: a perf
-    // event does not count the handler's work, so that a period never ends inside it (its
-    // end would be taken for the kernel time of the code the handler interrupted). The
-    // handler's CPU is read after it, so that the re-arming is the profiler's cost too.
+    // The clock the slot holds is seen to once the stack is captured (a timer set again, a
+    // perf event's period drawn again now and then: `cpu_clock::after_signal`), and the
+    // handler's CPU is read after that, so that it is the profiler's cost too. A perf event
+    // runs on through the handler: a period that ends inside it (a few in a thousand at 1 kHz)
+    // brings its signal as the handler returns, a sample of the same place that stands for
+    // the little CPU since this handler ended.
     let mut ours = armed.filter(|armed| match armed.kind {
         cpu_clock::ClockKind::PerfTaskClock => origin == Origin::Perf,
         cpu_clock::ClockKind::ThreadCpuTimer => origin == Origin::Timer,
     });
-    let rearm = |armed| cpu_clock::rearm(armed, cpu_clock::schedule_next(slot, cpu_enter));
+    let rearm = |armed| cpu_clock::after_signal(slot, armed, cpu_enter);
     if FLOOR.load(Ordering::Relaxed) {
         if let Some(armed) = ours {
             rearm(armed);

@@ -15,12 +15,16 @@
 //!   more. It counts kernel time too where the system allows it (`perf_event_paranoid` <= 1,
 //!   or `CAP_PERFMON`); elsewhere only user time (the kernel drops a period that ends in kernel
 //!   mode). The overflow signal goes to the thread itself (`F_SETSIG` = `SIGPROF`,
-//!   `F_SETOWN_EX` with `F_OWNER_TID`), and the event stops after each overflow (an event
-//!   limit of one) until the handler re-arms it with `PERF_EVENT_IOC_REFRESH`. Its price is paid on every
-//!   switch of its thread: the kernel schedules the event out and in and cancels and starts
-//!   its high-resolution timer (measured here: 4-5 us per switch, and 40 us more per thread
-//!   created), which made a server whose threads switch thousands of times a second pay 1.5x
-//!   its CPU per request.
+//!   `F_SETOWN_EX` with `F_OWNER_TID`). The event runs on from one overflow to the next: the
+//!   handler touches it only now and then, to draw its period again ([`after_signal`]). Its
+//!   price is paid on every switch of its thread: the kernel schedules the event out and in
+//!   and cancels and starts its high-resolution timer (measured here: 4-5 us per switch, and
+//!   40 us more per thread created), which made a server whose threads switch thousands of
+//!   times a second pay 1.5x its CPU per request. Any change to the event from its thread
+//!   costs as much (the kernel stops and starts that timer with interrupts off): an event
+//!   stopped at each overflow and started again by the handler (`PERF_EVENT_IOC_PERIOD`, then
+//!   `PERF_EVENT_IOC_REFRESH`) cost the handler 6.7 us of its 9.5 in this machine's VM, the
+//!   event left running 2.8 in all (`bench/programs/Fib.cs` at 1 kHz, medians of 4 runs).
 //!
 //! The default ([`Policy::Adaptive`]) takes the best of both, since a perf event's cost is
 //! per switch: every thread starts on the timer, which costs nothing; the sampler moves a
@@ -148,17 +152,82 @@ pub fn period_ns() -> u64 {
 /// its share of the CPU (measured: 89% of the samples for 85% of the time); drawing each
 /// period breaks that. Async-signal-safe.
 pub fn next_period(rng: &core::sync::atomic::AtomicU64) -> u64 {
+    let x = next_draw(rng);
+    let mean = period_ns().max(2);
+    mean / 2 + x % mean
+}
+
+/// The next number of the thread's generator `rng` (xorshift). Async-signal-safe.
+fn next_draw(rng: &core::sync::atomic::AtomicU64) -> u64 {
     let mut x = rng.load(Ordering::Relaxed) | 1;
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
     rng.store(x, Ordering::Relaxed);
-    let mean = period_ns().max(2);
-    mean / 2 + x % mean
+    x
 }
 
 /// The shortest period a clock is set to: perf's own floor for timer-driven software events.
 pub const MIN_PERIOD_NS: u64 = 10_000;
+
+/// Signals of a perf event between two changes of its period (see [`after_signal`]).
+const PERF_STRETCH: u32 = 8;
+
+/// What the handler does to `slot`'s clock `armed` after a signal of it, the thread's CPU time
+/// having been `cpu_now` when the handler started. A CPU-time timer fires once: it is set
+/// again, for the next draw counted from when this signal was due ([`schedule_next`]). A perf
+/// event runs on at the period it has for [`PERF_STRETCH`] signals, then gets another: a
+/// fixed period falls into step with a periodic program (see [`next_period`]), and a period
+/// that changes every few signals breaks the step as well (each stretch starts at a random
+/// point of the program's cycle, and its samples are a random period apart), at an eighth of
+/// the cost. Stretches come in pairs, a draw then its mirror around the mean, so that each
+/// pair takes its signals at exactly the rate asked (draws alone left a second's rate 3.5% off
+/// on average). Each new period starts counting when the handler sets it, so the time from
+/// the overflow to the handler (tens of microseconds in a VM) is lost once per stretch: about
+/// 4 signals in 1,000 fewer than asked. Async-signal-safe; false if the clock could not be
+/// set.
+pub fn after_signal(slot: &ThreadSlot, armed: Armed, cpu_now: u64) -> bool {
+    match armed.kind {
+        ClockKind::ThreadCpuTimer => imp::start(armed, schedule_next(slot, cpu_now)),
+        ClockKind::PerfTaskClock => {
+            let left = slot.stretch_left.load(Ordering::Relaxed);
+            if left > 1 {
+                slot.stretch_left.store(left - 1, Ordering::Relaxed);
+                return true;
+            }
+            imp::set_perf_period(armed.handle, next_stretch(slot))
+        }
+    }
+}
+
+/// The period of `slot`'s perf event's next stretch: the mirror of the last draw around the
+/// mean if it is due, else a new draw. Async-signal-safe.
+fn next_stretch(slot: &ThreadSlot) -> u64 {
+    slot.stretch_left.store(PERF_STRETCH, Ordering::Relaxed);
+    match slot.mirror_ns.swap(0, Ordering::Relaxed) {
+        0 => {
+            let drawn = next_period(&slot.rng);
+            slot.mirror_ns.store(
+                (2 * period_ns()).saturating_sub(drawn).max(1),
+                Ordering::Relaxed,
+            );
+            drawn
+        }
+        mirror => mirror,
+    }
+}
+
+/// Starts `slot`'s clock `armed` (see [`start`]): a perf event at the first period of a pair
+/// of stretches, a timer after `period_ns`.
+pub fn start_slot(slot: &ThreadSlot, armed: Armed, period_ns: u64) -> bool {
+    match armed.kind {
+        ClockKind::ThreadCpuTimer => start(armed, period_ns),
+        ClockKind::PerfTaskClock => {
+            slot.mirror_ns.store(0, Ordering::Relaxed);
+            start(armed, next_stretch(slot))
+        }
+    }
+}
 
 /// The period to set on `slot`'s clock from its handler, which started at the thread's CPU
 /// time `cpu_now`: the next draw counted from when this signal was due, not from now. A
@@ -240,11 +309,11 @@ pub fn arm_slot(slot: &'static ThreadSlot, signal: i32) {
     // The clock is published in the slot while it is still stopped, and started only then:
     // its first signal can come one period after it starts (sooner than a preempted sampler
     // thread gets to publish it), and a handler that finds no clock in the slot does not
-    // re-arm it, which would leave it stopped until the sampler notices.
+    // set it again, which would leave a timer unset until the sampler notices.
     let opened = open_for(slot, kind, tid, first, signal);
     slot.finish_arming(opened.map(Armed::encode));
     if let Some(armed) = opened
-        && !rearm(armed, first)
+        && !start_slot(slot, armed, first)
     {
         // It could not be started: the slot is given up like one whose clock failed to open.
         if let Some(armed) = slot.take_clock().and_then(Armed::decode) {
@@ -263,7 +332,7 @@ pub fn arm_slot(slot: &'static ThreadSlot, signal: i32) {
 
 /// Moves `slot`'s thread from its armed clock to a `to` clock, its next period counted from
 /// the thread's CPU time `cpu_now`. Called by the sampler only (the thread's handler only
-/// re-arms the clock it finds in the slot; a signal of the old clock still on its way is a
+/// sees to the clock it finds in the slot; a signal of the old clock still on its way is a
 /// CPU sample all the same). Returns false, leaving the old clock, if the new one could not
 /// be opened.
 pub fn switch_slot(slot: &'static ThreadSlot, to: ClockKind, cpu_now: u64, signal: i32) -> bool {
@@ -284,7 +353,7 @@ pub fn switch_slot(slot: &'static ThreadSlot, to: ClockKind, cpu_now: u64, signa
         return false;
     }
     slot.due_cpu.store(cpu_now + period, Ordering::Relaxed);
-    let started = rearm(new, period);
+    let started = start_slot(slot, new, period);
     retire(slot, old);
     if !started {
         disarm_slot(slot);
@@ -402,7 +471,7 @@ pub fn perf_period_end(slot: &ThreadSlot) -> Option<PeriodEnd> {
 /// What made the sampling signal arrive, as its `siginfo` tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
-    /// A perf event overflowed (the event is stopped until re-armed).
+    /// A perf event overflowed.
     Perf,
     /// A POSIX timer expired.
     Timer,
@@ -511,29 +580,33 @@ mod imp {
         Some(fd)
     }
 
-    /// Stops a perf event (it counts and signals no more until refreshed).
+    /// Stops a perf event (it counts and signals no more until started again).
     pub fn stop_perf(fd: i32) {
         // SAFETY: an ioctl with an integer argument on a perf descriptor.
         unsafe { perf::ioctls::DISABLE(fd, 0) };
     }
 
-    /// Starts (or restarts) a perf event for one more overflow. Async-signal-safe.
-    pub fn refresh_perf(fd: i32) -> bool {
-        // SAFETY: an ioctl with an integer argument on a perf descriptor; a stale descriptor
-        // only makes it fail.
-        unsafe { perf::ioctls::REFRESH(fd, 1) == 0 }
+    /// Makes a perf event's period `period_ns` of its thread's CPU time from now on (a running
+    /// event starts counting the new period now). Async-signal-safe.
+    pub fn set_perf_period(fd: i32, period_ns: u64) -> bool {
+        let period = period_ns.max(MIN_PERIOD_NS);
+        // SAFETY: PERF_EVENT_IOC_PERIOD reads a u64 through the pointer passed as the ioctl's
+        // argument; `period` lives across the call. A stale descriptor only makes it fail.
+        unsafe { perf::ioctls::PERIOD(fd, &period as *const u64 as u64) == 0 }
     }
 
-    /// Arms `armed` for one more signal after `period_ns` of its thread's CPU time.
-    /// Async-signal-safe (two system calls at most).
-    pub fn rearm(armed: Armed, period_ns: u64) -> bool {
+    /// Starts `armed`: its first signal after `period_ns` of its thread's CPU time, a perf
+    /// event's next ones every period after that until its period is set again, a timer's
+    /// none until it is set again. Also restarts a clock that stopped or lost its signal (an
+    /// event already running only gets the new period). Async-signal-safe (two system calls
+    /// at most).
+    pub fn start(armed: Armed, period_ns: u64) -> bool {
         match armed.kind {
             ClockKind::PerfTaskClock => {
-                let period = period_ns.max(MIN_PERIOD_NS);
-                // SAFETY: PERF_EVENT_IOC_PERIOD reads a u64 through the pointer passed as the
-                // ioctl's argument; `period` lives across the call.
-                unsafe { perf::ioctls::PERIOD(armed.handle, &period as *const u64 as u64) };
-                refresh_perf(armed.handle)
+                set_perf_period(armed.handle, period_ns)
+                    // SAFETY: an ioctl with an integer argument on a perf descriptor; a stale
+                    // descriptor only makes it fail.
+                    && unsafe { perf::ioctls::ENABLE(armed.handle, 0) == 0 }
             }
             ClockKind::ThreadCpuTimer => set_timer(armed.handle, period_ns),
         }
@@ -637,7 +710,7 @@ mod imp {
     }
 
     /// Opens a stopped `kind` clock on thread `tid` whose signal, once started with
-    /// [`rearm`], comes after `period_ns` of its CPU time. A perf event comes with its ring
+    /// [`start`], comes after `period_ns` of its CPU time. A perf event comes with its ring
     /// (0 if it could not be mapped: the mode of its periods is then not known).
     pub fn open(kind: ClockKind, tid: u32, period_ns: u64, signal: i32) -> Option<(Armed, usize)> {
         match kind {
@@ -755,7 +828,7 @@ mod imp {
 
     /// The value of a perf event's counter (its thread's CPU time while the event was
     /// enabled): it stops growing while the event is stopped, which is how the sampler
-    /// notices an event whose re-arming was missed.
+    /// notices an event that stopped.
     pub fn perf_count(fd: i32) -> Option<u64> {
         let mut value = 0u64;
         // SAFETY: reads 8 bytes into a local u64 from a perf descriptor.
@@ -848,13 +921,13 @@ mod imp {
     /// Nothing to stop.
     pub fn stop_perf(_fd: i32) {}
 
-    /// Nothing to re-arm.
-    pub fn refresh_perf(_fd: i32) -> bool {
+    /// No perf events.
+    pub fn set_perf_period(_fd: i32, _period_ns: u64) -> bool {
         false
     }
 
-    /// Nothing to re-arm.
-    pub fn rearm(_armed: Armed, _period_ns: u64) -> bool {
+    /// Nothing to start.
+    pub fn start(_armed: Armed, _period_ns: u64) -> bool {
         false
     }
 
@@ -869,5 +942,5 @@ mod imp {
     }
 }
 
-pub use imp::{choose, disarm, open, perf_count, rearm, refresh_perf, timer_set};
-use imp::{ring_period_end, stop_perf, unmap_ring};
+pub use imp::{choose, disarm, open, perf_count, timer_set};
+use imp::{ring_period_end, start, stop_perf, unmap_ring};

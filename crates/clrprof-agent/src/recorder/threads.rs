@@ -54,6 +54,11 @@ pub struct ThreadSlot {
     /// the handler can set each period from the schedule rather than from when it ran (see
     /// `cpu_clock::schedule_next`).
     pub due_cpu: AtomicU64,
+    /// A perf event's signals left before its period is drawn again, and the period of the
+    /// next stretch when it mirrors the last draw (0: a new draw); see
+    /// `cpu_clock::after_signal`.
+    pub stretch_left: AtomicU32,
+    pub mirror_ns: AtomicU64,
     /// Wall-clock questions: the sampler bumps `asked` and signals the thread; the handler
     /// captures the stack (flag `ASKED`) and sets `answered = asked`.
     pub asked: AtomicU32,
@@ -84,6 +89,8 @@ impl ThreadSlot {
             cpu_at_arm: AtomicU64::new(0),
             rng: AtomicU64::new(1),
             due_cpu: AtomicU64::new(0),
+            stretch_left: AtomicU32::new(0),
+            mirror_ns: AtomicU64::new(0),
             asked: AtomicU32::new(0),
             answered: AtomicU32::new(0),
             ring: CaptureRing::new(),

@@ -589,9 +589,9 @@ impl SampleLoop {
         }
     }
 
-    /// A clock whose signal lost its details was not re-armed by its handler: if the thread
-    /// used several periods of CPU without a sample (and, for a perf event, its count stood
-    /// still since the last look), re-arm it here. A CPU-time timer that is still set after
+    /// A clock whose signal lost its details was not set again by its handler, or a perf
+    /// event stopped: if the thread used several periods of CPU without a sample (and, for a
+    /// perf event, its count stood still since the last look), start it again here. A CPU-time timer that is still set after
     /// that much CPU is blind to its thread instead (see below).
     fn watch_clock(&mut self, i: usize, slot: &'static ThreadSlot, cpu: u64) {
         let Some(armed) = Armed::of(slot) else {
@@ -616,8 +616,8 @@ impl SampleLoop {
                 book.clock_count = count;
                 // A count that moves while no capture comes (its signals lost, or the count
                 // unreadable) must not leave the clock unwatched: after many periods of CPU
-                // with nothing waiting in the ring, it is re-armed all the same (re-arming a
-                // running event only lets it overflow once more before it stops).
+                // with nothing waiting in the ring, it is started again all the same (for a
+                // running event, that only sets its period).
                 stood_still
                     || (slot.ring.is_empty()
                         && book.cpu_since_sample(cpu, armed_at) >= 16 * self.period_ns)
@@ -638,7 +638,7 @@ impl SampleLoop {
             // Not re-armed on schedule: the next period counts from now.
             slot.due_cpu.store(0, Ordering::Relaxed);
         }
-        if stuck && cpu_clock::rearm(armed, self.period_ns) {
+        if stuck && cpu_clock::start_slot(slot, armed, self.period_ns) {
             self.books.at(i).clock_count = None;
             self.session
                 .sampler_stats

@@ -42,7 +42,8 @@ pub struct SamplerStats {
     pub agent_samples: AtomicU64,
     /// The CPU those samples stand for: the profiler's work on the program's threads.
     pub agent_cpu_ns: AtomicU64,
-    /// Perf events the sampler re-armed because their signal's details were lost.
+    /// Clocks the sampler started again: a timer whose signal's details were lost, a perf
+    /// event that stopped or whose signals stopped coming.
     pub rearmed: AtomicU64,
     /// Threads moved from the CPU-time timer back to a perf event (adaptive policy).
     pub clock_upgrades: AtomicU64,
