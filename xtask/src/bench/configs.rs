@@ -10,7 +10,7 @@ pub enum Config {
     None,
     Sample100,
     Sample1000,
-    /// The agent's per-thread CPU clocks at 1 kHz with a handler that only re-arms them, and
+    /// The agent's per-thread CPU clocks at 1 kHz with a handler that only keeps them going, and
     /// no sampler work: the floor under any signal-based sampler on this machine.
     SampleFloor1000,
     Trace,
@@ -128,7 +128,7 @@ impl Config {
             Config::SampleFloor1000 => {
                 "not a profile: the clrprof agent alone with `mode=sample;rate=1000;\
                  handler_floor=1`: every thread's CPU clock armed at 1 kHz as in `sample-1000`, \
-                 but a signal handler that only re-arms it and no sampler work: what the \
+                 but a signal handler that only keeps it going and no sampler work: what the \
                  signals alone cost on this machine, the floor under any signal-based sampler"
             }
             Config::Trace => "`clrprof record --mode trace` (default rate 1000 Hz, inlining kept)",

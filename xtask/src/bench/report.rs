@@ -561,7 +561,7 @@ fn where_time_goes(rt: &RuntimeResults) -> Vec<String> {
     if !sampling.is_empty() {
         lines.push(
             "Sample mode at 1 kHz against `signal-floor-1000`, the same per-thread CPU clocks \
-             with a handler that only re-arms them: the extra process CPU time (over the \
+             with a handler that only keeps them going: the extra process CPU time (over the \
              unprofiled run) of each, and the agent's own CPU as its trace reports it (signal \
              handlers and sampler thread) as a share of the process's. The floor is the kernel \
              delivering a signal and returning from it, which no signal-based sampler avoids."
