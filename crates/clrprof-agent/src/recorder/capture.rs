@@ -214,10 +214,10 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
         cpu_clock::ClockKind::PerfTaskClock => origin == Origin::Perf,
         cpu_clock::ClockKind::ThreadCpuTimer => origin == Origin::Timer,
     });
-    let rearm = |armed| cpu_clock::after_signal(slot, armed, cpu_enter);
+    let keep_clock_going = |armed| cpu_clock::after_signal(slot, armed, cpu_enter);
     if FLOOR.load(Ordering::Relaxed) {
         if let Some(armed) = ours {
-            rearm(armed);
+            keep_clock_going(armed);
         }
         return;
     }
@@ -260,7 +260,7 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
                 entry.cpu_enter = cpu_enter;
                 entry.dropped_at = slot.ring.dropped_at.load(Ordering::Relaxed);
                 if let Some(armed) = ours.take() {
-                    rearm(armed);
+                    keep_clock_going(armed);
                 }
                 entry.cpu_exit = super::sys::own_cpu_ns();
                 if slot.ring.publish() == WAKE_AT {
@@ -280,7 +280,7 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
         slot.answered.store(asked, Ordering::Release);
     }
     if let Some(armed) = ours {
-        rearm(armed);
+        keep_clock_going(armed);
     }
 }
 

@@ -152,19 +152,13 @@ pub fn period_ns() -> u64 {
 /// its share of the CPU (measured: 89% of the samples for 85% of the time); drawing each
 /// period breaks that. Async-signal-safe.
 pub fn next_period(rng: &core::sync::atomic::AtomicU64) -> u64 {
-    let x = next_draw(rng);
-    let mean = period_ns().max(2);
-    mean / 2 + x % mean
-}
-
-/// The next number of the thread's generator `rng` (xorshift). Async-signal-safe.
-fn next_draw(rng: &core::sync::atomic::AtomicU64) -> u64 {
     let mut x = rng.load(Ordering::Relaxed) | 1;
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
     rng.store(x, Ordering::Relaxed);
-    x
+    let mean = period_ns().max(2);
+    mean / 2 + x % mean
 }
 
 /// The shortest period a clock is set to: perf's own floor for timer-driven software events.
@@ -203,30 +197,36 @@ pub fn after_signal(slot: &ThreadSlot, armed: Armed, cpu_now: u64) -> bool {
 /// The period of `slot`'s perf event's next stretch: the mirror of the last draw around the
 /// mean if it is due, else a new draw. Async-signal-safe.
 fn next_stretch(slot: &ThreadSlot) -> u64 {
-    slot.stretch_left.store(PERF_STRETCH, Ordering::Relaxed);
     match slot.mirror_ns.swap(0, Ordering::Relaxed) {
         0 => {
             let drawn = next_period(&slot.rng);
-            slot.mirror_ns.store(
-                (2 * period_ns()).saturating_sub(drawn).max(1),
-                Ordering::Relaxed,
-            );
+            begin_pair(slot, drawn);
             drawn
         }
-        mirror => mirror,
+        mirror => {
+            slot.stretch_left.store(PERF_STRETCH, Ordering::Relaxed);
+            mirror
+        }
     }
 }
 
-/// Starts `slot`'s clock `armed` (see [`start`]): a perf event at the first period of a pair
-/// of stretches, a timer after `period_ns`.
+/// Makes `drawn` the period of the first stretch of a pair on `slot`'s perf event, its mirror
+/// around the mean the next one's. Async-signal-safe.
+fn begin_pair(slot: &ThreadSlot, drawn: u64) {
+    slot.stretch_left.store(PERF_STRETCH, Ordering::Relaxed);
+    slot.mirror_ns.store(
+        (2 * period_ns()).saturating_sub(drawn).max(1),
+        Ordering::Relaxed,
+    );
+}
+
+/// Starts `slot`'s clock `armed` (see [`start`]), its first signal after `period_ns`; a perf
+/// event's first pair of stretches starts with that period.
 pub fn start_slot(slot: &ThreadSlot, armed: Armed, period_ns: u64) -> bool {
-    match armed.kind {
-        ClockKind::ThreadCpuTimer => start(armed, period_ns),
-        ClockKind::PerfTaskClock => {
-            slot.mirror_ns.store(0, Ordering::Relaxed);
-            start(armed, next_stretch(slot))
-        }
+    if armed.kind == ClockKind::PerfTaskClock {
+        begin_pair(slot, period_ns);
     }
+    start(armed, period_ns)
 }
 
 /// The period to set on `slot`'s clock from its handler, which started at the thread's CPU

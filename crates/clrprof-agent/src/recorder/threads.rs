@@ -50,14 +50,14 @@ pub struct ThreadSlot {
     pub cpu_at_arm: AtomicU64,
     /// The thread's random generator for its sampling periods (see `cpu_clock::next_period`).
     pub rng: AtomicU64,
-    /// The thread's CPU time at which its clock's next signal is due (0: not known), so that
-    /// the handler can set each period from the schedule rather than from when it ran (see
-    /// `cpu_clock::schedule_next`).
+    /// The thread's CPU time at which its CPU-time timer's next signal is due (0: not known),
+    /// so that the handler can set each period from the schedule rather than from when it ran
+    /// (see `cpu_clock::schedule_next`).
     pub due_cpu: AtomicU64,
-    /// A perf event's signals left before its period is drawn again, and the period of the
-    /// next stretch when it mirrors the last draw (0: a new draw); see
-    /// `cpu_clock::after_signal`.
+    /// A perf event's signals left before its period changes (see `cpu_clock::after_signal`).
     pub stretch_left: AtomicU32,
+    /// The period of a perf event's next stretch, the mirror of its last draw around the
+    /// mean (0: a new draw is due).
     pub mirror_ns: AtomicU64,
     /// Wall-clock questions: the sampler bumps `asked` and signals the thread; the handler
     /// captures the stack (flag `ASKED`) and sets `answered = asked`.

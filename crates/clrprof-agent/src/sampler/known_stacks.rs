@@ -93,6 +93,7 @@ impl<V: Copy> Cache<V> {
         if self.met_once.insert(key.0) {
             return;
         }
+        self.met_once.remove(&key.0);
         if self.kept.len() >= KEPT {
             self.kept.clear();
         }

@@ -30,9 +30,6 @@ const BLOCK_BYTES_KEPT: usize = 8 << 20;
 const BLOCK_MAX: usize = 64 << 10;
 /// Native-to-IL maps kept (one per code version seen in a stack), at most.
 const IL_MAPS_KEPT: usize = 1 << 16;
-/// Addresses whose method version and shape are kept by address, at most (see
-/// [`RuntimeShapes::shape_at`]).
-const SHAPES_BY_PC_KEPT: usize = 1 << 16;
 
 /// The managed code that contains an address.
 #[derive(Debug, Clone, Copy)]
@@ -79,10 +76,6 @@ pub struct RuntimeShapes {
     block_bytes: usize,
     /// Native-to-IL maps by code version start.
     il_maps: FxHashMap<usize, IlMap>,
-    /// What [`MethodShapes::shape_at`] found for each address it was asked about: the return
-    /// addresses of a deep stack are asked about again at every sample, and one hash lookup
-    /// costs less than a search of `ranges` (the unwinder asks twice per frame).
-    by_pc: FxHashMap<usize, (usize, Option<Shape>)>,
 }
 
 impl RuntimeShapes {
@@ -96,7 +89,6 @@ impl RuntimeShapes {
             blocks: FxHashMap::default(),
             block_bytes: 0,
             il_maps: FxHashMap::default(),
-            by_pc: FxHashMap::default(),
         }
     }
 
@@ -121,7 +113,6 @@ impl RuntimeShapes {
                 self.il_maps.clear();
             }
         }
-        self.by_pc.clear();
         self.not_managed.clear();
         self.code.clear();
         self.blocks.clear();
@@ -208,9 +199,6 @@ impl RuntimeShapes {
     }
 
     fn known(&self, pc: usize) -> Option<(usize, Option<Shape>)> {
-        if let Some(&found) = self.by_pc.get(&pc) {
-            return Some(found);
-        }
         self.known_range(pc).map(|r| (r.start, r.shape))
     }
 
@@ -335,10 +323,6 @@ impl MethodShapes for RuntimeShapes {
                 }
             }
         };
-        if self.by_pc.len() >= SHAPES_BY_PC_KEPT {
-            self.by_pc.clear();
-        }
-        self.by_pc.insert(pc, (start, shape));
         Some((start, shape?))
     }
 }

@@ -591,8 +591,9 @@ impl SampleLoop {
 
     /// A clock whose signal lost its details was not set again by its handler, or a perf
     /// event stopped: if the thread used several periods of CPU without a sample (and, for a
-    /// perf event, its count stood still since the last look), start it again here. A CPU-time timer that is still set after
-    /// that much CPU is blind to its thread instead (see below).
+    /// perf event, its count stood still since the last look), start it again here. A
+    /// CPU-time timer that is still set after that much CPU is blind to its thread instead
+    /// (see below).
     fn watch_clock(&mut self, i: usize, slot: &'static ThreadSlot, cpu: u64) {
         let Some(armed) = Armed::of(slot) else {
             return;
