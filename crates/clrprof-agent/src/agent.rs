@@ -1300,8 +1300,15 @@ impl Profiler for Agent {
             let ts = sys::monotonic_ns();
             if s.config.mode.samples() {
                 // Captures of it may still wait for the sampler, which could not name it
-                // after this (the runtime would name what replaces it): name it now.
+                // after this (the runtime would name what replaces it): name it now, and
+                // say where its code is while the runtime still knows.
                 s.defs.function(&s.info, &s.out, f);
+                if let Ok(blocks) = s.info.get_code_info2(f) {
+                    let ranges = blocks
+                        .iter()
+                        .map(|b| (b.start, b.start.saturating_add(b.size)));
+                    s.gone_code.dying(ts, f, ranges);
+                }
             }
             s.defs.forget_function(f, ts);
             s.gone_code.notify_at(ts, &[f]);

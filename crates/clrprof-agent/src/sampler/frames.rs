@@ -36,7 +36,7 @@ use crate::unwind::{Chain, MethodShapes, Regs, Stop, Tail, Unwinder};
 use super::gone_code::Forget;
 use super::known_stacks::{Callers, KnownStacks, Lookup};
 use super::mappings::MapSnapshot;
-use super::method_shapes::{RuntimeShapes, code_owner};
+use super::method_shapes::{CodeOwner, RuntimeShapes, code_owner};
 use super::module_reading::ModuleReading;
 
 /// How often the loader's counters are checked for newly loaded or unloaded libraries (a
@@ -722,10 +722,13 @@ impl StackBuilder {
             None => {
                 // A generated method's range learnt earlier, whose life ended after the
                 // capture: the address held its code then.
+                // Or one collected after the capture before the sampler met it, whose
+                // ranges the unload callback left.
                 let before = self
                     .shapes
                     .known_generated(ip)
-                    .filter(|b| s.defs.life_at_ended(b.jited.function, ts));
+                    .filter(|b| s.defs.life_at_ended(b.jited.function, ts))
+                    .or_else(|| s.gone_code.dying_at(ip, ts).map(CodeOwner::generated));
                 let now = self.shapes.owner(ip);
                 match before {
                     Some(b) if now.is_none_or(|n| n.jited.function != b.jited.function) => Some(b),

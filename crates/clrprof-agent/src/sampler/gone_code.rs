@@ -6,14 +6,26 @@
 //! Each notice carries the time of the unload: captures taken before it still hold the old
 //! code (the method ran, then it was collected) and are resolved with what the sampler knew;
 //! captures taken after it may hold new code at the same addresses and are resolved afresh.
+//!
+//! A generated method (a dynamic method) can also be collected before the sampler ever met
+//! its code: its captures wait in the threads' rings, and once its code is freed the runtime
+//! no longer knows the addresses. So the unload callback, while the method still exists,
+//! leaves its code ranges here ([`GoneCode::dying`]), and the sampler looks an address up
+//! among them ([`GoneCode::dying_at`]) for a capture taken before the unload.
 
+use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use clrprof_sdk::FunctionId;
 
 /// Functions kept for the sampler at most; past that it forgets all it cached instead.
 const MAX_PENDING: usize = 4096;
+/// Code ranges of collected generated methods kept at most (the oldest go first).
+const MAX_DYING: usize = 4096;
+/// How long the code ranges of a collected generated method are kept: far longer than a
+/// capture waits in a ring for the sampler.
+const DYING_KEPT_NS: u64 = 5_000_000_000;
 
 /// The functions gone that the sampler has not forgotten yet.
 #[derive(Default)]
@@ -21,6 +33,20 @@ pub struct GoneCode {
     /// Bumped at every notice, so the sampler's check is one atomic load.
     epoch: AtomicU64,
     pending: Mutex<Pending>,
+    /// Entries of `dying`, so that the sampler's lookup is one atomic load when there are
+    /// none.
+    dying_len: AtomicUsize,
+    dying: Mutex<VecDeque<DyingCode>>,
+}
+
+/// A code block of a generated method the runtime collected.
+#[derive(Debug, Clone, Copy)]
+struct DyingCode {
+    /// `CLOCK_MONOTONIC` of the unload.
+    ts: u64,
+    start: usize,
+    end: usize,
+    function: FunctionId,
 }
 
 #[derive(Default)]
@@ -69,6 +95,51 @@ impl GoneCode {
             p.functions.extend(functions.iter().map(|&f| (ts, f)));
         }
         self.epoch.fetch_add(1, Ordering::Release);
+    }
+
+    /// The generated method `function`, whose code blocks are `blocks` (`[start, end)`), is
+    /// collected at `CLOCK_MONOTONIC` time `ts` (called from the unload callback, while the
+    /// runtime can still tell where its code is).
+    pub fn dying(
+        &self,
+        ts: u64,
+        function: FunctionId,
+        blocks: impl Iterator<Item = (usize, usize)>,
+    ) {
+        let mut dying = self.dying.lock().unwrap_or_else(|e| e.into_inner());
+        while dying
+            .front()
+            .is_some_and(|d| d.ts.saturating_add(DYING_KEPT_NS) < ts)
+        {
+            dying.pop_front();
+        }
+        for (start, end) in blocks {
+            if dying.len() >= MAX_DYING {
+                dying.pop_front();
+            }
+            dying.push_back(DyingCode {
+                ts,
+                start,
+                end,
+                function,
+            });
+        }
+        self.dying_len.store(dying.len(), Ordering::Release);
+    }
+
+    /// The collected generated method whose code held `ip` at `CLOCK_MONOTONIC` time `ts`:
+    /// of the methods collected after `ts` whose code contained `ip`, the first collected
+    /// (a later one got the address after it). One atomic load when none was collected.
+    pub fn dying_at(&self, ip: usize, ts: u64) -> Option<FunctionId> {
+        if self.dying_len.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let dying = self.dying.lock().unwrap_or_else(|e| e.into_inner());
+        dying
+            .iter()
+            .filter(|d| d.ts > ts && d.start <= ip && ip < d.end)
+            .min_by_key(|d| d.ts)
+            .map(|d| d.function)
     }
 
     /// What went at or before `until` (a capture's time) and was not forgotten yet, if
@@ -128,5 +199,31 @@ mod tests {
             gone.take(&mut seen, 400),
             Some(Forget::Functions(vec![FunctionId(2)]))
         );
+    }
+
+    #[test]
+    fn names_an_address_by_the_first_method_collected_after_the_capture() {
+        let gone = GoneCode::default();
+        assert_eq!(gone.dying_at(0x1000, 0), None);
+        // A method at [0x1000, 0x1100) collected at 100, then another put there, collected
+        // at 200.
+        gone.dying(100, FunctionId(0xa), [(0x1000, 0x1100)].into_iter());
+        gone.dying(
+            200,
+            FunctionId(0xb),
+            [(0x1000, 0x1080), (0x2000, 0x2010)].into_iter(),
+        );
+        assert_eq!(gone.dying_at(0x1010, 50), Some(FunctionId(0xa)));
+        assert_eq!(gone.dying_at(0x1010, 150), Some(FunctionId(0xb)));
+        assert_eq!(gone.dying_at(0x10a0, 150), None);
+        assert_eq!(gone.dying_at(0x2000, 10), Some(FunctionId(0xb)));
+        assert_eq!(gone.dying_at(0x1010, 200), None);
+        // Long after, the oldest ranges are let go.
+        gone.dying(
+            DYING_KEPT_NS + 150,
+            FunctionId(0xc),
+            [(0x3000, 0x3001)].into_iter(),
+        );
+        assert_eq!(gone.dying_at(0x1010, 50), Some(FunctionId(0xb)));
     }
 }

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use clrprof_sdk::ProfilerInfo;
 use clrprof_sdk::info::{CodeInfo, JitedFunction};
+use clrprof_sdk::{FunctionId, ProfilerInfo, ReJitId};
 use clrprof_trace::IlPosition;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -39,6 +39,19 @@ pub struct CodeOwner {
     /// A method without metadata (a dynamic method, an IL stub): its code is freed when it is
     /// collected, and the address may then hold other code.
     pub generated: bool,
+}
+
+impl CodeOwner {
+    /// The code of generated method `function` (which has one version).
+    pub fn generated(function: FunctionId) -> CodeOwner {
+        CodeOwner {
+            jited: JitedFunction {
+                function,
+                rejit: ReJitId(0),
+            },
+            generated: true,
+        }
+    }
 }
 
 /// The method version whose code contains `ip`, if it is managed code: `GetFunctionFromIP2`,

@@ -347,9 +347,9 @@ impl SampleLoop {
                 self.adopt_unannounced_threads();
                 self.stacks.refresh_modules(now);
             }
-            // A handler that woke the sampler (its ring half full) within half a period of the
-            // tick gets the tick's work done now too: one wake-up instead of two. The tick after
-            // stays where it was due, so the ticks keep their rate.
+            // A handler that woke the sampler (its ring three quarters full) within half a period
+            // of the tick gets the tick's work done now too: one wake-up instead of two. The tick
+            // after stays where it was due, so the ticks keep their rate.
             if now >= next_tick || next_tick - now <= self.wall_period_ns / 2 {
                 self.session
                     .sampler_stats
