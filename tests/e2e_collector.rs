@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use clrprof_e2e::{Collector, otlp_attributes};
 use clrprof_export::{
     ExportConfig, Exporter, Frame, GrpcCode, Outcome, PeriodProfiles, ProfileType, Protocol,
-    QueueLimits, Refusal, Resource, RetryQueue, SamplingPeriod, Sender, Unreachable, ValueType,
+    QueueLimits, Refusal, Resource, RetryQueue, Sender, Unreachable,
 };
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
 use prost::Message;
@@ -49,16 +49,7 @@ fn period() -> PeriodProfiles {
         "System.Private.CoreLib.dll",
     );
     let mut p = PeriodProfiles::new(1_764_230_400_000_000_000, 15_000_000_000, 1024);
-    p.set_period(
-        ProfileType::Cpu,
-        SamplingPeriod {
-            value_type: ValueType {
-                name: "cpu",
-                unit: "nanoseconds",
-            },
-            every: 10_000_000,
-        },
-    );
+    p.set_period(ProfileType::Cpu, ProfileType::Cpu.period(10_000_000));
     let add = |p: &mut PeriodProfiles, t, stack: &[&Frame], values: &[i64]| {
         let stack: Vec<Frame> = stack.iter().map(|f| (*f).clone()).collect();
         p.add(t, &stack, values).unwrap();

@@ -41,23 +41,6 @@ struct Totals {
     opcodes: BTreeSet<u16>,
 }
 
-/// What an instruction is, without its label: targets as instruction indexes.
-fn shape(m: &Method) -> Vec<(OpCode, Operand)> {
-    let labels = m.label_indexes();
-    let index = |l: &Label| Label(labels[l] as u32);
-    m.instructions
-        .iter()
-        .map(|i| {
-            let operand = match &i.operand {
-                Operand::Target(l) => Operand::Target(index(l)),
-                Operand::Switch(ls) => Operand::Switch(ls.iter().map(index).collect()),
-                o => o.clone(),
-            };
-            (i.opcode, operand)
-        })
-        .collect()
-}
-
 fn check_assembly(name: &str, totals: &mut Totals) {
     let path = Dotnet::get().framework_dir.join(name);
     let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -106,7 +89,7 @@ fn check_assembly(name: &str, totals: &mut Totals) {
         }
 
         // A probe (ldc.i4 <block>; pop) at the start of every basic block.
-        let before = shape(&method);
+        let before = method.indexed_instructions();
         let blocks = basic_blocks(&method);
         let mut instrumented = method.clone();
         for (k, block) in blocks.iter().enumerate().rev() {
@@ -120,7 +103,7 @@ fn check_assembly(name: &str, totals: &mut Totals) {
         }
         let bytes = instrumented.encode().unwrap();
         let reread = Method::parse(&bytes).unwrap();
-        let after = shape(&reread);
+        let after = reread.indexed_instructions();
         assert_eq!(after.len(), before.len() + 2 * blocks.len());
         // Dropping the probes gives back the original instructions, with every branch,
         // once mapped back, landing on the probe of the block it used to start.

@@ -2,9 +2,11 @@
 //! commands run, so nothing below this module depends on clap.
 
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use clrprof_analysis::runtime::View;
 use clrprof_trace::config::{AllocMode, CpuClockChoice, HeapSnapshots, Mode};
 
 /// A profiler for .NET: record a program, then report on what it did.
@@ -476,45 +478,59 @@ pub struct ViewArgs {
     pub view: Option<ViewName>,
 }
 
-/// The views `report --view` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// The views `report --view` names: a runtime view, or the lock contention view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ViewName {
-    /// `--exceptions`.
-    Exceptions,
-    /// `--jit`.
-    Jit,
-    /// `--loads`.
-    Loads,
-    /// `--threads`.
-    Threads,
-    /// `--native`.
-    Native,
-    /// `--suspensions`.
-    Suspensions,
+    /// A runtime view (`--view jit` is `--jit`).
+    Runtime(View),
     /// `--contention`.
     Contention,
 }
 
+impl ViewName {
+    fn name(self) -> &'static str {
+        match self {
+            ViewName::Runtime(view) => view.name(),
+            ViewName::Contention => "contention",
+        }
+    }
+}
+
+impl ValueEnum for ViewName {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: LazyLock<Vec<ViewName>> = LazyLock::new(|| {
+            View::ALL
+                .into_iter()
+                .map(ViewName::Runtime)
+                .chain([ViewName::Contention])
+                .collect()
+        });
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let name = self.name();
+        Some(PossibleValue::new(name).help(format!("`--{name}`")))
+    }
+}
+
 impl ViewArgs {
     /// The view asked for, if any.
-    pub fn view(&self) -> Option<clrprof_analysis::runtime::View> {
-        use clrprof_analysis::runtime::View;
-        [
+    pub fn view(&self) -> Option<View> {
+        let by_option = [
             (self.exceptions, View::Exceptions),
             (self.jit, View::Jit),
             (self.loads, View::Loads),
             (self.threads, View::Threads),
             (self.native, View::Native),
             (self.suspensions, View::Suspensions),
-            (self.view == Some(ViewName::Exceptions), View::Exceptions),
-            (self.view == Some(ViewName::Jit), View::Jit),
-            (self.view == Some(ViewName::Loads), View::Loads),
-            (self.view == Some(ViewName::Threads), View::Threads),
-            (self.view == Some(ViewName::Native), View::Native),
-            (self.view == Some(ViewName::Suspensions), View::Suspensions),
         ]
         .into_iter()
-        .find_map(|(on, view)| on.then_some(view))
+        .find_map(|(on, view)| on.then_some(view));
+        by_option.or(match self.view {
+            Some(ViewName::Runtime(view)) => Some(view),
+            _ => None,
+        })
     }
 
     /// Whether `--view contention` was given.

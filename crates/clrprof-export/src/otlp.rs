@@ -258,7 +258,7 @@ fn saturating_i64(n: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::period::{ProfileType, SamplingPeriod};
+    use crate::period::ProfileType;
 
     fn resource() -> Resource {
         Resource {
@@ -279,16 +279,7 @@ mod tests {
         let work = Frame::new("App.Work()", "App.dll");
         let alloc = Frame::new("System.String.Concat()", "System.Private.CoreLib.dll");
         let mut p = PeriodProfiles::new(1_000, 2_000, 8);
-        p.set_period(
-            ProfileType::Cpu,
-            SamplingPeriod {
-                value_type: ValueType {
-                    name: "cpu",
-                    unit: "nanoseconds",
-                },
-                every: 10_000_000,
-            },
-        );
+        p.set_period(ProfileType::Cpu, ProfileType::Cpu.period(10_000_000));
         p.add(ProfileType::Cpu, &[main.clone(), work.clone()], &[30])
             .unwrap();
         p.add(ProfileType::Cpu, std::slice::from_ref(&main), &[10])
@@ -394,21 +385,16 @@ mod tests {
         let main_function = &d.function_table[main_location.lines[0].function_index as usize];
         assert_eq!(string(d, main_function.filename_strindex), "Program.cs");
 
+        // Every resource attribute, in order (which they are is `resource.rs`'s to test).
         let r = request.resource_profiles[0].resource.as_ref().unwrap();
-        let keys: Vec<&str> = r.attributes.iter().map(|a| a.key.as_str()).collect();
-        assert_eq!(
-            keys,
-            [
-                "service.name",
-                "service.version",
-                "host.name",
-                "process.pid",
-                "process.executable.name",
-                "process.runtime.name",
-                "process.runtime.version",
-                "env"
-            ]
-        );
+        let keys: Vec<String> = r.attributes.iter().map(|a| a.key.clone()).collect();
+        let expected: Vec<String> = resource()
+            .attributes()
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(keys, expected);
+        assert_eq!(keys.len(), 8);
     }
 
     #[test]

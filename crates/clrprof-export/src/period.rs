@@ -120,6 +120,15 @@ impl ProfileType {
         }
     }
 
+    /// A sample every `every` units of this type's first value (CPU every 10,000,000
+    /// nanoseconds of CPU time: 100 Hz).
+    pub fn period(self, every: i64) -> SamplingPeriod {
+        SamplingPeriod {
+            value_type: self.value_types()[0],
+            every,
+        }
+    }
+
     /// The name Pyroscope gives the type (its `__name__` label), as its .NET profiler does.
     pub fn pyroscope_name(self) -> &'static str {
         match self {

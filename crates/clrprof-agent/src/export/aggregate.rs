@@ -16,7 +16,7 @@
 
 use std::path::Path;
 
-use clrprof_export::{Frame, PeriodProfiles, ProfileType, SamplingPeriod, ValueType};
+use clrprof_export::{Frame, PeriodProfiles, ProfileType, SamplingPeriod};
 use clrprof_trace::IlPosition;
 use clrprof_trace::config::{ExportProfile, ExportSettings};
 use clrprof_trace::{
@@ -175,8 +175,6 @@ fn type_of(p: ExportProfile) -> ProfileType {
     }
 }
 
-const NANOSECONDS: &str = "nanoseconds";
-
 impl Aggregator {
     /// An aggregator for `settings`, whose first period starts at `start_unix_nano`; CPU
     /// samples come every `1/cpu_rate_hz` s of CPU time and wall-clock samples every
@@ -194,20 +192,8 @@ impl Aggregator {
         }
         let every = |hz: u32| 1_000_000_000 / i64::from(hz.max(1));
         let mut periods = [None; 5];
-        periods[ProfileType::Cpu as usize] = Some(SamplingPeriod {
-            value_type: ValueType {
-                name: "cpu",
-                unit: NANOSECONDS,
-            },
-            every: every(cpu_rate_hz),
-        });
-        periods[ProfileType::Wall as usize] = Some(SamplingPeriod {
-            value_type: ValueType {
-                name: "wall",
-                unit: NANOSECONDS,
-            },
-            every: every(wall_rate_hz),
-        });
+        periods[ProfileType::Cpu as usize] = Some(ProfileType::Cpu.period(every(cpu_rate_hz)));
+        periods[ProfileType::Wall as usize] = Some(ProfileType::Wall.period(every(wall_rate_hz)));
         let mut a = Aggregator {
             decoder: StreamDecoder::new(),
             defs: Definitions::default(),

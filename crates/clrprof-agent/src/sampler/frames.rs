@@ -31,7 +31,7 @@ use crate::recorder::sys;
 use crate::recorder::threads::ThreadSlot;
 use crate::session::Session;
 use crate::stacks::Frame;
-use crate::unwind::{Chain, MethodShapes, Regs, Stop, Tail, Unwinder};
+use crate::unwind::{Chain, Interrupted, MethodShapes, Regs, Stop, Tail, Unwinder};
 
 use super::gone_code::Forget;
 use super::known_stacks::{Callers, KnownStacks, Lookup};
@@ -262,15 +262,15 @@ impl StackBuilder {
         let regs = Regs { rip, rsp, rbp };
         let mut frames = std::mem::take(&mut self.frames);
         frames.clear();
-        let stats = self.unwinder.unwind(
+        let thread = Interrupted {
             regs,
             copy,
             chain,
-            Some(tail),
             stack_hi,
-            &mut frames,
-            &mut self.shapes,
-        );
+        };
+        let stats = self
+            .unwinder
+            .unwind(thread, Some(tail), &mut frames, &mut self.shapes);
         let last = frames.last().copied().unwrap_or(0);
         let cut = match stats.stop {
             Stop::EndOfStack => None,

@@ -6,7 +6,7 @@ use framehop::{FrameAddress, Unwinder as _};
 
 use super::modules::{Bytes, ModuleMap, USER_MAX};
 use super::{
-    Chain, FrameAt, FrameRules, MethodShapes, NativeFunction, Regs, StackReader, Step, Stop, Tail,
+    FrameAt, FrameRules, Interrupted, MethodShapes, NativeFunction, StackReader, Step, Stop, Tail,
     UnwindStats, walk,
 };
 
@@ -94,22 +94,16 @@ impl Unwinder {
         }
     }
 
-    /// Unwinds the stack of a thread interrupted with `regs`, appending code addresses
-    /// to `out`, innermost first: `regs.rip`, then return addresses, until `out` holds
-    /// [`super::MAX_FRAMES`]. `copy` holds the stack's bytes from `regs.rsp` up, `chain` the
-    /// frame-pointer walk the handler did (empty if none), `tail` what this thread's stack
-    /// looked like beyond the chain last time (if it is to be reused); `shapes` tells where
-    /// managed methods start and how their frames are laid out; `stack_hi` is the top of the
-    /// stack. Returns (and keeps, see [`Self::last_stats`]) what the walk did. Never panics;
+    /// Unwinds the stack of `thread`, appending code addresses to `out`, innermost first: the
+    /// interrupted pc, then return addresses, until `out` holds [`super::MAX_FRAMES`]. `tail`
+    /// is what this thread's stack looked like beyond the handler's chain last time (if it is
+    /// to be reused); `shapes` tells where managed methods start and how their frames are laid
+    /// out. Returns (and keeps, see [`Self::last_stats`]) what the walk did. Never panics;
     /// bad input only shortens the result.
-    #[allow(clippy::too_many_arguments)]
     pub fn unwind(
         &mut self,
-        regs: Regs,
-        copy: &[u8],
-        chain: Chain<'_>,
+        thread: Interrupted<'_>,
         tail: Option<&mut Tail>,
-        stack_hi: usize,
         out: &mut Vec<usize>,
         shapes: &mut dyn MethodShapes,
     ) -> UnwindStats {
@@ -122,17 +116,7 @@ impl Unwinder {
             modules_changed: &mut modules_changed,
             shapes,
         };
-        self.stats = walk(
-            regs,
-            copy,
-            chain,
-            tail,
-            stack_hi,
-            out,
-            &mut self.window,
-            &mut rules,
-            self.epoch,
-        );
+        self.stats = walk(thread, tail, out, &mut self.window, &mut rules, self.epoch);
         if modules_changed {
             self.forget_walks();
         }

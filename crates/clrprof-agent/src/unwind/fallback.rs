@@ -2,7 +2,7 @@
 //! frame-pointer rule alone.
 
 use super::{
-    Chain, FrameAt, FrameRules, MethodShapes, ModuleInfo, NativeFunction, NativeSymbol, Regs,
+    FrameAt, FrameRules, Interrupted, MethodShapes, ModuleInfo, NativeFunction, NativeSymbol,
     StackReader, Step, Tail, UnwindStats, walk,
 };
 
@@ -132,28 +132,14 @@ impl Unwinder {
     pub fn forget_walks(&mut self) {}
 
     /// Applies the managed shapes and the frame-pointer rule; see the Linux version.
-    #[allow(clippy::too_many_arguments)]
     pub fn unwind(
         &mut self,
-        regs: Regs,
-        copy: &[u8],
-        chain: Chain<'_>,
+        thread: Interrupted<'_>,
         tail: Option<&mut Tail>,
-        stack_hi: usize,
         out: &mut Vec<usize>,
         shapes: &mut dyn MethodShapes,
     ) -> UnwindStats {
-        self.stats = walk(
-            regs,
-            copy,
-            chain,
-            tail,
-            stack_hi,
-            out,
-            &mut self.window,
-            &mut Rules(shapes),
-            0,
-        );
+        self.stats = walk(thread, tail, out, &mut self.window, &mut Rules(shapes), 0);
         self.stats
     }
 }

@@ -223,6 +223,19 @@ impl Chain<'_> {
     }
 }
 
+/// What the signal handler saw of an interrupted thread, which a walk of its stack starts from.
+#[derive(Debug, Clone, Copy)]
+pub struct Interrupted<'a> {
+    /// Its registers.
+    pub regs: Regs,
+    /// The stack's bytes from `regs.rsp` up.
+    pub copy: &'a [u8],
+    /// The frame-pointer walk the handler did (empty if none).
+    pub chain: Chain<'a>,
+    /// The top of the thread's stack.
+    pub stack_hi: usize,
+}
+
 /// The registers of an interrupted thread that unwinding starts from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Regs {
@@ -517,24 +530,26 @@ pub(crate) trait FrameRules {
     fn managed(&mut self, at: FrameAt, reader: &mut StackReader<'_>) -> Option<Step>;
 }
 
-/// The walk shared by every platform: for each frame, `rules` first (CFI, managed shapes), then
+/// The walk shared by every platform, from where `thread` was interrupted: for each frame, `rules` first (CFI, managed shapes), then
 /// the frame-pointer rule, with the frame records the handler read at the sample when it read
 /// the one at hand (`chain`) and memory otherwise. Where the chain ends, the rest of the stack
 /// is `tail`'s if it ended there last time too; beyond the first frame, it is one of `tail`'s
 /// remembered walks if that walk started from the same caller and every word it read is the
 /// same now (`epoch` is the unwinder's state: walks remembered in another are not used).
-#[allow(clippy::too_many_arguments)]
 fn walk(
-    regs: Regs,
-    copy: &[u8],
-    chain: Chain<'_>,
+    thread: Interrupted<'_>,
     mut tail: Option<&mut Tail>,
-    stack_hi: usize,
     out: &mut Vec<usize>,
     window: &mut Vec<u8>,
     rules: &mut dyn FrameRules,
     epoch: u64,
 ) -> UnwindStats {
+    let Interrupted {
+        regs,
+        copy,
+        chain,
+        stack_hi,
+    } = thread;
     let mut stats = UnwindStats::default();
     if out.len() >= MAX_FRAMES {
         stats.stop = Stop::Limit;

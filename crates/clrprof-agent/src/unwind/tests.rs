@@ -39,10 +39,20 @@ fn synthetic_stack() -> (Vec<usize>, Regs, usize) {
     (words, regs, at(32))
 }
 
+/// A thread interrupted at `regs` whose stack up to `hi` is `copy`, with no chain to follow.
+pub(crate) fn interrupted(regs: Regs, copy: &[u8], hi: usize) -> Interrupted<'_> {
+    Interrupted {
+        regs,
+        copy,
+        chain: Chain::default(),
+        stack_hi: hi,
+    }
+}
+
 /// `unwinder`'s unwind of the stack `copy` (up to `hi`) from `regs`, with no chain to follow and
 /// no managed shapes, appended to `out`.
 fn unwind_into(unwinder: &mut Unwinder, regs: Regs, copy: &[u8], hi: usize, out: &mut Vec<usize>) {
-    unwinder.unwind(regs, copy, Chain::default(), None, hi, out, &mut NoShapes);
+    unwinder.unwind(interrupted(regs, copy, hi), None, out, &mut NoShapes);
 }
 
 fn run(unwinder: &mut Unwinder, regs: Regs, copy: &[u8], hi: usize) -> Vec<usize> {
@@ -120,12 +130,10 @@ fn walk_with(
     rules: &mut dyn FrameRules,
 ) -> (Vec<usize>, UnwindStats) {
     let mut out = Vec::new();
+    let copy = bytes_of(words);
     let stats = walk(
-        regs,
-        &bytes_of(words),
-        Chain::default(),
+        interrupted(regs, &copy, hi),
         Some(tail),
-        hi,
         &mut out,
         &mut Vec::new(),
         rules,
@@ -442,11 +450,8 @@ mod linux {
                 let mut fp_only = Vec::new();
                 let mut window = Vec::new();
                 walk(
-                    regs,
-                    &copy,
-                    Chain::default(),
+                    crate::unwind::tests::interrupted(regs, &copy, hi),
                     None,
-                    hi,
                     &mut fp_only,
                     &mut window,
                     &mut crate::unwind::tests::NoRules,

@@ -103,7 +103,8 @@ pub struct ThreadJson {
     pub total: u64,
 }
 
-/// What a function or call-tree node is.
+/// What a function or call-tree node is: a frame's kind (`managed`, `generated`, `native`,
+/// `truncated`, `type`, `await`) or one of the tree's own nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeKind {
@@ -111,20 +112,11 @@ pub enum NodeKind {
     Root,
     /// A thread (trees split per thread).
     Thread,
-    /// A managed method.
-    Managed,
-    /// Managed code generated at run time (a dynamic method, an IL stub).
-    Generated,
-    /// A native function.
-    Native,
-    /// Frames dropped from a too-deep stack.
-    Truncated,
-    /// The type allocated (allocation profiles).
-    Type,
-    /// `[await]`: the frame above is an async method that awaits what follows.
-    Await,
     /// Samples taken while the thread had no managed frames.
     NoStack,
+    /// A frame, of this kind.
+    #[serde(untagged)]
+    Frame(FrameKind),
 }
 
 impl NodeKind {
@@ -133,14 +125,7 @@ impl NodeKind {
             Label::Root => NodeKind::Root,
             Label::Thread(_) => NodeKind::Thread,
             Label::NoStack => NodeKind::NoStack,
-            Label::Frame(f) => match profile.frame(f).kind {
-                FrameKind::Managed => NodeKind::Managed,
-                FrameKind::Generated => NodeKind::Generated,
-                FrameKind::Native => NodeKind::Native,
-                FrameKind::Truncated => NodeKind::Truncated,
-                FrameKind::Type => NodeKind::Type,
-                FrameKind::Await => NodeKind::Await,
-            },
+            Label::Frame(f) => NodeKind::Frame(profile.frame(f).kind),
         }
     }
 }
@@ -353,5 +338,42 @@ fn call_tree(a: &Analysis<'_>, threshold: f64, with_calls: bool) -> CallTreeJson
         nodes,
         threshold_percent: threshold,
         omitted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_kinds_are_one_flat_name() {
+        let names: Vec<String> = [
+            NodeKind::Root,
+            NodeKind::Thread,
+            NodeKind::NoStack,
+            NodeKind::Frame(FrameKind::Managed),
+            NodeKind::Frame(FrameKind::Generated),
+            NodeKind::Frame(FrameKind::Native),
+            NodeKind::Frame(FrameKind::Truncated),
+            NodeKind::Frame(FrameKind::Type),
+            NodeKind::Frame(FrameKind::Await),
+        ]
+        .iter()
+        .map(|k| serde_json::to_string(k).unwrap())
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "\"root\"",
+                "\"thread\"",
+                "\"no_stack\"",
+                "\"managed\"",
+                "\"generated\"",
+                "\"native\"",
+                "\"truncated\"",
+                "\"type\"",
+                "\"await\""
+            ]
+        );
     }
 }

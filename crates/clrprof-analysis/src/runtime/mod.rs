@@ -47,6 +47,29 @@ pub enum View {
 }
 
 impl View {
+    /// Every view.
+    pub const ALL: [View; 6] = [
+        View::Exceptions,
+        View::Jit,
+        View::Loads,
+        View::Threads,
+        View::Native,
+        View::Suspensions,
+    ];
+
+    /// The view's name, as `report --view` takes it and as its own option is spelled
+    /// (`jit`: `--jit`).
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Exceptions => "exceptions",
+            View::Jit => "jit",
+            View::Loads => "loads",
+            View::Threads => "threads",
+            View::Native => "native",
+            View::Suspensions => "suspensions",
+        }
+    }
+
     /// What the view shows, for messages.
     pub fn noun(self) -> &'static str {
         match self {

@@ -282,6 +282,26 @@ impl Method {
         map
     }
 
+    /// The instructions without their labels, each branch target given as the index of the
+    /// instruction it reaches (the instruction count for [`Label::END`], `u32::MAX` for a label
+    /// no instruction has): what two methods
+    /// must share to do the same, whatever labels each was built with.
+    pub fn indexed_instructions(&self) -> Vec<(OpCode, Operand)> {
+        let labels = self.label_indexes();
+        let index = |l: &Label| Label(labels.get(l).map_or(u32::MAX, |&i| i as u32));
+        self.instructions
+            .iter()
+            .map(|i| {
+                let operand = match &i.operand {
+                    Operand::Target(l) => Operand::Target(index(l)),
+                    Operand::Switch(ls) => Operand::Switch(ls.iter().map(index).collect()),
+                    o => o.clone(),
+                };
+                (i.opcode, operand)
+            })
+            .collect()
+    }
+
     /// Inserts `code` before the instruction at `index`, which hands its label to the first
     /// inserted instruction: every branch to it, and every clause starting or ending at it,
     /// now reaches the inserted code first (what a probe at the start of a block needs). The

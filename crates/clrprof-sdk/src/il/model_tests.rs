@@ -465,18 +465,9 @@ mod properties {
 
     /// Instructions with targets as indexes, short branches written as their long forms.
     fn shape(m: &Method) -> Vec<(OpCode, Operand)> {
-        let labels = m.label_indexes();
-        let index = |l: &Label| Label(labels[l] as u32);
-        m.instructions
-            .iter()
-            .map(|i| {
-                let operand = match &i.operand {
-                    Operand::Target(l) => Operand::Target(index(l)),
-                    Operand::Switch(ls) => Operand::Switch(ls.iter().map(index).collect()),
-                    o => o.clone(),
-                };
-                (i.opcode.long_form().unwrap_or(i.opcode), operand)
-            })
+        m.indexed_instructions()
+            .into_iter()
+            .map(|(op, operand)| (op.long_form().unwrap_or(op), operand))
             .collect()
     }
 
