@@ -18,14 +18,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = report::write_text(&loaded, &query, &Text::default(), &mut sink);
     sink.clear();
     let _ = report::write_json(&loaded, &query, &Json::default(), &mut sink);
-    for view in [
-        View::Exceptions,
-        View::Jit,
-        View::Loads,
-        View::Threads,
-        View::Native,
-        View::Suspensions,
-    ] {
+    for view in View::ALL {
         sink.clear();
         let _ = report::write_view_text(&loaded, view, &mut sink);
     }

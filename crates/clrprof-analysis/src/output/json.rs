@@ -130,22 +130,53 @@ impl NodeKind {
     }
 }
 
-/// One row of [`CpuReport::functions`].
+/// A frame with its weights: what a row of [`CpuReport::functions`] and a node of
+/// [`CallTreeJson::nodes`] both say (flattened into each).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FunctionJson {
-    /// Display name.
+pub struct WeighedFrameJson {
+    /// Display name (a node's: the function's, or the thread's).
     pub name: String,
     /// Module; empty when unknown.
     pub module: String,
-    /// `managed`, `generated`, `native`, `truncated` or `no_stack`.
+    /// What it is.
     pub kind: NodeKind,
-    /// Weight with the function innermost.
+    /// Weight with it innermost.
     #[serde(rename = "self")]
     pub self_weight: u64,
-    /// Weight of the stacks containing the function (recursion counted once).
+    /// Weight of the stacks containing the function (recursion counted once), or of the node
+    /// and its callees.
     pub total: u64,
-    /// Exact calls (trace mode; count mode: its counted entries); `null` in sample mode.
+    /// Exact calls, `null` in sample mode: of the function (trace mode; count mode: its counted
+    /// entries), or along the node's path (trace mode; count mode: the calls the parent
+    /// function made to this one).
     pub calls: Option<u64>,
+}
+
+impl WeighedFrameJson {
+    fn new(
+        profile: &Profile,
+        label: Label,
+        self_weight: u64,
+        total: u64,
+        calls: Option<u64>,
+    ) -> Self {
+        WeighedFrameJson {
+            name: label.name(profile).into_owned(),
+            module: label.module(profile).to_owned(),
+            kind: NodeKind::of(profile, label),
+            self_weight,
+            total,
+            calls,
+        }
+    }
+}
+
+/// One row of [`CpuReport::functions`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FunctionJson {
+    /// The function and its weights.
+    #[serde(flatten)]
+    pub frame: WeighedFrameJson,
     /// The part of its self CPU time spent in the kernel (system time), in nanoseconds.
     pub self_sys_ns: u64,
     /// The part of its total CPU time spent in the kernel.
@@ -185,20 +216,9 @@ pub struct NodeJson {
     pub parent: Option<usize>,
     /// Distance from the root (the root is 0).
     pub depth: usize,
-    /// Function (or thread) name.
-    pub name: String,
-    /// Module; empty when unknown.
-    pub module: String,
-    /// What the node is.
-    pub kind: NodeKind,
-    /// Weight with this node innermost.
-    #[serde(rename = "self")]
-    pub self_weight: u64,
-    /// Weight of this node and its callees.
-    pub total: u64,
-    /// Exact calls along this path (trace mode; count mode: the calls the parent function
-    /// made to this one); `null` in sample mode.
-    pub calls: Option<u64>,
+    /// The node's frame (or thread) and its weights.
+    #[serde(flatten)]
+    pub frame: WeighedFrameJson,
 }
 
 /// Computes the CPU part of the JSON report.
@@ -232,12 +252,7 @@ pub fn report(profile: &Profile, query: &Query, options: &Json) -> Result<CpuRep
         .rows
         .iter()
         .map(|r| FunctionJson {
-            name: r.label.name(profile).into_owned(),
-            module: r.label.module(profile).to_owned(),
-            kind: NodeKind::of(profile, r.label),
-            self_weight: r.self_weight,
-            total: r.total_weight,
-            calls: r.calls,
+            frame: WeighedFrameJson::new(profile, r.label, r.self_weight, r.total_weight, r.calls),
             self_sys_ns: r.self_sys_ns,
             total_sys_ns: r.total_sys_ns,
         })
@@ -299,12 +314,13 @@ fn call_tree(a: &Analysis<'_>, threshold: f64, with_calls: bool) -> CallTreeJson
             id,
             parent,
             depth,
-            name: node.label.name(a.profile).into_owned(),
-            module: node.label.module(a.profile).to_owned(),
-            kind: NodeKind::of(a.profile, node.label),
-            self_weight: node.self_values.get(a.metric),
-            total: node.total_values.get(a.metric),
-            calls: with_calls.then_some(node.calls),
+            frame: WeighedFrameJson::new(
+                a.profile,
+                node.label,
+                node.self_values.get(a.metric),
+                node.total_values.get(a.metric),
+                with_calls.then_some(node.calls),
+            ),
         }
     };
 

@@ -37,7 +37,7 @@ pub use flamegraph::Flamegraph;
 pub use folded::{Folded, folded_lines};
 pub use html::Html;
 pub use json::{
-    CallTreeJson, CpuReport, FunctionJson, Json, NodeJson, NodeKind, ThreadJson,
+    CallTreeJson, CpuReport, FunctionJson, Json, NodeJson, NodeKind, ThreadJson, WeighedFrameJson,
     report as json_report,
 };
 pub use pprof::{Pprof, encode as pprof_encode};
