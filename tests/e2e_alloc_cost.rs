@@ -31,8 +31,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clrprof_e2e::{
-    ChildGuard, Dotnet, OutputExt, Program, compile, compile_source, default_timeout, record,
-    record_command, report_json, temp_dir, workspace_root,
+    ChildGuard, Dotnet, OutputExt, Program, compile, compile_source, default_timeout,
+    program_source, record, record_command, report_json, temp_dir, workspace_root,
 };
 use serde_json::Value;
 
@@ -233,8 +233,7 @@ fn alloc_ticks_cost_and_bias_against_alloc_all() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
-    let source = std::fs::read_to_string(workspace_root().join("bench/programs/Alloc.cs"))
-        .expect("bench/programs/Alloc.cs");
+    let source = program_source(&workspace_root().join("bench/programs/Alloc.cs"));
     let whole = compile_source("Alloc", &format!("// @mcs -optimize+\n{source}"));
     let iterations = "const int Iterations = 1100;";
     assert!(

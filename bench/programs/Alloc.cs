@@ -1,11 +1,11 @@
 // Benchmark workload: allocation-heavy. Many short-lived small objects, arrays, strings and
 // lists, with a small rotating set of survivors, so the GC runs many gen0 collections.
 //
-// Protocol: see Fib.cs (ready / go line / work_ms + checksum / final line).
+// Protocol: see Protocol.cs; stderr says how many gen0 collections the work made.
+// @include Protocol.cs
 // @include ProcessCpu.cs
 using System;
 using System.Collections.Generic;
-using System.Diagnostics;
 using System.Globalization;
 using System.Text;
 
@@ -30,10 +30,7 @@ static class Alloc
 
     static int Main()
     {
-        Console.WriteLine("ready");
-        Console.ReadLine();
-        double cpu0 = ProcessCpu.Ms();
-        Stopwatch watch = Stopwatch.StartNew();
+        Protocol.Go();
 
         long checksum = 0;
         object[] survivors = new object[4096];
@@ -87,13 +84,9 @@ static class Alloc
                 checksum += b.Length;
         }
 
-        watch.Stop();
+        Protocol.Stop();
         int gen0 = GC.CollectionCount(0) - gen0Before;
-        Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("cpu_ms=" + (ProcessCpu.Ms() - cpu0).ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("checksum=" + checksum.ToString(CultureInfo.InvariantCulture));
         Console.Error.WriteLine("gen0 collections: " + gen0.ToString(CultureInfo.InvariantCulture));
-        Console.ReadLine();
-        return 0;
+        return Protocol.Finish(checksum);
     }
 }

@@ -5,11 +5,10 @@
 // it: about 40 objects and 8 KB allocated per request, all garbage once it is answered.
 // The request rate is 96,000 / work_ms, and cpu_ms / 96,000 the CPU per request.
 //
-// Protocol: see Fib.cs (ready / go line / work_ms, cpu_ms, checksum / final line).
+// Protocol: see Protocol.cs.
+// @include Protocol.cs
 // @include ProcessCpu.cs
-using System;
 using System.Collections.Generic;
-using System.Diagnostics;
 using System.Globalization;
 using System.Text;
 using System.Threading;
@@ -81,22 +80,14 @@ static class AllocServer
         for (int i = 0; i < 2000; i++)
             total += Handle(i);
         total = 0;
-        Console.WriteLine("ready");
-        Console.ReadLine();
-        double cpu0 = ProcessCpu.Ms();
-        Stopwatch watch = Stopwatch.StartNew();
+        Protocol.Go();
 
         done = new CountdownEvent(Connections);
         for (int c = 0; c < Connections; c++)
             ThreadPool.QueueUserWorkItem(Serve, null);
         done.Wait();
 
-        watch.Stop();
-        double cpu = ProcessCpu.Ms() - cpu0;
-        Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("cpu_ms=" + cpu.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("checksum=" + Interlocked.Read(ref total).ToString(CultureInfo.InvariantCulture));
-        Console.ReadLine();
-        return 0;
+        Protocol.Stop();
+        return Protocol.Finish(Interlocked.Read(ref total));
     }
 }

@@ -6,11 +6,9 @@
 // request in 512 waits for a timer (`await Task.Delay(1)`). The result is the sum of the
 // requests' results: the same however the awaits were scheduled.
 //
-// Protocol: see Fib.cs (ready / go line / work_ms, cpu_ms, checksum / final line).
+// Protocol: see Protocol.cs.
+// @include Protocol.cs
 // @include ProcessCpu.cs
-using System;
-using System.Diagnostics;
-using System.Globalization;
 using System.Threading.Tasks;
 
 static class Async
@@ -84,19 +82,11 @@ static class Async
         // Compile every method and start the pool's threads before the work, as a server that
         // has been running would have.
         Serve(200);
-        Console.WriteLine("ready");
-        Console.ReadLine();
-        double cpu0 = ProcessCpu.Ms();
-        Stopwatch watch = Stopwatch.StartNew();
+        Protocol.Go();
 
         long checksum = Serve(Requests);
 
-        watch.Stop();
-        double cpu = ProcessCpu.Ms() - cpu0;
-        Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("cpu_ms=" + cpu.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("checksum=" + checksum.ToString(CultureInfo.InvariantCulture));
-        Console.ReadLine();
-        return 0;
+        Protocol.Stop();
+        return Protocol.Finish(checksum);
     }
 }

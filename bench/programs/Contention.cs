@@ -8,12 +8,11 @@
 // to run with the scheduling of the threads. The shared state is only ever added to, so the
 // checksum does not depend on the order in which the threads got the lock.
 //
-// Protocol: see Fib.cs (ready / go line / work_ms, cpu_ms, checksum / final line). stderr
-// says how many times the lock was contended during the work (`contentions=N`, from
-// `Monitor.LockContentionCount`; it varies from run to run).
+// Protocol: see Protocol.cs. stderr says how many times the lock was contended during the work
+// (`contentions=N`, from `Monitor.LockContentionCount`; it varies from run to run).
+// @include Protocol.cs
 // @include ProcessCpu.cs
 using System;
-using System.Diagnostics;
 using System.Globalization;
 using System.Threading;
 
@@ -86,25 +85,17 @@ static class Contention
         Run(20000);
         ledger.Total = 0;
         Array.Clear(ledger.Buckets, 0, ledger.Buckets.Length);
-        Console.WriteLine("ready");
-        Console.ReadLine();
+        Protocol.Go();
         long contended0 = Monitor.LockContentionCount;
-        double cpu0 = ProcessCpu.Ms();
-        Stopwatch watch = Stopwatch.StartNew();
 
         Run(Takes);
 
-        watch.Stop();
-        double cpu = ProcessCpu.Ms() - cpu0;
+        Protocol.Stop();
         long contended = Monitor.LockContentionCount - contended0;
         long checksum = ledger.Total;
         for (int i = 0; i < ledger.Buckets.Length; i++)
             checksum = checksum * 31 + ledger.Buckets[i];
-        Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("cpu_ms=" + cpu.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("checksum=" + checksum.ToString(CultureInfo.InvariantCulture));
         Console.Error.WriteLine("contentions=" + contended.ToString(CultureInfo.InvariantCulture));
-        Console.ReadLine();
-        return 0;
+        return Protocol.Finish(checksum);
     }
 }

@@ -1,15 +1,9 @@
 // Benchmark workload: call-heavy. Naive recursive Fibonacci, so nearly all the time is spent in
 // calls and returns of one small method (recursive, so the JIT does not inline it).
 //
-// Protocol shared by every benchmark program: print "ready", wait for a line on stdin, do the
-// timed work, print "work_ms=<ms>" (its wall time), "cpu_ms=<ms>" (the CPU time the whole
-// process used meanwhile, user and system, every thread: the program's, the runtime's and a
-// profiler's) and "checksum=<value>", then read one more line (or end of input) before exiting,
-// so that a tracing session can be stopped before the runtime shuts down.
+// Protocol: see Protocol.cs.
+// @include Protocol.cs
 // @include ProcessCpu.cs
-using System;
-using System.Diagnostics;
-using System.Globalization;
 
 static class Fib
 {
@@ -24,10 +18,7 @@ static class Fib
 
     static int Main()
     {
-        Console.WriteLine("ready");
-        Console.ReadLine();
-        double cpu0 = ProcessCpu.Ms();
-        Stopwatch watch = Stopwatch.StartNew();
+        Protocol.Go();
 
         long sum = 0;
         for (int round = 0; round < Rounds; round++)
@@ -36,11 +27,7 @@ static class Fib
                 sum += F(n);
         }
 
-        watch.Stop();
-        Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("cpu_ms=" + (ProcessCpu.Ms() - cpu0).ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("checksum=" + sum.ToString(CultureInfo.InvariantCulture));
-        Console.ReadLine();
-        return 0;
+        Protocol.Stop();
+        return Protocol.Finish(sum);
     }
 }

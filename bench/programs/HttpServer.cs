@@ -6,18 +6,18 @@
 // then answered with a short text. (System.Net.HttpListener would be the obvious choice, but on
 // CoreCLR 3.1 it loads OpenSSL 1.x, which current Linux distributions no longer ship.)
 //
-// Protocol (the bench's, with a load): the first argument is the port; the program serves from
-// the start, prints `ready` once it listens, and counts from the go line it reads on stdin to
-// the stop line the bench sends when the client is done: then it prints `work_ms=` (the
-// serving time), `cpu_ms=` (the process's CPU time meanwhile, every thread, user and system),
-// `requests=` (the requests answered meanwhile) and `checksum=` (`ok`: what it computes depends
-// on how many requests came, which a run does not choose), and waits for a last line.
+// Protocol (that of Protocol.cs, with a load): the first argument is the port; the program serves
+// from the start, prints `ready` once it listens, and counts from the go line it reads on stdin to
+// the stop line the bench sends when the client is done: then it prints `work_ms=` (the serving
+// time), `cpu_ms=` (the process's CPU time meanwhile, every thread, user and system), `requests=`
+// (the requests answered meanwhile) and `checksum=` (`ok`: what it computes depends on how many
+// requests came, which a run does not choose), and waits for a last line.
+// @include Protocol.cs
 // @include ProcessCpu.cs
 // @reference System.Net.Primitives
 // @reference System.Net.Sockets
 // @reference Microsoft.Win32.Primitives
 using System;
-using System.Diagnostics;
 using System.Globalization;
 using System.Net;
 using System.Net.Sockets;
@@ -133,25 +133,19 @@ static class HttpServer
         listener.Bind(new IPEndPoint(IPAddress.Loopback, int.Parse(args[0], CultureInfo.InvariantCulture)));
         listener.Listen(128);
         var accepting = Accept(listener);
-        Console.WriteLine("ready");
-        Console.ReadLine();
+        Protocol.Go();
         served = 0;
         counting = true;
-        double cpu0 = ProcessCpu.Ms();
-        Stopwatch watch = Stopwatch.StartNew();
 
         Console.ReadLine();
 
         counting = false;
-        watch.Stop();
-        double cpu = ProcessCpu.Ms() - cpu0;
+        Protocol.Stop();
         long requests = Interlocked.Read(ref served);
         listener.Dispose();
-        Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("cpu_ms=" + cpu.ToString("F1", CultureInfo.InvariantCulture));
+        Protocol.PrintTimes();
         Console.WriteLine("requests=" + requests.ToString(CultureInfo.InvariantCulture));
         Console.WriteLine("checksum=ok");
-        Console.ReadLine();
-        return 0;
+        return Protocol.End();
     }
 }

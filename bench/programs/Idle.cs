@@ -2,11 +2,9 @@
 // keeps dozens of idle thread-pool threads. The blocked threads wait from before the work starts
 // until after it ends: a profiler should cost them nothing.
 //
-// Protocol: see Fib.cs (ready / go line / work_ms, cpu_ms, checksum / final line).
+// Protocol: see Protocol.cs.
+// @include Protocol.cs
 // @include ProcessCpu.cs
-using System;
-using System.Diagnostics;
-using System.Globalization;
 using System.Threading;
 
 static class Idle
@@ -44,24 +42,16 @@ static class Idle
             threads[i].Start(ready);
         }
         ready.Wait();
-        Console.WriteLine("ready");
-        Console.ReadLine();
-        double cpu0 = ProcessCpu.Ms();
-        Stopwatch watch = Stopwatch.StartNew();
+        Protocol.Go();
 
         long sum = 0;
         for (int round = 0; round < Rounds; round++)
             sum += Mix(round + 1, 4000000);
 
-        watch.Stop();
-        double cpu = ProcessCpu.Ms() - cpu0;
+        Protocol.Stop();
         Release.Set();
         foreach (var t in threads)
             t.Join();
-        Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("cpu_ms=" + cpu.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("checksum=" + sum.ToString(CultureInfo.InvariantCulture));
-        Console.ReadLine();
-        return 0;
+        return Protocol.Finish(sum);
     }
 }

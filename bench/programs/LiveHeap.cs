@@ -6,10 +6,10 @@
 // `LIVEHEAP_ITEMS` and `LIVEHEAP_ROUNDS` in the environment change the two numbers (the bench
 // takes snapshots of 1 and 10 million objects with them).
 //
-// Protocol: see Fib.cs (ready / go line / work_ms, cpu_ms, checksum / final line).
+// Protocol: see Protocol.cs.
+// @include Protocol.cs
 // @include ProcessCpu.cs
 using System;
-using System.Diagnostics;
 using System.Globalization;
 
 static class LiveHeap
@@ -57,21 +57,13 @@ static class LiveHeap
         items = new Item[live];
         for (int i = 0; i < live; i++)
             items[i] = new Item { Data = new long[2], Index = i };
-        Console.WriteLine("ready");
-        Console.ReadLine();
-        double cpu0 = ProcessCpu.Ms();
-        Stopwatch watch = Stopwatch.StartNew();
+        Protocol.Go();
         for (int r = 0; r < rounds; r++)
             Round(r);
-        watch.Stop();
-        double cpu = ProcessCpu.Ms() - cpu0;
+        Protocol.Stop();
         long check = sink;
         foreach (var item in items)
             check += item.Index;
-        Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("cpu_ms=" + cpu.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("checksum=" + check.ToString(CultureInfo.InvariantCulture));
-        Console.ReadLine();
-        return 0;
+        return Protocol.Finish(check);
     }
 }

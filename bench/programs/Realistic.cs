@@ -2,11 +2,11 @@
 // it, aggregates with Dictionary/List and LINQ (GroupBy, OrderBy, Select), builds a formatted
 // text report, and evaluates small expression trees recursively.
 //
-// Protocol: see Fib.cs (ready / go line / work_ms + checksum / final line).
+// Protocol: see Protocol.cs.
+// @include Protocol.cs
 // @include ProcessCpu.cs
 using System;
 using System.Collections.Generic;
-using System.Diagnostics;
 using System.Globalization;
 using System.Linq;
 using System.Text;
@@ -220,10 +220,7 @@ static class Realistic
 
     static int Main()
     {
-        Console.WriteLine("ready");
-        Console.ReadLine();
-        double cpu0 = ProcessCpu.Ms();
-        Stopwatch watch = Stopwatch.StartNew();
+        Protocol.Go();
 
         ulong checksum = 14695981039346656037UL;
         for (int pass = 0; pass < Passes; pass++)
@@ -234,11 +231,7 @@ static class Realistic
             checksum = Hash(report, checksum);
         }
 
-        watch.Stop();
-        Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("cpu_ms=" + (ProcessCpu.Ms() - cpu0).ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("checksum=" + checksum.ToString("x16", CultureInfo.InvariantCulture));
-        Console.ReadLine();
-        return 0;
+        Protocol.Stop();
+        return Protocol.Finish(checksum.ToString("x16", CultureInfo.InvariantCulture));
     }
 }

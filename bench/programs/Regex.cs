@@ -2,15 +2,9 @@
 // DynamicMethod the runtime compiles) scans text for matches, so most of the time is spent in
 // generated code that only GetFunctionFromIP3 and GetDynamicFunctionInfo name.
 //
-// Protocol shared by every benchmark program: print "ready", wait for a line on stdin, do the
-// timed work, print "work_ms=<ms>" (its wall time), "cpu_ms=<ms>" (the CPU time the whole
-// process used meanwhile, user and system, every thread: the program's, the runtime's and a
-// profiler's) and "checksum=<value>", then read one more line (or end of input) before exiting,
-// so that a tracing session can be stopped before the runtime shuts down.
+// Protocol: see Protocol.cs.
+// @include Protocol.cs
 // @include ProcessCpu.cs
-using System;
-using System.Diagnostics;
-using System.Globalization;
 using System.Text;
 using System.Text.RegularExpressions;
 
@@ -30,10 +24,7 @@ static class RegexWorkload
         }
         var input = text.ToString();
         var regex = new Regex(@"worker-(\d+) ERROR code=(\d{2,3}) latency=(\d+)ms", RegexOptions.Compiled);
-        Console.WriteLine("ready");
-        Console.ReadLine();
-        double cpu0 = ProcessCpu.Ms();
-        Stopwatch watch = Stopwatch.StartNew();
+        Protocol.Go();
 
         long sum = 0;
         for (int round = 0; round < Rounds; round++)
@@ -42,11 +33,7 @@ static class RegexWorkload
                 sum += m.Groups[2].Length + m.Groups[3].Value.Length;
         }
 
-        watch.Stop();
-        Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("cpu_ms=" + (ProcessCpu.Ms() - cpu0).ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("checksum=" + sum.ToString(CultureInfo.InvariantCulture));
-        Console.ReadLine();
-        return 0;
+        Protocol.Stop();
+        return Protocol.Finish(sum);
     }
 }

@@ -3,10 +3,9 @@
 // threads keep waking, working briefly and waiting again, while the main thread waits between
 // bursts.
 //
-// Protocol: see Fib.cs (ready / go line / work_ms, cpu_ms, checksum / final line).
+// Protocol: see Protocol.cs.
+// @include Protocol.cs
 // @include ProcessCpu.cs
-using System;
-using System.Diagnostics;
 using System.Globalization;
 using System.Text;
 using System.Threading;
@@ -50,10 +49,7 @@ static class Server
             warm.Wait();
         }
         total = 0;
-        Console.WriteLine("ready");
-        Console.ReadLine();
-        double cpu0 = ProcessCpu.Ms();
-        Stopwatch watch = Stopwatch.StartNew();
+        Protocol.Go();
 
         for (int burst = 0; burst < Bursts; burst++)
         {
@@ -69,12 +65,7 @@ static class Server
             Thread.Sleep(4);
         }
 
-        watch.Stop();
-        double cpu = ProcessCpu.Ms() - cpu0;
-        Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("cpu_ms=" + cpu.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("checksum=" + Interlocked.Read(ref total).ToString(CultureInfo.InvariantCulture));
-        Console.ReadLine();
-        return 0;
+        Protocol.Stop();
+        return Protocol.Finish(Interlocked.Read(ref total));
     }
 }

@@ -1,10 +1,9 @@
 // Benchmark workload: four threads doing CPU work in parallel (recursive calls, loops over
 // arrays, a little arithmetic), joined at the end.
 //
-// Protocol: see Fib.cs (ready / go line / work_ms + checksum / final line).
+// Protocol: see Protocol.cs.
+// @include Protocol.cs
 // @include ProcessCpu.cs
-using System;
-using System.Diagnostics;
 using System.Globalization;
 using System.Threading;
 
@@ -80,10 +79,7 @@ static class Threads
 {
     static int Main()
     {
-        Console.WriteLine("ready");
-        Console.ReadLine();
-        double cpu0 = ProcessCpu.Ms();
-        Stopwatch watch = Stopwatch.StartNew();
+        Protocol.Go();
 
         Worker[] workers = new Worker[4];
         Thread[] threads = new Thread[4];
@@ -101,11 +97,7 @@ static class Threads
             checksum = checksum * 31 + workers[i].Result;
         }
 
-        watch.Stop();
-        Console.WriteLine("work_ms=" + watch.Elapsed.TotalMilliseconds.ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("cpu_ms=" + (ProcessCpu.Ms() - cpu0).ToString("F1", CultureInfo.InvariantCulture));
-        Console.WriteLine("checksum=" + checksum.ToString(CultureInfo.InvariantCulture));
-        Console.ReadLine();
-        return 0;
+        Protocol.Stop();
+        return Protocol.Finish(checksum);
     }
 }

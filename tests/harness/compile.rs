@@ -124,6 +124,31 @@ pub fn compile_file(path: &Path) -> Program {
     Dotnet::get().compile_file(path)
 }
 
+/// The whole source of the C# program at `path`: the file, then each C# file that a line
+/// `// @include FILE` in it names (FILE beside `path`): code shared by several programs.
+///
+/// # Panics
+/// If a file cannot be read.
+#[track_caller]
+pub fn program_source(path: &Path) -> String {
+    let read = |path: &Path| {
+        std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("cannot read C# program {}: {e}", path.display()))
+    };
+    let mut source = read(path);
+    let includes: Vec<String> = source
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("// @include "))
+        .map(|name| name.trim().to_string())
+        .collect();
+    for name in includes {
+        let included = path.with_file_name(&name);
+        source.push_str(&format!("\n// ---- {name}\n"));
+        source.push_str(&read(&included));
+    }
+    source
+}
+
 /// Compiles C# source text given inline, as program `name`, to run on [`Dotnet::get`].
 #[track_caller]
 pub fn compile_source(name: &str, source: &str) -> Program {
@@ -137,30 +162,15 @@ impl Dotnet {
         self.compile_file(&programs_dir().join(format!("{name}.cs")))
     }
 
-    /// Compiles the C# file at `path` to run on this runtime. A line `// @include FILE` adds
-    /// the C# file FILE (beside `path`) to the program: code shared by several programs.
+    /// Compiles the C# file at `path` to run on this runtime, with the files it includes
+    /// (see [`program_source`]).
     #[track_caller]
     pub fn compile_file(&'static self, path: &Path) -> Program {
-        let read = |path: &Path| {
-            std::fs::read_to_string(path)
-                .unwrap_or_else(|e| panic!("cannot read C# program {}: {e}", path.display()))
-        };
-        let mut source = read(path);
-        let includes: Vec<String> = source
-            .lines()
-            .filter_map(|line| line.trim().strip_prefix("// @include "))
-            .map(|name| name.trim().to_string())
-            .collect();
-        for name in includes {
-            let included = path.with_file_name(&name);
-            source.push_str(&format!("\n// ---- {name}\n"));
-            source.push_str(&read(&included));
-        }
         let name = path
             .file_stem()
             .and_then(|s| s.to_str())
             .unwrap_or_else(|| panic!("bad program file name {}", path.display()));
-        self.compile_source(name, &source)
+        self.compile_source(name, &program_source(path))
     }
 
     /// Compiles C# `source` as program `name` to run on this runtime.

@@ -54,7 +54,9 @@ pub use collector::{
     COLLECTOR_BINARY, COLLECTOR_MODULES, COLLECTOR_VERSION, CaptureServer, Collector, Ports,
     collector_bin, collector_dir, free_port,
 };
-pub use compile::{Program, apply_env, compile, compile_file, compile_source, programs_dir};
+pub use compile::{
+    Program, apply_env, compile, compile_file, compile_source, program_source, programs_dir,
+};
 pub use dotnet::{
     DEFAULT_RUNTIME, Dotnet, PinnedRuntime, REFERENCE_RUNTIME, ROOT_ENV, RUNTIME_ENV, RUNTIMES,
     pinned,

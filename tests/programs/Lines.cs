@@ -11,42 +11,24 @@
 // with the report's shares of the loops' lines; the lines are found by their markers.
 //
 // Output: `lines: A% B% C% checksum=N` (the shares to 0.1%, the checksum fixed).
+// @include ThreadCpu.cs
 using System;
 using System.Globalization;
-using System.Runtime.InteropServices;
 
 static class Lines
 {
-    struct Timespec
-    {
-        public long Seconds;
-        public long Nanoseconds;
-    }
-
-    [DllImport("libc")]
-    static extern int clock_gettime(int clock, out Timespec time);
-
-    const int ClockThreadCputimeId = 3;
-
-    static long ThreadCpuNs()
-    {
-        Timespec t;
-        clock_gettime(ClockThreadCputimeId, out t);
-        return t.Seconds * 1000000000L + t.Nanoseconds;
-    }
-
     static readonly long[] Spent = new long[3];
 
     static long Loops(long a, long b, long c)
     {
         long h = 17;
-        long t0 = ThreadCpuNs();
+        long t0 = ThreadCpu.Ns();
         for (long i = 0; i < a; i++) h = h * 6364136223846793005L + (i ^ (h >> 29)); // @loop-a
-        long t1 = ThreadCpuNs();
+        long t1 = ThreadCpu.Ns();
         for (long i = 0; i < b; i++) h = h * 6364136223846793005L + (i ^ (h >> 29)); // @loop-b
-        long t2 = ThreadCpuNs();
+        long t2 = ThreadCpu.Ns();
         for (long i = 0; i < c; i++) h = h * 6364136223846793005L + (i ^ (h >> 29)); // @loop-c
-        long t3 = ThreadCpuNs();
+        long t3 = ThreadCpu.Ns();
         Spent[0] += t1 - t0;
         Spent[1] += t2 - t1;
         Spent[2] += t3 - t2;
