@@ -38,6 +38,7 @@ use super::known_stacks::{Callers, KnownStacks, Lookup};
 use super::mappings::MapSnapshot;
 use super::method_shapes::{CodeOwner, RuntimeShapes, code_owner};
 use super::module_reading::ModuleReading;
+use super::write_barrier::{WRITE_BARRIER, WriteBarrierCopy};
 
 /// How often the loader's counters are checked for newly loaded or unloaded libraries (a
 /// change makes the memory map be read again).
@@ -53,7 +54,8 @@ const ANONYMOUS_REFRESH_NS: u64 = 50_000_000;
 /// How long a frame in a library the memory map does not show yet waits to be named.
 const UNNAMED_WAIT_NS: u64 = 2_000_000_000;
 /// The name of a native frame in the runtime's stubs (see `StackBuilder::in_anonymous_code`)
-/// whose kind its perf map does not tell (see [`super::stubs`]).
+/// whose kind its perf map does not tell (see [`super::stubs`]) and that is not the runtime's
+/// copy of its write barriers (see [`super::write_barrier`]).
 pub const RUNTIME_STUB: &str = "[runtime stub]";
 
 /// What tells native frames apart: library and name for a named function, library and start
@@ -114,6 +116,8 @@ pub struct StackBuilder {
     known: KnownStacks<FrameRef>,
     /// The runtime's stubs, by kind, from its perf map.
     stubs: super::stubs::StubMap,
+    /// The runtime's copy of its write barriers.
+    write_barrier: WriteBarrierCopy,
     /// The stack of the thread whose capture is being resolved, `[lo, hi)`.
     stack: (usize, usize),
     /// Reads native modules on a thread of its own.
@@ -150,6 +154,7 @@ impl StackBuilder {
             callers: Vec::with_capacity(crate::async_chains::MAX_CALLERS),
             known: KnownStacks::default(),
             stubs: super::stubs::StubMap::default(),
+            write_barrier: WriteBarrierCopy::default(),
             stack: (0, 0),
             reading: ModuleReading::default(),
         };
@@ -567,8 +572,13 @@ impl StackBuilder {
             located => match sys::native_symbol(ip) {
                 Some(sym) => (sym.library, sym.symbol, 0),
                 None if located.is_none() && self.in_anonymous_code(ip) => {
-                    let kind = self.stubs.kind_at(ip).unwrap_or(RUNTIME_STUB);
-                    (String::new(), kind.to_string(), 0)
+                    if let Some(kind) = self.stubs.kind_at(ip) {
+                        (String::new(), kind.to_string(), 0)
+                    } else if let Some(library) = self.write_barrier.library_at(ip) {
+                        (library.to_owned(), WRITE_BARRIER.to_owned(), 0)
+                    } else {
+                        (String::new(), RUNTIME_STUB.to_owned(), 0)
+                    }
                 }
                 None => (
                     located.map(|f| f.library).unwrap_or_default(),

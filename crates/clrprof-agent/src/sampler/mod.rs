@@ -38,6 +38,7 @@ pub mod stats;
 mod stubs;
 mod switches;
 mod trace;
+mod write_barrier;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
