@@ -401,6 +401,15 @@ fn kernel_time_is_charged_to_the_code_that_entered_the_kernel() {
     assert_eq!(row, Some(touch_sys), "{json:#}");
 }
 
+/// CPU of thread `t`'s samples whose innermost frame is `name`.
+fn leaf_cpu(p: &Profile, t: &ThreadProfile, name: &str) -> u64 {
+    t.samples
+        .iter()
+        .filter(|s| frame_names(p, s.stack).last().is_some_and(|f| f == name))
+        .map(|s| s.cpu_ns)
+        .sum()
+}
+
 /// The runtime's write barrier is named on both runtimes: CoreCLR 3.1 runs it in libcoreclr,
 /// whose symbols name it; .NET 8 runs a copy of it in memory of its own, which the sampler
 /// recognizes by its content. A program that does little but store references spends a large
@@ -411,13 +420,7 @@ fn the_write_barrier_is_named() {
     let (_rec, _trace, p) = sampled("WriteBarrier", &[], "stores: 384000000\n");
     let main = thread(&p, "main");
     let all: u64 = main.samples.iter().map(|s| s.cpu_ns).sum();
-    let leaf_cpu = |name: &str| -> u64 {
-        main.samples
-            .iter()
-            .filter(|s| frame_names(&p, s.stack).last().is_some_and(|f| f == name))
-            .map(|s| s.cpu_ns)
-            .sum()
-    };
+    let leaf_cpu = |name: &str| leaf_cpu(&p, main, name);
     let barrier_name = if Dotnet::get().major_minor() >= (7, 0) {
         "[write barrier]"
     } else {
@@ -449,13 +452,7 @@ fn runtime_stubs_are_named_by_kind() {
     let (_rec, trace, p) = sampled("Dispatch", &[], "dispatch: 29943200000\n");
     let main = thread(&p, "main");
     let all: u64 = main.samples.iter().map(|s| s.cpu_ns).sum();
-    let leaf_cpu = |name: &str| -> u64 {
-        main.samples
-            .iter()
-            .filter(|s| frame_names(&p, s.stack).last().is_some_and(|f| f == name))
-            .map(|s| s.cpu_ns)
-            .sum()
-    };
+    let leaf_cpu = |name: &str| leaf_cpu(&p, main, name);
     let resolve = leaf_cpu("[stub: interface resolve]");
     let unnamed = leaf_cpu("[runtime stub]");
     if Dotnet::get().major_minor() >= (5, 0) {
