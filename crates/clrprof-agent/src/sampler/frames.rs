@@ -574,8 +574,8 @@ impl StackBuilder {
                 None if located.is_none() && self.in_anonymous_code(ip) => {
                     if let Some(kind) = self.stubs.kind_at(ip) {
                         (String::new(), kind.to_string(), 0)
-                    } else if let Some(library) = self.write_barrier.library_at(ip) {
-                        (library.to_owned(), WRITE_BARRIER.to_owned(), 0)
+                    } else if let Some(original) = self.write_barrier.original_of(ip) {
+                        return self.describe_copied(original);
                     } else {
                         (String::new(), RUNTIME_STUB.to_owned(), 0)
                     }
@@ -596,6 +596,32 @@ impl StackBuilder {
         let def = NativeFrameDef {
             id: 0,
             address: ip as u64,
+            library,
+            symbol,
+            module,
+            function,
+        };
+        (key, def)
+    }
+
+    /// What names the runtime's write barriers running from its copy of them: the libcoreclr
+    /// code at `original` they were copied from, named [`WRITE_BARRIER`] where libcoreclr's
+    /// symbols do not name it (all barriers one frame then, as all stubs of a kind are).
+    fn describe_copied(&mut self, original: usize) -> (NativeKey, NativeFrameDef) {
+        let located = self.unwinder.locate(original);
+        let module = located.as_ref().map_or(0, |f| self.module(f));
+        let (library, symbol, function) = match located {
+            Some(f) => (
+                f.library,
+                f.name.unwrap_or_else(|| WRITE_BARRIER.to_owned()),
+                f.start.unwrap_or(0),
+            ),
+            None => (String::new(), WRITE_BARRIER.to_owned(), 0),
+        };
+        let key = (library.clone(), symbol.clone(), 0);
+        let def = NativeFrameDef {
+            id: 0,
+            address: original as u64,
             library,
             symbol,
             module,

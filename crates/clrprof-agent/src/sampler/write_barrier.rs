@@ -16,12 +16,15 @@
 //! executable code at one offset for at least [`MIN_VOTES`] windows (not every window: the
 //! constants the runtime patched in differ from the library's). Code the runtime generates
 //! (methods, stubs) is not found there at one offset. The block is looked for once, when
-//! the sampler first meets anonymous code that nothing else names.
+//! the sampler first meets anonymous code that nothing else names. A frame in the copy is then
+//! described as the libcoreclr code it was copied from (its module, and the function that
+//! holds that code there), and named by libcoreclr's symbols where it has them, else
+//! [`WRITE_BARRIER`].
 
 // Only Linux has the copy looked for; the comparison is built and tested everywhere.
 #![cfg_attr(not(target_os = "linux"), allow(dead_code))]
 
-/// The name the copy's frames get.
+/// The name of the copy's frames where libcoreclr's symbols name nothing there.
 pub const WRITE_BARRIER: &str = "[write barrier]";
 /// How many windows of the block must be found in libcoreclr at one offset.
 pub const MIN_VOTES: usize = 3;
@@ -46,19 +49,19 @@ pub struct WriteBarrierCopy {
     found: Option<Option<Found>>,
 }
 
-/// The copy: its addresses and the library it was copied from.
+/// The copy: its addresses, and where in libcoreclr (as mapped) the code it holds lies.
 struct Found {
     start: usize,
     end: usize,
-    library: String,
+    original: usize,
 }
 
 impl WriteBarrierCopy {
-    /// The library of the write barrier copy that holds `ip` (libcoreclr's path), if it is
-    /// one; the first call looks for the copy.
-    pub fn library_at(&mut self, ip: usize) -> Option<&str> {
+    /// If `ip` lies in the runtime's copy of its write barriers, the address in libcoreclr
+    /// of the code it holds there; the first call looks for the copy.
+    pub fn original_of(&mut self, ip: usize) -> Option<usize> {
         let found = self.found.get_or_insert_with(look).as_ref()?;
-        (found.start <= ip && ip < found.end).then_some(found.library.as_str())
+        (found.start <= ip && ip < found.end).then(|| found.original + (ip - found.start))
     }
 }
 
@@ -84,10 +87,11 @@ fn look() -> Option<Found> {
     let to = from
         .saturating_add(coreclr.end.saturating_sub(coreclr.start))
         .min(image.len());
-    is_copy(&head[..readable], &image[from..to]).then(|| Found {
+    let at = copied_from(&head[..readable], &image[from..to])?;
+    Some(Found {
         start: block.start,
         end: block.end.min(block.start.saturating_add(COPY_REACH)),
-        library: coreclr.path.to_owned(),
+        original: coreclr.start + at,
     })
 }
 
@@ -96,21 +100,21 @@ fn look() -> Option<Found> {
     None
 }
 
-/// Whether `block` is a copy of code in `code`: at least [`MIN_VOTES`] of its windows found
-/// there at one offset. Each window is looked for in `code` (a scan) only until a place of it
-/// is found where enough of the windows after it are found too.
-fn is_copy(block: &[u8], code: &[u8]) -> bool {
+/// Where in `code` the bytes of `block` were copied from: the offset at which at least
+/// [`MIN_VOTES`] of its windows are found. Each window is looked for in `code` (a scan) only
+/// until a place of it is found where enough of the windows after it are found too.
+fn copied_from(block: &[u8], code: &[u8]) -> Option<usize> {
     let windows: Vec<(usize, &[u8])> = (0..block.len().saturating_sub(WINDOW - 1))
         .step_by(STEP)
         .map(|at| (at, &block[at..at + WINDOW]))
         .filter(|(_, w)| distinct(w) >= MIN_DISTINCT)
         .take(MAX_WINDOWS)
         .collect();
-    windows.iter().enumerate().any(|(i, &(at, window))| {
+    windows.iter().enumerate().find_map(|(i, &(at, window))| {
         memchr::memmem::find_iter(code, window)
             .take(MAX_PLACES)
             .filter_map(|place| place.checked_sub(at))
-            .any(|base| {
+            .find(|&base| {
                 let found_there = |&&(at, w): &&(usize, &[u8])| {
                     code.get(base + at..base + at + WINDOW) == Some(w)
                 };
@@ -154,18 +158,18 @@ mod tests {
             copy[at..at + 8].copy_from_slice(&0x7f12_3456_7800u64.to_le_bytes());
         }
         copy.resize(COMPARED, 0);
-        assert!(is_copy(&copy, &library));
+        assert_eq!(copied_from(&copy, &library), Some(30_000));
     }
 
     #[test]
     fn other_code_and_padding_are_not() {
         let library = code(64 << 10, 1);
-        assert!(!is_copy(&code(COMPARED, 2), &library));
-        assert!(!is_copy(&[0xcc; COMPARED], &library));
+        assert_eq!(copied_from(&code(COMPARED, 2), &library), None);
+        assert_eq!(copied_from(&[0xcc; COMPARED], &library), None);
         // A template repeated through a page (as the runtime lays out its precode stubs)
         // matches the library once per repetition, each at another offset.
         let template = &library[1000..1024];
         let page: Vec<u8> = template.iter().copied().cycle().take(COMPARED).collect();
-        assert!(!is_copy(&page, &library));
+        assert_eq!(copied_from(&page, &library), None);
     }
 }
