@@ -3,10 +3,10 @@
 // .NET 7 and later run it from a copy in memory of their own, which only its content names.
 //
 // WriteBarrier.Store(Node[], object[], int) sets a reference field of each of 256 objects,
-// 1,500,000 times over; the objects and the values stored are in the oldest generation (two
+// 400,000 times over; the objects and the values stored are in the oldest generation (two
 // collections before), so each store is the field write and the barrier's checks.
 //
-// Output: "stores: 384000000" (deterministic).
+// Output: "stores: 102400000" (deterministic).
 using System;
 using System.Runtime.CompilerServices;
 
@@ -46,6 +46,6 @@ static class WriteBarrier
         }
         GC.Collect();
         GC.Collect();
-        Console.WriteLine("stores: " + Store(nodes, values, 1500000));
+        Console.WriteLine("stores: " + Store(nodes, values, 400000));
     }
 }
