@@ -62,6 +62,28 @@ pub const RUNTIME_STUB: &str = "[runtime stub]";
 /// address for an unnamed one (0 when not even that is known).
 type NativeKey = (String, String, u64);
 
+/// The key that tells a native frame apart and its `NativeFrame` record (id 0, to be given):
+/// named frames stay one per name; unnamed ones one per function start.
+fn native_frame(
+    ip: usize,
+    library: String,
+    symbol: String,
+    module: u64,
+    function: u64,
+) -> (NativeKey, NativeFrameDef) {
+    let key_function = if symbol.is_empty() { function } else { 0 };
+    let key = (library.clone(), symbol.clone(), key_function);
+    let def = NativeFrameDef {
+        id: 0,
+        address: ip as u64,
+        library,
+        symbol,
+        module,
+        function,
+    };
+    (key, def)
+}
+
 /// A resolved frame.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum FrameRef {
@@ -587,21 +609,7 @@ impl StackBuilder {
                 ),
             },
         };
-        // Named frames stay one per name, as before; unnamed ones one per function start.
-        let key = if symbol.is_empty() {
-            (library.clone(), symbol.clone(), function)
-        } else {
-            (library.clone(), symbol.clone(), 0)
-        };
-        let def = NativeFrameDef {
-            id: 0,
-            address: ip as u64,
-            library,
-            symbol,
-            module,
-            function,
-        };
-        (key, def)
+        native_frame(ip, library, symbol, module, function)
     }
 
     /// What names the runtime's write barriers running from its copy of them: the libcoreclr
@@ -618,16 +626,7 @@ impl StackBuilder {
             ),
             None => (String::new(), WRITE_BARRIER.to_owned(), 0),
         };
-        let key = (library.clone(), symbol.clone(), 0);
-        let def = NativeFrameDef {
-            id: 0,
-            address: original as u64,
-            library,
-            symbol,
-            module,
-            function,
-        };
-        (key, def)
+        native_frame(original, library, symbol, module, function)
     }
 
     /// The `NativeModule` id of a function's module, defined on first use.
