@@ -596,7 +596,9 @@ impl StackBuilder {
                 None if located.is_none() && self.in_anonymous_code(ip) => {
                     if let Some(kind) = self.stubs.kind_at(ip) {
                         (String::new(), kind.to_string(), 0)
-                    } else if let Some(original) = self.write_barrier.original_of(ip) {
+                    } else if let Some(original) =
+                        self.write_barrier.original_of(ip, self.unwinder.modules())
+                    {
                         return self.describe_copied(original);
                     } else {
                         (String::new(), RUNTIME_STUB.to_owned(), 0)

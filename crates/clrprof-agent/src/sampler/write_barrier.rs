@@ -21,8 +21,8 @@
 //! holds that code there), and named by libcoreclr's symbols where it has them, else
 //! [`WRITE_BARRIER`].
 
-// Only Linux has the copy looked for; the comparison is built and tested everywhere.
-#![cfg_attr(not(target_os = "linux"), allow(dead_code))]
+use crate::recorder::sys;
+use crate::unwind::ModuleMap;
 
 /// The name of the copy's frames where libcoreclr's symbols name nothing there.
 pub const WRITE_BARRIER: &str = "[write barrier]";
@@ -58,46 +58,30 @@ struct Found {
 
 impl WriteBarrierCopy {
     /// If `ip` lies in the runtime's copy of its write barriers, the address in libcoreclr
-    /// of the code it holds there; the first call looks for the copy.
-    pub fn original_of(&mut self, ip: usize) -> Option<usize> {
-        let found = self.found.get_or_insert_with(look).as_ref()?;
+    /// of the code it holds there; the first call looks for the copy in `modules`.
+    pub fn original_of(&mut self, ip: usize, modules: &ModuleMap) -> Option<usize> {
+        let found = self.found.get_or_insert_with(|| look(modules)).as_ref()?;
         (found.start <= ip && ip < found.end).then(|| found.original + (ip - found.start))
     }
 }
 
-/// Finds the runtime's copy of its write barriers in this process.
-#[cfg(target_os = "linux")]
-fn look() -> Option<Found> {
-    use crate::recorder::sys;
-    use crate::unwind::MapsLine;
-
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let lines = || maps.lines().filter_map(MapsLine::parse);
-    let coreclr = lines().find(|l| l.executable && l.path.ends_with("/libcoreclr.so"))?;
-    let block = lines()
-        .find(|l| l.executable && l.offset == 0 && l.path.starts_with("/memfd:doublemapper"))?;
+/// Finds the runtime's copy of its write barriers in this process: the head of its
+/// double-mapped memory, compared with libcoreclr's code as its file holds it (both as the
+/// module map knows them: no memory map is read, no file mapped again).
+fn look(modules: &ModuleMap) -> Option<Found> {
+    let (start, end) = modules.double_mapped_head()?;
     let mut head = [0u8; COMPARED];
-    let readable = head.len().min(block.end.saturating_sub(block.start));
-    if !sys::read_process_memory(block.start, &mut head[..readable]) {
+    let readable = head.len().min(end.saturating_sub(start));
+    if !sys::read_process_memory(start, &mut head[..readable]) {
         return None;
     }
-    let file = std::fs::File::open(coreclr.path).ok()?;
-    let image = sys::MappedFile::map(&file)?;
-    let from = usize::try_from(coreclr.offset).ok()?.min(image.len());
-    let to = from
-        .saturating_add(coreclr.end.saturating_sub(coreclr.start))
-        .min(image.len());
-    let at = copied_from(&head[..readable], &image[from..to])?;
+    let (coreclr, code) = modules.module_code("libcoreclr.so")?;
+    let at = copied_from(&head[..readable], code)?;
     Some(Found {
-        start: block.start,
-        end: block.end.min(block.start.saturating_add(COPY_REACH)),
-        original: coreclr.start + at,
+        start,
+        end: end.min(start.saturating_add(COPY_REACH)),
+        original: coreclr + at,
     })
-}
-
-#[cfg(not(target_os = "linux"))]
-fn look() -> Option<Found> {
-    None
 }
 
 /// Where in `code` the bytes of `block` were copied from: the offset at which at least

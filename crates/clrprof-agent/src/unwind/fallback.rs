@@ -69,6 +69,16 @@ impl ModuleMap {
         true
     }
 
+    /// No double-mapped memory is known here.
+    pub fn double_mapped_head(&self) -> Option<(usize, usize)> {
+        None
+    }
+
+    /// No module's code is read here.
+    pub fn module_code(&self, _file_name: &str) -> Option<(usize, &[u8])> {
+        None
+    }
+
     /// Always false.
     pub fn contains_code(&self, _addr: usize) -> bool {
         false

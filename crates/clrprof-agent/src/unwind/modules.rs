@@ -188,7 +188,13 @@ struct Mapping {
     image: Option<Arc<Image>>,
     bias: Option<usize>,
     state: CfiState,
+    /// The runtime's double-mapped executable memory (its `memfd:doublemapper` file), where
+    /// .NET 7 and later keep the code they generate and their copy of the write barriers.
+    double_mapped: bool,
 }
+
+/// The path the runtime's double-mapped executable memory shows in the memory map.
+const DOUBLE_MAPPER: &str = "/memfd:doublemapper";
 
 /// Identifies a mapped file: device, inode and path as `/proc/self/maps` shows them.
 type FileKey = (String, u64, String);
@@ -376,6 +382,7 @@ impl ModuleMap {
                         .and_then(|i| i.bias(entry.start, entry.offset)),
                     image,
                     state: CfiState::Unknown,
+                    double_mapped: entry.path == DOUBLE_MAPPER,
                 }
             }));
         }
@@ -559,6 +566,33 @@ impl ModuleMap {
                 && image.cfi.get().is_some()
                 && image.build_id.get().is_some()
         })
+    }
+
+    /// The executable mapping of the first block of the runtime's double-mapped memory (file
+    /// offset 0 of its `memfd:doublemapper`), `[start, end)`, if there is one.
+    pub fn double_mapped_head(&self) -> Option<(usize, usize)> {
+        self.mappings
+            .iter()
+            .find(|m| m.double_mapped && m.offset == 0)
+            .map(|m| (m.start, m.end))
+    }
+
+    /// The code of the native module whose file is named `file_name` (its path's last part),
+    /// as its file holds it: where its executable mapping starts, and that mapping's bytes
+    /// read from the file (mapped on first use, then kept with the module), `code[0]` being
+    /// the byte at `start`. `None` if no such module is mapped or its file cannot be read.
+    pub fn module_code(&self, file_name: &str) -> Option<(usize, &[u8])> {
+        let (m, image) = self.mappings.iter().find_map(|m| {
+            let image = m.image.as_ref()?;
+            let name = image.name.rsplit('/').next()?;
+            (name == file_name).then_some((m, image))
+        })?;
+        // Maps the file on first use; the image keeps it mapped for as long as it lives.
+        image.bytes(m.start, m.end, m.offset)?;
+        let file: &[u8] = image.mapped.get()?.as_ref()?;
+        let from = usize::try_from(m.offset).ok()?;
+        let to = from.checked_add(m.end - m.start)?.min(file.len());
+        Some((m.start, file.get(from..to)?))
     }
 
     /// True if `addr` lies in any executable mapping, native or not.
