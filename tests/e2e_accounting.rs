@@ -7,7 +7,7 @@ use clrprof_e2e::{OutputExt, Recording, compile, record, reported, with_commas};
 use serde_json::Value;
 
 /// How many the Flood program throws (see tests/programs/Flood.cs).
-const THROWS: u64 = 20_000;
+const THROWS: u64 = 5_000;
 
 /// `record`'s closing line: `wrote F (N records: E events, S samples, D dropped)`: S.
 fn samples_written(rec: &Recording) -> u64 {
@@ -70,7 +70,7 @@ fn flood(mode: &str) -> Recording {
     assert!(
         rec.output
             .stdout_str()
-            .starts_with("flood: thrown=20000 caught=20000\nflood: collections="),
+            .starts_with("flood: thrown=5000 caught=5000\nflood: collections="),
         "{}",
         rec.output.stdout_str()
     );

@@ -1,14 +1,17 @@
 // Flood: more runtime events than a small agent buffer holds, with exact counts to check that
 // every event and sample is accounted for (seen, or counted as lost).
 //
-// The main thread throws and catches exactly `Throws` `FloodException`s (each passes a
-// `finally` and is caught one frame up), induces `Collections` garbage collections
-// (`GC.Collect(0)`), and spins between them. No other exception is thrown. It prints how many
+// The main thread throws and catches exactly `Throws` `FloodException`s, induces
+// `Collections` garbage collections (`GC.Collect(0)`), and spins between them. No other
+// exception is thrown. Each exception is thrown `Depth` frames below its catcher, each frame
+// with a `finally`: unwinding it makes a burst of about 6 events a frame (search, unwind and
+// finally, each entered and left), so that events come faster than a small buffer is drained
+// however slow the machine (throwing is the costly part, not passing frames). It prints how many
 // collections the runtime made in all (`GC.CollectionCount(0)`: every collection collects
 // generation 0), so that a test can compare the GCs a report shows with the truth.
 //
 // Output:
-//     flood: thrown=20000 caught=20000
+//     flood: thrown=5000 caught=5000
 //     flood: collections=N
 using System;
 using System.Runtime.CompilerServices;
@@ -20,15 +23,20 @@ class FloodException : Exception
 
 static class Flood
 {
-    const int Throws = 20000;
+    const int Throws = 5000;
     const int Collections = 200;
+    const int Depth = 24;
 
     [MethodImpl(MethodImplOptions.NoInlining)]
-    static int Throw(int i)
+    static int Throw(int i, int depth)
     {
         try
         {
-            throw new FloodException(i);
+            if (depth == 0)
+            {
+                throw new FloodException(i);
+            }
+            return Throw(i, depth - 1);
         }
         finally
         {
@@ -41,7 +49,7 @@ static class Flood
     {
         try
         {
-            Throw(i);
+            Throw(i, Depth);
             return false;
         }
         catch (FloodException)
