@@ -587,9 +587,8 @@ impl ModuleMap {
             let name = image.name.rsplit('/').next()?;
             (name == file_name).then_some((m, image))
         })?;
-        // Maps the file on first use; the image keeps it mapped for as long as it lives.
-        image.bytes(m.start, m.end, m.offset)?;
-        let file: &[u8] = image.mapped.get()?.as_ref()?;
+        // Mapped on first use; the image keeps it mapped for as long as it lives.
+        let file: &[u8] = image.bytes(m.start, m.end, m.offset)?;
         let from = usize::try_from(m.offset).ok()?;
         let to = from.checked_add(m.end - m.start)?.min(file.len());
         Some((m.start, file.get(from..to)?))
@@ -744,7 +743,7 @@ impl Image {
     fn cfi(&self, start: usize, end: usize, offset: u64) -> Option<Arc<Cfi>> {
         self.cfi
             .get_or_init(|| {
-                let cfi = Cfi::read(&self.bytes(start, end, offset)?);
+                let cfi = Cfi::read(self.bytes(start, end, offset)?);
                 cfi.filter(Cfi::has_cfi).map(Arc::new)
             })
             .clone()
@@ -786,9 +785,9 @@ impl Image {
 
     /// The image's bytes: the vDSO's copy, or its file mapped into memory on first use, if
     /// the file still holds the bytes mapped at `[start, end)` from file offset `offset`.
-    fn bytes(&self, start: usize, end: usize, offset: u64) -> Option<Bytes> {
+    fn bytes(&self, start: usize, end: usize, offset: u64) -> Option<&Bytes> {
         match &self.source {
-            Source::Memory(bytes) => Some(bytes.clone()),
+            Source::Memory(bytes) => Some(bytes),
             Source::File { path, deleted } => self
                 .mapped
                 .get_or_init(|| {
@@ -798,7 +797,7 @@ impl Image {
                     }
                     sys::MappedFile::map(&file).map(|m| Bytes::new(Whole::Mapped(m)))
                 })
-                .clone(),
+                .as_ref(),
         }
     }
 }
