@@ -427,6 +427,7 @@ mod tests {
         Run {
             work_ms,
             cpu_ms: Some(cpu_ms),
+            process_cpu_ms: None,
             profiler_cpu_ms: None,
             contended_waits,
             requests: None,

@@ -287,7 +287,10 @@ pub fn render(
          one-time reading of native modules' unwind sections, and of their symbols where the \
          agent names native functions itself) over the samples it wrote. Under `clrprof record` \
          the symbol tables are read by `clrprof`, outside the program's process, and are in \
-         no figure of the program's CPU.",
+         no figure of the program's CPU. The profiler's CPU as a share of the program's is its \
+         trace's `handler_cpu_ns`, `sampler_cpu_ns` and `writer_cpu_ns` (from the agent's start) \
+         over the program's CPU in the same window: the process's CPU from its start to the end \
+         of the work (`process_cpu_ms=`), less the profiler's.",
         passes = super::SERVER_PASSES,
         warmup = super::workloads::HTTP_WARMUP_SECONDS,
         seconds = super::workloads::HTTP_SECONDS,

@@ -125,13 +125,20 @@ impl WorkloadResults {
         median(&per)
     }
 
-    /// The profiler's own CPU as its trace reports it (signal handlers and sampler thread), as
-    /// a share of the process's CPU time in the same run, median over the rounds.
+    /// The profiler's own CPU as its trace reports it (signal handlers, sampler and writer
+    /// threads, from the agent's start), as a share of the program's CPU time over the same
+    /// window (the process's from its start, less the profiler's), median over the rounds.
+    /// Both sides cover the whole run: the work's CPU alone left out the runtime's start and a
+    /// server's warm-up, whose profiler CPU the counters hold (`HttpServer` warms up for 3 s
+    /// before its 4 timed seconds).
     pub fn profiler_share(&self, config: Config) -> Option<f64> {
         let shares: Vec<f64> = self
             .runs(config)
             .iter()
-            .filter_map(|r| Some(r.profiler_cpu_ms? / r.cpu_ms?))
+            .filter_map(|r| {
+                let profiler = r.profiler_cpu_ms?;
+                Some(profiler / (r.process_cpu_ms? - profiler))
+            })
             .collect();
         median(&shares)
     }

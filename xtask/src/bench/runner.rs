@@ -57,6 +57,9 @@ pub struct Run {
     /// The CPU time of the whole process during the work (every thread, user and system), as
     /// the program measured it.
     pub cpu_ms: Option<f64>,
+    /// The CPU time of the whole process from its start to the end of the work, as the program
+    /// measured it: the window of `profiler_cpu_ms` (but for the agent's last writes at exit).
+    pub process_cpu_ms: Option<f64>,
     /// What the clrprof agent says it used itself (signal handlers and sampler thread), for the
     /// whole run.
     pub profiler_cpu_ms: Option<f64>,
@@ -397,6 +400,9 @@ fn run_workload_into(
     }
     let (work, _) = proc.expect_line("`work_ms=`", WORK_TIMEOUT, |l| l.starts_with("work_ms="))?;
     let (cpu, _) = proc.expect_line("`cpu_ms=`", WORK_TIMEOUT, |l| l.starts_with("cpu_ms="))?;
+    let (process_cpu, _) = proc.expect_line("`process_cpu_ms=`", WORK_TIMEOUT, |l| {
+        l.starts_with("process_cpu_ms=")
+    })?;
     // Read while the program still runs (it prints more, then exits).
     let peak_rss_kib = (config.clrprof_args().is_none() && config != Config::Perf1000)
         .then(|| peak_rss_kib(proc.pid()))
@@ -424,6 +430,7 @@ fn run_workload_into(
     };
     let work_ms = number(&work, "work_ms=")?;
     let cpu_ms = number(&cpu, "cpu_ms=")?;
+    let process_cpu_ms = number(&process_cpu, "process_cpu_ms=")?;
     let checksum = checksum["checksum=".len()..].trim().to_string();
 
     let mut detail = Detail::Nothing;
@@ -525,6 +532,7 @@ fn run_workload_into(
         Run {
             work_ms,
             cpu_ms: Some(cpu_ms),
+            process_cpu_ms: Some(process_cpu_ms),
             profiler_cpu_ms,
             contended_waits,
             requests,
