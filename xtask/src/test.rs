@@ -52,33 +52,21 @@ pub fn run(extra: &[String]) -> Result<()> {
         ]))
     })?;
     step("import circles", &mut crate::cycles::run)?;
-    // Everything on the first runtime, then the end-to-end and SDK tests (the only ones a
-    // runtime runs under) on each other runtime. Those are chosen by test target within the
-    // whole workspace rather than with `-p clrprof-e2e`: Cargo unifies dependencies' features
-    // over the packages selected, so `-p` alone would build some forty crates a second time
-    // with other features (about 40 s here).
-    let runtime_tests = e2e_test_targets()?;
-    for (i, runtime) in RUNTIMES.iter().enumerate() {
+    // Everything on every runtime. Running only the end-to-end and SDK targets (the only ones
+    // a runtime runs under) on the second runtime, with `--test` per target, built some forty
+    // crates a second time: Cargo activates the features of a package's dev-dependencies only
+    // when one of its test targets is built, so that selection had other features than the
+    // first step's (2m09s of compiling in CI, against about a minute of tests that do not
+    // need a runtime and now run twice).
+    for runtime in RUNTIMES {
         let version = runtime.version;
-        let mut scope = vec!["--workspace".to_string()];
-        if i > 0 {
-            for target in &runtime_tests {
-                scope.push("--test".to_string());
-                scope.push(target.clone());
-            }
-        }
         step(&format!("test on .NET {version}"), &mut || {
-            let mut cmd = cargo_cmd(&["test"]);
-            cmd.args(&scope).args(extra).env(RUNTIME_ENV, version);
+            let mut cmd = cargo_cmd(&["test", "--workspace"]);
+            cmd.args(extra).env(RUNTIME_ENV, version);
             run_cmd(cmd).with_context(|| {
-                let rerun = if i == 0 {
-                    "--workspace"
-                } else {
-                    "-p clrprof-e2e"
-                };
                 format!(
                     "tests failed on .NET {version}; rerun them with `{RUNTIME_ENV}={version} \
-                     cargo test {rerun}`"
+                     cargo test --workspace`"
                 )
             })
         })?;
@@ -104,42 +92,6 @@ pub fn run(extra: &[String]) -> Result<()> {
 
     println!("\n==> xtask test: all steps passed: {}", passed.join(", "));
     Ok(())
-}
-
-/// The test targets of the end-to-end package (`tests/`), by `cargo metadata`.
-fn e2e_test_targets() -> Result<Vec<String>> {
-    let mut cmd = cargo_cmd(&["metadata", "--format-version", "1", "--no-deps"]);
-    let out = cmd
-        .output()
-        .with_context(|| format!("cannot run `{}`", describe_command(&cmd)))?;
-    if !out.status.success() {
-        bail!(
-            "`{}` failed: {}",
-            describe_command(&cmd),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let meta: serde_json::Value =
-        serde_json::from_slice(&out.stdout).context("cannot read `cargo metadata`'s output")?;
-    let package = meta["packages"]
-        .as_array()
-        .and_then(|p| p.iter().find(|p| p["name"] == "clrprof-e2e"))
-        .context("`cargo metadata` lists no package clrprof-e2e")?;
-    let targets: Vec<String> = package["targets"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|t| {
-            t["kind"]
-                .as_array()
-                .is_some_and(|k| k.iter().any(|k| k == "test"))
-        })
-        .filter_map(|t| t["name"].as_str().map(str::to_string))
-        .collect();
-    if targets.is_empty() {
-        bail!("`cargo metadata` lists no test target in clrprof-e2e");
-    }
-    Ok(targets)
 }
 
 fn cargo_cmd(args: &[&str]) -> Command {
