@@ -38,6 +38,15 @@ fn run_cargo_build(packages: &[&str]) -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
     let mut cmd = Command::new(cargo);
     cmd.arg("build").current_dir(workspace_root());
+    // Without what `cargo test` sets for the test binary: a build script that watches one of
+    // these (ring's watches CARGO_MANIFEST_DIR) ran again here, and again in the next plain
+    // `cargo test`, which then rebuilt ten crates (a minute in CI's second runtime step).
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        if set_by_cargo_for_the_test(name) {
+            cmd.env_remove(name);
+        }
+    }
     for package in packages {
         cmd.args(["-p", package]);
     }
@@ -66,6 +75,23 @@ fn run_cargo_build(packages: &[&str]) -> Result<(), String> {
             out.stderr_str()
         ))
     }
+}
+
+/// Whether `name` is a variable Cargo sets for the crate it runs (its manifest, package and
+/// binaries), not one of the user's settings.
+fn set_by_cargo_for_the_test(name: &str) -> bool {
+    matches!(
+        name,
+        "CARGO_MANIFEST_DIR"
+            | "CARGO_MANIFEST_PATH"
+            | "CARGO_MANIFEST_LINKS"
+            | "CARGO_CRATE_NAME"
+            | "CARGO_BIN_NAME"
+            | "CARGO_PRIMARY_PACKAGE"
+            | "CARGO_TARGET_TMPDIR"
+            | "OUT_DIR"
+    ) || name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_BIN_EXE_")
 }
 
 #[track_caller]
