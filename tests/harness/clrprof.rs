@@ -38,15 +38,7 @@ fn run_cargo_build(packages: &[&str]) -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
     let mut cmd = Command::new(cargo);
     cmd.arg("build").current_dir(workspace_root());
-    // Without what `cargo test` sets for the test binary: a build script that watches one of
-    // these (ring's watches CARGO_MANIFEST_DIR) ran again here, and again in the next plain
-    // `cargo test`, which then rebuilt ten crates (a minute in CI's second runtime step).
-    for (name, _) in std::env::vars_os() {
-        let Some(name) = name.to_str() else { continue };
-        if set_by_cargo_for_the_test(name) {
-            cmd.env_remove(name);
-        }
-    }
+    without_crate_variables(&mut cmd);
     for package in packages {
         cmd.args(["-p", package]);
     }
@@ -77,9 +69,21 @@ fn run_cargo_build(packages: &[&str]) -> Result<(), String> {
     }
 }
 
+/// Removes from `cmd`'s environment what Cargo set for the crate that runs it (a test binary,
+/// or xtask under `cargo run`), for a `cargo` it starts: a build script that watches one of
+/// these (ring's watches CARGO_MANIFEST_DIR) ran again in every build that saw another value,
+/// and the next build then compiled ten crates again (a minute in CI's second runtime step).
+pub fn without_crate_variables(cmd: &mut Command) {
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(set_by_cargo_for_a_crate) {
+            cmd.env_remove(name);
+        }
+    }
+}
+
 /// Whether `name` is a variable Cargo sets for the crate it runs (its manifest, package and
 /// binaries), not one of the user's settings.
-fn set_by_cargo_for_the_test(name: &str) -> bool {
+fn set_by_cargo_for_a_crate(name: &str) -> bool {
     matches!(
         name,
         "CARGO_MANIFEST_DIR"

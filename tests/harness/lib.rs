@@ -48,7 +48,7 @@ pub use browser::{
 pub use clrprof::{
     Recording, agent_lib, clrprof, clrprof_bin, coverage, coverage_command, example_lib,
     functions_by_name, record, record_command, record_unchanged, record_with_env, report,
-    report_json, report_json_with, report_with_env,
+    report_json, report_json_with, report_with_env, without_crate_variables,
 };
 pub use collector::{
     COLLECTOR_BINARY, COLLECTOR_MODULES, COLLECTOR_VERSION, CaptureServer, Collector, Ports,

@@ -97,6 +97,9 @@ pub fn run(extra: &[String]) -> Result<()> {
 fn cargo_cmd(args: &[&str]) -> Command {
     let mut cmd = Command::new(cargo());
     cmd.args(args).current_dir(workspace_root());
+    // As the tests' own builds do: else the two saw other values of CARGO_MANIFEST_DIR and
+    // rebuilt each other's crates.
+    clrprof_e2e::without_crate_variables(&mut cmd);
     cmd
 }
 
