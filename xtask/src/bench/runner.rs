@@ -60,8 +60,8 @@ pub struct Run {
     /// The CPU time of the whole process from its start to the end of the work, as the program
     /// measured it: the window of `profiler_cpu_ms` (but for the agent's last writes at exit).
     pub process_cpu_ms: Option<f64>,
-    /// What the clrprof agent says it used itself (signal handlers and sampler thread), for the
-    /// whole run.
+    /// What the clrprof agent says it used itself (signal handlers, sampler and writer
+    /// threads), for the whole run.
     pub profiler_cpu_ms: Option<f64>,
     /// The contended lock acquisitions in the clrprof trace, for a configuration that records
     /// them (the whole run: the program's warm-up too).
