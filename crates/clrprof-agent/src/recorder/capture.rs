@@ -229,12 +229,18 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
         // The kernel could not queue the details: a clock's signal unless a question waits.
         Origin::Unknown => !was_asked && armed.is_some(),
     };
+    let mut cpu_due = cpu_enter;
     let by = match origin {
         Origin::Perf => {
             BY_PERF
-                | match ours.and_then(|_| cpu_clock::perf_period_end(slot)) {
-                    Some(end) if end.in_kernel => MODE_KNOWN | IN_KERNEL,
-                    Some(end) => {
+                | match ours.and_then(|armed| Some((armed, cpu_clock::perf_period_end(slot)?))) {
+                    Some((armed, end)) if end.in_kernel => {
+                        if let Some(due) = cpu_clock::perf_period_end_cpu(armed, end) {
+                            cpu_due = due.min(cpu_enter);
+                        }
+                        MODE_KNOWN | IN_KERNEL
+                    }
+                    Some((_, end)) => {
                         if end.ip != regs[0] {
                             PERF_SIGNALS_LATE.fetch_add(1, Ordering::Relaxed);
                         }
@@ -258,6 +264,7 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
                 entry.flags = flags;
                 entry.ts = ts;
                 entry.cpu_enter = cpu_enter;
+                entry.cpu_due = cpu_due;
                 entry.dropped_at = slot.ring.dropped_at.load(Ordering::Relaxed);
                 if let Some(armed) = ours.take() {
                     keep_clock_going(armed);
@@ -271,7 +278,7 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
             None => {
                 slot.ring.dropped.fetch_add(1, Ordering::Relaxed);
                 if cpu {
-                    slot.ring.dropped_at.store(cpu_enter, Ordering::Relaxed);
+                    slot.ring.dropped_at.store(cpu_due, Ordering::Relaxed);
                 }
             }
         }

@@ -65,6 +65,10 @@ pub struct Capture {
     pub cpu_enter: u64,
     /// The thread's CPU clock when the handler was done (its own cost is the difference).
     pub cpu_exit: u64,
+    /// The thread's CPU clock where the period that sent this signal ended, if known and
+    /// before `cpu_enter` (a perf event's period that ended in the kernel); else
+    /// `cpu_enter`. What the sample weighs is counted up to there.
+    pub cpu_due: u64,
     /// The thread's CPU clock when its latest capture before this one was dropped (the ring
     /// was full; 0 if none was): the CPU up to there went unsampled.
     pub dropped_at: u64,

@@ -22,6 +22,20 @@ use clrprof_trace::ThreadState;
 use super::procfs::{WaitKey, Whereabouts};
 use crate::unwind::Tail;
 
+/// The clock readings a capture's handler took.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CaptureClock {
+    /// The thread's CPU time where the period of the clock that sent the signal ended
+    /// (`enter` where not known).
+    pub due: u64,
+    /// The thread's CPU time when the handler started.
+    pub enter: u64,
+    /// ... and when it was done.
+    pub exit: u64,
+    /// The thread's CPU time at its latest dropped capture (0: none).
+    pub dropped_at: u64,
+}
+
 /// Waits remembered per thread (most recent first).
 const WAITS_KEPT: usize = 8;
 /// A question not answered after this long is given up (the thread may be stopped).
@@ -147,26 +161,27 @@ impl Book {
     }
 
     /// A capture the thread's CPU clock triggered: returns the CPU the sample stands for,
-    /// and the CPU that went unsampled before it. `armed_at` is the thread's CPU clock when
-    /// its clock was armed (CPU used before that was never sampled); `dropped_at` its CPU
-    /// clock at the latest capture dropped before this one (its ring was full). The CPU up to
-    /// a dropped capture is not this sample's: its stack is unknown, so it is counted as
-    /// missed rather than given to whatever the thread ran next.
-    pub fn on_cpu_capture(
-        &mut self,
-        cpu_enter: u64,
-        cpu_exit: u64,
-        armed_at: u64,
-        dropped_at: u64,
-    ) -> (u64, u64) {
+    /// and the CPU that went unsampled before it. `clock.due` is where the clock's period
+    /// ended: the sample stands for the CPU up to there, and the CPU from there to the
+    /// handler goes to the next sample, as the clock's next period counts it. `armed_at` is
+    /// the thread's CPU clock when its clock was armed (CPU used before that was never
+    /// sampled); `clock.dropped_at` its CPU clock at the latest capture dropped before this
+    /// one (its ring was full). The CPU up to a dropped capture is not this sample's: its
+    /// stack is unknown, so it is counted as missed rather than given to whatever the thread
+    /// ran next.
+    pub fn on_cpu_capture(&mut self, clock: CaptureClock, armed_at: u64) -> (u64, u64) {
         let mut from = self.cpu_mark.unwrap_or(armed_at);
         let mut missed = 0;
-        if dropped_at > from && dropped_at <= cpu_enter {
-            missed = dropped_at - from;
-            from = dropped_at;
+        let due = clock.due.min(clock.enter);
+        if clock.dropped_at > from && clock.dropped_at <= due {
+            missed = clock.dropped_at - from;
+            from = clock.dropped_at;
         }
-        let cpu = cpu_enter.saturating_sub(from).saturating_sub(self.overhead);
-        self.cpu_mark = Some(cpu_exit.max(cpu_enter));
+        let cpu = due.saturating_sub(from).saturating_sub(self.overhead);
+        // The handler's own CPU is the profiler's: the next sample counts from `due` with it
+        // left out.
+        let handler = clock.exit.saturating_sub(clock.enter);
+        self.cpu_mark = Some(due.max(from) + handler);
         self.overhead = 0;
         (cpu, missed)
     }
@@ -644,12 +659,46 @@ mod tests {
         // Before any sample: one stretch since the clock was armed.
         assert!(book.new_stretch_without_sample());
         assert!(!book.new_stretch_without_sample());
-        book.on_cpu_capture(50_000_000, 50_010_000, 0, 0);
+        book.on_cpu_capture(at(50_000_000, 50_010_000, 0), 0);
         assert!(book.new_stretch_without_sample());
         assert!(!book.new_stretch_without_sample());
         assert!(!book.new_stretch_without_sample());
-        book.on_cpu_capture(95_000_000, 95_010_000, 0, 0);
+        book.on_cpu_capture(at(95_000_000, 95_010_000, 0), 0);
         assert!(book.new_stretch_without_sample());
+    }
+
+    /// A capture whose handler ran from `enter` to `exit`, its period having ended there.
+    fn at(enter: u64, exit: u64, dropped_at: u64) -> CaptureClock {
+        CaptureClock {
+            due: enter,
+            enter,
+            exit,
+            dropped_at,
+        }
+    }
+
+    #[test]
+    fn a_sample_weighs_the_cpu_up_to_its_period_end_and_the_next_the_rest() {
+        let mut book = Book::new(1, 0);
+        assert_eq!(
+            book.on_cpu_capture(at(1_000_000, 1_002_000, 0), 0),
+            (1_000_000, 0)
+        );
+        // The next period ended at 2.002 ms in a system call that went on to 2.5 ms, where
+        // the handler ran (for 2 us): the sample stands for its period, 1 ms.
+        let in_kernel = CaptureClock {
+            due: 2_002_000,
+            enter: 2_500_000,
+            exit: 2_502_000,
+            dropped_at: 0,
+        };
+        assert_eq!(book.on_cpu_capture(in_kernel, 0), (1_000_000, 0));
+        // The next one, at 3.004 ms of CPU, has the rest of the system call and its own
+        // period: 1 ms, its handler's 2 us left out.
+        assert_eq!(
+            book.on_cpu_capture(at(3_004_000, 3_006_000, 0), 0),
+            (1_000_000, 0)
+        );
     }
 
     #[test]
@@ -657,17 +706,17 @@ mod tests {
         let mut book = Book::new(1, 0);
         // Armed at 1 ms of CPU; first capture at 2 ms (handler until 2.01 ms).
         assert_eq!(
-            book.on_cpu_capture(2_000_000, 2_010_000, 1_000_000, 0),
+            book.on_cpu_capture(at(2_000_000, 2_010_000, 0), 1_000_000),
             (1_000_000, 0)
         );
         // Captures at 3 and 4 ms were dropped (ring full); the next one is at 5 ms.
         assert_eq!(
-            book.on_cpu_capture(5_000_000, 5_010_000, 1_000_000, 4_000_000),
+            book.on_cpu_capture(at(5_000_000, 5_010_000, 4_000_000), 1_000_000),
             (1_000_000, 1_990_000)
         );
         // A drop older than the last capture changes nothing.
         assert_eq!(
-            book.on_cpu_capture(6_010_000, 6_020_000, 1_000_000, 4_000_000),
+            book.on_cpu_capture(at(6_010_000, 6_020_000, 4_000_000), 1_000_000),
             (1_000_000, 0)
         );
     }

@@ -56,7 +56,7 @@ use crate::recorder::ring::{ASKED, BY_PERF, BY_TIMER, CPU, IN_KERNEL, MODE_KNOWN
 use crate::recorder::threads::{self, ThreadSlot};
 use crate::recorder::{capture, sys};
 use crate::session::{Feature, Session};
-use book::{Book, WallSample, split_missed};
+use book::{Book, CaptureClock, WallSample, split_missed};
 use frames::{Resolved, StackBuilder};
 use trace::TraceTicker;
 
@@ -219,17 +219,6 @@ fn record_own_cpu(session: &Session) {
     stats
         .cpu_ns
         .store(sys::own_cpu_ns().saturating_add(readers), Ordering::Relaxed);
-}
-
-/// The clock readings a capture's handler took.
-#[derive(Debug, Clone, Copy)]
-struct CaptureClock {
-    /// The thread's CPU time when the handler started.
-    enter: u64,
-    /// ... and when it was done.
-    exit: u64,
-    /// The thread's CPU time at its latest dropped capture (0: none).
-    dropped_at: u64,
 }
 
 /// What the sampler keeps for each thread slot in use, made when the slot is first used (a
@@ -441,6 +430,7 @@ impl SampleLoop {
                 let (ts, clock, regs) = (
                     capture.ts,
                     CaptureClock {
+                        due: capture.cpu_due,
                         enter: capture.cpu_enter,
                         exit: capture.cpu_exit,
                         dropped_at: capture.dropped_at,
@@ -491,12 +481,7 @@ impl SampleLoop {
         };
         if flags & CPU != 0 {
             let armed_at = slot.cpu_at_arm.load(Ordering::Acquire);
-            let (cpu, missed) = self.books.at(i).on_cpu_capture(
-                clock.enter,
-                clock.exit,
-                armed_at,
-                clock.dropped_at,
-            );
+            let (cpu, missed) = self.books.at(i).on_cpu_capture(clock, armed_at);
             // A perf event tells whether its period ended in the kernel: the whole sample is
             // then the kernel's (as `perf` counts a sample), else the user code's.
             let (by, sys) = if flags & BY_PERF != 0 && flags & MODE_KNOWN != 0 {
