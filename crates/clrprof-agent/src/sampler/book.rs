@@ -244,6 +244,13 @@ impl Book {
         })
     }
 
+    /// The answer to a question came without a stack to name (the thread was in the agent's
+    /// own code, or its stack could not be resolved): the question is over, and what is held
+    /// waits for the next stack. The wait is not remembered, so it is asked about again.
+    pub fn on_answer_without_stack(&mut self) {
+        self.asking = None;
+    }
+
     /// A wall tick at `now` that read the thread's CPU clock as `cpu`. `whereabouts` reads
     /// where the thread is, and is called only when the CPU clock moved since it was last
     /// found blocked. Samples to write go to `emit`. Returns true if the thread must be asked
@@ -651,6 +658,20 @@ mod tests {
         tick(&mut book, 1, 2 * MS, Some(Whereabouts::Blocked(k)));
         let (out, _) = tick(&mut book, 2, 2 * MS, None);
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn an_answer_without_a_stack_ends_the_question() {
+        let mut book = Book::new(1, 0);
+        book.cpu_seen = 1;
+        let found = || Some(Whereabouts::Blocked(wait(0x5000)));
+        assert!(tick(&mut book, 1, 1, found()).1);
+        book.on_answer_without_stack();
+        // Not left waiting for an answer until the timeout (which then took the wait to
+        // have no stack for good): asked again.
+        let (out, ask) = tick(&mut book, 2, 1, found());
+        assert!(out.is_empty());
+        assert!(ask);
     }
 
     #[test]

@@ -524,6 +524,9 @@ impl SampleLoop {
             self.books.at(i).on_asked_overhead(clock.enter, clock.exit);
         }
         if stack == 0 {
+            if flags & ASKED != 0 {
+                self.books.at(i).on_answer_without_stack();
+            }
             return;
         }
         let held = if flags & ASKED != 0 {
