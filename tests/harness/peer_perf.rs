@@ -52,23 +52,40 @@ pub fn perf_usable() -> Result<(), String> {
     }
 }
 
-/// `perf record` sampling one thread's CPU time every millisecond with call chains, writing
+/// `perf record` sampling each thread's CPU time every millisecond with call chains, writing
 /// `data`: the program to run follows (`-- dotnet program.dll ...`).
 pub fn perf_record_command(data: &Path) -> Command {
+    perf_record_command_every(data, 1_000_000)
+}
+
+/// [`perf_record_command`] with a sample every `period_ns` of a thread's CPU time.
+pub fn perf_record_command_every(data: &Path, period_ns: u64) -> Command {
     let mut cmd = Command::new("perf");
-    cmd.args([
-        "record",
-        "-q",
-        "-e",
-        "task-clock",
-        "-c",
-        "1000000",
-        "-g",
-        "-o",
-    ])
-    .arg(data)
-    .arg("--");
+    // Sample times on the realtime clock, which clrprof's session start is on too.
+    cmd.args(["record", "-q", "-k", "realtime", "-e", "task-clock", "-c"])
+        .arg(period_ns.to_string())
+        .args(["-g", "-o"])
+        .arg(data)
+        .arg("--");
     cmd
+}
+
+/// `perf record` (as [`perf_record_command_every`] runs it) around `cmd`, with `cmd`'s
+/// arguments, environment and directory: to see one run of a program under several tools,
+/// `cmd` being a `clrprof record` of it (perf follows the program, which `clrprof` starts).
+pub fn under_perf(cmd: &Command, data: &Path, period_ns: u64) -> Command {
+    let mut wrapped = perf_record_command_every(data, period_ns);
+    wrapped.arg(cmd.get_program()).args(cmd.get_args());
+    for (name, value) in cmd.get_envs() {
+        match value {
+            Some(value) => wrapped.env(name, value),
+            None => wrapped.env_remove(name),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped
 }
 
 /// Records `program` (with `args` and [`PEER_ENV`]) under `perf record -e task-clock -g`, one
@@ -84,38 +101,56 @@ pub fn perf_flat(program: &Program, args: &[&str], dir: &Path) -> Flat {
     }
     let out = run_command(&mut cmd);
     assert!(out.status.success(), "perf record failed: {out:?}");
-    let flat = flat_of_perf_data(&data).unwrap_or_else(|e| panic!("{e}"));
+    let flat = flat_of_perf_data(&data, None).unwrap_or_else(|e| panic!("{e}"));
     let _ = std::fs::remove_file(&data);
     flat
 }
 
 /// The flat profile of what `perf record` wrote to `data` (the perf map of the process is
-/// mended first, and removed after).
-pub fn flat_of_perf_data(data: &Path) -> Result<Flat, String> {
-    let script = |fields: &str| {
-        let out = run_command(
-            Command::new("perf")
-                .args(["script", "-F", fields, "-i"])
-                .arg(data),
-        );
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(format!("perf script failed: {out:?}"))
-        }
+/// mended first, and removed after): of its first process, or of process `pid` if given.
+pub fn flat_of_perf_data(data: &Path, pid: Option<u32>) -> Result<Flat, String> {
+    let pid = match pid {
+        Some(pid) => pid,
+        None => perf_script(data, "pid")?
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse::<u32>().ok())
+            .ok_or("perf recorded no sample")?,
     };
-    let pid = script("pid")?
-        .split_whitespace()
-        .next()
-        .and_then(|p| p.parse::<u32>().ok());
-    if let Some(pid) = pid {
-        mend_perf_map(pid);
+    Ok(flats_of_perf_data(&[data], pid, 0)?.remove(0))
+}
+
+/// The flat profiles of process `pid` from `from_unix_ns` on, in what several `perf record`s
+/// of it wrote to `datas` (the perf map of the process is mended first, and removed after).
+pub fn flats_of_perf_data(
+    datas: &[&Path],
+    pid: u32,
+    from_unix_ns: u64,
+) -> Result<Vec<Flat>, String> {
+    mend_perf_map(pid);
+    let flats = datas
+        .iter()
+        .map(|data| {
+            perf_script(data, "comm,pid,tid,time,period,ip,sym,dso")
+                .map(|text| flat_of_perf_script(&text, pid, from_unix_ns))
+        })
+        .collect();
+    remove_perf_maps(pid);
+    flats
+}
+
+/// `perf script -F <fields> -i <data>`'s output.
+fn perf_script(data: &Path, fields: &str) -> Result<String, String> {
+    let out = run_command(
+        Command::new("perf")
+            .args(["script", "--ns", "-F", fields, "-i"])
+            .arg(data),
+    );
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!("perf script failed: {out:?}"))
     }
-    let flat = script("tid,period,ip,sym,dso").map(|text| flat_of_perf_script(&text));
-    if let Some(pid) = pid {
-        remove_perf_maps(pid);
-    }
-    flat
 }
 
 /// Mends the perf map of process `pid` as .NET 8.0.4 writes it: some entries end with a NUL
@@ -140,37 +175,84 @@ pub fn remove_perf_maps(pid: u32) {
     let _ = std::fs::remove_file(format!("/tmp/perfinfo-{pid}.map"));
 }
 
-/// The flat profile of `perf script -F tid,period,ip,sym,dso` output (with call chains: a
-/// line `TID PERIOD` per sample, then a tab-indented line per frame): each sample's period
-/// charged to its first frame outside the kernel.
-pub fn flat_of_perf_script(text: &str) -> Flat {
+/// The header of a sample in `perf script --ns -F comm,pid,tid,time,period,...` output:
+/// `COMM PID/TID SECONDS.NANOSECONDS: PERIOD` (the command may hold spaces: `.NET
+/// ThreadPool`; the time is left out where it was not asked for).
+struct SampleHeader<'a> {
+    comm: &'a str,
+    pid: u32,
+    time_ns: Option<u64>,
+    period: f64,
+}
+
+impl<'a> SampleHeader<'a> {
+    fn parse(line: &'a str) -> Option<SampleHeader<'a>> {
+        let (rest, period) = line.trim_end().rsplit_once(char::is_whitespace)?;
+        let (mut rest, mut last) = rest.trim_end().rsplit_once(char::is_whitespace)?;
+        let mut time_ns = None;
+        if let Some(time) = last.strip_suffix(':') {
+            let (secs, nanos) = time.split_once('.')?;
+            time_ns = Some(secs.parse::<u64>().ok()? * 1_000_000_000 + nanos.parse::<u64>().ok()?);
+            (rest, last) = rest.trim_end().rsplit_once(char::is_whitespace)?;
+        }
+        let (pid, _tid) = last.split_once('/')?;
+        Some(SampleHeader {
+            comm: rest.trim(),
+            pid: pid.parse().ok()?,
+            time_ns,
+            period: period.parse().ok()?,
+        })
+    }
+}
+
+/// The flat profile of process `pid`'s program from `from_unix_ns` on (the start of a
+/// clrprof session: perf also sees the runtime's start before the agent is loaded, 1-2% of
+/// this test program's CPU), in `perf script --ns -F comm,pid,tid,time,period,ip,sym,dso`
+/// output (with call chains: a header line per sample, then a tab-indented line per frame):
+/// each sample's period charged to its first frame outside the kernel. What perf saw of
+/// clrprof's agent is left out, as clrprof leaves it out of its profile (it reports it as the
+/// profiler's cost): its threads (named `clrprof-...`) and samples with any of its frames
+/// (its signal handler, its callbacks, and what they call).
+pub fn flat_of_perf_script(text: &str, pid: u32, from_unix_ns: u64) -> Flat {
     let mut weights: HashMap<String, f64> = HashMap::new();
+    // The sample being read: its period, whether it is the program's, its first frame
+    // outside the kernel, and whether any frame is the agent's.
     let mut period = 0.0;
-    let mut charged = true;
+    let mut program = false;
+    let mut first: Option<String> = None;
+    let mut agent = false;
+    let mut finish = |period: f64, program: bool, first: Option<String>, agent: bool| {
+        if let (true, Some(name), false) = (program, first, agent) {
+            *weights.entry(name).or_default() += period;
+        }
+    };
     for line in text.lines() {
         if !line.starts_with('\t') {
-            // A sample's header: its thread and period (or a blank line between samples).
-            if let Some(p) = line.split_whitespace().nth(1) {
-                period = p.parse::<f64>().unwrap_or(0.0);
-                charged = false;
+            // A sample's header (or a blank line between samples).
+            if let Some(h) = SampleHeader::parse(line) {
+                finish(period, program, first.take(), agent);
+                period = h.period;
+                program = h.pid == pid
+                    && !h.comm.starts_with("clrprof-")
+                    && h.time_ns.unwrap_or(u64::MAX) >= from_unix_ns;
+                agent = false;
             }
             continue;
         }
-        let frame = line.trim();
-        if charged || frame.is_empty() {
-            continue;
-        }
-        let Some((ip_sym, dso)) = frame.rsplit_once(" (") else {
+        let Some((ip_sym, dso)) = line.trim().rsplit_once(" (") else {
             continue;
         };
         let dso = dso.trim_end_matches(')');
         if dso == "[kernel.kallsyms]" || dso.starts_with("[kernel") {
             continue;
         }
-        let sym = ip_sym.split_once(' ').map_or("", |(_, s)| s).trim();
-        *weights.entry(perf_name(sym, dso)).or_default() += period;
-        charged = true;
+        agent |= dso.contains("libclrprof_agent");
+        if first.is_none() {
+            let sym = ip_sym.split_once(' ').map_or("", |(_, s)| s).trim();
+            first = Some(perf_name(sym, dso));
+        }
     }
+    finish(period, program, first, agent);
     normalize(weights)
 }
 
@@ -436,16 +518,16 @@ mod tests {
     #[test]
     fn kernel_time_goes_to_the_frame_that_entered_the_kernel() {
         let script = "\
-19133    1000000 
+          dotnet 19133/19133 1700000000.000000100:    1000000 
 \tffffffff821e86a7 clear_page_erms ([kernel.kallsyms])
 \tffffffff81000c82 asm_exc_page_fault ([kernel.kallsyms])
 \t7f00 instance void [System.Private.CoreLib] System.Runtime.InteropServices.Marshal::WriteByte(native int,int32,uint8)[Optimized] (/tmp/perf-19133.map)
 \t7f10 int64 [K] K::Main()[Optimized] (/tmp/perf-19133.map)
 
-19133    3000000 
+          dotnet 19133/19133    3000000 
 \t7f20 int64 [K] K::Arith(int64)[Optimized] (/tmp/perf-19133.map)
 ";
-        let flat = flat_of_perf_script(script);
+        let flat = flat_of_perf_script(script, 19133, 0);
         assert_eq!(
             flat["System.Runtime.InteropServices.Marshal.WriteByte"],
             0.25
@@ -453,5 +535,38 @@ mod tests {
         assert_eq!(flat["K.Arith"], 0.75);
         let same = agreement(&flat, &flat);
         assert!((same - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_agent_other_processes_and_what_came_before_the_session_are_left_out() {
+        let script = "\
+  .NET ThreadPool 19133/19140    2000000 
+\t7f20 int64 [K] K::Arith(int64)[Optimized] (/tmp/perf-19133.map)
+
+  clrprof-sampler 19133/19135    5000000 
+\t7100 clrprof_agent::sampler::tick (/work/target/release/libclrprof_agent.so)
+
+          dotnet 19133/19133    3000000 
+\t7300 syscall (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t7200 clrprof_agent::recorder::capture::handler (/work/target/release/libclrprof_agent.so)
+\t7f20 int64 [K] K::Arith(int64)[Optimized] (/tmp/perf-19133.map)
+
+          dotnet 19133/19133    1000000 
+\tffffffff81000c82 asm_sysvec_apic_timer_interrupt ([kernel.kallsyms])
+\t7200 clrprof_agent::recorder::capture::handler (/work/target/release/libclrprof_agent.so)
+\t7f20 int64 [K] K::Arith(int64)[Optimized] (/tmp/perf-19133.map)
+
+         clrprof 19120/19120    7000000 
+\t5000 clrprof::main (/work/target/release/clrprof)
+
+          dotnet 19133/19133 1700000000.000000100:    9000000 
+\t7f20 int64 [K] K::Arith(int64)[Optimized] (/tmp/perf-19133.map)
+
+          dotnet 19133/19133 1699999999.999999999:    9000000 
+\t7f30 int64 [K] K::Main()[Optimized] (/tmp/perf-19133.map)
+";
+        let flat = flat_of_perf_script(script, 19133, 1_700_000_000_000_000_000);
+        assert_eq!(flat.len(), 1, "{flat:?}");
+        assert_eq!(flat["K.Arith"], 1.0);
     }
 }
