@@ -12,7 +12,7 @@ use clrprof_trace::{HEADER_LEN, example};
 
 use crate::util::{cargo, describe_command, find_on_path, run, workspace_root};
 
-/// The fuzz targets, in the order they run.
+/// The fuzz targets.
 pub const TARGETS: &[&str] = &["trace_reader", "trace_blocks", "trace_report"];
 
 /// Instrumentation libFuzzer needs (what `cargo fuzz` passes, without sanitizers, which need
@@ -42,12 +42,18 @@ pub fn run_targets(seconds: u64, targets: &[String]) -> Result<()> {
     }
     let bins = build()?;
     let root = clrprof_e2e::target_dir().join("fuzz");
+    // The targets run at once (libFuzzer runs one input at a time: each takes one core),
+    // each writing to its own log, which is shown in part once all are done.
+    let mut running = Vec::new();
     for target in chosen {
         let corpus = root.join("corpus").join(target);
         let artifacts = root.join("artifacts").join(target);
         std::fs::create_dir_all(&corpus)?;
         std::fs::create_dir_all(&artifacts)?;
         write_seeds(target, &corpus)?;
+        let log_path = artifacts.join("fuzz.log");
+        let log = std::fs::File::create(&log_path)
+            .with_context(|| format!("cannot create {}", log_path.display()))?;
         let mut cmd = Command::new(bins.join(target));
         cmd.arg(&corpus)
             .arg(format!("-max_total_time={seconds}"))
@@ -55,14 +61,40 @@ pub fn run_targets(seconds: u64, targets: &[String]) -> Result<()> {
             .arg("-rss_limit_mb=1024")
             .arg("-max_len=65536")
             .arg("-print_final_stats=1")
-            .arg(format!("-artifact_prefix={}/", artifacts.display()));
-        println!("fuzz: {target} for {seconds} s");
-        run(cmd).with_context(|| {
-            format!(
-                "fuzz target {target} failed; the input is in {}",
+            .arg(format!("-artifact_prefix={}/", artifacts.display()))
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        println!(
+            "fuzz: {target} for {seconds} s (log: {})",
+            log_path.display()
+        );
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("could not start `{}`", describe_command(&cmd)))?;
+        running.push((target, artifacts, log_path, child));
+    }
+    let mut failed = Vec::new();
+    for (target, artifacts, log_path, mut child) in running {
+        let status = child.wait()?;
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        if status.success() {
+            for line in lines.iter().filter(|l| l.starts_with("Done ")) {
+                println!("fuzz: {target}: {line}");
+            }
+        } else {
+            println!("fuzz: {target} failed ({status}); the end of its log:");
+            for line in &lines[lines.len().saturating_sub(40)..] {
+                println!("    {line}");
+            }
+            failed.push(format!(
+                "{target} (the input is in {})",
                 artifacts.display()
-            )
-        })?;
+            ));
+        }
+    }
+    if !failed.is_empty() {
+        bail!("fuzz targets failed: {}", failed.join(", "));
     }
     Ok(())
 }
