@@ -16,7 +16,7 @@ use std::process::Command;
 
 use clrprof_analysis::model::{FrameKind, Profile, SampleKind};
 
-use crate::{Program, run_command};
+use crate::run_command;
 
 /// The environment of a program compared under both tools: every method JIT-compiled (perf
 /// cannot name precompiled code) and the runtime's perf map written, on both runtimes.
@@ -88,35 +88,14 @@ pub fn under_perf(cmd: &Command, data: &Path, period_ns: u64) -> Command {
     wrapped
 }
 
-/// Records `program` (with `args` and [`PEER_ENV`]) under `perf record -e task-clock -g`, one
-/// sample per millisecond of a thread's CPU, and returns its flat profile.
-#[track_caller]
-pub fn perf_flat(program: &Program, args: &[&str], dir: &Path) -> Flat {
-    let data = dir.join(format!("perf-{}.data", std::process::id()));
-    let mut cmd = perf_record_command(&data);
-    cmd.arg(&program.dotnet.muxer).arg(&program.dll).args(args);
-    crate::apply_env(&mut cmd);
-    for (k, v) in PEER_ENV {
-        cmd.env(k, v);
-    }
-    let out = run_command(&mut cmd);
-    assert!(out.status.success(), "perf record failed: {out:?}");
-    let flat = flat_of_perf_data(&data, None).unwrap_or_else(|e| panic!("{e}"));
-    let _ = std::fs::remove_file(&data);
-    flat
-}
-
 /// The flat profile of what `perf record` wrote to `data` (the perf map of the process is
-/// mended first, and removed after): of its first process, or of process `pid` if given.
-pub fn flat_of_perf_data(data: &Path, pid: Option<u32>) -> Result<Flat, String> {
-    let pid = match pid {
-        Some(pid) => pid,
-        None => perf_script(data, "pid")?
-            .split_whitespace()
-            .next()
-            .and_then(|p| p.parse::<u32>().ok())
-            .ok_or("perf recorded no sample")?,
-    };
+/// mended first, and removed after): of its first process.
+pub fn flat_of_perf_data(data: &Path) -> Result<Flat, String> {
+    let pid = perf_script(data, "pid")?
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse::<u32>().ok())
+        .ok_or("perf recorded no sample")?;
     Ok(flats_of_perf_data(&[data], pid, 0)?.remove(0))
 }
 

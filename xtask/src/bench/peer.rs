@@ -124,7 +124,7 @@ fn measure(tools: &Tools, program: &Program) -> Result<Agreement> {
             .scratch
             .join(format!("{}-{n}.perf.data", program.name));
         record_once(tools, program, Config::Perf1000, &data, PEER_ENV)?;
-        let flat = flat_of_perf_data(&data, None).map_err(|e| anyhow!(e));
+        let flat = flat_of_perf_data(&data).map_err(|e| anyhow!(e));
         let _ = std::fs::remove_file(&data);
         flat
     };
