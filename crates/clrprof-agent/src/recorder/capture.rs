@@ -235,8 +235,8 @@ fn on_signal(slot: &ThreadSlot, origin: Origin, regs: [usize; 3]) {
             BY_PERF
                 | match ours.and_then(|armed| Some((armed, cpu_clock::perf_period_end(slot)?))) {
                     Some((armed, end)) if end.in_kernel => {
-                        if let Some(due) = cpu_clock::perf_period_end_cpu(armed, end) {
-                            cpu_due = due.min(cpu_enter);
+                        if let Some(due) = cpu_clock::perf_period_end_cpu(armed, end, cpu_enter) {
+                            cpu_due = due;
                         }
                         MODE_KNOWN | IN_KERNEL
                     }

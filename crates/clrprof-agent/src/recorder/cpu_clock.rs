@@ -464,16 +464,17 @@ pub struct PeriodEnd {
 }
 
 /// The thread's CPU time where the period of `armed`, a perf event of the calling thread,
-/// ended at `end`: its CPU time now less what the event counted since. A period that ends in
+/// ended at `end`: its CPU time `cpu_enter` when its handler started less what the event
+/// counted since (a little early by the handler's work up to here, under a microsecond, as
+/// the count is read after `cpu_enter`; never after `cpu_enter`). A period that ends in
 /// the kernel sends its signal only when the thread returns to user space (the end of a long
 /// `munmap`, a page fault): weighed up to the handler, such a sample took the time from the
 /// period's end to the return away from the next one, and code that enters the kernel for
 /// long got more than its share (measured: `munmap` 6.9% where `perf` says 4.0%). `None` if
-/// the event cannot be read. Async-signal-safe (two system calls).
-pub fn perf_period_end_cpu(armed: Armed, end: PeriodEnd) -> Option<u64> {
-    let cpu_now = super::sys::own_cpu_ns();
+/// the event cannot be read. Async-signal-safe (one system call).
+pub fn perf_period_end_cpu(armed: Armed, end: PeriodEnd, cpu_enter: u64) -> Option<u64> {
     let since = perf_count(armed.handle)?.checked_sub(end.count)?;
-    Some(cpu_now.saturating_sub(since))
+    Some(cpu_enter.saturating_sub(since))
 }
 
 /// Where the period of `slot`'s perf event that just ended ended: `None` if the event has no
