@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use tempfile::TempDir;
 
@@ -12,36 +12,38 @@ use crate::compile::{Program, apply_env};
 use crate::paths::{layout, workspace_root};
 use crate::process::{OutputExt, default_timeout, run_command, run_command_timeout};
 
-/// Outcome of each `cargo build` this process ran, by package list.
-type BuildResults = Mutex<HashMap<Vec<String>, Result<(), String>>>;
-
-/// Builds the given packages with the profile and target the tests were built with (once per
-/// package set per test process). Cargo's build lock is free while tests run.
+/// Builds the workspace's libraries (the agent, the probes), the `clrprof` CLI and its test
+/// targets with the profile and target the tests were built with, once per test process.
+/// Cargo's build lock is free while tests run.
+///
+/// The test targets are part of it for their features: with them, Cargo activates the features
+/// the packages' dev-dependencies ask for, exactly as in `cargo test --workspace`, so that after
+/// that command this build has nothing to do. Without them (`cargo build -p clrprof-cli -p
+/// clrprof-agent`, as before) some forty crates (tokio, hyper, tonic, serde, syn, ...) had
+/// other features and were compiled a second time in every fresh checkout, and the agent
+/// built by `cargo test` was replaced by another.
 #[track_caller]
-fn cargo_build(packages: &[&str]) {
-    static BUILT: OnceLock<BuildResults> = OnceLock::new();
-    let key: Vec<String> = packages.iter().map(|p| p.to_string()).collect();
-    let mut built = BUILT
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    let result = built
-        .entry(key)
-        .or_insert_with(|| run_cargo_build(packages));
-    if let Err(msg) = result {
+fn cargo_build() {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    if let Err(msg) = BUILT.get_or_init(run_cargo_build) {
         panic!("{msg}");
     }
 }
 
-fn run_cargo_build(packages: &[&str]) -> Result<(), String> {
+fn run_cargo_build() -> Result<(), String> {
     let layout = layout();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
     let mut cmd = Command::new(cargo);
-    cmd.arg("build").current_dir(workspace_root());
+    cmd.args([
+        "build",
+        "--workspace",
+        "--lib",
+        "--tests",
+        "--bin",
+        "clrprof",
+    ])
+    .current_dir(workspace_root());
     without_crate_variables(&mut cmd);
-    for package in packages {
-        cmd.args(["-p", package]);
-    }
     match layout.profile.as_str() {
         "dev" => {}
         "release" => {
@@ -62,8 +64,7 @@ fn run_cargo_build(packages: &[&str]) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "`cargo build -p {}` failed\n{}",
-            packages.join(" -p "),
+            "`cargo build --workspace --lib --tests --bin clrprof` failed\n{}",
             out.stderr_str()
         ))
     }
@@ -102,7 +103,7 @@ fn set_by_cargo_for_a_crate(name: &str) -> bool {
 fn built_artifact(path: PathBuf, package: &str) -> PathBuf {
     assert!(
         path.is_file(),
-        "`cargo build -p {package}` succeeded but did not produce {} (is the binary named \
+        "`cargo build` of {package} succeeded but did not produce {} (is the binary named \
          `clrprof` / is the library a `cdylib`?)",
         path.display()
     );
@@ -121,7 +122,7 @@ fn cdylib_path(package: &str) -> PathBuf {
 /// The `clrprof` CLI, built (together with the agent) on first use.
 #[track_caller]
 pub fn clrprof_bin() -> PathBuf {
-    cargo_build(&["clrprof-cli", "clrprof-agent"]);
+    cargo_build();
     let exe = format!("clrprof{}", std::env::consts::EXE_SUFFIX);
     built_artifact(layout().profile_dir.join(exe), "clrprof-cli")
 }
@@ -129,14 +130,14 @@ pub fn clrprof_bin() -> PathBuf {
 /// The agent cdylib (`libclrprof_agent.so`), built (together with the CLI) on first use.
 #[track_caller]
 pub fn agent_lib() -> PathBuf {
-    cargo_build(&["clrprof-cli", "clrprof-agent"]);
+    cargo_build();
     built_artifact(cdylib_path("clrprof-agent"), "clrprof-agent")
 }
 
 /// The cdylib of workspace package `package` (e.g. `jit-counter`), built on first use.
 #[track_caller]
 pub fn example_lib(package: &str) -> PathBuf {
-    cargo_build(&[package]);
+    cargo_build();
     built_artifact(cdylib_path(package), package)
 }
 

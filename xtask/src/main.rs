@@ -17,6 +17,7 @@ mod eventpipe;
 mod fuzz;
 mod setup;
 mod test;
+mod test_binaries;
 mod util;
 
 use std::path::PathBuf;
@@ -44,7 +45,7 @@ enum Command {
     /// and the Windows check;
     /// stops at the first failure.
     Test {
-        /// Extra arguments appended to each `cargo test` (e.g. a test name, `-- --nocapture`).
+        /// Extra arguments given to each test binary (e.g. a test name, `--nocapture`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

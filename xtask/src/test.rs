@@ -8,6 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clrprof_e2e::{RUNTIME_ENV, RUNTIMES};
 
+use crate::test_binaries;
 use crate::util::{cargo, describe_command, run as run_cmd, workspace_root};
 
 const WINDOWS_TARGET: &str = "x86_64-pc-windows-gnu";
@@ -52,23 +53,48 @@ pub fn run(extra: &[String]) -> Result<()> {
         ]))
     })?;
     step("import circles", &mut crate::cycles::run)?;
-    // Everything on every runtime. Running only the end-to-end and SDK targets (the only ones
-    // a runtime runs under) on the second runtime, with `--test` per target, built some forty
-    // crates a second time: Cargo activates the features of a package's dev-dependencies only
-    // when one of its test targets is built, so that selection had other features than the
-    // first step's (2m09s of compiling in CI, against about a minute of tests that do not
-    // need a runtime and now run twice).
-    for runtime in RUNTIMES {
+    // The first runtime's step runs every test binary and the doctests; the others only the
+    // binaries of the end-to-end package, the only ones a runtime changes. All are built by one
+    // `cargo test --workspace --no-run`: selecting fewer targets (`-p`, `--test`) changed the
+    // features Cargo activates for the packages' dev-dependencies, and built some forty crates
+    // a second time.
+    let binary_args: Vec<String> = extra
+        .iter()
+        .skip_while(|a| a.as_str() == "--")
+        .cloned()
+        .collect();
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    for (index, runtime) in RUNTIMES.iter().enumerate() {
         let version = runtime.version;
         step(&format!("test on .NET {version}"), &mut || {
-            let mut cmd = cargo_cmd(&["test", "--workspace"]);
-            cmd.args(extra).env(RUNTIME_ENV, version);
-            run_cmd(cmd).with_context(|| {
+            let binaries = test_binaries::build(cargo_cmd)?;
+            let mut chosen: Vec<_> = binaries
+                .into_iter()
+                .filter(|b| index == 0 || b.runs_on_a_runtime())
+                .collect();
+            // The end-to-end binaries first: they are the long ones, and the short ones then
+            // fill the end.
+            chosen.sort_by_key(|b| !b.runs_on_a_runtime());
+            let logs = clrprof_e2e::target_dir().join("test-logs").join(version);
+            test_binaries::run_all(
+                &chosen,
+                &binary_args,
+                &[(RUNTIME_ENV, version)],
+                jobs,
+                &logs,
+            )
+            .with_context(|| {
                 format!(
                     "tests failed on .NET {version}; rerun them with `{RUNTIME_ENV}={version} \
                      cargo test --workspace`"
                 )
-            })
+            })?;
+            if index == 0 {
+                let mut doc = cargo_cmd(&["test", "--workspace", "--doc", "--"]);
+                doc.args(&binary_args);
+                run_cmd(doc)?;
+            }
+            Ok(())
         })?;
     }
     step(&format!("fuzz ({FUZZ_SECONDS} s per target)"), &mut || {

@@ -892,16 +892,29 @@ mod imp {
             // SIGURG is ignored by default: the expiry has no effect on the test.
             let id = create_timer(tid, libc::SIGURG).expect("a CPU-time timer");
             assert_eq!(timer_set(id), Some(false), "created stopped");
+            let start = crate::recorder::sys::thread_cpu_ns(tid).unwrap();
             assert!(set_timer(id, 20_000_000));
             assert_eq!(timer_set(id), Some(true), "counting down");
-            let start = crate::recorder::sys::thread_cpu_ns(tid).unwrap();
+            let used = || crate::recorder::sys::thread_cpu_ns(tid).unwrap() - start;
+            // The kernel looks at the timer at a scheduler tick that finds the thread running:
+            // on a loaded machine the thread may run 20 ms between ticks (woken threads take
+            // the CPU from it) and meet no tick for a while; 2 s of CPU without one fails.
             let mut x = 0u64;
-            // 40 ms of this thread's CPU, then a tick for the kernel to see the expiry.
-            while crate::recorder::sys::thread_cpu_ns(tid).unwrap() < start + 40_000_000 {
-                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            while timer_set(id) == Some(true) && used() < 2_000_000_000 {
+                for _ in 0..10_000 {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                }
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            assert_eq!(timer_set(id), Some(false), "expired");
+            let expired_after = used();
+            assert_eq!(
+                timer_set(id),
+                Some(false),
+                "expired ({expired_after} ns of CPU)"
+            );
+            assert!(
+                expired_after >= 20_000_000,
+                "expired after {expired_after} ns of CPU"
+            );
             delete_timer(id);
             assert_eq!(timer_set(id), None, "deleted");
         }
