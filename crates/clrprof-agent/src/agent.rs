@@ -1307,7 +1307,12 @@ impl Profiler for Agent {
                     let ranges = blocks
                         .iter()
                         .map(|b| (b.start, b.start.saturating_add(b.size)));
-                    s.gone_code.dying(ts, f, ranges);
+                    // And how its frame is laid out, while its code is still there: a
+                    // method without a frame pointer is unwound by its shape only.
+                    let shape = blocks.first().and_then(|b| {
+                        crate::sampler::prologue_at(b.start).map(|shape| (b.start, shape))
+                    });
+                    s.gone_code.dying(ts, f, ranges, shape);
                 }
             }
             s.defs.forget_function(f, ts);

@@ -159,7 +159,7 @@ impl StackBuilder {
             session,
             chains: None,
             unwinder: Unwinder::new(),
-            shapes: RuntimeShapes::new(session.info.clone()),
+            shapes: RuntimeShapes::new(session.info.clone()).with_gone_code(&session.gone_code),
             ips: HashMap::default(),
             natives: HashMap::default(),
             modules: HashMap::default(),
@@ -295,6 +295,7 @@ impl StackBuilder {
             chain,
             stack_hi,
         };
+        self.shapes.set_capture_time(capture.ts);
         let stats = self
             .unwinder
             .unwind(thread, Some(tail), &mut frames, &mut self.shapes);

@@ -10,14 +10,17 @@
 //! A generated method (a dynamic method) can also be collected before the sampler ever met
 //! its code: its captures wait in the threads' rings, and once its code is freed the runtime
 //! no longer knows the addresses. So the unload callback, while the method still exists,
-//! leaves its code ranges here ([`GoneCode::dying`]), and the sampler looks an address up
-//! among them ([`GoneCode::dying_at`]) for a capture taken before the unload.
+//! leaves its code ranges and the shape of its frame here ([`GoneCode::dying`]), and the
+//! sampler looks an address up among them for a capture taken before the unload: to name it
+//! ([`GoneCode::dying_at`]) and to unwind it ([`GoneCode::dying_shape_at`]).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use clrprof_sdk::FunctionId;
+
+use crate::unwind::managed::Shape;
 
 /// Functions kept for the sampler at most; past that it forgets all it cached instead.
 const MAX_PENDING: usize = 4096;
@@ -47,6 +50,9 @@ struct DyingCode {
     start: usize,
     end: usize,
     function: FunctionId,
+    /// Where the method's code starts and its frame's shape, as its prologue tells (`None`:
+    /// not one the decoder knows, or unreadable).
+    shape: Option<(usize, Shape)>,
 }
 
 #[derive(Default)]
@@ -97,14 +103,16 @@ impl GoneCode {
         self.epoch.fetch_add(1, Ordering::Release);
     }
 
-    /// The generated method `function`, whose code blocks are `blocks` (`[start, end)`), is
-    /// collected at `CLOCK_MONOTONIC` time `ts` (called from the unload callback, while the
-    /// runtime can still tell where its code is).
+    /// The generated method `function`, whose code blocks are `blocks` (`[start, end)`) and
+    /// whose frame is `shape` (its code's start and its prologue's shape), is collected at
+    /// `CLOCK_MONOTONIC` time `ts` (called from the unload callback, while the runtime can
+    /// still tell where its code is and the code is still there).
     pub fn dying(
         &self,
         ts: u64,
         function: FunctionId,
         blocks: impl Iterator<Item = (usize, usize)>,
+        shape: Option<(usize, Shape)>,
     ) {
         let mut dying = self.dying.lock().unwrap_or_else(|e| e.into_inner());
         while dying
@@ -122,6 +130,7 @@ impl GoneCode {
                 start,
                 end,
                 function,
+                shape,
             });
         }
         self.dying_len.store(dying.len(), Ordering::Release);
@@ -131,6 +140,18 @@ impl GoneCode {
     /// of the methods collected after `ts` whose code contained `ip`, the first collected
     /// (a later one got the address after it). One atomic load when none was collected.
     pub fn dying_at(&self, ip: usize, ts: u64) -> Option<FunctionId> {
+        self.dying_with(ip, ts, |d| d.function)
+    }
+
+    /// The start and frame shape of the collected generated method whose code held `ip` at
+    /// time `ts` (see [`Self::dying_at`]), if its prologue was one the decoder knows: without
+    /// it, a capture in a method without a frame pointer would be unwound by the frame-pointer
+    /// rule, which skips its caller.
+    pub fn dying_shape_at(&self, ip: usize, ts: u64) -> Option<(usize, Shape)> {
+        self.dying_with(ip, ts, |d| d.shape).flatten()
+    }
+
+    fn dying_with<T>(&self, ip: usize, ts: u64, what: impl Fn(&DyingCode) -> T) -> Option<T> {
         if self.dying_len.load(Ordering::Acquire) == 0 {
             return None;
         }
@@ -139,7 +160,7 @@ impl GoneCode {
             .iter()
             .filter(|d| d.ts > ts && d.start <= ip && ip < d.end)
             .min_by_key(|d| d.ts)
-            .map(|d| d.function)
+            .map(what)
     }
 
     /// What went at or before `until` (a capture's time) and was not forgotten yet, if
@@ -207,11 +228,12 @@ mod tests {
         assert_eq!(gone.dying_at(0x1000, 0), None);
         // A method at [0x1000, 0x1100) collected at 100, then another put there, collected
         // at 200.
-        gone.dying(100, FunctionId(0xa), [(0x1000, 0x1100)].into_iter());
+        gone.dying(100, FunctionId(0xa), [(0x1000, 0x1100)].into_iter(), None);
         gone.dying(
             200,
             FunctionId(0xb),
             [(0x1000, 0x1080), (0x2000, 0x2010)].into_iter(),
+            None,
         );
         assert_eq!(gone.dying_at(0x1010, 50), Some(FunctionId(0xa)));
         assert_eq!(gone.dying_at(0x1010, 150), Some(FunctionId(0xb)));
@@ -223,7 +245,39 @@ mod tests {
             DYING_KEPT_NS + 150,
             FunctionId(0xc),
             [(0x3000, 0x3001)].into_iter(),
+            None,
         );
         assert_eq!(gone.dying_at(0x1010, 50), Some(FunctionId(0xb)));
+    }
+
+    #[test]
+    fn unwinds_an_address_with_the_shape_of_the_method_collected_after_the_capture() {
+        use crate::unwind::managed::decode_prologue;
+        // push rax; mov edi, -1: a frameless method; push rbp; ...: one with a frame pointer.
+        let frameless = decode_prologue(&[0x50, 0xbf, 0xff, 0xff, 0xff, 0xff]).unwrap();
+        let framed = decode_prologue(&[
+            0x55, 0x53, 0x48, 0x83, 0xec, 0x18, 0x48, 0x8d, 0x6c, 0x24, 0x20, 0x90,
+        ])
+        .unwrap();
+        let gone = GoneCode::default();
+        gone.dying(
+            100,
+            FunctionId(0xa),
+            [(0x1000, 0x1100)].into_iter(),
+            Some((0x1000, frameless)),
+        );
+        gone.dying(
+            200,
+            FunctionId(0xb),
+            [(0x1000, 0x1100)].into_iter(),
+            Some((0x1000, framed)),
+        );
+        gone.dying(300, FunctionId(0xc), [(0x1000, 0x1100)].into_iter(), None);
+        assert_eq!(gone.dying_shape_at(0x1010, 50), Some((0x1000, frameless)));
+        assert_eq!(gone.dying_shape_at(0x1010, 150), Some((0x1000, framed)));
+        // Collected after the capture, its prologue unknown: no shape to guess with.
+        assert_eq!(gone.dying_shape_at(0x1010, 250), None);
+        assert_eq!(gone.dying_at(0x1010, 250), Some(FunctionId(0xc)));
+        assert_eq!(gone.dying_shape_at(0x1200, 50), None);
     }
 }

@@ -15,6 +15,7 @@ use clrprof_trace::IlPosition;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::gone_code::GoneCode;
 use crate::il_positions::{IlMap, code_version_map, position_in};
 use crate::recorder::sys;
 use crate::unwind::MethodShapes;
@@ -66,6 +67,14 @@ pub fn code_owner(info: &ProfilerInfo, ip: usize) -> Option<CodeOwner> {
     (!jited.function.is_null()).then_some(CodeOwner { jited, generated })
 }
 
+/// The shape of the frame of the code that starts at `start`, read from its prologue now.
+pub fn prologue_at(start: usize) -> Option<Shape> {
+    let mut code = [0u8; PROLOGUE_BYTES];
+    sys::read_process_memory(start, &mut code)
+        .then(|| decode_prologue(&code))
+        .flatten()
+}
+
 /// A code range of a method version: where it ends, the version's start, its shape, and the
 /// method version it belongs to.
 #[derive(Clone, Copy)]
@@ -89,6 +98,10 @@ pub struct RuntimeShapes {
     block_bytes: usize,
     /// Native-to-IL maps by code version start.
     il_maps: FxHashMap<usize, IlMap>,
+    /// Generated methods collected after the capture being unwound, whose code the runtime
+    /// no longer knows: their shapes, and the capture's `CLOCK_MONOTONIC` time.
+    gone: Option<&'static GoneCode>,
+    capture_ts: u64,
 }
 
 impl RuntimeShapes {
@@ -102,7 +115,21 @@ impl RuntimeShapes {
             blocks: FxHashMap::default(),
             block_bytes: 0,
             il_maps: FxHashMap::default(),
+            gone: None,
+            capture_ts: 0,
         }
+    }
+
+    /// Shapes of generated methods collected before the sampler met them are looked up in
+    /// `gone` (left there by the unload callback).
+    pub fn with_gone_code(mut self, gone: &'static GoneCode) -> RuntimeShapes {
+        self.gone = Some(gone);
+        self
+    }
+
+    /// The capture unwound next was taken at `CLOCK_MONOTONIC` time `ts`.
+    pub fn set_capture_time(&mut self, ts: u64) {
+        self.capture_ts = ts;
     }
 
     /// Forgets the code of `functions` (`None`: of every method), which the runtime unloaded:
@@ -183,10 +210,7 @@ impl RuntimeShapes {
         {
             return decode_prologue(bytes.get(..PROLOGUE_BYTES)?);
         }
-        let mut code = [0u8; PROLOGUE_BYTES];
-        sys::read_process_memory(start, &mut code)
-            .then(|| decode_prologue(&code))
-            .flatten()
+        prologue_at(start)
     }
 
     /// Where in its method's IL the managed code at `pc` is (for a caller, `pc` is its return
@@ -327,6 +351,15 @@ impl MethodShapes for RuntimeShapes {
                 match self.learn(pc) {
                     Some(found) => found,
                     None => {
+                        // Generated code collected since the capture (the runtime no longer
+                        // knows it, and the address may hold other code by now): its shape
+                        // as the unload callback saw it, for this capture alone.
+                        if let Some(found) = self
+                            .gone
+                            .and_then(|g| g.dying_shape_at(pc, self.capture_ts))
+                        {
+                            return Some(found);
+                        }
                         if self.not_managed.len() >= NOT_MANAGED_KEPT {
                             self.not_managed.clear();
                         }

@@ -62,6 +62,7 @@ use trace::TraceTicker;
 
 pub use gone_code::GoneCode;
 use gone_code::GoneSeen;
+pub use method_shapes::prologue_at;
 pub use stats::SamplerStats;
 
 /// The name of the counter of the profiler's CPU on one thread, before its OS thread id.
