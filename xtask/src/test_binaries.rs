@@ -3,11 +3,16 @@
 //! several at a time, as `cargo test` would run them one after the other (from their package's
 //! directory, with the test name filter and options given).
 //!
-//! Why not `cargo test`: it runs one binary at a time, and the end-to-end binaries spend much
-//! of their time waiting on the programs they start (a runtime starting, a period of export
-//! ending, a browser): measured on 2 CPUs, a third of the step's CPU was idle. Each binary's
-//! output is kept in a log and printed when it ends, whole if it failed, so that the logs of
-//! binaries running side by side do not mix.
+//! Why not `cargo test`: it runs one binary at a time, as many of its tests at once as there
+//! are CPUs, and waits for a binary's last test before it starts the next binary; the
+//! end-to-end binaries spend much of their time waiting on the programs they start (a runtime
+//! starting, a period of export ending, a browser): measured on 2 CPUs, a third of the step's
+//! CPU was idle. Here as many binaries run at once as there are CPUs, each one test at a time:
+//! as many tests at once as under `cargo test`, and so the same load on the machine, which
+//! several tests need (they assert that the sampler keeps up with the program; with twice as
+//! many tests at once, an attach test saw its debug-built sampler drop 475 of 1,275 samples).
+//! Each binary's output is kept in a log and printed when it ends, whole if it failed, so that
+//! the logs of binaries running side by side do not mix.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
@@ -85,8 +90,9 @@ fn test_binary_of(line: &str) -> Option<TestBinary> {
     })
 }
 
-/// Runs `binaries`, `jobs` at a time, each with `args` (a test name filter, `--nocapture`,
-/// ...) and `env`; their logs go to `logs`. Fails naming every binary that failed.
+/// Runs `binaries`, `jobs` at a time, each one test at a time (unless `args` says otherwise)
+/// with `args` (a test name filter, `--nocapture`, ...) and `env`; their logs go to `logs`.
+/// Fails naming every binary that failed.
 pub fn run_all(
     binaries: &[TestBinary],
     args: &[String],
@@ -128,6 +134,9 @@ pub fn run_all(
 fn run_one(binary: &TestBinary, args: &[String], env: &[(&str, &str)], log: &Path) -> Result<()> {
     let file = std::fs::File::create(log)?;
     let mut cmd = Command::new(&binary.executable);
+    if !args.iter().any(|a| a.starts_with("--test-threads")) {
+        cmd.arg("--test-threads=1");
+    }
     cmd.args(args)
         .current_dir(&binary.package_dir)
         .env("CARGO", cargo())
