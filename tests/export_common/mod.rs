@@ -198,7 +198,14 @@ pub fn clrprof_record_unchanged(program: &Program, clrprof_args: &[&str]) -> Out
 
 /// Waits until the forwarded requests stop coming (none for a second), then returns them.
 pub fn settled(collector: &Collector) -> Vec<Vec<u8>> {
-    let mut bodies = collector.forwarded.wait_for(1, FORWARD_TIMEOUT);
+    settled_beyond(collector, 0)
+}
+
+/// Waits for more than `received` forwarded requests, then until they stop coming (none for
+/// a second), and returns them all. The Collector forwards what it received in its own time:
+/// the first new request is not all of them.
+pub fn settled_beyond(collector: &Collector, received: usize) -> Vec<Vec<u8>> {
+    let mut bodies = collector.forwarded.wait_for(received + 1, FORWARD_TIMEOUT);
     loop {
         std::thread::sleep(Duration::from_secs(1));
         let now = collector.forwarded.wait_for(bodies.len(), FORWARD_TIMEOUT);
