@@ -2,7 +2,8 @@
 //! runtime the project pins (each a step of its own, named after the runtime), a short fuzz
 //! run of the trace readers, and a Windows type check. Stops at the first failing step.
 
-use std::process::Command;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -63,32 +64,22 @@ pub fn run(extra: &[String]) -> Result<()> {
         .skip_while(|a| a.as_str() == "--")
         .cloned()
         .collect();
-    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     for (index, runtime) in RUNTIMES.iter().enumerate() {
         let version = runtime.version;
         step(&format!("test on .NET {version}"), &mut || {
             let binaries = test_binaries::build(cargo_cmd)?;
-            let mut chosen: Vec<_> = binaries
+            let chosen: Vec<_> = binaries
                 .into_iter()
                 .filter(|b| index == 0 || b.runs_on_a_runtime())
                 .collect();
-            // The end-to-end binaries first: they are the long ones, and the short ones then
-            // fill the end.
-            chosen.sort_by_key(|b| !b.runs_on_a_runtime());
             let logs = clrprof_e2e::target_dir().join("test-logs").join(version);
-            test_binaries::run_all(
-                &chosen,
-                &binary_args,
-                &[(RUNTIME_ENV, version)],
-                jobs,
-                &logs,
-            )
-            .with_context(|| {
-                format!(
-                    "tests failed on .NET {version}; rerun them with `{RUNTIME_ENV}={version} \
+            test_binaries::run_all(&chosen, &binary_args, &[(RUNTIME_ENV, version)], &logs)
+                .with_context(|| {
+                    format!(
+                        "tests failed on .NET {version}; rerun them with `{RUNTIME_ENV}={version} \
                      cargo test --workspace`"
-                )
-            })?;
+                    )
+                })?;
             if index == 0 {
                 let mut doc = cargo_cmd(&["test", "--workspace", "--doc", "--"]);
                 doc.args(&binary_args);
@@ -97,23 +88,29 @@ pub fn run(extra: &[String]) -> Result<()> {
             Ok(())
         })?;
     }
-    step(&format!("fuzz ({FUZZ_SECONDS} s per target)"), &mut || {
-        crate::fuzz::run_targets(FUZZ_SECONDS, &[])
-    })?;
-    if windows_target_available() {
-        step("check windows", &mut || {
-            run_cmd(cargo_cmd(&[
-                "check",
-                "--workspace",
-                "--target",
-                WINDOWS_TARGET,
-            ]))
-        })?;
+    // The Windows check runs beside the fuzz step: each build ends in a few crates compiled one
+    // after the other, where the other build takes the idle CPU.
+    let windows = if windows_target_available() {
+        let mut check = cargo_cmd(&["check", "--workspace", "--target", WINDOWS_TARGET]);
+        let log = clrprof_e2e::target_dir()
+            .join("test-logs")
+            .join("check-windows.log");
+        Some(Background::start(&mut check, log)?)
     } else {
         println!(
             "\n==> xtask test: NOTICE: skipping `cargo check --target {WINDOWS_TARGET}`: \
              the target is not installed and `rustup target add {WINDOWS_TARGET}` failed"
         );
+        None
+    };
+    step(&format!("fuzz ({FUZZ_SECONDS} s per target)"), &mut || {
+        crate::fuzz::run_targets(FUZZ_SECONDS, &[])
+    })?;
+    if let Some(windows) = windows {
+        let mut windows = Some(windows);
+        step("check windows (beside the fuzz step)", &mut || {
+            windows.take().context("waited for twice")?.wait()
+        })?;
     }
 
     println!("\n==> xtask test: all steps passed: {}", passed.join(", "));
@@ -152,4 +149,56 @@ fn windows_target_installed() -> bool {
         .join(WINDOWS_TARGET)
         .join("lib")
         .is_dir()
+}
+
+/// A command running in the background with its output in a log, killed if dropped unfinished.
+struct Background {
+    child: Option<std::process::Child>,
+    shown: String,
+    log: PathBuf,
+}
+
+impl Background {
+    fn start(cmd: &mut Command, log: PathBuf) -> Result<Background> {
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = std::fs::File::create(&log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let shown = describe_command(cmd);
+        println!(
+            "\n==> xtask test: started `{shown}` (log: {})",
+            log.display()
+        );
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file)
+            .spawn()
+            .with_context(|| format!("could not start `{shown}`"))?;
+        Ok(Background {
+            child: Some(child),
+            shown,
+            log,
+        })
+    }
+
+    /// Waits for the command; its log is printed if it failed.
+    fn wait(mut self) -> Result<()> {
+        let status = self.child.take().context("no child")?.wait()?;
+        if !status.success() {
+            println!("{}", std::fs::read_to_string(&self.log).unwrap_or_default());
+            bail!("`{}` failed ({status})", self.shown);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }

@@ -1,24 +1,25 @@
 //! The test step's runner: builds every test binary of the workspace once (`cargo test
-//! --no-run`, the same selection and features as `cargo test --workspace`), then runs them
-//! several at a time, as `cargo test` would run them one after the other (from their package's
-//! directory, with the test name filter and options given).
+//! --no-run`, the same selection and features as `cargo test --workspace`), then runs the ones
+//! chosen, one after the other, as `cargo test` runs them (from their package's directory, as
+//! many of a binary's tests at once as there are CPUs), with the test name filter and options
+//! given. Each binary's output is kept in a log and printed whole if it failed; the CI log
+//! gets each binary's time and result line.
 //!
-//! Why not `cargo test`: it runs one binary at a time, as many of its tests at once as there
-//! are CPUs, and waits for a binary's last test before it starts the next binary; the
-//! end-to-end binaries spend much of their time waiting on the programs they start (a runtime
-//! starting, a period of export ending, a browser): measured on 2 CPUs, a third of the step's
-//! CPU was idle. Here as many binaries run at once as there are CPUs, each one test at a time:
-//! as many tests at once as under `cargo test`, and so the same load on the machine, which
-//! several tests need (they assert that the sampler keeps up with the program; with twice as
-//! many tests at once, an attach test saw its debug-built sampler drop 475 of 1,275 samples).
-//! Each binary's output is kept in a log and printed when it ends, whole if it failed, so that
-//! the logs of binaries running side by side do not mix.
+//! Why not `cargo test` itself: the second runtime's step runs only the end-to-end binaries,
+//! and any selection of targets (`-p`, `--test`) changed the features Cargo activates and
+//! built some forty crates a second time.
+//!
+//! Why not several binaries at once (tried: the end-to-end binaries wait much of their time on
+//! the programs they start, and a third of the step's CPU was idle on 2 CPUs): with two
+//! binaries side by side, even at one test each, tests failed that pass one binary at a time
+//! (a contention test saw 49 of the program's 50 contended entries and 1.11 s of a 1.00 s I/O
+//! wait; an attach test's debug-built sampler dropped 475 of 1,275 samples with four tests at
+//! once). Those are findings to chase, not noise to run around; until then the binaries run as
+//! `cargo test` runs them.
 
-use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -90,40 +91,26 @@ fn test_binary_of(line: &str) -> Option<TestBinary> {
     })
 }
 
-/// Runs `binaries`, `jobs` at a time, each one test at a time (unless `args` says otherwise)
-/// with `args` (a test name filter, `--nocapture`, ...) and `env`; their logs go to `logs`.
-/// Fails naming every binary that failed.
+/// Runs `binaries` one after the other, each with `args` (a test name filter, `--nocapture`,
+/// ...) and `env`; their logs go to `logs`. Runs them all, then fails naming every binary that
+/// failed.
 pub fn run_all(
     binaries: &[TestBinary],
     args: &[String],
     env: &[(&str, &str)],
-    jobs: usize,
     logs: &Path,
 ) -> Result<()> {
     std::fs::create_dir_all(logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    let queue = Mutex::new(binaries.iter().collect::<VecDeque<_>>());
-    let failed = Mutex::new(Vec::new());
-    let printing = Mutex::new(());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1) {
-            scope.spawn(|| {
-                loop {
-                    let Some(binary) = queue.lock().unwrap().pop_front() else {
-                        break;
-                    };
-                    let log = logs.join(format!("{}-{}.log", binary.name, binary.kind));
-                    let start = Instant::now();
-                    let outcome = run_one(binary, args, env, &log);
-                    let _guard = printing.lock().unwrap();
-                    report(binary, &log, start.elapsed().as_secs_f64(), &outcome);
-                    if outcome.is_err() {
-                        failed.lock().unwrap().push(binary.name.clone());
-                    }
-                }
-            });
+    let mut failed = Vec::new();
+    for binary in binaries {
+        let log = logs.join(format!("{}-{}.log", binary.name, binary.kind));
+        let start = Instant::now();
+        let outcome = run_one(binary, args, env, &log);
+        report(binary, &log, start.elapsed().as_secs_f64(), &outcome);
+        if outcome.is_err() {
+            failed.push(binary.name.clone());
         }
-    });
-    let failed = failed.into_inner().unwrap();
+    }
     if !failed.is_empty() {
         bail!("failing test binaries: {}", failed.join(", "));
     }
@@ -134,9 +121,6 @@ pub fn run_all(
 fn run_one(binary: &TestBinary, args: &[String], env: &[(&str, &str)], log: &Path) -> Result<()> {
     let file = std::fs::File::create(log)?;
     let mut cmd = Command::new(&binary.executable);
-    if !args.iter().any(|a| a.starts_with("--test-threads")) {
-        cmd.arg("--test-threads=1");
-    }
     cmd.args(args)
         .current_dir(&binary.package_dir)
         .env("CARGO", cargo())
