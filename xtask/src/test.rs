@@ -2,15 +2,14 @@
 //! runtime the project pins (each a step of its own, named after the runtime), a short fuzz
 //! run of the trace readers, and a Windows type check. Stops at the first failing step.
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clrprof_e2e::{RUNTIME_ENV, RUNTIMES};
 
 use crate::test_binaries;
-use crate::util::{cargo, describe_command, run as run_cmd, workspace_root};
+use crate::util::{Logged, cargo, describe_command, run as run_cmd, workspace_root};
 
 const WINDOWS_TARGET: &str = "x86_64-pc-windows-gnu";
 
@@ -95,7 +94,12 @@ pub fn run(extra: &[String]) -> Result<()> {
         let log = clrprof_e2e::target_dir()
             .join("test-logs")
             .join("check-windows.log");
-        Some(Background::start(&mut check, log)?)
+        println!(
+            "\n==> xtask test: started `{}` (log: {})",
+            describe_command(&check),
+            log.display()
+        );
+        Some(Logged::start(&mut check, &log)?)
     } else {
         println!(
             "\n==> xtask test: NOTICE: skipping `cargo check --target {WINDOWS_TARGET}`: \
@@ -106,10 +110,11 @@ pub fn run(extra: &[String]) -> Result<()> {
     step(&format!("fuzz ({FUZZ_SECONDS} s per target)"), &mut || {
         crate::fuzz::run_targets(FUZZ_SECONDS, &[])
     })?;
-    if let Some(windows) = windows {
-        let mut windows = Some(windows);
+    if let Some(mut windows) = windows {
         step("check windows (beside the fuzz step)", &mut || {
-            windows.take().context("waited for twice")?.wait()
+            windows
+                .wait()
+                .inspect_err(|_| println!("{}", windows.output()))
         })?;
     }
 
@@ -149,56 +154,4 @@ fn windows_target_installed() -> bool {
         .join(WINDOWS_TARGET)
         .join("lib")
         .is_dir()
-}
-
-/// A command running in the background with its output in a log, killed if dropped unfinished.
-struct Background {
-    child: Option<std::process::Child>,
-    shown: String,
-    log: PathBuf,
-}
-
-impl Background {
-    fn start(cmd: &mut Command, log: PathBuf) -> Result<Background> {
-        if let Some(dir) = log.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let file = std::fs::File::create(&log)
-            .with_context(|| format!("cannot create {}", log.display()))?;
-        let shown = describe_command(cmd);
-        println!(
-            "\n==> xtask test: started `{shown}` (log: {})",
-            log.display()
-        );
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(file.try_clone()?)
-            .stderr(file)
-            .spawn()
-            .with_context(|| format!("could not start `{shown}`"))?;
-        Ok(Background {
-            child: Some(child),
-            shown,
-            log,
-        })
-    }
-
-    /// Waits for the command; its log is printed if it failed.
-    fn wait(mut self) -> Result<()> {
-        let status = self.child.take().context("no child")?.wait()?;
-        if !status.success() {
-            println!("{}", std::fs::read_to_string(&self.log).unwrap_or_default());
-            bail!("`{}` failed ({status})", self.shown);
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
 }

@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::util::{cargo, describe_command, run, shown, workspace_root};
+use crate::util::{Logged, cargo, describe_command, shown, workspace_root};
 
 /// A test binary Cargo built.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,21 +119,17 @@ pub fn run_all(
 
 /// Runs one binary with its output in `log`.
 fn run_one(binary: &TestBinary, args: &[String], env: &[(&str, &str)], log: &Path) -> Result<()> {
-    let file = std::fs::File::create(log)?;
     let mut cmd = Command::new(&binary.executable);
     cmd.args(args)
         .current_dir(&binary.package_dir)
-        .env("CARGO", cargo())
-        .stdin(Stdio::null())
-        .stdout(file.try_clone()?)
-        .stderr(file);
+        .env("CARGO", cargo());
     // The variables Cargo set for xtask would tell the binary about another crate.
     clrprof_e2e::without_crate_variables(&mut cmd);
     cmd.env("CARGO_MANIFEST_DIR", &binary.package_dir);
     for (name, value) in env {
         cmd.env(name, value);
     }
-    run(cmd)
+    Logged::start(&mut cmd, log)?.wait()
 }
 
 /// Prints what `cargo test` prints of a binary: which one ran, and its result line; the whole

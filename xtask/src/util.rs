@@ -89,3 +89,57 @@ pub fn build_release(packages: &[&str]) -> Result<PathBuf> {
     run(build)?;
     Ok(clrprof_e2e::target_dir().join("release"))
 }
+
+/// A command started with its standard output and error in a log file (and nothing on its
+/// standard input), killed if dropped before it was waited for.
+pub struct Logged {
+    child: Option<std::process::Child>,
+    shown: String,
+    log: PathBuf,
+}
+
+impl Logged {
+    /// Starts `cmd` writing to `log` (created, with its directory).
+    pub fn start(cmd: &mut Command, log: &Path) -> Result<Logged> {
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = std::fs::File::create(log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let shown = describe_command(cmd);
+        let child = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file)
+            .spawn()
+            .with_context(|| format!("could not start `{shown}`"))?;
+        Ok(Logged {
+            child: Some(child),
+            shown,
+            log: log.to_path_buf(),
+        })
+    }
+
+    /// Waits for the command; fails if it did.
+    pub fn wait(&mut self) -> Result<()> {
+        let status = self.child.take().context("waited for already")?.wait()?;
+        if !status.success() {
+            bail!("`{}` failed ({status})", self.shown);
+        }
+        Ok(())
+    }
+
+    /// What the command wrote so far.
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Logged {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

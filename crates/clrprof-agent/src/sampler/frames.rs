@@ -159,7 +159,7 @@ impl StackBuilder {
             session,
             chains: None,
             unwinder: Unwinder::new(),
-            shapes: RuntimeShapes::new(session.info.clone()).with_gone_code(&session.gone_code),
+            shapes: RuntimeShapes::new(session.info.clone(), &session.gone_code),
             ips: HashMap::default(),
             natives: HashMap::default(),
             modules: HashMap::default(),

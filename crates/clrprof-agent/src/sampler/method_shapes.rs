@@ -100,13 +100,14 @@ pub struct RuntimeShapes {
     il_maps: FxHashMap<usize, IlMap>,
     /// Generated methods collected after the capture being unwound, whose code the runtime
     /// no longer knows: their shapes, and the capture's `CLOCK_MONOTONIC` time.
-    gone: Option<&'static GoneCode>,
+    gone: &'static GoneCode,
     capture_ts: u64,
 }
 
 impl RuntimeShapes {
-    /// Shapes told by `info`'s runtime.
-    pub fn new(info: ProfilerInfo) -> RuntimeShapes {
+    /// Shapes told by `info`'s runtime, and for generated methods collected before the
+    /// sampler met them, left in `gone` by the unload callback.
+    pub fn new(info: ProfilerInfo, gone: &'static GoneCode) -> RuntimeShapes {
         RuntimeShapes {
             info,
             ranges: BTreeMap::new(),
@@ -115,16 +116,9 @@ impl RuntimeShapes {
             blocks: FxHashMap::default(),
             block_bytes: 0,
             il_maps: FxHashMap::default(),
-            gone: None,
+            gone,
             capture_ts: 0,
         }
-    }
-
-    /// Shapes of generated methods collected before the sampler met them are looked up in
-    /// `gone` (left there by the unload callback).
-    pub fn with_gone_code(mut self, gone: &'static GoneCode) -> RuntimeShapes {
-        self.gone = Some(gone);
-        self
     }
 
     /// The capture unwound next was taken at `CLOCK_MONOTONIC` time `ts`.
@@ -354,10 +348,7 @@ impl MethodShapes for RuntimeShapes {
                         // Generated code collected since the capture (the runtime no longer
                         // knows it, and the address may hold other code by now): its shape
                         // as the unload callback saw it, for this capture alone.
-                        if let Some(found) = self
-                            .gone
-                            .and_then(|g| g.dying_shape_at(pc, self.capture_ts))
-                        {
+                        if let Some(found) = self.gone.dying_shape_at(pc, self.capture_ts) {
                             return Some(found);
                         }
                         if self.not_managed.len() >= NOT_MANAGED_KEPT {
