@@ -121,6 +121,11 @@ pub struct StackBuilder {
     unnamed: Vec<(u64, usize, u64)>,
     frames: Vec<usize>,
     path: Vec<FrameRef>,
+    /// Scratch: for each address [`Self::resolve_path`] named, the index of its frame in
+    /// `path`.
+    path_of_ip: Vec<u32>,
+    /// Scratch: the nodes of a path as it is interned.
+    nodes: Vec<u32>,
     /// The executable mapping of the agent itself.
     agent_code: (usize, usize),
     modules_generation: u64,
@@ -167,6 +172,8 @@ impl StackBuilder {
             unnamed: Vec::new(),
             frames: Vec::with_capacity(MAX_FRAMES),
             path: Vec::with_capacity(MAX_FRAMES),
+            path_of_ip: Vec::with_capacity(MAX_FRAMES),
+            nodes: Vec::with_capacity(MAX_FRAMES + 1),
             agent_code: (0, 0),
             modules_generation: u64::MAX,
             modules_checked_ns: 0,
@@ -385,8 +392,8 @@ impl StackBuilder {
 
     /// Names `ips` (innermost first) into `self.path`, the innermost as the address of a
     /// running instruction if `leaf`, the others as return addresses (the call is the
-    /// instruction before). Stops where an address cannot be a return address; returns how
-    /// the stack ends.
+    /// instruction before), and which frame each address is into `self.path_of_ip`. Stops
+    /// where an address cannot be a return address; returns how the stack ends.
     fn resolve_path(
         &mut self,
         ips: &[usize],
@@ -395,6 +402,7 @@ impl StackBuilder {
         ts: u64,
     ) -> Option<StackCut> {
         self.path.clear();
+        self.path_of_ip.clear();
         for (k, &ip) in ips.iter().enumerate() {
             let running = leaf && k == 0;
             if !running && self.not_code(ip) {
@@ -408,35 +416,85 @@ impl StackBuilder {
             let frame = self.resolve(lookup, ts);
             // Consecutive native frames of one function are one frame (a library without
             // symbols names all its frames alike); managed recursion stays as it is.
-            if matches!(frame, FrameRef::Native(_)) && self.path.last() == Some(&frame) {
-                continue;
+            if !(matches!(frame, FrameRef::Native(_)) && self.path.last() == Some(&frame)) {
+                self.path.push(frame);
             }
-            self.path.push(frame);
+            self.path_of_ip.push(self.path.len() as u32 - 1);
         }
         cut
     }
 
     /// Interns the callers of a stack (`ips`: its return addresses, innermost first) with the
-    /// marker of how the stack ended.
+    /// marker of how the stack ended. Where they share their outer part with the latest
+    /// callers interned here (see [`KnownStacks::shared_callers`]), only the addresses below
+    /// it are named, and interned below its node.
     fn intern_callers(
         &mut self,
         ips: &[usize],
         cut: Option<StackCut>,
         ts: u64,
     ) -> Callers<FrameRef> {
-        let cut = self.resolve_path(ips, false, cut, ts);
+        let shared = self.known.shared_callers(ips, cut);
+        let inner = &ips[..ips.len() - shared.map_or(0, |o| o.len)];
+        let inner_cut = self.resolve_path(inner, false, cut, ts);
+        // A word below the shared part that is no return address ends the stack there, as it
+        // would have if every address had been named.
+        let complete = self.path_of_ip.len() == inner.len();
+        let outer = shared.filter(|_| complete);
         let s = self.session;
-        let marker = cut.map(|c| Frame::of(FrameKind::Truncated, c.to_u64()));
-        let path = marker
-            .into_iter()
-            .chain(self.path.iter().rev().map(trace_frame));
-        let node = s
-            .stacks
-            .intern_path(&s.out, path, |f| s.defs.define_function(&s.info, &s.out, f));
-        Callers {
-            node,
-            innermost: self.path.first().copied(),
+        let mut nodes = std::mem::take(&mut self.nodes);
+        nodes.clear();
+        let define = |f| s.defs.define_function(&s.info, &s.out, f);
+        // How many of `path`'s outermost frames are the shared part's innermost one (a native
+        // frame right below one of the same function is that frame), and how many of the
+        // nodes interned now are above the path's (the marker's).
+        let (merged, above) = match outer {
+            Some(o) => {
+                let merged = matches!(o.innermost, FrameRef::Native(_))
+                    && self.path.last() == Some(&o.innermost);
+                let below = &self.path[..self.path.len() - usize::from(merged)];
+                let frames = below.iter().rev().map(trace_frame);
+                s.stacks
+                    .extend_path(&s.out, o.node, frames, |id| nodes.push(id), define);
+                (usize::from(merged), 0)
+            }
+            None => {
+                let marker = inner_cut.map(|c| Frame::of(FrameKind::Truncated, c.to_u64()));
+                let frames = marker
+                    .into_iter()
+                    .chain(self.path.iter().rev().map(trace_frame));
+                s.stacks
+                    .extend_path(&s.out, 0, frames, |id| nodes.push(id), define);
+                (0, usize::from(marker.is_some()))
+            }
+        };
+        let node = nodes.last().copied().or(outer.map(|o| o.node)).unwrap_or(0);
+        let innermost = self.path.first().copied().or(outer.map(|o| o.innermost));
+        // Remembered as the latest callers, but for generated code (its memory may hold other
+        // code before the runtime says it was collected) and a stack cut short below the
+        // shared part.
+        if complete
+            && !self
+                .path
+                .iter()
+                .any(|f| matches!(f, FrameRef::Generated(..)))
+        {
+            let interned = self.path.len() - merged;
+            let node_of = |j: usize| match outer {
+                Some(o) if j >= interned => o.node,
+                _ => nodes[above + interned - 1 - j],
+            };
+            let rest = self.path_of_ip.iter().rev().map(|&j| {
+                let j = j as usize;
+                (self.path[j], node_of(j))
+            });
+            self.known
+                .set_last_callers(ips, cut, outer.map_or(0, |o| o.len), rest);
+        } else {
+            self.known.forget_last_callers();
         }
+        self.nodes = nodes;
+        Callers { node, innermost }
     }
 
     /// [`Self::intern`] from scratch: each address named, the path interned.

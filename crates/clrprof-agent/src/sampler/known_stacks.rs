@@ -11,6 +11,12 @@
 //!   one address only. Its callers' node is looked up here, and only the innermost frame is
 //!   named and interned below it.
 //!
+//! - the callers of the latest stack whose callers were not known, with the node of each of
+//!   their frames: the next sample's callers most often share their outer part (a thread's
+//!   samples are read one after the other, and a new stack of a thread differs from its
+//!   previous one in its innermost frames), and only the frames below the shared part are
+//!   named and interned then, below its node.
+//!
 //! A stack is kept (its addresses copied) the second time it is met, not the first: a deep
 //! recursion is sampled in a new stack almost every time, and keeping each of those cost more
 //! than it saved (on `bench/programs/Fib.cs` at 1 kHz, a tenth of the sampler's CPU went to
@@ -30,6 +36,36 @@ const KEPT: usize = 1 << 16;
 pub(super) struct KnownStacks<F> {
     whole: Cache<u32>,
     callers: Cache<Callers<F>>,
+    last: LastCallers<F>,
+}
+
+/// The callers of the latest stack interned without [`KnownStacks::callers`]' help.
+struct LastCallers<F> {
+    /// Their addresses, outermost first.
+    ips: Vec<usize>,
+    /// For each address, the frame it was named (a native frame right below one of the same
+    /// function is that frame) and the node of the path from the root down to it.
+    frames: Vec<(F, u32)>,
+    cut: Option<StackCut>,
+}
+
+impl<F> Default for LastCallers<F> {
+    fn default() -> Self {
+        LastCallers {
+            ips: Vec::new(),
+            frames: Vec::new(),
+            cut: None,
+        }
+    }
+}
+
+/// The outer part a stack's callers share with the latest callers interned: how many
+/// addresses, and the frame and node of the innermost of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Shared<F> {
+    pub len: usize,
+    pub innermost: F,
+    pub node: u32,
 }
 
 /// The interned callers of a stack: the node of their path (with the marker of how the stack
@@ -113,6 +149,7 @@ impl<F: Copy> Default for KnownStacks<F> {
         KnownStacks {
             whole: Cache::default(),
             callers: Cache::default(),
+            last: LastCallers::default(),
         }
     }
 }
@@ -122,6 +159,58 @@ impl<F: Copy> KnownStacks<F> {
     pub fn clear(&mut self) {
         self.whole.clear();
         self.callers.clear();
+        self.forget_last_callers();
+    }
+
+    /// Forgets the latest callers (they held code that may be collected: see
+    /// [`Self::set_last_callers`]).
+    pub fn forget_last_callers(&mut self) {
+        self.last.ips.clear();
+        self.last.frames.clear();
+    }
+
+    /// What callers `ips` (innermost first) of a stack that ended as `cut` share with the
+    /// latest callers interned from their outermost address on (`None`: nothing).
+    pub fn shared_callers(&self, ips: &[usize], cut: Option<StackCut>) -> Option<Shared<F>> {
+        let last = &self.last;
+        if last.cut != cut {
+            return None;
+        }
+        let len = last
+            .ips
+            .iter()
+            .zip(ips.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let &(innermost, node) = last.frames.get(len.checked_sub(1)?)?;
+        Some(Shared {
+            len,
+            innermost,
+            node,
+        })
+    }
+
+    /// Remembers callers `ips` (innermost first) of a stack that ended as `cut` as the latest:
+    /// the frames and nodes of their `shared` outermost addresses are those of the latest
+    /// callers (see [`Self::shared_callers`]), `rest` gives those of the others, outermost
+    /// first. Callers that hold generated code are not to be remembered (its memory may hold
+    /// other code before the runtime says it was collected).
+    pub fn set_last_callers(
+        &mut self,
+        ips: &[usize],
+        cut: Option<StackCut>,
+        shared: usize,
+        rest: impl Iterator<Item = (F, u32)>,
+    ) {
+        let last = &mut self.last;
+        last.cut = cut;
+        last.ips.clear();
+        last.ips.extend(ips.iter().rev());
+        last.frames.truncate(shared);
+        last.frames.extend(rest);
+        if last.frames.len() != last.ips.len() {
+            self.forget_last_callers();
+        }
     }
 
     /// The id of the stack of `ips` (innermost first) that ended as `cut`, if known.
@@ -213,5 +302,40 @@ mod tests {
             None,
             "met once since cleared"
         );
+    }
+
+    #[test]
+    fn callers_share_their_outer_part_with_the_latest_callers() {
+        let mut known = KnownStacks::<char>::default();
+        assert_eq!(known.shared_callers(&[3, 2, 1], None), None, "none yet");
+        // Callers 1 (outermost), 2, 3: frames a, b, b (3 is b's too), nodes 10, 11, 11.
+        known.set_last_callers(
+            &[3, 2, 1],
+            None,
+            0,
+            [('a', 10), ('b', 11), ('b', 11)].into_iter(),
+        );
+        let shared = |known: &KnownStacks<char>, ips: &[usize], cut| {
+            known
+                .shared_callers(ips, cut)
+                .map(|s| (s.len, s.innermost, s.node))
+        };
+        assert_eq!(shared(&known, &[4, 2, 1], None), Some((2, 'b', 11)));
+        assert_eq!(shared(&known, &[5, 4, 3, 2, 1], None), Some((3, 'b', 11)));
+        assert_eq!(shared(&known, &[1], None), Some((1, 'a', 10)));
+        assert_eq!(shared(&known, &[2, 1, 9], None), None, "another outermost");
+        assert_eq!(shared(&known, &[2, 1], Some(StackCut::TooDeep)), None);
+        // The next callers keep the shared part's frames and nodes.
+        known.set_last_callers(&[4, 2, 1], None, 2, [('c', 12)].into_iter());
+        assert_eq!(shared(&known, &[4, 2, 1], None), Some((3, 'c', 12)));
+        assert_eq!(shared(&known, &[7, 2, 1], None), Some((2, 'b', 11)));
+        // Frames that do not match the addresses leave nothing to share.
+        known.set_last_callers(&[4, 2, 1], None, 0, [('a', 10)].into_iter());
+        assert_eq!(shared(&known, &[4, 2, 1], None), None);
+        known.set_last_callers(&[4, 2, 1], None, 2, [('c', 12)].into_iter());
+        assert_eq!(shared(&known, &[4, 2, 1], None), None);
+        known.set_last_callers(&[2, 1], None, 0, [('a', 10), ('b', 11)].into_iter());
+        known.clear();
+        assert_eq!(shared(&known, &[2, 1], None), None, "cleared");
     }
 }

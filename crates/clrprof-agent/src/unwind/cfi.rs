@@ -1,10 +1,10 @@
 //! The x86-64 Linux unwinder: framehop's CFI interpretation over a [`ModuleMap`], inside the
 //! shared walk.
 
-use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::x86_64::UnwindRegsX86_64;
 use framehop::{FrameAddress, Unwinder as _};
 
-use super::modules::{Bytes, ModuleMap, USER_MAX};
+use super::modules::{ModuleMap, USER_MAX};
 use super::{
     FrameAt, FrameRules, Interrupted, MethodShapes, NativeFunction, StackReader, Step, Stop, Tail,
     UnwindStats, walk,
@@ -14,8 +14,6 @@ use super::{
 /// session: it caches module data and unwind rules across calls.
 pub struct Unwinder {
     modules: ModuleMap,
-    framehop: UnwinderX86_64<Bytes>,
-    cache: CacheX86_64,
     window: Vec<u8>,
     stats: UnwindStats,
     /// Counts the changes that can make a remembered walk wrong (see [`Self::forget_walks`]).
@@ -33,8 +31,6 @@ impl Unwinder {
     pub fn new() -> Unwinder {
         Unwinder {
             modules: ModuleMap::new(),
-            framehop: UnwinderX86_64::new(),
-            cache: CacheX86_64::new(),
             window: Vec::with_capacity(super::LIVE_CHUNK),
             stats: UnwindStats::default(),
             epoch: 0,
@@ -56,8 +52,6 @@ impl Unwinder {
     pub fn refresh_modules(&mut self) -> bool {
         let changed = self.modules.refresh();
         if changed {
-            self.framehop = UnwinderX86_64::new();
-            self.modules.unregister_all();
             self.forget_walks();
         }
         changed
@@ -110,8 +104,6 @@ impl Unwinder {
         let mut modules_changed = false;
         let mut rules = Rules {
             modules: &mut self.modules,
-            framehop: &mut self.framehop,
-            cache: &mut self.cache,
             refreshed: false,
             modules_changed: &mut modules_changed,
             shapes,
@@ -124,11 +116,10 @@ impl Unwinder {
     }
 }
 
-/// The frame rules of one walk: framehop's CFI over the module map, and managed shapes.
+/// The frame rules of one walk: framehop's CFI of each module of the module map, and managed
+/// shapes.
 struct Rules<'a> {
     modules: &'a mut ModuleMap,
-    framehop: &'a mut UnwinderX86_64<Bytes>,
-    cache: &'a mut CacheX86_64,
     /// The memory map was re-read during this walk already.
     refreshed: bool,
     /// ... and it changed.
@@ -152,8 +143,6 @@ impl FrameRules for Rules<'_> {
                 }
                 self.refreshed = true;
                 if self.modules.refresh() {
-                    *self.framehop = UnwinderX86_64::new();
-                    self.modules.unregister_all();
                     // Walks remembered before are not checked against the new modules: the
                     // unwinder's epoch moves on at its next call.
                     *self.modules_changed = true;
@@ -161,9 +150,7 @@ impl FrameRules for Rules<'_> {
                 self.modules.find(lookup)?
             }
         };
-        if !self.modules.ensure_registered(i, self.framehop) {
-            return None;
-        }
+        let module = self.modules.unwinder(i)?;
         let address = if at.first {
             FrameAddress::from_instruction_pointer(at.pc as u64)
         } else {
@@ -178,9 +165,9 @@ impl FrameRules for Rules<'_> {
                 .ok_or(())
         };
         Some(
-            match self
+            match module
                 .framehop
-                .unwind_frame(address, &mut fregs, self.cache, &mut read)
+                .unwind_frame(address, &mut fregs, &mut module.cache, &mut read)
             {
                 Ok(Some(ra)) => Step::Caller {
                     ra: ra as usize,
