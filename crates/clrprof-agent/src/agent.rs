@@ -144,7 +144,7 @@ impl Agent {
         let chains = crate::async_chains::start(&config, attached);
         let count = crate::count::start(&config).unwrap_or_else(|e| {
             config.mode = Mode::Sample;
-            config.warnings.push(e);
+            config.warnings.push(e.to_string());
             None
         });
         let features = Features::new(count, coverage, chains);
@@ -1137,9 +1137,7 @@ impl Profiler for Agent {
                 let get = |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
                 match crate::config::ExportSettings::from_env(get, names, "unknown_service") {
                     Ok(Some(settings)) => Origin::AttachExport(settings),
-                    Ok(None) => {
-                        return Err(StartError::ExportSettings("no export setting".into()).into());
-                    }
+                    Ok(None) => return Err(StartError::NoExportSettings.into()),
                     Err(reason) => return Err(StartError::ExportSettings(reason).into()),
                 }
             }

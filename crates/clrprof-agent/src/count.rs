@@ -49,17 +49,21 @@ use crate::recorder::counters::{BLOCK_COUNTERS, Block, CounterMemory};
 use crate::recorder::sys;
 use crate::session::{Feature, Session};
 
+/// Why count mode is unavailable.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "count mode is unavailable: the system refused the address space for the counters \
+     (a virtual memory limit?); sampling without counts"
+)]
+pub struct NoCounterMemory;
+
 /// Count mode's state if `config` asks for it (at initialization, on the program's main
 /// thread, which is registered here). `Err` says why count mode is unavailable.
-pub fn start(config: &Config) -> std::result::Result<Option<Counting>, String> {
+pub fn start(config: &Config) -> std::result::Result<Option<Counting>, NoCounterMemory> {
     if config.mode != Mode::Count || config.coverage {
         return Ok(None);
     }
-    let memory = CounterMemory::reserve().ok_or_else(|| {
-        "count mode is unavailable: the system refused the address space for the counters \
-         (a virtual memory limit?); sampling without counts"
-            .to_string()
-    })?;
+    let memory = CounterMemory::reserve().ok_or(NoCounterMemory)?;
     let c = Counting {
         filter: ModuleFilter::new(&config.count_include, &config.count_exclude),
         layout: config.count_layout,

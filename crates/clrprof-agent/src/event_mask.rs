@@ -9,6 +9,17 @@ use std::sync::Mutex;
 use clrprof_sdk::ProfilerInfo;
 use clrprof_sdk::flags::{EventMask, HighEventMask};
 
+/// Why the event mask was not changed.
+#[derive(Debug, thiserror::Error)]
+pub enum MaskUnchanged {
+    /// The runtime has no `SetEventMask2`, or refused the mask asked for at startup.
+    #[error("the runtime cannot change the event mask after startup")]
+    Fixed,
+    /// The runtime refused the new mask.
+    #[error("{0}")]
+    Refused(clrprof_sdk::Error),
+}
+
 /// A session's event mask: the mask last set, if it can be changed (`SetEventMask2`,
 /// ICorProfilerInfo5).
 #[derive(Default)]
@@ -26,13 +37,14 @@ impl CurrentMask {
         &self,
         info: &ProfilerInfo,
         to: impl FnOnce(EventMask, HighEventMask) -> (EventMask, HighEventMask),
-    ) -> Result<(), String> {
+    ) -> Result<(), MaskUnchanged> {
         let mut current = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let Some((low, high)) = *current else {
-            return Err("the runtime cannot change the event mask after startup".into());
+            return Err(MaskUnchanged::Fixed);
         };
         let (low, high) = to(low, high);
-        info.set_event_mask2(low, high).map_err(|e| e.to_string())?;
+        info.set_event_mask2(low, high)
+            .map_err(MaskUnchanged::Refused)?;
         *current = Some((low, high));
         Ok(())
     }

@@ -13,8 +13,11 @@ pub enum StartError {
     #[error("export mode started twice")]
     ExportStartedTwice,
     /// An export variable is wrong (said on standard error already).
-    #[error("{0}")]
-    ExportSettings(String),
+    #[error(transparent)]
+    ExportSettings(#[from] clrprof_trace::config::SettingsError),
+    /// Attached in export mode without any export variable.
+    #[error("attached in export mode without export settings")]
+    NoExportSettings,
     /// Neither `CLRPROF_SESSION` nor `CLRPROF_OUTPUT` says where the trace goes.
     #[error("neither CLRPROF_SESSION nor CLRPROF_OUTPUT is set")]
     NoDestination,

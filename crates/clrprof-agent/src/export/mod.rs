@@ -23,7 +23,7 @@ use clrprof_export::{
     QueueLimits, Resource, RetryQueue,
 };
 use clrprof_trace::config::{
-    AgentConfig, ExportAuth, ExportProfile, ExportProtocol, ExportSettings,
+    AgentConfig, ExportAuth, ExportProfile, ExportProtocol, ExportSettings, SettingsError,
 };
 
 use crate::config::Config;
@@ -45,7 +45,7 @@ const RUNTIME_NAME: &str = ".NET";
 
 /// Export mode's settings from the environment: `Ok(None)` when no `CLRPROF_EXPORT_*`
 /// variable is set; an error (one line, naming the variable) when one is wrong.
-pub fn settings_from_env() -> Result<Option<ExportSettings>, String> {
+pub fn settings_from_env() -> Result<Option<ExportSettings>, SettingsError> {
     let names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
     let exe = std::env::current_exe()
         .ok()

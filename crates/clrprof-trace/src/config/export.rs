@@ -200,15 +200,12 @@ impl ExportSettings {
         var: impl Fn(&str) -> Option<String>,
         names: impl IntoIterator<Item = String>,
         default_service: &str,
-    ) -> Result<Option<ExportSettings>, String> {
+    ) -> Result<Option<ExportSettings>, SettingsError> {
         let mut any = false;
         for name in names {
-            if let Some(rest) = name.strip_prefix(VARIABLE_PREFIX) {
+            if name.starts_with(VARIABLE_PREFIX) {
                 if !VARIABLES.contains(&name.as_str()) {
-                    return Err(format!(
-                        "unknown variable {name} (CLRPROF_EXPORT_{rest}); export mode knows {}",
-                        VARIABLES.join(", ")
-                    ));
+                    return Err(SettingsError::UnknownVariable { name });
                 }
                 any = true;
             }
@@ -217,36 +214,34 @@ impl ExportSettings {
             return Ok(None);
         }
         let get = |name: &str| var(name).filter(|v| !v.trim().is_empty());
-        let endpoint = get(ENV_ENDPOINT)
-            .ok_or_else(|| format!("{ENV_ENDPOINT} is not set (export mode needs the backend's address, e.g. http://collector:4318)"))?;
+        let endpoint = get(ENV_ENDPOINT).ok_or(SettingsError::NoEndpoint)?;
         let endpoint = endpoint.trim().trim_end_matches('/').to_string();
         if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-            return Err(format!(
-                "{ENV_ENDPOINT}={endpoint}: the address must start with http:// or https://"
-            ));
+            return Err(SettingsError::NotHttp { endpoint });
         }
         let service = get(ENV_SERVICE)
             .or_else(|| get(ENV_OTEL_SERVICE_NAME))
             .unwrap_or_else(|| default_service.to_string());
         let mut s = ExportSettings::new(endpoint, service.trim());
         if let Some(p) = get(ENV_PROTOCOL) {
-            s.protocol = ExportProtocol::from_name(p.trim()).ok_or_else(|| {
-                format!("{ENV_PROTOCOL}={p}: unknown protocol (otlp-http, otlp-grpc or pyroscope)")
-            })?;
+            s.protocol = ExportProtocol::from_name(p.trim())
+                .ok_or(SettingsError::UnknownProtocol { value: p })?;
         }
         s.service_version = get(ENV_VERSION).map(|v| v.trim().to_string());
         if let Some(labels) = get(ENV_LABELS) {
-            s.labels = parse_labels(&labels).map_err(|e| format!("{ENV_LABELS}={labels}: {e}"))?;
-        }
-        if let Some(p) = get(ENV_PERIOD) {
-            s.period = parse_period(p.trim()).ok_or_else(|| {
-                format!(
-                    "{ENV_PERIOD}={p}: a period is seconds (15, 15s) or milliseconds (1500ms), from 1 s to 1 h"
-                )
+            s.labels = parse_labels(&labels).map_err(|reason| SettingsError::Labels {
+                value: labels.clone(),
+                reason,
             })?;
         }
+        if let Some(p) = get(ENV_PERIOD) {
+            s.period = parse_period(p.trim()).ok_or(SettingsError::Period { value: p })?;
+        }
         if let Some(p) = get(ENV_PROFILES) {
-            s.profiles = parse_profiles(&p).map_err(|e| format!("{ENV_PROFILES}={p}: {e}"))?;
+            s.profiles = parse_profiles(&p).map_err(|reason| SettingsError::Profiles {
+                value: p.clone(),
+                reason,
+            })?;
             s.profiles_chosen = true;
         }
         if let Some(r) = get(ENV_CPU_RATE) {
@@ -255,25 +250,13 @@ impl ExportSettings {
                 .parse::<u32>()
                 .ok()
                 .filter(|hz| RATE_HZ.contains(hz))
-                .ok_or_else(|| {
-                    format!(
-                        "{ENV_CPU_RATE}={r}: a rate in Hz from {} to {}",
-                        RATE_HZ.start(),
-                        RATE_HZ.end()
-                    )
-                })?;
+                .ok_or(SettingsError::CpuRate { value: r })?;
         }
         match (get(ENV_BEARER_TOKEN), get(ENV_BASIC_AUTH)) {
-            (Some(_), Some(_)) => {
-                return Err(format!(
-                    "{ENV_BEARER_TOKEN} and {ENV_BASIC_AUTH} are both set; give one"
-                ));
-            }
+            (Some(_), Some(_)) => return Err(SettingsError::TwoAuthentications),
             (Some(token), None) => s.auth = Some(ExportAuth::Bearer(token.trim().to_string())),
             (None, Some(basic)) => {
-                let (user, password) = basic
-                    .split_once(':')
-                    .ok_or_else(|| format!("{ENV_BASIC_AUTH}: expected user:password"))?;
+                let (user, password) = basic.split_once(':').ok_or(SettingsError::BasicAuth)?;
                 s.auth = Some(ExportAuth::Basic {
                     user: user.to_string(),
                     password: password.to_string(),
@@ -335,19 +318,131 @@ impl ExportSettings {
     }
 }
 
+/// Why export mode's variables make no settings: one line that names the variable and says
+/// what it should be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    /// A `CLRPROF_EXPORT_*` variable export mode does not know (misspelt, most often).
+    #[error("unknown variable {name}; export mode knows {}", VARIABLES.join(", "))]
+    UnknownVariable {
+        /// The variable.
+        name: String,
+    },
+    /// Export variables but no endpoint.
+    #[error(
+        "{ENV_ENDPOINT} is not set (export mode needs the backend's address, e.g. http://collector:4318)"
+    )]
+    NoEndpoint,
+    /// An endpoint that is no HTTP address.
+    #[error("{ENV_ENDPOINT}={endpoint}: the address must start with http:// or https://")]
+    NotHttp {
+        /// The endpoint given.
+        endpoint: String,
+    },
+    /// A protocol export mode does not speak.
+    #[error("{ENV_PROTOCOL}={value}: unknown protocol (otlp-http, otlp-grpc or pyroscope)")]
+    UnknownProtocol {
+        /// The protocol given.
+        value: String,
+    },
+    /// Labels that do not parse.
+    #[error("{ENV_LABELS}={value}: {reason}")]
+    Labels {
+        /// The labels given.
+        value: String,
+        /// What is wrong with them.
+        reason: LabelsError,
+    },
+    /// A period that does not parse or is out of range.
+    #[error(
+        "{ENV_PERIOD}={value}: a period is seconds (15, 15s) or milliseconds (1500ms), from 1 s to 1 h"
+    )]
+    Period {
+        /// The period given.
+        value: String,
+    },
+    /// A profile list that does not parse.
+    #[error("{ENV_PROFILES}={value}: {reason}")]
+    Profiles {
+        /// The list given.
+        value: String,
+        /// What is wrong with it.
+        reason: ProfilesError,
+    },
+    /// A CPU rate that does not parse or is out of range.
+    #[error("{ENV_CPU_RATE}={value}: a rate in Hz from {} to {}", RATE_HZ.start(), RATE_HZ.end())]
+    CpuRate {
+        /// The rate given.
+        value: String,
+    },
+    /// A bearer token and basic authentication both.
+    #[error("{ENV_BEARER_TOKEN} and {ENV_BASIC_AUTH} are both set; give one")]
+    TwoAuthentications,
+    /// Basic authentication without the `:` (its value, a secret, is not repeated).
+    #[error("{ENV_BASIC_AUTH}: expected user:password")]
+    BasicAuth,
+}
+
+/// Why a label list does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LabelsError {
+    /// An item without `=`.
+    #[error("`{item}` is not key=value")]
+    NotKeyValue {
+        /// The item.
+        item: String,
+    },
+    /// An item with an empty key.
+    #[error("`{item}` has no key")]
+    NoKey {
+        /// The item.
+        item: String,
+    },
+    /// A key given twice.
+    #[error("the label `{key}` is given twice")]
+    Twice {
+        /// The key.
+        key: String,
+    },
+}
+
+/// Why a profile list does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProfilesError {
+    /// A name that is no profile.
+    #[error("unknown profile `{name}` ({} or all)", profile_names())]
+    Unknown {
+        /// The name.
+        name: String,
+    },
+    /// An empty list.
+    #[error("no profile named")]
+    None,
+}
+
+/// Every profile's name, for a message.
+fn profile_names() -> String {
+    let known: Vec<&str> = ExportProfile::ALL.iter().map(|p| p.name()).collect();
+    known.join(", ")
+}
+
 /// `key=value,key=value`: keys not empty, without `=` or `,`; values without `,`.
-pub fn parse_labels(text: &str) -> Result<Vec<(String, String)>, String> {
+pub fn parse_labels(text: &str) -> Result<Vec<(String, String)>, LabelsError> {
     let mut labels: Vec<(String, String)> = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (k, v) = item
             .split_once('=')
-            .ok_or_else(|| format!("`{item}` is not key=value"))?;
+            .ok_or_else(|| LabelsError::NotKeyValue {
+                item: item.to_string(),
+            })?;
         let (k, v) = (k.trim(), v.trim());
         if k.is_empty() {
-            return Err(format!("`{item}` has no key"));
+            return Err(LabelsError::NoKey {
+                item: item.to_string(),
+            });
         }
         if labels.iter().any(|(known, _)| known == k) {
-            return Err(format!("the label `{k}` is given twice"));
+            return Err(LabelsError::Twice { key: k.to_string() });
         }
         labels.push((k.to_string(), v.to_string()));
     }
@@ -365,20 +460,21 @@ pub fn parse_period(text: &str) -> Option<Duration> {
 }
 
 /// `cpu,wall,...` or `all`, into [`ExportProfile::ALL`]'s order.
-pub fn parse_profiles(text: &str) -> Result<Vec<ExportProfile>, String> {
+pub fn parse_profiles(text: &str) -> Result<Vec<ExportProfile>, ProfilesError> {
     let mut out = Vec::new();
     for name in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         if name == "all" {
             out.extend_from_slice(ExportProfile::ALL);
             continue;
         }
-        out.push(ExportProfile::from_name(name).ok_or_else(|| {
-            let known: Vec<&str> = ExportProfile::ALL.iter().map(|p| p.name()).collect();
-            format!("unknown profile `{name}` ({} or all)", known.join(", "))
-        })?);
+        out.push(
+            ExportProfile::from_name(name).ok_or_else(|| ProfilesError::Unknown {
+                name: name.to_string(),
+            })?,
+        );
     }
     if out.is_empty() {
-        return Err("no profile named".into());
+        return Err(ProfilesError::None);
     }
     out.sort_unstable();
     out.dedup();
@@ -430,6 +526,7 @@ mod tests {
             map.keys().cloned().collect::<Vec<_>>(),
             "unknown_service:dotnet",
         )
+        .map_err(|e| e.to_string())
     }
 
     #[test]

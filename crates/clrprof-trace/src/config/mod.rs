@@ -76,6 +76,7 @@ mod export;
 
 pub use export::{
     DEFAULT_CPU_RATE_HZ, DEFAULT_PERIOD, ExportAuth, ExportProfile, ExportProtocol, ExportSettings,
+    LabelsError, ProfilesError, SettingsError,
 };
 
 /// Export mode's environment variables (see [`ExportSettings::from_env`]).
