@@ -38,6 +38,16 @@ fn contended_locks_with_type_site_holder_and_wait() {
     assert_eq!(counters["contention_written"], c["count"], "{counters:#}");
     if in_process {
         assert_eq!(counters["contention_dropped"], 0, "{counters:#}");
+        assert_eq!(
+            counters["cli_event_sessions_awaited"],
+            serde_json::Value::Null
+        );
+    } else {
+        // The CLI's session can start only once the runtime opened its diagnostics socket,
+        // after the agent started: the agent held the program's start until the CLI said its
+        // session ran, so that the program's first contended lock is in it.
+        assert_eq!(counters["cli_event_sessions_awaited"], 1, "{counters:#}");
+        assert_eq!(counters["cli_event_sessions_started"], 1, "{counters:#}");
     }
     // Exactly the program's 50 contended entries, all at one site, waited by `waiter`.
     // .NET 8's events name the lock's object (so its type), the lock and its holder; CoreCLR

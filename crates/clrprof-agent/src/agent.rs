@@ -14,6 +14,7 @@ use clrprof_trace::{
     ThreadDef, callbacks, callbacks::CallbackArgs, protocol,
 };
 
+use crate::cli_link::FromCli;
 use crate::config::{AgentConfig, AllocMode, Config, Mode};
 use crate::coverage::Coverage;
 use crate::exceptions;
@@ -93,6 +94,8 @@ impl Agent {
             return Err(StartError::InitializedTwice.into());
         }
         let mut attached_export = false;
+        // The reading half of a launched agent's connection to the CLI.
+        let mut launched_from_cli = None;
         let (mut config, sink, from_cli) = match origin {
             Origin::Startup => match export_settings()? {
                 Some(settings) => {
@@ -105,7 +108,9 @@ impl Agent {
                 None => {
                     let mut config =
                         Config::parse(&std::env::var(protocol::ENV_CONFIG).unwrap_or_default());
-                    let sink = crate::export::beside_the_trace(&mut config, open_sink()?);
+                    let (sink, replies) = open_sink()?;
+                    launched_from_cli = replies;
+                    let sink = crate::export::beside_the_trace(&mut config, sink);
                     (config, sink, None)
                 }
             },
@@ -147,7 +152,7 @@ impl Agent {
             config.warnings.push(e.to_string());
             None
         });
-        let features = Features::new(count, coverage, chains);
+        let features = Features::new(count, coverage, chains, launched_from_cli);
         let out = Transport::start(sink, config.buffer_bytes);
         crate::recorder::termination::install();
         let running = SESSION.publish(Running {
@@ -191,29 +196,33 @@ fn export_settings() -> Result<Option<crate::config::ExportSettings>> {
     })
 }
 
-/// Opens where the trace goes: the CLI's socket, or a file. The file header goes first.
-fn open_sink() -> std::result::Result<Box<dyn Write + Send>, StartError> {
-    let mut sink: Box<dyn Write + Send> = if let Ok(path) = std::env::var(protocol::ENV_SESSION) {
-        #[cfg(unix)]
-        {
-            let s = std::os::unix::net::UnixStream::connect(&path)
-                .map_err(|source| StartError::Connect { path, source })?;
-            introduce(&s)?;
-            Box::new(s)
-        }
-        #[cfg(not(unix))]
-        {
-            return Err(StartError::NoUnixSockets { path });
-        }
-    } else if let Ok(path) = std::env::var(protocol::ENV_OUTPUT) {
-        let f = std::fs::File::create(&path)
-            .map_err(|source| StartError::CreateOutput { path, source })?;
-        Box::new(std::io::BufWriter::new(f))
-    } else {
-        return Err(StartError::NoDestination);
-    };
+/// Opens where the trace goes: the CLI's socket (with the connection's reading half), or a
+/// file. The file header goes first.
+fn open_sink() -> std::result::Result<(Box<dyn Write + Send>, Option<FromCli>), StartError> {
+    let (mut sink, from_cli): (Box<dyn Write + Send>, _) =
+        if let Ok(path) = std::env::var(protocol::ENV_SESSION) {
+            #[cfg(unix)]
+            {
+                let s = std::os::unix::net::UnixStream::connect(&path)
+                    .map_err(|source| StartError::Connect { path, source })?;
+                introduce(&s)?;
+                // Without it the program's start is not held for the CLI's event sessions.
+                let from_cli = s.try_clone().ok();
+                (Box::new(s), from_cli)
+            }
+            #[cfg(not(unix))]
+            {
+                return Err(StartError::NoUnixSockets { path });
+            }
+        } else if let Ok(path) = std::env::var(protocol::ENV_OUTPUT) {
+            let f = std::fs::File::create(&path)
+                .map_err(|source| StartError::CreateOutput { path, source })?;
+            (Box::new(std::io::BufWriter::new(f)), None)
+        } else {
+            return Err(StartError::NoDestination);
+        };
     clrprof_trace::write_header(&mut sink).map_err(StartError::WriteHeader)?;
-    Ok(sink)
+    Ok((sink, from_cli))
 }
 
 /// How long the agent waits for the CLI's verdict on its process.
@@ -285,6 +294,10 @@ impl Running {
         // Before the event mask: reading the ticks in process needs stack snapshots.
         let tick_reader = features.alloc_ticks.start(s);
         let contention_reader = features.contention.start(s);
+        // Before the event mask: holding the program's start needs its module loads.
+        let left_to_cli = u32::from(tick_reader == Some(protocol::TickReader::Cli))
+            + u32::from(contention_reader == Some(0));
+        features.cli_sessions.arm(left_to_cli);
         let (low, high) = self.event_masks();
         let mut mask_ok = if s.info.version() >= 5 {
             s.info.set_event_mask2(low, high)
@@ -548,6 +561,7 @@ impl Profiler for Agent {
     fn module_load_finished(&self, m: ModuleId, status: HResult) -> Result<()> {
         if let Some(r) = self.running() {
             let (s, f) = (&r.session, &r.features);
+            f.cli_sessions.module_loaded(s, m);
             if let Some(coverage) = &f.coverage {
                 coverage.module_loaded(&s.info, m);
             }

@@ -17,6 +17,7 @@ use std::io::Write;
 use clrprof_trace::MessageLevel;
 use clrprof_trace::callbacks;
 
+use crate::cli_link::{self, FromCli};
 use crate::features::Running;
 use crate::recorder::capture;
 use crate::start_error::StartError;
@@ -24,13 +25,6 @@ use crate::start_error::StartError;
 /// How long the runtime should wait before checking that no thread is inside the agent. The
 /// runtime never checks sooner than 300 ms; passing 0 would make it wait 10 minutes.
 pub const DETACH_CHECK_MS: u32 = 300;
-
-/// The reading half of the connection to the CLI.
-#[cfg(unix)]
-pub type FromCli = std::os::unix::net::UnixStream;
-/// Attaching needs Unix sockets.
-#[cfg(not(unix))]
-pub enum FromCli {}
 
 /// Connects to the CLI's socket at `path` and writes the trace header: returns the sink for
 /// the transport and the reading half for [`watch`].
@@ -71,21 +65,8 @@ pub fn watch(running: &'static Running, from_cli: FromCli) {
 }
 
 /// Returns when the CLI shut down its side of the connection, sent anything, or went away.
-#[cfg(unix)]
-fn wait_for_detach_request(mut from_cli: FromCli) {
-    use std::io::Read;
-    let mut byte = [0u8; 1];
-    loop {
-        match from_cli.read(&mut byte) {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            _ => return,
-        }
-    }
-}
-
-#[cfg(not(unix))]
 fn wait_for_detach_request(from_cli: FromCli) {
-    match from_cli {}
+    let _ = cli_link::read_byte(&from_cli, None);
 }
 
 impl Running {

@@ -11,6 +11,8 @@ use clrprof_sdk::flags::{EventMask, HighEventMask};
 
 use crate::alloc_ticks::AllocTicks;
 use crate::async_chains::AsyncChains;
+use crate::cli_link::FromCli;
+use crate::cli_sessions::CliSessions;
 use crate::contention::ContentionEvents;
 use crate::count::Counting;
 use crate::coverage::Coverage;
@@ -34,15 +36,19 @@ pub struct Features {
     pub heap: heap::Snapshots,
     /// The sampler thread (sample, count and trace mode).
     pub sampling: Sampling,
+    /// The wait for the CLI's event sessions (a launched agent on CoreCLR 3.1).
+    pub cli_sessions: CliSessions,
 }
 
 impl Features {
     /// The features of a session whose count mode, coverage and async chains (those that
-    /// must be ready before the session starts) are these.
+    /// must be ready before the session starts) are these; `from_cli`: the reading half of a
+    /// launched agent's connection to the CLI.
     pub fn new(
         count: Option<Counting>,
         coverage: Option<Coverage>,
         chains: Option<AsyncChains>,
+        from_cli: Option<FromCli>,
     ) -> Features {
         Features {
             count,
@@ -52,6 +58,7 @@ impl Features {
             contention: ContentionEvents::default(),
             heap: heap::Snapshots::default(),
             sampling: Sampling::default(),
+            cli_sessions: CliSessions::new(from_cli),
         }
     }
 
@@ -63,6 +70,7 @@ impl Features {
             &self.alloc_ticks,
             &self.contention,
             &self.heap,
+            &self.cli_sessions,
         ];
         if let Some(c) = &self.count {
             all.push(c);

@@ -26,6 +26,8 @@ pub mod agent;
 pub mod alloc;
 pub mod alloc_ticks;
 pub mod async_chains;
+pub mod cli_link;
+pub mod cli_sessions;
 pub mod config;
 pub mod contention;
 pub mod count;

@@ -31,20 +31,31 @@ use clrprof_events::csharp::runtime_type_name;
 use clrprof_events::gc::{AllocationKind, AllocationTick, GcEnd, GcStart};
 use clrprof_events::{Payload, keyword, level};
 use clrprof_ipc::nettrace::{self, EventMetadata};
-use clrprof_trace::protocol::{ALLOCATION_TICK_BYTES, ALLOCATION_TICKS_FROM_COUNTER, TickReader};
+use clrprof_trace::protocol::{
+    ALLOCATION_TICK_BYTES, ALLOCATION_TICKS_FROM_COUNTER, EventSessionNews, TickReader,
+};
 use clrprof_trace::{Allocation, ClassDef, Counter, Record};
 
 use crate::event_session::{AgentIds, EventSession};
 use crate::managed_stacks::{ManagedStacks, StreamClock, is_rundown_method, read_event};
 
-/// Starts the reader thread: `reader` says who reads the ticks once the agent sent it.
+/// Starts the reader thread: `reader` says who reads the ticks once the agent sent it;
+/// `tell_agent` passes the news of the session on to the agent.
 pub(crate) fn start(
     pid: u32,
     exited: Arc<AtomicBool>,
     reader: impl Fn() -> Option<TickReader> + Send + 'static,
+    tell_agent: impl Fn(EventSessionNews) + Send + 'static,
 ) -> std::io::Result<EventSession> {
     let cli_reads = move || reader().map(|r| r == TickReader::Cli);
-    EventSession::start(pid, exited, cli_reads, keyword::GC, level::VERBOSE)
+    EventSession::start(
+        pid,
+        exited,
+        cli_reads,
+        tell_agent,
+        keyword::GC,
+        level::VERBOSE,
+    )
 }
 
 /// Which events the conversion needs.

@@ -21,22 +21,25 @@ use std::sync::atomic::AtomicBool;
 use clrprof_events::contention::{ContentionFlags, ContentionStart, ContentionStop};
 use clrprof_events::{Payload, keyword, level};
 use clrprof_ipc::nettrace::{self, EventMetadata};
+use clrprof_trace::protocol::EventSessionNews;
 use clrprof_trace::{Contention, Counter, Record};
 
 use crate::event_session::{AgentIds, EventSession};
 use crate::managed_stacks::{ManagedStacks, StreamClock, is_rundown_method, read_event};
 
 /// Starts the reader thread: `cli_reads` says, once the agent told, whether the CLI reads the
-/// events.
+/// events; `tell_agent` passes the news of the session on to the agent.
 pub(crate) fn start(
     pid: u32,
     exited: Arc<AtomicBool>,
     cli_reads: impl Fn() -> Option<bool> + Send + 'static,
+    tell_agent: impl Fn(EventSessionNews) + Send + 'static,
 ) -> std::io::Result<EventSession> {
     EventSession::start(
         pid,
         exited,
         cli_reads,
+        tell_agent,
         keyword::CONTENTION,
         level::INFORMATIONAL,
     )

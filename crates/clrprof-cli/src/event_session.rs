@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use clrprof_events::RUNTIME_PROVIDER;
 use clrprof_ipc::{Provider, client, discovery};
 use clrprof_trace::Record;
+use clrprof_trace::protocol::EventSessionNews;
 /// EventPipe's buffer in the program, in megabytes (the CLI drains it continuously).
 const BUFFER_MB: u32 = 64;
 /// How long the program may take to open its diagnostics socket, and the agent to say who
@@ -92,12 +93,14 @@ struct Running {
 impl EventSession {
     /// Starts a thread that waits until `cli_reads` says whether the CLI is to read the
     /// runtime provider's events of `keywords` at `level` and, if so, starts a session with
-    /// them on `pid`'s diagnostics socket as soon as it appears. `exited` tells the thread to
+    /// them on `pid`'s diagnostics socket as soon as it appears, and gives `tell_agent` the
+    /// news (the agent holds the program's start until it came). `exited` tells the thread to
     /// give up waiting.
     pub(crate) fn start(
         pid: u32,
         exited: Arc<AtomicBool>,
         cli_reads: impl Fn() -> Option<bool> + Send + 'static,
+        tell_agent: impl Fn(EventSessionNews) + Send + 'static,
         keywords: u64,
         level: u32,
     ) -> std::io::Result<EventSession> {
@@ -106,11 +109,19 @@ impl EventSession {
         let reader = std::thread::Builder::new()
             .name("clrprof-eventpipe".into())
             .spawn(move || {
-                if wait_for_reader(&exited, cli_reads)? {
-                    collect(pid, &exited, keywords, level, &started).map(Some)
-                } else {
-                    Ok(None)
+                if !wait_for_reader(&exited, cli_reads)? {
+                    return Ok(None);
                 }
+                let told = std::cell::Cell::new(false);
+                let tell = |news| {
+                    told.set(true);
+                    tell_agent(news);
+                };
+                let collected = collect(pid, &exited, keywords, level, &started, &tell);
+                if collected.is_err() && !told.get() {
+                    tell_agent(EventSessionNews::Failed);
+                }
+                collected.map(Some)
             })?;
         Ok(EventSession {
             pid,
@@ -200,6 +211,7 @@ fn collect(
     keywords: u64,
     level: u32,
     running: &OnceLock<Running>,
+    tell_agent: &dyn Fn(EventSessionNews),
 ) -> Result<Vec<u8>, String> {
     let started = Instant::now();
     // The runtime opens the socket early in its startup.
@@ -238,6 +250,7 @@ fn collect(
     if let Ok(handle) = stream.try_clone() {
         let _ = running.set(Running { id, stream: handle });
     }
+    tell_agent(EventSessionNews::Started);
     let mut bytes = Vec::new();
     // The runtime ends the stream when the program exits or the session is stopped, after the
     // method rundown.

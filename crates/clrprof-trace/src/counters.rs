@@ -149,6 +149,14 @@ counter_names! {
     /// Events of the CLI's contention session the runtime dropped.
     ContentionEventsLost = "contention_events_lost",
 
+    // The CLI's event sessions (CoreCLR 3.1), see `protocol::EventSessionNews`.
+    /// Sessions of the CLI's the agent held the program's start for.
+    CliEventSessionsAwaited = "cli_event_sessions_awaited",
+    /// Of them, those the CLI said had started before the program went on.
+    CliEventSessionsStarted = "cli_event_sessions_started",
+    /// How long the agent held the program's start for them.
+    CliEventSessionsWaitNs = "cli_event_sessions_wait_ns",
+
     // Heap snapshots.
     /// Collections whose heap walk no snapshot took.
     HeapWalksUnused = "heap_walks_unused",

@@ -79,6 +79,40 @@ pub const CONTENTION_READER_COUNTER: CounterName = CounterName::ContentionReader
 /// the ticks ran from the start.
 pub const ALLOCATION_TICKS_FROM_COUNTER: CounterName = CounterName::AllocationTicksFromNs;
 
+/// What the CLI tells a launched process's agent, after the [`Verdict`], about one of the
+/// EventPipe sessions it runs for the runtime's events the agent left to it (CoreCLR 3.1:
+/// [`TickReader::Cli`], or [`CONTENTION_READER_COUNTER`] 0): one byte per such kind, once the
+/// runtime started the session or the CLI gave up on it. Such a session can start only once
+/// the runtime opened its diagnostics socket, after the agent's `Initialize`; the agent holds
+/// the program's first module load after the core library until the news came, so that the
+/// session sees the program's first events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventSessionNews {
+    /// The runtime started the session: its events are read from here on.
+    Started,
+    /// The session could not start (the CLI says why in its own output).
+    Failed,
+}
+
+impl EventSessionNews {
+    /// The byte that carries it.
+    pub fn to_byte(self) -> u8 {
+        match self {
+            EventSessionNews::Started => b'E',
+            EventSessionNews::Failed => b'F',
+        }
+    }
+
+    /// The news a byte carries (`None` for any other byte).
+    pub fn from_byte(b: u8) -> Option<EventSessionNews> {
+        match b {
+            b'E' => Some(EventSessionNews::Started),
+            b'F' => Some(EventSessionNews::Failed),
+            _ => None,
+        }
+    }
+}
+
 /// What one allocation tick stands for, in the `interval` of its `Allocation` record: the
 /// runtime writes a tick each time it has handed out about this many bytes of allocation
 /// contexts on a heap since the previous one (100 KiB).
@@ -179,6 +213,15 @@ pub const EXPORT_STOPPED: u8 = b'D';
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_session_news_round_trips_and_differs_from_a_verdict() {
+        for news in [EventSessionNews::Started, EventSessionNews::Failed] {
+            assert_eq!(EventSessionNews::from_byte(news.to_byte()), Some(news));
+            assert_eq!(Verdict::from_byte(news.to_byte()), None);
+        }
+        assert_eq!(EventSessionNews::from_byte(Verdict::Record.to_byte()), None);
+    }
 
     #[test]
     fn the_tick_reader_round_trips_through_its_counter() {

@@ -195,6 +195,10 @@ fn receive_process(
         return;
     }
     progress.connected.store(true, Ordering::Release);
+    if is_root && let Ok(connection) = stream.try_clone() {
+        // Before its records are read: the event sessions they start answer on it.
+        progress.set_root_agent(connection);
+    }
     let mut state = StreamState::default();
     copy_section(
         stream, tree, section, pid, is_root, progress, abandon, &mut state,

@@ -475,28 +475,35 @@ fn session_events(session: EventSession, trace: &TraceFile, lost: &str) -> Optio
 /// Starts the sessions that read the runtime's allocation ticks and contention events of
 /// process `pid` over its diagnostics socket, where the agent cannot (CoreCLR 3.1): a thread
 /// for each kind `opts` asks for, which learns from the agent's first records (through
-/// `progress`) who reads those events. `stop` tells them to stop waiting.
+/// `progress`) who reads those events, and tells a launched agent once its session runs (the
+/// agent holds the program's start until then). `stop` tells them to stop waiting.
 pub(crate) fn start_event_sessions(
     opts: &RecordOptions,
     pid: u32,
     progress: &Arc<Progress>,
     stop: &Arc<AtomicBool>,
 ) -> Result<(Option<EventSession>, Option<EventSession>)> {
+    let tell_agent = |progress: &Arc<Progress>| {
+        let progress = Arc::clone(progress);
+        move |news| progress.tell_root_agent(news)
+    };
     let ticks = if opts.alloc_ticks() {
+        let tell_agent = tell_agent(progress);
         let progress = Arc::clone(progress);
         let reader = move || progress.tick_reader();
         Some(
-            crate::alloc_ticks::start(pid, Arc::clone(stop), reader)
+            crate::alloc_ticks::start(pid, Arc::clone(stop), reader, tell_agent)
                 .context("cannot start the EventPipe reader thread")?,
         )
     } else {
         None
     };
     let contention = if opts.contention {
+        let tell_agent = tell_agent(progress);
         let progress = Arc::clone(progress);
         let cli_reads = move || progress.contention_cli();
         Some(
-            crate::contention::start(pid, Arc::clone(stop), cli_reads)
+            crate::contention::start(pid, Arc::clone(stop), cli_reads, tell_agent)
                 .context("cannot start the EventPipe reader thread")?,
         )
     } else {

@@ -1,6 +1,8 @@
 //! Live counts of a recording, the agents' and clrprof's own messages, and the status line.
 
 use clrprof_trace::counters::CounterName;
+use std::io::Write;
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -35,6 +37,9 @@ pub(crate) struct Progress {
     tick_reader: Mutex<Option<TickReader>>,
     /// Whether the CLI reads the contention events, once the agent said so.
     contention_cli: Mutex<Option<bool>>,
+    /// The connection to the launched process's agent (`record`), for the news of the CLI's
+    /// event sessions.
+    root_agent: Mutex<Option<UnixStream>>,
 }
 
 impl Progress {
@@ -49,6 +54,22 @@ impl Progress {
             .contention_cli
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps the connection to the launched process's agent (a handle on it), for
+    /// [`tell_root_agent`](Self::tell_root_agent).
+    pub(super) fn set_root_agent(&self, connection: UnixStream) {
+        *self.root_agent.lock().unwrap_or_else(|e| e.into_inner()) = Some(connection);
+    }
+
+    /// Tells the launched process's agent the news of one of the CLI's event sessions (it
+    /// holds the program's start until they came). Nothing when there is no such agent
+    /// (`attach`, whose agent would take any byte for a detach request).
+    pub(crate) fn tell_root_agent(&self, news: protocol::EventSessionNews) {
+        if let Some(connection) = &*self.root_agent.lock().unwrap_or_else(|e| e.into_inner()) {
+            // An agent that went away needs no news.
+            let _ = (&*connection).write_all(&[news.to_byte()]);
+        }
     }
 
     /// Events and samples the agent dropped so far.
