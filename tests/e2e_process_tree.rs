@@ -144,6 +144,53 @@ fn a_parent_and_its_two_children_are_each_recorded_with_exact_counts() {
     one.assert_success();
 }
 
+/// With `--contention` and `--alloc ticks`, CoreCLR 3.1's events come through the CLI's
+/// EventPipe sessions on the started process's diagnostics socket: its agent holds the
+/// program's start until they run; a child's agent, for which the CLI runs none, is told so at
+/// once and goes on (it would otherwise wait for them up to 5 s), and says what is missing.
+#[test]
+fn only_the_started_process_waits_for_the_clis_event_sessions() {
+    let program = compile("Tree");
+    let rec = record(&program, &["parent"], &["--contention", "--alloc", "ticks"]);
+    rec.output.assert_success();
+    assert_eq!(
+        rec.output.stdout_str(),
+        "child 5: sum 10\nchild 7: sum 21\nparent: children exited 5 7\n"
+    );
+    let ps = processes(&rec);
+    let counters = |p: &Value| {
+        let pid = p["pid"].as_u64().unwrap().to_string();
+        rec.report_json_with(&["--pid", &pid])["counters"].clone()
+    };
+    let parent = counters(by_command(&ps, "Tree.dll parent"));
+    let children = [
+        counters(by_command(&ps, "Tree.dll child 5")),
+        counters(by_command(&ps, "Tree.dll child 7")),
+    ];
+    let stderr = rec.output.stderr_str();
+    let missing = "over the diagnostics socket of the process it started only";
+    if Dotnet::get().has_in_process_eventpipe() {
+        // .NET 5 and later: every agent reads the events itself; nobody waits.
+        for c in children.iter().chain([&parent]) {
+            assert_eq!(c["cli_event_sessions_awaited"], Value::Null, "{c:#}");
+        }
+        assert!(!stderr.contains(missing), "{stderr}");
+        // The children's agents never read the CLI's news: their connections end as usual.
+        assert!(!stderr.contains("failed"), "{stderr}");
+        return;
+    }
+    assert_eq!(parent["cli_event_sessions_awaited"], 2, "{parent:#}");
+    assert_eq!(parent["cli_event_sessions_started"], 2, "{parent:#}");
+    for c in &children {
+        assert_eq!(c["cli_event_sessions_awaited"], 2, "{c:#}");
+        assert_eq!(c["cli_event_sessions_started"], 0, "{c:#}");
+        let held = c["cli_event_sessions_wait_ns"].as_u64().unwrap();
+        assert!(held < 1_000_000_000, "a child was held {held} ns: {c:#}");
+    }
+    assert_eq!(stderr.matches(missing).count(), 2, "{stderr}");
+    assert!(!stderr.contains("failed"), "{stderr}");
+}
+
 #[test]
 fn no_children_records_only_the_started_process() {
     let program = compile("Tree");

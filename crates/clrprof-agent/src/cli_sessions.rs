@@ -92,6 +92,11 @@ impl CliSessions {
             .store(u64::from(news.started), Ordering::Relaxed);
         match news.end {
             End::AllCame => {}
+            End::NotForThisProcess => s.warn(
+                "clrprof reads this runtime's events of --contention and --alloc ticks over the \
+                 diagnostics socket of the process it started only: this process's are not \
+                 recorded",
+            ),
             End::TimedOut => s.warn(format!(
                 "clrprof's event sessions for the runtime's events (of --contention, --alloc \
                  ticks) did not start within {} s of the program's start: the program went on \
@@ -152,6 +157,8 @@ struct News {
 #[derive(Debug, PartialEq, Eq)]
 enum End {
     AllCame,
+    /// The CLI reads such events of the process it started only.
+    NotForThisProcess,
     TimedOut,
     Unknown(u8),
     Closed,
@@ -160,6 +167,7 @@ enum End {
 /// Reads the news of `count` sessions from `from_cli` until `deadline`.
 fn receive(from_cli: &FromCli, count: u32, deadline: Instant) -> News {
     let mut started = 0;
+    let mut not_for_this_process = false;
     for _ in 0..count {
         let left = deadline.saturating_duration_since(Instant::now());
         let end = match cli_link::read_byte(from_cli, Some(left)) {
@@ -169,6 +177,11 @@ fn receive(from_cli: &FromCli, count: u32, deadline: Instant) -> News {
                     continue;
                 }
                 Some(EventSessionNews::Failed) => continue,
+                Some(EventSessionNews::NotForThisProcess) => {
+                    // The same for each kind: read them all, as the others.
+                    not_for_this_process = true;
+                    continue;
+                }
                 None => End::Unknown(b),
             },
             cli_link::Read::Nothing => End::TimedOut,
@@ -178,7 +191,11 @@ fn receive(from_cli: &FromCli, count: u32, deadline: Instant) -> News {
     }
     News {
         started,
-        end: End::AllCame,
+        end: if not_for_this_process {
+            End::NotForThisProcess
+        } else {
+            End::AllCame
+        },
     }
 }
 
@@ -213,6 +230,17 @@ mod tests {
         let news = receive(&agent, 2, since + Duration::from_millis(50));
         assert_eq!((news.started, news.end), (1, End::TimedOut));
         assert!(since.elapsed() >= Duration::from_millis(50));
+    }
+
+    #[test]
+    fn a_process_the_cli_runs_no_session_for_waits_no_longer() {
+        let (mut cli, agent) = UnixStream::pair().unwrap();
+        let news = EventSessionNews::NotForThisProcess.to_byte();
+        cli.write_all(&[news, news, 9]).unwrap();
+        let news = receive(&agent, 2, Instant::now() + Duration::from_secs(5));
+        assert_eq!((news.started, news.end), (0, End::NotForThisProcess));
+        // Every byte of the news was read, and nothing after it.
+        assert_eq!(cli_link::read_byte(&agent, None), cli_link::Read::Byte(9));
     }
 
     #[test]

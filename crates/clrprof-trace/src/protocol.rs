@@ -92,6 +92,9 @@ pub enum EventSessionNews {
     Started,
     /// The session could not start (the CLI says why in its own output).
     Failed,
+    /// The CLI runs no such session for this process: only for the process `record` started,
+    /// not for the processes it starts in turn (their runtime's events are not recorded).
+    NotForThisProcess,
 }
 
 impl EventSessionNews {
@@ -100,6 +103,7 @@ impl EventSessionNews {
         match self {
             EventSessionNews::Started => b'E',
             EventSessionNews::Failed => b'F',
+            EventSessionNews::NotForThisProcess => b'N',
         }
     }
 
@@ -108,6 +112,7 @@ impl EventSessionNews {
         match b {
             b'E' => Some(EventSessionNews::Started),
             b'F' => Some(EventSessionNews::Failed),
+            b'N' => Some(EventSessionNews::NotForThisProcess),
             _ => None,
         }
     }
@@ -216,7 +221,11 @@ mod tests {
 
     #[test]
     fn event_session_news_round_trips_and_differs_from_a_verdict() {
-        for news in [EventSessionNews::Started, EventSessionNews::Failed] {
+        for news in [
+            EventSessionNews::Started,
+            EventSessionNews::Failed,
+            EventSessionNews::NotForThisProcess,
+        ] {
             assert_eq!(EventSessionNews::from_byte(news.to_byte()), Some(news));
             assert_eq!(Verdict::from_byte(news.to_byte()), None);
         }

@@ -45,6 +45,10 @@ pub(super) struct Tree {
     /// The pid of the process `record` started.
     pub(super) root: u32,
     pub(super) filter: ProcessFilter,
+    /// The kinds of the runtime's events the CLI reads over the root process's diagnostics
+    /// socket where its agent cannot (`--alloc ticks`, `--contention`): the agent of another
+    /// process of the tree is told at once that no such session runs for it.
+    pub(super) event_session_kinds: u32,
 }
 
 impl Tree {
@@ -195,9 +199,15 @@ fn receive_process(
         return;
     }
     progress.connected.store(true, Ordering::Release);
-    if is_root && let Ok(connection) = stream.try_clone() {
-        // Before its records are read: the event sessions they start answer on it.
-        progress.set_root_agent(connection);
+    if is_root {
+        if let Ok(connection) = stream.try_clone() {
+            // Before its records are read: the event sessions they start answer on it.
+            progress.set_root_agent(connection);
+        }
+    } else {
+        // An agent that left the events to the CLI would hold its program's start for them.
+        let news = protocol::EventSessionNews::NotForThisProcess.to_byte();
+        let _ = (&stream).write_all(&vec![news; tree.event_session_kinds as usize]);
     }
     let mut state = StreamState::default();
     copy_section(
@@ -303,6 +313,10 @@ fn pump(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // The agent's side closed with bytes of the CLI's unread (news of an event
+            // session that came after it stopped waiting): everything it sent was read before
+            // this, as at an end of stream; a record cut short is found below.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
             Err(e)
                 if matches!(
                     e.kind(),

@@ -143,6 +143,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Outcome> {
         processes: Mutex::new(Vec::new()),
         root,
         filter: opts.processes.clone(),
+        event_session_kinds: u32::from(opts.alloc_ticks()) + u32::from(opts.contention),
     });
     // Written to once `stop` is set: the acceptor sleeps until a connection or this comes.
     let (wake_acceptor, acceptor_woken) =
