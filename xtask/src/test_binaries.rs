@@ -15,7 +15,11 @@
 //! (a contention test saw 49 of the program's 50 contended entries and 1.11 s of a 1.00 s I/O
 //! wait; an attach test's debug-built sampler dropped 475 of 1,275 samples with four tests at
 //! once). Those are findings to chase, not noise to run around; until then the binaries run as
-//! `cargo test` runs them.
+//! `cargo test` runs them. The first was CoreCLR 3.1's: the CLI's EventPipe session started
+//! after the program's first wait, which the agent now prevents by holding the program's start
+//! until the session runs (`cli_sessions.rs` in the agent); the I/O wait is the wall ticks'
+//! resolution at the wait's ends (a look charges the whole interval since the previous tick to
+//! what it finds, and a new thread's first interval to where it is first seen).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -156,7 +156,10 @@ fn targets<'a>(all_names: &'a [String]) -> Vec<Target<'a>> {
                 let w = workload(rt, name)?;
                 let ours = w.median_cpu_delta(Config::Sample1000)?;
                 let floor = w.median_cpu_delta(Config::SampleFloor1000)?;
-                let text = format!("+{ours:.1} ms vs +{floor:.1} ms");
+                let mut text = format!("{ours:+.1} ms vs {floor:+.1} ms");
+                if floor <= 0.0 {
+                    text.push_str(" (the floor is within the noise)");
+                }
                 // A floor within the noise (or below it) cannot be a denominator.
                 Some((text, ours <= FLOOR_FACTOR_MAX * floor.max(0.0)))
             }),
