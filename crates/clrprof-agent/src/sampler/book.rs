@@ -15,7 +15,9 @@
 //!   instruction, at which stack depth); a wait seen before on this thread reuses the stack
 //!   learnt then, and only a new wait costs a question (one signal, whose answer is the
 //!   stack). So a blocked thread is interrupted at most once per place it waits, however long
-//!   it waits and however often it comes back.
+//!   it waits and however often it comes back. At a wait's ends the interval is split by the
+//!   thread's CPU clock: what it ran goes to where it ran, the rest to the wait (a look that
+//!   finds a new wait, a tick or a CPU sample that finds one ended, the thread's end).
 
 use clrprof_trace::ThreadState;
 
@@ -151,11 +153,14 @@ pub struct Book {
 }
 
 impl Book {
-    /// A new book for thread `tid`, first seen at `now`.
-    pub fn new(tid: u32, now: u64) -> Book {
+    /// A new book for thread `tid`, whose wall time counts from `now`; `cpu_then`: its CPU
+    /// clock at that moment, if known (0: not known), so that the first tick knows what the
+    /// thread ran before it (a new thread's setup before its first wait is not the wait's).
+    pub fn new(tid: u32, now: u64, cpu_then: u64) -> Book {
         Book {
             tid,
             wall_mark: now,
+            cpu_seen: cpu_then,
             ..Book::default()
         }
     }
@@ -193,19 +198,42 @@ impl Book {
     }
 
     /// A CPU capture's stack: the thread's latest, and proof that it runs (a wait it was in
-    /// has ended). Returns held wall time to write: the rest of that wait, or time held for a
-    /// stack, if no question is out (a question's answer writes its own).
-    pub fn on_stack(&mut self, stack: u32) -> Option<WallSample> {
+    /// has ended). `at`: when the capture was taken and the thread's CPU clock then, if known.
+    /// Writes held wall time to `emit`: the rest of that wait (of the time since the previous
+    /// tick, what the thread did not run up to the capture; what it ran is the capture's
+    /// stack's), or time held for a stack, if no question is out (a question's answer writes
+    /// its own).
+    pub fn on_stack(
+        &mut self,
+        stack: u32,
+        at: Option<(u64, u64)>,
+        emit: &mut impl FnMut(WallSample),
+    ) {
         self.stack = stack;
-        if let Some((_, waited)) = self.episode.take()
-            && self.episode_wall > 0
-        {
-            return Some(blocked(waited, std::mem::take(&mut self.episode_wall)));
+        if let Some((_, waited)) = self.episode.take() {
+            let mut ran = 0;
+            if let Some((ts, cpu)) = at
+                && self.cpu_seen != 0
+                && ts > self.wall_mark
+            {
+                let span = ts - self.wall_mark;
+                ran = cpu.saturating_sub(self.cpu_seen).min(span);
+                self.episode_wall += span - ran;
+                self.wall_mark = ts;
+                self.cpu_seen = self.cpu_seen.max(cpu);
+            }
+            if self.episode_wall > 0 {
+                emit(blocked(waited, std::mem::take(&mut self.episode_wall)));
+            }
+            if ran > 0 {
+                emit(running_at(stack, ran));
+            }
+            return;
         }
         if self.asking.is_some() || self.pending_wall == 0 {
-            return None;
+            return;
         }
-        Some(running_at(stack, std::mem::take(&mut self.pending_wall)))
+        emit(running_at(stack, std::mem::take(&mut self.pending_wall)));
     }
 
     /// Whether the thread should be looked at on a tick at `now`, ticks coming every
@@ -292,6 +320,13 @@ impl Book {
                 }
                 return false;
             }
+            if cpu != base {
+                // The wait ended in this interval, before the thread ran: what it did not run
+                // of the interval is the wait's.
+                let waited = wall_ns.saturating_sub(ran_ns);
+                self.episode_wall += waited;
+                wall_ns -= waited;
+            }
             self.episode = None;
             if self.episode_wall > 0 {
                 emit(blocked(stack, std::mem::take(&mut self.episode_wall)));
@@ -334,12 +369,15 @@ impl Book {
         };
         match found {
             Some(Whereabouts::Blocked(key)) => {
+                // What the thread ran of the interval came before it blocked: at its latest
+                // CPU sample's stack. Only the rest is the wait's.
+                let waited = wall_ns.saturating_sub(self.charge_run_before_wait(ran_ns, emit));
                 if let Some(stack) = self.known_wait(key) {
-                    self.begin_episode(cpu, stack, now, wall_ns, true);
+                    self.begin_episode(cpu, stack, now, waited, true);
                     return false;
                 }
                 self.asking = Some((key, now));
-                self.pending_wall += wall_ns;
+                self.pending_wall += waited;
                 true
             }
             Some(Whereabouts::Running) | None => {
@@ -360,6 +398,18 @@ impl Book {
                     self.trusted_running.0 = running;
                 }
                 self.trusted_running.1 += ran_ns;
+                ran_ns
+            }
+            _ => 0,
+        }
+    }
+
+    /// What a thread a look found blocked ran of the interval (`ran_ns`), at the stack of its
+    /// latest CPU sample (nothing without one). Returns the part so charged.
+    fn charge_run_before_wait(&mut self, ran_ns: u64, emit: &mut impl FnMut(WallSample)) -> u64 {
+        match self.last_cpu {
+            Some((running, _)) if ran_ns > 0 => {
+                emit(running_at(running, ran_ns));
                 ran_ns
             }
             _ => 0,
@@ -456,19 +506,37 @@ impl Book {
     }
 
     /// Writes what is still held, up to `end` (when the thread ended, or sampling stopped),
-    /// where the thread was last seen.
-    pub fn flush(&mut self, end: u64, emit: &mut impl FnMut(WallSample)) {
+    /// where the thread was last seen; `end_cpu`: its CPU clock then, if known, which splits
+    /// the time since the last tick as a tick does (a wait that ended in it gets what the
+    /// thread did not run).
+    pub fn flush(&mut self, end: u64, end_cpu: Option<u64>, emit: &mut impl FnMut(WallSample)) {
         self.write_trusted_running(emit);
-        let tail = end.saturating_sub(self.wall_mark);
+        let mut tail = end.saturating_sub(self.wall_mark);
         self.wall_mark = self.wall_mark.max(end);
-        if let Some((_, stack)) = self.episode {
-            self.episode_wall += tail;
+        let ran = match end_cpu {
+            Some(cpu) if self.cpu_seen != 0 => cpu.saturating_sub(self.cpu_seen).min(tail),
+            _ => 0,
+        };
+        if let Some((base, stack)) = self.episode.take() {
+            // Still in the wait at the end unless the thread ran since it was found there.
+            let waited = if end_cpu.is_some_and(|cpu| cpu != base) {
+                tail - ran
+            } else {
+                tail
+            };
+            self.episode_wall += waited;
+            tail -= waited;
             if self.episode_wall > 0 {
                 emit(blocked(stack, std::mem::take(&mut self.episode_wall)));
             }
-        } else {
-            self.pending_wall += tail;
+            if tail > 0
+                && let Some((running, _)) = self.last_cpu
+            {
+                emit(running_at(running, tail));
+                tail = 0;
+            }
         }
+        self.pending_wall += tail;
         if self.pending_wall > 0 {
             emit(running_at(
                 self.stack,
@@ -520,247 +588,5 @@ pub fn split_missed(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MS: u64 = 1_000_000;
-
-    fn wait(sp: usize) -> WaitKey {
-        WaitKey {
-            nr: 202,
-            arg0: 0x1000,
-            sp,
-            pc: 0x7000,
-        }
-    }
-
-    /// Wall tick `n` (one every 10 ms), where the thread's CPU clock reads `cpu`; `found` is
-    /// what a look finds, `None` if the tick must not look. Returns the samples written and
-    /// whether the thread must be asked.
-    fn tick(
-        book: &mut Book,
-        n: u64,
-        cpu: u64,
-        found: Option<Whereabouts>,
-    ) -> (Vec<WallSample>, bool) {
-        let mut out = Vec::new();
-        let ask = book.on_tick(
-            n * 10 * MS,
-            cpu,
-            || found.or_else(|| panic!("tick {n} looked at the thread")),
-            &mut |w| out.push(w),
-        );
-        (out, ask)
-    }
-
-    #[test]
-    fn a_thread_settled_in_one_wait_is_taken_back_to_it_without_a_look_for_a_few_ticks() {
-        let mut book = Book::new(1, 0);
-        let k = wait(0x5000);
-        book.remember(k, 42);
-        book.stack = 7;
-        book.last_cpu = Some((7, 0));
-        let blocked_in = |n| Some(Whereabouts::Blocked(wait(n)));
-        let running = |wall_ns| running_at(7, wall_ns);
-        // Each tick the thread ran 1 ms (a request) and went back to the same wait.
-        tick(&mut book, 1, MS, Some(Whereabouts::Running));
-        assert!(!tick(&mut book, 2, 2 * MS, blocked_in(0x5000)).1);
-        let (out, _) = tick(&mut book, 3, 3 * MS, blocked_in(0x5000));
-        assert_eq!(out, vec![blocked(42, 10 * MS)]);
-        // Found there twice: the next tick does not look, and the two after it are skipped
-        // (not due, the clock not even read); what the thread ran of that stretch is charged
-        // to its latest CPU sample's stack, the rest to the wait. The running time is held
-        // until the next look, in one sample.
-        let (out, _) = tick(&mut book, 4, 4 * MS, None);
-        assert_eq!(out, vec![blocked(42, 10 * MS)]);
-        assert!(!book.due(50 * MS, 10 * MS));
-        assert!(!book.due(64 * MS, 10 * MS));
-        assert!(book.due(66 * MS, 10 * MS));
-        // Then it is looked at again, after the stretch is charged: still there, so it is
-        // trusted again.
-        let (out, _) = tick(&mut book, 7, 7 * MS, blocked_in(0x5000));
-        assert_eq!(out, vec![blocked(42, 36 * MS), running(4 * MS)]);
-        assert!(book.due(80 * MS, 10 * MS));
-        let (out, _) = tick(&mut book, 8, 8 * MS, None);
-        assert!(out.is_empty());
-        // A new CPU stack: what was held at the old one is written.
-        book.last_cpu = Some((8, 0));
-        let (out, ask) = tick(&mut book, 11, 10 * MS, blocked_in(0x5000));
-        assert_eq!(
-            out,
-            vec![running(MS), blocked(42, 37 * MS), running_at(8, 2 * MS)]
-        );
-        assert!(!ask);
-        let mut out = Vec::new();
-        book.flush(115 * MS, &mut |w| out.push(w));
-        assert_eq!(out, vec![blocked(42, 5 * MS)]);
-        // A tick of a thread that did not run in such a stretch looks where it is.
-        let mut book = Book::new(1, 0);
-        book.remember(k, 42);
-        book.cpu_seen = MS;
-        book.last_cpu = Some((7, 0));
-        book.settled = Some((k, 2, false));
-        tick(&mut book, 1, 2 * MS, None);
-        let (out, _) = tick(&mut book, 4, 2 * MS, blocked_in(0x5000));
-        assert_eq!(out, vec![blocked(42, 9 * MS), running(MS)]);
-        // Found running: trusted again after the look (it goes back to its wait)...
-        book.settled = Some((k, 2, true));
-        tick(&mut book, 10, 10 * MS, Some(Whereabouts::Running));
-        assert_eq!(book.settled, Some((k, 2, false)));
-        tick(&mut book, 11, 11 * MS, None);
-        // ... but found in another wait, it must settle there again.
-        book.settled = Some((k, 2, true));
-        tick(&mut book, 12, 12 * MS, blocked_in(0x6000));
-        assert_eq!(book.settled, Some((wait(0x6000), 1, false)));
-    }
-
-    #[test]
-    fn a_condition_variable_waited_on_through_either_futex_word_is_one_wait() {
-        let mut book = Book::new(1, 0);
-        let k = wait(0x5000);
-        let other_word = WaitKey {
-            arg0: k.arg0 + 4,
-            ..k
-        };
-        book.remember(k, 42);
-        book.remember(other_word, 42);
-        book.cpu_seen = 1;
-        tick(&mut book, 1, 2 * MS, Some(Whereabouts::Blocked(k)));
-        tick(&mut book, 2, 3 * MS, Some(Whereabouts::Blocked(other_word)));
-        // Settled: the next tick takes it back there without a look.
-        let (out, _) = tick(&mut book, 3, 4 * MS, None);
-        assert_eq!(out, vec![blocked(42, 10 * MS)]);
-    }
-
-    #[test]
-    fn a_wait_taken_on_trust_is_looked_at_once_the_thread_stops_running() {
-        let mut book = Book::new(1, 0);
-        let k = wait(0x5000);
-        book.remember(k, 42);
-        book.cpu_seen = 1;
-        book.settled = Some((k, 2, false));
-        // Taken on trust after running a little...
-        let (out, _) = tick(&mut book, 1, 2 * MS, None);
-        assert!(out.is_empty());
-        // ... then it did not run: looked at, and found in another wait, never seen: asked.
-        let (out, ask) = tick(
-            &mut book,
-            2,
-            2 * MS,
-            Some(Whereabouts::Blocked(wait(0x6000))),
-        );
-        assert_eq!(out, vec![blocked(42, 10 * MS)]);
-        assert!(ask);
-        // A wait a look found is not looked at again while the thread does not run.
-        let mut book = Book::new(1, 0);
-        book.remember(k, 42);
-        book.cpu_seen = 1;
-        tick(&mut book, 1, 2 * MS, Some(Whereabouts::Blocked(k)));
-        let (out, _) = tick(&mut book, 2, 2 * MS, None);
-        assert!(out.is_empty());
-    }
-
-    #[test]
-    fn an_answer_without_a_stack_ends_the_question() {
-        let mut book = Book::new(1, 0);
-        book.cpu_seen = 1;
-        let found = || Some(Whereabouts::Blocked(wait(0x5000)));
-        assert!(tick(&mut book, 1, 1, found()).1);
-        book.on_answer_without_stack();
-        // Not left waiting for an answer until the timeout (which then took the wait to
-        // have no stack for good): asked again.
-        let (out, ask) = tick(&mut book, 2, 1, found());
-        assert!(out.is_empty());
-        assert!(ask);
-    }
-
-    #[test]
-    fn a_stretch_without_samples_is_new_once_until_the_next_sample() {
-        let mut book = Book::new(1, 0);
-        // Before any sample: one stretch since the clock was armed.
-        assert!(book.new_stretch_without_sample());
-        assert!(!book.new_stretch_without_sample());
-        book.on_cpu_capture(at(50_000_000, 50_010_000, 0), 0);
-        assert!(book.new_stretch_without_sample());
-        assert!(!book.new_stretch_without_sample());
-        assert!(!book.new_stretch_without_sample());
-        book.on_cpu_capture(at(95_000_000, 95_010_000, 0), 0);
-        assert!(book.new_stretch_without_sample());
-    }
-
-    /// A capture whose handler ran from `enter` to `exit`, its period having ended there.
-    fn at(enter: u64, exit: u64, dropped_at: u64) -> CaptureClock {
-        CaptureClock {
-            due: enter,
-            enter,
-            exit,
-            dropped_at,
-        }
-    }
-
-    #[test]
-    fn a_sample_weighs_the_cpu_up_to_its_period_end_and_the_next_the_rest() {
-        let mut book = Book::new(1, 0);
-        assert_eq!(
-            book.on_cpu_capture(at(1_000_000, 1_002_000, 0), 0),
-            (1_000_000, 0)
-        );
-        // The next period ended at 2.002 ms in a system call that went on to 2.5 ms, where
-        // the handler ran (for 2 us): the sample stands for its period, 1 ms.
-        let in_kernel = CaptureClock {
-            due: 2_002_000,
-            enter: 2_500_000,
-            exit: 2_502_000,
-            dropped_at: 0,
-        };
-        assert_eq!(book.on_cpu_capture(in_kernel, 0), (1_000_000, 0));
-        // The next one, at 3.004 ms of CPU, has the rest of the system call and its own
-        // period: 1 ms, its handler's 2 us left out.
-        assert_eq!(
-            book.on_cpu_capture(at(3_004_000, 3_006_000, 0), 0),
-            (1_000_000, 0)
-        );
-    }
-
-    #[test]
-    fn cpu_before_a_dropped_capture_is_missed_not_given_to_the_next() {
-        let mut book = Book::new(1, 0);
-        // Armed at 1 ms of CPU; first capture at 2 ms (handler until 2.01 ms).
-        assert_eq!(
-            book.on_cpu_capture(at(2_000_000, 2_010_000, 0), 1_000_000),
-            (1_000_000, 0)
-        );
-        // Captures at 3 and 4 ms were dropped (ring full); the next one is at 5 ms.
-        assert_eq!(
-            book.on_cpu_capture(at(5_000_000, 5_010_000, 4_000_000), 1_000_000),
-            (1_000_000, 1_990_000)
-        );
-        // A drop older than the last capture changes nothing.
-        assert_eq!(
-            book.on_cpu_capture(at(6_010_000, 6_020_000, 4_000_000), 1_000_000),
-            (1_000_000, 0)
-        );
-    }
-
-    #[test]
-    fn missed_cpu_goes_half_to_each_side_of_the_gap() {
-        assert_eq!(
-            split_missed(1001, Some((7, 10)), Some((9, 20))),
-            [Some((7, 10, 500)), Some((9, 20, 501))]
-        );
-        // The same stack on both sides: one part, on the earlier sample.
-        assert_eq!(
-            split_missed(1000, Some((7, 10)), Some((7, 20))),
-            [Some((7, 10, 1000)), None]
-        );
-        assert_eq!(
-            split_missed(1000, Some((7, 10)), None),
-            [Some((7, 10, 1000)), None]
-        );
-        assert_eq!(
-            split_missed(1000, None, Some((9, 20))),
-            [Some((9, 20, 1000)), None]
-        );
-        assert_eq!(split_missed(1000, None, None), [None, None]);
-    }
-}
+#[path = "book_tests.rs"]
+mod tests;

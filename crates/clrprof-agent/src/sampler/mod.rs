@@ -530,13 +530,17 @@ impl SampleLoop {
             }
             return;
         }
-        let held = if flags & ASKED != 0 {
-            self.books.at(i).on_answer(regs[0], regs[1], stack)
+        let session = self.session;
+        if flags & ASKED != 0 {
+            if let Some(w) = self.books.at(i).on_answer(regs[0], regs[1], stack) {
+                emit_wall(session, tid, sys::monotonic_ns(), w);
+            }
         } else {
-            self.books.at(i).on_stack(stack)
-        };
-        if let Some(w) = held {
-            emit_wall(self.session, tid, sys::monotonic_ns(), w);
+            // A CPU capture's time and CPU clock mark where a wait it ends ended.
+            let at = (flags & CPU != 0).then_some((ts, clock.enter));
+            self.books
+                .at(i)
+                .on_stack(stack, at, &mut |w| emit_wall(session, tid, ts, w));
         }
     }
 
@@ -696,7 +700,13 @@ impl SampleLoop {
             return;
         }
         let born = slot.born_at.load(Ordering::Acquire);
-        *self.books.at(i) = Book::new(tid, if born == 0 { now } else { born.min(now) });
+        // The thread's CPU clock when its clock was armed, as it registered (at `born`).
+        let cpu_at_arm = slot.cpu_at_arm.load(Ordering::Acquire);
+        *self.books.at(i) = if born == 0 || born > now {
+            Book::new(tid, now, 0)
+        } else {
+            Book::new(tid, born, cpu_at_arm)
+        };
         *self.task_files.at(i) = procfs::TaskFiles::default();
         self.name_thread(tid);
     }
@@ -784,7 +794,7 @@ impl SampleLoop {
         let session = self.session;
         self.books
             .at(i)
-            .flush(end, &mut |w| emit_wall(session, tid, end, w));
+            .flush(end, end_cpu, &mut |w| emit_wall(session, tid, end, w));
         // What the profiler cost this thread, beside what its samples stand for: together
         // they are the thread's CPU (but for its start before its clock was armed, and the
         // last period no capture ended).
