@@ -160,7 +160,7 @@ fn contended_locks_with_type_site_holder_and_wait() {
 
 /// `--metric wall` splits each thread's wall time into running and the reasons it was blocked:
 /// `holder` sleeps, `waiter` waits for the lock, `poller` for a socket, the main thread joins
-/// them; each within 10% of
+/// them; each within 5% of
 /// what the program measured itself. In `long` mode each of them is one wait of about a second,
 /// which wall-clock samples (every 50 ms by default) resolve to a tick or two at its ends.
 #[test]
@@ -185,9 +185,11 @@ fn wall_time_is_split_by_reason() {
         assert_eq!(sum, wall, "{row:#}");
         row["reasons"][reason].as_u64().unwrap()
     };
+    // Within 5%: each wait is split from what its thread ran by the thread's CPU clock at
+    // both its ends (a tick's whole interval went to what the tick found: up to 49 ms off).
     let close = |what: &str, reported: u64, truth: u64| {
         assert!(
-            reported.abs_diff(truth) * 10 <= truth,
+            reported.abs_diff(truth) * 20 <= truth,
             "{what}: reported {reported} ns, the program measured {truth} ns\n{rows:#?}"
         );
     };
