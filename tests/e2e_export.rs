@@ -250,6 +250,50 @@ fn exported_frames_carry_their_source_lines() {
     exported_lines_match(&embedded, &markers, "an embedded portable PDB");
 }
 
+/// `CLRPROF_EXPORT_SOURCE_ROOTS` names the files of exported frames as `report --source-root`
+/// finds them: the directory the symbols name (where the program was built) becomes the one
+/// the rule gives; the first rule that matches applies.
+#[test]
+fn exported_file_names_follow_the_source_roots() {
+    let program = compile("Lines");
+    let file_of_the_loops = |roots: Option<&str>| -> String {
+        let collector = Collector::start();
+        let endpoint = collector.otlp_http_endpoint();
+        let mut vars = vec![
+            ("CLRPROF_EXPORT_ENDPOINT", endpoint.as_str()),
+            ("CLRPROF_EXPORT_PERIOD", "1"),
+            ("CLRPROF_EXPORT_PROFILES", "cpu"),
+            ("CLRPROF_EXPORT_CPU_RATE", "1000"),
+        ];
+        if let Some(roots) = roots {
+            vars.push(("CLRPROF_EXPORT_SOURCE_ROOTS", roots));
+        }
+        let (output, _) = run(&mut exported(&program, &["20"], &vars));
+        output.assert_success();
+        assert_eq!(output.stderr_str(), "", "{}", collector.log());
+        let (samples, _) = read(&settled(&collector));
+        let files: std::collections::BTreeSet<String> = samples
+            .iter()
+            .filter_map(|s| {
+                let i = s
+                    .frames
+                    .iter()
+                    .rposition(|f| f.starts_with("Lines.Loops("))?;
+                Some(s.lines[i].0.clone()).filter(|f| !f.is_empty())
+            })
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}\n{samples:?}");
+        files.into_iter().next().unwrap()
+    };
+    let built = file_of_the_loops(None);
+    let (dir, name) = built
+        .rsplit_once('/')
+        .unwrap_or_else(|| panic!("no directory in {built}"));
+    assert_eq!(name, "Lines.cs");
+    let rules = format!("/nowhere=/elsewhere;{dir}=src/app;{dir}=/second");
+    assert_eq!(file_of_the_loops(Some(&rules)), "src/app/Lines.cs");
+}
+
 /// Runs `tests/programs/Lines.cs` exporting CPU to a Collector, and checks that the CPU the
 /// exported profiles put on each of its three loops' lines has the share the program measured
 /// with its thread's CPU clock, within 5 points (as `report --lines` must).

@@ -79,6 +79,11 @@ pub struct ExportOptions {
     /// Export mode: Pyroscope's tenant (`X-Scope-OrgID`).
     #[arg(long, value_name = "TENANT")]
     pub tenant: Option<String>,
+    /// Export mode: where the source files the symbols name are, for the file names of the
+    /// profiles' frames: FROM=TO replaces the start FROM of a path by TO (`/build/src=` leaves
+    /// paths relative to the build's `src`); repeatable, the first that matches applies.
+    #[arg(long = "source-root", value_name = "FROM=TO")]
+    pub source_roots: Vec<String>,
 }
 
 impl ExportOptions {
@@ -94,6 +99,7 @@ impl ExportOptions {
             ("--profiles", self.profiles.is_some()),
             ("--cpu-rate", self.cpu_rate.is_some()),
             ("--tenant", self.tenant.is_some()),
+            ("--source-root", !self.source_roots.is_empty()),
         ]
         .into_iter()
         .find_map(|(flag, given)| given.then_some(flag))
@@ -121,6 +127,16 @@ pub fn settings(endpoint: &str, o: &ExportOptions) -> Result<ExportSettings> {
             bail!("--label {bad}: a label cannot hold `,`");
         }
         vars.insert(ENV_LABELS, o.labels.join(","));
+    }
+    if !o.source_roots.is_empty() {
+        let separator = clrprof_trace::config::SourceRoots::SEPARATOR;
+        if let Some(bad) = o.source_roots.iter().find(|r| r.contains(separator)) {
+            bail!("--source-root {bad}: a source root cannot hold `{separator}`");
+        }
+        vars.insert(
+            ENV_SOURCE_ROOTS,
+            o.source_roots.join(&separator.to_string()),
+        );
     }
     for (name, value) in [
         (ENV_PERIOD, &o.period),
@@ -297,6 +313,44 @@ mod tests {
         let k8s = render(&vars, EnvFormat::K8s);
         assert!(k8s.starts_with("env:\n  - name: CORECLR_ENABLE_PROFILING\n    value: \"1\"\n"));
         assert!(k8s.contains("  - name: CLRPROF_EXPORT_SERVICE\n    value: \"shop's api\"\n"));
+    }
+
+    #[test]
+    fn source_roots_are_one_variable_the_agent_reads() {
+        let vars = vars_of(&[
+            "--endpoint",
+            "http://c:4318",
+            "--service",
+            "svc",
+            "--source-root",
+            "/build/src=",
+            "--source-root",
+            "/ci=/repo",
+        ]);
+        assert!(
+            vars.contains(&(
+                "CLRPROF_EXPORT_SOURCE_ROOTS".to_string(),
+                "/build/src=;/ci=/repo".to_string()
+            )),
+            "{vars:?}"
+        );
+        let err = |rule: &str| {
+            let a = parse(&[
+                "--endpoint",
+                "http://c",
+                "--service",
+                "s",
+                "--source-root",
+                rule,
+            ]);
+            settings(&a.endpoint, &a.export).unwrap_err().to_string()
+        };
+        assert_eq!(
+            err("/build"),
+            "CLRPROF_EXPORT_SOURCE_ROOTS=/build: `/build`: a source root is FROM=TO, e.g. \
+             /build/src=/home/me/src"
+        );
+        assert!(err("/a=/b;/c=/d").contains("cannot hold `;`"));
     }
 
     #[test]

@@ -429,7 +429,7 @@ fn source_lines(
     out: &mut dyn Write,
 ) -> Result<()> {
     use clrprof_analysis::lines::{self, SourceLines, SourceRoots};
-    let roots = SourceRoots::parse(&opts.source_roots)?;
+    let roots = SourceRoots::parse(&opts.source_roots).context("--source-root")?;
     let mut source = SourceLines::new(roots);
     let tids = match &opts.query.thread {
         Some(selector) => Some(clrprof_analysis::query::thread_ids(
@@ -499,9 +499,10 @@ fn report_file(
         // pprof carries source lines (`go tool pprof -lines`, `-list`), speedscope each
         // function's source file and first line.
         if matches!(opts.format, Format::Pprof | Format::Speedscope) {
-            p.trace.source_lines = Some(clrprof_analysis::lines::SourceRoots::parse(
-                &opts.source_roots,
-            )?);
+            p.trace.source_lines = Some(
+                clrprof_analysis::lines::SourceRoots::parse(&opts.source_roots)
+                    .context("--source-root")?,
+            );
         }
         if !opts.all_frames {
             p.trace.stack_start = clrprof_analysis::StackStart::ManagedEntry;

@@ -196,7 +196,10 @@ impl Aggregator {
         periods[ProfileType::Wall as usize] = Some(ProfileType::Wall.period(every(wall_rate_hz)));
         let mut a = Aggregator {
             decoder: StreamDecoder::new(),
-            defs: Definitions::default(),
+            defs: Definitions {
+                lines: FrameLines::new(settings.source_roots.clone()),
+                ..Definitions::default()
+            },
             period: PeriodProfiles::new(start_unix_nano, 0, max_stacks),
             max_stacks,
             wanted,

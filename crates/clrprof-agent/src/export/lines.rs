@@ -9,13 +9,15 @@
 //! module or the function again (an id the runtime reused belongs to other code then).
 //! Without symbols, or for a position the symbols do not cover, a frame has no line: never an
 //! invented one. Code the JIT inlined has no line of its own: it counts for the line of the
-//! call in the method it was inlined into.
+//! call in the method it was inlined into. A method's file is named as the source roots of
+//! the settings map it (`CLRPROF_EXPORT_SOURCE_ROOTS`), once per method.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use clrprof_symbols::managed::{MethodSource, ModuleSymbols};
 use clrprof_trace::IlPosition;
+use clrprof_trace::config::SourceRoots;
 use rustc_hash::FxHashMap;
 
 /// What reading symbols cost, for the agent's own accounting.
@@ -43,9 +45,19 @@ pub struct FrameLines {
     /// sequence points (`Some(None)`: the symbols do not cover it).
     functions: FxHashMap<u64, (u64, u32, Option<Option<MethodSource>>)>,
     counts: LineCounts,
+    /// How the symbols' file names are mapped.
+    roots: SourceRoots,
 }
 
 impl FrameLines {
+    /// Lines whose files are named as `roots` map them.
+    pub fn new(roots: SourceRoots) -> FrameLines {
+        FrameLines {
+            roots,
+            ..FrameLines::default()
+        }
+    }
+
     /// Module `id` is the assembly at `path` (replacing what an earlier life of the id was).
     pub fn define_module(&mut self, id: u64, path: &str) {
         self.modules.insert(
@@ -88,7 +100,11 @@ impl FrameLines {
                 }
                 m.symbols = Some(symbols);
             }
-            *source = Some(m.symbols.as_ref().and_then(|s| s.method(*token)));
+            let mut method = m.symbols.as_ref().and_then(|s| s.method(*token));
+            if let Some(method) = method.as_mut().filter(|_| !self.roots.is_empty()) {
+                method.file = self.roots.map(&method.file).to_string_lossy().into_owned();
+            }
+            *source = Some(method);
         }
         let source = source.as_ref()?.as_ref()?;
         let line = source.line_at(offset)?;

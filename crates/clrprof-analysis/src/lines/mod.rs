@@ -69,43 +69,7 @@ pub(crate) fn short_file(file: &str) -> &str {
     file.rsplit(['/', '\\']).next().unwrap_or(file)
 }
 
-/// A source root rule that is not `FROM=TO`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`--source-root {rule}`: expected FROM=TO, e.g. /build/src=/home/me/src")]
-pub struct BadSourceRoot {
-    /// The rule as given.
-    pub rule: String,
-}
-
-/// Turns `/build/agent/src/App.cs` into `/home/me/src/App.cs` for a rule `/build/agent=/home/me`.
-#[derive(Debug, Clone, Default)]
-pub struct SourceRoots {
-    rules: Vec<(String, PathBuf)>,
-}
-
-impl SourceRoots {
-    /// Rules `FROM=TO` (the first that matches a path's start applies).
-    pub fn parse(rules: &[String]) -> Result<SourceRoots, BadSourceRoot> {
-        let mut out = SourceRoots::default();
-        for rule in rules {
-            let Some((from, to)) = rule.split_once('=') else {
-                return Err(BadSourceRoot { rule: rule.clone() });
-            };
-            out.rules.push((from.to_string(), PathBuf::from(to)));
-        }
-        Ok(out)
-    }
-
-    /// Where `file` (as the symbols name it) is on this machine.
-    pub fn map(&self, file: &str) -> PathBuf {
-        for (from, to) in &self.rules {
-            if let Some(rest) = file.strip_prefix(from.as_str()) {
-                return to.join(rest.trim_start_matches(['/', '\\']));
-            }
-        }
-        PathBuf::from(file)
-    }
-}
+pub use clrprof_trace::config::{BadSourceRoot, SourceRoots};
 
 /// Reads symbols and source files once each.
 #[derive(Default)]

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::{AgentConfig, AllocMode, Mode, RATE_HZ};
+use super::{AgentConfig, AllocMode, BadSourceRoot, Mode, RATE_HZ, SourceRoots};
 use crate::EventCategory;
 
 /// The backend's address, e.g. `http://collector:4318`: setting it turns export mode on.
@@ -33,11 +33,15 @@ pub const ENV_BEARER_TOKEN: &str = "CLRPROF_EXPORT_BEARER_TOKEN";
 pub const ENV_BASIC_AUTH: &str = "CLRPROF_EXPORT_BASIC_AUTH";
 /// Pyroscope's tenant (`X-Scope-OrgID`).
 pub const ENV_TENANT: &str = "CLRPROF_EXPORT_TENANT";
+/// Where the source files the symbols name are, for the file names of exported frames:
+/// `FROM=TO` rules separated by `;` (`/build/src=` leaves paths relative to the build's
+/// `src`).
+pub const ENV_SOURCE_ROOTS: &str = "CLRPROF_EXPORT_SOURCE_ROOTS";
 /// The variable `ENV_SERVICE` falls back to.
 pub const ENV_OTEL_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
 
 /// Every variable of export mode.
-pub const VARIABLES: [&str; 11] = [
+pub const VARIABLES: [&str; 12] = [
     ENV_ENDPOINT,
     ENV_PROTOCOL,
     ENV_SERVICE,
@@ -49,6 +53,7 @@ pub const VARIABLES: [&str; 11] = [
     ENV_BEARER_TOKEN,
     ENV_BASIC_AUTH,
     ENV_TENANT,
+    ENV_SOURCE_ROOTS,
 ];
 
 /// The prefix of export mode's variables: one that is not in [`VARIABLES`] is a mistake.
@@ -165,6 +170,8 @@ pub struct ExportSettings {
     pub auth: Option<ExportAuth>,
     /// Pyroscope's tenant.
     pub tenant: Option<String>,
+    /// Where the source files of exported frames are (their file names are mapped).
+    pub source_roots: SourceRoots,
 }
 
 impl ExportSettings {
@@ -183,6 +190,7 @@ impl ExportSettings {
             cpu_rate_hz: DEFAULT_CPU_RATE_HZ,
             auth: None,
             tenant: None,
+            source_roots: SourceRoots::default(),
         }
     }
 
@@ -265,6 +273,13 @@ impl ExportSettings {
             (None, None) => {}
         }
         s.tenant = get(ENV_TENANT).map(|t| t.trim().to_string());
+        if let Some(roots) = get(ENV_SOURCE_ROOTS) {
+            s.source_roots =
+                SourceRoots::parse_list(&roots).map_err(|reason| SettingsError::SourceRoots {
+                    value: roots.clone(),
+                    reason,
+                })?;
+        }
         Ok(Some(s))
     }
 
@@ -314,6 +329,9 @@ impl ExportSettings {
         if let Some(t) = &self.tenant {
             out.push((ENV_TENANT, t.clone()));
         }
+        if !self.source_roots.is_empty() {
+            out.push((ENV_SOURCE_ROOTS, self.source_roots.to_list()));
+        }
         out
     }
 }
@@ -344,6 +362,14 @@ pub enum SettingsError {
     UnknownProtocol {
         /// The protocol given.
         value: String,
+    },
+    /// Source root rules that do not parse.
+    #[error("{ENV_SOURCE_ROOTS}={value}: {reason}")]
+    SourceRoots {
+        /// The rules given.
+        value: String,
+        /// The rule that is wrong.
+        reason: BadSourceRoot,
     },
     /// Labels that do not parse.
     #[error("{ENV_LABELS}={value}: {reason}")]
@@ -568,6 +594,7 @@ mod tests {
             password: "p:w".into(),
         });
         s.tenant = Some("t1".into());
+        s.source_roots = SourceRoots::parse(&["/build/src=".into(), "/ci=/x".into()]).unwrap();
         let env = s.to_env();
         let names: Vec<&str> = env.iter().map(|(k, _)| *k).collect();
         assert_eq!(

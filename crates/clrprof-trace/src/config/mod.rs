@@ -73,6 +73,9 @@ macro_rules! named_values {
 }
 
 mod export;
+mod source_roots;
+
+pub use source_roots::{BadSourceRoot, SourceRoots};
 
 pub use export::{
     DEFAULT_CPU_RATE_HZ, DEFAULT_PERIOD, ExportAuth, ExportProfile, ExportProtocol, ExportSettings,
@@ -83,8 +86,9 @@ pub use export::{
 pub mod export_env {
     pub use super::export::{
         ENV_BASIC_AUTH, ENV_BEARER_TOKEN, ENV_CPU_RATE, ENV_ENDPOINT, ENV_LABELS,
-        ENV_OTEL_SERVICE_NAME, ENV_PERIOD, ENV_PROFILES, ENV_PROTOCOL, ENV_SERVICE, ENV_TENANT,
-        ENV_VERSION, VARIABLE_PREFIX, VARIABLES, parse_labels, parse_period, parse_profiles,
+        ENV_OTEL_SERVICE_NAME, ENV_PERIOD, ENV_PROFILES, ENV_PROTOCOL, ENV_SERVICE,
+        ENV_SOURCE_ROOTS, ENV_TENANT, ENV_VERSION, VARIABLE_PREFIX, VARIABLES, parse_labels,
+        parse_period, parse_profiles,
     };
 }
 
