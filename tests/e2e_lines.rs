@@ -80,6 +80,59 @@ fn lines_match(program: &Program, env: &[(&str, &str)], what: &str) -> Recording
     rec
 }
 
+/// `report --source --source-root FROM=TO` reads the method's source where the rule says: the
+/// directory the symbols name (where the program was built) becomes the rule's. Without the
+/// rule the source beside the assembly is read.
+#[test]
+fn the_source_is_read_where_the_source_root_says() {
+    let program = compile("Lines");
+    let rec = record_with_env(&program, &["20"], &["--rate", "1000"], &[]);
+    rec.output.assert_success();
+    // Where the symbols say the source is (the compiler's directory, gone since).
+    let symbols = clrprof_symbols::managed::ModuleSymbols::for_module(&program.dll);
+    let built = (1..64)
+        .find_map(|row| symbols.method(0x0600_0000 | row))
+        .map(|m| m.file)
+        .expect("a method with a source file");
+    let (dir, _) = built.rsplit_once('/').unwrap();
+    assert!(!std::path::Path::new(&built).exists(), "{built}");
+    // A copy of the compiled source whose first loop's line says where it was read.
+    let said = "// read at the source root";
+    let marker = format!("@{}", LOOPS[0]);
+    let compiled = std::fs::read_to_string(program.dll.with_file_name("Lines.cs")).unwrap();
+    let copy: Vec<String> = compiled
+        .lines()
+        .map(|l| {
+            if l.contains(&marker) {
+                format!("{l} {said}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let elsewhere = clrprof_e2e::temp_dir();
+    std::fs::write(elsewhere.path().join("Lines.cs"), copy.join("\n")).unwrap();
+    let annotated = |args: &[&str]| {
+        let out = rec.report(args);
+        out.assert_success();
+        out.stdout_str()
+    };
+    assert!(!annotated(&["--source", "Loops"]).contains(said));
+    let rule = format!("{dir}={}", elsewhere.path().display());
+    let source = annotated(&["--source", "Loops", "--source-root", &rule]);
+    let row = source
+        .lines()
+        .find(|l| l.contains(&marker))
+        .unwrap_or_else(|| panic!("{marker} not in the annotated source: {source}"));
+    assert!(row.contains(said), "{source}");
+    // A rule that is not FROM=TO is refused, naming the option.
+    let bad = rec.report(&["--source", "Loops", "--source-root", "/nowhere"]);
+    assert!(!bad.status.success());
+    bad.assert_stderr_contains(
+        "clrprof: error: --source-root `/nowhere`: a source root is FROM=TO, e.g.",
+    );
+}
+
 #[test]
 fn each_loop_line_gets_its_share_with_every_kind_of_symbols() {
     let program = compile("Lines");

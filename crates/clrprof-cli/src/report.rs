@@ -422,14 +422,20 @@ fn contention(
     Ok(())
 }
 
+/// The `--source-root` rules.
+fn source_roots(opts: &ReportOptions) -> Result<clrprof_analysis::lines::SourceRoots> {
+    clrprof_analysis::lines::SourceRoots::parse(&opts.source_roots)
+        .map_err(|e| anyhow::anyhow!("--source-root {e}"))
+}
+
 /// `report --lines` and `report --source METHOD`.
 fn source_lines(
     opts: &ReportOptions,
     loaded: &trace::LoadedTrace,
     out: &mut dyn Write,
 ) -> Result<()> {
-    use clrprof_analysis::lines::{self, SourceLines, SourceRoots};
-    let roots = SourceRoots::parse(&opts.source_roots).context("--source-root")?;
+    use clrprof_analysis::lines::{self, SourceLines};
+    let roots = source_roots(opts)?;
     let mut source = SourceLines::new(roots);
     let tids = match &opts.query.thread {
         Some(selector) => Some(clrprof_analysis::query::thread_ids(
@@ -499,10 +505,7 @@ fn report_file(
         // pprof carries source lines (`go tool pprof -lines`, `-list`), speedscope each
         // function's source file and first line.
         if matches!(opts.format, Format::Pprof | Format::Speedscope) {
-            p.trace.source_lines = Some(
-                clrprof_analysis::lines::SourceRoots::parse(&opts.source_roots)
-                    .context("--source-root")?,
-            );
+            p.trace.source_lines = Some(source_roots(opts)?);
         }
         if !opts.all_frames {
             p.trace.stack_start = clrprof_analysis::StackStart::ManagedEntry;
