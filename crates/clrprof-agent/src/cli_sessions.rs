@@ -14,7 +14,7 @@
 //! and how long the program was held.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clrprof_sdk::ModuleId;
@@ -33,12 +33,11 @@ pub const WAIT_AT_MOST: Duration = Duration::from_secs(5);
 /// The wait for the CLI's event sessions of one launched session.
 #[derive(Default)]
 pub struct CliSessions {
-    /// The connection's reading half, until it is known whether sessions are awaited.
-    offered: Mutex<Option<FromCli>>,
-    /// Set while the program's start is to be held.
-    armed: AtomicBool,
-    /// The sessions to wait for, and the connection their news comes on.
-    pending: Mutex<Option<(FromCli, u32)>>,
+    /// The connection's reading half, until the wait is over (or known not to be needed).
+    /// Held while waiting: another thread's module load waits too.
+    from_cli: Mutex<Option<FromCli>>,
+    /// The CLI's sessions to wait for (0: none, or the wait is over).
+    awaiting: AtomicU32,
     awaited: AtomicU64,
     started: AtomicU64,
     wait_ns: AtomicU64,
@@ -49,7 +48,7 @@ impl CliSessions {
     /// when no CLI is at the other end).
     pub fn new(from_cli: Option<FromCli>) -> CliSessions {
         CliSessions {
-            offered: Mutex::new(from_cli),
+            from_cli: Mutex::new(from_cli),
             ..CliSessions::default()
         }
     }
@@ -57,17 +56,18 @@ impl CliSessions {
     /// Once the features said who reads the runtime's events: `left_to_cli` kinds are the
     /// CLI's (0: nothing to wait for).
     pub fn arm(&self, left_to_cli: u32) {
-        let offered = lock(&self.offered).take();
-        if let (Some(from_cli), true, false) = (offered, left_to_cli > 0, no_diagnostics_socket()) {
-            *lock(&self.pending) = Some((from_cli, left_to_cli));
-            self.armed.store(true, Ordering::Release);
+        let mut from_cli = lock(&self.from_cli);
+        if from_cli.is_some() && left_to_cli > 0 && !no_diagnostics_socket() {
+            self.awaiting.store(left_to_cli, Ordering::Release);
+        } else {
+            *from_cli = None;
         }
     }
 
     /// `ModuleLoadFinished`: holds the first module load after the core library's until the
     /// awaited sessions run.
     pub fn module_loaded(&self, s: &Session, module: ModuleId) {
-        if !self.armed.load(Ordering::Acquire) {
+        if self.awaiting.load(Ordering::Acquire) == 0 {
             return;
         }
         let is_core_library = s
@@ -77,14 +77,16 @@ impl CliSessions {
         if is_core_library {
             return;
         }
-        // Held while waiting: another thread's module load waits too.
-        let mut pending = lock(&self.pending);
-        let Some((from_cli, count)) = pending.take() else {
+        let mut from_cli = lock(&self.from_cli);
+        // Another thread's module load may have waited meanwhile.
+        let count = self.awaiting.load(Ordering::Acquire);
+        let Some(connection) = from_cli.take().filter(|_| count > 0) else {
             return;
         };
-        self.armed.store(false, Ordering::Release);
         let since = Instant::now();
-        let news = receive(&from_cli, count, since + WAIT_AT_MOST);
+        let news = receive(&connection, count, since + WAIT_AT_MOST);
+        self.awaiting.store(0, Ordering::Release);
+        drop(from_cli);
         self.wait_ns
             .store(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
         self.awaited.store(u64::from(count), Ordering::Relaxed);
@@ -115,7 +117,7 @@ impl CliSessions {
 
 impl Feature for CliSessions {
     fn event_mask(&self, _s: &Session) -> (EventMask, HighEventMask) {
-        if self.armed.load(Ordering::Acquire) {
+        if self.awaiting.load(Ordering::Acquire) > 0 {
             (EventMask::MONITOR_MODULE_LOADS, HighEventMask::empty())
         } else {
             (EventMask::empty(), HighEventMask::empty())

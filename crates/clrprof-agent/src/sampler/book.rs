@@ -371,7 +371,7 @@ impl Book {
             Some(Whereabouts::Blocked(key)) => {
                 // What the thread ran of the interval came before it blocked: at its latest
                 // CPU sample's stack. Only the rest is the wait's.
-                let waited = wall_ns.saturating_sub(self.charge_run_before_wait(ran_ns, emit));
+                let waited = wall_ns.saturating_sub(self.charge_run(ran_ns, emit));
                 if let Some(stack) = self.known_wait(key) {
                     self.begin_episode(cpu, stack, now, waited, true);
                     return false;
@@ -404,9 +404,9 @@ impl Book {
         }
     }
 
-    /// What a thread a look found blocked ran of the interval (`ran_ns`), at the stack of its
+    /// What the thread ran (`ran_ns`) of an interval at one end of a wait, at the stack of its
     /// latest CPU sample (nothing without one). Returns the part so charged.
-    fn charge_run_before_wait(&mut self, ran_ns: u64, emit: &mut impl FnMut(WallSample)) -> u64 {
+    fn charge_run(&mut self, ran_ns: u64, emit: &mut impl FnMut(WallSample)) -> u64 {
         match self.last_cpu {
             Some((running, _)) if ran_ns > 0 => {
                 emit(running_at(running, ran_ns));
@@ -513,28 +513,19 @@ impl Book {
         self.write_trusted_running(emit);
         let mut tail = end.saturating_sub(self.wall_mark);
         self.wall_mark = self.wall_mark.max(end);
-        let ran = match end_cpu {
-            Some(cpu) if self.cpu_seen != 0 => cpu.saturating_sub(self.cpu_seen).min(tail),
-            _ => 0,
-        };
         if let Some((base, stack)) = self.episode.take() {
             // Still in the wait at the end unless the thread ran since it was found there.
-            let waited = if end_cpu.is_some_and(|cpu| cpu != base) {
-                tail - ran
-            } else {
-                tail
+            let ran = match end_cpu {
+                Some(cpu) if cpu != base && self.cpu_seen != 0 => {
+                    cpu.saturating_sub(self.cpu_seen).min(tail)
+                }
+                _ => 0,
             };
-            self.episode_wall += waited;
-            tail -= waited;
+            self.episode_wall += tail - ran;
             if self.episode_wall > 0 {
                 emit(blocked(stack, std::mem::take(&mut self.episode_wall)));
             }
-            if tail > 0
-                && let Some((running, _)) = self.last_cpu
-            {
-                emit(running_at(running, tail));
-                tail = 0;
-            }
+            tail = ran - self.charge_run(ran, emit);
         }
         self.pending_wall += tail;
         if self.pending_wall > 0 {

@@ -188,17 +188,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn source_roots_remap_the_start_of_paths() {
-        let roots = SourceRoots::parse(&["/build/src=/home/me/app".to_string()]).unwrap();
-        assert_eq!(
-            roots.map("/build/src/Lib/A.cs"),
-            PathBuf::from("/home/me/app/Lib/A.cs")
-        );
-        assert_eq!(roots.map("/other/B.cs"), PathBuf::from("/other/B.cs"));
-        assert!(SourceRoots::parse(&["nope".to_string()]).is_err());
-    }
-
-    #[test]
     fn places_read_for_people() {
         let line = Place::Line {
             file: "/src/App.cs".into(),
